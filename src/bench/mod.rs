@@ -1,0 +1,220 @@
+//! Benchmark families, their parameters, and the registry that lists them.
+//!
+//! A family is one file holding one [`BenchDef`]: its parameters, its default
+//! cases, what one operation is, and a constructor that sets a case up and
+//! returns a [`Benchmark`]. Adding a family is that file plus one line in
+//! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
+
+pub mod select;
+pub mod syscall;
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::error::Result;
+
+/// One set-up case, ready to run. Dropping it tears it down (temporary files
+/// removed, children reaped); `teardown` does the same but reports errors.
+pub trait Benchmark {
+    /// Performs `iters` iterations of the operation. Called only by the harness,
+    /// between its clock reads: no allocation, no printing, no clock reads.
+    fn run(&mut self, iters: u64) -> Result<()>;
+
+    /// Releases what set-up acquired, reporting failures.
+    fn teardown(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The unit a family reports per-operation values in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Ns,
+    Us,
+    S,
+}
+
+impl Unit {
+    /// Nanoseconds in one of this unit.
+    pub fn ns(self) -> f64 {
+        match self {
+            Unit::Ns => 1.0,
+            Unit::Us => 1e3,
+            Unit::S => 1e9,
+        }
+    }
+
+    /// The ASCII name used in documents ("ns", "us", "s").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Us => "us",
+            Unit::S => "s",
+        }
+    }
+
+    /// The name shown to people ("ns", "µs", "s").
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Us => "µs",
+            other => other.as_str(),
+        }
+    }
+}
+
+/// The values a parameter accepts.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamKind {
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
+    /// An integer in `min..=max`.
+    Int { min: i64, max: i64 },
+}
+
+/// One parameter of a family.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: ParamKind,
+    pub default: &'static str,
+}
+
+impl ParamSpec {
+    /// The allowed values, as shown in errors and `list`.
+    pub fn allowed(&self) -> String {
+        match self.kind {
+            ParamKind::Choice(words) => words.join(", "),
+            ParamKind::Int { min, max } => format!("an integer from {min} to {max}"),
+        }
+    }
+
+    /// Whether `value` is allowed.
+    pub fn accepts(&self, value: &str) -> bool {
+        match self.kind {
+            ParamKind::Choice(words) => words.contains(&value),
+            ParamKind::Int { min, max } => {
+                value.parse::<i64>().is_ok_and(|v| (min..=max).contains(&v))
+            }
+        }
+    }
+
+    /// `value` as JSON: a number for integers, a string otherwise.
+    fn to_json(self, value: &str) -> Value {
+        match self.kind {
+            ParamKind::Int { .. } => value
+                .parse::<i64>()
+                .map_or_else(|_| Value::from(value), Value::from),
+            ParamKind::Choice(_) => Value::from(value),
+        }
+    }
+}
+
+/// The full, validated parameter values of one case, in the family's order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Params {
+    values: Vec<(&'static str, String)>,
+}
+
+impl Params {
+    /// The family's defaults, overridden by `fixed` (names and values already validated).
+    pub fn new(def: &BenchDef, fixed: &[(&str, &str)]) -> Self {
+        let values = def
+            .params
+            .iter()
+            .map(|p| {
+                let v = fixed
+                    .iter()
+                    .find(|(k, _)| *k == p.name)
+                    .map_or(p.default, |(_, v)| v);
+                (p.name, v.to_string())
+            })
+            .collect();
+        Self { values }
+    }
+
+    /// The value of parameter `name`. Panics if the family has no such parameter
+    /// (a programming error: names come from the family's own spec).
+    pub fn get(&self, name: &str) -> &str {
+        self.values
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no parameter '{name}'"))
+    }
+
+    /// An integer parameter (validated at selection time).
+    pub fn int(&self, name: &str) -> i64 {
+        self.get(name)
+            .parse()
+            .unwrap_or_else(|_| panic!("parameter '{name}' is not an integer"))
+    }
+
+    /// The values as a JSON object, typed by `def`'s specs.
+    pub fn to_json(&self, def: &BenchDef) -> Map<String, Value> {
+        def.params
+            .iter()
+            .map(|p| (p.name.to_string(), p.to_json(self.get(p.name))))
+            .collect()
+    }
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// A benchmark family: everything the registry, the CLI and the harness need.
+pub struct BenchDef {
+    pub name: &'static str,
+    /// One line: what it measures and which anchor it follows.
+    pub summary: &'static str,
+    pub unit: Unit,
+    pub params: &'static [ParamSpec],
+    /// The cases run when the family is selected without parameters; each
+    /// lists only the parameters that differ from the defaults.
+    pub default_cases: &'static [&'static [(&'static str, &'static str)]],
+    /// Short case name for tables (e.g. "null", "2p/16K").
+    pub case_name: fn(&Params) -> String,
+    /// What one operation is, in words (e.g. "one getppid() call").
+    pub op: fn(&Params) -> String,
+    /// How many of the family's operations one harness iteration performs.
+    pub ops_per_iter: fn(&Params) -> f64,
+    /// How many tasks (processes or threads) a case runs, the timing one included.
+    pub tasks: fn(&Params) -> usize,
+    /// Sets a case up.
+    pub setup: fn(&Params) -> Result<Box<dyn Benchmark>>,
+}
+
+impl fmt::Debug for BenchDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BenchDef")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every family, in the order `list` shows them and the default suite runs them.
+pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF];
+
+/// The family called `name`.
+pub fn find(name: &str) -> Option<&'static BenchDef> {
+    REGISTRY.iter().copied().find(|d| d.name == name)
+}
+
+/// `ops_per_iter` for families where one iteration is one operation.
+pub fn one_op_per_iter(_: &Params) -> f64 {
+    1.0
+}
+
+/// `tasks` for families that run in the measuring thread alone.
+pub fn single_task(_: &Params) -> usize {
+    1
+}

@@ -1,0 +1,239 @@
+//! Selectors (`BENCH` or `BENCH:key=value[,key=value...]`) and their
+//! resolution into cases.
+//!
+//! Rule: each `key=value` fixes that parameter in every default case of the
+//! family; cases that become identical are run once. So `syscall` runs the six
+//! default cases, `syscall:case=null` one, and (for a family with two
+//! parameters) fixing one of them keeps the variety of the other.
+
+use std::str::FromStr;
+
+use super::{BenchDef, Params, REGISTRY, find};
+use crate::error::{Error, Result};
+
+/// A parsed, not yet validated selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    pub bench: String,
+    pub fixed: Vec<(String, String)>,
+}
+
+impl FromStr for Selector {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |why: &str| Error::BadSelector {
+            selector: s.to_string(),
+            why: why.to_string(),
+        };
+        let (bench, rest) = match s.split_once(':') {
+            Some((b, r)) => (b, Some(r)),
+            None => (s, None),
+        };
+        if bench.is_empty() {
+            return Err(bad("no benchmark name"));
+        }
+        let mut fixed: Vec<(String, String)> = Vec::new();
+        if let Some(rest) = rest {
+            if rest.is_empty() {
+                return Err(bad("nothing after ':'"));
+            }
+            for pair in rest.split(',') {
+                let (k, v) = pair
+                    .split_once('=')
+                    .ok_or_else(|| bad(&format!("'{pair}' is not key=value")))?;
+                if k.is_empty() || v.is_empty() {
+                    return Err(bad(&format!("'{pair}' has an empty key or value")));
+                }
+                if fixed.iter().any(|(seen, _)| seen == k) {
+                    return Err(bad(&format!("parameter '{k}' given twice")));
+                }
+                fixed.push((k.to_string(), v.to_string()));
+            }
+        }
+        Ok(Self {
+            bench: bench.to_string(),
+            fixed,
+        })
+    }
+}
+
+/// One case to run.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub def: &'static BenchDef,
+    pub params: Params,
+}
+
+impl Case {
+    pub fn name(&self) -> String {
+        (self.def.case_name)(&self.params)
+    }
+}
+
+/// Validates the selectors and expands them into cases, in order, without
+/// duplicates. No selectors means the default suite (every family).
+pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
+    let defaults: Vec<Selector>;
+    let selectors = if selectors.is_empty() {
+        defaults = REGISTRY
+            .iter()
+            .map(|d| Selector {
+                bench: d.name.to_string(),
+                fixed: vec![],
+            })
+            .collect();
+        &defaults
+    } else {
+        selectors
+    };
+    let mut cases: Vec<Case> = Vec::new();
+    for sel in selectors {
+        for case in expand(sel)? {
+            if !cases
+                .iter()
+                .any(|c| c.def.name == case.def.name && c.params == case.params)
+            {
+                cases.push(case);
+            }
+        }
+    }
+    Ok(cases)
+}
+
+fn expand(sel: &Selector) -> Result<Vec<Case>> {
+    let def = find(&sel.bench).ok_or_else(|| Error::UnknownBench {
+        name: sel.bench.clone(),
+        valid: REGISTRY
+            .iter()
+            .map(|d| d.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })?;
+    for (key, value) in &sel.fixed {
+        let spec =
+            def.params
+                .iter()
+                .find(|p| p.name == key)
+                .ok_or_else(|| Error::UnknownParam {
+                    bench: def.name.to_string(),
+                    key: key.clone(),
+                    valid: def
+                        .params
+                        .iter()
+                        .map(|p| p.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+        if !spec.accepts(value) {
+            return Err(Error::BadValue {
+                bench: def.name.to_string(),
+                key: key.clone(),
+                value: value.clone(),
+                allowed: spec.allowed(),
+            });
+        }
+    }
+    let mut out: Vec<Case> = Vec::new();
+    for base in default_cases(def) {
+        let mut fixed: Vec<(&str, &str)> = base.to_vec();
+        fixed.retain(|(k, _)| !sel.fixed.iter().any(|(fk, _)| fk == k));
+        fixed.extend(sel.fixed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let params = Params::new(def, &fixed);
+        if !out.iter().any(|c| c.params == params) {
+            out.push(Case { def, params });
+        }
+    }
+    Ok(out)
+}
+
+fn default_cases(def: &BenchDef) -> Vec<&'static [(&'static str, &'static str)]> {
+    if def.default_cases.is_empty() {
+        vec![&[]]
+    } else {
+        def.default_cases.to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(s: &str) -> Selector {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_plain_and_parameterised_selectors() {
+        assert_eq!(
+            sel("syscall"),
+            Selector {
+                bench: "syscall".into(),
+                fixed: vec![]
+            }
+        );
+        assert_eq!(
+            sel("ctx:procs=2,size=16"),
+            Selector {
+                bench: "ctx".into(),
+                fixed: vec![("procs".into(), "2".into()), ("size".into(), "16".into())]
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_selectors() {
+        for bad in [
+            "",
+            ":case=null",
+            "syscall:",
+            "syscall:case",
+            "syscall:=x",
+            "syscall:case=",
+            "a:k=1,k=2",
+        ] {
+            assert!(
+                matches!(bad.parse::<Selector>(), Err(Error::BadSelector { .. })),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn default_suite_and_family_expand_to_every_default_case() {
+        let names: Vec<String> = resolve(&[sel("syscall")])
+            .unwrap()
+            .iter()
+            .map(Case::name)
+            .collect();
+        assert_eq!(names, ["null", "read", "write", "stat", "fstat", "open"]);
+        assert_eq!(resolve(&[]).unwrap().len(), names.len());
+    }
+
+    #[test]
+    fn fixing_a_parameter_collapses_duplicates() {
+        let cases = resolve(&[
+            sel("syscall:case=null"),
+            sel("syscall:case=null"),
+            sel("syscall:case=open"),
+        ])
+        .unwrap();
+        let names: Vec<String> = cases.iter().map(Case::name).collect();
+        assert_eq!(names, ["null", "open"]);
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_the_choices() {
+        let e = resolve(&[sel("nosuch")]).unwrap_err().to_string();
+        assert!(e.contains("'nosuch'") && e.contains("syscall"), "{e}");
+        let e = resolve(&[sel("syscall:case=bogus")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'bogus'") && e.contains("null, read, write, stat, fstat, open"),
+            "{e}"
+        );
+        let e = resolve(&[sel("syscall:foo=1")]).unwrap_err().to_string();
+        assert!(e.contains("'foo'") && e.contains("case"), "{e}");
+    }
+}

@@ -1,0 +1,244 @@
+//! The command line (clap, derive) and the glue between it and the library.
+//! Errors print as one line, `osbench: error: …`, and exit with status 2;
+//! progress and warnings go to stderr, tables to stdout.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow};
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+use osbench::bench::select::{Case, Selector, resolve};
+use osbench::document::Series;
+use osbench::env;
+use osbench::experiment::{self, Observer, Plan};
+use osbench::measure::{Harness, Interrupt, Policy};
+use osbench::report::{self, fmt_pct, fmt_sig};
+use osbench::store::{self, PendingFile};
+
+const DEBUG_WARNING: &str = "osbench: warning: this is a debug build; its timings are not representative \
+                             (build with --release: cargo run --release -- ...)";
+
+#[derive(Parser)]
+#[command(
+    name = "osbench",
+    version,
+    about = "Measure operating-system primitives and tell whether a change made them faster",
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every benchmark: its cases, parameters (defaults, allowed values) and what one op is
+    List,
+    /// Run benchmarks: the default suite, or the ones selected
+    Run(RunArgs),
+    /// Show the environment recorded with every result
+    Env,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`
+    #[arg(value_name = "SELECTOR")]
+    selectors: Vec<String>,
+    /// Write the result document (JSON, every raw sample) to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Accepted samples per case (lmbench takes 11)
+    #[arg(long, value_name = "N", default_value_t = 11,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    samples: u32,
+    /// Target duration of one sample, in milliseconds
+    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms)]
+    sample_time: f64,
+    /// Unrecorded run time before sampling each case, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero)]
+    warmup: f64,
+    /// Seed of the random case order (default: taken from the clock; always recorded)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Print only the results: no progress, no warnings
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 600_000.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a duration in milliseconds above 0 and at most 600000"
+        )),
+    }
+}
+
+fn parse_ms_or_zero(s: &str) -> Result<f64, String> {
+    if s.parse::<f64>() == Ok(0.0) {
+        Ok(0.0)
+    } else {
+        parse_ms(s)
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let result = match cli.command {
+        Command::List => {
+            print!("{}", report::list_benchmarks());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run(args) => run(args),
+        Command::Env => show_env(),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
+        ExitCode::from(2)
+    })
+}
+
+/// Help and version go to stdout with status 0; usage errors become one line and status 2.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid command line");
+            eprintln!("osbench: {} (see osbench --help)", first.trim());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let selectors: Vec<Selector> = args
+        .selectors
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
+    let cases = resolve(&selectors)?;
+    // Before measuring: a bad output path must fail now, not after the run.
+    let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
+    if cfg!(debug_assertions) && !args.quiet {
+        eprintln!("{DEBUG_WARNING}");
+    }
+    let policy = Policy {
+        samples: args.samples as usize,
+        sample_time_ns: (args.sample_time * 1e6).round() as u64,
+        warmup_ns: (args.warmup * 1e6).round() as u64,
+    };
+    if policy.samples < 6 && !args.quiet {
+        eprintln!(
+            "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
+             probability; the CI shown is min–max with its true coverage"
+        );
+    }
+    let interrupt = Interrupt::install()?;
+    let harness = Harness::new(policy, interrupt);
+    let plan = Plan {
+        cases,
+        seed: args.seed.unwrap_or_else(seed_from_clock),
+    };
+    let mut progress = Progress { quiet: args.quiet };
+    let outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
+
+    let doc = &outcome.document;
+    if !doc.series.is_empty() {
+        print!("{}", report::render_run(doc));
+        std::io::stdout().flush().ok();
+    }
+    if let Some(pending) = pending {
+        let dest = pending.dest().display().to_string();
+        pending.commit(&store::to_json(doc))?;
+        if !args.quiet {
+            eprintln!("osbench: wrote {dest} ({} series)", doc.series.len());
+        }
+    }
+    match outcome.error {
+        None => Ok(ExitCode::SUCCESS),
+        Some(e) => Err(anyhow!(e)).context(format!(
+            "run stopped early after {} of {} cases (completed cases were kept)",
+            doc.series.len(),
+            plan.cases.len()
+        )),
+    }
+}
+
+/// A seed that differs between runs; 53 bits so JSON readers keep it exact.
+fn seed_from_clock() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
+}
+
+/// Progress lines on stderr.
+struct Progress {
+    quiet: bool,
+}
+
+impl Observer for Progress {
+    fn case_started(&mut self, index: usize, total: usize, case: &Case) {
+        if !self.quiet {
+            eprint!(
+                "[{}/{}] {} {} ... ",
+                index + 1,
+                total,
+                case.def.name,
+                case.name()
+            );
+        }
+    }
+
+    fn case_finished(&mut self, s: &Series) {
+        if self.quiet {
+            return;
+        }
+        let unit = if s.unit == "us" {
+            "µs"
+        } else {
+            s.unit.as_str()
+        };
+        eprintln!(
+            "{} {unit} (CV {})",
+            fmt_sig(s.summary.median),
+            fmt_pct(s.summary.cv)
+        );
+        for w in &s.warnings {
+            eprintln!("osbench: warning: {} {}: {w}", s.bench, s.case);
+        }
+    }
+}
+
+fn show_env() -> anyhow::Result<ExitCode> {
+    let env = serde_json::to_value(env::capture()).context("serialising the environment")?;
+    for (key, value) in env.as_object().into_iter().flatten() {
+        let text = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
+        println!("{key:<16} {text}");
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("{DEBUG_WARNING}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,129 @@
+//! The result document: what `osbench run --json FILE` writes and what later
+//! commands (compare, report, history) read. Schema `osbench/1`, specified
+//! field by field in `docs/result-document.md`; keep the two in step.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::env::Environment;
+use crate::measure::{Overhead, Policy, RawSample};
+use crate::stats::Summary;
+
+/// The schema identifier written into every document.
+pub const SCHEMA: &str = "osbench/1";
+
+/// One run's results: environment, settings, and one series per case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    pub schema: String,
+    pub tool: Tool,
+    pub env: Environment,
+    pub run: RunInfo,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Self {
+        Self {
+            name: "osbench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// How the run was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// UTC, RFC 3339.
+    pub started: String,
+    pub finished: String,
+    /// Seed of every random choice (the case order).
+    pub seed: u64,
+    pub policy: Policy,
+    /// Cases in the order they were run, as "bench case".
+    pub order: Vec<String>,
+    /// False when the run stopped early; `stopped_because` then says why and
+    /// `series` holds only the cases that completed.
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
+}
+
+/// Everything measured for one case under one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub bench: String,
+    pub case: String,
+    /// The configuration's name; "default" until configurations exist.
+    pub config: String,
+    pub params: Map<String, Value>,
+    /// "ns", "us" or "s".
+    pub unit: String,
+    /// What one operation is.
+    pub op: String,
+    /// Where the tasks ran: "cpu N" (pinned to CPU N) or "none" (left to the scheduler).
+    pub pin: String,
+    /// Per-operation value of each accepted sample, overheads subtracted, in run order.
+    pub samples: Vec<f64>,
+    pub summary: Summary,
+    /// The accepted samples as timed (iterations, elapsed ns), same order as `samples`.
+    pub raw: Vec<RawSample>,
+    /// Samples outside the acceptance window, in run order.
+    pub rejected: Vec<RawSample>,
+    pub overhead: Overhead,
+    /// Operations per harness iteration (the divisor between `raw` and `samples`).
+    pub ops_per_iter: f64,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Now, as an RFC 3339 UTC timestamp with second precision.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDThh:mm:ssZ`.
+pub fn rfc3339(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible
+    // Low-Level Date Algorithms", days_from_civil inverse).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        // `date -u -d @951782400` → 2000-02-29 00:00:00 (a leap day in a century year).
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        // `date -u -d @1796000000` → Mon Nov 30 00:53:20 UTC 2026.
+        assert_eq!(rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+    }
+}

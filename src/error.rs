@@ -1,0 +1,67 @@
+//! The library's error type. Every message says what went wrong and, where
+//! there is one, what to do about it; the CLI prints it on one line and exits 2.
+
+use std::io;
+
+/// Everything that can go wrong inside the library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown benchmark '{name}'; valid benchmarks: {valid}")]
+    UnknownBench { name: String, valid: String },
+
+    #[error("benchmark '{bench}' has no parameter '{key}'; valid parameters: {valid}")]
+    UnknownParam {
+        bench: String,
+        key: String,
+        valid: String,
+    },
+
+    #[error("invalid value '{value}' for {bench}:{key}; allowed: {allowed}")]
+    BadValue {
+        bench: String,
+        key: String,
+        value: String,
+        allowed: String,
+    },
+
+    #[error(
+        "malformed selector '{selector}': {why}; expected BENCH or BENCH:key=value[,key=value...]"
+    )]
+    BadSelector { selector: String, why: String },
+
+    #[error("{context}: {source}")]
+    Io { context: String, source: io::Error },
+
+    #[error("{bench} {case}: {message}")]
+    Bench {
+        bench: String,
+        case: String,
+        message: String,
+    },
+
+    #[error("{0}")]
+    Measure(String),
+
+    #[error("interrupted by a signal")]
+    Interrupted,
+
+    #[error("{path}: not an osbench result document: {message}")]
+    BadDocument { path: String, message: String },
+}
+
+impl Error {
+    /// An I/O error with what was being attempted.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The last OS error (errno), with what was being attempted.
+    pub fn last_os(context: impl Into<String>) -> Self {
+        Error::io(context, io::Error::last_os_error())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,34 @@
+//! The clocks the harness reads. Only the harness reads them.
+//!
+//! [`Monotonic`] is `CLOCK_MONOTONIC` in nanoseconds (the vDSO path, no system
+//! call on a TSC clocksource); lmbench's `gettimeofday` has 1 µs resolution and
+//! jumps with NTP steps, which is why we do not follow it here.
+
+/// A source of nanosecond timestamps.
+pub trait Clock {
+    fn now_ns(&self) -> u64;
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Monotonic;
+
+impl Clock for Monotonic {
+    #[inline(always)]
+    fn now_ns(&self) -> u64 {
+        monotonic_ns()
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds.
+#[inline(always)]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists
+    // on Linux, so the call cannot fail and its return value carries nothing.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,435 @@
+//! The harness: the only code that reads clocks around benchmark code.
+//!
+//! Method (lmbench's `benchmp`, anchors-methodology.md §1.2, with changes):
+//! 1. measure the overheads once: one clock read (median of back-to-back
+//!    reads) and one iteration of an empty loop (median of 5 timed loops);
+//! 2. calibrate: run 1, 8, 64, … iterations until a batch is long enough to
+//!    estimate, then scale the count so one sample lasts the target time;
+//! 3. warm up: keep running calibrated batches for the warm-up time,
+//!    re-estimating the count after each (nothing is recorded);
+//! 4. sample: time batches until `samples` of them land inside
+//!    [`ACCEPT_LOW`, `ACCEPT_HIGH`] × target. Samples outside are kept as
+//!    `rejected` (never silently dropped); a short one re-sizes the count at
+//!    once, two long ones in a row re-size it (one long sample is usually an
+//!    interruption, not a wrong count). An iteration longer than the target
+//!    cannot be split, so with one iteration per sample every sample counts.
+//!
+//! Differences from lmbench: CLOCK_MONOTONIC in ns instead of gettimeofday in
+//! µs; an upper bound on accepted samples; overheads recorded in the result
+//! instead of only subtracted; no forked measuring child (benchmarks fork
+//! their own peers); a warm-up by default.
+//! Left out: hardware counters and energy (not on this machine kind yet).
+
+pub mod clock;
+pub mod interrupt;
+pub mod placement;
+
+use std::hint::black_box;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::Benchmark;
+use crate::error::{Error, Result};
+pub use clock::{Clock, Monotonic};
+pub use interrupt::Interrupt;
+
+/// A sample is accepted when its duration is at least this fraction of the target…
+pub const ACCEPT_LOW: f64 = 0.9;
+/// …and at most this multiple of it.
+pub const ACCEPT_HIGH: f64 = 1.5;
+/// Never run more than this many iterations in one batch.
+const MAX_ITERS: u64 = 1 << 40;
+
+/// How much to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Accepted samples wanted per case.
+    pub samples: usize,
+    /// Target duration of one sample.
+    pub sample_time_ns: u64,
+    /// Time spent running the benchmark unrecorded before sampling.
+    pub warmup_ns: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            samples: 11,
+            sample_time_ns: 10_000_000,
+            warmup_ns: 50_000_000,
+        }
+    }
+}
+
+/// One timed batch: `iters` iterations took `elapsed_ns` (clock difference, nothing subtracted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawSample {
+    pub iters: u64,
+    pub elapsed_ns: u64,
+}
+
+/// Measured costs of the measurement itself, subtracted from every sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// One clock read (subtracted once per sample).
+    pub timer_ns: f64,
+    /// One iteration of an empty loop (subtracted once per iteration).
+    pub loop_ns_per_iter: f64,
+}
+
+impl Overhead {
+    pub const ZERO: Overhead = Overhead {
+        timer_ns: 0.0,
+        loop_ns_per_iter: 0.0,
+    };
+
+    /// Measures both overheads with `clock`.
+    pub fn measure(clock: &impl Clock) -> Self {
+        let mut reads: Vec<f64> = (0..1001)
+            .map(|_| {
+                let t0 = clock.now_ns();
+                let t1 = clock.now_ns();
+                t1.saturating_sub(t0) as f64
+            })
+            .collect();
+        reads.sort_by(f64::total_cmp);
+        let timer_ns = reads[reads.len() / 2];
+
+        const LOOP_ITERS: u64 = 1_000_000;
+        let mut per_iter: Vec<f64> = (0..5)
+            .map(|_| {
+                let t0 = clock.now_ns();
+                empty_loop(LOOP_ITERS);
+                let t1 = clock.now_ns();
+                (t1.saturating_sub(t0) as f64 - timer_ns).max(0.0) / LOOP_ITERS as f64
+            })
+            .collect();
+        per_iter.sort_by(f64::total_cmp);
+        Self {
+            timer_ns,
+            loop_ns_per_iter: per_iter[per_iter.len() / 2],
+        }
+    }
+}
+
+/// The loop every benchmark's `run` has around its operation, with nothing in it.
+#[inline(never)]
+fn empty_loop(iters: u64) {
+    for i in 0..iters {
+        black_box(i);
+    }
+}
+
+/// Everything the harness measured for one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Accepted samples, in the order they were taken.
+    pub accepted: Vec<RawSample>,
+    /// Samples outside the acceptance window, in order.
+    pub rejected: Vec<RawSample>,
+    pub overhead: Overhead,
+    /// Problems worth telling the user (too many rejections, …).
+    pub warnings: Vec<String>,
+}
+
+impl Measurement {
+    /// Nanoseconds per operation of each accepted sample, overheads subtracted.
+    /// `ops_per_iter` converts iterations to the benchmark's operations.
+    pub fn per_op_ns(&self, ops_per_iter: f64) -> Vec<f64> {
+        self.accepted
+            .iter()
+            .map(|s| per_op_ns(*s, self.overhead, ops_per_iter))
+            .collect()
+    }
+}
+
+/// `(elapsed − timer − iters × loop) / iters / ops_per_iter`.
+pub fn per_op_ns(s: RawSample, o: Overhead, ops_per_iter: f64) -> f64 {
+    let n = s.iters as f64;
+    (s.elapsed_ns as f64 - o.timer_ns - n * o.loop_ns_per_iter) / n / ops_per_iter
+}
+
+/// Runs benchmarks under a [`Policy`] and a [`Clock`].
+pub struct Harness<C: Clock = Monotonic> {
+    clock: C,
+    policy: Policy,
+    overhead: Overhead,
+    interrupt: Interrupt,
+}
+
+impl Harness<Monotonic> {
+    /// A harness on CLOCK_MONOTONIC; measures the overheads now.
+    pub fn new(policy: Policy, interrupt: Interrupt) -> Self {
+        let overhead = Overhead::measure(&Monotonic);
+        Self::with_clock(Monotonic, policy, overhead, interrupt)
+    }
+}
+
+impl<C: Clock> Harness<C> {
+    pub fn with_clock(clock: C, policy: Policy, overhead: Overhead, interrupt: Interrupt) -> Self {
+        Self {
+            clock,
+            policy,
+            overhead,
+            interrupt,
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn overhead(&self) -> Overhead {
+        self.overhead
+    }
+
+    fn time(&self, bench: &mut dyn Benchmark, iters: u64) -> Result<u64> {
+        let t0 = self.clock.now_ns();
+        bench.run(iters)?;
+        let t1 = self.clock.now_ns();
+        Ok(t1.saturating_sub(t0))
+    }
+
+    /// Calibrates, warms up and samples `bench` (already set up).
+    pub fn measure(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
+        let target = self.policy.sample_time_ns as f64;
+        let mut iters = self.calibrate(bench, target)?;
+
+        let warmup_start = self.clock.now_ns();
+        while self.clock.now_ns().saturating_sub(warmup_start) < self.policy.warmup_ns {
+            self.interrupt.check()?;
+            let elapsed = self.time(bench, iters)?;
+            iters = rescale(iters, elapsed, target);
+        }
+
+        let wanted = self.policy.samples;
+        let max_attempts = wanted * 3 + 10;
+        let (mut accepted, mut rejected) = (Vec::with_capacity(wanted), Vec::new());
+        let mut long_in_a_row = 0;
+        let mut warnings = Vec::new();
+        while accepted.len() < wanted {
+            self.interrupt.check()?;
+            if accepted.len() + rejected.len() >= max_attempts {
+                warnings.push(format!(
+                    "only {} of {} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the \
+                     {:.1} ms target after {max_attempts} attempts; the system is too noisy \
+                     for this sample time (try a longer --sample-time)",
+                    accepted.len(),
+                    wanted,
+                    target / 1e6
+                ));
+                break;
+            }
+            let elapsed = self.time(bench, iters)?;
+            let sample = RawSample {
+                iters,
+                elapsed_ns: elapsed,
+            };
+            let ratio = elapsed as f64 / target;
+            if (ACCEPT_LOW..=ACCEPT_HIGH).contains(&ratio) || (iters == 1 && ratio > ACCEPT_HIGH) {
+                accepted.push(sample);
+                long_in_a_row = 0;
+                continue;
+            }
+            rejected.push(sample);
+            if ratio < ACCEPT_LOW {
+                iters = rescale(iters, elapsed, target);
+            } else {
+                long_in_a_row += 1;
+                if long_in_a_row >= 2 {
+                    iters = rescale(iters, elapsed, target);
+                    long_in_a_row = 0;
+                }
+            }
+        }
+        if accepted.is_empty() {
+            return Err(Error::Measure(warnings.join("; ")));
+        }
+        if !rejected.is_empty() && rejected.len() * 4 >= accepted.len() {
+            warnings.push(format!(
+                "{} of {} samples fell outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time \
+                 and were set aside (kept in the document as \"rejected\")",
+                rejected.len(),
+                accepted.len() + rejected.len()
+            ));
+        }
+        Ok(Measurement {
+            accepted,
+            rejected,
+            overhead: self.overhead,
+            warnings,
+        })
+    }
+
+    /// Grows the iteration count from 1 until a batch takes at least
+    /// `ACCEPT_LOW × target`, then scales it to the target.
+    fn calibrate(&self, bench: &mut dyn Benchmark, target: f64) -> Result<u64> {
+        let mut iters = 1u64;
+        loop {
+            self.interrupt.check()?;
+            let elapsed = self.time(bench, iters)?;
+            if elapsed as f64 >= ACCEPT_LOW * target {
+                return Ok(rescale(iters, elapsed, target));
+            }
+            // Below 1/64 of the target a batch is too short to extrapolate from.
+            iters = if (elapsed as f64) < target / 64.0 {
+                iters * 8
+            } else {
+                rescale(iters, elapsed, target).max(iters + 1)
+            };
+            if iters > MAX_ITERS {
+                return Err(Error::Measure(format!(
+                    "{MAX_ITERS} iterations took under {:.1} ms; the operation is too cheap to time",
+                    target / 1e6
+                )));
+            }
+        }
+    }
+}
+
+/// The iteration count that would make a batch of `iters` that took `elapsed` last `target`.
+fn rescale(iters: u64, elapsed: u64, target: f64) -> u64 {
+    let per_iter = elapsed.max(1) as f64 / iters as f64;
+    ((target / per_iter).round() as u64).clamp(1, MAX_ITERS)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A clock that only moves when the fake benchmark says so.
+    #[derive(Clone, Default)]
+    struct FakeClock(Rc<Cell<u64>>);
+
+    impl Clock for FakeClock {
+        fn now_ns(&self) -> u64 {
+            self.0.get()
+        }
+    }
+
+    /// Each iteration costs `cost_ns`; the batches listed in `spikes` (0-based
+    /// count of run() calls) take `spike_factor` times longer.
+    struct FakeBench {
+        clock: FakeClock,
+        cost_ns: u64,
+        calls: usize,
+        spikes: Vec<usize>,
+        spike_factor: u64,
+        iterations_run: u64,
+    }
+
+    impl Benchmark for FakeBench {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            let mut t = iters * self.cost_ns;
+            if self.spikes.contains(&self.calls) {
+                t *= self.spike_factor;
+            }
+            self.calls += 1;
+            self.iterations_run += iters;
+            self.clock.0.set(self.clock.0.get() + t);
+            Ok(())
+        }
+    }
+
+    fn setup(cost_ns: u64, spikes: Vec<usize>) -> (Harness<FakeClock>, FakeBench) {
+        let clock = FakeClock::default();
+        let policy = Policy {
+            samples: 11,
+            sample_time_ns: 1_000_000,
+            warmup_ns: 3_000_000,
+        };
+        let overhead = Overhead {
+            timer_ns: 20.0,
+            loop_ns_per_iter: 0.5,
+        };
+        let bench = FakeBench {
+            clock: clock.clone(),
+            cost_ns,
+            calls: 0,
+            spikes,
+            spike_factor: 3,
+            iterations_run: 0,
+        };
+        (
+            Harness::with_clock(clock, policy, overhead, Interrupt::none()),
+            bench,
+        )
+    }
+
+    #[test]
+    fn calibrates_to_the_target_and_subtracts_overheads() {
+        let (h, mut b) = setup(100, vec![]);
+        let m = h.measure(&mut b).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.rejected.is_empty());
+        for s in &m.accepted {
+            assert_eq!(s.iters, 10_000, "1 ms / 100 ns");
+            assert_eq!(s.elapsed_ns, 1_000_000);
+        }
+        // (1e6 − 20 − 10 000 × 0.5) / 10 000 = 99.498
+        for v in m.per_op_ns(1.0) {
+            assert!((v - 99.498).abs() < 1e-9, "{v}");
+        }
+        // Per-op conversion for benchmarks with several operations per iteration.
+        assert!((m.per_op_ns(2.0)[0] - 49.749).abs() < 1e-9);
+    }
+
+    #[test]
+    fn long_samples_are_rejected_and_kept() {
+        // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
+        // (3 ms), sampling starts at call 8: spike two of the sampling batches.
+        let (h, mut b) = setup(100, vec![10, 14]);
+        let m = h.measure(&mut b).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert_eq!(m.rejected.len(), 2);
+        assert!(m.rejected.iter().all(|s| s.elapsed_ns == 3_000_000));
+    }
+
+    #[test]
+    fn one_iteration_longer_than_the_target_is_accepted() {
+        let (h, mut b) = setup(5_000_000, vec![]);
+        let m = h.measure(&mut b).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(
+            m.accepted
+                .iter()
+                .all(|s| s.iters == 1 && s.elapsed_ns == 5_000_000)
+        );
+    }
+
+    #[test]
+    fn warms_up_before_sampling() {
+        let (h, mut b) = setup(100, vec![]);
+        h.measure(&mut b).unwrap();
+        // 11 samples of 10 000 plus at least 3 ms of warm-up (30 000 iterations).
+        assert!(
+            b.iterations_run >= 11 * 10_000 + 30_000,
+            "{}",
+            b.iterations_run
+        );
+    }
+
+    #[test]
+    fn persistent_noise_gives_up_with_a_warning() {
+        let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
+        let m = h.measure(&mut b).unwrap();
+        assert!(!m.rejected.is_empty());
+        assert!(!m.warnings.is_empty(), "noise this heavy must be reported");
+    }
+
+    #[test]
+    fn interrupt_stops_measuring() {
+        let (h, mut b) = setup(100, vec![]);
+        h.interrupt.set();
+        assert!(matches!(h.measure(&mut b), Err(Error::Interrupted)));
+    }
+
+    #[test]
+    fn real_overhead_is_small_and_non_negative() {
+        let o = Overhead::measure(&Monotonic);
+        assert!(o.timer_ns >= 0.0 && o.loop_ns_per_iter >= 0.0);
+    }
+}

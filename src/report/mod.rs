@@ -1,0 +1,39 @@
+//! Renderings of documents for people. Reporters only format: every number
+//! they print was computed elsewhere (the one exception, lmbench's "null I/O",
+//! is lmbench's own definition: the mean of the read and write medians).
+
+pub mod table;
+
+pub use table::{list_benchmarks, render_run};
+
+/// `x` with about four significant digits (at most six decimals).
+pub fn fmt_sig(x: f64) -> String {
+    format!("{:.*}", decimals_for(x), x)
+}
+
+/// Decimals that give `x` about four significant digits.
+pub fn decimals_for(x: f64) -> usize {
+    if x == 0.0 || !x.is_finite() {
+        return 1;
+    }
+    (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
+}
+
+/// A percentage with one decimal.
+pub fn fmt_pct(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn four_significant_digits() {
+        assert_eq!(fmt_sig(104.3456), "104.3");
+        assert_eq!(fmt_sig(0.112345), "0.1123");
+        assert_eq!(fmt_sig(2345.6), "2346");
+        assert_eq!(fmt_sig(3.0), "3.000");
+        assert_eq!(fmt_pct(0.0123), "1.2%");
+    }
+}

@@ -1,0 +1,13 @@
+//! Pure statistics: summaries of raw samples, confidence intervals, a seeded PRNG.
+//!
+//! Nothing here does I/O or knows about benchmarks; every function takes plain
+//! numbers and returns plain numbers, so each can be checked against values
+//! worked out independently (see the unit tests next to each function).
+
+pub mod ci;
+pub mod rng;
+pub mod summary;
+
+pub use ci::{MedianCi, median_ci};
+pub use rng::SplitMix64;
+pub use summary::{Summary, summarize};
