@@ -56,10 +56,12 @@ struct RunArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     samples: u32,
     /// Target duration of one sample, in milliseconds
-    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms)]
+    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
+          allow_negative_numbers = true)]
     sample_time: f64,
     /// Unrecorded run time before sampling each case, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero)]
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero,
+          allow_negative_numbers = true)]
     warmup: f64,
     /// Seed of the random case order (default: taken from the clock; always recorded)
     #[arg(long, value_name = "N")]

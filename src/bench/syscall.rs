@@ -2,7 +2,12 @@
 //!
 //! - `null`: `getppid()` issued with the raw `syscall` instruction (inline asm on
 //!   x86_64, `libc::syscall` elsewhere), so no libc wrapper or caching is
-//!   involved — lmbench calls libc's `getppid()`, perf bench the same;
+//!   involved. The instruction sits in a small non-inlined function, as in
+//!   libc's `getppid()` that lmbench and `perf bench syscall basic` call: the
+//!   return right after the system call is part of what every program pays.
+//!   On the AMD EPYC guest this was built on (SRSO "Safe RET" mitigation) that
+//!   return costs ~45 ns: 118 ns inlined vs 164 ns as a call, and perf bench
+//!   166 ns; inlining would disagree with both anchors by a quarter.
 //! - `read`: `read()` of 1 byte from /dev/zero; `write`: 1 byte to /dev/null;
 //! - `stat`, `fstat`, `open` (open O_RDONLY + close): on an empty temporary file
 //!   osbench creates in `$TMPDIR` (/tmp) and removes afterwards (lmbench uses a
@@ -52,7 +57,7 @@ pub static DEF: BenchDef = BenchDef {
 
 fn op(p: &Params) -> String {
     match p.get("case") {
-        "null" => "one getppid() system call (raw syscall instruction)",
+        "null" => "one getppid() system call (raw syscall, no libc)",
         "read" => "one 1-byte read() from /dev/zero",
         "write" => "one 1-byte write() to /dev/null",
         "stat" => "one stat() of a temporary file",

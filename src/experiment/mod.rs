@@ -15,6 +15,9 @@ use crate::measure::placement::{allowed_cpus, pin_current_thread};
 use crate::measure::{Clock, Harness};
 use crate::stats::{SplitMix64, summarize};
 
+/// Above this coefficient of variation a series is flagged as noisy.
+pub const NOISY_CV: f64 = 0.05;
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -121,6 +124,13 @@ fn run_case<C: Clock>(case: &Case, harness: &Harness<C>) -> Result<Series> {
         message: "a sample was not a finite number".into(),
     })?;
     let mut warnings = m.warnings;
+    if summary.cv > NOISY_CV {
+        warnings.push(format!(
+            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
+             --samples before trusting small differences",
+            summary.cv * 100.0
+        ));
+    }
     if samples.iter().any(|&v| v <= 0.0) {
         warnings.push(
             "some samples are not positive after subtracting the loop and timer overhead; \

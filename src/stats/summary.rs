@@ -117,12 +117,12 @@ mod tests {
     fn worked_example_odd() {
         // Worked by hand: 2 4 4 4 5 5 7 9 10 (n = 9).
         // mean = 50/9; median = 5; deviations from 5: 3 1 1 1 0 0 2 4 5 -> MAD = 1.
-        // sum of squares about the mean = 320 - 50^2/9 = 42.2222..., /8 = 5.27777...
+        // sum of squares = 332; about the mean: 332 - 50^2/9 = 488/9; variance = 488/72.
         let s = summarize(&[9.0, 2.0, 4.0, 5.0, 4.0, 10.0, 4.0, 7.0, 5.0]).unwrap();
         assert_eq!(s.n, 9);
         assert_eq!(s.median, 5.0);
         assert!(close(s.mean, 50.0 / 9.0));
-        assert!(close(s.stddev, (380.0_f64 / 72.0).sqrt()));
+        assert!(close(s.stddev, (488.0_f64 / 72.0).sqrt()));
         assert_eq!(s.min, 2.0);
         assert_eq!(s.max, 10.0);
         assert_eq!(s.mad, 1.0);
