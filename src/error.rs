@@ -29,8 +29,8 @@ pub enum Error {
     )]
     BadSelector { selector: String, why: String },
 
-    #[error("{context}: {source}")]
-    Io { context: String, source: io::Error },
+    #[error("{context}: {cause}")]
+    Io { context: String, cause: io::Error },
 
     #[error("{bench} {case}: {message}")]
     Bench {
@@ -54,7 +54,7 @@ impl Error {
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Error::Io {
             context: context.into(),
-            source,
+            cause: source,
         }
     }
 

@@ -29,11 +29,20 @@ impl PendingFile {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        if dest.is_dir() {
-            return Err(Error::io(
+        let refuse = |why: String| {
+            Error::io(
                 format!("cannot write {}", dest.display()),
-                std::io::Error::other("it is a directory"),
-            ));
+                std::io::Error::other(why),
+            )
+        };
+        if !dir.is_dir() {
+            return Err(refuse(format!(
+                "directory {} does not exist",
+                dir.display()
+            )));
+        }
+        if dest.is_dir() {
+            return Err(refuse("it is a directory".into()));
         }
         let name = dest
             .file_name()
@@ -44,12 +53,11 @@ impl PendingFile {
             .suffix(".osbench-tmp")
             .tempfile_in(dir)
             .map_err(|e| {
-                let why = if dir.is_dir() {
-                    "is the directory writable?"
-                } else {
-                    "the directory does not exist"
-                };
-                Error::io(format!("cannot write {} ({why})", dest.display()), e)
+                refuse(format!(
+                    "cannot create a file in {}: {}",
+                    dir.display(),
+                    e.kind()
+                ))
             })?;
         Ok(Self {
             dest: dest.to_path_buf(),
@@ -114,7 +122,11 @@ mod tests {
     #[test]
     fn missing_directory_fails_before_anything_is_written() {
         let err = PendingFile::create(Path::new("/nonexistent/dir/x.json")).unwrap_err();
-        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("directory /nonexistent/dir does not exist"),
+            "{err}"
+        );
     }
 
     #[test]
