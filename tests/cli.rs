@@ -171,7 +171,7 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
         ),
         (
             &["run", "--json", "/nonexistent/dir/x.json"],
-            "the directory does not exist",
+            "directory /nonexistent/dir does not exist",
         ),
         (&["frobnicate"], "unrecognized subcommand"),
     ];
