@@ -8,12 +8,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use osbench::bench::select::{Case, Selector, resolve};
 use osbench::document::Series;
 use osbench::env;
 use osbench::experiment::{self, Observer, Plan};
+use osbench::measure::placement::Pin;
 use osbench::measure::{Harness, Interrupt, Policy};
 use osbench::report::{self, fmt_pct, fmt_sig};
 use osbench::store::{self, PendingFile};
@@ -66,9 +67,31 @@ struct RunArgs {
     /// Seed of the random case order (default: taken from the clock; always recorded)
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
+    /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
+    /// others unpinned
+    #[arg(long, value_name = "PLACEMENT")]
+    pin: Option<PinArg>,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PinArg {
+    None,
+    Same,
+    Spread,
+}
+
+impl From<PinArg> for Pin {
+    fn from(p: PinArg) -> Self {
+        match p {
+            PinArg::None => Pin::None,
+            PinArg::Same => Pin::Same,
+            PinArg::Spread => Pin::Spread,
+        }
+    }
 }
 
 fn parse_ms(s: &str) -> Result<f64, String> {
@@ -103,7 +126,11 @@ pub fn main() -> ExitCode {
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
-        ExitCode::from(2)
+        let interrupted = e
+            .chain()
+            .any(|c| matches!(c.downcast_ref(), Some(osbench::Error::Interrupted)));
+        // 128 + SIGINT, as shells report a process stopped by Ctrl-C.
+        ExitCode::from(if interrupted { 130 } else { 2 })
     })
 }
 
@@ -159,6 +186,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
+        pin: args.pin.map(Pin::from),
     };
     let mut progress = Progress { quiet: args.quiet };
     let outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
@@ -178,7 +206,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     match outcome.error {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => Err(anyhow!(e)).context(format!(
-            "run stopped early after {} of {} cases (completed cases were kept)",
+            "run stopped early after {} of {} cases (what was measured is kept)",
             doc.series.len(),
             plan.cases.len()
         )),

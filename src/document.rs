@@ -67,8 +67,11 @@ pub struct Series {
     pub unit: String,
     /// What one operation is.
     pub op: String,
-    /// Where the tasks ran: "cpu N" (pinned to CPU N) or "none" (left to the scheduler).
+    /// Placement of the tasks: "none" (the scheduler's choice), "same" (all on
+    /// one CPU) or "spread" (round robin over the allowed CPUs).
     pub pin: String,
+    /// The CPUs the tasks were pinned to (empty for "none").
+    pub cpus: Vec<usize>,
     /// Per-operation value of each accepted sample, overheads subtracted, in run order.
     pub samples: Vec<f64>,
     pub summary: Summary,
@@ -79,8 +82,26 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// The overhead subtracted from every sample, for families that define one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineSeries>,
+    /// Noise flags: "high-cv" (CV above 10 %), "bimodal" (two clusters of samples),
+    /// "interrupted" (fewer samples than asked for).
+    #[serde(default)]
+    pub noise: Vec<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// The measured overhead of a series (lmbench's `ovr`), in the series' unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineSeries {
+    /// What one baseline operation is.
+    pub op: String,
+    /// Per-operation value of each sample; the median is what was subtracted.
+    pub samples: Vec<f64>,
+    pub summary: Summary,
+    pub raw: Vec<RawSample>,
 }
 
 /// Now, as an RFC 3339 UTC timestamp with second precision.

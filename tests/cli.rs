@@ -93,7 +93,11 @@ fn run_prints_all_six_cases_and_writes_every_raw_sample() {
         assert_eq!(s.raw.len(), 3);
         assert_eq!(s.summary.n, 3);
         assert_eq!(s.params["case"], s.case.as_str());
-        assert!(s.pin.starts_with("cpu "), "{}", s.pin);
+        assert_eq!(
+            (s.pin.as_str(), s.cpus.len()),
+            ("same", 1),
+            "one-task cases are pinned"
+        );
         assert!(s.summary.ci_low <= s.summary.median && s.summary.median <= s.summary.ci_high);
     }
     // The seed fixes the order the cases ran in.
@@ -216,7 +220,7 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2));
+    assert_eq!(status.code(), Some(130));
     let doc = read_document(&json).unwrap();
     assert!(!doc.run.complete);
     assert!(
@@ -227,7 +231,7 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
             .contains("interrupted")
     );
     assert!(doc.series.len() < 6);
-    assert!(doc.series.iter().all(|s| s.samples.len() == 200));
+    assert!(doc.series.iter().all(|s| !s.samples.is_empty()));
     assert_eq!(
         fs::read_dir(dir.path()).unwrap().count(),
         1,

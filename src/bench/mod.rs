@@ -5,6 +5,7 @@
 //! returns a [`Benchmark`]. Adding a family is that file plus one line in
 //! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
 
+pub mod fdio;
 pub mod select;
 pub mod syscall;
 
@@ -13,6 +14,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::error::Result;
+use crate::measure::placement::Placement;
 
 /// One set-up case, ready to run. Dropping it tears it down (temporary files
 /// removed, children reaped); `teardown` does the same but reports errors.
@@ -189,7 +191,19 @@ pub struct BenchDef {
     pub ops_per_iter: fn(&Params) -> f64,
     /// How many tasks (processes or threads) a case runs, the timing one included.
     pub tasks: fn(&Params) -> usize,
-    /// Sets a case up.
+    /// Sets a case up; task i (0 = the timing thread, already placed by the
+    /// caller) must run on `placement.cpu_of(i)`.
+    pub setup: fn(&Params, &Placement) -> Result<Box<dyn Benchmark>>,
+    /// An overhead measured first and subtracted from every sample (lmbench's
+    /// `ovr`), for families that define one.
+    pub baseline: Option<Baseline>,
+}
+
+/// An in-process stand-in for one operation without the part being measured,
+/// run in the timing thread; its median per operation is subtracted.
+pub struct Baseline {
+    /// What one baseline operation is.
+    pub op: fn(&Params) -> String,
     pub setup: fn(&Params) -> Result<Box<dyn Benchmark>>,
 }
 

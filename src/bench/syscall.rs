@@ -29,6 +29,7 @@ use super::{
     BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
 };
 use crate::error::{Error, Result};
+use crate::measure::placement::Placement;
 
 pub static DEF: BenchDef = BenchDef {
     name: "syscall",
@@ -53,6 +54,7 @@ pub static DEF: BenchDef = BenchDef {
     ops_per_iter: one_op_per_iter,
     tasks: single_task,
     setup,
+    baseline: None,
 };
 
 fn op(p: &Params) -> String {
@@ -83,7 +85,7 @@ struct Syscall {
     _temp_file: Option<NamedTempFile>,
 }
 
-fn setup(p: &Params) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
     Ok(Box::new(make(p)?))
 }
 
@@ -251,7 +253,7 @@ mod tests {
     fn every_case_runs_and_cleans_up() {
         for case in ["null", "read", "write", "stat", "fstat", "open"] {
             let params = Params::new(&DEF, &[("case", case)]);
-            let mut b = setup(&params).unwrap();
+            let mut b = setup(&params, &Placement::unpinned()).unwrap();
             b.run(10).unwrap();
             b.teardown().unwrap();
         }

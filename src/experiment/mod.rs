@@ -1,28 +1,32 @@
-//! Running a plan: every selected case, in a seeded random order, each set up,
-//! measured by the harness and torn down, into one [`Document`].
+//! Running a plan: every selected case, in a seeded random order, each placed,
+//! set up, measured by the harness and torn down, into one [`Document`].
 //!
 //! The order is shuffled so that slow drift of the machine (the baseline saw
 //! minutes-long fast/slow phases) does not always favour the same case; the
 //! seed is recorded so the order can be reproduced. A failure or an interrupt
-//! stops the run but keeps every case already completed. Left out for now:
-//! configurations (toggles) and interleaved rounds.
+//! stops the run but keeps every case already completed (and the samples of an
+//! interrupted one). Left out for now: configurations (toggles) and
+//! interleaved rounds.
 
 use crate::bench::select::Case;
-use crate::document::{Document, RunInfo, Series, Tool, utc_now};
+use crate::bench::{BenchDef, Benchmark, Params};
+use crate::document::{BaselineSeries, Document, RunInfo, Series, Tool, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::measure::placement::{allowed_cpus, pin_current_thread};
-use crate::measure::{Clock, Harness};
-use crate::stats::{SplitMix64, summarize};
+use crate::measure::placement::{Pin, Placement, pin_current_thread};
+use crate::measure::{Clock, Harness, Measurement};
+use crate::stats::{SplitMix64, bimodal, summarize};
 
-/// Above this coefficient of variation a series is flagged as noisy.
-pub const NOISY_CV: f64 = 0.05;
+/// Above this coefficient of variation a series is flagged "high-cv".
+pub const NOISY_CV: f64 = 0.10;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub cases: Vec<Case>,
     pub seed: u64,
+    /// `--pin`; `None` pins one-task benchmarks to one CPU and leaves the rest alone.
+    pub pin: Option<Pin>,
 }
 
 /// Receives progress; the CLI prints it, tests ignore it.
@@ -58,10 +62,14 @@ pub fn run<C: Clock>(
     for (i, &idx) in order.iter().enumerate() {
         let case = &plan.cases[idx];
         observer.case_started(i, order.len(), case);
-        match run_case(case, harness) {
-            Ok(series) => {
+        match run_case(case, plan.pin, harness) {
+            Ok((series, interrupted)) => {
                 observer.case_finished(&series);
                 done.push((idx, series));
+                if interrupted {
+                    error = Some(Error::Interrupted);
+                    break;
+                }
             }
             Err(e) => {
                 error = Some(e);
@@ -93,67 +101,123 @@ pub fn run<C: Clock>(
     Outcome { document, error }
 }
 
-/// Sets up, measures and tears down one case.
-fn run_case<C: Clock>(case: &Case, harness: &Harness<C>) -> Result<Series> {
+/// Places, sets up, measures and tears down one case; the flag says whether
+/// an interrupt cut it short.
+fn run_case<C: Clock>(
+    case: &Case,
+    pin: Option<Pin>,
+    harness: &Harness<C>,
+) -> Result<(Series, bool)> {
     let def = case.def;
-    // A lone task is pinned so the result does not depend on which CPU it lands on.
-    let pin = if (def.tasks)(&case.params) == 1 {
-        let cpu = *allowed_cpus()?
-            .last()
-            .ok_or_else(|| Error::Measure("no CPU is allowed".into()))?;
-        Some(pin_current_thread(cpu)?)
-    } else {
-        None
+    let tasks = (def.tasks)(&case.params);
+    let placement = match pin {
+        Some(p) => Placement::new(p)?,
+        None if tasks == 1 => Placement::new(Pin::Same)?,
+        None => Placement::unpinned(),
     };
-    let mut bench = (def.setup)(&case.params)?;
-    let measured = harness.measure(bench.as_mut());
-    // Tear down even when measuring failed; the measuring error wins.
-    let torn_down = bench.teardown();
-    let m = measured?;
-    torn_down?;
+    let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
+
+    let baseline = match &def.baseline {
+        Some(b) => Some(measure((b.setup)(&case.params)?, harness)?),
+        None => None,
+    };
+    let m = measure((def.setup)(&case.params, &placement)?, harness)?;
 
     let ops_per_iter = (def.ops_per_iter)(&case.params);
-    let samples: Vec<f64> = m
-        .per_op_ns(ops_per_iter)
+    let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
+        m.per_op_ns(ops)
+            .iter()
+            .map(|ns| ns / def.unit.ns())
+            .collect()
+    };
+    let baseline = match (baseline, &def.baseline) {
+        (Some(bm), Some(b)) => {
+            let samples = in_unit(&bm, 1.0);
+            let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
+            Some(BaselineSeries {
+                op: (b.op)(&case.params),
+                samples,
+                summary,
+                raw: bm.accepted,
+            })
+        }
+        _ => None,
+    };
+    let subtract = baseline.as_ref().map_or(0.0, |b| b.summary.median);
+    let samples: Vec<f64> = in_unit(&m, ops_per_iter)
         .iter()
-        .map(|ns| ns / def.unit.ns())
+        .map(|v| v - subtract)
         .collect();
-    let summary = summarize(&samples).ok_or_else(|| Error::Bench {
-        bench: def.name.to_string(),
-        case: case.name(),
-        message: "a sample was not a finite number".into(),
-    })?;
+    let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
+
     let mut warnings = m.warnings;
+    let mut noise = Vec::new();
+    if m.interrupted {
+        noise.push("interrupted".to_string());
+    }
     if summary.cv > NOISY_CV {
+        noise.push("high-cv".to_string());
         warnings.push(format!(
             "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
              --samples before trusting small differences",
             summary.cv * 100.0
         ));
     }
+    if let Some(modes) = bimodal(&samples) {
+        noise.push("bimodal".to_string());
+        warnings.push(format!(
+            "samples form two clusters: {} near {:.4} and {} near {:.4} {}; the machine switched modes \
+             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
+            modes.low_count,
+            modes.low,
+            modes.high_count,
+            modes.high,
+            def.unit.symbol()
+        ));
+    }
     if samples.iter().any(|&v| v <= 0.0) {
         warnings.push(
-            "some samples are not positive after subtracting the loop and timer overhead; \
+            "some samples are not positive after subtracting the measured overhead; \
              the operation is too cheap for this method"
                 .into(),
         );
     }
-    Ok(Series {
+    let series = Series {
         bench: def.name.to_string(),
         case: case.name(),
         config: "default".into(),
         params: case.params.to_json(def),
         unit: def.unit.as_str().into(),
         op: (def.op)(&case.params),
-        pin: pin
-            .as_ref()
-            .map_or_else(|| "none".to_string(), |g| format!("cpu {}", g.cpu)),
+        pin: placement.pin.as_str().into(),
+        cpus: placement.cpus_used(tasks),
         samples,
         summary,
         raw: m.accepted,
         rejected: m.rejected,
         overhead: m.overhead,
         ops_per_iter,
+        baseline,
+        noise,
         warnings,
-    })
+    };
+    Ok((series, m.interrupted))
+}
+
+/// Measures a set-up benchmark and tears it down, even when measuring failed
+/// (the measuring error wins).
+fn measure<C: Clock>(mut bench: Box<dyn Benchmark>, harness: &Harness<C>) -> Result<Measurement> {
+    let measured = harness.measure(bench.as_mut());
+    let torn_down = bench.teardown();
+    let m = measured?;
+    torn_down?;
+    Ok(m)
+}
+
+fn not_finite(def: &BenchDef, params: &Params) -> Error {
+    Error::Bench {
+        bench: def.name.to_string(),
+        case: (def.case_name)(params),
+        message: "a sample was not a finite number".into(),
+    }
 }

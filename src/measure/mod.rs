@@ -23,6 +23,7 @@
 pub mod clock;
 pub mod interrupt;
 pub mod placement;
+pub mod supervise;
 
 use std::hint::black_box;
 
@@ -130,6 +131,8 @@ pub struct Measurement {
     pub overhead: Overhead,
     /// Problems worth telling the user (too many rejections, …).
     pub warnings: Vec<String>,
+    /// True when a signal stopped sampling early; `accepted` holds what was taken.
+    pub interrupted: bool,
 }
 
 impl Measurement {
@@ -207,8 +210,19 @@ impl<C: Clock> Harness<C> {
         let (mut accepted, mut rejected) = (Vec::with_capacity(wanted), Vec::new());
         let mut long_in_a_row = 0;
         let mut warnings = Vec::new();
+        let mut interrupted = false;
         while accepted.len() < wanted {
-            self.interrupt.check()?;
+            if self.interrupt.is_set() {
+                if accepted.is_empty() {
+                    return Err(Error::Interrupted);
+                }
+                interrupted = true;
+                warnings.push(format!(
+                    "interrupted after {} of {wanted} samples",
+                    accepted.len()
+                ));
+                break;
+            }
             if accepted.len() + rejected.len() >= max_attempts {
                 warnings.push(format!(
                     "only {} of {} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the \
@@ -258,6 +272,7 @@ impl<C: Clock> Harness<C> {
             rejected,
             overhead: self.overhead,
             warnings,
+            interrupted,
         })
     }
 

@@ -1,16 +1,88 @@
-//! Where the measuring thread runs.
+//! Where the tasks of a case run (`osbench run --pin none|same|spread`).
 //!
-//! A single-task benchmark is timed with its thread pinned to one CPU (the
-//! last one it is allowed on, usually the one with the fewest device
-//! interrupts), and the previous affinity is restored afterwards. Unpinned, a
-//! run lands on whichever vCPU the scheduler picks, and on this machine kind
-//! the two vCPUs differ: getppid() costs 167.6 ns on CPU 0 and 163.7 ns on
-//! CPU 1, so unpinned invocations flip between two results 2.4 % apart.
-//! Placement of several tasks (`--pin`) comes with the multi-task benchmarks.
+//! - `none`: the scheduler decides (lmbench's and perf bench's default);
+//! - `same`: every task on one CPU, the last one allowed (usually the one with
+//!   the fewest device interrupts) — every hand-off is a real context switch;
+//! - `spread`: task i on the i-th allowed CPU, round robin (lmbench's
+//!   `LMBENCH_SCHED=UNIQUE` when there are enough CPUs).
+//!
+//! Without `--pin`, a benchmark of one task is pinned as `same` and any other
+//! is left to the scheduler: unpinned, a lone task lands on whichever vCPU the
+//! scheduler picks, and on the development VM the two vCPUs differ (getppid()
+//! 167.6 ns on CPU 0, 163.7 ns on CPU 1), so invocations flip between two
+//! results 2.4 % apart; for several tasks, placement *is* the experiment and
+//! the anchors' default is kept. The timing thread is pinned by the caller
+//! with [`pin_current_thread`] (restored afterwards); helper tasks pin
+//! themselves to [`Placement::cpu_of`] their index.
 
 use std::mem;
 
 use crate::error::{Error, Result};
+
+/// A placement policy, as given to `--pin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pin {
+    None,
+    Same,
+    Spread,
+}
+
+impl Pin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pin::None => "none",
+            Pin::Same => "same",
+            Pin::Spread => "spread",
+        }
+    }
+}
+
+/// The CPU of every task of one case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub pin: Pin,
+    /// The CPUs tasks are placed on, in task order (task i uses `cpus[i % len]`);
+    /// empty for `Pin::None`.
+    pub cpus: Vec<usize>,
+}
+
+impl Placement {
+    /// No pinning at all.
+    pub fn unpinned() -> Self {
+        Self {
+            pin: Pin::None,
+            cpus: Vec::new(),
+        }
+    }
+
+    /// `pin` over the CPUs this thread is allowed on.
+    pub fn new(pin: Pin) -> Result<Self> {
+        let allowed = allowed_cpus()?;
+        let cpus = match pin {
+            Pin::None => Vec::new(),
+            Pin::Same => vec![
+                *allowed
+                    .last()
+                    .ok_or_else(|| Error::Measure("no CPU is allowed".into()))?,
+            ],
+            Pin::Spread => allowed,
+        };
+        Ok(Self { pin, cpus })
+    }
+
+    /// The CPU task `task` must run on, or `None` for the scheduler's choice.
+    pub fn cpu_of(&self, task: usize) -> Option<usize> {
+        (!self.cpus.is_empty()).then(|| self.cpus[task % self.cpus.len()])
+    }
+
+    /// The distinct CPUs `tasks` tasks occupy, ascending.
+    pub fn cpus_used(&self, tasks: usize) -> Vec<usize> {
+        let mut used: Vec<usize> = (0..tasks).filter_map(|t| self.cpu_of(t)).collect();
+        used.sort_unstable();
+        used.dedup();
+        used
+    }
+}
 
 /// The CPUs the calling thread may run on, ascending.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
@@ -69,6 +141,27 @@ fn set_affinity(set: &libc::cpu_set_t) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placements_map_tasks_to_cpus() {
+        let spread = Placement {
+            pin: Pin::Spread,
+            cpus: vec![0, 1],
+        };
+        assert_eq!(
+            (0..4).map(|t| spread.cpu_of(t)).collect::<Vec<_>>(),
+            [Some(0), Some(1), Some(0), Some(1)]
+        );
+        assert_eq!(spread.cpus_used(1), [0]);
+        assert_eq!(spread.cpus_used(5), [0, 1]);
+        let same = Placement {
+            pin: Pin::Same,
+            cpus: vec![1],
+        };
+        assert_eq!(same.cpu_of(7), Some(1));
+        assert_eq!(Placement::unpinned().cpu_of(0), None);
+        assert!(Placement::new(Pin::Same).unwrap().cpus.len() == 1);
+    }
 
     #[test]
     fn pins_and_restores() {

@@ -1,13 +1,16 @@
-//! Pure statistics: summaries of raw samples, confidence intervals, a seeded PRNG.
+//! Pure statistics: summaries of raw samples, confidence intervals, a
+//! bimodality check, a seeded PRNG.
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
 //! numbers and returns plain numbers, so each can be checked against values
 //! worked out independently (see the unit tests next to each function).
 
 pub mod ci;
+pub mod noise;
 pub mod rng;
 pub mod summary;
 
 pub use ci::{MedianCi, median_ci};
+pub use noise::{Modes, bimodal};
 pub use rng::SplitMix64;
 pub use summary::{Summary, summarize};

@@ -1,0 +1,117 @@
+//! Whole-message reads and writes on raw descriptors, and pipe creation, for
+//! benchmarks that pass tokens and messages between tasks.
+//!
+//! Safe to call in a forked child: plain system calls, no allocation (an
+//! `io::Error` from errno does not allocate). EINTR is retried; short reads and
+//! writes are continued.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use crate::error::Result;
+use crate::measure::supervise::descriptor_error;
+
+/// Reads exactly `buf.len()` bytes. `Ok(false)` means end of file before the
+/// first byte (the peer closed); end of file in the middle is an error.
+#[inline]
+pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled part of `buf`.
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        match n {
+            0 if done == 0 => return Ok(false),
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n if n > 0 => done += n as usize,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Writes all of `buf`.
+#[inline]
+pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unwritten part of `buf`.
+        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
+        if n >= 0 {
+            done += n as usize;
+        } else {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A pipe as (read end, write end), close-on-exec.
+pub fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(descriptor_error(
+            "creating a pipe",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// An AF_UNIX socket pair of `kind` (SOCK_STREAM, SOCK_DGRAM), close-on-exec.
+pub fn socketpair(kind: libc::c_int) -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors socketpair writes.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            kind | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(descriptor_error(
+            "creating a socket pair",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: socketpair succeeded; both descriptors are ours alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[test]
+    fn round_trip_and_eof() {
+        let (r, w) = pipe().unwrap();
+        write_all(w.as_raw_fd(), b"hello").unwrap();
+        let mut buf = [0u8; 5];
+        assert!(read_exact(r.as_raw_fd(), &mut buf).unwrap());
+        assert_eq!(&buf, b"hello");
+        drop(w);
+        assert!(!read_exact(r.as_raw_fd(), &mut buf).unwrap());
+    }
+
+    #[test]
+    fn eof_mid_message_is_an_error() {
+        let (r, w) = pipe().unwrap();
+        write_all(w.as_raw_fd(), b"he").unwrap();
+        drop(w);
+        let mut buf = [0u8; 5];
+        assert!(read_exact(r.as_raw_fd(), &mut buf).is_err());
+    }
+}

@@ -1,0 +1,306 @@
+//! Supervision of the child processes and threads a benchmark starts.
+//!
+//! Every forked child joins one process group per [`Supervisor`], is named
+//! (`osbench-<bench>`, shown by `ps`), asks the kernel to SIGKILL it if osbench
+//! dies (`PR_SET_PDEATHSIG`), restores default signal handling, may be pinned
+//! to a CPU, and then runs its body and `_exit`s — it never returns into the
+//! parent's code, not even on a panic. Dropping the supervisor (normal end,
+//! error, panic unwinding) SIGKILLs the group and reaps every child, so no
+//! process outlives the case. Threads are joined by their owners; they exit
+//! when the descriptors they wait on are closed.
+//!
+//! Resource errors are translated into messages that name the limit to raise
+//! (`ulimit -n`, `ulimit -u`, memory).
+
+use std::io;
+
+use crate::error::{Error, Result};
+
+/// The children of one benchmark case.
+#[derive(Debug)]
+pub struct Supervisor {
+    name: String,
+    pgid: Option<libc::pid_t>,
+    children: Vec<libc::pid_t>,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Supervisor {
+    /// A supervisor whose children are called `osbench-<bench>`.
+    pub fn new(bench: &str) -> Self {
+        Self {
+            name: format!("osbench-{bench}"),
+            pgid: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// The process group of the children (after the first fork).
+    pub fn pgid(&self) -> Option<libc::pid_t> {
+        self.pgid
+    }
+
+    /// Pids of the children not yet reaped.
+    pub fn children(&self) -> &[libc::pid_t] {
+        &self.children
+    }
+
+    /// Forks a child that runs `body` and exits with its return value.
+    ///
+    /// `body` runs in a copy of this process that may have had other threads:
+    /// it must only make system calls (read, write, mmap, …) and must not
+    /// take locks another thread could have held — no allocation, no stdio.
+    pub fn fork(&mut self, cpu: Option<usize>, body: impl FnOnce() -> i32) -> Result<libc::pid_t> {
+        let pgid = self.pgid.unwrap_or(0);
+        let name = process_name(&self.name);
+        // SAFETY: fork has no memory-safety preconditions; the child branch
+        // below only makes async-signal-safe calls before running `body`,
+        // whose contract (above) is the same, and never returns.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(fork_error(self.children.len()));
+        }
+        if pid == 0 {
+            child_prologue(pgid, &name, cpu);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
+            // SAFETY: _exit ends the child without running the parent's atexit
+            // handlers or destructors, which belong to the parent.
+            unsafe { libc::_exit(code) };
+        }
+        // Also set the group from the parent, so it is in place whichever runs first.
+        let group = if pgid == 0 { pid } else { pgid };
+        // SAFETY: setpgid on our own, not yet reaped child.
+        unsafe { libc::setpgid(pid, group) };
+        self.pgid = Some(group);
+        self.children.push(pid);
+        Ok(pid)
+    }
+
+    /// Waits for every child to exit by itself and returns how each ended.
+    pub fn wait_all(&mut self) -> Result<Vec<Exit>> {
+        let mut exits = Vec::with_capacity(self.children.len());
+        while let Some(pid) = self.children.first().copied() {
+            exits.push(wait(pid)?);
+            self.children.remove(0);
+        }
+        Ok(exits)
+    }
+
+    /// SIGKILLs every child still running and reaps them all.
+    pub fn kill_all(&mut self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: signalling our own process group of unreaped children.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+        for pid in self.children.drain(..) {
+            // SAFETY: `pid` is our unreaped child, so the pid cannot have been reused.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = wait(pid);
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// waitpid, retrying on EINTR.
+fn wait(pid: libc::pid_t) -> Result<Exit> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::io(format!("waiting for child {pid}"), e));
+        }
+    }
+    Ok(if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    })
+}
+
+/// The 15-byte, NUL-terminated name the kernel keeps for a task.
+fn process_name(name: &str) -> [u8; 16] {
+    let mut buf = [0u8; 16];
+    let n = name.len().min(15);
+    buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+    buf
+}
+
+/// What a freshly forked child does before its body: only system calls.
+fn child_prologue(pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
+    // SAFETY: each call below is async-signal-safe and takes valid arguments:
+    // our own pid (0), a NUL-terminated 16-byte name, a zero-initialised
+    // cpu_set_t with one bit set below CPU_SETSIZE.
+    unsafe {
+        libc::setpgid(0, pgid);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr());
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        if let Some(cpu) = cpu {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    // If osbench died before PR_SET_PDEATHSIG took effect, the parent is gone:
+    // SAFETY: getppid and _exit are async-signal-safe.
+    if unsafe { libc::getppid() } == 1 {
+        unsafe { libc::_exit(1) };
+    }
+}
+
+/// fork failed: say which limit to raise.
+fn fork_error(started: usize) -> Error {
+    let e = io::Error::last_os_error();
+    let hint = match e.raw_os_error() {
+        Some(libc::EAGAIN) => format!(
+            "the process limit was reached after {started} children: raise it with `ulimit -u` \
+             (now {}) or the kernel's kernel.pid_max / kernel.threads-max",
+            limit_text(libc::RLIMIT_NPROC)
+        ),
+        Some(libc::ENOMEM) => {
+            "out of memory: use fewer processes or a smaller working set".to_string()
+        }
+        _ => "fork failed".to_string(),
+    };
+    Error::io(format!("starting a child process: {hint}"), e)
+}
+
+/// An error for a failed pipe/socket/open: names the descriptor limit on EMFILE/ENFILE.
+pub fn descriptor_error(what: &str, e: io::Error) -> Error {
+    let hint = match e.raw_os_error() {
+        Some(libc::EMFILE) => format!(
+            "; the open-file limit is too low (ulimit -n is {}): raise it, e.g. `ulimit -n 65536`",
+            limit_text(libc::RLIMIT_NOFILE)
+        ),
+        Some(libc::ENFILE) => "; the system-wide file limit (fs.file-max) was reached".to_string(),
+        _ => String::new(),
+    };
+    Error::io(format!("{what}{hint}"), e)
+}
+
+/// A thread could not be started: name the limit.
+pub fn thread_error(started: usize, e: io::Error) -> Error {
+    Error::io(
+        format!(
+            "starting thread {}: the thread limit or memory was exhausted; raise `ulimit -u` (now {}) \
+             or kernel.threads-max",
+            started + 1,
+            limit_text(libc::RLIMIT_NPROC)
+        ),
+        e,
+    )
+}
+
+/// The soft limit as text ("unlimited" or a number).
+fn limit_text(resource: libc::__rlimit_resource_t) -> String {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-pointer.
+    if unsafe { libc::getrlimit(resource, &mut lim) } != 0 {
+        return "unknown".into();
+    }
+    if lim.rlim_cur == libc::RLIM_INFINITY {
+        "unlimited".into()
+    } else {
+        lim.rlim_cur.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(pid: libc::pid_t) -> bool {
+        // A reaped child no longer exists: kill(pid, 0) fails with ESRCH.
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    #[test]
+    fn exit_codes_are_collected() {
+        let mut sup = Supervisor::new("test");
+        sup.fork(None, || 0).unwrap();
+        sup.fork(None, || 7).unwrap();
+        assert_eq!(sup.wait_all().unwrap(), vec![Exit::Code(0), Exit::Code(7)]);
+        assert!(sup.children().is_empty());
+    }
+
+    #[test]
+    fn children_share_one_process_group() {
+        let mut sup = Supervisor::new("test");
+        let a = sup.fork(None, || 0).unwrap();
+        let b = sup.fork(None, || 0).unwrap();
+        assert_eq!(sup.pgid(), Some(a));
+        // SAFETY: getpgid of our own unreaped children.
+        assert_eq!(unsafe { libc::getpgid(b) }, a);
+        sup.wait_all().unwrap();
+    }
+
+    #[test]
+    fn dropping_kills_and_reaps_blocked_children() {
+        let mut pids = Vec::new();
+        {
+            let mut sup = Supervisor::new("test");
+            for _ in 0..3 {
+                pids.push(
+                    sup.fork(None, || {
+                        // SAFETY: pause only blocks until a signal arrives.
+                        unsafe { libc::pause() };
+                        0
+                    })
+                    .unwrap(),
+                );
+            }
+            assert!(pids.iter().all(|&p| alive(p)));
+        }
+        assert!(
+            pids.iter().all(|&p| !alive(p)),
+            "a child survived its supervisor"
+        );
+    }
+
+    #[test]
+    fn a_panicking_child_exits_instead_of_running_the_parent() {
+        let mut sup = Supervisor::new("test");
+        sup.fork(None, || panic!("child panics")).unwrap();
+        assert_eq!(sup.wait_all().unwrap(), vec![Exit::Code(101)]);
+    }
+
+    #[test]
+    fn names_are_truncated_for_the_kernel() {
+        assert_eq!(
+            &process_name("osbench-messaging-long")[..15],
+            b"osbench-messagi"
+        );
+        assert_eq!(process_name("osbench-ctx")[11], 0);
+    }
+
+    #[test]
+    fn descriptor_errors_name_the_limit() {
+        let e = descriptor_error(
+            "creating a pipe",
+            io::Error::from_raw_os_error(libc::EMFILE),
+        );
+        assert!(e.to_string().contains("ulimit -n"), "{e}");
+    }
+}
