@@ -5,7 +5,9 @@
 //! returns a [`Benchmark`]. Adding a family is that file plus one line in
 //! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
 
+pub mod ctx;
 pub mod fdio;
+pub mod ring;
 pub mod select;
 pub mod syscall;
 
@@ -216,7 +218,7 @@ impl fmt::Debug for BenchDef {
 }
 
 /// Every family, in the order `list` shows them and the default suite runs them.
-pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF];
+pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF];
 
 /// The family called `name`.
 pub fn find(name: &str) -> Option<&'static BenchDef> {

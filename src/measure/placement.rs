@@ -112,6 +112,11 @@ pub fn pin_current_thread(cpu: usize) -> Result<PinGuard> {
     Ok(PinGuard { saved, cpu })
 }
 
+/// Pins the calling thread to `cpu` for the rest of its life (helper threads).
+pub fn pin_thread_for_life(cpu: usize) -> Result<()> {
+    pin_current_thread(cpu).map(std::mem::forget)
+}
+
 impl Drop for PinGuard {
     fn drop(&mut self) {
         // Restoring a mask we read ourselves cannot be refused unless CPUs went

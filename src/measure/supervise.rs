@@ -156,7 +156,9 @@ fn child_prologue(pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
         if let Some(cpu) = cpu {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                libc::_exit(1); // a helper on the wrong CPU would falsify the placement record
+            }
         }
     }
     // If osbench died before PR_SET_PDEATHSIG took effect, the parent is gone:

@@ -18,19 +18,26 @@ pub fn render_run(doc: &Document) -> String {
         "CV",
         "n",
         "unit",
+        "noise",
         "op",
     ];
-    let rows: Vec<[String; 9]> = doc.series.iter().map(row).collect();
-    let numeric = [false, false, true, true, true, true, true, false, false];
+    let rows: Vec<[String; 10]> = doc.series.iter().map(row).collect();
+    let numeric = [
+        false, false, true, true, true, true, true, false, false, false,
+    ];
     let mut out = align(&header, &numeric, &rows);
     if let Some(line) = lmbench_syscall_line(&doc.series) {
         out.push('\n');
         out.push_str(&line);
     }
+    if let Some(table) = lmbench_ctx_table(doc) {
+        out.push('\n');
+        out.push_str(&table);
+    }
     out
 }
 
-fn row(s: &Series) -> [String; 9] {
+fn row(s: &Series) -> [String; 10] {
     let m = &s.summary;
     let d = decimals_for(m.median);
     let unit = match s.unit.as_str() {
@@ -56,6 +63,7 @@ fn row(s: &Series) -> [String; 9] {
         fmt_pct(m.cv),
         m.n.to_string(),
         unit,
+        s.noise.join(","),
         s.op.clone(),
     ]
 }
@@ -121,6 +129,83 @@ fn lmbench_syscall_line(series: &[Series]) -> Option<String> {
     .filter_map(|(label, v)| v.map(|v| format!("{label} {v:.4}")))
     .collect();
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
+}
+
+/// lmbench's context-switch columns (`scripts/getsummary`).
+const CTX_COLUMNS: [(i64, i64); 7] = [
+    (2, 0),
+    (2, 16),
+    (2, 64),
+    (8, 16),
+    (8, 64),
+    (16, 16),
+    (16, 64),
+];
+
+/// lmbench's "Context switching" table: one row per configuration, mode and
+/// placement, the seven classic cells (ctx medians, µs), blank where not run.
+fn lmbench_ctx_table(doc: &Document) -> Option<String> {
+    let ctx: Vec<&Series> = doc.series.iter().filter(|s| s.bench == "ctx").collect();
+    let param = |s: &Series, k: &str| s.params.get(k).and_then(|v| v.as_i64());
+    let cell_of = |s: &Series| {
+        CTX_COLUMNS
+            .iter()
+            .position(|&(p, k)| param(s, "procs") == Some(p) && param(s, "size") == Some(k))
+    };
+    let mut rows: Vec<(String, String, String, [Option<f64>; 7])> = Vec::new();
+    for s in ctx.iter().filter(|s| cell_of(s).is_some()) {
+        let mode = s
+            .params
+            .get("mode")
+            .and_then(|v| v.as_str())
+            .unwrap_or("processes")
+            .to_string();
+        let key = (s.config.clone(), mode, s.pin.clone());
+        let i = match rows
+            .iter()
+            .position(|r| (&r.0, &r.1, &r.2) == (&key.0, &key.1, &key.2))
+        {
+            Some(i) => i,
+            None => {
+                rows.push((key.0, key.1, key.2, [None; 7]));
+                rows.len() - 1
+            }
+        };
+        rows[i].3[cell_of(s).expect("filtered above")] = Some(s.summary.median);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "Context switching - times in microseconds - smaller is better\n\
+         -------------------------------------------------------------\n\
+         Host                 OS  2p/0K 2p/16K 2p/64K 8p/16K 8p/64K 16p/16K 16p/64K\n\
+         \x20                        ctxsw  ctxsw  ctxsw  ctxsw  ctxsw   ctxsw   ctxsw\n\
+         --------- ------------- ------ ------ ------ ------ ------ ------- -------\n",
+    );
+    let host: String = doc.env.hostname.chars().take(9).collect();
+    let os: String = format!("Linux {}", doc.env.kernel)
+        .chars()
+        .take(13)
+        .collect();
+    for (config, mode, pin, cells) in rows {
+        let _ = write!(out, "{host:<9} {os:<13}");
+        for (i, cell) in cells.iter().enumerate() {
+            let width = if i < 5 { 6 } else { 7 };
+            let text = cell.map_or_else(String::new, |v| format!("{v:.2}"));
+            let _ = write!(out, " {text:>width$}");
+        }
+        let _ = writeln!(
+            out,
+            "  {mode}, pin {pin}{}",
+            if config == "default" {
+                String::new()
+            } else {
+                format!(", {config}")
+            }
+        );
+    }
+    Some(out)
 }
 
 /// `osbench list`: every family, its parameters, its default cases and its op.
