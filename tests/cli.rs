@@ -151,10 +151,10 @@ fn run_in_empty_dir(args: &[&str]) -> (Option<i32>, String, usize) {
 
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_file() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 14] = [
         (
             &["run", "nosuch", "--json", "x.json"],
-            "unknown benchmark 'nosuch'; valid benchmarks: syscall",
+            "unknown benchmark 'nosuch'; valid benchmarks: syscall, ctx, ipc",
         ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],
@@ -178,6 +178,24 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
             "directory /nonexistent/dir does not exist",
         ),
         (&["frobnicate"], "unrecognized subcommand"),
+        (
+            &["run", "ctx:procs=1"],
+            "invalid value '1' for ctx:procs; allowed: an integer from 2 to 1024",
+        ),
+        (&["run", "ctx:procs=0"], "invalid value '0' for ctx:procs"),
+        (
+            &["run", "ctx:procs=100000"],
+            "invalid value '100000' for ctx:procs",
+        ),
+        (
+            &["run", "ctx:size=-1"],
+            "invalid value '-1' for ctx:size; allowed: an integer from 0 to 65536",
+        ),
+        (&["run", "ipc:kind=bogus"], "allowed: pipe, unix, tcp, udp"),
+        (
+            &["run", "--pin", "bogus"],
+            "invalid value 'bogus' for '--pin <PLACEMENT>'",
+        ),
     ];
     for (args, want) in cases {
         let (code, stderr, files) = run_in_empty_dir(args);
@@ -236,5 +254,119 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
         fs::read_dir(dir.path()).unwrap().count(),
         1,
         "temporary file left behind"
+    );
+}
+
+/// Processes named like osbench's helpers (`osbench-ctx`, `osbench-ipc`, …).
+fn helper_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(comm) = fs::read_to_string(entry.path().join("comm")) {
+            if comm.starts_with("osbench-") {
+                found.push(format!(
+                    "{} {}",
+                    entry.file_name().to_string_lossy(),
+                    comm.trim()
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ctx.json");
+    let mut child = osbench()
+        .args([
+            "run",
+            "ctx:procs=16,size=64",
+            "-q",
+            "--samples",
+            "1000",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        helper_processes().len(),
+        15,
+        "the ring should be running: {:?}",
+        helper_processes()
+    );
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        helper_processes().is_empty(),
+        "left behind: {:?}",
+        helper_processes()
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(!doc.run.complete);
+    let series = &doc.series[0];
+    assert!(!series.samples.is_empty() && series.samples.len() < 1000);
+    assert!(series.noise.contains(&"interrupted".to_string()));
+    assert!(series.baseline.is_some(), "the ovr baseline is recorded");
+}
+
+#[test]
+fn descriptor_limit_is_named_and_nothing_is_left_running() {
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 16 && exec '{}' run ctx:procs=16 -q",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ulimit -n"), "{stderr}");
+    assert!(helper_processes().is_empty());
+}
+
+#[test]
+fn ipc_and_ctx_record_placement_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = osbench()
+        .args([
+            "run",
+            "ipc:kind=unix",
+            "ctx:procs=3,mode=threads",
+            "--pin",
+            "spread",
+            "-q",
+        ])
+        .args(QUICK)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_document(&json).unwrap();
+    let cpus = std::thread::available_parallelism().unwrap().get().min(3);
+    for s in &doc.series {
+        assert_eq!(s.pin, "spread");
+        assert_eq!(s.cpus.len(), cpus.min(if s.bench == "ipc" { 2 } else { 3 }));
+    }
+    assert_eq!(doc.series[1].params["mode"], "threads");
+    assert_eq!(doc.series[1].case, "3t/0K");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !table.contains("Context switching"),
+        "3 procs is not an lmbench column"
     );
 }

@@ -7,6 +7,7 @@
 
 pub mod ctx;
 pub mod fdio;
+pub mod ipc;
 pub mod ring;
 pub mod select;
 pub mod syscall;
@@ -218,7 +219,7 @@ impl fmt::Debug for BenchDef {
 }
 
 /// Every family, in the order `list` shows them and the default suite runs them.
-pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF];
+pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF, &ipc::DEF];
 
 /// The family called `name`.
 pub fn find(name: &str) -> Option<&'static BenchDef> {

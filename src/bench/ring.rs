@@ -29,7 +29,12 @@ unsafe impl Send for WorkingSet {}
 impl WorkingSet {
     /// `kib` KiB of zeroed, faulted-in memory (nothing for 0).
     pub fn new(kib: usize) -> io::Result<Self> {
-        let bytes = kib * 1024;
+        Self::with_bytes(kib * 1024)
+    }
+
+    /// At least `len` bytes (rounded up to whole words), zeroed and faulted in.
+    pub fn with_bytes(len: usize) -> io::Result<Self> {
+        let bytes = len.div_ceil(8) * 8;
         if bytes == 0 {
             return Ok(Self {
                 ptr: std::ptr::null_mut(),
@@ -69,6 +74,17 @@ impl WorkingSet {
         // SAFETY: `ptr` is the live mapping of `words` initialised u64s.
         let words = unsafe { std::slice::from_raw_parts(ptr, self.words) };
         black_box(words.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+    }
+}
+
+impl WorkingSet {
+    /// The memory as bytes (empty for a zero-sized set).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        if self.words == 0 {
+            return &mut [];
+        }
+        // SAFETY: the live mapping of `words * 8` initialised bytes, borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.words * 8) }
     }
 }
 

@@ -1,10 +1,13 @@
 //! Selectors (`BENCH` or `BENCH:key=value[,key=value...]`) and their
 //! resolution into cases.
 //!
-//! Rule: each `key=value` fixes that parameter in every default case of the
-//! family; cases that become identical are run once. So `syscall` runs the six
-//! default cases, `syscall:case=null` one, and (for a family with two
-//! parameters) fixing one of them keeps the variety of the other.
+//! Rule: `BENCH` runs the family's default cases. Each `key=value` keeps the
+//! default cases that agree with it — those that do not set `key`, or set it
+//! to `value` — with `key=value` applied; if no default case agrees, the
+//! selector names one case: the parameter defaults with the given values.
+//! So `ctx:procs=8` runs lmbench's two 8-process columns, `ctx:procs=4` the one
+//! case 4p/0K, `ctx:mode=threads` all seven columns with threads, and
+//! `ipc:bytes=64` every kind whose default size is not fixed (not udp).
 
 use std::str::FromStr;
 
@@ -134,15 +137,30 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             });
         }
     }
+    let given: Vec<(&str, &str)> = sel
+        .fixed
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let agrees = |base: &[(&str, &str)]| {
+        given
+            .iter()
+            .all(|(k, v)| base.iter().all(|(bk, bv)| bk != k || bv == v))
+    };
     let mut out: Vec<Case> = Vec::new();
-    for base in default_cases(def) {
+    for base in default_cases(def).into_iter().filter(|b| agrees(b)) {
         let mut fixed: Vec<(&str, &str)> = base.to_vec();
-        fixed.retain(|(k, _)| !sel.fixed.iter().any(|(fk, _)| fk == k));
-        fixed.extend(sel.fixed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        fixed.extend(given.iter().copied());
         let params = Params::new(def, &fixed);
         if !out.iter().any(|c| c.params == params) {
             out.push(Case { def, params });
         }
+    }
+    if out.is_empty() {
+        out.push(Case {
+            def,
+            params: Params::new(def, &given),
+        });
     }
     Ok(out)
 }
@@ -207,7 +225,33 @@ mod tests {
             .map(Case::name)
             .collect();
         assert_eq!(names, ["null", "read", "write", "stat", "fstat", "open"]);
-        assert_eq!(resolve(&[]).unwrap().len(), names.len());
+        let every: usize = REGISTRY.iter().map(|d| default_cases(d).len()).sum();
+        assert_eq!(resolve(&[]).unwrap().len(), every);
+    }
+
+    fn names(selectors: &[&str]) -> Vec<String> {
+        let sels: Vec<Selector> = selectors.iter().map(|s| sel(s)).collect();
+        resolve(&sels).unwrap().iter().map(Case::name).collect()
+    }
+
+    #[test]
+    fn a_fixed_value_keeps_the_default_cases_that_agree() {
+        assert_eq!(names(&["ctx:procs=8"]), ["8p/16K", "8p/64K"]);
+        assert_eq!(names(&["ctx:size=16"]), ["2p/16K", "8p/16K", "16p/16K"]);
+        assert_eq!(names(&["ctx:mode=threads"]).len(), 7);
+        assert_eq!(names(&["ipc:kind=unix"]), ["unix"]);
+        assert_eq!(
+            names(&["ipc:bytes=64"]),
+            ["pipe/64B", "unix/64B", "tcp/64B"]
+        );
+    }
+
+    #[test]
+    fn a_value_no_default_case_has_names_one_case() {
+        assert_eq!(names(&["ctx:procs=4"]), ["4p/0K"]);
+        assert_eq!(names(&["ctx:procs=3,mode=threads"]), ["3t/0K"]);
+        assert_eq!(names(&["ctx:procs=2,size=0"]), ["2p/0K"]);
+        assert_eq!(names(&["ipc:kind=udp,bytes=1"]), ["udp/1B"]);
     }
 
     #[test]

@@ -117,11 +117,29 @@ fn run_case<C: Clock>(
     };
     let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
 
-    let baseline = match &def.baseline {
-        Some(b) => Some(measure((b.setup)(&case.params)?, harness)?),
-        None => None,
+    // The case and its baseline (lmbench's ovr) are sampled alternately.
+    let mut bench = (def.setup)(&case.params, &placement)?;
+    let mut base = def
+        .baseline
+        .as_ref()
+        .map(|b| (b.setup)(&case.params))
+        .transpose()?;
+    let measured = match base.as_mut() {
+        Some(b) => harness.measure_interleaved(&mut [bench.as_mut(), b.as_mut()]),
+        None => harness.measure_interleaved(&mut [bench.as_mut()]),
     };
-    let m = measure((def.setup)(&case.params, &placement)?, harness)?;
+    // Tear down even when measuring failed; the measuring error wins.
+    let torn_down = bench
+        .teardown()
+        .and(base.map_or(Ok(()), Benchmark::teardown));
+    let mut measured = measured?;
+    torn_down?;
+    let baseline = if def.baseline.is_some() {
+        measured.pop()
+    } else {
+        None
+    };
+    let m = measured.remove(0);
 
     let ops_per_iter = (def.ops_per_iter)(&case.params);
     let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
@@ -202,16 +220,6 @@ fn run_case<C: Clock>(
         warnings,
     };
     Ok((series, m.interrupted))
-}
-
-/// Measures a set-up benchmark and tears it down, even when measuring failed
-/// (the measuring error wins).
-fn measure<C: Clock>(mut bench: Box<dyn Benchmark>, harness: &Harness<C>) -> Result<Measurement> {
-    let measured = harness.measure(bench.as_mut());
-    let torn_down = bench.teardown();
-    let m = measured?;
-    torn_down?;
-    Ok(m)
 }
 
 fn not_finite(def: &BenchDef, params: &Params) -> Error {

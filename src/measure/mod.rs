@@ -13,6 +13,8 @@
 //!    once, two long ones in a row re-size it (one long sample is usually an
 //!    interruption, not a wrong count). An iteration longer than the target
 //!    cannot be split, so with one iteration per sample every sample counts.
+//!    Several benchmarks (a case and the overhead subtracted from it) can be
+//!    sampled alternately, so drift hits them alike.
 //!
 //! Differences from lmbench: CLOCK_MONOTONIC in ns instead of gettimeofday in
 //! µs; an upper bound on accepted samples; overheads recorded in the result
@@ -195,85 +197,53 @@ impl<C: Clock> Harness<C> {
 
     /// Calibrates, warms up and samples `bench` (already set up).
     pub fn measure(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
-        let target = self.policy.sample_time_ns as f64;
-        let mut iters = self.calibrate(bench, target)?;
+        let mut all = self.measure_interleaved(&mut [bench])?;
+        Ok(all.remove(0))
+    }
 
-        let warmup_start = self.clock.now_ns();
-        while self.clock.now_ns().saturating_sub(warmup_start) < self.policy.warmup_ns {
-            self.interrupt.check()?;
-            let elapsed = self.time(bench, iters)?;
-            iters = rescale(iters, elapsed, target);
+    /// Calibrates and warms up each benchmark in turn, then samples them
+    /// alternately — one attempt each per round — so slow drift of the machine
+    /// affects all of them alike (used for a case and the overhead subtracted
+    /// from it). On an interrupt, each keeps the samples taken so far; if the
+    /// first has none yet, the result is `Err(Interrupted)`.
+    pub fn measure_interleaved(
+        &self,
+        benches: &mut [&mut dyn Benchmark],
+    ) -> Result<Vec<Measurement>> {
+        let target = self.policy.sample_time_ns as f64;
+        let mut samplers = Vec::with_capacity(benches.len());
+        for bench in benches.iter_mut() {
+            let mut iters = self.calibrate(*bench, target)?;
+            let warmup_start = self.clock.now_ns();
+            while self.clock.now_ns().saturating_sub(warmup_start) < self.policy.warmup_ns {
+                self.interrupt.check()?;
+                let elapsed = self.time(*bench, iters)?;
+                iters = rescale(iters, elapsed, target);
+            }
+            samplers.push(Sampler::new(iters, self.policy.samples));
         }
 
-        let wanted = self.policy.samples;
-        let max_attempts = wanted * 3 + 10;
-        let (mut accepted, mut rejected) = (Vec::with_capacity(wanted), Vec::new());
-        let mut long_in_a_row = 0;
-        let mut warnings = Vec::new();
         let mut interrupted = false;
-        while accepted.len() < wanted {
+        while samplers.iter().any(|s| !s.done()) {
             if self.interrupt.is_set() {
-                if accepted.is_empty() {
+                if samplers[0].accepted.is_empty() {
                     return Err(Error::Interrupted);
                 }
                 interrupted = true;
-                warnings.push(format!(
-                    "interrupted after {} of {wanted} samples",
-                    accepted.len()
-                ));
                 break;
             }
-            if accepted.len() + rejected.len() >= max_attempts {
-                warnings.push(format!(
-                    "only {} of {} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the \
-                     {:.1} ms target after {max_attempts} attempts; the system is too noisy \
-                     for this sample time (try a longer --sample-time)",
-                    accepted.len(),
-                    wanted,
-                    target / 1e6
-                ));
-                break;
-            }
-            let elapsed = self.time(bench, iters)?;
-            let sample = RawSample {
-                iters,
-                elapsed_ns: elapsed,
-            };
-            let ratio = elapsed as f64 / target;
-            if (ACCEPT_LOW..=ACCEPT_HIGH).contains(&ratio) || (iters == 1 && ratio > ACCEPT_HIGH) {
-                accepted.push(sample);
-                long_in_a_row = 0;
-                continue;
-            }
-            rejected.push(sample);
-            if ratio < ACCEPT_LOW {
-                iters = rescale(iters, elapsed, target);
-            } else {
-                long_in_a_row += 1;
-                if long_in_a_row >= 2 {
-                    iters = rescale(iters, elapsed, target);
-                    long_in_a_row = 0;
+            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
+                if !sampler.done() {
+                    let elapsed = self.time(*bench, sampler.iters)?;
+                    sampler.record(elapsed, target);
                 }
             }
         }
-        if accepted.is_empty() {
-            return Err(Error::Measure(warnings.join("; ")));
-        }
-        if !rejected.is_empty() && rejected.len() * 4 >= accepted.len() {
-            warnings.push(format!(
-                "{} of {} samples fell outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time \
-                 and were set aside (kept in the document as \"rejected\")",
-                rejected.len(),
-                accepted.len() + rejected.len()
-            ));
-        }
-        Ok(Measurement {
-            accepted,
-            rejected,
-            overhead: self.overhead,
-            warnings,
-            interrupted,
-        })
+        let wanted = self.policy.samples;
+        samplers
+            .into_iter()
+            .map(|s| s.finish(wanted, target, interrupted, self.overhead))
+            .collect()
     }
 
     /// Grows the iteration count from 1 until a batch takes at least
@@ -299,6 +269,105 @@ impl<C: Clock> Harness<C> {
                 )));
             }
         }
+    }
+}
+
+/// The sampling state of one benchmark.
+struct Sampler {
+    iters: u64,
+    accepted: Vec<RawSample>,
+    rejected: Vec<RawSample>,
+    long_in_a_row: u32,
+    max_attempts: usize,
+    wanted: usize,
+}
+
+impl Sampler {
+    fn new(iters: u64, wanted: usize) -> Self {
+        Self {
+            iters,
+            accepted: Vec::with_capacity(wanted),
+            rejected: Vec::new(),
+            long_in_a_row: 0,
+            max_attempts: wanted * 3 + 10,
+            wanted,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.accepted.len() >= self.wanted
+            || self.accepted.len() + self.rejected.len() >= self.max_attempts
+    }
+
+    /// Files one timed batch as accepted or rejected and re-sizes the batch:
+    /// at once after a short one, after two long ones in a row (one long
+    /// sample is usually an interruption, not a wrong count).
+    fn record(&mut self, elapsed: u64, target: f64) {
+        let sample = RawSample {
+            iters: self.iters,
+            elapsed_ns: elapsed,
+        };
+        let ratio = elapsed as f64 / target;
+        if (ACCEPT_LOW..=ACCEPT_HIGH).contains(&ratio) || (self.iters == 1 && ratio > ACCEPT_HIGH) {
+            self.accepted.push(sample);
+            self.long_in_a_row = 0;
+            return;
+        }
+        self.rejected.push(sample);
+        if ratio < ACCEPT_LOW {
+            self.iters = rescale(self.iters, elapsed, target);
+        } else {
+            self.long_in_a_row += 1;
+            if self.long_in_a_row >= 2 {
+                self.iters = rescale(self.iters, elapsed, target);
+                self.long_in_a_row = 0;
+            }
+        }
+    }
+
+    fn finish(
+        self,
+        wanted: usize,
+        target: f64,
+        interrupted: bool,
+        overhead: Overhead,
+    ) -> Result<Measurement> {
+        let mut warnings = Vec::new();
+        let (taken, tried) = (
+            self.accepted.len(),
+            self.accepted.len() + self.rejected.len(),
+        );
+        if interrupted {
+            warnings.push(format!("interrupted after {taken} of {wanted} samples"));
+        } else if taken < wanted {
+            warnings.push(format!(
+                "only {taken} of {wanted} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the {:.1} ms \
+                 target after {tried} attempts; the system is too noisy for this sample time (try a \
+                 longer --sample-time)",
+                target / 1e6
+            ));
+        }
+        if taken == 0 {
+            return Err(if interrupted {
+                Error::Interrupted
+            } else {
+                Error::Measure(warnings.join("; "))
+            });
+        }
+        if !self.rejected.is_empty() && self.rejected.len() * 4 >= taken {
+            warnings.push(format!(
+                "{} of {tried} samples fell outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time and \
+                 were set aside (kept in the document as \"rejected\")",
+                self.rejected.len()
+            ));
+        }
+        Ok(Measurement {
+            accepted: self.accepted,
+            rejected: self.rejected,
+            overhead,
+            warnings,
+            interrupted,
+        })
     }
 }
 
@@ -334,6 +403,10 @@ mod tests {
         spikes: Vec<usize>,
         spike_factor: u64,
         iterations_run: u64,
+        /// Shared record of which bench ran, in order.
+        log: Rc<std::cell::RefCell<Vec<u64>>>,
+        /// Sets this interrupt at this call.
+        interrupt_at: Option<(usize, Interrupt)>,
     }
 
     impl Benchmark for FakeBench {
@@ -342,6 +415,14 @@ mod tests {
             if self.spikes.contains(&self.calls) {
                 t *= self.spike_factor;
             }
+            if let Some((_, flag)) = self
+                .interrupt_at
+                .as_ref()
+                .filter(|(at, _)| *at == self.calls)
+            {
+                flag.set();
+            }
+            self.log.borrow_mut().push(self.cost_ns);
             self.calls += 1;
             self.iterations_run += iters;
             self.clock.0.set(self.clock.0.get() + t);
@@ -367,6 +448,8 @@ mod tests {
             spikes,
             spike_factor: 3,
             iterations_run: 0,
+            log: Rc::default(),
+            interrupt_at: None,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
@@ -440,6 +523,35 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         h.interrupt.set();
         assert!(matches!(h.measure(&mut b), Err(Error::Interrupted)));
+    }
+
+    #[test]
+    fn interleaved_benches_alternate_once_sampling_starts() {
+        let (h, mut a) = setup(100, vec![]);
+        let mut b = FakeBench {
+            cost_ns: 300,
+            log: Rc::clone(&a.log),
+            ..setup(300, vec![]).1
+        };
+        b.clock = a.clock.clone();
+        let ms = h.measure_interleaved(&mut [&mut a, &mut b]).unwrap();
+        assert_eq!(ms.len(), 2);
+        assert!(ms.iter().all(|m| m.accepted.len() == 11));
+        assert_eq!(ms[1].accepted[0].iters, 3_333, "1 ms / 300 ns");
+        let log = a.log.borrow();
+        let tail: Vec<u64> = log[log.len() - 22..].to_vec();
+        assert_eq!(tail, [100, 300].repeat(11));
+    }
+
+    #[test]
+    fn an_interrupt_keeps_the_samples_taken() {
+        let (h, mut b) = setup(100, vec![]);
+        // Calls 0–7 calibrate and warm up; sampling starts at call 8.
+        b.interrupt_at = Some((12, h.interrupt.clone()));
+        let m = h.measure(&mut b).unwrap();
+        assert!(m.interrupted);
+        assert_eq!(m.accepted.len(), 5);
+        assert!(m.warnings[0].contains("interrupted after 5 of 11"));
     }
 
     #[test]

@@ -215,8 +215,8 @@ pub fn list_benchmarks() -> String {
         describe(&mut out, def);
     }
     out.push_str(
-        "Select with BENCH or BENCH:key=value[,key=value...]; a fixed parameter applies to every \
-         default case of the family.\n",
+        "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
+         that agree with the given values, or else the one case they name.\n",
     );
     out
 }
