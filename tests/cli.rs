@@ -259,19 +259,15 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
 
 /// Processes named like osbench's helpers (`osbench-ctx`, `osbench-ipc`, …).
 fn helper_processes() -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(comm) = fs::read_to_string(entry.path().join("comm")) {
-            if comm.starts_with("osbench-") {
-                found.push(format!(
-                    "{} {}",
-                    entry.file_name().to_string_lossy(),
-                    comm.trim()
-                ));
-            }
-        }
-    }
-    found
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let comm = fs::read_to_string(entry.path().join("comm")).ok()?;
+            comm.starts_with("osbench-")
+                .then(|| format!("{} {}", entry.file_name().to_string_lossy(), comm.trim()))
+        })
+        .collect()
 }
 
 #[test]
