@@ -115,10 +115,6 @@ impl Ring {
         for _ in 0..procs {
             pipes.push(pipe()?);
         }
-        let all_fds: Vec<RawFd> = pipes
-            .iter()
-            .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
-            .collect();
         let mut ends: Vec<(Option<OwnedFd>, Option<OwnedFd>)> =
             pipes.into_iter().map(|(r, w)| (Some(r), Some(w))).collect();
 
@@ -126,7 +122,7 @@ impl Ring {
         for i in 1..procs {
             let input = ends[i - 1].0.take().expect("each read end is taken once");
             let output = ends[i].1.take().expect("each write end is taken once");
-            helpers.start(placement.cpu_of(i), input, output, kib, &all_fds, member)?;
+            helpers.start(placement.cpu_of(i), input, output, kib, member)?;
         }
         let mut ring = Ring {
             to_next: ends[0].1.take(),

@@ -167,16 +167,8 @@ impl Echo {
                 (a, a2, b, b2)
             }
         };
-        let close_in_child = [input.as_raw_fd(), out.as_raw_fd()];
         let mut helpers = Helpers::new(Mode::parse(p.get("mode")), "ipc");
-        helpers.start(
-            placement.cpu_of(1),
-            peer_in,
-            peer_out,
-            bytes,
-            &close_in_child,
-            echo,
-        )?;
+        helpers.start(placement.cpu_of(1), peer_in, peer_out, bytes, echo)?;
         let mut e = Echo {
             out: Some(out),
             input: Some(input),

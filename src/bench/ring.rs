@@ -10,6 +10,7 @@ use std::hint::black_box;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::measure::supervise::{Exit, Supervisor, thread_error};
@@ -139,34 +140,23 @@ impl Helpers {
 
     /// Starts a helper running `body(input, output, arg)` on `cpu`.
     ///
-    /// A forked helper first closes every descriptor in `close_in_child` other
-    /// than its own two, so that end of file propagates when a peer goes away;
-    /// a thread takes ownership of its two descriptors and closes them when it
-    /// returns. `close_in_child` must be built before the call (the child
-    /// cannot allocate).
+    /// A forked helper keeps only its two descriptors (see
+    /// [`Supervisor::fork`]), so end of file propagates when a peer goes away;
+    /// a thread takes ownership of its two and closes them when it returns.
     pub fn start(
         &mut self,
         cpu: Option<usize>,
         input: OwnedFd,
         output: OwnedFd,
         arg: usize,
-        close_in_child: &[RawFd],
         body: HelperBody,
     ) -> Result<()> {
         match self {
             Helpers::Processes(sup) => {
                 let (i, o) = (input.as_raw_fd(), output.as_raw_fd());
-                sup.fork(cpu, || {
-                    for &fd in close_in_child {
-                        if fd != i && fd != o {
-                            // SAFETY: closing an inherited descriptor this child does not use.
-                            unsafe { libc::close(fd) };
-                        }
-                    }
-                    match body(i, o, arg) {
-                        Ok(()) => 0,
-                        Err(_) => 1,
-                    }
+                sup.fork(cpu, &[i, o], || match body(i, o, arg) {
+                    Ok(()) => 0,
+                    Err(_) => 1,
                 })?;
                 // The parent's copies close when `input` and `output` drop here.
                 Ok(())
@@ -195,7 +185,7 @@ impl Helpers {
     pub fn finish(&mut self) -> Result<()> {
         match self {
             Helpers::Processes(sup) => {
-                for exit in sup.wait_all()? {
+                for exit in sup.wait_all(Duration::from_secs(10))? {
                     if exit != Exit::Code(0) {
                         return Err(Error::Measure(format!(
                             "a helper process ended badly: {exit:?}"

@@ -13,6 +13,8 @@
 //! (`ulimit -n`, `ulimit -u`, memory).
 
 use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -53,10 +55,26 @@ impl Supervisor {
 
     /// Forks a child that runs `body` and exits with its return value.
     ///
+    /// Before `body`, the child closes every descriptor above 2 except those
+    /// in `keep`, so it holds no copy of another task's pipe or socket ends
+    /// (otherwise a peer would never see end of file when its partner closes).
     /// `body` runs in a copy of this process that may have had other threads:
     /// it must only make system calls (read, write, mmap, …) and must not
     /// take locks another thread could have held — no allocation, no stdio.
-    pub fn fork(&mut self, cpu: Option<usize>, body: impl FnOnce() -> i32) -> Result<libc::pid_t> {
+    pub fn fork(
+        &mut self,
+        cpu: Option<usize>,
+        keep: &[RawFd],
+        body: impl FnOnce() -> i32,
+    ) -> Result<libc::pid_t> {
+        let mut keep_sorted = [-1; 4];
+        assert!(
+            keep.len() <= keep_sorted.len(),
+            "a child keeps at most 4 descriptors"
+        );
+        keep_sorted[..keep.len()].copy_from_slice(keep);
+        let keep_sorted = &mut keep_sorted[..keep.len()];
+        keep_sorted.sort_unstable();
         let pgid = self.pgid.unwrap_or(0);
         let name = process_name(&self.name);
         // SAFETY: fork has no memory-safety preconditions; the child branch
@@ -68,6 +86,7 @@ impl Supervisor {
         }
         if pid == 0 {
             child_prologue(pgid, &name, cpu);
+            close_all_but(keep_sorted);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
             // SAFETY: _exit ends the child without running the parent's atexit
             // handlers or destructors, which belong to the parent.
@@ -82,14 +101,44 @@ impl Supervisor {
         Ok(pid)
     }
 
-    /// Waits for every child to exit by itself and returns how each ended.
-    pub fn wait_all(&mut self) -> Result<Vec<Exit>> {
-        let mut exits = Vec::with_capacity(self.children.len());
-        while let Some(pid) = self.children.first().copied() {
-            exits.push(wait(pid)?);
-            self.children.remove(0);
+    /// Waits up to `limit` for every child to exit by itself and returns how
+    /// each ended, in fork order; children still running after that are
+    /// killed, reaped, and reported as an error.
+    pub fn wait_all(&mut self, limit: Duration) -> Result<Vec<Exit>> {
+        let deadline = Instant::now() + limit;
+        let mut exits: Vec<Option<Exit>> = vec![None; self.children.len()];
+        while exits.iter().any(Option::is_none) {
+            for (pid, exit) in self
+                .children
+                .iter()
+                .zip(exits.iter_mut())
+                .filter(|(_, e)| e.is_none())
+            {
+                *exit = try_wait(*pid)?;
+            }
+            if exits.iter().all(Option::is_some) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                let running = exits.iter().filter(|e| e.is_none()).count();
+                let reaped: Vec<libc::pid_t> = self
+                    .children
+                    .iter()
+                    .zip(&exits)
+                    .filter(|(_, e)| e.is_some())
+                    .map(|(p, _)| *p)
+                    .collect();
+                self.children.retain(|p| !reaped.contains(p));
+                self.kill_all();
+                return Err(Error::Measure(format!(
+                    "{running} helper process(es) did not exit within {} s of being told to stop; killed",
+                    limit.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
-        Ok(exits)
+        self.children.clear();
+        Ok(exits.into_iter().flatten().collect())
     }
 
     /// SIGKILLs every child still running and reaps them all.
@@ -112,12 +161,24 @@ impl Drop for Supervisor {
     }
 }
 
-/// waitpid, retrying on EINTR.
+/// Blocking waitpid, retrying on EINTR.
 fn wait(pid: libc::pid_t) -> Result<Exit> {
+    waitpid(pid, 0).map(|e| e.expect("a blocking wait always returns an exit"))
+}
+
+/// Non-blocking waitpid: `None` while the child runs.
+fn try_wait(pid: libc::pid_t) -> Result<Option<Exit>> {
+    waitpid(pid, libc::WNOHANG)
+}
+
+fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<Option<Exit>> {
     let mut status = 0;
     loop {
         // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == 0 {
+            return Ok(None);
+        }
         if r == pid {
             break;
         }
@@ -126,11 +187,11 @@ fn wait(pid: libc::pid_t) -> Result<Exit> {
             return Err(Error::io(format!("waiting for child {pid}"), e));
         }
     }
-    Ok(if libc::WIFSIGNALED(status) {
+    Ok(Some(if libc::WIFSIGNALED(status) {
         Exit::Signal(libc::WTERMSIG(status))
     } else {
         Exit::Code(libc::WEXITSTATUS(status))
-    })
+    }))
 }
 
 /// The 15-byte, NUL-terminated name the kernel keeps for a task.
@@ -165,6 +226,38 @@ fn child_prologue(pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
     // SAFETY: getppid and _exit are async-signal-safe.
     if unsafe { libc::getppid() } == 1 {
         unsafe { libc::_exit(1) };
+    }
+}
+
+/// Closes every descriptor from 3 up except `keep` (ascending): close_range(2)
+/// over the gaps, or one close per descriptor where that system call is missing.
+fn close_all_but(keep: &[RawFd]) {
+    let mut from: libc::c_uint = 3;
+    for &k in keep.iter().chain(&[RawFd::MAX]) {
+        let k = k as libc::c_uint;
+        if k > from {
+            close_range(from, k - 1);
+        }
+        from = from.max(k.saturating_add(1));
+    }
+}
+
+fn close_range(first: libc::c_uint, last: libc::c_uint) {
+    // SAFETY: close_range only closes descriptors of this (child) process.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+    if r != 0 {
+        // Kernel older than 5.9: close one by one up to the descriptor limit.
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `lim` is a valid out-pointer.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        let end = (last as u64).min(lim.rlim_cur.min(1 << 20));
+        for fd in first as u64..=end {
+            // SAFETY: closing descriptors of this child only.
+            unsafe { libc::close(fd as RawFd) };
+        }
     }
 }
 
@@ -230,6 +323,8 @@ fn limit_text(resource: libc::__rlimit_resource_t) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
+
     use super::*;
 
     fn alive(pid: libc::pid_t) -> bool {
@@ -241,21 +336,24 @@ mod tests {
     #[test]
     fn exit_codes_are_collected() {
         let mut sup = Supervisor::new("test");
-        sup.fork(None, || 0).unwrap();
-        sup.fork(None, || 7).unwrap();
-        assert_eq!(sup.wait_all().unwrap(), vec![Exit::Code(0), Exit::Code(7)]);
+        sup.fork(None, &[], || 0).unwrap();
+        sup.fork(None, &[], || 7).unwrap();
+        assert_eq!(
+            sup.wait_all(Duration::from_secs(10)).unwrap(),
+            vec![Exit::Code(0), Exit::Code(7)]
+        );
         assert!(sup.children().is_empty());
     }
 
     #[test]
     fn children_share_one_process_group() {
         let mut sup = Supervisor::new("test");
-        let a = sup.fork(None, || 0).unwrap();
-        let b = sup.fork(None, || 0).unwrap();
+        let a = sup.fork(None, &[], || 0).unwrap();
+        let b = sup.fork(None, &[], || 0).unwrap();
         assert_eq!(sup.pgid(), Some(a));
         // SAFETY: getpgid of our own unreaped children.
         assert_eq!(unsafe { libc::getpgid(b) }, a);
-        sup.wait_all().unwrap();
+        sup.wait_all(Duration::from_secs(10)).unwrap();
     }
 
     #[test]
@@ -265,7 +363,7 @@ mod tests {
             let mut sup = Supervisor::new("test");
             for _ in 0..3 {
                 pids.push(
-                    sup.fork(None, || {
+                    sup.fork(None, &[], || {
                         // SAFETY: pause only blocks until a signal arrives.
                         unsafe { libc::pause() };
                         0
@@ -282,10 +380,50 @@ mod tests {
     }
 
     #[test]
+    fn a_child_that_will_not_stop_is_killed_after_the_limit() {
+        let mut sup = Supervisor::new("test");
+        let pid = sup
+            .fork(None, &[], || {
+                // SAFETY: pause only blocks until a signal arrives.
+                unsafe { libc::pause() };
+                0
+            })
+            .unwrap();
+        let err = sup.wait_all(Duration::from_millis(50)).unwrap_err();
+        assert!(err.to_string().contains("did not exit"), "{err}");
+        assert!(!alive(pid));
+    }
+
+    #[test]
     fn a_panicking_child_exits_instead_of_running_the_parent() {
         let mut sup = Supervisor::new("test");
-        sup.fork(None, || panic!("child panics")).unwrap();
-        assert_eq!(sup.wait_all().unwrap(), vec![Exit::Code(101)]);
+        sup.fork(None, &[], || panic!("child panics")).unwrap();
+        assert_eq!(
+            sup.wait_all(Duration::from_secs(10)).unwrap(),
+            vec![Exit::Code(101)]
+        );
+    }
+
+    #[test]
+    fn children_keep_only_their_own_descriptors() {
+        let (r, w) = crate::bench::fdio::pipe().unwrap();
+        let (other_r, _other_w) = crate::bench::fdio::pipe().unwrap();
+        let (keep, other) = (w.as_raw_fd(), other_r.as_raw_fd());
+        let mut sup = Supervisor::new("test");
+        sup.fork(None, &[keep], || {
+            // SAFETY: fcntl F_GETFD only queries descriptor flags.
+            let open = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1;
+            let report = [u8::from(open(keep)), u8::from(open(other))];
+            // SAFETY: writing two bytes from a live array to our kept pipe end.
+            unsafe { libc::write(keep, report.as_ptr().cast(), 2) };
+            0
+        })
+        .unwrap();
+        drop(w);
+        let mut got = [9u8; 2];
+        assert!(crate::bench::fdio::read_exact(r.as_raw_fd(), &mut got).unwrap());
+        assert_eq!(got, [1, 0], "kept end open, the other pipe closed");
+        sup.wait_all(Duration::from_secs(10)).unwrap();
     }
 
     #[test]
