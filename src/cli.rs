@@ -206,9 +206,14 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     match outcome.error {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => Err(anyhow!(e)).context(format!(
-            "run stopped early after {} of {} cases (what was measured is kept)",
+            "run stopped early after {} of {} cases{}",
             doc.series.len(),
-            plan.cases.len()
+            plan.cases.len(),
+            if args.json.is_some() {
+                " (the document keeps what was measured)"
+            } else {
+                ""
+            }
         )),
     }
 }
@@ -227,6 +232,17 @@ struct Progress {
 }
 
 impl Observer for Progress {
+    fn case_failed(&mut self, error: &osbench::Error) {
+        if !self.quiet {
+            let what = if matches!(error, osbench::Error::Interrupted) {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            eprintln!("{what}");
+        }
+    }
+
     fn case_started(&mut self, index: usize, total: usize, case: &Case) {
         if !self.quiet {
             eprint!(

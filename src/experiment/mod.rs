@@ -33,6 +33,7 @@ pub struct Plan {
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _series: &Series) {}
+    fn case_failed(&mut self, _error: &Error) {}
 }
 
 /// Observer that ignores everything.
@@ -72,6 +73,7 @@ pub fn run<C: Clock>(
                 }
             }
             Err(e) => {
+                observer.case_failed(&e);
                 error = Some(e);
                 break;
             }

@@ -5,7 +5,7 @@
 //! is a deliberately simple heuristic, documented so its verdicts can be
 //! checked by hand: split the sorted samples at their widest gap; call it
 //! bimodal when each side holds at least max(2, n/5) samples, the gap is at
-//! least 5 % of the overall median, and the gap is wider than twice the sum of
+//! least 10 % of the overall median, and the gap is wider than twice the sum of
 //! the two sides' median absolute deviations (each side is tight compared with
 //! the distance between them). A single outlier never qualifies.
 
@@ -41,7 +41,7 @@ pub fn bimodal(values: &[f64]) -> Option<Modes> {
         ))
     };
     let overall = median_of_sorted(&v);
-    if gap >= 0.05 * overall.abs() && gap > 2.0 * (mad(lower) + mad(upper)) {
+    if gap >= 0.10 * overall.abs() && gap > 2.0 * (mad(lower) + mad(upper)) {
         Some(Modes {
             low: median_of_sorted(lower),
             low_count: lower.len(),
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn tiny_differences_are_not_modes() {
-        // Two tight clusters only 1 % apart: below the 5 % practical threshold.
+        // Two tight clusters only 1 % apart: below the 10 % practical threshold.
         let v = [100.0, 100.0, 100.1, 100.0, 101.0, 101.1, 101.0, 101.0];
         assert_eq!(bimodal(&v), None);
     }
