@@ -17,6 +17,23 @@ fn osbench() -> Command {
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
 
+/// `osbench ARGS QUICK --json JSON`, which must succeed.
+fn quick_run(args: &[&str], json: &Path) -> std::process::Output {
+    let out = osbench()
+        .args(args)
+        .args(QUICK)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 #[test]
 fn list_shows_every_case_parameter_and_op() {
     let out = osbench().arg("list").output().unwrap();
@@ -52,18 +69,7 @@ fn env_shows_kernel_cpu_and_build() {
 fn run_prints_all_six_cases_and_writes_every_raw_sample() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let out = osbench()
-        .args(["run", "syscall", "--seed", "7"])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = quick_run(&["run", "syscall", "--seed", "7"], &json);
     let table = String::from_utf8(out.stdout).unwrap();
     let header = table.lines().next().unwrap();
     for col in ["median", "95% CI of median", "CV", "n", "unit"] {
@@ -102,14 +108,7 @@ fn run_prints_all_six_cases_and_writes_every_raw_sample() {
     }
     // The seed fixes the order the cases ran in.
     let again = dir.path().join("again.json");
-    let out = osbench()
-        .args(["run", "syscall", "--seed", "7", "-q"])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&again)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    quick_run(&["run", "syscall", "--seed", "7", "-q"], &again);
     assert_eq!(read_document(&again).unwrap().run.order, doc.run.order);
 }
 
@@ -117,20 +116,35 @@ fn run_prints_all_six_cases_and_writes_every_raw_sample() {
 fn document_round_trips_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("doc.json");
-    let out = osbench()
-        .args(["run", "syscall:case=null", "-q"])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    quick_run(&["run", "syscall:case=null", "-q"], &json);
     let doc = read_document(&json).unwrap();
     let rewritten = osbench::store::to_json(&doc);
     assert_eq!(
         String::from_utf8(rewritten).unwrap(),
         fs::read_to_string(&json).unwrap()
     );
+}
+
+/// Starts `osbench ARGS JSON`, waits `after`, runs `check`, sends SIGINT and
+/// returns how osbench ended.
+fn interrupt_after(
+    after: Duration,
+    args: &str,
+    json: &Path,
+    check: impl FnOnce(),
+) -> std::process::ExitStatus {
+    let mut child = osbench()
+        .args(args.split_whitespace())
+        .arg(json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    check();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    child.wait().unwrap()
 }
 
 /// Runs osbench with `args` in an empty directory; returns (status, stderr, files left there).
@@ -216,28 +230,8 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     // Long enough that the signal arrives mid-run: 6 cases × 200 samples × 5 ms.
-    let mut child = osbench()
-        .args([
-            "run",
-            "syscall",
-            "-q",
-            "--samples",
-            "200",
-            "--sample-time",
-            "5",
-            "--warmup",
-            "0",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
+    let args = "run syscall -q --samples 200 --sample-time 5 --warmup 0 --json";
+    let status = interrupt_after(Duration::from_millis(1500), args, &json, || ());
     assert_eq!(status.code(), Some(130));
     let doc = read_document(&json).unwrap();
     assert!(!doc.run.complete);
@@ -274,30 +268,11 @@ fn helper_processes() -> Vec<String> {
 fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ctx.json");
-    let mut child = osbench()
-        .args([
-            "run",
-            "ctx:procs=16,size=64",
-            "-q",
-            "--samples",
-            "1000",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(
-        helper_processes().len(),
-        15,
-        "the ring should be running: {:?}",
-        helper_processes()
-    );
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
+    let args = "run ctx:procs=16,size=64 -q --samples 1000 --json";
+    let status = interrupt_after(Duration::from_millis(1500), args, &json, || {
+        let running = helper_processes();
+        assert_eq!(running.len(), 15, "the ring should be running: {running:?}");
+    });
     assert_eq!(status.code(), Some(130));
     assert!(
         helper_processes().is_empty(),
@@ -333,24 +308,16 @@ fn descriptor_limit_is_named_and_nothing_is_left_running() {
 fn ipc_and_ctx_record_placement_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let out = osbench()
-        .args([
+    let out = quick_run(
+        &[
             "run",
             "ipc:kind=unix",
             "ctx:procs=3,mode=threads",
             "--pin",
             "spread",
             "-q",
-        ])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &json,
     );
     let doc = read_document(&json).unwrap();
     let cpus = std::thread::available_parallelism().unwrap().get().min(3);
