@@ -251,6 +251,16 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
     );
 }
 
+/// Held by every test that starts helper processes, so the ones that look for
+/// leftover helpers on the whole machine do not see another test's.
+static HELPER_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn helper_lock() -> std::sync::MutexGuard<'static, ()> {
+    HELPER_TESTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Processes named like osbench's helpers (`osbench-ctx`, `osbench-ipc`, …).
 fn helper_processes() -> Vec<String> {
     fs::read_dir("/proc")
@@ -266,6 +276,7 @@ fn helper_processes() -> Vec<String> {
 
 #[test]
 fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
+    let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ctx.json");
     let args = "run ctx:procs=16,size=64 -q --samples 1000 --json";
@@ -289,6 +300,7 @@ fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
 
 #[test]
 fn descriptor_limit_is_named_and_nothing_is_left_running() {
+    let _serial = helper_lock();
     let bin = assert_cmd::cargo::cargo_bin("osbench");
     let out = Command::new("sh")
         .arg("-c")
@@ -306,6 +318,7 @@ fn descriptor_limit_is_named_and_nothing_is_left_running() {
 
 #[test]
 fn ipc_and_ctx_record_placement_and_mode() {
+    let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = quick_run(
