@@ -224,20 +224,27 @@ impl<C: Clock> Harness<C> {
         }
 
         let mut interrupted = false;
-        while samplers.iter().any(|s| !s.done()) {
+        'rounds: while samplers.iter().any(|s| !s.done()) {
             if self.interrupt.is_set() {
-                if samplers[0].accepted.is_empty() {
-                    return Err(Error::Interrupted);
-                }
                 interrupted = true;
                 break;
             }
             for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
                 if !sampler.done() {
-                    let elapsed = self.time(*bench, sampler.iters)?;
-                    sampler.record(elapsed, target);
+                    match self.time(*bench, sampler.iters) {
+                        Ok(elapsed) => sampler.record(elapsed, target),
+                        // A benchmark that noticed the signal while blocked: keep what we have.
+                        Err(Error::Interrupted) => {
+                            interrupted = true;
+                            break 'rounds;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
+        }
+        if interrupted && samplers[0].accepted.is_empty() {
+            return Err(Error::Interrupted);
         }
         let wanted = self.policy.samples;
         samplers
