@@ -7,10 +7,14 @@
 #   scripts/crosscheck.sh syscall [ROUNDS]   null syscall vs `perf bench syscall basic` (ns)
 #   scripts/crosscheck.sh pipe [ROUNDS]      ipc:kind=pipe --pin same vs `taskset -c CPU perf bench sched pipe` (µs)
 #   scripts/crosscheck.sh ctx [ROUNDS]       ctx:procs=2,size=0 --pin same, alone (its anchor, lmbench, is not packaged)
+#   scripts/crosscheck.sh messaging PARAMS [ROUNDS]
+#                                            messaging:PARAMS (e.g. groups=10,transport=pipe) vs the same
+#                                            `hackbench` (Debian rt-tests), Time: in seconds
 #
 # CPU (default 0) is where both tools run for `pipe` and `ctx` (osbench under taskset).
 set -euo pipefail
-what=${1:?usage: crosscheck.sh syscall|pipe|ctx [ROUNDS]}
+what=${1:?usage: crosscheck.sh syscall|pipe|ctx [ROUNDS] or crosscheck.sh messaging PARAMS [ROUNDS]}
+if [ "$what" = messaging ]; then params=${2:?messaging needs PARAMS, e.g. groups=10}; shift; fi
 rounds=${2:-5}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -31,7 +35,15 @@ ctx)
     ours() { taskset -c "$cpu" "$bin" run ctx:procs=2,size=0 --pin same -q | median_of ctx 2p/0K; }
     anchor() { :; }
     unit=µs anchor_name="" ;;
-*) echo "unknown check '$what': syscall, pipe or ctx" >&2; exit 2 ;;
+messaging)
+    command -v hackbench >/dev/null || { echo "hackbench not found: apt-get install -y rt-tests" >&2; exit 2; }
+    # osbench prints the equivalent hackbench command in front of its Time: line.
+    line=$("$bin" run "messaging:$params" -q --samples 3 --warmup 0 | grep 'Time:')
+    hb=$(echo "$line" | sed 's/ *Time:.*//')
+    ours() { "$bin" run "messaging:$params" -q | awk '$1 == "messaging" { print $3 }'; }
+    anchor() { $hb | awk '/^Time:/ { print $2 }'; }
+    unit=s anchor_name="$hb" ;;
+*) echo "unknown check '$what': syscall, pipe, ctx or messaging" >&2; exit 2 ;;
 esac
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -67,6 +67,8 @@ pub struct Series {
     pub unit: String,
     /// What one operation is.
     pub op: String,
+    /// The anchor command that measures the same thing (e.g. "hackbench -g 10").
+    pub anchor: String,
     /// Placement of the tasks: "none" (the scheduler's choice), "same" (all on
     /// one CPU) or "spread" (round robin over the allowed CPUs).
     pub pin: String,

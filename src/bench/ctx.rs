@@ -68,6 +68,7 @@ pub static DEF: BenchDef = BenchDef {
             p.int("size")
         )
     },
+    anchor: |p| format!("lat_ctx -s {} {}", p.int("size"), p.int("procs")),
     ops_per_iter: |p| p.int("procs") as f64,
     tasks: |p| p.int("procs") as usize,
     setup,
@@ -81,6 +82,7 @@ pub static DEF: BenchDef = BenchDef {
         },
         setup: setup_overhead,
     }),
+    whole_runs: false,
 };
 
 /// lmbench's column names: "2p/16K"; threads are "2t/16K".
@@ -118,7 +120,7 @@ impl Ring {
         let mut ends: Vec<(Option<OwnedFd>, Option<OwnedFd>)> =
             pipes.into_iter().map(|(r, w)| (Some(r), Some(w))).collect();
 
-        let mut helpers = Helpers::new(Mode::parse(p.get("mode")), "ctx");
+        let mut helpers = Helpers::new(Mode::parse(p.get("mode")), "ctx", 64 * 1024);
         for i in 1..procs {
             let input = ends[i - 1].0.take().expect("each read end is taken once");
             let output = ends[i].1.take().expect("each write end is taken once");

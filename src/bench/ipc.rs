@@ -71,10 +71,15 @@ pub static DEF: BenchDef = BenchDef {
             peer_word(p)
         )
     },
+    anchor: |p| match p.get("kind") {
+        "pipe" => "lat_pipe; perf bench sched pipe".to_string(),
+        kind => format!("lat_{kind}"),
+    },
     ops_per_iter: one_op_per_iter,
     tasks: |_| 2,
     setup,
     baseline: None,
+    whole_runs: false,
 };
 
 fn peer_word(p: &Params) -> &'static str {
@@ -167,7 +172,7 @@ impl Echo {
                 (a, a2, b, b2)
             }
         };
-        let mut helpers = Helpers::new(Mode::parse(p.get("mode")), "ipc");
+        let mut helpers = Helpers::new(Mode::parse(p.get("mode")), "ipc", 64 * 1024);
         helpers.start(placement.cpu_of(1), peer_in, peer_out, bytes, echo)?;
         let mut e = Echo {
             out: Some(out),

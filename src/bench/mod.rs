@@ -8,6 +8,7 @@
 pub mod ctx;
 pub mod fdio;
 pub mod ipc;
+pub mod messaging;
 pub mod ring;
 pub mod select;
 pub mod syscall;
@@ -25,6 +26,13 @@ pub trait Benchmark {
     /// Performs `iters` iterations of the operation. Called only by the harness,
     /// between its clock reads: no allocation, no printing, no clock reads.
     fn run(&mut self, iters: u64) -> Result<()>;
+
+    /// For families whose samples are whole runs ([`BenchDef::whole_runs`]):
+    /// gets the next run ready (e.g. starts and synchronises its workers);
+    /// called untimed before each timed `run(1)`.
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Releases what set-up acquired, reporting failures.
     fn teardown(self: Box<Self>) -> Result<()> {
@@ -190,6 +198,9 @@ pub struct BenchDef {
     pub case_name: fn(&Params) -> String,
     /// What one operation is, in words (e.g. "one getppid() call").
     pub op: fn(&Params) -> String,
+    /// The anchor command that measures the same thing, to set results beside
+    /// (e.g. "lat_syscall null", "hackbench -g 10 -p").
+    pub anchor: fn(&Params) -> String,
     /// How many of the family's operations one harness iteration performs.
     pub ops_per_iter: fn(&Params) -> f64,
     /// How many tasks (processes or threads) a case runs, the timing one included.
@@ -200,6 +211,9 @@ pub struct BenchDef {
     /// An overhead measured first and subtracted from every sample (lmbench's
     /// `ovr`), for families that define one.
     pub baseline: Option<Baseline>,
+    /// True when every sample is one whole run (hackbench): the harness calls
+    /// `prepare` untimed, then times `run(1)`, with no batching.
+    pub whole_runs: bool,
 }
 
 /// An in-process stand-in for one operation without the part being measured,
@@ -219,7 +233,7 @@ impl fmt::Debug for BenchDef {
 }
 
 /// Every family, in the order `list` shows them and the default suite runs them.
-pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF, &ipc::DEF];
+pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF, &ipc::DEF, &messaging::DEF];
 
 /// The family called `name`.
 pub fn find(name: &str) -> Option<&'static BenchDef> {

@@ -1,7 +1,7 @@
 //! The parts shared by benchmarks whose tasks pass messages: a private working
-//! set that a task sums between messages (lmbench's `bread`), and a group of
-//! helper tasks — forked processes under a [`Supervisor`], or threads — that
-//! each run one loop over their own descriptors.
+//! set that a task sums between messages (lmbench's `bread`), a group of
+//! helper tasks — forked processes under a [`Supervisor`], or threads — each
+//! running a loop over descriptors it owns, and counters shared with them.
 //!
 //! Helper loops only make system calls and touch their own memory, so they
 //! are safe to run in a forked child (see [`Supervisor::fork`]).
@@ -9,6 +9,7 @@
 use std::hint::black_box;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -98,14 +99,12 @@ impl Drop for WorkingSet {
     }
 }
 
-/// What a helper task runs: its descriptors, in and out, and its CPU.
-pub type HelperBody = fn(input: RawFd, output: RawFd, arg: usize) -> io::Result<()>;
-
 /// Helper tasks of one case: processes or threads.
 pub enum Helpers {
     Processes(Supervisor),
     Threads {
         name: String,
+        stack_bytes: usize,
         handles: Vec<JoinHandle<io::Result<()>>>,
     },
 }
@@ -128,50 +127,62 @@ impl Mode {
 }
 
 impl Helpers {
-    pub fn new(mode: Mode, bench: &str) -> Self {
+    /// Helpers named `osbench-<bench>`; threads get `stack_bytes` of stack.
+    pub fn new(mode: Mode, bench: &str, stack_bytes: usize) -> Self {
         match mode {
             Mode::Processes => Helpers::Processes(Supervisor::new(bench)),
             Mode::Threads => Helpers::Threads {
                 name: format!("osbench-{bench}"),
+                stack_bytes,
                 handles: Vec::new(),
             },
         }
     }
 
-    /// Starts a helper running `body(input, output, arg)` on `cpu`.
+    /// How many helpers were started and not yet finished.
+    pub fn len(&self) -> usize {
+        match self {
+            Helpers::Processes(sup) => sup.children().len(),
+            Helpers::Threads { handles, .. } => handles.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Starts a helper on `cpu` running `body`, which owns what it uses.
     ///
-    /// A forked helper keeps only its two descriptors (see
-    /// [`Supervisor::fork`]), so end of file propagates when a peer goes away;
-    /// a thread takes ownership of its two and closes them when it returns.
-    pub fn start(
+    /// A forked helper keeps only the descriptors in `keep` (see
+    /// [`Supervisor::fork`]) and the parent drops its copy of `body` (and so
+    /// of any descriptors it owns) at once; a thread owns `body` and drops it
+    /// when it returns. In a forked child `body` must only make system calls.
+    pub fn spawn(
         &mut self,
         cpu: Option<usize>,
-        input: OwnedFd,
-        output: OwnedFd,
-        arg: usize,
-        body: HelperBody,
+        keep: &[RawFd],
+        body: impl FnOnce() -> io::Result<()> + Send + 'static,
     ) -> Result<()> {
         match self {
             Helpers::Processes(sup) => {
-                let (i, o) = (input.as_raw_fd(), output.as_raw_fd());
-                sup.fork(cpu, &[i, o], || match body(i, o, arg) {
-                    Ok(()) => 0,
-                    Err(_) => 1,
-                })?;
-                // The parent's copies close when `input` and `output` drop here.
+                sup.fork(cpu, keep, || i32::from(body().is_err()))?;
                 Ok(())
             }
-            Helpers::Threads { name, handles } => {
+            Helpers::Threads {
+                name,
+                stack_bytes,
+                handles,
+            } => {
                 let started = handles.len();
                 let handle = std::thread::Builder::new()
                     .name(name.clone())
-                    .stack_size(64 * 1024)
+                    .stack_size(*stack_bytes)
                     .spawn(move || {
                         if let Some(cpu) = cpu {
                             crate::measure::placement::pin_thread_for_life(cpu)
                                 .map_err(|e| io::Error::other(e.to_string()))?;
                         }
-                        body(input.as_raw_fd(), output.as_raw_fd(), arg)
+                        body()
                     })
                     .map_err(|e| thread_error(started, e))?;
                 handles.push(handle);
@@ -180,36 +191,137 @@ impl Helpers {
         }
     }
 
+    /// Starts a helper running `body(input, output, arg)`: a token or echo loop
+    /// over one descriptor in and one out.
+    pub fn start(
+        &mut self,
+        cpu: Option<usize>,
+        input: OwnedFd,
+        output: OwnedFd,
+        arg: usize,
+        body: fn(RawFd, RawFd, usize) -> io::Result<()>,
+    ) -> Result<()> {
+        let keep = [input.as_raw_fd(), output.as_raw_fd()];
+        self.spawn(cpu, &keep, move || {
+            body(input.as_raw_fd(), output.as_raw_fd(), arg)
+        })
+    }
+
+    /// Waits, without a time limit but giving up on an interrupt, for every
+    /// helper to finish by itself (the timed end of a hackbench run), and
+    /// checks that each succeeded.
+    pub fn join_all(&mut self) -> Result<()> {
+        match self {
+            Helpers::Processes(sup) => check_exits(sup.reap_all()?),
+            Helpers::Threads { .. } => self.finish(),
+        }
+    }
+
     /// Waits for every helper to finish by itself (after the caller closed the
-    /// descriptors that feed them) and checks that each succeeded.
+    /// descriptors that feed them) and checks that each succeeded; helper
+    /// processes get 10 s.
     pub fn finish(&mut self) -> Result<()> {
         match self {
-            Helpers::Processes(sup) => {
-                for exit in sup.wait_all(Duration::from_secs(10))? {
-                    if exit != Exit::Code(0) {
-                        return Err(Error::Measure(format!(
-                            "a helper process ended badly: {exit:?}"
-                        )));
-                    }
-                }
-            }
+            Helpers::Processes(sup) => check_exits(sup.wait_all(Duration::from_secs(10))?),
             Helpers::Threads { handles, .. } => {
+                let mut result = Ok(());
                 for h in handles.drain(..) {
-                    match h.join() {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => return Err(Error::io("a helper thread failed", e)),
-                        Err(_) => return Err(Error::Measure("a helper thread panicked".into())),
-                    }
+                    let outcome = match h.join() {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(e)) => Err(Error::io("a helper thread failed", e)),
+                        Err(_) => Err(Error::Measure("a helper thread panicked".into())),
+                    };
+                    result = result.and(outcome);
                 }
+                result
             }
         }
-        Ok(())
+    }
+}
+
+fn check_exits(exits: Vec<Exit>) -> Result<()> {
+    let bad = exits.iter().filter(|e| **e != Exit::Code(0)).count();
+    match exits.iter().find(|e| **e != Exit::Code(0)) {
+        None => Ok(()),
+        Some(first) => Err(Error::Measure(format!(
+            "{bad} of {} helper processes ended badly (first: {first:?})",
+            exits.len()
+        ))),
+    }
+}
+
+/// Counters in memory shared with forked helpers (MAP_SHARED), one per helper,
+/// so the parent can check how many messages each one passed.
+pub struct SharedCounters {
+    ptr: *mut AtomicU64,
+    len: usize,
+}
+
+// SAFETY: the mapping is only accessed through atomics.
+unsafe impl Send for SharedCounters {}
+// SAFETY: as above.
+unsafe impl Sync for SharedCounters {}
+
+impl SharedCounters {
+    pub fn new(len: usize) -> Result<Self> {
+        let bytes = (len.max(1) * 8).div_ceil(4096) * 4096;
+        // SAFETY: an anonymous shared mapping with no address hint; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last_os("mapping shared counters"));
+        }
+        // Anonymous mappings are zero-filled: every counter starts at 0.
+        Ok(Self { ptr: p.cast(), len })
+    }
+
+    pub fn get(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.len);
+        // SAFETY: `i` is in bounds of the live, zero-initialised mapping.
+        unsafe { &*self.ptr.add(i) }
+    }
+
+    pub fn values(&self) -> Vec<u64> {
+        (0..self.len)
+            .map(|i| self.get(i).load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+impl Drop for SharedCounters {
+    fn drop(&mut self) {
+        let bytes = (self.len.max(1) * 8).div_ceil(4096) * 4096;
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), bytes) };
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_counters_are_seen_across_fork() {
+        let counters = std::sync::Arc::new(SharedCounters::new(3).unwrap());
+        let mut helpers = Helpers::new(Mode::Processes, "test", 64 * 1024);
+        let c = std::sync::Arc::clone(&counters);
+        helpers
+            .spawn(None, &[], move || {
+                c.get(2).store(42, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+        helpers.join_all().unwrap();
+        assert_eq!(counters.values(), [0, 0, 42]);
+    }
 
     #[test]
     fn working_set_is_zeroed_and_summed() {

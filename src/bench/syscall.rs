@@ -51,10 +51,12 @@ pub static DEF: BenchDef = BenchDef {
     ],
     case_name: |p| p.get("case").to_string(),
     op,
+    anchor: |p| format!("lat_syscall {}", p.get("case")),
     ops_per_iter: one_op_per_iter,
     tasks: single_task,
     setup,
     baseline: None,
+    whole_runs: false,
 };
 
 fn op(p: &Params) -> String {

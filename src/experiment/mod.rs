@@ -128,6 +128,7 @@ fn run_case<C: Clock>(
         .transpose()?;
     let measured = match base.as_mut() {
         Some(b) => harness.measure_interleaved(&mut [bench.as_mut(), b.as_mut()]),
+        None if def.whole_runs => harness.measure_runs(bench.as_mut()).map(|m| vec![m]),
         None => harness.measure_interleaved(&mut [bench.as_mut()]),
     };
     // Tear down even when measuring failed; the measuring error wins.
@@ -209,6 +210,7 @@ fn run_case<C: Clock>(
         params: case.params.to_json(def),
         unit: def.unit.as_str().into(),
         op: (def.op)(&case.params),
+        anchor: (def.anchor)(&case.params),
         pin: placement.pin.as_str().into(),
         cpus: placement.cpus_used(tasks),
         samples,

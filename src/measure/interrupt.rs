@@ -72,6 +72,10 @@ impl Interrupt {
 
     /// `Err(Interrupted)` once the flag is set.
     pub fn check(&self) -> Result<()> {
-        if self.is_set() { Err(Error::Interrupted) } else { Ok(()) }
+        if self.is_set() {
+            Err(Error::Interrupted)
+        } else {
+            Ok(())
+        }
     }
 }

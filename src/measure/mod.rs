@@ -253,6 +253,50 @@ impl<C: Clock> Harness<C> {
             .collect()
     }
 
+    /// Samples a benchmark whose every sample is one whole run (hackbench):
+    /// `prepare()` untimed, then `run(1)` timed. Warm-up: untimed runs until
+    /// the warm-up time has passed (so one run when a run is longer). No
+    /// calibration and no acceptance window: a run lasts what it lasts.
+    pub fn measure_runs(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
+        if self.policy.warmup_ns > 0 {
+            let start = self.clock.now_ns();
+            loop {
+                self.interrupt.check()?;
+                bench.prepare()?;
+                bench.run(1)?;
+                if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
+                    break;
+                }
+            }
+        }
+        let mut sampler = Sampler::new(1, self.policy.samples);
+        let mut interrupted = false;
+        while sampler.accepted.len() < self.policy.samples {
+            let outcome = self
+                .interrupt
+                .check()
+                .and_then(|()| bench.prepare())
+                .and_then(|()| self.time(bench, 1));
+            match outcome {
+                Ok(elapsed) => sampler.accepted.push(RawSample {
+                    iters: 1,
+                    elapsed_ns: elapsed,
+                }),
+                Err(Error::Interrupted) => {
+                    interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        sampler.finish(
+            self.policy.samples,
+            self.policy.sample_time_ns as f64,
+            interrupted,
+            self.overhead,
+        )
+    }
+
     /// Grows the iteration count from 1 until a batch takes at least
     /// `ACCEPT_LOW × target`, then scales it to the target.
     fn calibrate(&self, bench: &mut dyn Benchmark, target: f64) -> Result<u64> {
@@ -559,6 +603,49 @@ mod tests {
         assert!(m.interrupted);
         assert_eq!(m.accepted.len(), 5);
         assert!(m.warnings[0].contains("interrupted after 5 of 11"));
+    }
+
+    /// Counts prepare() calls and costs 5 ms per run.
+    struct FakeRuns {
+        clock: FakeClock,
+        prepared: u32,
+        runs: u32,
+    }
+
+    impl Benchmark for FakeRuns {
+        fn prepare(&mut self) -> Result<()> {
+            self.prepared += 1;
+            self.clock.0.set(self.clock.0.get() + 1_000_000_000); // untimed: must not count
+            Ok(())
+        }
+        fn run(&mut self, iters: u64) -> Result<()> {
+            assert_eq!(iters, 1);
+            assert_eq!(self.prepared, self.runs + 1, "every run is prepared first");
+            self.runs += 1;
+            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn whole_runs_are_prepared_untimed_and_timed_one_by_one() {
+        let (h, _) = setup(100, vec![]);
+        let clock = h.clock.clone();
+        let mut b = FakeRuns {
+            clock,
+            prepared: 0,
+            runs: 0,
+        };
+        let m = h.measure_runs(&mut b).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.accepted.iter().all(|s| *s
+            == RawSample {
+                iters: 1,
+                elapsed_ns: 5_000_000
+            }));
+        // One warm-up run: the 3 ms warm-up is shorter than a run (prepare time is not counted
+        // as warm-up either way, since the fake clock jumps a second per prepare).
+        assert_eq!(b.runs, 12);
     }
 
     #[test]

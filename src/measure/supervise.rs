@@ -59,21 +59,17 @@ impl Supervisor {
     /// in `keep`, so it holds no copy of another task's pipe or socket ends
     /// (otherwise a peer would never see end of file when its partner closes).
     /// `body` runs in a copy of this process that may have had other threads:
-    /// it must only make system calls (read, write, mmap, …) and must not
-    /// take locks another thread could have held — no allocation, no stdio.
+    /// its work must be system calls (read, write, mmap, …) and must not take
+    /// locks another thread could have held (stdio, the environment). glibc's
+    /// malloc is fork-safe, so dropping what `body` owns when it returns is fine.
     pub fn fork(
         &mut self,
         cpu: Option<usize>,
         keep: &[RawFd],
         body: impl FnOnce() -> i32,
     ) -> Result<libc::pid_t> {
-        let mut keep_sorted = [-1; 4];
-        assert!(
-            keep.len() <= keep_sorted.len(),
-            "a child keeps at most 4 descriptors"
-        );
-        keep_sorted[..keep.len()].copy_from_slice(keep);
-        let keep_sorted = &mut keep_sorted[..keep.len()];
+        // Sorted here, in the parent, so the child does not have to allocate.
+        let mut keep_sorted = keep.to_vec();
         keep_sorted.sort_unstable();
         let pgid = self.pgid.unwrap_or(0);
         let name = process_name(&self.name);
@@ -86,7 +82,7 @@ impl Supervisor {
         }
         if pid == 0 {
             child_prologue(pgid, &name, cpu);
-            close_all_but(keep_sorted);
+            close_all_but(&keep_sorted);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
             // SAFETY: _exit ends the child without running the parent's atexit
             // handlers or destructors, which belong to the parent.
@@ -141,6 +137,34 @@ impl Supervisor {
         Ok(exits.into_iter().flatten().collect())
     }
 
+    /// Reaps every child in fork order, blocking as long as it takes — the end
+    /// of a timed run — but giving up with `Interrupted` when a signal asks to
+    /// stop (the caller then drops the supervisor, which kills the rest).
+    pub fn reap_all(&mut self) -> Result<Vec<Exit>> {
+        let mut exits = Vec::with_capacity(self.children.len());
+        let result = self.children.iter().try_for_each(|&pid| {
+            exits.push(loop {
+                let mut status = 0;
+                // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+                let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if r == pid {
+                    break exit_of(status);
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(Error::io(format!("waiting for child {pid}"), e));
+                }
+                if crate::measure::interrupt::requested() {
+                    return Err(Error::Interrupted);
+                }
+            });
+            Ok(())
+        });
+        // Forget the reaped ones: their pids may be reused and must never be signalled.
+        self.children.drain(..exits.len());
+        result.map(|()| exits)
+    }
+
     /// SIGKILLs every child still running and reaps them all.
     pub fn kill_all(&mut self) {
         if let Some(pgid) = self.pgid {
@@ -187,11 +211,15 @@ fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<Option<Exit>> {
             return Err(Error::io(format!("waiting for child {pid}"), e));
         }
     }
-    Ok(Some(if libc::WIFSIGNALED(status) {
+    Ok(Some(exit_of(status)))
+}
+
+fn exit_of(status: libc::c_int) -> Exit {
+    if libc::WIFSIGNALED(status) {
         Exit::Signal(libc::WTERMSIG(status))
     } else {
         Exit::Code(libc::WEXITSTATUS(status))
-    }))
+    }
 }
 
 /// The 15-byte, NUL-terminated name the kernel keeps for a task.

@@ -30,6 +30,10 @@ pub fn render_run(doc: &Document) -> String {
         out.push('\n');
         out.push_str(&line);
     }
+    if let Some(lines) = hackbench_lines(&doc.series) {
+        out.push('\n');
+        out.push_str(&lines);
+    }
     if let Some(table) = lmbench_ctx_table(doc) {
         out.push('\n');
         out.push_str(&table);
@@ -129,6 +133,22 @@ fn lmbench_syscall_line(series: &[Series]) -> Option<String> {
     .filter_map(|(label, v)| v.map(|v| format!("{label} {v:.4}")))
     .collect();
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
+}
+
+/// hackbench's `Time:` line for each messaging series (the median run,
+/// milliseconds truncated as hackbench prints them).
+fn hackbench_lines(series: &[Series]) -> Option<String> {
+    let mut out = String::new();
+    for s in series.iter().filter(|s| s.bench == "messaging") {
+        let m = &s.summary;
+        let time = (m.median * 1000.0).floor() / 1000.0;
+        let _ = writeln!(
+            out,
+            "{:<24} Time: {time:.3}   (median of {} runs; mean {:.3} ± {:.3} s)",
+            s.anchor, m.n, m.mean, m.stddev
+        );
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// lmbench's context-switch columns (`scripts/getsummary`).
