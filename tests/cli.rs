@@ -168,7 +168,7 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
     let cases: [(&[&str], &str); 14] = [
         (
             &["run", "nosuch", "--json", "x.json"],
-            "unknown benchmark 'nosuch'; valid benchmarks: syscall, ctx, ipc",
+            "unknown benchmark 'nosuch'; valid benchmarks: syscall, ctx, ipc, proc, messaging",
         ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],
@@ -345,4 +345,105 @@ fn ipc_and_ctx_record_placement_and_mode() {
         !table.contains("Context switching"),
         "3 procs is not an lmbench column"
     );
+}
+
+#[test]
+fn messaging_prints_hackbench_time_and_counts_every_message() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let out = quick_run(
+        &[
+            "run",
+            "messaging:groups=2,fds=3,loops=10",
+            "messaging:groups=1,transport=pipe,mode=threads",
+            "-q",
+        ],
+        &json,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("hackbench -g 2 -f 3 -l 10"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("hackbench -g 1 -p -T") && l.contains("Time: ")),
+        "{text}"
+    );
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.series.len(), 2);
+    assert!(
+        doc.series
+            .iter()
+            .all(|s| s.unit == "s" && s.raw.iter().all(|r| r.iters == 1))
+    );
+    assert!(helper_processes().is_empty());
+}
+
+#[test]
+fn messaging_names_the_descriptor_limit_and_leaves_no_worker() {
+    let _serial = helper_lock();
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    // 24 descriptors: enough to start some receivers of the first group, not its senders.
+    for (limit, mode) in [(24, "processes"), (64, "threads")] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n {limit} && exec '{}' run messaging:mode={mode} -q",
+                bin.display()
+            ))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(
+            stderr.contains(&format!("ulimit -n is {limit}")),
+            "{mode}: {stderr}"
+        );
+        assert!(
+            helper_processes().is_empty(),
+            "{mode}: {:?}",
+            helper_processes()
+        );
+    }
+}
+
+#[test]
+fn interrupted_messaging_kills_every_worker_and_exits_130() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    // Runs of several seconds, so the signal lands inside one.
+    let args = "run messaging:groups=4,loops=20000 -q --warmup 0 --json";
+    let status = interrupt_after(Duration::from_millis(1500), args, &json, || {
+        assert_eq!(
+            helper_processes().len(),
+            160,
+            "all workers should be running"
+        );
+    });
+    assert_eq!(status.code(), Some(130));
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while !helper_processes().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        helper_processes().is_empty(),
+        "left behind: {:?}",
+        helper_processes()
+    );
+    assert!(!read_document(&json).unwrap().run.complete);
+}
+
+#[test]
+fn proc_runs_all_six_cases() {
+    let _serial = helper_lock(); // its exec'd program is named osbench-hello-…
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    quick_run(&["run", "proc", "-q"], &json);
+    let cases: Vec<String> = read_document(&json)
+        .unwrap()
+        .series
+        .iter()
+        .map(|s| s.case.clone())
+        .collect();
+    assert_eq!(cases, ["fork", "exec", "sh", "spawn", "vfork", "thread"]);
 }

@@ -9,6 +9,7 @@ pub mod ctx;
 pub mod fdio;
 pub mod ipc;
 pub mod messaging;
+pub mod proc;
 pub mod ring;
 pub mod select;
 pub mod syscall;
@@ -233,7 +234,13 @@ impl fmt::Debug for BenchDef {
 }
 
 /// Every family, in the order `list` shows them and the default suite runs them.
-pub static REGISTRY: &[&BenchDef] = &[&syscall::DEF, &ctx::DEF, &ipc::DEF, &messaging::DEF];
+pub static REGISTRY: &[&BenchDef] = &[
+    &syscall::DEF,
+    &ctx::DEF,
+    &ipc::DEF,
+    &proc::DEF,
+    &messaging::DEF,
+];
 
 /// The family called `name`.
 pub fn find(name: &str) -> Option<&'static BenchDef> {

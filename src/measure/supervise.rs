@@ -290,7 +290,7 @@ fn close_range(first: libc::c_uint, last: libc::c_uint) {
 }
 
 /// fork failed: say which limit to raise.
-fn fork_error(started: usize) -> Error {
+pub fn fork_error(started: usize) -> Error {
     let e = io::Error::last_os_error();
     let hint = match e.raw_os_error() {
         Some(libc::EAGAIN) => format!(

@@ -1,0 +1,392 @@
+//! `proc`: the cost of creating tasks, lmbench `lat_proc` and more
+//! (anchors-methodology.md §1.6). Unit: µs per creation, child's end included.
+//!
+//! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench);
+//! - `exec`: fork, the child closes stdout and execve()s a tiny program with an
+//!   empty environment, the parent waits (lmbench);
+//! - `sh`: the same through `/bin/sh -c` (lmbench);
+//! - `spawn`: posix_spawn() of the tiny program (stdout closed) + wait;
+//! - `vfork`: clone(CLONE_VM | CLONE_VFORK) on a small separate stack — what
+//!   vfork() does, without Rust having to return twice from one call — then
+//!   execve of the tiny program + wait;
+//! - `thread`: pthread_create of an empty function + pthread_join.
+//!
+//! The tiny program is shipped inside osbench: a 165-byte static x86-64 ELF
+//! (below, hand-assembled) that writes "Hello world\n" and exits 0, written to
+//! `$TMPDIR` at set-up and removed afterwards. So `exec` measures the kernel's
+//! execve with no dynamic loader and no large binary; lmbench's `hello` is a
+//! dynamically linked C program, so its exec figure also includes ld.so.
+//! On other architectures the exec-family cases report an error. Children
+//! inherit the timing task's placement (pinned to one CPU by default).
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+
+use tempfile::TempPath;
+
+use super::{
+    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+};
+use crate::error::{Error, Result};
+use crate::measure::placement::Placement;
+use crate::measure::supervise::{fork_error, thread_error};
+
+pub static DEF: BenchDef = BenchDef {
+    name: "proc",
+    summary: "creating a process or thread and waiting for its end (lmbench lat_proc: fork, exec, sh; and more)",
+    unit: Unit::Us,
+    params: &[ParamSpec {
+        name: "case",
+        help: "how the task is created",
+        kind: ParamKind::Choice(&["fork", "exec", "sh", "spawn", "vfork", "thread"]),
+        default: "fork",
+    }],
+    default_cases: &[
+        &[("case", "fork")],
+        &[("case", "exec")],
+        &[("case", "sh")],
+        &[("case", "spawn")],
+        &[("case", "vfork")],
+        &[("case", "thread")],
+    ],
+    case_name: |p| p.get("case").to_string(),
+    op: |p| {
+        match p.get("case") {
+            "fork" => "fork() + child _exit + waitpid",
+            "exec" => "fork() + execve(tiny static program, empty env, stdout closed) + waitpid",
+            "sh" => "fork() + /bin/sh -c tiny program + waitpid",
+            "spawn" => "posix_spawn(tiny static program, stdout closed) + waitpid",
+            "vfork" => "clone(CLONE_VM|CLONE_VFORK) + execve(tiny static program) + waitpid",
+            _ => "pthread_create(empty function) + pthread_join",
+        }
+        .to_string()
+    },
+    anchor: |p| match p.get("case") {
+        "fork" => "lat_proc fork".to_string(),
+        "exec" => "lat_proc exec".to_string(),
+        "sh" => "lat_proc shell".to_string(),
+        case => format!("(none: {case})"),
+    },
+    ops_per_iter: one_op_per_iter,
+    tasks: single_task,
+    setup,
+    baseline: None,
+    whole_runs: false,
+};
+
+/// A static x86-64 Linux ELF: `write(1, "Hello world\n", 12); exit(0)`.
+/// ELF header (64 bytes) + one PT_LOAD program header (56) at 0x400000,
+/// entry 0x400078, then 33 bytes of code and the 12-byte message.
+#[rustfmt::skip]
+const TINY_ELF: [u8; 165] = [
+    // e_ident: magic, 64-bit, little endian, version 1, System V ABI
+    0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 0,                                           // e_type: executable
+    0x3e, 0,                                        // e_machine: x86-64
+    1, 0, 0, 0,                                     // e_version
+    0x78, 0, 0x40, 0, 0, 0, 0, 0,                   // e_entry 0x400078
+    0x40, 0, 0, 0, 0, 0, 0, 0,                      // e_phoff 64
+    0, 0, 0, 0, 0, 0, 0, 0,                         // e_shoff
+    0, 0, 0, 0,                                     // e_flags
+    0x40, 0, 0x38, 0, 1, 0,                         // e_ehsize 64, e_phentsize 56, e_phnum 1
+    0, 0, 0, 0, 0, 0,                               // e_shentsize, e_shnum, e_shstrndx
+    // program header: PT_LOAD, R+X, whole file at 0x400000
+    1, 0, 0, 0, 5, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0,                         // p_offset
+    0, 0, 0x40, 0, 0, 0, 0, 0,                      // p_vaddr
+    0, 0, 0x40, 0, 0, 0, 0, 0,                      // p_paddr
+    165, 0, 0, 0, 0, 0, 0, 0,                       // p_filesz
+    165, 0, 0, 0, 0, 0, 0, 0,                       // p_memsz
+    0, 0x10, 0, 0, 0, 0, 0, 0,                      // p_align 0x1000
+    // code
+    0xb8, 1, 0, 0, 0,                               // mov eax, 1 (write)
+    0xbf, 1, 0, 0, 0,                               // mov edi, 1
+    0x48, 0x8d, 0x35, 0x10, 0, 0, 0,                // lea rsi, [rip + 16] (the message)
+    0xba, 12, 0, 0, 0,                              // mov edx, 12
+    0x0f, 0x05,                                     // syscall
+    0xb8, 60, 0, 0, 0,                              // mov eax, 60 (exit)
+    0x31, 0xff,                                     // xor edi, edi
+    0x0f, 0x05,                                     // syscall
+    b'H', b'e', b'l', b'l', b'o', b' ', b'w', b'o', b'r', b'l', b'd', b'\n',
+];
+
+/// The tiny program on disk, removed when dropped.
+struct Tiny {
+    path: CString,
+    _file: TempPath,
+}
+
+fn write_tiny() -> Result<Tiny> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(Error::Measure(
+            "the exec cases ship a tiny x86-64 program; this architecture is not supported yet"
+                .into(),
+        ));
+    }
+    let ctx = "writing the tiny program to TMPDIR (set TMPDIR to a writable, executable directory)";
+    let mut file = tempfile::Builder::new()
+        .prefix("osbench-hello-")
+        .tempfile()
+        .map_err(|e| Error::io(ctx, e))?;
+    file.write_all(&TINY_ELF).map_err(|e| Error::io(ctx, e))?;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(ctx, e))?;
+    // Closing the file first: exec of a file open for writing fails with ETXTBSY.
+    let path = file.into_temp_path();
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::Measure("TMPDIR path contains a NUL byte".into()))?;
+    Ok(Tiny {
+        path: c,
+        _file: path,
+    })
+}
+
+enum Case {
+    Fork,
+    Exec(Exec),
+    Sh(Exec),
+    Spawn(Exec),
+    Vfork(Exec, Vec<u8>),
+    Thread,
+}
+
+/// What execve needs, prepared once: NUL-terminated strings and pointer arrays.
+struct Exec {
+    /// Kept alive (and on disk) while the pointers below are in use.
+    _tiny: Tiny,
+    program: CString,
+    /// Owns the strings `argv` points into.
+    _args: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: [*const libc::c_char; 1],
+}
+
+impl Exec {
+    /// Runs `tiny` directly, or through `/bin/sh -c tiny`.
+    fn new(through_shell: bool) -> Result<Self> {
+        let tiny = write_tiny()?;
+        let (program, args) = if through_shell {
+            let sh = CString::new("/bin/sh").expect("no NUL");
+            (
+                sh,
+                vec![
+                    CString::new("sh").expect("no NUL"),
+                    CString::new("-c").expect("no NUL"),
+                    tiny.path.clone(),
+                ],
+            )
+        } else {
+            (tiny.path.clone(), vec![tiny.path.clone()])
+        };
+        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        Ok(Self {
+            _tiny: tiny,
+            program,
+            _args: args,
+            argv,
+            envp: [std::ptr::null()],
+        })
+    }
+}
+
+struct Proc {
+    case: Case,
+}
+
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+    let case = match p.get("case") {
+        "fork" => Case::Fork,
+        "exec" => Case::Exec(Exec::new(false)?),
+        "sh" => Case::Sh(Exec::new(true)?),
+        "spawn" => Case::Spawn(Exec::new(false)?),
+        "vfork" => Case::Vfork(Exec::new(false)?, vec![0u8; 64 * 1024]),
+        _ => Case::Thread,
+    };
+    let mut bench = Proc { case };
+    bench.run(1)?; // fail at set-up, not while timing, if the program cannot run
+    Ok(Box::new(bench))
+}
+
+impl Benchmark for Proc {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for _ in 0..iters {
+            let status = match &mut self.case {
+                Case::Fork => fork_exit_wait()?,
+                Case::Exec(e) | Case::Sh(e) => fork_exec_wait(e)?,
+                Case::Spawn(e) => spawn_wait(e)?,
+                Case::Vfork(e, stack) => vfork_exec_wait(e, stack)?,
+                Case::Thread => {
+                    thread_create_join()?;
+                    0
+                }
+            };
+            if status != 0 {
+                return Err(Error::Measure(format!(
+                    "the child exited with status {status:#x}, not 0"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// waitpid for `pid`, retrying on EINTR; the raw wait status.
+fn wait(pid: libc::pid_t) -> Result<libc::c_int> {
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(Error::io("waiting for the child", e));
+        }
+    }
+    Ok(status)
+}
+
+fn fork_exit_wait() -> Result<libc::c_int> {
+    // SAFETY: the child only calls _exit, which is async-signal-safe.
+    match unsafe { libc::fork() } {
+        -1 => Err(fork_error(0)),
+        0 => unsafe { libc::_exit(0) },
+        pid => wait(pid),
+    }
+}
+
+fn fork_exec_wait(e: &Exec) -> Result<libc::c_int> {
+    // SAFETY: the child only makes async-signal-safe calls (close, execve,
+    // _exit) on pointers prepared before the fork, which stay valid in it.
+    match unsafe { libc::fork() } {
+        -1 => Err(fork_error(0)),
+        0 => unsafe {
+            libc::close(1);
+            libc::execve(e.program.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr());
+            libc::_exit(127)
+        },
+        pid => wait(pid),
+    }
+}
+
+fn spawn_wait(e: &Exec) -> Result<libc::c_int> {
+    // SAFETY: the file actions object is initialised, used and destroyed here;
+    // every pointer passed to posix_spawn is valid for the call.
+    unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut actions);
+        libc::posix_spawn_file_actions_addclose(&mut actions, 1);
+        let mut pid = 0;
+        let r = libc::posix_spawn(
+            &mut pid,
+            e.program.as_ptr(),
+            &actions,
+            std::ptr::null(),
+            e.argv.as_ptr() as *const *mut libc::c_char,
+            e.envp.as_ptr() as *const *mut libc::c_char,
+        );
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        if r != 0 {
+            return Err(if r == libc::EAGAIN {
+                fork_error(0)
+            } else {
+                Error::io("posix_spawn", std::io::Error::from_raw_os_error(r))
+            });
+        }
+        wait(pid)
+    }
+}
+
+/// The vfork child: runs on its own stack, in the parent's memory, until execve.
+extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the &Exec passed by vfork_exec_wait, alive while the
+    // parent is suspended (CLONE_VFORK); close/execve/_exit touch no shared state.
+    unsafe {
+        let e = &*(arg as *const Exec);
+        libc::close(1);
+        libc::execve(e.program.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr());
+        libc::_exit(127)
+    }
+}
+
+fn vfork_exec_wait(e: &Exec, stack: &mut [u8]) -> Result<libc::c_int> {
+    // Stacks grow down on x86-64: pass the (16-byte aligned) top.
+    let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
+    // SAFETY: the child runs `vfork_child` on `stack`, which outlives it (the
+    // parent is suspended until the child execs or exits); SIGCHLD makes it a
+    // normal child for waitpid.
+    let pid = unsafe {
+        libc::clone(
+            vfork_child,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            e as *const Exec as *mut libc::c_void,
+        )
+    };
+    if pid < 0 {
+        Err(fork_error(0))
+    } else {
+        wait(pid)
+    }
+}
+
+extern "C" fn empty_thread(_: *mut libc::c_void) -> *mut libc::c_void {
+    std::ptr::null_mut()
+}
+
+fn thread_create_join() -> Result<()> {
+    // SAFETY: `thread` is written by pthread_create before it is joined; the
+    // thread function takes no data and returns at once.
+    unsafe {
+        let mut thread: libc::pthread_t = std::mem::zeroed();
+        let r = libc::pthread_create(
+            &mut thread,
+            std::ptr::null(),
+            empty_thread,
+            std::ptr::null_mut(),
+        );
+        if r != 0 {
+            return Err(thread_error(0, std::io::Error::from_raw_os_error(r)));
+        }
+        libc::pthread_join(thread, std::ptr::null_mut());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_runs() {
+        for case in ["fork", "exec", "sh", "spawn", "vfork", "thread"] {
+            let mut b = setup(
+                &Params::new(&DEF, &[("case", case)]),
+                &Placement::unpinned(),
+            )
+            .unwrap();
+            b.run(3).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_tiny_program_says_hello_and_exits_0() {
+        let tiny = write_tiny().unwrap();
+        let out = std::process::Command::new(std::ffi::OsStr::from_bytes(tiny.path.as_bytes()))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"Hello world\n");
+        assert_eq!(TINY_ELF.len(), 165);
+    }
+
+    #[test]
+    fn the_tiny_program_is_removed() {
+        let tiny = write_tiny().unwrap();
+        let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(tiny.path.as_bytes()));
+        assert!(path.exists());
+        drop(tiny);
+        assert!(!path.exists());
+    }
+}
