@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::fdio::{pipe, read_exact, socketpair, write_all};
-use super::ring::{Helpers, Mode, SharedCounters, WorkingSet};
+use super::ring::{Helpers, Mode, SharedCounters};
 use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -234,12 +234,13 @@ impl Messaging {
                     Arc::clone(&run.counters),
                 );
                 let keep = [r.as_raw_fd(), ready.as_raw_fd(), wake.as_raw_fd()];
+                let mut msg = vec![0u8; shape.datasize];
                 run.helpers
                     .spawn(self.placement.cpu_of(task), &keep, move || {
                         if !ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd(), &abort)? {
                             return Ok(());
                         }
-                        receive(r.as_raw_fd(), shape, counters.get(slot))
+                        receive(r.as_raw_fd(), &mut msg, shape, counters.get(slot))
                     })?;
                 task += 1;
             }
@@ -255,12 +256,13 @@ impl Messaging {
                     Arc::clone(&run.counters),
                     Arc::clone(&write_ends),
                 );
+                let msg = vec![0u8; shape.datasize];
                 run.helpers
                     .spawn(self.placement.cpu_of(task), &keep, move || {
                         if !ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd(), &abort)? {
                             return Ok(());
                         }
-                        send(&outs, shape, counters.get(slot))
+                        send(&outs, &msg, shape, counters.get(slot))
                     })?;
                 task += 1;
             }
@@ -359,9 +361,15 @@ fn ready_then_wait(ready: RawFd, wake: RawFd, abort: &AtomicBool) -> io::Result<
 }
 
 /// A sender: `loops` rounds of one message to each receiver of the group.
-fn send(outs: &[OwnedFd], shape: Shape, count: &std::sync::atomic::AtomicU64) -> io::Result<()> {
-    let mut data = WorkingSet::with_bytes(shape.datasize)?;
-    let msg = &data.as_bytes_mut()[..shape.datasize];
+/// Message buffers are allocated before the worker starts (hackbench keeps
+/// them on the worker's stack): no allocation or unmapping while timed, which
+/// in thread mode would cost TLB shoot-downs on every CPU.
+fn send(
+    outs: &[OwnedFd],
+    msg: &[u8],
+    shape: Shape,
+    count: &std::sync::atomic::AtomicU64,
+) -> io::Result<()> {
     let mut sent = 0;
     for _ in 0..shape.loops {
         for out in outs {
@@ -374,9 +382,12 @@ fn send(outs: &[OwnedFd], shape: Shape, count: &std::sync::atomic::AtomicU64) ->
 }
 
 /// A receiver: `fds × loops` whole messages.
-fn receive(input: RawFd, shape: Shape, count: &std::sync::atomic::AtomicU64) -> io::Result<()> {
-    let mut data = WorkingSet::with_bytes(shape.datasize)?;
-    let msg = &mut data.as_bytes_mut()[..shape.datasize];
+fn receive(
+    input: RawFd,
+    msg: &mut [u8],
+    shape: Shape,
+    count: &std::sync::atomic::AtomicU64,
+) -> io::Result<()> {
     let mut received = 0;
     for _ in 0..shape.messages_per_worker() {
         if !read_exact(input, msg)? {
