@@ -26,7 +26,7 @@ pub fn render_run(doc: &Document) -> String {
         false, false, true, true, true, true, true, false, false, false,
     ];
     let mut out = align(&header, &numeric, &rows);
-    if let Some(line) = lmbench_syscall_line(&doc.series) {
+    if let Some(line) = lmbench_processor_line(&doc.series) {
         out.push('\n');
         out.push_str(&line);
     }
@@ -111,26 +111,33 @@ fn align<const N: usize>(header: &[&str; N], numeric: &[bool; N], rows: &[[Strin
     out
 }
 
-/// lmbench's "Processor, Processes" columns for the syscall cases present, in µs.
-fn lmbench_syscall_line(series: &[Series]) -> Option<String> {
-    let median_us = |case: &str| {
-        series
+/// lmbench's "Processor, Processes" columns for the syscall and proc cases
+/// present, in µs (lmbench's `null I/O` is the mean of read and write).
+fn lmbench_processor_line(series: &[Series]) -> Option<String> {
+    let median_us = |bench: &str, case: &str| {
+        let s = series
             .iter()
-            .find(|s| s.bench == "syscall" && s.case == case)
-            .map(|s| s.summary.median / 1e3)
+            .find(|s| s.bench == bench && s.case == case && s.params.get("mode").is_none())?;
+        Some(match s.unit.as_str() {
+            "ns" => s.summary.median / 1e3,
+            _ => s.summary.median,
+        })
     };
-    let null_io = match (median_us("read"), median_us("write")) {
+    let null_io = match (median_us("syscall", "read"), median_us("syscall", "write")) {
         (Some(r), Some(w)) => Some((r + w) / 2.0),
         _ => None,
     };
     let terms: Vec<String> = [
-        ("null call", median_us("null")),
+        ("null call", median_us("syscall", "null")),
         ("null I/O", null_io),
-        ("stat", median_us("stat")),
-        ("open clos", median_us("open")),
+        ("stat", median_us("syscall", "stat")),
+        ("open clos", median_us("syscall", "open")),
+        ("fork proc", median_us("proc", "fork")),
+        ("exec proc", median_us("proc", "exec")),
+        ("sh proc", median_us("proc", "sh")),
     ]
     .into_iter()
-    .filter_map(|(label, v)| v.map(|v| format!("{label} {v:.4}")))
+    .filter_map(|(label, v)| v.map(|v| format!("{label} {}", super::fmt_sig(v))))
     .collect();
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
 }
