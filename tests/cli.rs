@@ -165,10 +165,10 @@ fn run_in_empty_dir(args: &[&str]) -> (Option<i32>, String, usize) {
 
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_file() {
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 15] = [
         (
             &["run", "nosuch", "--json", "x.json"],
-            "unknown benchmark 'nosuch'; valid benchmarks: syscall, ctx, ipc, proc, messaging",
+            "unknown benchmark 'nosuch'; valid benchmarks: syscall, atomic, ctx, ipc, proc, messaging",
         ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],
@@ -206,6 +206,10 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
             "invalid value '-1' for ctx:size; allowed: an integer from 0 to 65536",
         ),
         (&["run", "ipc:kind=bogus"], "allowed: pipe, unix, tcp, udp"),
+        (
+            &["run", "atomic:threads=0"],
+            "invalid value '0' for atomic:threads; allowed: all, or an integer from 1 to 1024",
+        ),
         (
             &["run", "--pin", "bogus"],
             "invalid value 'bogus' for '--pin <PLACEMENT>'",

@@ -5,6 +5,7 @@
 //! returns a [`Benchmark`]. Adding a family is that file plus one line in
 //! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
 
+pub mod atomic;
 pub mod ctx;
 pub mod fdio;
 pub mod ipc;
@@ -84,6 +85,8 @@ pub enum ParamKind {
     Choice(&'static [&'static str]),
     /// An integer in `min..=max`.
     Int { min: i64, max: i64 },
+    /// A count in `min..=max`, or "all" (every CPU this process may use).
+    CountOrAll { min: i64, max: i64 },
 }
 
 /// One parameter of a family.
@@ -101,6 +104,7 @@ impl ParamSpec {
         match self.kind {
             ParamKind::Choice(words) => words.join(", "),
             ParamKind::Int { min, max } => format!("an integer from {min} to {max}"),
+            ParamKind::CountOrAll { min, max } => format!("all, or an integer from {min} to {max}"),
         }
     }
 
@@ -111,13 +115,16 @@ impl ParamSpec {
             ParamKind::Int { min, max } => {
                 value.parse::<i64>().is_ok_and(|v| (min..=max).contains(&v))
             }
+            ParamKind::CountOrAll { min, max } => {
+                value == "all" || value.parse::<i64>().is_ok_and(|v| (min..=max).contains(&v))
+            }
         }
     }
 
     /// `value` as JSON: a number for integers, a string otherwise.
     fn to_json(self, value: &str) -> Value {
         match self.kind {
-            ParamKind::Int { .. } => value
+            ParamKind::Int { .. } | ParamKind::CountOrAll { .. } => value
                 .parse::<i64>()
                 .map_or_else(|_| Value::from(value), Value::from),
             ParamKind::Choice(_) => Value::from(value),
@@ -236,6 +243,7 @@ impl fmt::Debug for BenchDef {
 /// Every family, in the order `list` shows them and the default suite runs them.
 pub static REGISTRY: &[&BenchDef] = &[
     &syscall::DEF,
+    &atomic::DEF,
     &ctx::DEF,
     &ipc::DEF,
     &proc::DEF,

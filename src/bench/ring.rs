@@ -43,20 +43,7 @@ impl WorkingSet {
                 words: 0,
             });
         }
-        // SAFETY: an anonymous private mapping with no address hint; the result is checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let p = map_anonymous(bytes, libc::MAP_PRIVATE)?;
         // SAFETY: the mapping is `bytes` long and writable; zeroing faults every page in.
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
         Ok(Self {
@@ -76,6 +63,27 @@ impl WorkingSet {
         // SAFETY: `ptr` is the live mapping of `words` initialised u64s.
         let words = unsafe { std::slice::from_raw_parts(ptr, self.words) };
         black_box(words.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+    }
+}
+
+/// A readable, writable anonymous mapping of `bytes` (> 0), private or shared;
+/// zero-filled by the kernel. A plain system call, usable in a forked child.
+fn map_anonymous(bytes: usize, sharing: libc::c_int) -> io::Result<*mut libc::c_void> {
+    // SAFETY: an anonymous mapping with no address hint; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            sharing | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p)
     }
 }
 
@@ -264,21 +272,8 @@ unsafe impl Sync for SharedCounters {}
 
 impl SharedCounters {
     pub fn new(len: usize) -> Result<Self> {
-        let bytes = (len.max(1) * 8).div_ceil(4096) * 4096;
-        // SAFETY: an anonymous shared mapping with no address hint; checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::last_os("mapping shared counters"));
-        }
+        let p = map_anonymous(len.max(1) * 8, libc::MAP_SHARED)
+            .map_err(|e| Error::io("mapping shared counters", e))?;
         // Anonymous mappings are zero-filled: every counter starts at 0.
         Ok(Self { ptr: p.cast(), len })
     }
@@ -298,9 +293,8 @@ impl SharedCounters {
 
 impl Drop for SharedCounters {
     fn drop(&mut self) {
-        let bytes = (self.len.max(1) * 8).div_ceil(4096) * 4096;
         // SAFETY: unmapping exactly the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), bytes) };
+        unsafe { libc::munmap(self.ptr.cast(), self.len.max(1) * 8) };
     }
 }
 

@@ -159,7 +159,7 @@ fn null_loop(iters: u64) -> bool {
 /// like libc's wrapper (see the module doc for why it is not inlined).
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
-fn raw_getppid() -> i64 {
+pub(crate) fn raw_getppid() -> i64 {
     let ret: i64;
     // SAFETY: getppid takes no arguments, reads and writes no user memory and
     // cannot fail. The instruction clobbers only rax (result), rcx and r11, all
@@ -179,7 +179,7 @@ fn raw_getppid() -> i64 {
 /// `getppid()` through libc's generic `syscall()` (no caching either).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(never)]
-fn raw_getppid() -> i64 {
+pub(crate) fn raw_getppid() -> i64 {
     // SAFETY: getppid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_getppid) as i64 }
 }

@@ -30,6 +30,10 @@ pub fn render_run(doc: &Document) -> String {
         out.push('\n');
         out.push_str(&line);
     }
+    if let Some(line) = lock_prefix_line(&doc.series) {
+        out.push('\n');
+        out.push_str(&line);
+    }
     if let Some(lines) = hackbench_lines(&doc.series) {
         out.push('\n');
         out.push_str(&lines);
@@ -140,6 +144,28 @@ fn lmbench_processor_line(series: &[Series]) -> Option<String> {
     .filter_map(|(label, v)| v.map(|v| format!("{label} {}", super::fmt_sig(v))))
     .collect();
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
+}
+
+/// The seed's question answered from the atomic medians: what the LOCK
+/// prefix adds to an uncontended add, against a plain add and a system call.
+fn lock_prefix_line(series: &[Series]) -> Option<String> {
+    let median = |bench: &str, case: &str| {
+        series
+            .iter()
+            .find(|s| s.bench == bench && s.case == case)
+            .map(|s| s.summary.median)
+    };
+    let (plain, locked) = (median("atomic", "plain")?, median("atomic", "locked")?);
+    let extra = locked - plain;
+    let syscall = median("atomic", "getppid").or_else(|| median("syscall", "null"));
+    let versus_syscall = syscall.map_or_else(String::new, |g| {
+        format!(", {:.1} % of a getppid() call", extra / g * 100.0)
+    });
+    Some(format!(
+        "LOCK prefix, uncontended, on this CPU: a locked add costs {extra:.2} ns more than a plain add \
+         ({:.1} × a plain add{versus_syscall})\n",
+        locked / plain
+    ))
 }
 
 /// hackbench's `Time:` line for each messaging series (the median run,
@@ -256,6 +282,7 @@ fn describe(out: &mut String, def: &BenchDef) {
         let allowed = match p.kind {
             ParamKind::Choice(words) => words.join("|"),
             ParamKind::Int { min, max } => format!("{min}..={max}"),
+            ParamKind::CountOrAll { min, max } => format!("all|{min}..={max}"),
         };
         let _ = writeln!(
             out,
