@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::env::Environment;
 use crate::measure::{Overhead, Policy, RawSample};
 use crate::stats::Summary;
+use crate::stats::histogram::{Buckets, Quantiles};
 
 /// The schema identifier written into every document.
 pub const SCHEMA: &str = "osbench/1";
@@ -84,6 +85,19 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// "samples" (each sample times many operations) or "distribution" (each
+    /// sample is one event's latency; see `quantiles` and `histogram`).
+    #[serde(default = "samples_kind")]
+    pub kind: String,
+    /// Distribution series: p50, p90, p99, p99.9 and max from the histogram, in `unit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<Quantiles>,
+    /// Distribution series: the HDR histogram's non-empty buckets (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<Buckets>,
+    /// CPU time all tasks of the case used per operation, in `unit`, where measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_op: Option<f64>,
     /// The overhead subtracted from every sample, for families that define one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineSeries>,
@@ -93,6 +107,10 @@ pub struct Series {
     pub noise: Vec<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+fn samples_kind() -> String {
+    "samples".into()
 }
 
 /// The measured overhead of a series (lmbench's `ovr`), in the series' unit.

@@ -91,6 +91,8 @@ pub static DEF: BenchDef = BenchDef {
     setup,
     baseline: None,
     whole_runs: false,
+    events: None,
+    check: super::no_check,
 };
 
 /// The thread count of the contended cases ("all" = every CPU this process may use).

@@ -83,6 +83,8 @@ pub static DEF: BenchDef = BenchDef {
         setup: setup_overhead,
     }),
     whole_runs: false,
+    events: None,
+    check: super::no_check,
 };
 
 /// lmbench's column names: "2p/16K"; threads are "2t/16K".

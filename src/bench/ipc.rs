@@ -80,6 +80,8 @@ pub static DEF: BenchDef = BenchDef {
     setup,
     baseline: None,
     whole_runs: false,
+    events: None,
+    check: super::no_check,
 };
 
 fn peer_word(p: &Params) -> &'static str {

@@ -100,6 +100,8 @@ pub static DEF: BenchDef = BenchDef {
     setup,
     baseline: None,
     whole_runs: true,
+    events: None,
+    check: super::no_check,
 };
 
 /// hackbench's own options for the case, e.g. "-g 10 -p -T".

@@ -14,6 +14,7 @@ pub mod proc;
 pub mod ring;
 pub mod select;
 pub mod syscall;
+pub mod wakeup;
 
 use std::fmt;
 
@@ -34,6 +35,17 @@ pub trait Benchmark {
     /// called untimed before each timed `run(1)`.
     fn prepare(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// For families whose result is a distribution of single events
+    /// ([`BenchDef::events`]): the latencies (ns) recorded since the last call.
+    fn take_events(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// CPU time (ns) the case's tasks have used so far, where the family tracks it.
+    fn cpu_time_ns(&mut self) -> Result<Option<u64>> {
+        Ok(None)
     }
 
     /// Releases what set-up acquired, reporting failures.
@@ -222,6 +234,17 @@ pub struct BenchDef {
     /// True when every sample is one whole run (hackbench): the harness calls
     /// `prepare` untimed, then times `run(1)`, with no batching.
     pub whole_runs: bool,
+    /// For latency families: how many events to record (the benchmark
+    /// timestamps each one; the result is their distribution).
+    pub events: Option<fn(&Params) -> u64>,
+    /// Checks run before anything is measured (privileges, devices); an error
+    /// stops the whole run.
+    pub check: fn(&Params) -> Result<()>,
+}
+
+/// `check` for families that need nothing special.
+pub fn no_check(_: &Params) -> Result<()> {
+    Ok(())
 }
 
 /// An in-process stand-in for one operation without the part being measured,
@@ -248,6 +271,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &ipc::DEF,
     &proc::DEF,
     &messaging::DEF,
+    &wakeup::DEF,
 ];
 
 /// The family called `name`.

@@ -74,6 +74,8 @@ pub static DEF: BenchDef = BenchDef {
     setup,
     baseline: None,
     whole_runs: false,
+    events: None,
+    check: super::no_check,
 };
 
 /// A static x86-64 Linux ELF: `write(1, "Hello world\n", 12); exit(0)`.

@@ -68,7 +68,7 @@ impl WorkingSet {
 
 /// A readable, writable anonymous mapping of `bytes` (> 0), private or shared;
 /// zero-filled by the kernel. A plain system call, usable in a forked child.
-fn map_anonymous(bytes: usize, sharing: libc::c_int) -> io::Result<*mut libc::c_void> {
+pub(crate) fn map_anonymous(bytes: usize, sharing: libc::c_int) -> io::Result<*mut libc::c_void> {
     // SAFETY: an anonymous mapping with no address hint; the result is checked.
     let p = unsafe {
         libc::mmap(

@@ -57,6 +57,8 @@ pub static DEF: BenchDef = BenchDef {
     setup,
     baseline: None,
     whole_runs: false,
+    events: None,
+    check: super::no_check,
 };
 
 fn op(p: &Params) -> String {

@@ -14,8 +14,8 @@ use crate::document::{BaselineSeries, Document, RunInfo, Series, Tool, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, Placement, pin_current_thread};
-use crate::measure::{Clock, Harness, Measurement};
-use crate::stats::{SplitMix64, bimodal, summarize};
+use crate::measure::{Clock, Harness, Measurement, Overhead};
+use crate::stats::{SplitMix64, bimodal, histogram, summarize};
 
 /// Above this coefficient of variation a series is flagged "high-cv".
 pub const NOISY_CV: f64 = 0.10;
@@ -59,8 +59,12 @@ pub fn run<C: Clock>(
     SplitMix64::new(plan.seed).shuffle(&mut order);
 
     let mut done: Vec<(usize, Series)> = Vec::new();
-    let mut error = None;
-    for (i, &idx) in order.iter().enumerate() {
+    // Privileges and devices are checked for every case before anything is measured.
+    let mut error = plan
+        .cases
+        .iter()
+        .find_map(|c| (c.def.check)(&c.params).err());
+    for (i, &idx) in order.iter().enumerate().filter(|_| error.is_none()) {
         let case = &plan.cases[idx];
         observer.case_started(i, order.len(), case);
         match run_case(case, plan.pin, harness) {
@@ -118,9 +122,21 @@ fn run_case<C: Clock>(
         None => Placement::unpinned(),
     };
     let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
+    match def.events {
+        Some(events) => distribution(case, &placement, harness, events(&case.params)),
+        None => sampled(case, &placement, harness),
+    }
+}
 
+/// A series of samples that each time many operations (with its baseline, if any).
+fn sampled<C: Clock>(
+    case: &Case,
+    placement: &Placement,
+    harness: &Harness<C>,
+) -> Result<(Series, bool)> {
+    let def = case.def;
     // The case and its baseline (lmbench's ovr) are sampled alternately.
-    let mut bench = (def.setup)(&case.params, &placement)?;
+    let mut bench = (def.setup)(&case.params, placement)?;
     let mut base = def
         .baseline
         .as_ref()
@@ -169,41 +185,67 @@ fn run_case<C: Clock>(
         .iter()
         .map(|v| v - subtract)
         .collect();
-    let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
-
-    let mut warnings = m.warnings;
-    let mut noise = Vec::new();
-    if m.interrupted {
-        noise.push("interrupted".to_string());
-    }
-    if summary.cv > NOISY_CV {
-        noise.push("high-cv".to_string());
-        warnings.push(format!(
-            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
-             --samples before trusting small differences",
-            summary.cv * 100.0
-        ));
-    }
-    if let Some(modes) = bimodal(&samples) {
-        noise.push("bimodal".to_string());
-        warnings.push(format!(
-            "samples form two clusters: {} near {:.4} and {} near {:.4} {}; the machine switched modes \
-             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
-            modes.low_count,
-            modes.low,
-            modes.high_count,
-            modes.high,
-            def.unit.symbol()
-        ));
-    }
-    if samples.iter().any(|&v| v <= 0.0) {
-        warnings.push(
+    let mut series = new_series(case, placement, samples)?;
+    series.warnings = m.warnings;
+    flag_noise(&mut series, def.unit.symbol(), m.interrupted);
+    if series.samples.iter().any(|&v| v <= 0.0) {
+        series.warnings.push(
             "some samples are not positive after subtracting the measured overhead; \
              the operation is too cheap for this method"
                 .into(),
         );
     }
-    let series = Series {
+    series.raw = m.accepted;
+    series.rejected = m.rejected;
+    series.overhead = m.overhead;
+    series.ops_per_iter = ops_per_iter;
+    series.baseline = baseline;
+    Ok((series, m.interrupted))
+}
+
+/// A distribution of single-event latencies.
+fn distribution<C: Clock>(
+    case: &Case,
+    placement: &Placement,
+    harness: &Harness<C>,
+    events: u64,
+) -> Result<(Series, bool)> {
+    let def = case.def;
+    let mut bench = (def.setup)(&case.params, placement)?;
+    let measured = harness.measure_events(bench.as_mut(), events);
+    let torn_down = bench.teardown();
+    let e = measured?;
+    torn_down?;
+    let unit_ns = def.unit.ns();
+    let samples: Vec<f64> = e
+        .latencies_ns
+        .iter()
+        .map(|&ns| ns as f64 / unit_ns)
+        .collect();
+    let hist = histogram::histogram(&e.latencies_ns);
+    let mut series = new_series(case, placement, samples)?;
+    series.kind = "distribution".into();
+    series.quantiles = Some(histogram::quantiles(&hist).scaled(1.0 / unit_ns));
+    series.histogram = Some(histogram::buckets(&hist));
+    series.cpu_per_op = e
+        .cpu_ns
+        .map(|cpu| cpu as f64 / e.latencies_ns.len() as f64 / unit_ns);
+    series.overhead = harness.overhead();
+    if e.interrupted {
+        series.noise.push("interrupted".into());
+        series.warnings.push(format!(
+            "interrupted after {} of {events} events",
+            e.latencies_ns.len()
+        ));
+    }
+    Ok((series, e.interrupted))
+}
+
+/// A series with its identity, placement, samples and summary; the rest empty.
+fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<Series> {
+    let def = case.def;
+    let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
+    Ok(Series {
         bench: def.name.to_string(),
         case: case.name(),
         config: "default".into(),
@@ -212,18 +254,45 @@ fn run_case<C: Clock>(
         op: (def.op)(&case.params),
         anchor: (def.anchor)(&case.params),
         pin: placement.pin.as_str().into(),
-        cpus: placement.cpus_used(tasks),
+        cpus: placement.cpus_used((def.tasks)(&case.params)),
         samples,
         summary,
-        raw: m.accepted,
-        rejected: m.rejected,
-        overhead: m.overhead,
-        ops_per_iter,
-        baseline,
-        noise,
-        warnings,
-    };
-    Ok((series, m.interrupted))
+        raw: Vec::new(),
+        rejected: Vec::new(),
+        overhead: Overhead::ZERO,
+        ops_per_iter: 1.0,
+        kind: "samples".into(),
+        quantiles: None,
+        histogram: None,
+        cpu_per_op: None,
+        baseline: None,
+        noise: Vec::new(),
+        warnings: Vec::new(),
+    })
+}
+
+/// Flags and explains spread the median hides: high CV, two clusters, an interrupt.
+fn flag_noise(series: &mut Series, unit: &str, interrupted: bool) {
+    if interrupted {
+        series.noise.push("interrupted".to_string());
+    }
+    let cv = series.summary.cv;
+    if cv > NOISY_CV {
+        series.noise.push("high-cv".to_string());
+        series.warnings.push(format!(
+            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
+             --samples before trusting small differences",
+            cv * 100.0
+        ));
+    }
+    if let Some(modes) = bimodal(&series.samples) {
+        series.noise.push("bimodal".to_string());
+        series.warnings.push(format!(
+            "samples form two clusters: {} near {:.4} and {} near {:.4} {unit}; the machine switched modes \
+             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
+            modes.low_count, modes.low, modes.high_count, modes.high
+        ));
+    }
 }
 
 fn not_finite(def: &BenchDef, params: &Params) -> Error {

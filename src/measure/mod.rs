@@ -154,6 +154,17 @@ pub fn per_op_ns(s: RawSample, o: Overhead, ops_per_iter: f64) -> f64 {
     (s.elapsed_ns as f64 - o.timer_ns - n * o.loop_ns_per_iter) / n / ops_per_iter
 }
 
+/// What a latency benchmark recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Events {
+    /// One latency per event, in the order recorded.
+    pub latencies_ns: Vec<u64>,
+    /// CPU time all tasks of the case used while recording, if tracked.
+    pub cpu_ns: Option<u64>,
+    pub wall_ns: u64,
+    pub interrupted: bool,
+}
+
 /// Runs benchmarks under a [`Policy`] and a [`Clock`].
 pub struct Harness<C: Clock = Monotonic> {
     clock: C,
@@ -295,6 +306,61 @@ impl<C: Clock> Harness<C> {
             interrupted,
             self.overhead,
         )
+    }
+
+    /// Records the single-event latencies of a latency benchmark: warm-up
+    /// batches (discarded) for the warm-up time, then batches until `events`
+    /// events are in, checking for an interrupt between batches. The
+    /// benchmark timestamps each event itself with [`clock::monotonic_ns`];
+    /// the harness adds the wall time and the CPU time the tasks used.
+    pub fn measure_events(&self, bench: &mut dyn Benchmark, events: u64) -> Result<Events> {
+        const BATCH: u64 = 64;
+        let start = self.clock.now_ns();
+        loop {
+            self.interrupt.check()?;
+            bench.run(BATCH)?;
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
+                break;
+            }
+        }
+        bench.take_events();
+        let cpu_before = bench.cpu_time_ns()?;
+        let t0 = self.clock.now_ns();
+        let mut latencies_ns = Vec::with_capacity(events as usize);
+        let mut interrupted = false;
+        while (latencies_ns.len() as u64) < events {
+            if self.interrupt.is_set() {
+                interrupted = true;
+                break;
+            }
+            match bench.run(BATCH.min(events - latencies_ns.len() as u64).max(1)) {
+                Ok(()) => latencies_ns.extend(bench.take_events()),
+                Err(Error::Interrupted) => {
+                    interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let wall_ns = self.clock.now_ns().saturating_sub(t0);
+        latencies_ns.truncate(events as usize);
+        let cpu_ns = match (cpu_before, bench.cpu_time_ns()?) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        if latencies_ns.is_empty() {
+            return Err(if interrupted {
+                Error::Interrupted
+            } else {
+                Error::Measure("no event was recorded".into())
+            });
+        }
+        Ok(Events {
+            latencies_ns,
+            cpu_ns,
+            wall_ns,
+            interrupted,
+        })
     }
 
     /// Grows the iteration count from 1 until a batch takes at least

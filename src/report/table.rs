@@ -30,6 +30,10 @@ pub fn render_run(doc: &Document) -> String {
         out.push('\n');
         out.push_str(&line);
     }
+    if let Some(table) = distribution_table(&doc.series) {
+        out.push('\n');
+        out.push_str(&table);
+    }
     if let Some(line) = lock_prefix_line(&doc.series) {
         out.push('\n');
         out.push_str(&line);
@@ -144,6 +148,57 @@ fn lmbench_processor_line(series: &[Series]) -> Option<String> {
     .filter_map(|(label, v)| v.map(|v| format!("{label} {}", super::fmt_sig(v))))
     .collect();
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
+}
+
+/// Quantiles of every distribution series, and the CPU time per event.
+fn distribution_table(series: &[Series]) -> Option<String> {
+    let dists: Vec<&Series> = series.iter().filter(|s| s.quantiles.is_some()).collect();
+    if dists.is_empty() {
+        return None;
+    }
+    let header = [
+        "latency",
+        "case",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "unit",
+        "CPU/event",
+        "events",
+    ];
+    let rows: Vec<[String; 11]> = dists
+        .iter()
+        .map(|s| {
+            let q = s.quantiles.expect("filtered above");
+            let d = decimals_for(q.p50);
+            let unit = if s.unit == "us" {
+                "µs".to_string()
+            } else {
+                s.unit.clone()
+            };
+            [
+                s.bench.clone(),
+                s.case.clone(),
+                format!("{:.d$}", q.p50),
+                format!("{:.d$}", q.p90),
+                format!("{:.d$}", q.p99),
+                format!("{:.d$}", q.p99_9),
+                format!("{:.d$}", q.max),
+                format!("{:.d$}", s.summary.mean),
+                unit,
+                s.cpu_per_op
+                    .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
+                s.summary.n.to_string(),
+            ]
+        })
+        .collect();
+    let numeric = [
+        false, false, true, true, true, true, true, true, false, true, true,
+    ];
+    Some(align(&header, &numeric, &rows))
 }
 
 /// The seed's question answered from the atomic medians: what the LOCK

@@ -1,0 +1,540 @@
+//! `wakeup`: how long a blocked (or spinning) task takes to run after another
+//! task wakes it, as a distribution (schbench's wake-up latency, seed 004's
+//! spin vs halt vs monitor/mwait comparison in user space).
+//!
+//! Two tasks hand a wake-up back and forth. Each sleeps `gap_us` (schbench's
+//! 100 µs think time) before waking the other, so the waiter really waits —
+//! idle, or spinning — as in seed 004; `gap_us=0` is a pure ping-pong. The
+//! waker reads CLOCK_MONOTONIC just before waking and publishes it; the wakee
+//! reads the clock as soon as it runs; latency = the difference. Both
+//! directions count, so `count` round trips give 2 × `count` latencies. Ways
+//! to wait (`wait=`):
+//! - `futex`: FUTEX_WAIT on a shared word (FUTEX_WAKE only when the waiter
+//!   announced it sleeps, as a mutex does); `eventfd`: a blocking read of an
+//!   eventfd; `pipe`: a blocking 1-byte read;
+//! - `spin`: poll the shared word without sleeping (burns its CPU);
+//! - `spin-then-futex`: spin for `spin_us`, then sleep on the futex.
+//!
+//! Tasks are threads or processes (MAP_SHARED word, non-private futex); their
+//! placement comes from `--pin` (default: scheduler's choice). The CPU time
+//! both tasks burn per wake-up is measured (thread/process CPU clocks).
+//! Left out: schbench's worker think time, message threads and RPS modes.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::fdio::{pipe, read_exact, write_all};
+use super::ring::{Helpers, Mode, map_anonymous};
+use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter};
+use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
+use crate::measure::placement::Placement;
+use crate::measure::supervise::descriptor_error;
+
+pub static DEF: BenchDef = BenchDef {
+    name: "wakeup",
+    summary: "wake-up latency distribution between two tasks: futex, eventfd, pipe, spin, spin-then-futex",
+    unit: Unit::Us,
+    params: &[
+        ParamSpec {
+            name: "wait",
+            help: "how the woken task waits",
+            kind: ParamKind::Choice(&["futex", "eventfd", "pipe", "spin", "spin-then-futex"]),
+            default: "futex",
+        },
+        ParamSpec {
+            name: "mode",
+            help: "the two tasks are threads or processes",
+            kind: ParamKind::Choice(&["threads", "processes"]),
+            default: "threads",
+        },
+        ParamSpec {
+            name: "spin_us",
+            help: "spin-then-futex: how long to spin before sleeping, µs",
+            kind: ParamKind::Int {
+                min: 0,
+                max: 1_000_000,
+            },
+            default: "50",
+        },
+        ParamSpec {
+            name: "gap_us",
+            help: "each task sleeps this long before waking the other (idle time the waiter spends waiting), µs",
+            kind: ParamKind::Int {
+                min: 0,
+                max: 1_000_000,
+            },
+            default: "100",
+        },
+        ParamSpec {
+            name: "count",
+            help: "round trips recorded (two wake-ups each)",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 100_000_000,
+            },
+            default: "5000",
+        },
+    ],
+    default_cases: &[
+        &[("wait", "futex")],
+        &[("wait", "eventfd")],
+        &[("wait", "pipe")],
+        &[("wait", "spin")],
+        &[("wait", "spin-then-futex")],
+    ],
+    case_name: |p| match p.get("wait") {
+        "spin-then-futex" => format!("spin{}us-futex/{}", p.int("spin_us"), p.get("mode")),
+        w => format!("{w}/{}", p.get("mode")),
+    },
+    op: |p| {
+        format!(
+            "one wake-up ({}): waker's clock read before waking → wakee's after running",
+            p.get("wait")
+        )
+    },
+    anchor: |_| "schbench wake-up latency (different workload); cyclictest for timers".to_string(),
+    ops_per_iter: one_op_per_iter,
+    tasks: |_| 2,
+    setup,
+    baseline: None,
+    whole_runs: false,
+    events: Some(|p| 2 * p.int("count") as u64),
+    check: super::no_check,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Futex,
+    EventFd,
+    Pipe,
+    Spin,
+    SpinThenFutex { spin_ns: u64 },
+}
+
+/// One direction of the hand-off, on its own cache line.
+#[repr(C, align(128))]
+struct Channel {
+    /// 0 empty, 1 signalled, 2 the waiter sleeps on the futex.
+    flag: AtomicU32,
+    /// What the wakee must do: RUN, REPORT_CPU or STOP.
+    command: AtomicU32,
+    /// The waker's clock just before waking.
+    stamp: AtomicU64,
+    /// Wakee → waker: the latency it measured, or its CPU time on REPORT_CPU.
+    payload: AtomicU64,
+}
+
+const RUN: u32 = 0;
+const REPORT_CPU: u32 = 1;
+const STOP: u32 = 2;
+
+/// The two channels in memory shared with a forked peer.
+struct Channels {
+    ptr: *mut Channel,
+}
+
+// SAFETY: the channels are only accessed through atomics.
+unsafe impl Send for Channels {}
+// SAFETY: as above.
+unsafe impl Sync for Channels {}
+
+impl Channels {
+    fn new() -> Result<Self> {
+        let p = map_anonymous(2 * size_of::<Channel>(), libc::MAP_SHARED)
+            .map_err(|e| Error::io("mapping the wake-up channels", e))?;
+        // Zero-filled memory is two empty channels.
+        Ok(Self { ptr: p.cast() })
+    }
+    /// 0: timing task → peer; 1: peer → timing task.
+    fn get(&self, i: usize) -> &Channel {
+        assert!(i < 2);
+        // SAFETY: the mapping holds two zero-initialised channels.
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl Drop for Channels {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), 2 * size_of::<Channel>()) };
+    }
+}
+
+/// How one side signals and waits on one channel.
+#[derive(Clone, Copy)]
+struct Side {
+    wait: Wait,
+    private_futex: bool,
+    /// eventfd or pipe read end this side waits on, and the one it wakes through.
+    wait_fd: RawFd,
+    wake_fd: RawFd,
+}
+
+impl Side {
+    /// Stamps the clock and wakes the other side.
+    #[inline]
+    fn wake(&self, ch: &Channel, command: u32) -> io::Result<()> {
+        ch.command.store(command, Ordering::Relaxed);
+        ch.stamp.store(monotonic_ns(), Ordering::Relaxed);
+        let previous = ch.flag.swap(1, Ordering::Release);
+        match self.wait {
+            Wait::Futex | Wait::SpinThenFutex { .. } if previous == 2 => {
+                futex_wake(&ch.flag, self.private_futex)
+            }
+            Wait::EventFd => write_all(self.wake_fd, &1u64.to_ne_bytes()),
+            Wait::Pipe => write_all(self.wake_fd, &[1]),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits to be woken; returns the latency (ns) and the command.
+    #[inline]
+    fn wait(&self, ch: &Channel) -> io::Result<(u64, u32)> {
+        match self.wait {
+            Wait::Spin => {
+                spin_until(ch, u64::MAX);
+            }
+            Wait::Futex => sleep_until(ch, self.private_futex)?,
+            Wait::SpinThenFutex { spin_ns } => {
+                if !spin_until(ch, monotonic_ns().saturating_add(spin_ns)) {
+                    sleep_until(ch, self.private_futex)?;
+                }
+            }
+            Wait::EventFd => {
+                let mut buf = [0u8; 8];
+                eof_is_error(read_exact(self.wait_fd, &mut buf)?)?;
+            }
+            Wait::Pipe => {
+                let mut buf = [0u8; 1];
+                eof_is_error(read_exact(self.wait_fd, &mut buf)?)?;
+            }
+        }
+        let now = monotonic_ns();
+        let latency = now.saturating_sub(ch.stamp.load(Ordering::Relaxed));
+        let command = ch.command.load(Ordering::Relaxed);
+        ch.flag.store(0, Ordering::Relaxed);
+        Ok((latency, command))
+    }
+}
+
+/// Sleeps for `gap` (nothing for zero): idle time before the next wake-up.
+fn pause(gap: std::time::Duration) {
+    if !gap.is_zero() {
+        std::thread::sleep(gap);
+    }
+}
+
+fn eof_is_error(got: bool) -> io::Result<()> {
+    if got {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::UnexpectedEof.into())
+    }
+}
+
+/// Spins until signalled or the clock passes `deadline`; true when signalled.
+#[inline]
+fn spin_until(ch: &Channel, deadline: u64) -> bool {
+    let mut polls = 0u32;
+    while ch.flag.load(Ordering::Acquire) != 1 {
+        std::hint::spin_loop();
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(64) && deadline != u64::MAX && monotonic_ns() >= deadline {
+            return false;
+        }
+    }
+    true
+}
+
+/// Announces sleep (flag 0 → 2) and waits on the futex until signalled.
+fn sleep_until(ch: &Channel, private: bool) -> io::Result<()> {
+    if ch
+        .flag
+        .compare_exchange(0, 2, Ordering::Acquire, Ordering::Acquire)
+        .is_err()
+    {
+        return Ok(()); // signalled meanwhile (flag is 1)
+    }
+    while ch.flag.load(Ordering::Acquire) == 2 {
+        futex_wait(&ch.flag, 2, private)?;
+    }
+    Ok(())
+}
+
+fn futex_op(op: libc::c_int, private: bool) -> libc::c_int {
+    if private {
+        op | libc::FUTEX_PRIVATE_FLAG
+    } else {
+        op
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, private: bool) -> io::Result<()> {
+    // SAFETY: `word` is a live, aligned u32 (shared mapping or our memory);
+    // FUTEX_WAIT only reads it and sleeps while it equals `expected`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            futex_op(libc::FUTEX_WAIT, private),
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+    let e = io::Error::last_os_error();
+    if r == 0 || matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+fn futex_wake(word: &AtomicU32, private: bool) -> io::Result<()> {
+    // SAFETY: waking at most one waiter on a live, aligned u32.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            futex_op(libc::FUTEX_WAKE, private),
+            1,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// CPU time of the calling thread (`thread`) or process, in ns.
+fn cpu_clock_ns(thread: bool) -> u64 {
+    let clock = if thread {
+        libc::CLOCK_THREAD_CPUTIME_ID
+    } else {
+        libc::CLOCK_PROCESS_CPUTIME_ID
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; these clocks always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The eventfds or pipes of both directions: (timing side waits, peer waits).
+fn wake_fds(wait: Wait) -> Result<Option<[(OwnedFd, OwnedFd); 2]>> {
+    match wait {
+        Wait::EventFd => {
+            let make = || -> Result<(OwnedFd, OwnedFd)> {
+                // SAFETY: eventfd returns a new descriptor or -1.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(descriptor_error(
+                        "creating an eventfd",
+                        io::Error::last_os_error(),
+                    ));
+                }
+                // SAFETY: fd is a fresh descriptor owned by nobody else.
+                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+                let dup = owned
+                    .try_clone()
+                    .map_err(|e| descriptor_error("duplicating an eventfd", e))?;
+                Ok((owned, dup))
+            };
+            Ok(Some([make()?, make()?]))
+        }
+        Wait::Pipe => Ok(Some([pipe()?, pipe()?])),
+        _ => Ok(None),
+    }
+}
+
+struct Wakeup {
+    channels: Arc<Channels>,
+    side: Side,
+    gap: std::time::Duration,
+    /// Keeps the timing side's descriptors open.
+    _fds: Vec<OwnedFd>,
+    thread_peer: bool,
+    helpers: Helpers,
+    events: Vec<u64>,
+    stopped: bool,
+}
+
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+    let wait = match p.get("wait") {
+        "futex" => Wait::Futex,
+        "eventfd" => Wait::EventFd,
+        "pipe" => Wait::Pipe,
+        "spin" => Wait::Spin,
+        _ => Wait::SpinThenFutex {
+            spin_ns: p.int("spin_us") as u64 * 1000,
+        },
+    };
+    let mode = Mode::parse(p.get("mode"));
+    let threads = mode == Mode::Threads;
+    let channels = Arc::new(Channels::new()?);
+    // Direction 0 (timing → peer) wakes through fds[0]; direction 1 through fds[1].
+    let (mine, peer, fds) = match wake_fds(wait)? {
+        Some([(r0, w0), (r1, w1)]) => {
+            let mine = Side {
+                wait,
+                private_futex: threads,
+                wait_fd: r1.as_raw_fd(),
+                wake_fd: w0.as_raw_fd(),
+            };
+            let peer = Side {
+                wait,
+                private_futex: threads,
+                wait_fd: r0.as_raw_fd(),
+                wake_fd: w1.as_raw_fd(),
+            };
+            (mine, peer, vec![r0, w0, r1, w1])
+        }
+        None => {
+            let side = Side {
+                wait,
+                private_futex: threads,
+                wait_fd: -1,
+                wake_fd: -1,
+            };
+            (side, side, Vec::new())
+        }
+    };
+    let gap = std::time::Duration::from_micros(p.int("gap_us") as u64);
+    let mut helpers = Helpers::new(mode, "wakeup", 64 * 1024);
+    // A forked peer keeps these descriptor numbers; a thread peer uses the
+    // timing side's, which outlive it (it is stopped before they close).
+    let keep: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let ch = Arc::clone(&channels);
+    helpers.spawn(placement.cpu_of(1), &keep, move || {
+        loop {
+            let (latency, command) = peer.wait(ch.get(0))?;
+            match command {
+                STOP => return Ok(()),
+                REPORT_CPU => ch
+                    .get(1)
+                    .payload
+                    .store(cpu_clock_ns(threads), Ordering::Relaxed),
+                _ => {
+                    ch.get(1).payload.store(latency, Ordering::Relaxed);
+                    pause(gap);
+                }
+            }
+            peer.wake(ch.get(1), RUN)?;
+        }
+    })?;
+    Ok(Box::new(Wakeup {
+        channels,
+        side: mine,
+        gap,
+        _fds: fds,
+        thread_peer: threads,
+        helpers,
+        events: Vec::new(),
+        stopped: false,
+    }))
+}
+
+impl Wakeup {
+    /// One round trip with `command`; returns (peer's latency or payload, my latency).
+    fn hand_off(&mut self, command: u32) -> Result<(u64, u64)> {
+        let broken = |e| Error::io("the wake-up peer stopped answering", e);
+        self.side
+            .wake(self.channels.get(0), command)
+            .map_err(broken)?;
+        let (mine, _) = self.side.wait(self.channels.get(1)).map_err(broken)?;
+        Ok((self.channels.get(1).payload.load(Ordering::Relaxed), mine))
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(());
+        }
+        self.side
+            .wake(self.channels.get(0), STOP)
+            .map_err(|e| Error::io("stopping the wake-up peer", e))?;
+        self.helpers.finish()
+    }
+}
+
+impl Benchmark for Wakeup {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for _ in 0..iters {
+            pause(self.gap);
+            let (theirs, mine) = self.hand_off(RUN)?;
+            self.events.push(theirs);
+            self.events.push(mine);
+        }
+        Ok(())
+    }
+
+    fn take_events(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn cpu_time_ns(&mut self) -> Result<Option<u64>> {
+        let (peer_cpu, _) = self.hand_off(REPORT_CPU)?;
+        Ok(Some(peer_cpu + cpu_clock_ns(true)))
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<()> {
+        self.stop()
+    }
+}
+
+impl Drop for Wakeup {
+    fn drop(&mut self) {
+        // A thread peer must be told to stop; a process peer is also killed by its supervisor.
+        if self.thread_peer {
+            let _ = self.stop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wait_kind_completes_exactly_n_hand_offs() {
+        for mode in ["threads", "processes"] {
+            for wait in ["futex", "eventfd", "pipe", "spin", "spin-then-futex"] {
+                let p = Params::new(
+                    &DEF,
+                    &[
+                        ("wait", wait),
+                        ("mode", mode),
+                        ("spin_us", "5"),
+                        ("gap_us", "0"),
+                    ],
+                );
+                let mut b = setup(&p, &Placement::unpinned()).unwrap();
+                b.run(500).unwrap();
+                let events = b.take_events();
+                assert_eq!(
+                    events.len(),
+                    1000,
+                    "{wait} {mode}: two wake-ups per round trip"
+                );
+                assert!(
+                    events.iter().all(|&ns| ns < 10_000_000_000),
+                    "{wait} {mode}: a latency is absurd"
+                );
+                assert!(b.cpu_time_ns().unwrap().unwrap() > 0);
+                assert!(b.take_events().is_empty(), "CPU reports are not events");
+                b.teardown().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn an_abandoned_thread_peer_is_stopped() {
+        let p = Params::new(&DEF, &[("wait", "spin"), ("mode", "threads")]);
+        let b = setup(&p, &Placement::unpinned()).unwrap();
+        drop(b); // must not hang or leave a spinning thread
+    }
+}
