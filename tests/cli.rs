@@ -165,10 +165,10 @@ fn run_in_empty_dir(args: &[&str]) -> (Option<i32>, String, usize) {
 
 #[test]
 fn bad_input_exits_2_with_one_line_and_no_file() {
-    let cases: [(&[&str], &str); 15] = [
+    let cases: [(&[&str], &str); 17] = [
         (
             &["run", "nosuch", "--json", "x.json"],
-            "unknown benchmark 'nosuch'; valid benchmarks: syscall, atomic, ctx, ipc, proc, messaging",
+            "unknown benchmark 'nosuch'; valid benchmarks: syscall, atomic, ctx, ipc, proc, messaging, wakeup, timer",
         ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],
@@ -206,6 +206,14 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
             "invalid value '-1' for ctx:size; allowed: an integer from 0 to 65536",
         ),
         (&["run", "ipc:kind=bogus"], "allowed: pipe, unix, tcp, udp"),
+        (
+            &["run", "timer:interval_us=0"],
+            "invalid value '0' for timer:interval_us",
+        ),
+        (
+            &["run", "wakeup:wait=bogus"],
+            "allowed: futex, eventfd, pipe, spin, spin-then-futex",
+        ),
         (
             &["run", "atomic:threads=0"],
             "invalid value '0' for atomic:threads; allowed: all, or an integer from 1 to 1024",
@@ -450,4 +458,41 @@ fn proc_runs_all_six_cases() {
         .map(|s| s.case.clone())
         .collect();
     assert_eq!(cases, ["fork", "exec", "sh", "spawn", "vfork", "thread"]);
+}
+
+#[test]
+fn distributions_carry_quantiles_and_a_histogram() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("d.json");
+    quick_run(
+        &[
+            "run",
+            "wakeup:wait=futex,count=200,gap_us=0",
+            "timer:interval_us=200,count=50",
+            "-q",
+        ],
+        &json,
+    );
+    let doc = read_document(&json).unwrap();
+    for s in &doc.series {
+        assert_eq!(s.kind, "distribution");
+        let q = s.quantiles.expect("quantiles");
+        assert!(
+            q.p50 <= q.p90 && q.p90 <= q.p99 && q.p99 <= q.p99_9 && q.p99_9 <= q.max,
+            "{q:?}"
+        );
+        let h = s.histogram.as_ref().expect("histogram");
+        assert_eq!(
+            h.ns.iter().map(|[_, c]| c).sum::<u64>() as usize,
+            s.samples.len()
+        );
+    }
+    assert_eq!(
+        doc.series[0].samples.len(),
+        400,
+        "two wake-ups per round trip"
+    );
+    assert_eq!(doc.series[1].samples.len(), 50);
+    assert!(doc.series[0].cpu_per_op.is_some());
 }

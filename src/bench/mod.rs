@@ -14,6 +14,7 @@ pub mod proc;
 pub mod ring;
 pub mod select;
 pub mod syscall;
+pub mod timer;
 pub mod wakeup;
 
 use std::fmt;
@@ -272,6 +273,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &proc::DEF,
     &messaging::DEF,
     &wakeup::DEF,
+    &timer::DEF,
 ];
 
 /// The family called `name`.

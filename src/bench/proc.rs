@@ -209,7 +209,18 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
         _ => Case::Thread,
     };
     let mut bench = Proc { case };
-    bench.run(1)?; // fail at set-up, not while timing, if the program cannot run
+    // Fail at set-up, not while timing, if the program cannot run. A few
+    // retries: in a multi-threaded process (the test harness) a child forked
+    // by another thread may briefly hold the file's write descriptor, and
+    // execve then fails with ETXTBSY.
+    let mut attempts = 0;
+    while let Err(e) = bench.run(1) {
+        attempts += 1;
+        if attempts == 10 {
+            return Err(e);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     Ok(Box::new(bench))
 }
 

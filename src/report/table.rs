@@ -159,6 +159,7 @@ fn distribution_table(series: &[Series]) -> Option<String> {
     let header = [
         "latency",
         "case",
+        "min",
         "p50",
         "p90",
         "p99",
@@ -169,7 +170,7 @@ fn distribution_table(series: &[Series]) -> Option<String> {
         "CPU/event",
         "events",
     ];
-    let rows: Vec<[String; 11]> = dists
+    let rows: Vec<[String; 12]> = dists
         .iter()
         .map(|s| {
             let q = s.quantiles.expect("filtered above");
@@ -182,6 +183,7 @@ fn distribution_table(series: &[Series]) -> Option<String> {
             [
                 s.bench.clone(),
                 s.case.clone(),
+                format!("{:.d$}", s.summary.min),
                 format!("{:.d$}", q.p50),
                 format!("{:.d$}", q.p90),
                 format!("{:.d$}", q.p99),
@@ -196,7 +198,7 @@ fn distribution_table(series: &[Series]) -> Option<String> {
         })
         .collect();
     let numeric = [
-        false, false, true, true, true, true, true, true, false, true, true,
+        false, false, true, true, true, true, true, true, true, false, true, true,
     ];
     Some(align(&header, &numeric, &rows))
 }

@@ -1,0 +1,286 @@
+//! `timer`: timer wake-up latency, cyclictest's measurement
+//! (anchors-methodology.md §5.2).
+//!
+//! The timing thread sleeps with `clock_nanosleep(CLOCK_MONOTONIC,
+//! TIMER_ABSTIME)` until the next multiple of `interval_us`; latency = the
+//! clock after waking − the time asked for. Missed periods are skipped, as
+//! cyclictest does. `priority=N` (1–99) runs the thread SCHED_FIFO at N for
+//! the case and restores its policy after; `dma_latency=0` writes 0 to
+//! `/dev/cpu_dma_latency` and holds it open for the case (cyclictest does this
+//! silently by default; here it is explicit and recorded), closing it after.
+//! Both need privileges, checked before anything is measured. Left out:
+//! cyclictest's several threads, mlockall, and its 1-µs histogram (ours is HDR).
+
+use std::fs::File;
+use std::io::Write;
+
+use super::{
+    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+};
+use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
+use crate::measure::placement::Placement;
+
+pub static DEF: BenchDef = BenchDef {
+    name: "timer",
+    summary: "timer wake-up latency of clock_nanosleep (cyclictest)",
+    unit: Unit::Us,
+    params: &[
+        ParamSpec {
+            name: "interval_us",
+            help: "period between wake-ups, µs",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 10_000_000,
+            },
+            default: "1000",
+        },
+        ParamSpec {
+            name: "count",
+            help: "wake-ups recorded",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 100_000_000,
+            },
+            default: "2000",
+        },
+        ParamSpec {
+            name: "priority",
+            help: "SCHED_FIFO priority (0 = normal scheduling); needs root or CAP_SYS_NICE",
+            kind: ParamKind::Int { min: 0, max: 99 },
+            default: "0",
+        },
+        ParamSpec {
+            name: "dma_latency",
+            help: "0 = hold /dev/cpu_dma_latency at 0 (no deep C-states) during the case; needs root",
+            kind: ParamKind::Choice(&["none", "0"]),
+            default: "none",
+        },
+    ],
+    default_cases: &[],
+    case_name: |p| {
+        let mut name = format!("{}us", p.int("interval_us"));
+        if p.int("priority") > 0 {
+            name.push_str(&format!("/fifo{}", p.int("priority")));
+        }
+        if p.get("dma_latency") == "0" {
+            name.push_str("/dma0");
+        }
+        name
+    },
+    op: |p| {
+        format!(
+            "one timer wake-up every {} µs (clock_nanosleep absolute), {}, cpu_dma_latency {}",
+            p.int("interval_us"),
+            match p.int("priority") {
+                0 => "SCHED_OTHER".to_string(),
+                n => format!("SCHED_FIFO {n}"),
+            },
+            if p.get("dma_latency") == "0" {
+                "held at 0"
+            } else {
+                "untouched"
+            }
+        )
+    },
+    anchor: |p| {
+        let mut a = format!(
+            "cyclictest -t1 -i {} -l {} -q",
+            p.int("interval_us"),
+            p.int("count")
+        );
+        if p.int("priority") > 0 {
+            a.push_str(&format!(" -p {}", p.int("priority")));
+        }
+        a
+    },
+    ops_per_iter: one_op_per_iter,
+    tasks: single_task,
+    setup,
+    baseline: None,
+    whole_runs: false,
+    events: Some(|p| p.int("count") as u64),
+    check,
+};
+
+const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+/// Fails, before anything runs, when a privilege the case needs is missing.
+fn check(p: &Params) -> Result<()> {
+    let priority = p.int("priority") as i32;
+    if priority > 0 {
+        // Try the policy on this thread and put the old one back at once.
+        let old = Scheduling::set_fifo(priority).map_err(|e| {
+            Error::io(
+                format!(
+                    "priority={priority} needs SCHED_FIFO, which needs root or CAP_SYS_NICE \
+                     (or `ulimit -r {priority}`)"
+                ),
+                e,
+            )
+        })?;
+        old.restore();
+    }
+    if p.get("dma_latency") == "0" {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(DMA_LATENCY)
+            .map_err(|e| {
+                Error::io(
+                    format!("dma_latency=0 needs write access to {DMA_LATENCY} (run as root)"),
+                    e,
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// A thread's scheduling policy, to restore.
+struct Scheduling {
+    policy: libc::c_int,
+    param: libc::sched_param,
+}
+
+impl Scheduling {
+    /// Switches the calling thread to SCHED_FIFO at `priority`; returns the old policy.
+    fn set_fifo(priority: i32) -> std::io::Result<Self> {
+        // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            libc::sched_getparam(0, &mut param);
+            let fifo = libc::sched_param {
+                sched_priority: priority,
+            };
+            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(Self { policy, param })
+        }
+    }
+
+    fn restore(&self) {
+        // SAFETY: restoring the calling thread's own earlier policy.
+        unsafe { libc::sched_setscheduler(0, self.policy, &self.param) };
+    }
+}
+
+struct Timer {
+    interval_ns: u64,
+    next_ns: u64,
+    events: Vec<u64>,
+    fifo: Option<Scheduling>,
+    /// Open while the case runs: the kernel honours the request until it is closed.
+    _dma: Option<File>,
+}
+
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+    let dma = if p.get("dma_latency") == "0" {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(DMA_LATENCY)
+            .map_err(|e| Error::io(format!("opening {DMA_LATENCY}"), e))?;
+        f.write_all(&0i32.to_ne_bytes())
+            .map_err(|e| Error::io(format!("writing 0 to {DMA_LATENCY}"), e))?;
+        Some(f)
+    } else {
+        None
+    };
+    let priority = p.int("priority") as i32;
+    let fifo = if priority > 0 {
+        Some(Scheduling::set_fifo(priority).map_err(|e| Error::io("switching to SCHED_FIFO", e))?)
+    } else {
+        None
+    };
+    let interval_ns = p.int("interval_us") as u64 * 1000;
+    Ok(Box::new(Timer {
+        interval_ns,
+        next_ns: monotonic_ns() + interval_ns,
+        events: Vec::new(),
+        fifo,
+        _dma: dma,
+    }))
+}
+
+impl Benchmark for Timer {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for _ in 0..iters {
+            sleep_until(self.next_ns)?;
+            let now = monotonic_ns();
+            self.events.push(now.saturating_sub(self.next_ns));
+            self.next_ns += self.interval_ns;
+            while self.next_ns < now {
+                self.next_ns += self.interval_ns; // missed periods are skipped
+            }
+        }
+        Ok(())
+    }
+
+    fn take_events(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        if let Some(old) = self.fifo.take() {
+            old.restore();
+        }
+        // `_dma` closes after this, releasing the latency request.
+    }
+}
+
+/// clock_nanosleep to an absolute CLOCK_MONOTONIC time; an interrupt that
+/// asks osbench to stop ends the wait.
+fn sleep_until(deadline_ns: u64) -> Result<()> {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec; no remaining-time output is needed.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        match r {
+            0 => return Ok(()),
+            libc::EINTR if crate::measure::interrupt::requested() => {
+                return Err(Error::Interrupted);
+            }
+            libc::EINTR => continue,
+            e => {
+                return Err(Error::io(
+                    "clock_nanosleep",
+                    std::io::Error::from_raw_os_error(e),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_one_latency_per_period() {
+        let p = Params::new(&DEF, &[("interval_us", "200")]);
+        let mut t = setup(&p, &Placement::unpinned()).unwrap();
+        t.run(20).unwrap();
+        let events = t.take_events();
+        assert_eq!(events.len(), 20);
+        assert!(events.iter().all(|&ns| ns < 1_000_000_000));
+    }
+
+    #[test]
+    fn names_and_anchor_follow_cyclictest() {
+        let p = Params::new(&DEF, &[("priority", "80"), ("dma_latency", "0")]);
+        assert_eq!((DEF.case_name)(&p), "1000us/fifo80/dma0");
+        assert_eq!((DEF.anchor)(&p), "cyclictest -t1 -i 1000 -l 2000 -q -p 80");
+    }
+}
