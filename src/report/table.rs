@@ -7,7 +7,8 @@ use super::{decimals_for, fmt_pct};
 use crate::bench::{BenchDef, ParamKind, Params, REGISTRY};
 use crate::document::{Document, Series};
 
-/// The results table of a run, one row per series.
+/// The results table of a run: one row per sampled series, then the
+/// latency distributions and the anchors' own layouts.
 pub fn render_run(doc: &Document) -> String {
     let header = [
         "bench",
@@ -21,11 +22,21 @@ pub fn render_run(doc: &Document) -> String {
         "noise",
         "op",
     ];
-    let rows: Vec<[String; 10]> = doc.series.iter().map(row).collect();
+    // Latency distributions have their own table below.
+    let rows: Vec<[String; 10]> = doc
+        .series
+        .iter()
+        .filter(|s| s.quantiles.is_none())
+        .map(row)
+        .collect();
     let numeric = [
         false, false, true, true, true, true, true, false, false, false,
     ];
-    let mut out = align(&header, &numeric, &rows);
+    let mut out = if rows.is_empty() {
+        String::new()
+    } else {
+        align(&header, &numeric, &rows)
+    };
     if let Some(line) = lmbench_processor_line(&doc.series) {
         out.push('\n');
         out.push_str(&line);
