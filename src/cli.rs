@@ -196,7 +196,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         print!("{}", report::render_run(doc));
         std::io::stdout().flush().ok();
     }
-    if let Some(pending) = pending {
+    // A run that stopped before measuring anything (a failed privilege check,
+    // an early interrupt) leaves no file behind.
+    let keep = !doc.series.is_empty() || outcome.error.is_none();
+    let written = pending.is_some() && keep;
+    if let Some(pending) = pending.filter(|_| keep) {
         let dest = pending.dest().display().to_string();
         pending.commit(&store::to_json(doc))?;
         if !args.quiet {
@@ -209,7 +213,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "run stopped early after {} of {} cases{}",
             doc.series.len(),
             plan.cases.len(),
-            if args.json.is_some() {
+            if written {
                 " (the document keeps what was measured)"
             } else {
                 ""

@@ -442,7 +442,8 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
         "left behind: {:?}",
         helper_processes()
     );
-    assert!(!read_document(&json).unwrap().run.complete);
+    // Stopped inside its first run: nothing was measured, so no document.
+    assert!(!json.exists());
 }
 
 #[test]
