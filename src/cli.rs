@@ -42,6 +42,31 @@ enum Command {
     Run(RunArgs),
     /// Show the environment recorded with every result
     Env,
+    /// Compare saved result documents: the first is the baseline
+    Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Result documents written by `osbench run --json`; the first is the baseline
+    #[arg(value_name = "FILE", num_args = 2.., required = true)]
+    files: Vec<PathBuf>,
+    /// Call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    /// Exit with status 1 when any case is significantly slower than the baseline by more than PCT %
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    gate: Option<f64>,
+    /// Seed of the bootstrap resampling
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 1000")),
+    }
 }
 
 #[derive(Args)]
@@ -123,6 +148,7 @@ pub fn main() -> ExitCode {
         }
         Command::Run(args) => run(args),
         Command::Env => show_env(),
+        Command::Compare(args) => compare(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
@@ -276,6 +302,30 @@ impl Observer for Progress {
         for w in &s.warnings {
             eprintln!("osbench: warning: {} {}: {w}", s.bench, s.case);
         }
+    }
+}
+
+fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let docs = args
+        .files
+        .iter()
+        .map(|f| Ok((f.display().to_string(), store::read_document(f)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let options = osbench::compare::Options {
+        equivalence: args.equivalence / 100.0,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let comparison = osbench::compare::compare(&docs, options)?;
+    print!("{}", report::compare::render(&comparison));
+    match args.gate {
+        Some(pct) if comparison.gate_tripped(pct) => {
+            eprintln!(
+                "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
+            );
+            Ok(ExitCode::from(1))
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -8,6 +8,7 @@
 //! `stats` (pure) → `store` / `report`. See DESIGN.md.
 
 pub mod bench;
+pub mod compare;
 pub mod document;
 pub mod env;
 pub mod error;

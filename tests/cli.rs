@@ -497,3 +497,129 @@ fn distributions_carry_quantiles_and_a_histogram() {
     assert_eq!(doc.series[1].samples.len(), 50);
     assert!(doc.series[0].cpu_per_op.is_some());
 }
+
+/// Writes a copy of the document at `from` to `to` with every sample and
+/// summary value of every series multiplied by `factor`, the schema set to `schema`.
+fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(from).unwrap()).unwrap();
+    doc["schema"] = schema.into();
+    for s in doc["series"].as_array_mut().unwrap() {
+        for v in s["samples"].as_array_mut().unwrap() {
+            *v = (v.as_f64().unwrap() * factor).into();
+        }
+        for k in [
+            "median", "mean", "stddev", "min", "max", "mad", "ci_low", "ci_high",
+        ] {
+            s["summary"][k] = (s["summary"][k].as_f64().unwrap() * factor).into();
+        }
+    }
+    fs::write(to, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+}
+
+#[test]
+fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let run = osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "-q",
+            "--samples",
+            "11",
+            "--sample-time",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    planted_copy(&a, &b, 1.25, "osbench/1");
+    let out = osbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("B/A  1.250") && text.contains("→ slower"),
+        "{text}"
+    );
+    assert!(text.contains("+25.0 %"), "seed-002 layout: {text}");
+    let gated = osbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--gate", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(gated.status.code(), Some(1));
+    let loose = osbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--gate", "30"])
+        .output()
+        .unwrap();
+    assert_eq!(loose.status.code(), Some(0), "25 % is under a 30 % gate");
+    // The same document twice: never a difference; equivalent once the margin
+    // is wider than the sampling noise of these short debug-build samples.
+    let compare_self = |extra: &[&str]| {
+        let out = osbench()
+            .arg("compare")
+            .arg(&a)
+            .arg(&a)
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let same = compare_self(&[]);
+    assert!(
+        !same.contains("→ slower") && !same.contains("→ faster"),
+        "{same}"
+    );
+    assert!(compare_self(&["--equivalence", "50"]).contains("→ equivalent"));
+}
+
+#[test]
+fn compare_rejects_bad_documents_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, other, broken, disjoint) = (
+        dir.path().join("a.json"),
+        dir.path().join("other.json"),
+        dir.path().join("broken.json"),
+        dir.path().join("disjoint.json"),
+    );
+    quick_run(&["run", "syscall:case=null", "-q"], &a);
+    planted_copy(&a, &other, 1.0, "osbench/9");
+    let text = fs::read_to_string(&a).unwrap();
+    fs::write(&broken, &text[..text.len() / 2]).unwrap();
+    quick_run(&["run", "syscall:case=read", "-q"], &disjoint);
+    let cases: [(&Path, &str); 3] = [
+        (
+            &broken,
+            "broken.json: not an osbench result document: EOF while parsing",
+        ),
+        (&other, "schema 'osbench/9', this osbench reads 'osbench/1'"),
+        (&disjoint, "no case in common"),
+    ];
+    for (bad, want) in cases {
+        let out = osbench().arg("compare").arg(&a).arg(bad).output().unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+    }
+    let out = osbench()
+        .arg("compare")
+        .arg(&broken)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8(out.stderr).unwrap().contains("line "),
+        "the error names the line"
+    );
+}

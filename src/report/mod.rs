@@ -2,6 +2,7 @@
 //! they print was computed elsewhere (the one exception, lmbench's "null I/O",
 //! is lmbench's own definition: the mean of the read and write medians).
 
+pub mod compare;
 pub mod table;
 
 pub use table::{list_benchmarks, render_run};

@@ -6,6 +6,7 @@
 //! worked out independently (see the unit tests next to each function).
 
 pub mod ci;
+pub mod compare;
 pub mod histogram;
 pub mod noise;
 pub mod rng;

@@ -1,0 +1,197 @@
+//! Turning result documents into comparisons and verdicts.
+//!
+//! The first document is the baseline; every case present in all documents
+//! (matched by benchmark, case and configuration) is compared, each later
+//! document against the baseline, with the unpaired statistics of
+//! [`crate::stats::compare`]: ratio of medians with a bootstrap 95 % interval,
+//! a Mann–Whitney p-value adjusted across all comparisons (Holm), and a
+//! verdict with an equivalence margin. Cases missing from some document are
+//! listed, not dropped silently. Left out for now: paired comparisons of
+//! interleaved rounds, configurations run live, and the environment diff.
+
+use crate::document::{Document, Series};
+use crate::error::{Error, Result};
+use crate::stats::Summary;
+use crate::stats::compare::{RatioCi, Verdict, holm, mann_whitney_p, ratio_of_medians, verdict};
+
+/// How to compare.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Equivalence margin as a fraction (0.01 = ±1 %).
+    pub equivalence: f64,
+    /// Significance level of the adjusted p-values.
+    pub alpha: f64,
+    /// Seed of the bootstrap (recorded so results can be reproduced).
+    pub seed: u64,
+    pub resamples: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            equivalence: 0.01,
+            alpha: 0.05,
+            seed: 0,
+            resamples: 10_000,
+        }
+    }
+}
+
+/// One case as seen in every document, in document order.
+#[derive(Debug, Clone)]
+pub struct CaseRow {
+    pub bench: String,
+    pub case: String,
+    pub config: String,
+    pub unit: String,
+    pub summaries: Vec<Summary>,
+    /// One change per document after the first.
+    pub changes: Vec<Change>,
+}
+
+/// A candidate against the baseline for one case.
+#[derive(Debug, Clone, Copy)]
+pub struct Change {
+    /// Candidate median ÷ baseline median (above 1: the candidate takes longer).
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// The 90 % interval the equivalence test uses.
+    pub ci90: (f64, f64),
+    pub p_value: f64,
+    /// After Holm's adjustment over every change of the comparison.
+    pub p_adjusted: f64,
+    pub verdict: Verdict,
+}
+
+/// Everything `osbench compare` reports.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub labels: Vec<String>,
+    pub rows: Vec<CaseRow>,
+    /// Cases not present in every document: "bench case [config]" and the labels lacking it.
+    pub missing: Vec<(String, Vec<String>)>,
+    pub options: Options,
+}
+
+fn key(s: &Series) -> (String, String, String) {
+    (s.bench.clone(), s.case.clone(), s.config.clone())
+}
+
+/// Compares `docs` (label, document), the first being the baseline.
+pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparison> {
+    if docs.len() < 2 {
+        return Err(Error::Measure(
+            "compare needs at least two documents".into(),
+        ));
+    }
+    let labels: Vec<String> = docs.iter().map(|(l, _)| l.clone()).collect();
+    let mut rows = Vec::new();
+    let mut missing = Vec::new();
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for (_, doc) in docs {
+        for s in &doc.series {
+            let k = key(s);
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k.clone());
+            let found: Vec<Option<&Series>> = docs
+                .iter()
+                .map(|(_, d)| d.series.iter().find(|t| key(t) == k))
+                .collect();
+            let name = if k.2 == "default" {
+                format!("{} {}", k.0, k.1)
+            } else {
+                format!("{} {} [{}]", k.0, k.1, k.2)
+            };
+            if found.iter().any(Option::is_none) {
+                let lacking = labels
+                    .iter()
+                    .zip(&found)
+                    .filter(|(_, f)| f.is_none())
+                    .map(|(l, _)| l.clone())
+                    .collect();
+                missing.push((name, lacking));
+                continue;
+            }
+            let sides: Vec<&Series> = found.into_iter().flatten().collect();
+            if let Some(other) = sides.iter().find(|t| t.unit != sides[0].unit) {
+                return Err(Error::Measure(format!(
+                    "{name} is in {} in one document and {} in another; they cannot be compared",
+                    sides[0].unit, other.unit
+                )));
+            }
+            let case_seed = options.seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let changes = sides[1..]
+                .iter()
+                .enumerate()
+                .map(|(i, cand)| {
+                    let seed = case_seed.wrapping_add(i as u64);
+                    let r =
+                        ratio_of_medians(&sides[0].samples, &cand.samples, seed, options.resamples);
+                    let p = mann_whitney_p(&sides[0].samples, &cand.samples);
+                    Change {
+                        ratio: r.ratio,
+                        ci_low: r.ci95.0,
+                        ci_high: r.ci95.1,
+                        ci90: r.ci90,
+                        p_value: p,
+                        p_adjusted: p,
+                        verdict: Verdict::NoChange,
+                    }
+                })
+                .collect();
+            rows.push(CaseRow {
+                bench: k.0,
+                case: k.1,
+                config: k.2,
+                unit: sides[0].unit.clone(),
+                summaries: sides.iter().map(|s| s.summary.clone()).collect(),
+                changes,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(Error::Measure(format!(
+            "the documents have no case in common ({}); nothing to compare",
+            labels.join(", ")
+        )));
+    }
+    // Holm over every change, then verdicts.
+    let raw: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| r.changes.iter().map(|c| c.p_value))
+        .collect();
+    let mut adjusted = holm(&raw).into_iter();
+    for change in rows.iter_mut().flat_map(|r| r.changes.iter_mut()) {
+        change.p_adjusted = adjusted.next().expect("one adjusted p per change");
+        let r = RatioCi {
+            ratio: change.ratio,
+            ci95: (change.ci_low, change.ci_high),
+            ci90: change.ci90,
+        };
+        change.verdict = verdict(&r, change.p_adjusted, options.alpha, options.equivalence);
+    }
+    Ok(Comparison {
+        labels,
+        rows,
+        missing,
+        options,
+    })
+}
+
+impl Comparison {
+    /// Whether any case is significantly slower than the baseline by more than `pct` %.
+    pub fn gate_tripped(&self, pct: f64) -> bool {
+        self.rows
+            .iter()
+            .flat_map(|r| &r.changes)
+            .any(|c| c.verdict == Verdict::Slower && c.ratio > 1.0 + pct / 100.0)
+    }
+
+    /// How many changes were tested (for the Holm note).
+    pub fn tests(&self) -> usize {
+        self.rows.iter().map(|r| r.changes.len()).sum()
+    }
+}

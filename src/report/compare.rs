@@ -1,0 +1,147 @@
+//! The text rendering of a [`Comparison`]: a row per case with every side's
+//! median and interval, each candidate's ratio to the baseline with its
+//! interval, change in %, adjusted p-value and verdict; then the seed-002
+//! summary layout (`benchmark | A | B | speedup`, mean ± stddev); then the
+//! cases that were not in every document.
+
+use std::fmt::Write;
+
+use super::decimals_for;
+use crate::compare::Comparison;
+
+/// The comparison as text.
+pub fn render(c: &Comparison) -> String {
+    let mut out = String::new();
+    let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
+    for (l, label) in letters.iter().zip(&c.labels) {
+        let _ = writeln!(
+            out,
+            "{l} = {label}{}",
+            if l == "A" { " (baseline)" } else { "" }
+        );
+    }
+    out.push('\n');
+    for row in &c.rows {
+        let unit = if row.unit == "us" {
+            "µs"
+        } else {
+            row.unit.as_str()
+        };
+        let d = decimals_for(row.summaries[0].median);
+        let config = if row.config == "default" {
+            String::new()
+        } else {
+            format!(" [{}]", row.config)
+        };
+        let _ = writeln!(
+            out,
+            "{} {}{config} ({unit}, median and 95% CI)",
+            row.bench, row.case
+        );
+        for (l, s) in letters.iter().zip(&row.summaries) {
+            let _ = writeln!(
+                out,
+                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}",
+                s.median, s.ci_low, s.ci_high, s.n
+            );
+        }
+        for (l, ch) in letters[1..].iter().zip(&row.changes) {
+            let _ = writeln!(
+                out,
+                "  {l}/A  {:.3}  [{:.3} – {:.3}]  {:+.1}%  p={}  → {}",
+                ch.ratio,
+                ch.ci_low,
+                ch.ci_high,
+                (ch.ratio - 1.0) * 100.0,
+                fmt_p(ch.p_adjusted),
+                ch.verdict.as_str()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nRatios are medians, candidate ÷ A (above 1: slower), 95% percentile-bootstrap intervals; \
+         p: two-sided Mann–Whitney U{}; equivalent = 90% interval within ±{}%.",
+        if c.tests() > 1 {
+            format!(", Holm-adjusted over {} comparisons", c.tests())
+        } else {
+            String::new()
+        },
+        c.options.equivalence * 100.0
+    );
+
+    // The seed-002 layout: summary with mean ± standard deviation and speedup.
+    out.push('\n');
+    let mut header = vec!["benchmark".to_string()];
+    header.extend(letters.iter().cloned());
+    header.extend(letters[1..].iter().map(|l| format!("{l} vs A")));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for row in &c.rows {
+        let d = decimals_for(row.summaries[0].mean);
+        let mut cells = vec![format!("{} {}", row.bench, row.case)];
+        cells.extend(
+            row.summaries
+                .iter()
+                .map(|s| format!("{:.d$} ± {:.d$}", s.mean, s.stddev)),
+        );
+        cells.extend(
+            row.changes
+                .iter()
+                .map(|ch| format!("{:+.1} %", (ch.ratio - 1.0) * 100.0)),
+        );
+        rows.push(cells);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let _ = writeln!(out, "{}", line(&header));
+    for r in &rows {
+        let _ = writeln!(out, "{}", line(r));
+    }
+    if !c.missing.is_empty() {
+        out.push_str("\nNot in every document (not compared):\n");
+        for (case, lacking) in &c.missing {
+            let _ = writeln!(out, "  {case}: missing from {}", lacking.join(", "));
+        }
+    }
+    out
+}
+
+/// A p-value with two significant digits ("<0.0001" below that).
+fn fmt_p(p: f64) -> String {
+    if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.*}", decimals_for(p).saturating_sub(2))
+    }
+}
+
+/// A, B, …, Z, AA, AB, …
+fn letter(i: usize) -> String {
+    let a = (b'A' + (i % 26) as u8) as char;
+    if i < 26 {
+        a.to_string()
+    } else {
+        format!("{}{a}", letter(i / 26 - 1))
+    }
+}
