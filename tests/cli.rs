@@ -168,7 +168,7 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
     let cases: [(&[&str], &str); 17] = [
         (
             &["run", "nosuch", "--json", "x.json"],
-            "unknown benchmark 'nosuch'; valid benchmarks: syscall, atomic, ctx, ipc, proc, messaging, wakeup, timer",
+            "unknown benchmark 'nosuch'; valid benchmarks: syscall, atomic, ctx, ipc, proc, messaging, wakeup, timer, spin",
         ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],

@@ -13,6 +13,7 @@ pub mod messaging;
 pub mod proc;
 pub mod ring;
 pub mod select;
+pub mod spin;
 pub mod syscall;
 pub mod timer;
 pub mod wakeup;
@@ -274,6 +275,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &messaging::DEF,
     &wakeup::DEF,
     &timer::DEF,
+    &spin::DEF,
 ];
 
 /// The family called `name`.

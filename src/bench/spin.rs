@@ -1,0 +1,109 @@
+//! `spin`: a calibration benchmark — a pure CPU loop of `work` steps of a
+//! dependent 64-bit LCG recurrence (x ← a·x + c), so each step waits for the
+//! previous one and the time is proportional to `work`. Its only purpose is to
+//! plant a known difference (`work=1000` vs `work=1050` is 5 % more work) and
+//! check that comparisons find it. Each step passes through an empty asm
+//! statement, so the compiler can neither drop nor shorten the chain.
+
+use std::hint::black_box;
+
+use super::{
+    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+};
+use crate::error::Result;
+use crate::measure::placement::Placement;
+
+pub static DEF: BenchDef = BenchDef {
+    name: "spin",
+    summary: "calibration: a pure CPU loop of `work` dependent steps, to plant known differences",
+    unit: Unit::Ns,
+    params: &[ParamSpec {
+        name: "work",
+        help: "dependent multiply-add steps per op",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 1_000_000_000,
+        },
+        default: "1000",
+    }],
+    default_cases: &[],
+    case_name: |p| format!("work={}", p.int("work")),
+    op: |p| format!("{} dependent multiply-add steps", p.int("work")),
+    anchor: |_| "(none: calibration)".to_string(),
+    ops_per_iter: one_op_per_iter,
+    tasks: single_task,
+    setup,
+    baseline: None,
+    whole_runs: false,
+    events: None,
+    check: super::no_check,
+};
+
+struct Spin {
+    work: u64,
+    state: u64,
+}
+
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+    Ok(Box::new(Spin {
+        work: p.int("work") as u64,
+        state: 1,
+    }))
+}
+
+impl Benchmark for Spin {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for _ in 0..iters {
+            self.state = spin(black_box(self.state), black_box(self.work));
+        }
+        black_box(self.state);
+        Ok(())
+    }
+}
+
+/// `work` steps of Knuth's MMIX LCG; each depends on the last. An empty asm
+/// statement per step hides the value from the optimiser, which would
+/// otherwise combine eight steps into one (x ← a⁸·x + c′) and shorten the chain.
+#[inline(never)]
+fn spin(mut x: u64, work: u64) -> u64 {
+    for _ in 0..work {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        opaque(&mut x);
+    }
+    x
+}
+
+#[inline(always)]
+fn opaque(x: &mut u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: an empty asm statement that claims to read and write the register
+    // holding `x`; it emits no instruction.
+    unsafe {
+        std::arch::asm!(
+            "/* {0} */",
+            inout(reg) * x,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        *x = black_box(*x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recurrence_is_computed() {
+        // x1 = a·1 + c with MMIX constants (wrapping): 7806831264735756412.
+        assert_eq!(
+            spin(1, 1),
+            6_364_136_223_846_793_005u64.wrapping_add(1_442_695_040_888_963_407)
+        );
+        assert_ne!(spin(1, 1000), spin(1, 1001));
+    }
+}
