@@ -1,11 +1,13 @@
-//! osbench: measures the primitives an operating system is made of (system
-//! calls today; context switches, IPC, process creation and more to come) with
-//! the methods of lmbench, hackbench and perf bench, and reports each result
-//! with its uncertainty and the environment it was measured in.
+//! osbench: measures the primitives an operating system is made of — system
+//! calls, atomic instructions, context switches, IPC round trips, task
+//! creation, hackbench messaging, wake-up and timer latency — with the methods
+//! of lmbench, hackbench, perf bench and cyclictest, and reports each result
+//! with its uncertainty, its noise and the environment it was measured in.
 //!
-//! Data flows one way: `bench` (what to run) → `measure` (the harness, the
-//! only code that reads clocks) → `experiment` (order, one document) →
-//! `stats` (pure) → `store` / `report`. See DESIGN.md.
+//! Data flows one way: `bench` (what to run) → `measure` (the harness: clocks
+//! around batches, child supervision, placement, signals) → `experiment`
+//! (order, one document) → `stats` (pure) → `store` / `compare` / `report`.
+//! Decisions are recorded in docs/design-notes.md.
 
 pub mod bench;
 pub mod compare;

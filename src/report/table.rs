@@ -1,5 +1,7 @@
-//! Plain-text tables for the terminal: the per-case results of a run, lmbench's
-//! summary terms where they apply, and the benchmark list.
+//! Plain-text tables for the terminal: the per-case results of a run, the
+//! latency distributions, the anchors' own layouts where they apply (lmbench's
+//! "Processor, Processes" line and context-switch table, hackbench's `Time:`,
+//! the LOCK-prefix answer line), and the benchmark list.
 
 use std::fmt::Write;
 
