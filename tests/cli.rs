@@ -504,6 +504,9 @@ fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
     let mut doc: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(from).unwrap()).unwrap();
     doc["schema"] = schema.into();
+    if factor != 1.0 {
+        doc["env"]["kernel"] = "6.99.0-planted".into(); // a confounder compare must show
+    }
     for s in doc["series"].as_array_mut().unwrap() {
         for v in s["samples"].as_array_mut().unwrap() {
             *v = (v.as_f64().unwrap() * factor).into();
@@ -547,6 +550,10 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         "{text}"
     );
     assert!(text.contains("+25.0 %"), "seed-002 layout: {text}");
+    assert!(
+        text.contains("Environment differences") && text.contains("6.99.0-planted"),
+        "{text}"
+    );
     let gated = osbench()
         .arg("compare")
         .arg(&a)

@@ -6,8 +6,9 @@
 //! [`crate::stats::compare`]: ratio of medians with a bootstrap 95 % interval,
 //! a Mann–Whitney p-value adjusted across all comparisons (Holm), and a
 //! verdict with an equivalence margin. Cases missing from some document are
-//! listed, not dropped silently. Left out for now: paired comparisons of
-//! interleaved rounds, configurations run live, and the environment diff.
+//! listed, not dropped silently, and environment keys that differ are shown.
+//! Left out for now: paired comparisons of interleaved rounds and
+//! configurations run live.
 
 use crate::document::{Document, Series};
 use crate::error::{Error, Result};
@@ -71,6 +72,8 @@ pub struct Comparison {
     pub rows: Vec<CaseRow>,
     /// Cases not present in every document: "bench case [config]" and the labels lacking it.
     pub missing: Vec<(String, Vec<String>)>,
+    /// Environment keys whose values differ between the documents, with each value.
+    pub env_diff: Vec<(String, Vec<String>)>,
     pub options: Options,
 }
 
@@ -173,10 +176,12 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         };
         change.verdict = verdict(&r, change.p_adjusted, options.alpha, options.equivalence);
     }
+    let env_diff = crate::env::diff(&docs.iter().map(|(_, d)| &d.env).collect::<Vec<_>>());
     Ok(Comparison {
         labels,
         rows,
         missing,
+        env_diff,
         options,
     })
 }

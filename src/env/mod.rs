@@ -55,6 +55,37 @@ pub fn capture() -> Environment {
     }
 }
 
+/// The keys whose values differ between environments, with each one's value
+/// (as text, in input order). Nothing here knows which difference was intended.
+pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
+    let maps: Vec<serde_json::Map<String, serde_json::Value>> = envs
+        .iter()
+        .map(|e| match serde_json::to_value(e) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        })
+        .collect();
+    let Some(first) = maps.first() else {
+        return Vec::new();
+    };
+    first
+        .keys()
+        .filter(|k| maps.iter().any(|m| m.get(*k) != first.get(*k)))
+        .map(|k| {
+            let values = maps
+                .iter()
+                .map(|m| {
+                    m.get(k).map_or_else(
+                        || "absent".to_string(),
+                        |v| v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                    )
+                })
+                .collect();
+            (k.clone(), values)
+        })
+        .collect()
+}
+
 struct Uname {
     release: String,
     version: String,
@@ -121,6 +152,19 @@ mod tests {
             Some("Intel(R) Xeon(R) Processor")
         );
         assert_eq!(cpuinfo_model("processor : 0\n"), None);
+    }
+
+    #[test]
+    fn diff_lists_only_the_keys_that_differ() {
+        let a = capture();
+        let mut b = a.clone();
+        b.kernel = "6.19.0-patched".into();
+        b.cpus += 1;
+        let d = diff(&[&a, &b]);
+        let keys: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["cpus", "kernel"]);
+        assert_eq!(d[1].1[1], "6.19.0-patched");
+        assert!(diff(&[&a, &a.clone()]).is_empty());
     }
 
     #[test]
