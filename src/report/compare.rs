@@ -20,6 +20,19 @@ pub fn render(c: &Comparison) -> String {
             if l == "A" { " (baseline)" } else { "" }
         );
     }
+    if !c.env_diff.is_empty() {
+        out.push_str(
+            "\nEnvironment differences (confounders unless they are the change being tested):\n",
+        );
+        for (key, values) in &c.env_diff {
+            let shown: Vec<String> = letters
+                .iter()
+                .zip(values)
+                .map(|(l, v)| format!("{l}: {v}"))
+                .collect();
+            let _ = writeln!(out, "  {key:<16} {}", shown.join("   "));
+        }
+    }
     out.push('\n');
     for row in &c.rows {
         let unit = if row.unit == "us" {
