@@ -294,11 +294,18 @@ impl Observer for Progress {
         } else {
             s.unit.as_str()
         };
-        eprintln!(
-            "{} {unit} (CV {})",
-            fmt_sig(s.summary.median),
-            fmt_pct(s.summary.cv)
-        );
+        match s.quantiles {
+            Some(q) => eprintln!(
+                "p50 {} {unit}, p99 {} {unit}",
+                fmt_sig(q.p50),
+                fmt_sig(q.p99)
+            ),
+            None => eprintln!(
+                "{} {unit} (CV {})",
+                fmt_sig(s.summary.median),
+                fmt_pct(s.summary.cv)
+            ),
+        }
         for w in &s.warnings {
             eprintln!("osbench: warning: {} {}: {w}", s.bench, s.case);
         }
