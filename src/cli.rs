@@ -97,6 +97,24 @@ struct RunArgs {
     /// others unpinned
     #[arg(long, value_name = "PLACEMENT")]
     pin: Option<PinArg>,
+    /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
+    /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
+    /// the first is the baseline; NAME= with no command runs nothing)
+    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    configs: Vec<String>,
+    /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
+    #[arg(long = "teardown", value_name = "NAME=COMMAND")]
+    teardowns: Vec<String>,
+    /// Rounds when comparing configurations (each runs every configuration once per case)
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+    rounds: u32,
+    /// With configurations: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    /// With configurations: exit 1 when any case is significantly slower than the baseline by more than PCT %
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    gate: Option<f64>,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -191,6 +209,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.parse())
         .collect::<Result<_, _>>()?;
     let cases = resolve(&selectors)?;
+    let configs = configs_of(&args.configs, &args.teardowns)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     if cfg!(debug_assertions) && !args.quiet {
@@ -213,6 +232,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
         pin: args.pin.map(Pin::from),
+        configs,
+        rounds: args.rounds as usize,
     };
     let mut progress = Progress { quiet: args.quiet };
     let outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
@@ -233,8 +254,31 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("osbench: wrote {dest} ({} series)", doc.series.len());
         }
     }
+    let mut code = ExitCode::SUCCESS;
+    if plan.configs.len() >= 2 && !doc.series.is_empty() {
+        let options = osbench::compare::Options {
+            equivalence: args.equivalence / 100.0,
+            seed: plan.seed,
+            ..Default::default()
+        };
+        match osbench::compare::paired(doc, options) {
+            Ok(comparison) => {
+                println!(
+                    "\nPaired over rounds: per-round ratios of medians, t interval on their logs, exact sign-flip p"
+                );
+                print!("{}", report::compare::render(&comparison));
+                if args.gate.is_some_and(|pct| comparison.gate_tripped(pct)) {
+                    eprintln!(
+                        "osbench: regression gate: a case is significantly slower than the baseline"
+                    );
+                    code = ExitCode::from(1);
+                }
+            }
+            Err(e) => eprintln!("osbench: warning: no comparison: {e}"),
+        }
+    }
     match outcome.error {
-        None => Ok(ExitCode::SUCCESS),
+        None => Ok(code),
         Some(e) => Err(anyhow!(e)).context(format!(
             "run stopped early after {} of {} cases{}",
             doc.series.len(),
@@ -246,6 +290,37 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         )),
     }
+}
+
+/// The configurations from `--config NAME=COMMAND` and `--teardown NAME=COMMAND`.
+fn configs_of(
+    configs: &[String],
+    teardowns: &[String],
+) -> anyhow::Result<Vec<osbench::experiment::Config>> {
+    let mut out: Vec<osbench::experiment::Config> = Vec::new();
+    for spec in configs {
+        let (name, setup) = osbench::experiment::config::parse_assignment(spec)?;
+        if out.iter().any(|c| c.name == name) {
+            anyhow::bail!("configuration '{name}' is given twice; names must be unique");
+        }
+        out.push(osbench::experiment::Config {
+            name,
+            setup,
+            teardown: None,
+        });
+    }
+    for spec in teardowns {
+        let (name, command) = osbench::experiment::config::parse_assignment(spec)?;
+        let config = out
+            .iter_mut()
+            .find(|c| c.name == name)
+            .ok_or_else(|| anyhow!("--teardown names '{name}', which no --config defines"))?;
+        config.teardown = command;
+    }
+    if out.len() == 1 {
+        anyhow::bail!("one --config has nothing to be compared with; give two or more");
+    }
+    Ok(out)
 }
 
 /// A seed that differs between runs; 53 bits so JSON readers keep it exact.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::env::Environment;
+use crate::experiment::Config;
 use crate::measure::{Overhead, Policy, RawSample};
 use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
@@ -54,6 +55,12 @@ pub struct RunInfo {
     pub complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
+    /// The configurations compared (empty: one implicit "default").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<Config>,
+    /// The configuration order of each round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<Vec<String>>,
 }
 
 /// Everything measured for one case under one configuration.
@@ -85,6 +92,9 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// The median of each round, in round order (runs with configurations).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<f64>,
     /// "samples" (each sample times many operations) or "distribution" (each
     /// sample is one event's latency; see `quantiles` and `histogram`).
     #[serde(default = "samples_kind")]

@@ -630,3 +630,137 @@ fn compare_rejects_bad_documents_with_one_line() {
         "the error names the line"
     );
 }
+
+#[test]
+fn configurations_run_in_seeded_rounds_and_are_compared_paired() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ab.json");
+    let out = quick_run(
+        &[
+            "run",
+            "syscall:case=null",
+            "--config",
+            "a=true",
+            "--config",
+            "b=",
+            "--rounds",
+            "4",
+            "-q",
+        ],
+        &json,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Paired over 4 rounds") && text.contains("B/A"),
+        "{text}"
+    );
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.run.schedule.len(), 4);
+    for round in &doc.run.schedule {
+        let mut sorted = round.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            ["a", "b"],
+            "each round is a permutation of the configurations"
+        );
+    }
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    assert_eq!(configs, ["a", "b"]);
+    assert!(
+        doc.series
+            .iter()
+            .all(|s| s.rounds.len() == 4 && s.samples.len() == 12)
+    );
+}
+
+#[test]
+fn a_failing_setup_stops_the_run_after_its_teardown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("torn-down");
+    let teardown = format!("b=touch {}", mark.display());
+    let out = osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "-q",
+            "--config",
+            "a=",
+            "--config",
+            "b=echo nope >&2; exit 3",
+        ])
+        .args(["--teardown", &teardown])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("set-up of configuration 'b'") && stderr.contains("nope"),
+        "{stderr}"
+    );
+    assert!(mark.exists(), "the tear-down must have run");
+}
+
+#[test]
+fn an_interrupt_runs_the_teardown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, mark) = (dir.path().join("i.json"), dir.path().join("restored"));
+    let teardowns = [
+        format!("a=touch {}", mark.display()),
+        format!("b=touch {}", mark.display()),
+    ];
+    let mut child = osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "-q",
+            "--samples",
+            "1000",
+            "--config",
+            "a=",
+            "--config",
+            "b=",
+        ])
+        .args([
+            "--teardown",
+            &teardowns[0],
+            "--teardown",
+            &teardowns[1],
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(
+        mark.exists(),
+        "the interrupted configuration's tear-down must have run"
+    );
+}
+
+#[test]
+fn configuration_names_must_be_unique_and_paired() {
+    for (args, want) in [
+        (vec!["--config", "a=", "--config", "a=true"], "given twice"),
+        (vec!["--config", "a="], "nothing to be compared"),
+        (
+            vec!["--config", "a=", "--config", "b=", "--teardown", "c=true"],
+            "no --config defines",
+        ),
+    ] {
+        let out = osbench()
+            .args(["run", "syscall:case=null"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}

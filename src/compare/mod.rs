@@ -7,13 +7,14 @@
 //! a Mann–Whitney p-value adjusted across all comparisons (Holm), and a
 //! verdict with an equivalence margin. Cases missing from some document are
 //! listed, not dropped silently, and environment keys that differ are shown.
-//! Left out for now: paired comparisons of interleaved rounds and
-//! configurations run live.
+//! [`paired`] compares the configurations of one run round by round instead.
 
 use crate::document::{Document, Series};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
-use crate::stats::compare::{RatioCi, Verdict, holm, mann_whitney_p, ratio_of_medians, verdict};
+use crate::stats::compare::{
+    RatioCi, Verdict, holm, mann_whitney_p, paired_log_ratio, ratio_of_medians, verdict,
+};
 
 /// How to compare.
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +75,8 @@ pub struct Comparison {
     pub missing: Vec<(String, Vec<String>)>,
     /// Environment keys whose values differ between the documents, with each value.
     pub env_diff: Vec<(String, Vec<String>)>,
+    /// How ratios, intervals and p-values were computed, in words.
+    pub method: String,
     pub options: Options,
 }
 
@@ -161,7 +164,93 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
             labels.join(", ")
         )));
     }
-    // Holm over every change, then verdicts.
+    apply_verdicts(&mut rows, options);
+    let env_diff = crate::env::diff(&docs.iter().map(|(_, d)| &d.env).collect::<Vec<_>>());
+    let method = "Unpaired: ratios of medians (candidate ÷ A, above 1: slower) with 95% percentile-bootstrap \
+                  intervals, two-sided Mann–Whitney U p"
+        .to_string();
+    Ok(Comparison {
+        labels,
+        rows,
+        missing,
+        env_diff,
+        method,
+        options,
+    })
+}
+
+/// Compares the configurations of one run round by round (paired): the
+/// first configuration is the baseline; each case's per-round medians give the
+/// ratios ([`crate::stats::compare::paired_log_ratio`]); p-values are
+/// Holm-adjusted across all comparisons, as for saved documents.
+pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
+    let names: Vec<String> = doc.run.configs.iter().map(|c| c.name.clone()).collect();
+    if names.len() < 2 {
+        return Err(Error::Measure(
+            "a paired comparison needs at least two configurations".into(),
+        ));
+    }
+    let mut rows = Vec::new();
+    for base in doc.series.iter().filter(|s| s.config == names[0]) {
+        let sides: Vec<&Series> = names
+            .iter()
+            .filter_map(|n| {
+                doc.series
+                    .iter()
+                    .find(|s| s.config == *n && s.bench == base.bench && s.case == base.case)
+            })
+            .collect();
+        let rounds = sides.iter().map(|s| s.rounds.len()).min().unwrap_or(0);
+        if sides.len() < names.len() || rounds < 2 {
+            continue; // interrupted before every configuration had two rounds of this case
+        }
+        let changes = sides[1..]
+            .iter()
+            .map(|cand| {
+                let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
+                Change {
+                    ratio: r.ratio,
+                    ci_low: r.ci95.0,
+                    ci_high: r.ci95.1,
+                    ci90: r.ci90,
+                    p_value: p,
+                    p_adjusted: p,
+                    verdict: Verdict::NoChange,
+                }
+            })
+            .collect();
+        rows.push(CaseRow {
+            bench: base.bench.clone(),
+            case: base.case.clone(),
+            config: "default".into(),
+            unit: base.unit.clone(),
+            summaries: sides.iter().map(|s| s.summary.clone()).collect(),
+            changes,
+        });
+    }
+    if rows.is_empty() {
+        return Err(Error::Measure(
+            "no case has two complete rounds in every configuration".into(),
+        ));
+    }
+    apply_verdicts(&mut rows, options);
+    let method = format!(
+        "Paired over {} rounds: geometric means of per-round ratios of medians (candidate ÷ A, above 1: \
+         slower), t intervals on their logs, exact sign-flip p",
+        doc.run.schedule.len()
+    );
+    Ok(Comparison {
+        labels: names,
+        rows,
+        missing: Vec::new(),
+        env_diff: Vec::new(),
+        method,
+        options,
+    })
+}
+
+/// Holm-adjusts every change's p-value and gives each its verdict.
+fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
     let raw: Vec<f64> = rows
         .iter()
         .flat_map(|r| r.changes.iter().map(|c| c.p_value))
@@ -176,14 +265,6 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         };
         change.verdict = verdict(&r, change.p_adjusted, options.alpha, options.equivalence);
     }
-    let env_diff = crate::env::diff(&docs.iter().map(|(_, d)| &d.env).collect::<Vec<_>>());
-    Ok(Comparison {
-        labels,
-        rows,
-        missing,
-        env_diff,
-        options,
-    })
 }
 
 impl Comparison {

@@ -5,8 +5,11 @@
 //! minutes-long fast/slow phases) does not always favour the same case; the
 //! seed is recorded so the order can be reproduced. A failure or an interrupt
 //! stops the run but keeps every case already completed (and the samples of an
-//! interrupted one). Left out for now: configurations (toggles) and
-//! interleaved rounds.
+//! interrupted one). With configurations, the run is organised in rounds:
+//! each round applies every configuration once (set-up, every case, tear-down)
+//! in a fresh seeded order, so drift between rounds affects all alike.
+
+pub mod config;
 
 use crate::bench::select::Case;
 use crate::bench::{BenchDef, Benchmark, Params};
@@ -16,6 +19,8 @@ use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, Placement, pin_current_thread};
 use crate::measure::{Clock, Harness, Measurement, Overhead};
 use crate::stats::{SplitMix64, bimodal, histogram, summarize};
+use config::Applied;
+pub use config::Config;
 
 /// Above this coefficient of variation a series is flagged "high-cv".
 pub const NOISY_CV: f64 = 0.10;
@@ -27,6 +32,10 @@ pub struct Plan {
     pub seed: u64,
     /// `--pin`; `None` pins one-task benchmarks to one CPU and leaves the rest alone.
     pub pin: Option<Pin>,
+    /// Configurations to compare; empty means one implicit "default" configuration.
+    pub configs: Vec<Config>,
+    /// Rounds; each runs every configuration once per case, in a fresh random order.
+    pub rounds: usize,
 }
 
 /// Receives progress; the CLI prints it, tests ignore it.
@@ -55,56 +64,163 @@ pub fn run<C: Clock>(
     observer: &mut dyn Observer,
 ) -> Outcome {
     let started = utc_now();
-    let mut order: Vec<usize> = (0..plan.cases.len()).collect();
-    SplitMix64::new(plan.seed).shuffle(&mut order);
-
-    let mut done: Vec<(usize, Series)> = Vec::new();
+    let default = [Config {
+        name: "default".into(),
+        setup: None,
+        teardown: None,
+    }];
+    let (configs, rounds): (&[Config], usize) = if plan.configs.is_empty() {
+        (&default, 1)
+    } else {
+        (&plan.configs, plan.rounds.max(1))
+    };
+    let mut rng = SplitMix64::new(plan.seed);
+    let total = rounds * configs.len() * plan.cases.len();
+    let mut done: Vec<((usize, usize), Series)> = Vec::new();
+    let (mut order, mut schedule) = (Vec::new(), Vec::new());
     // Privileges and devices are checked for every case before anything is measured.
     let mut error = plan
         .cases
         .iter()
         .find_map(|c| (c.def.check)(&c.params).err());
-    for (i, &idx) in order.iter().enumerate().filter(|_| error.is_none()) {
-        let case = &plan.cases[idx];
-        observer.case_started(i, order.len(), case);
-        match run_case(case, plan.pin, harness) {
-            Ok((series, interrupted)) => {
-                observer.case_finished(&series);
-                done.push((idx, series));
-                if interrupted {
-                    error = Some(Error::Interrupted);
-                    break;
+    'rounds: for round in 0..rounds {
+        if error.is_some() {
+            break;
+        }
+        let mut config_order: Vec<usize> = (0..configs.len()).collect();
+        rng.shuffle(&mut config_order);
+        schedule.push(
+            config_order
+                .iter()
+                .map(|&c| configs[c].name.clone())
+                .collect(),
+        );
+        for &ci in &config_order {
+            let config = &configs[ci];
+            let applied = match Applied::apply(config) {
+                Ok(a) => a,
+                Err(e) => {
+                    error = Some(e);
+                    break 'rounds;
+                }
+            };
+            let mut case_order: Vec<usize> = (0..plan.cases.len()).collect();
+            rng.shuffle(&mut case_order);
+            for &idx in &case_order {
+                let case = &plan.cases[idx];
+                order.push(if plan.configs.is_empty() {
+                    format!("{} {}", case.def.name, case.name())
+                } else {
+                    format!(
+                        "{} {}: {} {}",
+                        round + 1,
+                        config.name,
+                        case.def.name,
+                        case.name()
+                    )
+                });
+                observer.case_started(order.len() - 1, total, case);
+                match run_case(case, plan.pin, harness) {
+                    Ok((mut series, interrupted)) => {
+                        series.config = config.name.clone();
+                        observer.case_finished(&series);
+                        merge(&mut done, (ci, idx), series);
+                        if interrupted {
+                            error = Some(Error::Interrupted);
+                            break 'rounds; // `applied` drops: the tear-down runs
+                        }
+                    }
+                    Err(e) => {
+                        observer.case_failed(&e);
+                        error = Some(e);
+                        break 'rounds;
+                    }
                 }
             }
-            Err(e) => {
-                observer.case_failed(&e);
+            if let Err(e) = applied.finish() {
                 error = Some(e);
-                break;
+                break 'rounds;
             }
         }
     }
-    done.sort_by_key(|(idx, _)| *idx);
+    done.sort_by_key(|(key, _)| *key);
+    let series: Vec<Series> = done.into_iter().map(|(_, s)| s).map(resummarize).collect();
 
     let run = RunInfo {
         started,
         finished: utc_now(),
         seed: plan.seed,
         policy: *harness.policy(),
-        order: order
-            .iter()
-            .map(|&i| format!("{} {}", plan.cases[i].def.name, plan.cases[i].name()))
-            .collect(),
+        order,
         complete: error.is_none(),
         stopped_because: error.as_ref().map(|e| e.to_string()),
+        configs: plan.configs.clone(),
+        schedule: if plan.configs.is_empty() {
+            Vec::new()
+        } else {
+            schedule
+        },
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),
         tool: Tool::this(),
         env,
         run,
-        series: done.into_iter().map(|(_, s)| s).collect(),
+        series,
     };
     Outcome { document, error }
+}
+
+/// Adds one round's series to the series of the same configuration and case.
+fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new: Series) {
+    new.rounds = vec![new.summary.median];
+    let Some((_, s)) = done.iter_mut().find(|(k, _)| *k == key) else {
+        done.push((key, new));
+        return;
+    };
+    s.rounds.push(new.summary.median);
+    s.samples.extend(new.samples);
+    s.raw.extend(new.raw);
+    s.rejected.extend(new.rejected);
+    for flag in new.noise {
+        if !s.noise.contains(&flag) {
+            s.noise.push(flag);
+        }
+    }
+    s.warnings.extend(
+        new.warnings
+            .into_iter()
+            .map(|w| format!("round {}: {w}", s.rounds.len())),
+    );
+    if let (Some(h), Some(mut more)) = (s.histogram.as_mut(), new.histogram) {
+        h.ns.append(&mut more.ns); // re-binned in `resummarize`
+    }
+}
+
+/// Recomputes the summary (and quantiles) of a series merged over several rounds.
+fn resummarize(mut s: Series) -> Series {
+    if s.rounds.len() < 2 {
+        return s;
+    }
+    if let Some(summary) = summarize(&s.samples) {
+        s.summary = summary;
+    }
+    let unit_ns = match s.unit.as_str() {
+        "us" => 1e3,
+        "s" => 1e9,
+        _ => 1.0,
+    };
+    if let (Some(h), Some(q)) = (s.histogram.as_mut(), s.quantiles.as_mut()) {
+        // The buckets of all rounds, re-recorded into one histogram.
+        let events: Vec<u64> =
+            h.ns.iter()
+                .flat_map(|[value, count]| std::iter::repeat_n(*value, *count as usize))
+                .collect();
+        let merged = histogram::histogram(&events);
+        *q = histogram::quantiles(&merged).scaled(1.0 / unit_ns);
+        *h = histogram::buckets(&merged);
+    }
+    s
 }
 
 /// Places, sets up, measures and tears down one case; the flag says whether
@@ -262,6 +378,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         overhead: Overhead::ZERO,
         ops_per_iter: 1.0,
         kind: "samples".into(),
+        rounds: Vec::new(),
         quantiles: None,
         histogram: None,
         cpu_per_op: None,

@@ -73,8 +73,8 @@ pub fn render(c: &Comparison) -> String {
     }
     let _ = writeln!(
         out,
-        "\nRatios are medians, candidate ÷ A (above 1: slower), 95% percentile-bootstrap intervals; \
-         p: two-sided Mann–Whitney U{}; equivalent = 90% interval within ±{}%.",
+        "\n{}{}; equivalent = 90% interval within ±{}%.",
+        c.method,
         if c.tests() > 1 {
             format!(", Holm-adjusted over {} comparisons", c.tests())
         } else {

@@ -130,6 +130,55 @@ fn resampled_median(values: &[f64], scratch: &mut [f64], rng: &mut SplitMix64) -
     median_of_sorted(scratch)
 }
 
+/// Student t quantiles t(0.975, df) and t(0.95, df) for df = 1..=19.
+const T975: [f64; 19] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
+];
+const T95: [f64; 19] = [
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+    1.761, 1.753, 1.746, 1.740, 1.734, 1.729,
+];
+
+/// Most rounds a paired comparison takes (the exact sign-flip test enumerates 2^rounds).
+pub const MAX_ROUNDS: usize = 20;
+
+/// Paired comparison of per-round values (rounds 2..=20, same length): the
+/// geometric mean of the per-round ratios candidate ÷ baseline, t intervals
+/// on the log-ratios (95 % and 90 %), and the exact two-sided sign-flip
+/// permutation p-value of their mean. Drift between rounds cancels because
+/// each ratio compares values taken in the same round.
+pub fn paired_log_ratio(baseline: &[f64], candidate: &[f64]) -> (RatioCi, f64) {
+    let n = baseline.len().min(candidate.len());
+    assert!(
+        (2..=MAX_ROUNDS).contains(&n),
+        "paired comparison needs 2 to {MAX_ROUNDS} rounds"
+    );
+    let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let se = sd / (n as f64).sqrt();
+    let interval = |t: f64| ((mean - t * se).exp(), (mean + t * se).exp());
+    let ci = RatioCi {
+        ratio: mean.exp(),
+        ci95: interval(T975[n - 2]),
+        ci90: interval(T95[n - 2]),
+    };
+    // Exact sign-flip test: how many of the 2^n sign patterns give a sum at least as extreme.
+    let observed = d.iter().sum::<f64>().abs() - 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>();
+    let extreme = (0u32..1 << n)
+        .filter(|mask| {
+            let sum: f64 = d
+                .iter()
+                .enumerate()
+                .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                .sum();
+            sum.abs() >= observed
+        })
+        .count();
+    (ci, extreme as f64 / (1u64 << n) as f64)
+}
+
 /// What a comparison concludes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -266,6 +315,34 @@ mod tests {
         let p = mann_whitney_p(&a, &b);
         assert_eq!(verdict(&r, p, 0.05, 0.01), Verdict::Slower, "{r:?} p={p}");
         assert!(r.ci95.0 < 1.05 && 1.05 < r.ci95.1, "{r:?}");
+    }
+
+    #[test]
+    fn paired_ratios_cancel_drift_between_rounds() {
+        // The machine drifts by ±10 % between rounds, the candidate is always 5 % slower:
+        // every per-round ratio is 1.05, so the interval collapses on it and the
+        // sign-flip test finds only the two all-same-sign patterns: p = 2/2^8.
+        let base = [100.0, 110.0, 90.0, 105.0, 95.0, 100.0, 108.0, 92.0];
+        let cand: Vec<f64> = base.iter().map(|b| b * 1.05).collect();
+        let (r, p) = paired_log_ratio(&base, &cand);
+        assert!(
+            (r.ratio - 1.05).abs() < 1e-12
+                && (r.ci95.0 - 1.05).abs() < 1e-9
+                && (r.ci95.1 - 1.05).abs() < 1e-9
+        );
+        assert!((p - 2.0 / 256.0).abs() < 1e-12, "{p}");
+        assert_eq!(verdict(&r, p, 0.05, 0.01), Verdict::Slower);
+    }
+
+    #[test]
+    fn paired_interval_matches_a_hand_computed_t_interval() {
+        // log-ratios ln(1.1), ln(0.9), ln(1.0): mean m, sd s by hand; t(0.975, 2) = 4.303.
+        let (r, p) = paired_log_ratio(&[1.0, 1.0, 1.0], &[1.1, 0.9, 1.0]);
+        let d = [1.1f64.ln(), 0.9f64.ln(), 0.0];
+        let m = d.iter().sum::<f64>() / 3.0;
+        let s = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!((r.ci95.0 - (m - 4.303 * s / 3f64.sqrt()).exp()).abs() < 1e-12);
+        assert!(p > 0.5, "no consistent direction: {p}");
     }
 
     #[test]

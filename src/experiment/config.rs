@@ -1,0 +1,146 @@
+//! Configurations: the thing a comparison varies (a toggle, a kernel knob),
+//! applied by a set-up command before a configuration's block of a round and
+//! undone by a tear-down command after it.
+//!
+//! Commands run with `sh -c`, stdin closed, output captured. The tear-down is
+//! owned by a guard, so it runs whatever happens to the block — success,
+//! error, panic unwinding, or an interrupt (which stops measuring between
+//! samples) — and no toggle is left applied. Only a second Ctrl-C, which
+//! ends osbench at once, skips it.
+
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One configuration of an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<String>,
+}
+
+/// Runs `command` with `sh -c`; an error carries its status and first stderr line.
+pub fn sh(what: &str, config: &str, command: &str) -> Result<()> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(format!("running the {what} of configuration '{config}'"), e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(Error::Measure(format!(
+        "the {what} of configuration '{config}' ({command}) failed with {}: {}",
+        out.status,
+        stderr.lines().next().unwrap_or("no message")
+    )))
+}
+
+/// A configuration being applied; dropping it runs its tear-down.
+pub struct Applied<'a> {
+    config: &'a Config,
+    torn_down: bool,
+}
+
+impl<'a> Applied<'a> {
+    /// Runs the set-up. If it fails, the tear-down runs too and the error is returned.
+    pub fn apply(config: &'a Config) -> Result<Self> {
+        let applied = Applied {
+            config,
+            torn_down: false,
+        };
+        if let Some(setup) = &config.setup {
+            sh("set-up", &config.name, setup)?; // `applied` drops here: tear-down runs
+        }
+        Ok(applied)
+    }
+
+    /// Runs the tear-down now and reports its failure.
+    pub fn finish(mut self) -> Result<()> {
+        self.torn_down = true;
+        match &self.config.teardown {
+            Some(t) => sh("tear-down", &self.config.name, t),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Applied<'_> {
+    fn drop(&mut self) {
+        if let (false, Some(t)) = (self.torn_down, &self.config.teardown) {
+            let _ = sh("tear-down", &self.config.name, t);
+        }
+    }
+}
+
+/// Parses `NAME=COMMAND` (the command may be empty: nothing to run).
+pub fn parse_assignment(s: &str) -> Result<(String, Option<String>)> {
+    let (name, command) = s.split_once('=').ok_or_else(|| {
+        Error::Measure(format!(
+            "'{s}' is not NAME=COMMAND (e.g. --config on='echo 1 > /proc/sysemu')"
+        ))
+    })?;
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(Error::Measure(format!(
+            "'{name}' is not a configuration name (non-empty, no spaces)"
+        )));
+    }
+    Ok((
+        name.to_string(),
+        (!command.trim().is_empty()).then(|| command.to_string()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(setup: Option<&str>, teardown: &str) -> Config {
+        Config {
+            name: "x".into(),
+            setup: setup.map(String::from),
+            teardown: Some(teardown.into()),
+        }
+    }
+
+    #[test]
+    fn teardown_runs_on_success_failure_and_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("torn");
+        let touch = format!("echo done >> {}", mark.display());
+        // Explicit finish.
+        Applied::apply(&config(Some("true"), &touch))
+            .unwrap()
+            .finish()
+            .unwrap();
+        // Dropped (an error or a panic in the block).
+        drop(Applied::apply(&config(None, &touch)).unwrap());
+        // Failing set-up: the error comes back and the tear-down still ran.
+        let err = Applied::apply(&config(Some("echo broken >&2; exit 3"), &touch))
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("exit status: 3") && err.to_string().contains("broken"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&mark).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn assignments_parse() {
+        assert_eq!(
+            parse_assignment("on=echo 1").unwrap(),
+            ("on".into(), Some("echo 1".into()))
+        );
+        assert_eq!(parse_assignment("off=").unwrap(), ("off".into(), None));
+        assert!(parse_assignment("nocommand").is_err());
+        assert!(parse_assignment("=x").is_err());
+    }
+}
