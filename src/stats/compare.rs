@@ -199,14 +199,16 @@ impl Verdict {
     }
 }
 
-/// The verdict for a time-like quantity (smaller is better): a significant
-/// difference needs the adjusted p below `alpha` *and* the 95 % interval
-/// excluding 1; otherwise "equivalent" when the 90 % interval lies within
-/// 1 ± `margin`, else "no-change".
+/// The verdict for a time-like quantity (smaller is better). `slower` and
+/// `faster` need significance (adjusted p below `alpha`, 95 % interval
+/// excluding 1) *and* a practical size: the ratio beyond 1 ± `margin`.
+/// Otherwise "equivalent" when the 90 % interval lies within 1 ± `margin`,
+/// else "no-change" (not enough data to say either).
 pub fn verdict(r: &RatioCi, adjusted_p: f64, alpha: f64, margin: f64) -> Verdict {
-    if adjusted_p < alpha && r.ci95.0 > 1.0 {
+    let significant = adjusted_p < alpha;
+    if significant && r.ci95.0 > 1.0 && r.ratio > 1.0 + margin {
         Verdict::Slower
-    } else if adjusted_p < alpha && r.ci95.1 < 1.0 {
+    } else if significant && r.ci95.1 < 1.0 && r.ratio < 1.0 - margin {
         Verdict::Faster
     } else if r.ci90.0 >= 1.0 - margin && r.ci90.1 <= 1.0 + margin {
         Verdict::Equivalent
@@ -343,6 +345,23 @@ mod tests {
         let s = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0).sqrt();
         assert!((r.ci95.0 - (m - 4.303 * s / 3f64.sqrt()).exp()).abs() < 1e-12);
         assert!(p > 0.5, "no consistent direction: {p}");
+    }
+
+    #[test]
+    fn a_significant_but_tiny_difference_is_not_a_verdict_of_change() {
+        // 0.2 % slower with a very tight interval: real, but below the 1 % margin.
+        let r = RatioCi {
+            ratio: 1.002,
+            ci95: (1.001, 1.003),
+            ci90: (1.0012, 1.0028),
+        };
+        assert_eq!(verdict(&r, 0.001, 0.05, 0.01), Verdict::Equivalent);
+        let r = RatioCi {
+            ratio: 1.02,
+            ci95: (1.01, 1.03),
+            ci90: (1.012, 1.028),
+        };
+        assert_eq!(verdict(&r, 0.001, 0.05, 0.01), Verdict::Slower);
     }
 
     #[test]
