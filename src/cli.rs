@@ -105,6 +105,10 @@ struct RunArgs {
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
     #[arg(long = "teardown", value_name = "NAME=COMMAND")]
     teardowns: Vec<String>,
+    /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
+    /// env, params ("bench.key" = value), pin; see docs/design-notes.md
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns"])]
+    experiment: Option<PathBuf>,
     /// Rounds when comparing configurations (each runs every configuration once per case)
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
@@ -208,8 +212,24 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| s.parse())
         .collect::<Result<_, _>>()?;
+    let (configs, selectors) = match &args.experiment {
+        Some(path) => {
+            let (select, configs) = osbench::experiment::file::load(path)?;
+            check_configs(&configs)?;
+            // Selectors on the command line take precedence over the file's.
+            let selectors = if selectors.is_empty() {
+                select
+                    .iter()
+                    .map(|s| s.parse())
+                    .collect::<Result<Vec<Selector>, _>>()?
+            } else {
+                selectors
+            };
+            (configs, selectors)
+        }
+        None => (configs_of(&args.configs, &args.teardowns)?, selectors),
+    };
     let cases = resolve(&selectors)?;
-    let configs = configs_of(&args.configs, &args.teardowns)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     if cfg!(debug_assertions) && !args.quiet {
@@ -306,7 +326,7 @@ fn configs_of(
         out.push(osbench::experiment::Config {
             name,
             setup,
-            teardown: None,
+            ..Default::default()
         });
     }
     for spec in teardowns {
@@ -317,10 +337,43 @@ fn configs_of(
             .ok_or_else(|| anyhow!("--teardown names '{name}', which no --config defines"))?;
         config.teardown = command;
     }
-    if out.len() == 1 {
-        anyhow::bail!("one --config has nothing to be compared with; give two or more");
-    }
+    check_configs(&out)?;
     Ok(out)
+}
+
+/// Every configuration set is usable: unique names, at least two, known
+/// parameters with allowed values, known placements.
+fn check_configs(configs: &[osbench::experiment::Config]) -> anyhow::Result<()> {
+    if configs.len() == 1 {
+        anyhow::bail!("one configuration has nothing to be compared with; give two or more");
+    }
+    for (i, c) in configs.iter().enumerate() {
+        if configs[..i].iter().any(|d| d.name == c.name) {
+            anyhow::bail!(
+                "configuration '{}' is given twice; names must be unique",
+                c.name
+            );
+        }
+        for o in &c.params {
+            // The selector machinery validates and words the error.
+            resolve(&[Selector {
+                bench: o.bench.clone(),
+                fixed: vec![(o.key.clone(), o.value.clone())],
+            }])
+            .with_context(|| format!("configuration '{}'", c.name))?;
+        }
+        if let Some(pin) = c
+            .pin
+            .as_deref()
+            .filter(|p| !matches!(*p, "none" | "same" | "spread"))
+        {
+            anyhow::bail!(
+                "configuration '{}': pin '{pin}' is not one of none, same, spread",
+                c.name
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A seed that differs between runs; 53 bits so JSON readers keep it exact.

@@ -92,6 +92,10 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// Runs with configurations: which selected case this is (the same for every
+    /// configuration, even when a configuration changed its parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<usize>,
     /// The median of each round, in round order (runs with configurations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<f64>,

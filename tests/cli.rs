@@ -764,3 +764,57 @@ fn configuration_names_must_be_unique_and_paired() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn an_experiment_file_sets_parameters_per_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, json) = (dir.path().join("e.toml"), dir.path().join("e.json"));
+    fs::write(
+        &file,
+        "select = [\"spin\"]\n[[config]]\nname = \"light\"\nparams = { \"spin.work\" = 100 }\n\
+         [[config]]\nname = \"heavy\"\nparams = { \"spin.work\" = 105 }\npin = \"same\"\n",
+    )
+    .unwrap();
+    let out = osbench()
+        .args(["run", "--rounds", "3", "-q"])
+        .args(QUICK)
+        .arg("--experiment")
+        .arg(&file)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("B/A"), "paired comparison printed: {text}");
+    let doc = read_document(&json).unwrap();
+    let works: Vec<i64> = doc
+        .series
+        .iter()
+        .map(|s| s.params["work"].as_i64().unwrap())
+        .collect();
+    assert_eq!(works, [100, 105]);
+    assert_eq!((doc.series[0].slot, doc.series[1].slot), (Some(0), Some(0)));
+    assert_eq!(doc.series[1].pin, "same");
+
+    fs::write(
+        &file,
+        "[[config]]\nname = \"a\"\nparams = { \"spin.wrok\" = 1 }\n[[config]]\nname = \"b\"\n",
+    )
+    .unwrap();
+    let out = osbench()
+        .args(["run", "spin", "--experiment"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr.contains("configuration 'a'") && stderr.contains("no parameter 'wrok'"),
+        "{stderr}"
+    );
+}

@@ -169,6 +169,13 @@ impl Params {
         Self { values }
     }
 
+    /// Sets parameter `name` (already validated) to `value`.
+    pub fn set(&mut self, name: &str, value: &str) {
+        if let Some((_, v)) = self.values.iter_mut().find(|(k, _)| *k == name) {
+            *v = value.to_string();
+        }
+    }
+
     /// The value of parameter `name`. Panics if the family has no such parameter
     /// (a programming error: names come from the family's own spec).
     pub fn get(&self, name: &str) -> &str {

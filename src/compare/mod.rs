@@ -192,13 +192,15 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
     }
     let mut rows = Vec::new();
     for base in doc.series.iter().filter(|s| s.config == names[0]) {
+        // The same selected case in every configuration (by slot: a configuration
+        // may have changed its parameters, and so its name).
+        let same_case = |s: &&Series| match (s.slot, base.slot) {
+            (Some(a), Some(b)) => a == b,
+            _ => s.bench == base.bench && s.case == base.case,
+        };
         let sides: Vec<&Series> = names
             .iter()
-            .filter_map(|n| {
-                doc.series
-                    .iter()
-                    .find(|s| s.config == *n && s.bench == base.bench && s.case == base.case)
-            })
+            .filter_map(|n| doc.series.iter().filter(|s| s.config == *n).find(same_case))
             .collect();
         let rounds = sides.iter().map(|s| s.rounds.len()).min().unwrap_or(0);
         if sides.len() < names.len() || rounds < 2 {

@@ -8,6 +8,7 @@
 //! samples) — and no toggle is left applied. Only a second Ctrl-C, which
 //! ends osbench at once, skips it.
 
+use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
@@ -15,29 +16,54 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// One configuration of an experiment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<String>,
+    /// Environment variables for its set-up and tear-down commands.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Benchmark parameters this configuration changes ("spin.work" = "1050").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<Override>,
+    /// Placement for this configuration ("none", "same", "spread"), instead of `--pin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
 }
 
-/// Runs `command` with `sh -c`; an error carries its status and first stderr line.
-pub fn sh(what: &str, config: &str, command: &str) -> Result<()> {
+/// `bench.key = value`: a parameter a configuration sets for one benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Override {
+    pub bench: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// Runs a configuration's `command` with `sh -c` and its environment; an
+/// error carries the exit status and the first line of stderr.
+pub fn sh(what: &str, config: &Config, command: &str) -> Result<()> {
     let out = Command::new("sh")
         .arg("-c")
         .arg(command)
+        .envs(&config.env)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| Error::io(format!("running the {what} of configuration '{config}'"), e))?;
+        .map_err(|e| {
+            Error::io(
+                format!("running the {what} of configuration '{}'", config.name),
+                e,
+            )
+        })?;
     if out.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     Err(Error::Measure(format!(
-        "the {what} of configuration '{config}' ({command}) failed with {}: {}",
+        "the {what} of configuration '{}' ({command}) failed with {}: {}",
+        config.name,
         out.status,
         stderr.lines().next().unwrap_or("no message")
     )))
@@ -57,7 +83,7 @@ impl<'a> Applied<'a> {
             torn_down: false,
         };
         if let Some(setup) = &config.setup {
-            sh("set-up", &config.name, setup)?; // `applied` drops here: tear-down runs
+            sh("set-up", config, setup)?; // `applied` drops here: tear-down runs
         }
         Ok(applied)
     }
@@ -66,7 +92,7 @@ impl<'a> Applied<'a> {
     pub fn finish(mut self) -> Result<()> {
         self.torn_down = true;
         match &self.config.teardown {
-            Some(t) => sh("tear-down", &self.config.name, t),
+            Some(t) => sh("tear-down", self.config, t),
             None => Ok(()),
         }
     }
@@ -75,7 +101,7 @@ impl<'a> Applied<'a> {
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
         if let (false, Some(t)) = (self.torn_down, &self.config.teardown) {
-            let _ = sh("tear-down", &self.config.name, t);
+            let _ = sh("tear-down", self.config, t);
         }
     }
 }
@@ -107,6 +133,7 @@ mod tests {
             name: "x".into(),
             setup: setup.map(String::from),
             teardown: Some(teardown.into()),
+            ..Config::default()
         }
     }
 

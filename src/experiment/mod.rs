@@ -10,6 +10,7 @@
 //! in a fresh seeded order, so drift between rounds affects all alike.
 
 pub mod config;
+pub mod file;
 
 use crate::bench::select::Case;
 use crate::bench::{BenchDef, Benchmark, Params};
@@ -66,8 +67,7 @@ pub fn run<C: Clock>(
     let started = utc_now();
     let default = [Config {
         name: "default".into(),
-        setup: None,
-        teardown: None,
+        ..Config::default()
     }];
     let (configs, rounds): (&[Config], usize) = if plan.configs.is_empty() {
         (&default, 1)
@@ -107,7 +107,7 @@ pub fn run<C: Clock>(
             let mut case_order: Vec<usize> = (0..plan.cases.len()).collect();
             rng.shuffle(&mut case_order);
             for &idx in &case_order {
-                let case = &plan.cases[idx];
+                let case = &with_overrides(&plan.cases[idx], config);
                 order.push(if plan.configs.is_empty() {
                     format!("{} {}", case.def.name, case.name())
                 } else {
@@ -120,9 +120,11 @@ pub fn run<C: Clock>(
                     )
                 });
                 observer.case_started(order.len() - 1, total, case);
-                match run_case(case, plan.pin, harness) {
+                let pin = config.pin.as_deref().and_then(pin_of).or(plan.pin);
+                match run_case(case, pin, harness) {
                     Ok((mut series, interrupted)) => {
                         series.config = config.name.clone();
+                        series.slot = (!plan.configs.is_empty()).then_some(idx);
                         observer.case_finished(&series);
                         merge(&mut done, (ci, idx), series);
                         if interrupted {
@@ -169,6 +171,25 @@ pub fn run<C: Clock>(
         series,
     };
     Outcome { document, error }
+}
+
+/// The case with the configuration's parameter overrides for its benchmark
+/// (validated when the plan was made).
+fn with_overrides(case: &Case, config: &Config) -> Case {
+    let mut case = case.clone();
+    for o in config.params.iter().filter(|o| o.bench == case.def.name) {
+        case.params.set(&o.key, &o.value);
+    }
+    case
+}
+
+fn pin_of(name: &str) -> Option<Pin> {
+    match name {
+        "none" => Some(Pin::None),
+        "same" => Some(Pin::Same),
+        "spread" => Some(Pin::Spread),
+        _ => None,
+    }
 }
 
 /// Adds one round's series to the series of the same configuration and case.
@@ -379,6 +400,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         ops_per_iter: 1.0,
         kind: "samples".into(),
         rounds: Vec::new(),
+        slot: None,
         quantiles: None,
         histogram: None,
         cpu_per_op: None,

@@ -1,0 +1,149 @@
+//! Experiment files (TOML): the selectors and the configurations of a
+//! comparison, for what the command line cannot say (per-configuration
+//! parameters, environment, placement).
+//!
+//! ```toml
+//! select = ["spin"]            # optional; selectors on the command line take precedence
+//! [[config]]
+//! name = "light"
+//! setup = "..."                # optional, run with sh -c
+//! teardown = "..."             # optional, always run
+//! env = { KEY = "value" }      # optional, for set-up and tear-down
+//! params = { "spin.work" = 1000 }
+//! pin = "same"                 # optional
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::config::{Config, Override};
+use crate::error::{Error, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    select: Vec<String>,
+    config: Vec<FileConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    name: String,
+    setup: Option<String>,
+    teardown: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    pin: Option<String>,
+}
+
+/// Reads an experiment file: its selectors and its configurations.
+pub fn load(path: &Path) -> Result<(Vec<String>, Vec<Config>)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    parse(&text).map_err(|message| Error::BadDocument {
+        path: path.display().to_string(),
+        message,
+    })
+}
+
+fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> {
+    let file: File = toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+    let mut configs = Vec::new();
+    for c in file.config {
+        let mut params = Vec::new();
+        for (name, value) in c.params {
+            let (bench, key) = name.split_once('.').ok_or_else(|| {
+                format!(
+                    "parameter '{name}' of configuration '{}' is not bench.key",
+                    c.name
+                )
+            })?;
+            let value = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                other => {
+                    return Err(format!(
+                        "parameter '{name}': {other:?} is neither a string nor an integer"
+                    ));
+                }
+            };
+            params.push(Override {
+                bench: bench.into(),
+                key: key.into(),
+                value,
+            });
+        }
+        configs.push(Config {
+            name: c.name,
+            setup: c.setup,
+            teardown: c.teardown,
+            env: c.env,
+            params,
+            pin: c.pin,
+        });
+    }
+    Ok((file.select, configs))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_documented_shape() {
+        let (select, configs) = parse(
+            r#"
+            select = ["spin"]
+            [[config]]
+            name = "light"
+            params = { "spin.work" = 1000 }
+            [[config]]
+            name = "heavy"
+            setup = "true"
+            teardown = "true"
+            env = { K = "v" }
+            params = { "spin.work" = 1050 }
+            pin = "same"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(select, ["spin"]);
+        assert_eq!(configs.len(), 2);
+        assert_eq!(
+            configs[1].params,
+            [Override {
+                bench: "spin".into(),
+                key: "work".into(),
+                value: "1050".into()
+            }]
+        );
+        assert_eq!(
+            (configs[1].pin.as_deref(), configs[1].env["K"].as_str()),
+            (Some("same"), "v")
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_parameters() {
+        assert!(
+            parse("[[config]]\nname = \"a\"\nsetpu = \"x\"\n")
+                .unwrap_err()
+                .contains("setpu")
+        );
+        assert!(
+            parse("[[config]]\nname = \"a\"\nparams = { work = 1 }\n")
+                .unwrap_err()
+                .contains("bench.key")
+        );
+    }
+}
