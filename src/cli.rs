@@ -256,13 +256,33 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         rounds: args.rounds as usize,
     };
     let mut progress = Progress { quiet: args.quiet };
-    let outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
+    let mut outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
 
+    // With configurations, the paired comparison goes to the table and the document.
+    let comparison = (plan.configs.len() >= 2 && !outcome.document.series.is_empty())
+        .then(|| {
+            let options = osbench::compare::Options {
+                equivalence: args.equivalence / 100.0,
+                seed: plan.seed,
+                ..Default::default()
+            };
+            osbench::compare::paired(&outcome.document, options)
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
+                .ok()
+        })
+        .flatten();
+    if let Some(c) = &comparison {
+        outcome.document.comparisons = c.records();
+    }
     let doc = &outcome.document;
     if !doc.series.is_empty() {
         print!("{}", report::render_run(doc));
-        std::io::stdout().flush().ok();
     }
+    if let Some(c) = &comparison {
+        println!();
+        print!("{}", report::compare::render(c));
+    }
+    std::io::stdout().flush().ok();
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
@@ -275,27 +295,14 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut code = ExitCode::SUCCESS;
-    if plan.configs.len() >= 2 && !doc.series.is_empty() {
-        let options = osbench::compare::Options {
-            equivalence: args.equivalence / 100.0,
-            seed: plan.seed,
-            ..Default::default()
-        };
-        match osbench::compare::paired(doc, options) {
-            Ok(comparison) => {
-                println!(
-                    "\nPaired over rounds: per-round ratios of medians, t interval on their logs, exact sign-flip p"
-                );
-                print!("{}", report::compare::render(&comparison));
-                if args.gate.is_some_and(|pct| comparison.gate_tripped(pct)) {
-                    eprintln!(
-                        "osbench: regression gate: a case is significantly slower than the baseline"
-                    );
-                    code = ExitCode::from(1);
-                }
-            }
-            Err(e) => eprintln!("osbench: warning: no comparison: {e}"),
-        }
+    if let Some(pct) = args
+        .gate
+        .filter(|&pct| comparison.as_ref().is_some_and(|c| c.gate_tripped(pct)))
+    {
+        eprintln!(
+            "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
+        );
+        code = ExitCode::from(1);
     }
     match outcome.error {
         None => Ok(code),

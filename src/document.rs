@@ -22,6 +22,26 @@ pub struct Document {
     pub env: Environment,
     pub run: RunInfo,
     pub series: Vec<Series>,
+    /// Runs with configurations: each candidate configuration against the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<ComparisonRecord>,
+}
+
+/// One comparison as written into a document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonRecord {
+    pub bench: String,
+    pub case: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// Candidate ÷ baseline (above 1: the candidate takes longer).
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Holm-adjusted.
+    pub p_value: f64,
+    /// "faster", "slower", "no-change" or "equivalent".
+    pub verdict: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

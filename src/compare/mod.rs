@@ -9,7 +9,7 @@
 //! listed, not dropped silently, and environment keys that differ are shown.
 //! [`paired`] compares the configurations of one run round by round instead.
 
-use crate::document::{Document, Series};
+use crate::document::{ComparisonRecord, Document, Series};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::stats::compare::{
@@ -270,6 +270,29 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
 }
 
 impl Comparison {
+    /// The changes as document records (candidate labels against the first).
+    pub fn records(&self) -> Vec<ComparisonRecord> {
+        self.rows
+            .iter()
+            .flat_map(|row| {
+                row.changes
+                    .iter()
+                    .zip(&self.labels[1..])
+                    .map(|(ch, candidate)| ComparisonRecord {
+                        bench: row.bench.clone(),
+                        case: row.case.clone(),
+                        baseline: self.labels[0].clone(),
+                        candidate: candidate.clone(),
+                        ratio: ch.ratio,
+                        ci_low: ch.ci_low,
+                        ci_high: ch.ci_high,
+                        p_value: ch.p_adjusted,
+                        verdict: ch.verdict.as_str().to_string(),
+                    })
+            })
+            .collect()
+    }
+
     /// Whether any case is significantly slower than the baseline by more than `pct` %.
     pub fn gate_tripped(&self, pct: f64) -> bool {
         self.rows

@@ -169,6 +169,7 @@ pub fn run<C: Clock>(
         env,
         run,
         series,
+        comparisons: Vec::new(),
     };
     Outcome { document, error }
 }
