@@ -62,6 +62,15 @@ struct CompareArgs {
     seed: u64,
 }
 
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds above 0 and at most 86400"
+        )),
+    }
+}
+
 fn parse_pct(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
@@ -113,6 +122,13 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
     rounds: u32,
+    /// With configurations: add rounds (up to 20) until every ratio's 95% interval is within
+    /// ±PCT %, instead of running --rounds
+    #[arg(long = "target-ci", value_name = "PCT", value_parser = parse_pct)]
+    target_ci: Option<f64>,
+    /// With --target-ci: stop adding rounds after SECS seconds
+    #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
+    max_time: Option<f64>,
     /// With configurations: call a change "equivalent" when its 90% interval lies within ±PCT %
     #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
     equivalence: f64,
@@ -253,7 +269,13 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed.unwrap_or_else(seed_from_clock),
         pin: args.pin.map(Pin::from),
         configs,
-        rounds: args.rounds as usize,
+        rounds: if args.target_ci.is_some() {
+            osbench::stats::compare::MAX_ROUNDS
+        } else {
+            args.rounds as usize
+        },
+        target_ci: args.target_ci.map(|pct| pct / 100.0),
+        max_time: args.max_time.map(std::time::Duration::from_secs_f64),
     };
     let mut progress = Progress { quiet: args.quiet };
     let mut outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
@@ -281,6 +303,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(c) = &comparison {
         println!();
         print!("{}", report::compare::render(c));
+        if let Some(why) = &doc.run.stopped_by {
+            println!(
+                "Stopped: {why}. The smallest change these intervals could show is about their half-width."
+            );
+        }
     }
     std::io::stdout().flush().ok();
     // A run that stopped before measuring anything (a failed privilege check,

@@ -78,6 +78,9 @@ pub struct RunInfo {
     /// The configurations compared (empty: one implicit "default").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<Config>,
+    /// With a precision target: why no more rounds were run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// The configuration order of each round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Vec<String>>,

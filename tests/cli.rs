@@ -818,3 +818,44 @@ fn an_experiment_file_sets_parameters_per_configuration() {
         "{stderr}"
     );
 }
+
+#[test]
+fn rounds_stop_at_the_precision_target_or_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let base = [
+        "run",
+        "spin:work=100",
+        "--config",
+        "a=",
+        "--config",
+        "b=",
+        "-q",
+    ];
+    // A ±50 % target is met as soon as intervals exist (3 rounds).
+    quick_run(&[&base[..], &["--target-ci", "50"]].concat(), &json);
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.run.schedule.len(), 3);
+    assert!(
+        doc.run
+            .stopped_by
+            .as_deref()
+            .unwrap()
+            .contains("within ±50.00% after 3 rounds")
+    );
+    // An impossible target with a tiny time limit stops at the limit (after the first two rounds).
+    quick_run(
+        &[&base[..], &["--target-ci", "0", "--max-time", "0.001"]].concat(),
+        &json,
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(
+        doc.run
+            .stopped_by
+            .as_deref()
+            .unwrap()
+            .contains("--max-time reached after 2 rounds"),
+        "{:?}",
+        doc.run.stopped_by
+    );
+}

@@ -36,7 +36,43 @@ pub struct Plan {
     /// Configurations to compare; empty means one implicit "default" configuration.
     pub configs: Vec<Config>,
     /// Rounds; each runs every configuration once per case, in a fresh random order.
+    /// With `target_ci`, the most rounds to run.
     pub rounds: usize,
+    /// Stop adding rounds once every paired ratio's 95 % interval is narrower
+    /// than ± this fraction (at least 3 rounds), or at `max_time`.
+    pub target_ci: Option<f64>,
+    pub max_time: Option<std::time::Duration>,
+}
+
+/// Whether every paired ratio's 95 % interval is narrower than ± `target` (a fraction).
+fn precision_reached(done: &[((usize, usize), Series)], configs: usize, target: f64) -> bool {
+    // Every candidate configuration's per-round medians against the baseline's, case by case.
+    let slots: Vec<usize> = done
+        .iter()
+        .filter(|((c, _), _)| *c == 0)
+        .map(|((_, i), _)| *i)
+        .collect();
+    slots.iter().all(|&slot| {
+        let rounds_of = |c: usize| {
+            done.iter()
+                .find(|(k, _)| *k == (c, slot))
+                .map(|(_, s)| &s.rounds)
+        };
+        let Some(base) = rounds_of(0) else {
+            return false;
+        };
+        (1..configs).all(|c| match rounds_of(c) {
+            Some(cand) if base.len().min(cand.len()) >= 3 => {
+                let n = base
+                    .len()
+                    .min(cand.len())
+                    .min(crate::stats::compare::MAX_ROUNDS);
+                let (r, _) = crate::stats::compare::paired_log_ratio(&base[..n], &cand[..n]);
+                (r.ci95.1 - r.ci95.0) / 2.0 / r.ratio < target
+            }
+            _ => false,
+        })
+    })
 }
 
 /// Receives progress; the CLI prints it, tests ignore it.
@@ -83,8 +119,24 @@ pub fn run<C: Clock>(
         .cases
         .iter()
         .find_map(|c| (c.def.check)(&c.params).err());
+    let start = std::time::Instant::now();
+    let mut stopped_by = None;
     'rounds: for round in 0..rounds {
         if error.is_some() {
+            break;
+        }
+        let reached = plan
+            .target_ci
+            .filter(|&t| round >= 3 && precision_reached(&done, configs.len(), t));
+        if let Some(target) = reached {
+            stopped_by = Some(format!(
+                "every ratio's 95% interval within ±{:.2}% after {round} rounds",
+                target * 100.0
+            ));
+            break;
+        }
+        if plan.max_time.is_some_and(|max| start.elapsed() >= max) && round >= 2 {
+            stopped_by = Some(format!("--max-time reached after {round} rounds"));
             break;
         }
         let mut config_order: Vec<usize> = (0..configs.len()).collect();
@@ -157,6 +209,14 @@ pub fn run<C: Clock>(
         complete: error.is_none(),
         stopped_because: error.as_ref().map(|e| e.to_string()),
         configs: plan.configs.clone(),
+        stopped_by: stopped_by.or_else(|| {
+            (plan.target_ci.is_some() && error.is_none()).then(|| {
+                format!(
+                    "all {} rounds ran without reaching the target interval",
+                    schedule.len()
+                )
+            })
+        }),
         schedule: if plan.configs.is_empty() {
             Vec::new()
         } else {
