@@ -60,6 +60,9 @@ struct CompareArgs {
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
+    /// Also write the comparisons as JSON to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 fn parse_secs(s: &str) -> Result<f64, String> {
@@ -485,8 +488,21 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         ..Default::default()
     };
+    let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     let comparison = osbench::compare::compare(&docs, options)?;
     print!("{}", report::compare::render(&comparison));
+    if let Some(pending) = pending {
+        let record = serde_json::json!({
+            "schema": osbench::document::SCHEMA,
+            "tool": osbench::document::Tool::this(),
+            "documents": comparison.labels,
+            "method": comparison.method,
+            "comparisons": comparison.records(),
+        });
+        let mut bytes = serde_json::to_vec_pretty(&record).context("serialising the comparison")?;
+        bytes.push(b'\n');
+        pending.commit(&bytes)?;
+    }
     match args.gate {
         Some(pct) if comparison.gate_tripped(pct) => {
             eprintln!(

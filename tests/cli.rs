@@ -554,6 +554,23 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         text.contains("Environment differences") && text.contains("6.99.0-planted"),
         "{text}"
     );
+    let out_json = dir.path().join("cmp.json");
+    let written = osbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--json")
+        .arg(&out_json)
+        .output()
+        .unwrap();
+    assert!(written.status.success());
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(record["comparisons"][0]["verdict"], "slower");
+    assert_eq!(
+        record["comparisons"][0]["candidate"],
+        b.display().to_string()
+    );
     let gated = osbench()
         .arg("compare")
         .arg(&a)

@@ -337,6 +337,58 @@ mod tests {
     }
 
     #[test]
+    fn paired_intervals_cover_the_true_ratio_under_drift() {
+        // 10 rounds; each round the machine drifts by up to ±20 % (shared by both
+        // sides), each side adds its own 2 % noise, and the candidate is truly 3 %
+        // slower: the 95 % interval must cover 1.03 in at least 94 % of trials, and
+        // with no true difference the test must rarely call one.
+        let mut rng = SplitMix64::new(11);
+        let (trials, mut covered, mut false_positives) = (1000, 0, 0);
+        for _ in 0..trials {
+            let drift: Vec<f64> = sample(&mut rng, 10, 1.0)
+                .iter()
+                .map(|d| d.powf(4.0))
+                .collect();
+            let noise = |rng: &mut SplitMix64| {
+                sample(rng, 10, 1.0)
+                    .iter()
+                    .map(|n| n.powf(0.4))
+                    .collect::<Vec<f64>>()
+            };
+            let base: Vec<f64> = drift
+                .iter()
+                .zip(noise(&mut rng))
+                .map(|(d, n)| 100.0 * d * n)
+                .collect();
+            let cand: Vec<f64> = drift
+                .iter()
+                .zip(noise(&mut rng))
+                .map(|(d, n)| 103.0 * d * n)
+                .collect();
+            let (r, _) = paired_log_ratio(&base, &cand);
+            if r.ci95.0 <= 1.03 && 1.03 <= r.ci95.1 {
+                covered += 1;
+            }
+            let same: Vec<f64> = drift
+                .iter()
+                .zip(noise(&mut rng))
+                .map(|(d, n)| 100.0 * d * n)
+                .collect();
+            if paired_log_ratio(&base, &same).1 < 0.05 {
+                false_positives += 1;
+            }
+        }
+        assert!(
+            covered * 100 >= trials * 94,
+            "coverage {covered} of {trials}"
+        );
+        assert!(
+            false_positives <= trials * 9 / 100,
+            "false positives {false_positives} of {trials}"
+        );
+    }
+
+    #[test]
     fn paired_interval_matches_a_hand_computed_t_interval() {
         // log-ratios ln(1.1), ln(0.9), ln(1.0): mean m, sd s by hand; t(0.975, 2) = 4.303.
         let (r, p) = paired_log_ratio(&[1.0, 1.0, 1.0], &[1.1, 0.9, 1.0]);
