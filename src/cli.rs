@@ -307,9 +307,16 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!();
         print!("{}", report::compare::render(c));
         if let Some(why) = &doc.run.stopped_by {
+            println!("Stopped: {why}.");
             println!(
-                "Stopped: {why}. The smallest change these intervals could show is about their half-width."
+                "Smallest change each comparison could show (half-width of its 95% interval):"
             );
+            for row in &c.rows {
+                for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
+                    let half = (ch.ci_high - ch.ci_low) / 2.0 / ch.ratio * 100.0;
+                    println!("  {} {} {label}: ±{half:.2}%", row.bench, row.case);
+                }
+            }
         }
     }
     std::io::stdout().flush().ok();
