@@ -313,7 +313,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
             for row in &c.rows {
                 for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
-                    let half = (ch.ci_high - ch.ci_low) / 2.0 / ch.ratio * 100.0;
+                    let half = ch.ci.relative_half_width() * 100.0;
                     println!("  {} {} {label}: ±{half:.2}%", row.bench, row.case);
                 }
             }

@@ -54,16 +54,25 @@ pub struct CaseRow {
 /// A candidate against the baseline for one case.
 #[derive(Debug, Clone, Copy)]
 pub struct Change {
-    /// Candidate median ÷ baseline median (above 1: the candidate takes longer).
-    pub ratio: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
-    /// The 90 % interval the equivalence test uses.
-    pub ci90: (f64, f64),
+    /// Candidate ÷ baseline (above 1: the candidate takes longer), with its
+    /// 95 % interval and the 90 % one the equivalence test uses.
+    pub ci: RatioCi,
     pub p_value: f64,
     /// After Holm's adjustment over every change of the comparison.
     pub p_adjusted: f64,
     pub verdict: Verdict,
+}
+
+impl Change {
+    /// A change before the multiple-comparison adjustment and the verdict.
+    fn unjudged(ci: RatioCi, p_value: f64) -> Self {
+        Self {
+            ci,
+            p_value,
+            p_adjusted: p_value,
+            verdict: Verdict::NoChange,
+        }
+    }
 }
 
 /// Everything `osbench compare` reports.
@@ -137,15 +146,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                     let r =
                         ratio_of_medians(&sides[0].samples, &cand.samples, seed, options.resamples);
                     let p = mann_whitney_p(&sides[0].samples, &cand.samples);
-                    Change {
-                        ratio: r.ratio,
-                        ci_low: r.ci95.0,
-                        ci_high: r.ci95.1,
-                        ci90: r.ci90,
-                        p_value: p,
-                        p_adjusted: p,
-                        verdict: Verdict::NoChange,
-                    }
+                    Change::unjudged(r, p)
                 })
                 .collect();
             rows.push(CaseRow {
@@ -210,15 +211,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             .iter()
             .map(|cand| {
                 let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
-                Change {
-                    ratio: r.ratio,
-                    ci_low: r.ci95.0,
-                    ci_high: r.ci95.1,
-                    ci90: r.ci90,
-                    p_value: p,
-                    p_adjusted: p,
-                    verdict: Verdict::NoChange,
-                }
+                Change::unjudged(r, p)
             })
             .collect();
         rows.push(CaseRow {
@@ -260,12 +253,12 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
     let mut adjusted = holm(&raw).into_iter();
     for change in rows.iter_mut().flat_map(|r| r.changes.iter_mut()) {
         change.p_adjusted = adjusted.next().expect("one adjusted p per change");
-        let r = RatioCi {
-            ratio: change.ratio,
-            ci95: (change.ci_low, change.ci_high),
-            ci90: change.ci90,
-        };
-        change.verdict = verdict(&r, change.p_adjusted, options.alpha, options.equivalence);
+        change.verdict = verdict(
+            &change.ci,
+            change.p_adjusted,
+            options.alpha,
+            options.equivalence,
+        );
     }
 }
 
@@ -283,9 +276,9 @@ impl Comparison {
                         case: row.case.clone(),
                         baseline: self.labels[0].clone(),
                         candidate: candidate.clone(),
-                        ratio: ch.ratio,
-                        ci_low: ch.ci_low,
-                        ci_high: ch.ci_high,
+                        ratio: ch.ci.ratio,
+                        ci_low: ch.ci.ci95.0,
+                        ci_high: ch.ci.ci95.1,
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict.as_str().to_string(),
                     })
@@ -298,7 +291,7 @@ impl Comparison {
         self.rows
             .iter()
             .flat_map(|r| &r.changes)
-            .any(|c| c.verdict == Verdict::Slower && c.ratio > 1.0 + pct / 100.0)
+            .any(|c| c.verdict == Verdict::Slower && c.ci.ratio > 1.0 + pct / 100.0)
     }
 
     /// How many changes were tested (for the Holm note).

@@ -68,7 +68,7 @@ fn precision_reached(done: &[((usize, usize), Series)], configs: usize, target: 
                     .min(cand.len())
                     .min(crate::stats::compare::MAX_ROUNDS);
                 let (r, _) = crate::stats::compare::paired_log_ratio(&base[..n], &cand[..n]);
-                (r.ci95.1 - r.ci95.0) / 2.0 / r.ratio < target
+                r.relative_half_width() < target
             }
             _ => false,
         })

@@ -62,10 +62,10 @@ pub fn render(c: &Comparison) -> String {
             let _ = writeln!(
                 out,
                 "  {l}/A  {:.3}  [{:.3} – {:.3}]  {:+.1}%  p={}  → {}",
-                ch.ratio,
-                ch.ci_low,
-                ch.ci_high,
-                (ch.ratio - 1.0) * 100.0,
+                ch.ci.ratio,
+                ch.ci.ci95.0,
+                ch.ci.ci95.1,
+                (ch.ci.ratio - 1.0) * 100.0,
                 fmt_p(ch.p_adjusted),
                 ch.verdict.as_str()
             );
@@ -100,7 +100,7 @@ pub fn render(c: &Comparison) -> String {
         cells.extend(
             row.changes
                 .iter()
-                .map(|ch| format!("{:+.1} %", (ch.ratio - 1.0) * 100.0)),
+                .map(|ch| format!("{:+.1} %", (ch.ci.ratio - 1.0) * 100.0)),
         );
         rows.push(cells);
     }

@@ -93,6 +93,14 @@ pub struct RatioCi {
     pub ci90: (f64, f64),
 }
 
+impl RatioCi {
+    /// Half the width of the 95 % interval as a fraction of the ratio: the
+    /// smallest relative change the comparison could show.
+    pub fn relative_half_width(&self) -> f64 {
+        (self.ci95.1 - self.ci95.0) / 2.0 / self.ratio
+    }
+}
+
 /// Candidate median ÷ baseline median, with percentile-bootstrap intervals
 /// from `resamples` independent resamples of each side.
 pub fn ratio_of_medians(
