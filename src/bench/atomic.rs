@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit};
+use super::{BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit};
 use crate::error::{Error, Result};
 use crate::measure::placement::{Placement, pin_thread_for_life};
 use crate::measure::supervise::thread_error;
@@ -49,16 +49,7 @@ pub static DEF: BenchDef = BenchDef {
             default: "all",
         },
     ],
-    default_cases: &[
-        &[("case", "plain")],
-        &[("case", "locked")],
-        &[("case", "swap")],
-        &[("case", "cas")],
-        &[("case", "fence")],
-        &[("case", "getppid")],
-        &[("case", "shared")],
-        &[("case", "separate")],
-    ],
+    default_cases: DefaultCases::EachOf("case"),
     case_name: |p| match p.get("case") {
         c @ ("shared" | "separate") => format!("{c}/{}t", threads(p)),
         c => c.to_string(),

@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::fdio::{pipe, read_exact, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
-use super::{Baseline, BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit};
+use super::{Baseline, BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
@@ -50,7 +50,7 @@ pub static DEF: BenchDef = BenchDef {
             default: "processes",
         },
     ],
-    default_cases: &[
+    default_cases: DefaultCases::Listed(&[
         &[("procs", "2"), ("size", "0")],
         &[("procs", "2"), ("size", "16")],
         &[("procs", "2"), ("size", "64")],
@@ -58,7 +58,7 @@ pub static DEF: BenchDef = BenchDef {
         &[("procs", "8"), ("size", "64")],
         &[("procs", "16"), ("size", "16")],
         &[("procs", "16"), ("size", "64")],
-    ],
+    ]),
     case_name,
     op: |p| {
         format!(

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use super::fdio::{pipe, read_exact, socketpair, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
-use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter};
+use super::{
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 use crate::measure::supervise::descriptor_error;
@@ -51,12 +53,12 @@ pub static DEF: BenchDef = BenchDef {
             default: "processes",
         },
     ],
-    default_cases: &[
+    default_cases: DefaultCases::Listed(&[
         &[("kind", "pipe")],
         &[("kind", "unix")],
         &[("kind", "tcp")],
         &[("kind", "udp"), ("bytes", "4")],
-    ],
+    ]),
     case_name,
     op: |p| {
         let over = match p.get("kind") {

@@ -27,7 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::fdio::{pipe, read_exact, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
-use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter};
+use super::{
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
@@ -84,7 +86,7 @@ pub static DEF: BenchDef = BenchDef {
     ],
     // One default case, hackbench's own defaults, so that `messaging:groups=50`
     // is exactly `hackbench -g 50` and `messaging:transport=pipe` is `hackbench -p`.
-    default_cases: &[],
+    default_cases: DefaultCases::Defaults,
     case_name,
     op: |p| {
         format!(

@@ -220,9 +220,8 @@ pub struct BenchDef {
     pub summary: &'static str,
     pub unit: Unit,
     pub params: &'static [ParamSpec],
-    /// The cases run when the family is selected without parameters; each
-    /// lists only the parameters that differ from the defaults.
-    pub default_cases: &'static [&'static [(&'static str, &'static str)]],
+    /// The cases run when the family is selected without parameters.
+    pub default_cases: DefaultCases,
     /// Short case name for tables (e.g. "null", "2p/16K").
     pub case_name: fn(&Params) -> String,
     /// What one operation is, in words (e.g. "one getppid() call").
@@ -254,6 +253,38 @@ pub struct BenchDef {
 /// `check` for families that need nothing special.
 pub fn no_check(_: &Params) -> Result<()> {
     Ok(())
+}
+
+/// Which cases a family runs by default.
+#[derive(Debug, Clone, Copy)]
+pub enum DefaultCases {
+    /// One case: every parameter at its default.
+    Defaults,
+    /// One case per allowed value of this choice parameter, the others at their defaults.
+    EachOf(&'static str),
+    /// These cases, each listing only the parameters that differ from the defaults.
+    Listed(&'static [&'static [(&'static str, &'static str)]]),
+}
+
+impl BenchDef {
+    /// The default cases as parameter assignments (only what differs from the defaults).
+    pub fn default_cases(&self) -> Vec<Vec<(&'static str, &'static str)>> {
+        match self.default_cases {
+            DefaultCases::Defaults => vec![Vec::new()],
+            DefaultCases::EachOf(name) => {
+                match self.params.iter().find(|p| p.name == name).map(|p| p.kind) {
+                    Some(ParamKind::Choice(words)) => {
+                        words.iter().map(|w| vec![(name, *w)]).collect()
+                    }
+                    _ => panic!(
+                        "{}: DefaultCases::EachOf({name}) needs a choice parameter",
+                        self.name
+                    ),
+                }
+            }
+            DefaultCases::Listed(cases) => cases.iter().map(|c| c.to_vec()).collect(),
+        }
+    }
 }
 
 /// An in-process stand-in for one operation without the part being measured,

@@ -27,7 +27,8 @@ use std::os::unix::fs::PermissionsExt;
 use tempfile::TempPath;
 
 use super::{
-    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+    single_task,
 };
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -43,14 +44,7 @@ pub static DEF: BenchDef = BenchDef {
         kind: ParamKind::Choice(&["fork", "exec", "sh", "spawn", "vfork", "thread"]),
         default: "fork",
     }],
-    default_cases: &[
-        &[("case", "fork")],
-        &[("case", "exec")],
-        &[("case", "sh")],
-        &[("case", "spawn")],
-        &[("case", "vfork")],
-        &[("case", "thread")],
-    ],
+    default_cases: DefaultCases::EachOf("case"),
     case_name: |p| p.get("case").to_string(),
     op: |p| {
         match p.get("case") {

@@ -148,8 +148,8 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             .all(|(k, v)| base.iter().all(|(bk, bv)| bk != k || bv == v))
     };
     let mut out: Vec<Case> = Vec::new();
-    for base in default_cases(def).into_iter().filter(|b| agrees(b)) {
-        let mut fixed: Vec<(&str, &str)> = base.to_vec();
+    for base in def.default_cases().into_iter().filter(|b| agrees(b)) {
+        let mut fixed: Vec<(&str, &str)> = base;
         fixed.extend(given.iter().copied());
         let params = Params::new(def, &fixed);
         if !out.iter().any(|c| c.params == params) {
@@ -163,14 +163,6 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
         });
     }
     Ok(out)
-}
-
-fn default_cases(def: &BenchDef) -> Vec<&'static [(&'static str, &'static str)]> {
-    if def.default_cases.is_empty() {
-        vec![&[]]
-    } else {
-        def.default_cases.to_vec()
-    }
 }
 
 #[cfg(test)]
@@ -225,7 +217,7 @@ mod tests {
             .map(Case::name)
             .collect();
         assert_eq!(names, ["null", "read", "write", "stat", "fstat", "open"]);
-        let every: usize = REGISTRY.iter().map(|d| default_cases(d).len()).sum();
+        let every: usize = REGISTRY.iter().map(|d| d.default_cases().len()).sum();
         assert_eq!(resolve(&[]).unwrap().len(), every);
     }
 

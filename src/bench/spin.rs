@@ -8,7 +8,8 @@
 use std::hint::black_box;
 
 use super::{
-    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+    single_task,
 };
 use crate::error::Result;
 use crate::measure::placement::Placement;
@@ -26,7 +27,7 @@ pub static DEF: BenchDef = BenchDef {
         },
         default: "1000",
     }],
-    default_cases: &[],
+    default_cases: DefaultCases::Defaults,
     case_name: |p| format!("work={}", p.int("work")),
     op: |p| format!("{} dependent multiply-add steps", p.int("work")),
     anchor: |_| "(none: calibration)".to_string(),

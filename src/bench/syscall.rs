@@ -26,7 +26,8 @@ use std::os::unix::ffi::OsStrExt;
 use tempfile::NamedTempFile;
 
 use super::{
-    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+    single_task,
 };
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -41,14 +42,7 @@ pub static DEF: BenchDef = BenchDef {
         kind: ParamKind::Choice(&["null", "read", "write", "stat", "fstat", "open"]),
         default: "null",
     }],
-    default_cases: &[
-        &[("case", "null")],
-        &[("case", "read")],
-        &[("case", "write")],
-        &[("case", "stat")],
-        &[("case", "fstat")],
-        &[("case", "open")],
-    ],
+    default_cases: DefaultCases::EachOf("case"),
     case_name: |p| p.get("case").to_string(),
     op,
     anchor: |p| format!("lat_syscall {}", p.get("case")),

@@ -15,7 +15,8 @@ use std::fs::File;
 use std::io::Write;
 
 use super::{
-    BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter, single_task,
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+    single_task,
 };
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -57,7 +58,7 @@ pub static DEF: BenchDef = BenchDef {
             default: "none",
         },
     ],
-    default_cases: &[],
+    default_cases: DefaultCases::Defaults,
     case_name: |p| {
         let mut name = format!("{}us", p.int("interval_us"));
         if p.int("priority") > 0 {

@@ -27,7 +27,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::fdio::{pipe, read_exact, write_all};
 use super::ring::{Helpers, Mode, map_anonymous};
-use super::{BenchDef, Benchmark, ParamKind, ParamSpec, Params, Unit, one_op_per_iter};
+use super::{
+    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
+};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::placement::Placement;
@@ -78,13 +80,7 @@ pub static DEF: BenchDef = BenchDef {
             default: "5000",
         },
     ],
-    default_cases: &[
-        &[("wait", "futex")],
-        &[("wait", "eventfd")],
-        &[("wait", "pipe")],
-        &[("wait", "spin")],
-        &[("wait", "spin-then-futex")],
-    ],
+    default_cases: DefaultCases::EachOf("wait"),
     case_name: |p| match p.get("wait") {
         "spin-then-futex" => format!("spin{}us-futex/{}", p.int("spin_us"), p.get("mode")),
         w => format!("{w}/{}", p.get("mode")),

@@ -361,8 +361,8 @@ fn describe(out: &mut String, def: &BenchDef) {
         );
     }
     let _ = writeln!(out, "  default cases and what one op is:");
-    for fixed in def.default_cases {
-        let params = Params::new(def, fixed);
+    for fixed in def.default_cases() {
+        let params = Params::new(def, &fixed);
         let _ = writeln!(
             out,
             "    {:<10} {}",
