@@ -98,29 +98,43 @@ fn threads(p: &Params) -> usize {
 #[repr(C, align(128))]
 struct Line(AtomicU64);
 
+/// The operation the timing thread repeats.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Plain,
+    /// Also the contended cases, whose difference is in the helper threads.
+    Locked,
+    Swap,
+    Cas,
+    Fence,
+    Getppid,
+}
+
 struct Atomic {
-    case: &'static str,
+    op: Op,
     lines: Arc<Vec<Line>>,
     stop: Arc<AtomicBool>,
     helpers: Vec<JoinHandle<()>>,
 }
 
 fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
-    let case = match p.get("case") {
-        "plain" => "plain",
-        "locked" => "locked",
-        "swap" => "swap",
-        "cas" => "cas",
-        "fence" => "fence",
-        "getppid" => "getppid",
-        "shared" => "shared",
-        _ => "separate",
+    let case = p.get("case");
+    let op = match case {
+        "plain" => Op::Plain,
+        "swap" => Op::Swap,
+        "cas" => Op::Cas,
+        "fence" => Op::Fence,
+        "getppid" => Op::Getppid,
+        _ => Op::Locked, // locked, shared, separate
     };
-    let contended = matches!(case, "shared" | "separate");
-    let n = if contended { threads(p) } else { 1 };
+    let n = if matches!(case, "shared" | "separate") {
+        threads(p)
+    } else {
+        1
+    };
     let lines: Arc<Vec<Line>> = Arc::new((0..n).map(|_| Line(AtomicU64::new(0))).collect());
     let mut bench = Atomic {
-        case,
+        op,
         lines,
         stop: Arc::new(AtomicBool::new(false)),
         helpers: Vec::new(),
@@ -154,13 +168,21 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
 impl Benchmark for Atomic {
     fn run(&mut self, iters: u64) -> Result<()> {
         let line = &self.lines[0].0;
-        match self.case {
-            "plain" => loop_plain(line, iters),
-            "locked" | "shared" | "separate" => loop_locked(line, iters),
-            "swap" => loop_swap(line, iters),
-            "cas" => loop_cas(line, iters),
-            "fence" => loop_fence(iters),
-            _ => loop_getppid(iters),
+        match self.op {
+            Op::Plain => x16_loop(iters, || plain_add(line)),
+            Op::Locked => x16_loop(iters, || locked_add(line)),
+            Op::Swap => {
+                let mut i = 0u64;
+                x16_loop(iters, || {
+                    i = i.wrapping_add(1);
+                    std::hint::black_box(line.swap(i, Ordering::SeqCst));
+                });
+            }
+            Op::Cas => cas_loop(line, iters),
+            Op::Fence => x16_loop(iters, mfence),
+            Op::Getppid => x16_loop(iters, || {
+                std::hint::black_box(super::syscall::raw_getppid());
+            }),
         }
         Ok(())
     }
@@ -193,81 +215,44 @@ impl Drop for Atomic {
 /// a plain add here) is spread over 16 operations instead of subtracted from one.
 const UNROLL: u64 = 16;
 
-/// Sixteen calls of `op`, written out.
-#[inline(always)]
-fn x16(mut op: impl FnMut()) {
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-    op();
-}
-
+/// `iters` × 16 calls of `op`, sixteen written out per iteration. Never
+/// inlined: each operation gets its own hot loop (one copy per closure type).
 #[inline(never)]
-fn loop_plain(line: &AtomicU64, iters: u64) {
+fn x16_loop(iters: u64, mut op: impl FnMut()) {
     for _ in 0..iters {
-        x16(|| plain_add(line));
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
+        op();
     }
 }
 
-#[inline(never)]
-fn loop_locked(line: &AtomicU64, iters: u64) {
-    for _ in 0..iters {
-        x16(|| locked_add(line));
-    }
-}
-
-#[inline(never)]
-fn loop_swap(line: &AtomicU64, iters: u64) {
-    for i in 0..iters {
-        x16(|| {
-            std::hint::black_box(line.swap(i, Ordering::SeqCst));
-        });
-    }
-}
-
-#[inline(never)]
-fn loop_cas(line: &AtomicU64, iters: u64) {
+/// Compare-and-swaps that always succeed (nothing else writes the line).
+fn cas_loop(line: &AtomicU64, iters: u64) {
     let mut current = line.load(Ordering::Relaxed);
-    for _ in 0..iters {
-        // Always succeeds: nothing else writes this line in this case.
-        x16(|| {
-            current = match line.compare_exchange(
-                current,
-                current.wrapping_add(1),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => current.wrapping_add(1),
-                Err(seen) => seen,
-            };
-        });
-    }
-}
-
-#[inline(never)]
-fn loop_fence(iters: u64) {
-    for _ in 0..iters {
-        x16(mfence);
-    }
-}
-
-#[inline(never)]
-fn loop_getppid(iters: u64) {
-    for _ in 0..iters * UNROLL {
-        std::hint::black_box(super::syscall::raw_getppid());
-    }
+    x16_loop(iters, || {
+        current = match line.compare_exchange(
+            current,
+            current.wrapping_add(1),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => current.wrapping_add(1),
+            Err(seen) => seen,
+        };
+    });
 }
 
 /// `add qword [mem], 1` without the LOCK prefix.
@@ -327,11 +312,11 @@ mod tests {
     #[test]
     fn plain_and_locked_adds_really_add() {
         let line = AtomicU64::new(5);
-        loop_plain(&line, 1000);
+        x16_loop(1000, || plain_add(&line));
         assert_eq!(line.load(Ordering::Relaxed), 5 + 16_000);
-        loop_locked(&line, 1000);
+        x16_loop(1000, || locked_add(&line));
         assert_eq!(line.load(Ordering::Relaxed), 5 + 32_000);
-        loop_cas(&line, 10);
+        cas_loop(&line, 10);
         assert_eq!(line.load(Ordering::Relaxed), 5 + 32_160);
     }
 
