@@ -461,11 +461,7 @@ impl Observer for Progress {
         if self.quiet {
             return;
         }
-        let unit = if s.unit == "us" {
-            "µs"
-        } else {
-            s.unit.as_str()
-        };
+        let unit = report::unit_symbol(&s.unit);
         match s.quantiles {
             Some(q) => eprintln!(
                 "p50 {} {unit}, p99 {} {unit}",

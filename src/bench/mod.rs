@@ -83,6 +83,13 @@ impl Unit {
         }
     }
 
+    /// The unit a document names ("ns", "us", "s").
+    pub fn parse(name: &str) -> Option<Unit> {
+        [Unit::Ns, Unit::Us, Unit::S]
+            .into_iter()
+            .find(|u| u.as_str() == name)
+    }
+
     /// The name shown to people ("ns", "µs", "s").
     pub fn symbol(self) -> &'static str {
         match self {

@@ -13,7 +13,7 @@ pub mod config;
 pub mod file;
 
 use crate::bench::select::Case;
-use crate::bench::{BenchDef, Benchmark, Params};
+use crate::bench::{BenchDef, Benchmark, Params, Unit};
 use crate::document::{BaselineSeries, Document, RunInfo, Series, Tool, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -287,11 +287,7 @@ fn resummarize(mut s: Series) -> Series {
     if let Some(summary) = summarize(&s.samples) {
         s.summary = summary;
     }
-    let unit_ns = match s.unit.as_str() {
-        "us" => 1e3,
-        "s" => 1e9,
-        _ => 1.0,
-    };
+    let unit_ns = Unit::parse(&s.unit).map_or(1.0, Unit::ns);
     if let (Some(h), Some(q)) = (s.histogram.as_mut(), s.quantiles.as_mut()) {
         // The buckets of all rounds, re-recorded into one histogram.
         let events: Vec<u64> =

@@ -35,11 +35,7 @@ pub fn render(c: &Comparison) -> String {
     }
     out.push('\n');
     for row in &c.rows {
-        let unit = if row.unit == "us" {
-            "µs"
-        } else {
-            row.unit.as_str()
-        };
+        let unit = super::unit_symbol(&row.unit);
         let d = decimals_for(row.summaries[0].median);
         let config = if row.config == "default" {
             String::new()

@@ -20,6 +20,14 @@ pub fn decimals_for(x: f64) -> usize {
     (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
 }
 
+/// How a document's unit ("us") is shown to people ("µs").
+pub fn unit_symbol(unit: &str) -> &str {
+    match crate::bench::Unit::parse(unit) {
+        Some(u) => u.symbol(),
+        None => unit,
+    }
+}
+
 /// A percentage with one decimal.
 pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)

@@ -65,10 +65,7 @@ pub fn render_run(doc: &Document) -> String {
 fn row(s: &Series) -> [String; 10] {
     let m = &s.summary;
     let d = decimals_for(m.median);
-    let unit = match s.unit.as_str() {
-        "us" => "µs".to_string(),
-        u => u.to_string(),
-    };
+    let unit = super::unit_symbol(&s.unit).to_string();
     let ci = if m.ci_coverage >= m.ci_level {
         format!("{:.d$} – {:.d$}", m.ci_low, m.ci_high)
     } else {
@@ -188,11 +185,7 @@ fn distribution_table(series: &[Series]) -> Option<String> {
         .map(|s| {
             let q = s.quantiles.expect("filtered above");
             let d = decimals_for(q.p50);
-            let unit = if s.unit == "us" {
-                "µs".to_string()
-            } else {
-                s.unit.clone()
-            };
+            let unit = super::unit_symbol(&s.unit).to_string();
             [
                 s.bench.clone(),
                 s.case.clone(),
