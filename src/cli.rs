@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use osbench::bench::select::{Case, Selector, resolve};
 use osbench::document::Series;
@@ -107,8 +107,8 @@ struct RunArgs {
     /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
     /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
     /// others unpinned
-    #[arg(long, value_name = "PLACEMENT")]
-    pin: Option<PinArg>,
+    #[arg(long, value_name = "PLACEMENT", value_parser = parse_pin)]
+    pin: Option<Pin>,
     /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
     /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
     /// the first is the baseline; NAME= with no command runs nothing)
@@ -143,21 +143,8 @@ struct RunArgs {
     quiet: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum PinArg {
-    None,
-    Same,
-    Spread,
-}
-
-impl From<PinArg> for Pin {
-    fn from(p: PinArg) -> Self {
-        match p {
-            PinArg::None => Pin::None,
-            PinArg::Same => Pin::Same,
-            PinArg::Spread => Pin::Spread,
-        }
-    }
+fn parse_pin(s: &str) -> Result<Pin, String> {
+    Pin::parse(s).ok_or_else(|| format!("'{s}' is not one of none, same, spread"))
 }
 
 fn parse_ms(s: &str) -> Result<f64, String> {
@@ -270,7 +257,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
-        pin: args.pin.map(Pin::from),
+        pin: args.pin,
         configs,
         rounds: if args.target_ci.is_some() {
             osbench::stats::compare::MAX_ROUNDS
@@ -406,11 +393,7 @@ fn check_configs(configs: &[osbench::experiment::Config]) -> anyhow::Result<()> 
             }])
             .with_context(|| format!("configuration '{}'", c.name))?;
         }
-        if let Some(pin) = c
-            .pin
-            .as_deref()
-            .filter(|p| !matches!(*p, "none" | "same" | "spread"))
-        {
+        if let Some(pin) = c.pin.as_deref().filter(|p| Pin::parse(p).is_none()) {
             anyhow::bail!(
                 "configuration '{}': pin '{pin}' is not one of none, same, spread",
                 c.name

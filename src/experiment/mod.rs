@@ -172,7 +172,7 @@ pub fn run<C: Clock>(
                     )
                 });
                 observer.case_started(order.len() - 1, total, case);
-                let pin = config.pin.as_deref().and_then(pin_of).or(plan.pin);
+                let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
                 match run_case(case, pin, harness) {
                     Ok((mut series, interrupted)) => {
                         series.config = config.name.clone();
@@ -242,15 +242,6 @@ fn with_overrides(case: &Case, config: &Config) -> Case {
         case.params.set(&o.key, &o.value);
     }
     case
-}
-
-fn pin_of(name: &str) -> Option<Pin> {
-    match name {
-        "none" => Some(Pin::None),
-        "same" => Some(Pin::Same),
-        "spread" => Some(Pin::Spread),
-        _ => None,
-    }
 }
 
 /// Adds one round's series to the series of the same configuration and case.

@@ -28,6 +28,13 @@ pub enum Pin {
 }
 
 impl Pin {
+    pub const ALL: [Pin; 3] = [Pin::None, Pin::Same, Pin::Spread];
+
+    /// The policy called `name` ("none", "same", "spread").
+    pub fn parse(name: &str) -> Option<Pin> {
+        Pin::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Pin::None => "none",
