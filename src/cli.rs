@@ -51,18 +51,49 @@ struct CompareArgs {
     /// Result documents written by `osbench run --json`; the first is the baseline
     #[arg(value_name = "FILE", num_args = 2.., required = true)]
     files: Vec<PathBuf>,
-    /// Call a change "equivalent" when its 90% interval lies within ±PCT %
-    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
-    equivalence: f64,
-    /// Exit with status 1 when any case is significantly slower than the baseline by more than PCT %
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    gate: Option<f64>,
+    #[command(flatten)]
+    verdict: VerdictArgs,
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
     /// Also write the comparisons as JSON to FILE, atomically
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+/// How comparisons (of configurations, or of saved documents) are judged.
+#[derive(Args)]
+struct VerdictArgs {
+    /// Comparisons: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    /// Comparisons: exit with status 1 when any case is significantly slower than the
+    /// baseline by more than PCT %
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    gate: Option<f64>,
+}
+
+impl VerdictArgs {
+    fn options(&self, seed: u64) -> osbench::compare::Options {
+        osbench::compare::Options {
+            equivalence: self.equivalence / 100.0,
+            seed,
+            ..Default::default()
+        }
+    }
+
+    /// Status 1, said on stderr, when the gate is set and `comparison` trips it.
+    fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
+        match (self.gate, comparison) {
+            (Some(pct), Some(c)) if c.gate_tripped(pct) => {
+                eprintln!(
+                    "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
+                );
+                ExitCode::from(1)
+            }
+            _ => ExitCode::SUCCESS,
+        }
+    }
 }
 
 fn parse_secs(s: &str) -> Result<f64, String> {
@@ -132,12 +163,8 @@ struct RunArgs {
     /// With --target-ci: stop adding rounds after SECS seconds
     #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
     max_time: Option<f64>,
-    /// With configurations: call a change "equivalent" when its 90% interval lies within ±PCT %
-    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
-    equivalence: f64,
-    /// With configurations: exit 1 when any case is significantly slower than the baseline by more than PCT %
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    gate: Option<f64>,
+    #[command(flatten)]
+    verdict: VerdictArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -273,11 +300,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // With configurations, the paired comparison goes to the table and the document.
     let comparison = (plan.configs.len() >= 2 && !outcome.document.series.is_empty())
         .then(|| {
-            let options = osbench::compare::Options {
-                equivalence: args.equivalence / 100.0,
-                seed: plan.seed,
-                ..Default::default()
-            };
+            let options = args.verdict.options(plan.seed);
             osbench::compare::paired(&outcome.document, options)
                 .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
                 .ok()
@@ -318,16 +341,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("osbench: wrote {dest} ({} series)", doc.series.len());
         }
     }
-    let mut code = ExitCode::SUCCESS;
-    if let Some(pct) = args
-        .gate
-        .filter(|&pct| comparison.as_ref().is_some_and(|c| c.gate_tripped(pct)))
-    {
-        eprintln!(
-            "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-        );
-        code = ExitCode::from(1);
-    }
+    let code = args.verdict.exit_code(comparison.as_ref());
     match outcome.error {
         None => Ok(code),
         Some(e) => Err(anyhow!(e)).context(format!(
@@ -469,11 +483,7 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| Ok((f.display().to_string(), store::read_document(f)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let options = osbench::compare::Options {
-        equivalence: args.equivalence / 100.0,
-        seed: args.seed,
-        ..Default::default()
-    };
+    let options = args.verdict.options(args.seed);
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     let comparison = osbench::compare::compare(&docs, options)?;
     print!("{}", report::compare::render(&comparison));
@@ -489,15 +499,7 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         bytes.push(b'\n');
         pending.commit(&bytes)?;
     }
-    match args.gate {
-        Some(pct) if comparison.gate_tripped(pct) => {
-            eprintln!(
-                "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-            );
-            Ok(ExitCode::from(1))
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
 fn show_env() -> anyhow::Result<ExitCode> {

@@ -45,8 +45,13 @@ pub enum Error {
     #[error("interrupted by a signal")]
     Interrupted,
 
-    #[error("{path}: not an osbench result document: {message}")]
-    BadDocument { path: String, message: String },
+    /// A file osbench reads is malformed; `what` names the kind ("an osbench result document").
+    #[error("{path}: not {what}: {message}")]
+    BadDocument {
+        path: String,
+        what: &'static str,
+        message: String,
+    },
 }
 
 impl Error {

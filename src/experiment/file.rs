@@ -48,12 +48,14 @@ pub fn load(path: &Path) -> Result<(Vec<String>, Vec<Config>)> {
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     parse(&text).map_err(|message| Error::BadDocument {
         path: path.display().to_string(),
+        what: "an osbench experiment file",
         message,
     })
 }
 
 fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> {
-    let file: File = toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+    // Multi-line TOML errors are folded onto one line where they are printed.
+    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
     let mut configs = Vec::new();
     for c in file.config {
         let mut params = Vec::new();
@@ -89,10 +91,6 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
         });
     }
     Ok((file.select, configs))
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

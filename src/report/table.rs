@@ -39,25 +39,16 @@ pub fn render_run(doc: &Document) -> String {
     } else {
         align(&header, &numeric, &rows)
     };
-    if let Some(line) = lmbench_processor_line(&doc.series) {
+    let sections = [
+        lmbench_processor_line(&doc.series),
+        distribution_table(&doc.series),
+        lock_prefix_line(&doc.series),
+        hackbench_lines(&doc.series),
+        lmbench_ctx_table(doc),
+    ];
+    for section in sections.into_iter().flatten() {
         out.push('\n');
-        out.push_str(&line);
-    }
-    if let Some(table) = distribution_table(&doc.series) {
-        out.push('\n');
-        out.push_str(&table);
-    }
-    if let Some(line) = lock_prefix_line(&doc.series) {
-        out.push('\n');
-        out.push_str(&line);
-    }
-    if let Some(lines) = hackbench_lines(&doc.series) {
-        out.push('\n');
-        out.push_str(&lines);
-    }
-    if let Some(table) = lmbench_ctx_table(doc) {
-        out.push('\n');
-        out.push_str(&table);
+        out.push_str(&section);
     }
     out
 }

@@ -100,6 +100,7 @@ pub fn read_document(path: &Path) -> Result<Document> {
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     let bad = |message: String| Error::BadDocument {
         path: path.display().to_string(),
+        what: "an osbench result document",
         message,
     };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
