@@ -32,7 +32,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{fork_error, thread_error};
+use crate::measure::supervise::{Exit, fork_error, thread_error, wait_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",
@@ -228,12 +228,12 @@ impl Benchmark for Proc {
                 Case::Vfork(e, stack) => vfork_exec_wait(e, stack)?,
                 Case::Thread => {
                     thread_create_join()?;
-                    0
+                    Exit::Code(0)
                 }
             };
-            if status != 0 {
+            if status != Exit::Code(0) {
                 return Err(Error::Measure(format!(
-                    "the child exited with status {status:#x}, not 0"
+                    "the child ended with {status:?}, not exit status 0"
                 )));
             }
         }
@@ -241,29 +241,16 @@ impl Benchmark for Proc {
     }
 }
 
-/// waitpid for `pid`, retrying on EINTR; the raw wait status.
-fn wait(pid: libc::pid_t) -> Result<libc::c_int> {
-    let mut status = 0;
-    // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::io("waiting for the child", e));
-        }
-    }
-    Ok(status)
-}
-
-fn fork_exit_wait() -> Result<libc::c_int> {
+fn fork_exit_wait() -> Result<Exit> {
     // SAFETY: the child only calls _exit, which is async-signal-safe.
     match unsafe { libc::fork() } {
         -1 => Err(fork_error(0)),
         0 => unsafe { libc::_exit(0) },
-        pid => wait(pid),
+        pid => wait_child(pid),
     }
 }
 
-fn fork_exec_wait(e: &Exec) -> Result<libc::c_int> {
+fn fork_exec_wait(e: &Exec) -> Result<Exit> {
     // SAFETY: the child only makes async-signal-safe calls (close, execve,
     // _exit) on pointers prepared before the fork, which stay valid in it.
     match unsafe { libc::fork() } {
@@ -273,11 +260,11 @@ fn fork_exec_wait(e: &Exec) -> Result<libc::c_int> {
             libc::execve(e.program.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr());
             libc::_exit(127)
         },
-        pid => wait(pid),
+        pid => wait_child(pid),
     }
 }
 
-fn spawn_wait(e: &Exec) -> Result<libc::c_int> {
+fn spawn_wait(e: &Exec) -> Result<Exit> {
     // SAFETY: the file actions object is initialised, used and destroyed here;
     // every pointer passed to posix_spawn is valid for the call.
     unsafe {
@@ -301,7 +288,7 @@ fn spawn_wait(e: &Exec) -> Result<libc::c_int> {
                 Error::io("posix_spawn", std::io::Error::from_raw_os_error(r))
             });
         }
-        wait(pid)
+        wait_child(pid)
     }
 }
 
@@ -317,7 +304,7 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
-fn vfork_exec_wait(e: &Exec, stack: &mut [u8]) -> Result<libc::c_int> {
+fn vfork_exec_wait(e: &Exec, stack: &mut [u8]) -> Result<Exit> {
     // Stacks grow down on x86-64: pass the (16-byte aligned) top.
     let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
     // SAFETY: the child runs `vfork_child` on `stack`, which outlives it (the
@@ -334,7 +321,7 @@ fn vfork_exec_wait(e: &Exec, stack: &mut [u8]) -> Result<libc::c_int> {
     if pid < 0 {
         Err(fork_error(0))
     } else {
-        wait(pid)
+        wait_child(pid)
     }
 }
 

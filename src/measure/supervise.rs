@@ -143,21 +143,7 @@ impl Supervisor {
     pub fn reap_all(&mut self) -> Result<Vec<Exit>> {
         let mut exits = Vec::with_capacity(self.children.len());
         let result = self.children.iter().try_for_each(|&pid| {
-            exits.push(loop {
-                let mut status = 0;
-                // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-                let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-                if r == pid {
-                    break exit_of(status);
-                }
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(Error::io(format!("waiting for child {pid}"), e));
-                }
-                if crate::measure::interrupt::requested() {
-                    return Err(Error::Interrupted);
-                }
-            });
+            exits.push(waitpid(pid, 0, true)?.expect("a blocking wait always returns an exit"));
             Ok(())
         });
         // Forget the reaped ones: their pids may be reused and must never be signalled.
@@ -174,7 +160,7 @@ impl Supervisor {
         for pid in self.children.drain(..) {
             // SAFETY: `pid` is our unreaped child, so the pid cannot have been reused.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            let _ = wait(pid);
+            let _ = wait_child(pid);
         }
     }
 }
@@ -185,17 +171,19 @@ impl Drop for Supervisor {
     }
 }
 
-/// Blocking waitpid, retrying on EINTR.
-fn wait(pid: libc::pid_t) -> Result<Exit> {
-    waitpid(pid, 0).map(|e| e.expect("a blocking wait always returns an exit"))
+/// Waits for our child `pid` to end (blocking, retried when a signal interrupts).
+pub fn wait_child(pid: libc::pid_t) -> Result<Exit> {
+    waitpid(pid, 0, false).map(|e| e.expect("a blocking wait always returns an exit"))
 }
 
 /// Non-blocking waitpid: `None` while the child runs.
 fn try_wait(pid: libc::pid_t) -> Result<Option<Exit>> {
-    waitpid(pid, libc::WNOHANG)
+    waitpid(pid, libc::WNOHANG, false)
 }
 
-fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<Option<Exit>> {
+/// waitpid retried on EINTR — unless `give_up_on_stop` and a signal asked
+/// osbench to stop, which returns `Interrupted`.
+fn waitpid(pid: libc::pid_t, flags: libc::c_int, give_up_on_stop: bool) -> Result<Option<Exit>> {
     let mut status = 0;
     loop {
         // SAFETY: `status` is a valid out-pointer; `pid` is our child.
@@ -209,6 +197,9 @@ fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<Option<Exit>> {
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(Error::io(format!("waiting for child {pid}"), e));
+        }
+        if give_up_on_stop && crate::measure::interrupt::requested() {
+            return Err(Error::Interrupted);
         }
     }
     Ok(Some(exit_of(status)))
