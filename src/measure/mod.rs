@@ -225,12 +225,11 @@ impl<C: Clock> Harness<C> {
         let mut samplers = Vec::with_capacity(benches.len());
         for bench in benches.iter_mut() {
             let mut iters = self.calibrate(*bench, target)?;
-            let warmup_start = self.clock.now_ns();
-            while self.clock.now_ns().saturating_sub(warmup_start) < self.policy.warmup_ns {
-                self.interrupt.check()?;
+            self.warm_up(|| {
                 let elapsed = self.time(*bench, iters)?;
                 iters = rescale(iters, elapsed, target);
-            }
+                Ok(())
+            })?;
             samplers.push(Sampler::new(iters, self.policy.samples));
         }
 
@@ -257,10 +256,9 @@ impl<C: Clock> Harness<C> {
         if interrupted && samplers[0].accepted.is_empty() {
             return Err(Error::Interrupted);
         }
-        let wanted = self.policy.samples;
         samplers
             .into_iter()
-            .map(|s| s.finish(wanted, target, interrupted, self.overhead))
+            .map(|s| s.finish(target, interrupted, self.overhead))
             .collect()
     }
 
@@ -269,17 +267,10 @@ impl<C: Clock> Harness<C> {
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
     pub fn measure_runs(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
-        if self.policy.warmup_ns > 0 {
-            let start = self.clock.now_ns();
-            loop {
-                self.interrupt.check()?;
-                bench.prepare()?;
-                bench.run(1)?;
-                if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
-                    break;
-                }
-            }
-        }
+        self.warm_up(|| {
+            bench.prepare()?;
+            bench.run(1)
+        })?;
         let mut sampler = Sampler::new(1, self.policy.samples);
         let mut interrupted = false;
         while sampler.accepted.len() < self.policy.samples {
@@ -301,7 +292,6 @@ impl<C: Clock> Harness<C> {
             }
         }
         sampler.finish(
-            self.policy.samples,
             self.policy.sample_time_ns as f64,
             interrupted,
             self.overhead,
@@ -315,14 +305,7 @@ impl<C: Clock> Harness<C> {
     /// the harness adds the wall time and the CPU time the tasks used.
     pub fn measure_events(&self, bench: &mut dyn Benchmark, events: u64) -> Result<Events> {
         const BATCH: u64 = 64;
-        let start = self.clock.now_ns();
-        loop {
-            self.interrupt.check()?;
-            bench.run(BATCH)?;
-            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
-                break;
-            }
-        }
+        self.warm_up(|| bench.run(BATCH))?;
         bench.take_events();
         let cpu_before = bench.cpu_time_ns()?;
         let t0 = self.clock.now_ns();
@@ -361,6 +344,22 @@ impl<C: Clock> Harness<C> {
             wall_ns,
             interrupted,
         })
+    }
+
+    /// Repeats `step`, unrecorded, until the warm-up time has passed (at least
+    /// once unless the warm-up time is zero), stopping on an interrupt.
+    fn warm_up(&self, mut step: impl FnMut() -> Result<()>) -> Result<()> {
+        if self.policy.warmup_ns == 0 {
+            return Ok(());
+        }
+        let start = self.clock.now_ns();
+        loop {
+            self.interrupt.check()?;
+            step()?;
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
+                return Ok(());
+            }
+        }
     }
 
     /// Grows the iteration count from 1 until a batch takes at least
@@ -442,13 +441,8 @@ impl Sampler {
         }
     }
 
-    fn finish(
-        self,
-        wanted: usize,
-        target: f64,
-        interrupted: bool,
-        overhead: Overhead,
-    ) -> Result<Measurement> {
+    fn finish(self, target: f64, interrupted: bool, overhead: Overhead) -> Result<Measurement> {
+        let wanted = self.wanted;
         let mut warnings = Vec::new();
         let (taken, tried) = (
             self.accepted.len(),
