@@ -100,33 +100,9 @@ pub fn render(c: &Comparison) -> String {
         );
         rows.push(cells);
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == 0 {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    let _ = writeln!(out, "{}", line(&header));
-    for r in &rows {
-        let _ = writeln!(out, "{}", line(r));
-    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
+    out.push_str(&super::table::align(&header, &numeric, &rows));
     if !c.missing.is_empty() {
         out.push_str("\nNot in every document (not compared):\n");
         for (case, lacking) in &c.missing {

@@ -82,15 +82,15 @@ fn row(s: &Series) -> [String; 10] {
 }
 
 /// Columns two spaces apart: text left-aligned, `numeric` ones right-aligned.
-fn align<const N: usize>(header: &[&str; N], numeric: &[bool; N], rows: &[[String; N]]) -> String {
+pub(super) fn align<R: AsRef<[String]>>(header: &[&str], numeric: &[bool], rows: &[R]) -> String {
     let width = |i: usize| {
         rows.iter()
-            .map(|r| r[i].chars().count())
+            .map(|r| r.as_ref()[i].chars().count())
             .chain([header[i].chars().count()])
             .max()
             .unwrap_or(0)
     };
-    let widths: Vec<usize> = (0..N).map(width).collect();
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
     let mut out = String::new();
     let mut line = |cells: &[String]| {
         let mut text = String::new();
@@ -113,9 +113,9 @@ fn align<const N: usize>(header: &[&str; N], numeric: &[bool; N], rows: &[[Strin
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(&header.map(String::from));
+    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     for r in rows {
-        line(r);
+        line(r.as_ref());
     }
     out
 }
