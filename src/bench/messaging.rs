@@ -184,6 +184,8 @@ struct Messaging {
 /// The workers of one run, started and waiting for the wake byte.
 struct Run {
     helpers: Helpers,
+    /// Every worker has been woken and reaped.
+    reaped: bool,
     wake: OwnedFd,
     /// Threads only: set before waking workers that must not work (a failed start).
     abort: Arc<AtomicBool>,
@@ -219,6 +221,7 @@ impl Messaging {
         let counters = Arc::new(SharedCounters::new(shape.workers())?);
         let run = self.run.insert(Run {
             helpers,
+            reaped: false,
             wake: wake_w,
             abort: Arc::new(AtomicBool::new(false)),
             counters,
@@ -298,12 +301,18 @@ impl Messaging {
             .as_mut()
             .ok_or_else(|| Error::Measure("messaging run without prepare".into()))?;
         write_all(run.wake.as_raw_fd(), &[1]).map_err(|e| Error::io("waking the workers", e))?;
-        run.helpers.join_all()
+        run.helpers.join_all()?;
+        run.reaped = true;
+        Ok(())
     }
 
-    /// Checks that every receiver got, and every sender sent, `fds × loops` messages.
+    /// Ends the current run, untimed: once it was reaped, checks that every
+    /// receiver got, and every sender sent, `fds × loops` messages; a run that
+    /// was never woken is abandoned (its workers stopped by `Run`'s drop).
     fn check_counts(&mut self) -> Result<()> {
-        let run = self.run.take().expect("checked after a run");
+        let Some(run) = self.run.take().filter(|r| r.reaped) else {
+            return Ok(());
+        };
         let want = self.shape.messages_per_worker();
         let counts = run.counters.values();
         match counts.iter().position(|&c| c != want) {
@@ -317,21 +326,27 @@ impl Messaging {
 }
 
 impl Benchmark for Messaging {
+    /// Untimed: checks the previous run's message counts and starts the next run's workers.
     fn prepare(&mut self) -> Result<()> {
+        self.check_counts()?;
         self.start()
     }
 
-    /// Timed: wake the workers `prepare` started and reap them. Further runs
-    /// (never asked for by the harness, which times one at a time) start their own.
+    /// Timed: wake the workers `prepare` started and reap them — nothing else,
+    /// the counts are checked by the next `prepare` or `teardown`. Further runs
+    /// (never asked for by the harness, which times one at a time) set up their own.
     fn run(&mut self, iters: u64) -> Result<()> {
-        for _ in 0..iters {
-            if self.run.is_none() {
-                self.start()?;
+        for i in 0..iters {
+            if i > 0 || self.run.is_none() {
+                self.prepare()?;
             }
             self.wake_and_reap()?;
-            self.check_counts()?;
         }
         Ok(())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<()> {
+        self.check_counts()
     }
 }
 
