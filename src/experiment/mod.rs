@@ -252,6 +252,10 @@ fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new:
         return;
     };
     s.rounds.push(new.summary.median);
+    if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
+        let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
+        s.cpu_per_op = Some((a * na + b * nb) / (na + nb));
+    }
     s.samples.extend(new.samples);
     s.raw.extend(new.raw);
     s.rejected.extend(new.rejected);
@@ -265,9 +269,6 @@ fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new:
             .into_iter()
             .map(|w| format!("round {}: {w}", s.rounds.len())),
     );
-    if let (Some(h), Some(mut more)) = (s.histogram.as_mut(), new.histogram) {
-        h.ns.append(&mut more.ns); // re-binned in `resummarize`
-    }
 }
 
 /// Recomputes the summary (and quantiles) of a series merged over several rounds.
@@ -278,18 +279,24 @@ fn resummarize(mut s: Series) -> Series {
     if let Some(summary) = summarize(&s.samples) {
         s.summary = summary;
     }
-    let unit_ns = Unit::parse(&s.unit).map_or(1.0, Unit::ns);
-    if let (Some(h), Some(q)) = (s.histogram.as_mut(), s.quantiles.as_mut()) {
-        // The buckets of all rounds, re-recorded into one histogram.
-        let events: Vec<u64> =
-            h.ns.iter()
-                .flat_map(|[value, count]| std::iter::repeat_n(*value, *count as usize))
-                .collect();
-        let merged = histogram::histogram(&events);
-        *q = histogram::quantiles(&merged).scaled(1.0 / unit_ns);
-        *h = histogram::buckets(&merged);
+    if s.quantiles.is_some() {
+        // Every event of every round is in `samples`: rebuild the distribution from them.
+        let unit_ns = Unit::parse(&s.unit).map_or(1.0, Unit::ns);
+        let events: Vec<u64> = s
+            .samples
+            .iter()
+            .map(|v| (v * unit_ns).round() as u64)
+            .collect();
+        set_distribution(&mut s, &events, unit_ns);
     }
     s
+}
+
+/// Quantiles (in the series' unit) and histogram buckets of `events_ns`.
+fn set_distribution(series: &mut Series, events_ns: &[u64], unit_ns: f64) {
+    let hist = histogram::histogram(events_ns);
+    series.quantiles = Some(histogram::quantiles(&hist).scaled(1.0 / unit_ns));
+    series.histogram = Some(histogram::buckets(&hist));
 }
 
 /// Places, sets up, measures and tears down one case; the flag says whether
@@ -407,11 +414,9 @@ fn distribution<C: Clock>(
         .iter()
         .map(|&ns| ns as f64 / unit_ns)
         .collect();
-    let hist = histogram::histogram(&e.latencies_ns);
     let mut series = new_series(case, placement, samples)?;
     series.kind = "distribution".into();
-    series.quantiles = Some(histogram::quantiles(&hist).scaled(1.0 / unit_ns));
-    series.histogram = Some(histogram::buckets(&hist));
+    set_distribution(&mut series, &e.latencies_ns, unit_ns);
     series.cpu_per_op = e
         .cpu_ns
         .map(|cpu| cpu as f64 / e.latencies_ns.len() as f64 / unit_ns);
