@@ -365,15 +365,13 @@ fn configs_of(
     let mut out: Vec<osbench::experiment::Config> = Vec::new();
     for spec in configs {
         let (name, setup) = osbench::experiment::config::parse_assignment(spec)?;
-        if out.iter().any(|c| c.name == name) {
-            anyhow::bail!("configuration '{name}' is given twice; names must be unique");
-        }
         out.push(osbench::experiment::Config {
             name,
             setup,
             ..Default::default()
         });
     }
+    check_configs(&out)?; // unique names before tear-downs are attached by name
     for spec in teardowns {
         let (name, command) = osbench::experiment::config::parse_assignment(spec)?;
         let config = out
@@ -382,7 +380,6 @@ fn configs_of(
             .ok_or_else(|| anyhow!("--teardown names '{name}', which no --config defines"))?;
         config.teardown = command;
     }
-    check_configs(&out)?;
     Ok(out)
 }
 
