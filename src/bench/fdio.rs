@@ -6,7 +6,8 @@
 //! writes are continued.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 
 use crate::error::Result;
 use crate::measure::supervise::descriptor_error;
@@ -53,40 +54,17 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// A pipe as (read end, write end), close-on-exec.
+/// A pipe as (read end, write end), close-on-exec (`std::io::pipe`), with
+/// descriptor-limit errors worded as osbench words them.
 pub fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(descriptor_error(
-            "creating a pipe",
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (r, w) = std::io::pipe().map_err(|e| descriptor_error("creating a pipe", e))?;
+    Ok((r.into(), w.into()))
 }
 
-/// An AF_UNIX socket pair of `kind` (SOCK_STREAM, SOCK_DGRAM), close-on-exec.
-pub fn socketpair(kind: libc::c_int) -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors socketpair writes.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            kind | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(descriptor_error(
-            "creating a socket pair",
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: socketpair succeeded; both descriptors are ours alone.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+/// A connected AF_UNIX stream socket pair, close-on-exec (`UnixStream::pair`).
+pub fn socketpair() -> Result<(OwnedFd, OwnedFd)> {
+    let (a, b) = UnixStream::pair().map_err(|e| descriptor_error("creating a socket pair", e))?;
+    Ok((a.into(), b.into()))
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ impl Echo {
                 (from_peer_r, to_peer_w, to_peer_r, from_peer_w)
             }
             "unix" => {
-                let (a, b) = socketpair(libc::SOCK_STREAM)?;
+                let (a, b) = socketpair()?;
                 let (a2, b2) = (dup(&a)?, dup(&b)?);
                 (a, a2, b, b2)
             }

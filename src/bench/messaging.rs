@@ -167,11 +167,7 @@ impl Shape {
 
 /// A pair of connected descriptors: (read end, write end).
 fn fdpair(pipes: bool) -> Result<(OwnedFd, OwnedFd)> {
-    if pipes {
-        pipe()
-    } else {
-        socketpair(libc::SOCK_STREAM)
-    }
+    if pipes { pipe() } else { socketpair() }
 }
 
 struct Messaging {
