@@ -20,7 +20,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::fdio::{pipe, read_exact, write_all};
+use super::fdio::{pipe, read_exact, read_message, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
 use super::{Baseline, BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit};
 use crate::error::{Error, Result};
@@ -151,9 +151,7 @@ impl Ring {
         let sent = self.token.wrapping_add(1);
         write_all(to_next, &sent.to_ne_bytes()).map_err(ring_broken)?;
         let mut buf = [0u8; 4];
-        if !read_exact(from_last, &mut buf).map_err(ring_broken)? {
-            return Err(ring_broken(io::ErrorKind::UnexpectedEof.into()));
-        }
+        read_message(from_last, &mut buf).map_err(ring_broken)?;
         self.working_set.sum();
         let got = u32::from_ne_bytes(buf);
         let want = self.token.wrapping_add(self.procs);

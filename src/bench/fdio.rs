@@ -35,6 +35,17 @@ pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Reads exactly `buf.len()` bytes where a message must come: end of file is
+/// an error (`UnexpectedEof`) too.
+#[inline]
+pub fn read_message(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+    if read_exact(fd, buf)? {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::UnexpectedEof.into())
+    }
+}
+
 /// Writes all of `buf`.
 #[inline]
 pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {

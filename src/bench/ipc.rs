@@ -20,7 +20,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use super::fdio::{pipe, read_exact, socketpair, write_all};
+use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
 use super::{
     BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
@@ -202,9 +202,7 @@ impl Echo {
         let n = stamp.len().min(self.message.len());
         self.message[..n].copy_from_slice(&stamp[..n]);
         write_all(out, &self.message).map_err(peer_broken)?;
-        if !read_exact(input, &mut self.reply).map_err(peer_broken)? {
-            return Err(peer_broken(io::ErrorKind::UnexpectedEof.into()));
-        }
+        read_message(input, &mut self.reply).map_err(peer_broken)?;
         if self.reply[..n] != stamp[..n] {
             return Err(Error::Measure(format!(
                 "reply {} did not echo message {}",

@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::fdio::{pipe, read_exact, socketpair, write_all};
+use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
 use super::{
     BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
@@ -407,9 +407,7 @@ fn receive(
 ) -> io::Result<()> {
     let mut received = 0;
     for _ in 0..shape.messages_per_worker() {
-        if !read_exact(input, msg)? {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
+        read_message(input, msg)?;
         received += 1;
     }
     count.store(received, Ordering::Relaxed);

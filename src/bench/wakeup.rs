@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::fdio::{pipe, read_exact, write_all};
+use super::fdio::{pipe, read_message, write_all};
 use super::ring::{Helpers, Mode, map_anonymous};
 use super::{
     BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
@@ -201,11 +201,11 @@ impl Side {
             }
             Wait::EventFd => {
                 let mut buf = [0u8; 8];
-                eof_is_error(read_exact(self.wait_fd, &mut buf)?)?;
+                read_message(self.wait_fd, &mut buf)?;
             }
             Wait::Pipe => {
                 let mut buf = [0u8; 1];
-                eof_is_error(read_exact(self.wait_fd, &mut buf)?)?;
+                read_message(self.wait_fd, &mut buf)?;
             }
         }
         let now = monotonic_ns();
@@ -220,14 +220,6 @@ impl Side {
 fn pause(gap: std::time::Duration) {
     if !gap.is_zero() {
         std::thread::sleep(gap);
-    }
-}
-
-fn eof_is_error(got: bool) -> io::Result<()> {
-    if got {
-        Ok(())
-    } else {
-        Err(io::ErrorKind::UnexpectedEof.into())
     }
 }
 
