@@ -114,10 +114,11 @@ pub fn run<C: Clock>(
     let total = rounds * configs.len() * plan.cases.len();
     let mut done: Vec<((usize, usize), Series)> = Vec::new();
     let (mut order, mut schedule) = (Vec::new(), Vec::new());
-    // Privileges and devices are checked for every case before anything is measured.
-    let mut error = plan
-        .cases
+    // Privileges and devices are checked for every case, as every configuration
+    // will run it (its parameters may differ), before anything is measured.
+    let mut error = configs
         .iter()
+        .flat_map(|config| plan.cases.iter().map(move |c| with_overrides(c, config)))
         .find_map(|c| (c.def.check)(&c.params).err());
     let start = std::time::Instant::now();
     let mut stopped_by = None;
