@@ -116,18 +116,19 @@ impl Supervisor {
                 break;
             }
             if Instant::now() >= deadline {
-                let running = exits.iter().filter(|e| e.is_none()).count();
-                let reaped: Vec<libc::pid_t> = self
+                // Keep only the unreaped ones: a reaped pid may be reused and must not be signalled.
+                let running: Vec<libc::pid_t> = self
                     .children
                     .iter()
                     .zip(&exits)
-                    .filter(|(_, e)| e.is_some())
+                    .filter(|(_, e)| e.is_none())
                     .map(|(p, _)| *p)
                     .collect();
-                self.children.retain(|p| !reaped.contains(p));
+                let count = running.len();
+                self.children = running;
                 self.kill_all();
                 return Err(Error::Measure(format!(
-                    "{running} helper process(es) did not exit within {} s of being told to stop; killed",
+                    "{count} helper process(es) did not exit within {} s of being told to stop; killed",
                     limit.as_secs()
                 )));
             }
