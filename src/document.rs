@@ -84,6 +84,9 @@ pub struct RunInfo {
     /// The configuration order of each round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Vec<String>>,
+    /// A name the user gave the run (`--label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// Everything measured for one case under one configuration.
@@ -122,6 +125,10 @@ pub struct Series {
     /// The median of each round, in round order (runs with configurations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<f64>,
+    /// How many of `samples` each round contributed, in round order (the
+    /// samples are stored round after round).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_samples: Vec<usize>,
     /// "samples" (each sample times many operations) or "distribution" (each
     /// sample is one event's latency; see `quantiles` and `histogram`).
     #[serde(default = "samples_kind")]

@@ -52,6 +52,17 @@ pub enum Error {
         what: &'static str,
         message: String,
     },
+
+    /// The results store cannot be opened, read or written.
+    #[error("results store {path}: {message}")]
+    Store { path: String, message: String },
+
+    /// A run named on the command line is neither a file, a run id nor a label.
+    #[error(
+        "'{arg}' is not a file, nor a run id or label in the results store {store}; \
+         `osbench history` lists the stored runs"
+    )]
+    UnknownRun { arg: String, store: String },
 }
 
 impl Error {

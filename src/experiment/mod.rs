@@ -223,6 +223,7 @@ pub fn run<C: Clock>(
         } else {
             schedule
         },
+        label: None,
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),
@@ -248,11 +249,13 @@ fn with_overrides(case: &Case, config: &Config) -> Case {
 /// Adds one round's series to the series of the same configuration and case.
 fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new: Series) {
     new.rounds = vec![new.summary.median];
+    new.round_samples = vec![new.samples.len()];
     let Some((_, s)) = done.iter_mut().find(|(k, _)| *k == key) else {
         done.push((key, new));
         return;
     };
     s.rounds.push(new.summary.median);
+    s.round_samples.push(new.samples.len());
     if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
         let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
         s.cpu_per_op = Some((a * na + b * nb) / (na + nb));
@@ -454,6 +457,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         ops_per_iter: 1.0,
         kind: "samples".into(),
         rounds: Vec::new(),
+        round_samples: Vec::new(),
         slot: None,
         quantiles: None,
         histogram: None,

@@ -4,7 +4,10 @@
 //! in the destination's directory, so a bad path fails at once and nothing is
 //! measured for nothing; `commit` writes, syncs and renames it into place, so a
 //! reader never sees a half-written document. Dropping an uncommitted one
-//! removes it. Left out: the results history (a later issue).
+//! removes it. The results history (SQLite) is in [`db`]; [`resolve_document`]
+//! finds a document by file, run id or label.
+
+pub mod db;
 
 use std::fs;
 use std::io::Write;
@@ -14,6 +17,7 @@ use tempfile::NamedTempFile;
 
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
+pub use db::{Filter, Inserted, RunRow, Store, location};
 
 /// A destination file that will be replaced atomically.
 #[derive(Debug)]
@@ -96,14 +100,25 @@ pub fn to_json(doc: &Document) -> Vec<u8> {
 
 /// Reads a document and checks its schema.
 pub fn read_document(path: &Path) -> Result<Document> {
+    read_document_text(path).map(|(_, doc)| doc)
+}
+
+/// Reads a document and checks its schema; also returns the text as read.
+pub fn read_document_text(path: &Path) -> Result<(String, Document)> {
     let text = fs::read_to_string(path)
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let doc = parse_document(&text, &path.display().to_string())?;
+    Ok((text, doc))
+}
+
+/// Parses a document's JSON `text` (from `origin`, named in errors) and checks its schema.
+pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
     let bad = |message: String| Error::BadDocument {
-        path: path.display().to_string(),
+        path: origin.to_string(),
         what: "an osbench result document",
         message,
     };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(other) => {
@@ -114,6 +129,57 @@ pub fn read_document(path: &Path) -> Result<Document> {
         None => return Err(bad("no \"schema\" field".into())),
     }
     serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+}
+
+/// A document named on the command line: an existing file, else a run id in
+/// the store at `store` (an integer), else the latest stored run with that
+/// label. Returns a name for tables (the path, "run 3 (label)" or
+/// "label (run 3)") and the document. `store` is `None` when no store location
+/// could be determined.
+pub fn resolve_document(arg: &str, store: Option<&Path>) -> Result<(String, Document)> {
+    let path = Path::new(arg);
+    if path.exists() {
+        return Ok((arg.to_string(), read_document(path)?));
+    }
+    let unknown = |where_: String| Error::UnknownRun {
+        arg: arg.to_string(),
+        store: where_,
+    };
+    let Some(store_path) = store else {
+        return Err(unknown(
+            "(no results store: set OSBENCH_STORE or give --store)".into(),
+        ));
+    };
+    if !store_path.exists() {
+        return Err(unknown(store_path.display().to_string()));
+    }
+    let db = Store::open_existing(store_path)?;
+    let (id, name) = match arg.parse::<i64>() {
+        Ok(id) => (id, None),
+        Err(_) => match db.latest_with_label(arg)? {
+            Some(id) => (id, Some(format!("{arg} (run {id})"))),
+            None => return Err(unknown(store_path.display().to_string())),
+        },
+    };
+    let doc = db
+        .document(id)?
+        .ok_or_else(|| unknown(store_path.display().to_string()))?;
+    let name = name.unwrap_or_else(|| match &doc.run.label {
+        Some(label) => format!("run {id} ({label})"),
+        None => format!("run {id}"),
+    });
+    Ok((name, doc))
+}
+
+/// A small fixed document (two configurations, a sampled and a distribution
+/// case, comparisons, a label with markup) for tests and snapshots.
+#[cfg(test)]
+pub(crate) fn fixture() -> (&'static str, Document) {
+    let text = include_str!("../../tests/data/small-run.json");
+    (
+        text,
+        parse_document(text, "tests/data/small-run.json").unwrap(),
+    )
 }
 
 #[cfg(test)]
