@@ -12,18 +12,6 @@ use crate::document::{Document, Series};
 /// The results table of a run: one row per sampled series, then the
 /// latency distributions and the anchors' own layouts.
 pub fn render_run(doc: &Document) -> String {
-    let header = [
-        "bench",
-        "case",
-        "median",
-        "95% CI of median",
-        "mean ± stddev",
-        "CV",
-        "n",
-        "unit",
-        "noise",
-        "op",
-    ];
     // Latency distributions have their own table below.
     let rows: Vec<[String; 10]> = doc
         .series
@@ -31,13 +19,10 @@ pub fn render_run(doc: &Document) -> String {
         .filter(|s| s.quantiles.is_none())
         .map(row)
         .collect();
-    let numeric = [
-        false, false, true, true, true, true, true, false, false, false,
-    ];
     let mut out = if rows.is_empty() {
         String::new()
     } else {
-        align(&header, &numeric, &rows)
+        align(&RESULTS_HEADER, &RESULTS_NUMERIC, &rows)
     };
     let sections = [
         lmbench_processor_line(&doc.series),
@@ -53,7 +38,27 @@ pub fn render_run(doc: &Document) -> String {
     out
 }
 
-fn row(s: &Series) -> [String; 10] {
+/// Columns of the results table of sampled series.
+pub(super) const RESULTS_HEADER: [&str; 10] = [
+    "bench",
+    "case",
+    "median",
+    "95% CI of median",
+    "mean ± stddev",
+    "CV",
+    "n",
+    "unit",
+    "noise",
+    "op",
+];
+
+/// Which results-table columns are numbers (right-aligned).
+pub(super) const RESULTS_NUMERIC: [bool; 10] = [
+    false, false, true, true, true, true, true, false, false, false,
+];
+
+/// The results-table row of a series.
+pub(super) fn row(s: &Series) -> [String; 10] {
     let m = &s.summary;
     let d = decimals_for(m.median);
     let unit = super::unit_symbol(&s.unit).to_string();
@@ -151,53 +156,56 @@ fn lmbench_processor_line(series: &[Series]) -> Option<String> {
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
 }
 
+/// Columns of the latency table; the first is the family.
+pub(super) const DISTRIBUTION_HEADER: [&str; 12] = [
+    "latency",
+    "case",
+    "min",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "mean",
+    "unit",
+    "CPU/event",
+    "events",
+];
+
+/// Which latency-table columns are numbers (right-aligned).
+pub(super) const DISTRIBUTION_NUMERIC: [bool; 12] = [
+    false, false, true, true, true, true, true, true, true, false, true, true,
+];
+
 /// Quantiles of every distribution series, and the CPU time per event.
 fn distribution_table(series: &[Series]) -> Option<String> {
-    let dists: Vec<&Series> = series.iter().filter(|s| s.quantiles.is_some()).collect();
-    if dists.is_empty() {
+    let rows: Vec<[String; 12]> = series.iter().filter_map(distribution_row).collect();
+    if rows.is_empty() {
         return None;
     }
-    let header = [
-        "latency",
-        "case",
-        "min",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "max",
-        "mean",
-        "unit",
-        "CPU/event",
-        "events",
-    ];
-    let rows: Vec<[String; 12]> = dists
-        .iter()
-        .map(|s| {
-            let q = s.quantiles.expect("filtered above");
-            let d = decimals_for(q.p50);
-            let unit = super::unit_symbol(&s.unit).to_string();
-            [
-                s.bench.clone(),
-                s.case.clone(),
-                format!("{:.d$}", s.summary.min),
-                format!("{:.d$}", q.p50),
-                format!("{:.d$}", q.p90),
-                format!("{:.d$}", q.p99),
-                format!("{:.d$}", q.p99_9),
-                format!("{:.d$}", q.max),
-                format!("{:.d$}", s.summary.mean),
-                unit,
-                s.cpu_per_op
-                    .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
-                s.summary.n.to_string(),
-            ]
-        })
-        .collect();
-    let numeric = [
-        false, false, true, true, true, true, true, true, true, false, true, true,
-    ];
-    Some(align(&header, &numeric, &rows))
+    Some(align(&DISTRIBUTION_HEADER, &DISTRIBUTION_NUMERIC, &rows))
+}
+
+/// The latency-table row of a distribution series (`None` for sampled ones).
+pub(super) fn distribution_row(s: &Series) -> Option<[String; 12]> {
+    let q = s.quantiles?;
+    let d = decimals_for(q.p50);
+    let unit = super::unit_symbol(&s.unit).to_string();
+    Some([
+        s.bench.clone(),
+        s.case.clone(),
+        format!("{:.d$}", s.summary.min),
+        format!("{:.d$}", q.p50),
+        format!("{:.d$}", q.p90),
+        format!("{:.d$}", q.p99),
+        format!("{:.d$}", q.p99_9),
+        format!("{:.d$}", q.max),
+        format!("{:.d$}", s.summary.mean),
+        unit,
+        s.cpu_per_op
+            .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
+        s.summary.n.to_string(),
+    ])
 }
 
 /// The seed's question answered from the atomic medians: what the LOCK

@@ -1,0 +1,388 @@
+//! Markdown (GitHub-flavoured pipe tables) of a run and of a comparison, for
+//! pasting into mails, issues and pull requests (hyperfine's `--export-markdown`).
+//! The cells are the terminal tables' cells; text from outside (labels,
+//! configuration names, environment values) is escaped so it stays one cell
+//! and renders as written. Left out: plots (see the HTML report).
+
+use std::fmt::Write;
+
+use super::compare::{fmt_p, letter};
+use super::table::{
+    DISTRIBUTION_HEADER, DISTRIBUTION_NUMERIC, RESULTS_HEADER, RESULTS_NUMERIC, distribution_row,
+    row,
+};
+use super::{decimals_for, unit_symbol};
+use crate::compare::Comparison;
+use crate::document::{ComparisonRecord, Document};
+
+/// The run as Markdown: what was run, the results, the latency
+/// distributions, the comparisons of its configurations, the environment.
+pub fn run(doc: &Document) -> String {
+    let mut out = String::new();
+    let title = doc.run.label.as_deref().map_or_else(
+        || "osbench results".to_string(),
+        |l| format!("osbench results: {}", escape(l)),
+    );
+    let _ = writeln!(out, "# {title}\n");
+    let r = &doc.run;
+    let _ = writeln!(
+        out,
+        "- Run: {} to {}, {}",
+        r.started,
+        r.finished,
+        match &r.stopped_because {
+            Some(why) if !r.complete => format!("stopped early ({})", escape(why)),
+            _ if !r.complete => "stopped early".to_string(),
+            _ => "complete".to_string(),
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- Host: {} ({}, Linux {}), osbench {}",
+        escape(&doc.env.hostname),
+        escape(&doc.env.arch),
+        escape(&doc.env.kernel),
+        escape(&doc.tool.version)
+    );
+    let _ = writeln!(
+        out,
+        "- Policy: {} samples of {} ms per case, {} ms warm-up, seed {}",
+        r.policy.samples,
+        r.policy.sample_time_ns as f64 / 1e6,
+        r.policy.warmup_ns as f64 / 1e6,
+        r.seed
+    );
+    if !r.configs.is_empty() {
+        let names: Vec<String> = r.configs.iter().map(|c| escape(&c.name)).collect();
+        let _ = writeln!(
+            out,
+            "- Configurations: {} (the first is the baseline), {} rounds",
+            names.join(", "),
+            r.schedule.len()
+        );
+    }
+
+    // A configuration column only when there are configurations.
+    let configs = doc.series.iter().any(|s| s.config != "default");
+    let with_config = |mut cells: Vec<String>, config: &str| {
+        if configs {
+            cells.insert(2, escape(config));
+        }
+        cells
+    };
+    let with_config_header = |header: &[&str], numeric: &[bool]| {
+        let mut h: Vec<String> = header.iter().map(|s| s.to_string()).collect();
+        let mut n = numeric.to_vec();
+        if configs {
+            h.insert(2, "config".into());
+            n.insert(2, false);
+        }
+        (h, n)
+    };
+    let sampled: Vec<Vec<String>> = doc
+        .series
+        .iter()
+        .filter(|s| s.quantiles.is_none())
+        .map(|s| with_config(row(s).iter().map(|c| escape(c)).collect(), &s.config))
+        .collect();
+    if !sampled.is_empty() {
+        let (h, n) = with_config_header(&RESULTS_HEADER, &RESULTS_NUMERIC);
+        out.push_str("\n## Results\n\n");
+        out.push_str(&table(&h, &n, &sampled));
+    }
+    let latency: Vec<Vec<String>> = doc
+        .series
+        .iter()
+        .filter_map(|s| {
+            let cells = distribution_row(s)?;
+            Some(with_config(
+                cells.iter().map(|c| escape(c)).collect(),
+                &s.config,
+            ))
+        })
+        .collect();
+    if !latency.is_empty() {
+        let (mut h, n) = with_config_header(&DISTRIBUTION_HEADER, &DISTRIBUTION_NUMERIC);
+        h[0] = "bench".into();
+        out.push_str("\n## Latency distributions\n\n");
+        out.push_str(&table(&h, &n, &latency));
+    }
+    if !doc.comparisons.is_empty() {
+        out.push_str("\n## Comparisons of the configurations\n\n");
+        out.push_str(&records(&doc.comparisons));
+    }
+    out.push_str("\n## Environment\n\n");
+    let env = serde_json::to_value(&doc.env).unwrap_or_default();
+    let env_rows: Vec<Vec<String>> = env
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            vec![escape(k), escape(&text)]
+        })
+        .collect();
+    out.push_str(&table(
+        &["key".into(), "value".into()],
+        &[false, false],
+        &env_rows,
+    ));
+    out
+}
+
+/// The comparison records of a document (its configurations against the first).
+fn records(records: &[ComparisonRecord]) -> String {
+    let header: Vec<String> = [
+        "bench",
+        "case",
+        "baseline",
+        "candidate",
+        "ratio",
+        "95% CI of ratio",
+        "change",
+        "p (Holm)",
+        "verdict",
+    ]
+    .map(String::from)
+    .to_vec();
+    let numeric = [false, false, false, false, true, true, true, true, false];
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                escape(&r.bench),
+                escape(&r.case),
+                escape(&r.baseline),
+                escape(&r.candidate),
+                format!("{:.3}", r.ratio),
+                format!("{:.3} – {:.3}", r.ci_low, r.ci_high),
+                format!("{:+.1}%", (r.ratio - 1.0) * 100.0),
+                fmt_p(r.p_value),
+                escape(&r.verdict),
+            ]
+        })
+        .collect();
+    table(&header, &numeric, &rows)
+}
+
+/// A comparison of documents as Markdown: which is which, the environment
+/// differences, one row per case and candidate, the method, what was missing.
+pub fn comparison(c: &Comparison) -> String {
+    let mut out = String::from("# osbench comparison\n\n");
+    let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
+    for (l, label) in letters.iter().zip(&c.labels) {
+        let _ = writeln!(
+            out,
+            "- {l} = {}{}",
+            escape(label),
+            if l == "A" { " (baseline)" } else { "" }
+        );
+    }
+    if !c.env_diff.is_empty() {
+        out.push_str(
+            "\n## Environment differences\n\nConfounders unless they are the change being tested.\n\n",
+        );
+        let mut header = vec!["key".to_string()];
+        header.extend(letters.iter().cloned());
+        let numeric = vec![false; header.len()];
+        let rows: Vec<Vec<String>> = c
+            .env_diff
+            .iter()
+            .map(|(key, values)| {
+                let mut cells = vec![escape(key)];
+                cells.extend(values.iter().map(|v| escape(v)));
+                cells
+            })
+            .collect();
+        out.push_str(&table(&header, &numeric, &rows));
+    }
+    out.push_str("\n## Changes\n\n");
+    let mut header: Vec<String> = [
+        "bench",
+        "case",
+        "config",
+        "A: median [95% CI]",
+        "candidate",
+        "candidate: median [95% CI]",
+        "ratio",
+        "95% CI of ratio",
+        "change",
+        "p (Holm)",
+        "verdict",
+        "unit",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut numeric = vec![
+        false, false, false, true, false, true, true, true, true, true, false, false,
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for row in &c.rows {
+        let d = decimals_for(row.summaries[0].median);
+        let median = |i: usize| {
+            let s = &row.summaries[i];
+            format!("{:.d$} [{:.d$} – {:.d$}]", s.median, s.ci_low, s.ci_high)
+        };
+        for (i, ch) in row.changes.iter().enumerate() {
+            rows.push(vec![
+                escape(&row.bench),
+                escape(&row.case),
+                escape(&row.config),
+                median(0),
+                letters[i + 1].clone(),
+                median(i + 1),
+                format!("{:.3}", ch.ci.ratio),
+                format!("{:.3} – {:.3}", ch.ci.ci95.0, ch.ci.ci95.1),
+                format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
+                fmt_p(ch.p_adjusted),
+                ch.verdict.as_str().to_string(),
+                escape(unit_symbol(&row.unit)),
+            ]);
+        }
+    }
+    // The configuration column only when some case has one.
+    if c.rows.iter().all(|r| r.config == "default") {
+        header.remove(2);
+        numeric.remove(2);
+        rows.iter_mut().for_each(|r| {
+            r.remove(2);
+        });
+    }
+    out.push_str(&table(&header, &numeric, &rows));
+    let _ = writeln!(
+        out,
+        "\n{}; equivalent = 90% interval within ±{}%.",
+        escape(&c.method),
+        c.options.equivalence * 100.0
+    );
+    if !c.missing.is_empty() {
+        out.push_str("\nNot in every document (not compared):\n\n");
+        for (case, lacking) in &c.missing {
+            let lacking: Vec<String> = lacking.iter().map(|l| escape(l)).collect();
+            let _ = writeln!(
+                out,
+                "- {}: missing from {}",
+                escape(case),
+                lacking.join(", ")
+            );
+        }
+    }
+    out
+}
+
+/// A pipe table; `numeric` columns are right-aligned.
+fn table(header: &[String], numeric: &[bool], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|", header.join(" | "));
+    for &n in numeric {
+        out.push_str(if n { " ---: |" } else { " --- |" });
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}
+
+/// `text` as one table cell that renders as written: pipes, markup characters
+/// and backslashes escaped, line breaks turned into spaces.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '\\' | '|' | '<' | '>' | '`' | '*' | '[' | ']' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::compare::{CaseRow, Change, Options};
+    use crate::stats::compare::{RatioCi, Verdict};
+
+    /// A fixed comparison of two documents, one faster case, one missing case.
+    pub(crate) fn fixed_comparison() -> Comparison {
+        let (_, doc) = crate::store::fixture();
+        let summary = |i: usize| doc.series[i].summary.clone();
+        Comparison {
+            labels: vec!["before.json".into(), "after, \"tuned\" | x".into()],
+            rows: vec![CaseRow {
+                bench: "syscall".into(),
+                case: "null".into(),
+                config: "default".into(),
+                unit: "ns".into(),
+                summaries: vec![summary(0), summary(2)],
+                changes: vec![Change {
+                    ci: RatioCi {
+                        ratio: 0.8994,
+                        ci95: (0.8812, 0.9177),
+                        ci90: (0.885, 0.914),
+                    },
+                    p_value: 0.0286,
+                    p_adjusted: 0.0286,
+                    verdict: Verdict::Faster,
+                }],
+            }],
+            missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
+            env_diff: vec![(
+                "kernel".into(),
+                vec!["6.18.44-test".into(), "6.19.0-rc1".into()],
+            )],
+            method: "Unpaired: ratios of medians".into(),
+            options: Options::default(),
+        }
+    }
+
+    /// `actual` equals the file `tests/data/NAME`; on a difference the
+    /// message shows the new text (inspect it, then copy it to the file).
+    pub(crate) fn assert_snapshot(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name);
+        let expected = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            actual == expected,
+            "{} differs; the output is:\n{actual}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn a_run_renders_as_its_snapshot() {
+        assert_snapshot("small-run.md", &run(&crate::store::fixture().1));
+    }
+
+    #[test]
+    fn a_comparison_renders_as_its_snapshot() {
+        assert_snapshot("comparison.md", &comparison(&fixed_comparison()));
+    }
+
+    #[test]
+    fn outside_text_stays_in_its_cell_and_renders_as_written() {
+        assert_eq!(
+            escape("a|b <script>alert(1)</script> `x` *y* [z] \\ line\nbreak"),
+            "a\\|b \\<script\\>alert(1)\\</script\\> \\`x\\` \\*y\\* \\[z\\] \\\\ line break"
+        );
+        let mut doc = crate::store::fixture().1;
+        doc.series[0].config = "evil | config\nname".into();
+        let text = run(&doc);
+        let line = text
+            .lines()
+            .find(|l| l.contains("evil"))
+            .expect("the row is there");
+        assert!(line.contains("| evil \\| config name |"), "{line}");
+        // Every row of the results table has as many cells as its header.
+        let pipes = |l: &str| l.replace("\\|", "").matches('|').count();
+        let header = text
+            .lines()
+            .find(|l| l.starts_with("| bench | case | config | median"))
+            .unwrap();
+        assert_eq!(pipes(line), pipes(header));
+    }
+}
