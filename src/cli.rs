@@ -1,6 +1,11 @@
 //! The command line (clap, derive) and the glue between it and the library.
 //! Errors print as one line, `osbench: error: …`, and exit with status 2;
-//! progress and warnings go to stderr, tables to stdout.
+//! progress and warnings go to stderr, tables to stdout. Saving and exporting
+//! (the results store, --json/--markdown/--csv) are in `save`, progress in
+//! `progress`.
+
+mod progress;
+mod save;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,14 +15,14 @@ use anyhow::{Context, anyhow};
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use osbench::bench::select::{Case, Selector, resolve};
-use osbench::document::Series;
+use osbench::bench::select::{Selector, resolve};
 use osbench::env;
-use osbench::experiment::{self, Observer, Plan};
+use osbench::experiment::{self, Plan};
 use osbench::measure::placement::Pin;
 use osbench::measure::{Harness, Interrupt, Policy};
-use osbench::report::{self, fmt_pct, fmt_sig};
-use osbench::store::{self, PendingFile};
+use osbench::report;
+use progress::Progress;
+use save::{ExportArgs, SaveArgs, StoreArgs};
 
 const DEBUG_WARNING: &str = "osbench: warning: this is a debug build; its timings are not representative \
                              (build with --release: cargo run --release -- ...)";
@@ -38,27 +43,36 @@ struct Cli {
 enum Command {
     /// List every benchmark: its cases, parameters (defaults, allowed values) and what one op is
     List,
-    /// Run benchmarks: the default suite, or the ones selected
+    /// Run benchmarks: the quick default suite, `all`, or the ones selected; the run is
+    /// saved in the results store
     Run(RunArgs),
     /// Show the environment recorded with every result
     Env,
-    /// Compare saved result documents: the first is the baseline
+    /// Compare runs (files, stored run ids or labels): the first is the baseline
     Compare(CompareArgs),
+    /// List the runs in the results store
+    History(save::HistoryArgs),
+    /// Write a stored run to files (JSON document, Markdown, CSV)
+    Export(save::ExportCmd),
+    /// Add result documents (e.g. from another machine) to the results store
+    Import(save::ImportCmd),
 }
 
 #[derive(Args)]
 struct CompareArgs {
-    /// Result documents written by `osbench run --json`; the first is the baseline
-    #[arg(value_name = "FILE", num_args = 2.., required = true)]
-    files: Vec<PathBuf>,
+    /// Runs to compare, the first being the baseline: each a result document file, a
+    /// stored run id, or a label (the latest stored run with it)
+    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    runs: Vec<String>,
     #[command(flatten)]
     verdict: VerdictArgs,
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
-    /// Also write the comparisons as JSON to FILE, atomically
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    exports: ExportArgs,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -114,12 +128,12 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 
 #[derive(Args)]
 struct RunArgs {
-    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`
+    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
+    /// none: the quick default suite; `all`: every default case of every benchmark
     #[arg(value_name = "SELECTOR")]
     selectors: Vec<String>,
-    /// Write the result document (JSON, every raw sample) to FILE, atomically
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    save: SaveArgs,
     /// Accepted samples per case (lmbench takes 11)
     #[arg(long, value_name = "N", default_value_t = 11,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -204,6 +218,9 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Env => show_env(),
         Command::Compare(args) => compare(args),
+        Command::History(args) => save::history(args),
+        Command::Export(args) => save::export(args),
+        Command::Import(args) => save::import(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
@@ -264,7 +281,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let cases = resolve(&selectors)?;
     // Before measuring: a bad output path must fail now, not after the run.
-    let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
+    let saving = args.save.prepare(args.quiet)?;
     if cfg!(debug_assertions) && !args.quiet {
         eprintln!("{DEBUG_WARNING}");
     }
@@ -294,8 +311,18 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
     };
-    let mut progress = Progress { quiet: args.quiet };
+    let expected = std::time::Duration::from_nanos(
+        (policy.warmup_ns + policy.samples as u64 * policy.sample_time_ns).saturating_mul(
+            match plan.configs.len() {
+                0 => plan.cases.len() as u64,
+                n => (plan.cases.len() * n * plan.rounds) as u64,
+            },
+        ),
+    );
+    let mut progress = Progress::new(args.quiet, expected);
     let mut outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
+    progress.finish();
+    outcome.document.run.label = args.save.label.clone();
 
     // With configurations, the paired comparison goes to the table and the document.
     let comparison = (plan.configs.len() >= 2 && !outcome.document.series.is_empty())
@@ -331,16 +358,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     std::io::stdout().flush().ok();
     // A run that stopped before measuring anything (a failed privilege check,
-    // an early interrupt) leaves no file behind.
+    // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
-    let written = pending.is_some() && keep;
-    if let Some(pending) = pending.filter(|_| keep) {
-        let dest = pending.dest().display().to_string();
-        pending.commit(&store::to_json(doc))?;
-        if !args.quiet {
-            eprintln!("osbench: wrote {dest} ({} series)", doc.series.len());
-        }
-    }
+    let saved = saving.finish(doc, keep)?;
     let code = args.verdict.exit_code(comparison.as_ref());
     match outcome.error {
         None => Ok(code),
@@ -348,10 +368,10 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "run stopped early after {} of {} cases{}",
             doc.series.len(),
             plan.cases.len(),
-            if written {
-                " (the document keeps what was measured)"
-            } else {
-                ""
+            match (saved.run_id, saved.documents.first()) {
+                (Some(id), _) => format!(" (stored run {id} keeps what was measured)"),
+                (None, Some(_)) => " (the document keeps what was measured)".into(),
+                (None, None) => String::new(),
             }
         )),
     }
@@ -422,80 +442,30 @@ fn seed_from_clock() -> u64 {
     (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
 }
 
-/// Progress lines on stderr.
-struct Progress {
-    quiet: bool,
-}
-
-impl Observer for Progress {
-    fn case_failed(&mut self, error: &osbench::Error) {
-        if !self.quiet {
-            let what = if matches!(error, osbench::Error::Interrupted) {
-                "interrupted"
-            } else {
-                "failed"
-            };
-            eprintln!("{what}");
-        }
-    }
-
-    fn case_started(&mut self, index: usize, total: usize, case: &Case) {
-        if !self.quiet {
-            eprint!(
-                "[{}/{}] {} {} ... ",
-                index + 1,
-                total,
-                case.def.name,
-                case.name()
-            );
-        }
-    }
-
-    fn case_finished(&mut self, s: &Series) {
-        if self.quiet {
-            return;
-        }
-        let unit = report::unit_symbol(&s.unit);
-        match s.quantiles {
-            Some(q) => eprintln!(
-                "p50 {} {unit}, p99 {} {unit}",
-                fmt_sig(q.p50),
-                fmt_sig(q.p99)
-            ),
-            None => eprintln!(
-                "{} {unit} (CV {})",
-                fmt_sig(s.summary.median),
-                fmt_pct(s.summary.cv)
-            ),
-        }
-        for w in &s.warnings {
-            eprintln!("osbench: warning: {} {}: {w}", s.bench, s.case);
-        }
-    }
-}
-
 fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let docs = args
-        .files
-        .iter()
-        .map(|f| Ok((f.display().to_string(), store::read_document(f)?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let pending = args.exports.prepare()?;
+    let docs = save::resolve_all(&args.runs, &args.store)?;
     let options = args.verdict.options(args.seed);
-    let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     let comparison = osbench::compare::compare(&docs, options)?;
     print!("{}", report::compare::render(&comparison));
-    if let Some(pending) = pending {
-        let record = serde_json::json!({
-            "schema": osbench::document::SCHEMA,
-            "tool": osbench::document::Tool::this(),
-            "documents": comparison.labels,
-            "method": comparison.method,
-            "comparisons": comparison.records(),
-        });
-        let mut bytes = serde_json::to_vec_pretty(&record).context("serialising the comparison")?;
-        bytes.push(b'\n');
-        pending.commit(&bytes)?;
-    }
+    std::io::stdout().flush().ok();
+    pending.commit(
+        || {
+            let record = serde_json::json!({
+                "schema": osbench::document::SCHEMA,
+                "tool": osbench::document::Tool::this(),
+                "documents": comparison.labels,
+                "method": comparison.method,
+                "comparisons": comparison.records(),
+            });
+            let mut bytes =
+                serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
+            bytes.push(b'\n');
+            bytes
+        },
+        || report::markdown::comparison(&comparison),
+        || report::csv::comparison(&comparison),
+    )?;
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 

@@ -10,8 +10,17 @@ use std::time::Duration;
 use assert_cmd::cargo::CommandCargoExt;
 use osbench::store::read_document;
 
+/// The results store every test's osbench writes to unless the test gives
+/// its own: never the user's own store.
+fn shared_store() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests-results.sqlite")
+}
+
+/// The osbench binary, storing its runs in [`shared_store`].
 fn osbench() -> Command {
-    Command::cargo_bin("osbench").unwrap()
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env("OSBENCH_STORE", shared_store());
+    cmd
 }
 
 /// A quick run: few short samples, no warm-up.
@@ -315,6 +324,7 @@ fn descriptor_limit_is_named_and_nothing_is_left_running() {
     let _serial = helper_lock();
     let bin = assert_cmd::cargo::cargo_bin("osbench");
     let out = Command::new("sh")
+        .env("OSBENCH_STORE", shared_store())
         .arg("-c")
         .arg(format!(
             "ulimit -n 16 && exec '{}' run ctx:procs=16 -q",
@@ -397,6 +407,7 @@ fn messaging_names_the_descriptor_limit_and_leaves_no_worker() {
     // 24 descriptors: enough to start some receivers of the first group, not its senders.
     for (limit, mode) in [(24, "processes"), (64, "threads")] {
         let out = Command::new("sh")
+            .env("OSBENCH_STORE", shared_store())
             .arg("-c")
             .arg(format!(
                 "ulimit -n {limit} && exec '{}' run messaging:mode={mode} -q",

@@ -8,11 +8,30 @@
 //! So `ctx:procs=8` runs lmbench's two 8-process columns, `ctx:procs=4` the one
 //! case 4p/0K, `ctx:mode=threads` all seven columns with threads, and
 //! `ipc:bytes=64` every kind whose default size is not fixed (not udp).
+//! No selector means the quick [`DEFAULT_SUITE`]; the selector `all` means
+//! every family's default cases.
 
 use std::str::FromStr;
 
 use super::{BenchDef, Params, REGISTRY, find};
 use crate::error::{Error, Result};
+
+/// The quick representative suite `osbench run` runs with no selector: one
+/// case of each kind of primitive (lmbench's null call, its 2-process context
+/// switches with and without a working set, a pipe round trip, fork,
+/// hackbench's default load, a futex wake-up).
+pub const DEFAULT_SUITE: &[&str] = &[
+    "syscall:case=null",
+    "ctx:procs=2,size=0",
+    "ctx:procs=2,size=16",
+    "ipc:kind=pipe",
+    "proc:case=fork",
+    "messaging:groups=10",
+    "wakeup:wait=futex",
+];
+
+/// The selector that runs every default case of every family.
+pub const ALL: &str = "all";
 
 /// A parsed, not yet validated selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,16 +94,14 @@ impl Case {
 }
 
 /// Validates the selectors and expands them into cases, in order, without
-/// duplicates. No selectors means the default suite (every family).
+/// duplicates. No selectors means the [`DEFAULT_SUITE`]; [`ALL`] means every
+/// family's default cases.
 pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
     let defaults: Vec<Selector>;
     let selectors = if selectors.is_empty() {
-        defaults = REGISTRY
+        defaults = DEFAULT_SUITE
             .iter()
-            .map(|d| Selector {
-                bench: d.name.to_string(),
-                fixed: vec![],
-            })
+            .map(|s| s.parse().expect("the default suite's selectors are valid"))
             .collect();
         &defaults
     } else {
@@ -104,7 +121,34 @@ pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// Whether the case with `params` of `def` is in the default suite.
+pub fn in_default_suite(def: &BenchDef, params: &Params) -> bool {
+    resolve(&[])
+        .expect("the default suite resolves")
+        .iter()
+        .any(|c| c.def.name == def.name && c.params == *params)
+}
+
 fn expand(sel: &Selector) -> Result<Vec<Case>> {
+    if sel.bench == ALL {
+        if !sel.fixed.is_empty() {
+            let fixed: Vec<String> = sel.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            return Err(Error::BadSelector {
+                selector: format!("{ALL}:{}", fixed.join(",")),
+                why: format!("'{ALL}' takes no parameters"),
+            });
+        }
+        return REGISTRY
+            .iter()
+            .map(|d| {
+                expand(&Selector {
+                    bench: d.name.to_string(),
+                    fixed: vec![],
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|v| v.into_iter().flatten().collect());
+    }
     let def = find(&sel.bench).ok_or_else(|| Error::UnknownBench {
         name: sel.bench.clone(),
         valid: REGISTRY
@@ -210,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn default_suite_and_family_expand_to_every_default_case() {
+    fn a_family_and_all_expand_to_every_default_case() {
         let names: Vec<String> = resolve(&[sel("syscall")])
             .unwrap()
             .iter()
@@ -218,7 +262,36 @@ mod tests {
             .collect();
         assert_eq!(names, ["null", "read", "write", "stat", "fstat", "open"]);
         let every: usize = REGISTRY.iter().map(|d| d.default_cases().len()).sum();
-        assert_eq!(resolve(&[]).unwrap().len(), every);
+        assert_eq!(resolve(&[sel("all")]).unwrap().len(), every);
+        assert!(matches!(
+            resolve(&[sel("all:case=null")]),
+            Err(Error::BadSelector { .. })
+        ));
+    }
+
+    #[test]
+    fn no_selector_is_the_quick_default_suite() {
+        let cases: Vec<String> = resolve(&[])
+            .unwrap()
+            .iter()
+            .map(|c| format!("{} {}", c.def.name, c.name()))
+            .collect();
+        assert_eq!(
+            cases,
+            [
+                "syscall null",
+                "ctx 2p/0K",
+                "ctx 2p/16K",
+                "ipc pipe",
+                "proc fork",
+                "messaging g10/socket/processes",
+                "wakeup futex/threads"
+            ]
+        );
+        let fork = resolve(&[sel("proc:case=fork")]).unwrap().remove(0);
+        assert!(in_default_suite(fork.def, &fork.params));
+        let exec = resolve(&[sel("proc:case=exec")]).unwrap().remove(0);
+        assert!(!in_default_suite(exec.def, &exec.params));
     }
 
     fn names(selectors: &[&str]) -> Vec<String> {

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod history;
 pub mod markdown;
 pub mod table;
 

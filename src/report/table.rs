@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::{decimals_for, fmt_pct};
+use crate::bench::select::in_default_suite;
 use crate::bench::{BenchDef, ParamKind, Params, REGISTRY};
 use crate::document::{Document, Series};
 
@@ -331,7 +332,9 @@ pub fn list_benchmarks() -> String {
     }
     out.push_str(
         "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
-         that agree with the given values, or else the one case they name.\n",
+         that agree with the given values, or else the one case they name. Cases marked * form the \
+         quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
+         case.\n",
     );
     out
 }
@@ -357,7 +360,12 @@ fn describe(out: &mut String, def: &BenchDef) {
         let params = Params::new(def, &fixed);
         let _ = writeln!(
             out,
-            "    {:<10} {}",
+            "  {} {:<10} {}",
+            if in_default_suite(def, &params) {
+                '*'
+            } else {
+                ' '
+            },
             (def.case_name)(&params),
             (def.op)(&params)
         );

@@ -1,0 +1,382 @@
+//! Where results go besides the terminal, on the command line: the results
+//! store (`--store`, `--no-store`, `--label`), the export files (`--json`,
+//! `--markdown`, `--csv`), and the commands that work on the store
+//! (`history`, `export`, `import`). [`SaveArgs`] is flattened into every
+//! command that measures: `prepare` before measuring (bad paths fail before
+//! anything is measured), `finish` after. A store that cannot be opened or
+//! written never loses a run: the document then goes to a JSON file and the
+//! warning says which.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use osbench::document::Document;
+use osbench::report;
+use osbench::store::{self, Filter, Inserted, PendingFile, Store};
+
+/// `--store PATH`.
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The results store (SQLite). Default: $OSBENCH_STORE, else
+    /// $XDG_DATA_HOME/osbench/results.sqlite, else ~/.local/share/osbench/results.sqlite
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// The store's path, `None` when no location can be determined (no HOME).
+    pub fn location(&self) -> Option<PathBuf> {
+        store::location(self.store.as_deref()).ok()
+    }
+}
+
+/// `--json`, `--markdown`, `--csv`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Also write JSON to FILE (a run: the result document with every raw sample;
+    /// compare: the comparisons)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write Markdown tables to FILE
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Also write tidy CSV to FILE (a run: one row per sample with bench, case, config,
+    /// round, sample, value, unit; compare: one row per change)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// The export files, created (empty, hidden) and waiting for their content.
+pub struct PendingExports {
+    json: Option<PendingFile>,
+    markdown: Option<PendingFile>,
+    csv: Option<PendingFile>,
+}
+
+impl ExportArgs {
+    /// Creates the files' temporaries now, so a bad path fails before any work.
+    pub fn prepare(&self) -> osbench::Result<PendingExports> {
+        let create = |p: &Option<PathBuf>| p.as_deref().map(PendingFile::create).transpose();
+        Ok(PendingExports {
+            json: create(&self.json)?,
+            markdown: create(&self.markdown)?,
+            csv: create(&self.csv)?,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.json.is_none() && self.markdown.is_none() && self.csv.is_none()
+    }
+}
+
+impl PendingExports {
+    /// Writes each requested file (atomically); returns the paths written.
+    pub fn commit(
+        self,
+        json: impl FnOnce() -> Vec<u8>,
+        markdown: impl FnOnce() -> String,
+        csv: impl FnOnce() -> String,
+    ) -> osbench::Result<Vec<PathBuf>> {
+        let put = |file: PendingFile, bytes: &[u8]| {
+            let dest = file.dest().to_path_buf();
+            file.commit(bytes).map(|()| dest)
+        };
+        let mut written = Vec::new();
+        if let Some(f) = self.json {
+            written.push(put(f, &json())?);
+        }
+        if let Some(f) = self.markdown {
+            written.push(put(f, markdown().as_bytes())?);
+        }
+        if let Some(f) = self.csv {
+            written.push(put(f, csv().as_bytes())?);
+        }
+        Ok(written)
+    }
+
+    /// Writes a run's document, Markdown and CSV to the requested files.
+    pub fn commit_document(self, doc: &Document) -> osbench::Result<Vec<PathBuf>> {
+        self.commit(
+            || store::to_json(doc),
+            || report::markdown::run(doc),
+            || report::csv::run(doc),
+        )
+    }
+}
+
+/// Everything that says where a measured run is saved.
+#[derive(Args)]
+pub struct SaveArgs {
+    #[command(flatten)]
+    pub exports: ExportArgs,
+    /// Name the run; history, compare and export accept the name (not only digits:
+    /// numbers are run ids)
+    #[arg(long, value_name = "NAME", value_parser = parse_label)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not save the run in the results store
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+}
+
+fn parse_label(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        Err("a label cannot be empty".into())
+    } else if s.chars().all(|c| c.is_ascii_digit()) {
+        Err(format!(
+            "'{s}' is only digits, which name stored runs by id; add a letter"
+        ))
+    } else if s.chars().any(char::is_control) {
+        Err("a label cannot contain control characters (line breaks, tabs)".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// The store as prepared before a run.
+enum StoreState {
+    Off,
+    /// Opened (created, migrated) before the run; closed while measuring.
+    Ready(PathBuf),
+    /// Why it cannot be used (the run then goes to a JSON file).
+    Failed(String),
+}
+
+/// The outputs of one run, prepared before measuring.
+pub struct Saving {
+    exports: PendingExports,
+    store: StoreState,
+    quiet: bool,
+}
+
+/// What [`Saving::finish`] saved.
+#[derive(Debug, Default)]
+pub struct Saved {
+    /// The run's id in the store.
+    pub run_id: Option<i64>,
+    /// Files holding the whole document (`--json`, or the fallback file).
+    pub documents: Vec<PathBuf>,
+}
+
+impl SaveArgs {
+    /// Before measuring: creates the export files' temporaries (a bad path is an
+    /// error now) and opens the store (a store that cannot be used is a warning).
+    pub fn prepare(&self, quiet: bool) -> anyhow::Result<Saving> {
+        let exports = self.exports.prepare()?;
+        let store = if self.no_store {
+            StoreState::Off
+        } else {
+            match store::location(self.store.store.as_deref())
+                .and_then(|p| Store::open(&p).map(|_| p))
+            {
+                Ok(p) => StoreState::Ready(p),
+                Err(e) => {
+                    eprintln!(
+                        "osbench: warning: {e}; this run will be saved to a JSON file instead"
+                    );
+                    StoreState::Failed(e.to_string())
+                }
+            }
+        };
+        Ok(Saving {
+            exports,
+            store,
+            quiet,
+        })
+    }
+}
+
+impl Saving {
+    /// After measuring: stores the run and writes the export files. With `keep`
+    /// false (nothing was measured) nothing is saved and the temporaries go.
+    pub fn finish(self, doc: &Document, keep: bool) -> anyhow::Result<Saved> {
+        let mut saved = Saved::default();
+        if !keep {
+            return Ok(saved);
+        }
+        let stored = match self.store {
+            StoreState::Off => None,
+            StoreState::Ready(path) => Some(
+                Store::open(&path)
+                    .and_then(|mut s| s.insert(doc))
+                    .map(|i| (i.id(), path))
+                    .map_err(|e| e.to_string()),
+            ),
+            StoreState::Failed(why) => Some(Err(why)),
+        };
+        let json_dest = self.exports.json.as_ref().map(|f| f.dest().to_path_buf());
+        let written = self.exports.commit_document(doc);
+        if let Ok(files) = &written
+            && !self.quiet
+        {
+            for f in files {
+                if Some(f) == json_dest.as_ref() {
+                    eprintln!(
+                        "osbench: wrote {} ({} series)",
+                        f.display(),
+                        doc.series.len()
+                    );
+                } else {
+                    eprintln!("osbench: wrote {}", f.display());
+                }
+            }
+        }
+        if written.is_ok() {
+            saved.documents.extend(json_dest.clone());
+        }
+        match stored {
+            Some(Ok((id, path))) => {
+                saved.run_id = Some(id);
+                if !self.quiet {
+                    eprintln!("osbench: saved as run {id} in {}", path.display());
+                }
+            }
+            Some(Err(why)) => {
+                // Said even with --quiet: it is about where the results are.
+                let file = match (&written, json_dest) {
+                    (Ok(_), Some(json)) => json,
+                    _ => {
+                        let file = fallback_file(doc)?;
+                        saved.documents.push(file.clone());
+                        file
+                    }
+                };
+                eprintln!(
+                    "osbench: warning: the run is not in the results store ({why}); it is in {} \
+                     (`osbench import {}` stores it later)",
+                    file.display(),
+                    file.display()
+                );
+            }
+            None => {}
+        }
+        written?;
+        Ok(saved)
+    }
+}
+
+/// Writes the document to `osbench-<start time>.json` in the current
+/// directory, or else in the temporary directory; returns where.
+fn fallback_file(doc: &Document) -> anyhow::Result<PathBuf> {
+    let name = format!("osbench-{}.json", doc.run.started.replace(':', ""));
+    let mut last = None;
+    for dir in [PathBuf::from("."), std::env::temp_dir()] {
+        let dest = dir.join(&name);
+        match PendingFile::create(&dest).and_then(|f| f.commit(&store::to_json(doc))) {
+            Ok(()) => return Ok(dest),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("two attempts")).context("the run could not be saved in a file either")
+}
+
+/// `osbench history`.
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// Only runs with a case of this benchmark
+    #[arg(long, value_name = "BENCH")]
+    bench: Option<String>,
+    /// Only runs with exactly this label
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+    /// Only runs on a kernel whose release contains TEXT (e.g. 6.18)
+    #[arg(long, value_name = "TEXT")]
+    kernel: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+    let path = store::location(args.store.store.as_deref())?;
+    if !path.exists() {
+        println!(
+            "No runs stored yet ({} does not exist; osbench run saves every run there).",
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let filter = Filter {
+        bench: args.bench,
+        label: args.label,
+        kernel: args.kernel,
+    };
+    let rows = Store::open_existing(&path)?.list(&filter)?;
+    if rows.is_empty() {
+        println!("No stored run matches (store: {}).", path.display());
+    } else {
+        print!("{}", report::history::render(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `osbench export`.
+#[derive(Args)]
+pub struct ExportCmd {
+    /// A stored run: its id or label (the latest run with it), or a document file
+    #[arg(value_name = "RUN")]
+    run: String,
+    #[command(flatten)]
+    exports: ExportArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
+    if args.exports.is_empty() {
+        anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
+    }
+    let pending = args.exports.prepare()?;
+    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_deref())?;
+    for f in pending.commit_document(&doc)? {
+        eprintln!("osbench: wrote {} ({name})", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `osbench import`.
+#[derive(Args)]
+pub struct ImportCmd {
+    /// Result documents (written by `run --json` or `export --json`, here or on another machine)
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
+    // Every file is read and checked before anything is stored.
+    let docs = args
+        .files
+        .iter()
+        .map(|f| store::read_document_text(f))
+        .collect::<osbench::Result<Vec<_>>>()?;
+    let path = store::location(args.store.store.as_deref())?;
+    let mut db = Store::open(&path)?;
+    for (file, (text, doc)) in args.files.iter().zip(&docs) {
+        let label = doc
+            .run
+            .label
+            .as_deref()
+            .map_or_else(String::new, |l| format!(" '{l}'"));
+        match db.import(doc, text)? {
+            Inserted::New(id) => println!("{}: stored as run {id}{label}", file.display()),
+            Inserted::Existing(id) => println!(
+                "{}: already stored as run {id}{label}; not added again",
+                file.display()
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The documents `compare` was given (files, run ids or labels), with their names.
+pub fn resolve_all(runs: &[String], store: &StoreArgs) -> anyhow::Result<Vec<(String, Document)>> {
+    let location = store.location();
+    runs.iter()
+        .map(|r| Ok(store::resolve_document(r, location.as_deref())?))
+        .collect()
+}
