@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod table;
+pub mod time;
 
 pub use table::{list_benchmarks, render_run};
 
