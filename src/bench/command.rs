@@ -92,7 +92,9 @@ impl CommandSpec {
                     "command '{program}' is not an executable file"
                 )))
             } else {
-                Err(Error::Measure(format!("command '{program}' does not exist")))
+                Err(Error::Measure(format!(
+                    "command '{program}' does not exist"
+                )))
             };
         }
         let dirs = path_var.map(std::env::split_paths);
@@ -194,7 +196,10 @@ mod tests {
 
     #[test]
     fn quotes_group_and_keep_literally() {
-        assert_eq!(split("sh -c 'echo $HOME | wc'"), ["sh", "-c", "echo $HOME | wc"]);
+        assert_eq!(
+            split("sh -c 'echo $HOME | wc'"),
+            ["sh", "-c", "echo $HOME | wc"]
+        );
         assert_eq!(split(r#"grep "a b" f"#), ["grep", "a b", "f"]);
         assert_eq!(split(r#"a"b"'c'd"#), ["abcd"]);
         assert_eq!(split(r#"echo 'it'\''s'"#), ["echo", "it's"]);
@@ -254,7 +259,10 @@ mod tests {
             .resolve(path.as_ref(), None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("'no-such-program-xyz' was not found in PATH"), "{e}");
+        assert!(
+            e.contains("'no-such-program-xyz' was not found in PATH"),
+            "{e}"
+        );
         let e = CommandSpec::parse("/no/such/prog", false)
             .unwrap()
             .resolve(path.as_ref(), None)

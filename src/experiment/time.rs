@@ -30,11 +30,11 @@ use crate::error::{Error, Result};
 use crate::experiment::config::Applied;
 use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::{Interrupt, Overhead, Policy, RawSample};
+use crate::stats::Summary;
 use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio_ci};
 use crate::stats::rng::SplitMix64;
-use crate::stats::summary::{median, summarize};
-use crate::stats::Summary;
 use crate::stats::summary::CI_LEVEL;
+use crate::stats::summary::{median, summarize};
 
 /// The benchmark name of command series in documents.
 pub const BENCH: &str = "command";
@@ -182,11 +182,29 @@ pub fn run(
         argv: floor_argv,
         runs: Vec::new(),
     });
+    // The empty command must run before anything is timed. A few retries: in
+    // a multi-threaded process (the test harness) a child spawned by another
+    // thread may briefly hold the program's write descriptor (ETXTBSY).
+    let floor = members.last().expect("the empty command is a member");
+    let quiet = SpawnOptions {
+        show_output: false,
+        ..plan.spawn.clone()
+    };
+    let mut attempts = 0;
+    while let Err(e) = run_once(&floor.program, &floor.argv, &quiet) {
+        attempts += 1;
+        if attempts == 10 {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let hook_env: BTreeMap<String, String> = plan.spawn.env.iter().cloned().collect();
     let hooks = Applied::hooks(
         &hook_env,
         plan.setup.as_deref().map(|c| ("--setup".to_string(), c)),
-        plan.cleanup.as_deref().map(|c| ("--cleanup".to_string(), c)),
+        plan.cleanup
+            .as_deref()
+            .map(|c| ("--cleanup".to_string(), c)),
     )?;
 
     let mut rng = SplitMix64::new(plan.seed);
@@ -204,7 +222,7 @@ pub fn run(
     while round < total_rounds(planned) {
         let warm = round < plan.warmup;
         let order = shuffled(members.len(), &mut rng);
-        if let Err(e) = run_round(plan, &mut members, &order, warm, interrupt) {
+        if let Err(e) = run_round(plan, &quiet, &mut members, &order, warm, interrupt) {
             error = Some(e);
             break;
         }
@@ -316,9 +334,11 @@ pub fn run(
     Ok(TimeOutcome { document, error })
 }
 
-/// One round: every member once, in `order`, each command after `--prepare`.
+/// One round: every member once, in `order`, each command after `--prepare`
+/// (the empty command with `quiet` options).
 fn run_round(
     plan: &TimePlan,
+    quiet: &SpawnOptions,
     members: &mut [Member],
     order: &[usize],
     warm: bool,
@@ -332,14 +352,7 @@ fn run_round(
             crate::experiment::config::sh("--prepare", &env, prepare)?;
         }
         let m = &mut members[i];
-        let opts = if is_floor {
-            &SpawnOptions {
-                show_output: false,
-                ..plan.spawn.clone()
-            }
-        } else {
-            &plan.spawn
-        };
+        let opts = if is_floor { quiet } else { &plan.spawn };
         let run = run_once(&m.program, &m.argv, opts)?;
         if !run.succeeded() && !plan.ignore_failure && !is_floor {
             return Err(Error::Measure(format!(
@@ -604,7 +617,10 @@ mod tests {
         let p = plan(&["false"], 3);
         let out = go(&p);
         let e = out.error.unwrap().to_string();
-        assert!(e.contains("'false' exited with status 1 during warm-up"), "{e}");
+        assert!(
+            e.contains("'false' exited with status 1 during warm-up"),
+            "{e}"
+        );
         assert!(out.document.series.is_empty());
 
         let p = TimePlan {
@@ -645,7 +661,9 @@ mod tests {
         // One set-up, a prepare before each of 1 warm-up + 3 runs, one clean-up.
         assert_eq!(
             text.lines().collect::<Vec<_>>(),
-            ["setup", "prepare", "prepare", "prepare", "prepare", "cleanup"]
+            [
+                "setup", "prepare", "prepare", "prepare", "prepare", "cleanup"
+            ]
         );
     }
 
@@ -657,6 +675,21 @@ mod tests {
         p.cleanup = Some(format!("echo cleanup >> {}", log.display()));
         assert!(go(&p).error.is_some());
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "cleanup\n");
+    }
+
+    #[test]
+    fn a_precision_target_stops_adding_rounds() {
+        let mut p = plan(&["true"], 3);
+        p.count = RunCount::Auto {
+            min_runs: 6,
+            max_runs: 500,
+            min_time: Duration::from_secs(60),
+        };
+        // Any interval of 6 runs is within ±10000 %: the run stops at once.
+        p.target_ci = Some(100.0);
+        let doc = go(&p).document;
+        assert_eq!(doc.series[0].samples.len(), 6);
+        assert!(doc.run.stopped_by.unwrap().contains("after 6 rounds"));
     }
 
     #[test]

@@ -100,7 +100,12 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
     kill_group(pid);
     let (status, usage) = reap(pid)?;
     let timed_out = ended?;
-    Ok(run_record(end.saturating_sub(start), status, &usage, timed_out))
+    Ok(run_record(
+        end.saturating_sub(start),
+        status,
+        &usage,
+        timed_out,
+    ))
 }
 
 /// Waits until `pid` has ended without reaping it; `Ok(true)` when the
@@ -192,12 +197,7 @@ fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage)> {
     }
 }
 
-fn run_record(
-    wall_ns: u64,
-    status: libc::c_int,
-    u: &libc::rusage,
-    timed_out: bool,
-) -> CommandRun {
+fn run_record(wall_ns: u64, status: libc::c_int, u: &libc::rusage, timed_out: bool) -> CommandRun {
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let count = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
     let (exit_status, signal) = if libc::WIFSIGNALED(status) {
