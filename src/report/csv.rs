@@ -41,7 +41,7 @@ pub fn run(doc: &Document) -> String {
 }
 
 /// The round (from 1) of each sample, or `None` when the document does not say
-/// (a document with several rounds written before `round_samples` existed).
+/// (several rounds, or none recorded, and no `round_samples`).
 fn sample_rounds(s: &Series) -> Option<Vec<usize>> {
     if s.round_samples.iter().sum::<usize>() == s.samples.len() && !s.round_samples.is_empty() {
         return Some(
@@ -52,7 +52,7 @@ fn sample_rounds(s: &Series) -> Option<Vec<usize>> {
                 .collect(),
         );
     }
-    (s.rounds.len() <= 1).then(|| vec![1; s.samples.len()])
+    (s.rounds.len() == 1).then(|| vec![1; s.samples.len()])
 }
 
 /// The comparison, one row per case and candidate (ratios are candidate ÷ baseline).

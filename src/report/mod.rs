@@ -7,6 +7,7 @@ pub mod csv;
 pub mod history;
 pub mod markdown;
 pub mod table;
+pub mod time;
 
 pub use table::{list_benchmarks, render_run};
 
