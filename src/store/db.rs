@@ -219,14 +219,11 @@ impl Store {
         let mut conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // WAL: readers never wait for a writer, and a killed writer's
-        // uncommitted pages are ignored on the next open.
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(fail)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            conn.pragma_update(None, "journal_mode", "DELETE")
-                .map_err(fail)?;
-        }
+        // uncommitted pages are ignored on the next open. Where WAL is not
+        // possible (a read-only file, some network file systems) the store
+        // keeps its rollback journal, which is as safe, only less concurrent.
+        let _journal: rusqlite::Result<String> =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(fail)?;
         migrate(&mut conn, path)?;
@@ -240,9 +237,9 @@ impl Store {
         &self.path
     }
 
-    /// Stores a run measured here.
+    /// Stores a run measured here (as compact JSON).
     pub fn insert(&mut self, doc: &Document) -> Result<Inserted> {
-        let text = String::from_utf8(super::to_json(doc)).expect("JSON is UTF-8");
+        let text = serde_json::to_string(doc).expect("a Document always serialises");
         self.insert_text(doc, &text, "run")
     }
 
