@@ -36,15 +36,15 @@ impl StoreArgs {
 /// `--json`, `--markdown`, `--csv`.
 #[derive(Args)]
 pub struct ExportArgs {
-    /// Also write JSON to FILE (a run: the result document with every raw sample;
-    /// compare: the comparisons)
+    /// Also write JSON to FILE (run, time, export: the result document with every raw
+    /// sample; compare: the comparisons)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also write Markdown tables to FILE
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Also write tidy CSV to FILE (a run: one row per sample with bench, case, config,
-    /// round, sample, value, unit; compare: one row per change)
+    /// Also write tidy CSV to FILE (run, time, export: one row per sample with bench, case,
+    /// config, round, sample, value, unit; compare: one row per change)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 }
