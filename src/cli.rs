@@ -41,9 +41,16 @@ enum Command {
     /// Run benchmarks: the default suite, or the ones selected
     Run(RunArgs),
     /// Show the environment recorded with every result
-    Env,
+    Env(EnvArgs),
     /// Compare saved result documents: the first is the baseline
     Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct EnvArgs {
+    /// Print the JSON object stored as `env` in result documents
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -202,7 +209,7 @@ pub fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run(args),
-        Command::Env => show_env(),
+        Command::Env(args) => show_env(&args),
         Command::Compare(args) => compare(args),
     };
     result.unwrap_or_else(|e| {
@@ -499,13 +506,13 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
-fn show_env() -> anyhow::Result<ExitCode> {
-    let env = serde_json::to_value(env::capture()).context("serialising the environment")?;
-    for (key, value) in env.as_object().into_iter().flatten() {
-        let text = value
-            .as_str()
-            .map_or_else(|| value.to_string(), str::to_string);
-        println!("{key:<16} {text}");
+fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let env = env::capture();
+    if args.json {
+        let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
+        println!("{text}");
+    } else {
+        print!("{}", report::env_text(&env));
     }
     if cfg!(debug_assertions) {
         eprintln!("{DEBUG_WARNING}");
