@@ -113,7 +113,7 @@ pub fn busy(
         .filter_map(|(pid, (comm, t1))| {
             let (_, t0) = before.get(pid)?;
             let share = t1.saturating_sub(*t0) as f64 / ticks_per_second / secs;
-            (share >= BUSY_SHARE).then(|| Busy {
+            (share >= BUSY_SHARE - 1e-9).then(|| Busy {
                 pid: *pid,
                 comm: comm.clone(),
                 cpu_share: (share * 100.0).round() / 100.0,
