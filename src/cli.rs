@@ -15,7 +15,7 @@ use osbench::document::Series;
 use osbench::env;
 use osbench::experiment::{self, Observer, Plan};
 use osbench::measure::placement::Pin;
-use osbench::measure::{Harness, Interrupt, Policy};
+use osbench::measure::{Harness, Interrupt, Meters, Policy};
 use osbench::report::{self, fmt_pct, fmt_sig};
 use osbench::store::{self, PendingFile};
 
@@ -66,6 +66,11 @@ struct CompareArgs {
     /// Also write the comparisons as JSON to FILE, atomically
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// The environment key that is the change being tested (e.g. `cmdline`, `kernel`,
+    /// `vulnerabilities`, `cpuidle.haltpoll.guest_halt_poll_ns`; a key covers its nested keys;
+    /// repeat for several). Other differing keys are flagged as possible confounders
+    #[arg(long = "factor", value_name = "KEY")]
+    factors: Vec<String>,
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -175,6 +180,10 @@ struct RunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
+    /// cycles, instructions); rusage counters are still read
+    #[arg(long = "no-perf")]
+    no_perf: bool,
 }
 
 fn parse_pin(s: &str) -> Result<Pin, String> {
@@ -272,9 +281,6 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cases = resolve(&selectors)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
-    if cfg!(debug_assertions) && !args.quiet {
-        eprintln!("{DEBUG_WARNING}");
-    }
     let policy = Policy {
         samples: args.samples as usize,
         sample_time_ns: (args.sample_time * 1e6).round() as u64,
@@ -287,7 +293,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let interrupt = Interrupt::install()?;
-    let harness = Harness::new(policy, interrupt);
+    // Opened before any benchmark forks its helpers, so perf counts them too.
+    let harness = Harness::new(policy, interrupt).with_meters(Meters::open(!args.no_perf));
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
@@ -435,6 +442,12 @@ struct Progress {
 }
 
 impl Observer for Progress {
+    fn audit(&mut self, finding: &str) {
+        if !self.quiet {
+            eprintln!("osbench: warning: {finding}");
+        }
+    }
+
     fn case_failed(&mut self, error: &osbench::Error) {
         if !self.quiet {
             let what = if matches!(error, osbench::Error::Interrupted) {
@@ -489,7 +502,8 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let options = args.verdict.options(args.seed);
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
-    let comparison = osbench::compare::compare(&docs, options)?;
+    let mut comparison = osbench::compare::compare(&docs, options)?;
+    comparison.factors = args.factors.clone();
     print!("{}", report::compare::render(&comparison));
     if let Some(pending) = pending {
         let record = serde_json::json!({

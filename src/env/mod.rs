@@ -13,6 +13,7 @@
 //! (under a root that tests replace, see [`probe::Sys`]), `uname(2)`, CPUID.
 
 pub mod activity;
+pub mod audit;
 pub mod probe;
 
 use std::collections::BTreeMap;

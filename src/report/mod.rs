@@ -3,6 +3,7 @@
 //! is lmbench's own definition: the mean of the read and write medians).
 
 pub mod compare;
+pub mod counters;
 pub mod env;
 pub mod table;
 
