@@ -56,7 +56,7 @@ impl Sys {
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        names.sort_by_key(|n| natural_key(n));
         Ok(names)
     }
 

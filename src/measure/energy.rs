@@ -85,6 +85,7 @@ impl Rapl {
         if zones.is_empty() {
             return Err(format!("unavailable: no intel-rapl zone under {ROOT}"));
         }
+        zones.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Self {
             sys: sys.clone(),
             zones,
