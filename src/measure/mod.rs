@@ -230,8 +230,12 @@ impl<C: Clock> Harness<C> {
     }
 
     /// [`Self::time`] with the meters read just outside the two clock reads.
+    /// The interrupt flag is checked after the first reading (which can take
+    /// milliseconds with many live helpers), so a signal that arrived meanwhile
+    /// is not left waiting behind a long blocking run.
     fn time_metered(&self, bench: &mut dyn Benchmark, iters: u64) -> Result<(u64, MeterDelta)> {
         let before = self.meters.snapshot(Edge::Before);
+        self.interrupt.check()?;
         let elapsed = self.time(bench, iters)?;
         let after = self.meters.snapshot(Edge::After);
         Ok((elapsed, self.meters.delta(&before, &after)))
