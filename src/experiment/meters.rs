@@ -37,15 +37,12 @@ pub(super) fn attach(
 
 /// Appends `new`'s per-sample counter and energy values to `into`'s (the same case, a later round).
 pub(super) fn merge(into: &mut Series, new: &Series) {
-    for (name, values) in &new.counter_samples {
-        into.counter_samples
-            .entry(name.clone())
-            .or_default()
-            .extend(values);
-    }
-    // A counter missing from one round would misalign the samples: drop it.
+    // A counter missing from either side would misalign the samples: drop it.
     into.counter_samples
         .retain(|name, _| new.counter_samples.contains_key(name));
+    for (name, values) in into.counter_samples.iter_mut() {
+        values.extend(&new.counter_samples[name]);
+    }
     let zones: Vec<String> = into.energy.keys().cloned().collect();
     for zone in zones {
         let merged = new.energy.get(&zone).and_then(|n| {
@@ -81,4 +78,36 @@ fn energy_domain(per_op: Vec<f64>, watts: Vec<f64>) -> Option<EnergyDomain> {
         samples_joules_per_op: per_op,
         samples_watts: watts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series_with(counters: &[(&str, Vec<f64>)]) -> Series {
+        let doc = r#"{"bench":"b","case":"c","config":"default","params":{},"unit":"ns","op":"o",
+            "anchor":"","pin":"none","cpus":[],"samples":[1.0],"summary":{"n":1,"median":1.0,"mean":1.0,
+            "stddev":0.0,"min":1.0,"max":1.0,"cv":0.0,"mad":0.0,"ci_low":1.0,"ci_high":1.0,"ci_level":0.95,
+            "ci_coverage":0.5},"raw":[],"rejected":[],"overhead":{"timer_ns":0.0,"loop_ns_per_iter":0.0},
+            "ops_per_iter":1.0}"#;
+        let mut s: Series = serde_json::from_str(doc).unwrap();
+        s.counter_samples = counters
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        summarize_counters(&mut s);
+        s
+    }
+
+    #[test]
+    fn rounds_merge_counters_present_in_both() {
+        let mut a = series_with(&[("user_ns", vec![1.0, 2.0]), ("cycles", vec![5.0, 5.0])]);
+        let b = series_with(&[("user_ns", vec![3.0]), ("page_faults", vec![9.0])]);
+        merge(&mut a, &b);
+        summarize_counters(&mut a);
+        assert_eq!(a.counter_samples.len(), 1, "{:?}", a.counter_samples);
+        assert_eq!(a.counter_samples["user_ns"], [1.0, 2.0, 3.0]);
+        assert_eq!(a.counters["user_ns"].median, 2.0);
+        assert_eq!(a.counters["user_ns"].n, 3);
+    }
 }
