@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::probe::{Sys, parse_stat};
+use super::probe::Sys;
 
 /// How long the CPU use of other processes is watched.
 pub const WINDOW: Duration = Duration::from_millis(100);
@@ -86,11 +86,7 @@ fn cpu_ticks(sys: &Sys) -> Result<BTreeMap<i32, (String, u64)>, String> {
             continue;
         };
         // A process may exit between listing and reading: skip it.
-        let Some(stat) = sys
-            .read(&format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|t| parse_stat(&t))
-        else {
+        let Some(stat) = sys.proc_stat(pid) else {
             continue;
         };
         if pid != me && stat.ppid != me {

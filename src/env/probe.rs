@@ -75,6 +75,11 @@ impl Sys {
             .collect())
     }
 
+    /// `/proc/PID/stat`, parsed; `None` if the process is gone or the line is malformed.
+    pub fn proc_stat(&self, pid: impl std::fmt::Display) -> Option<ProcStat> {
+        parse_stat(&self.read(&format!("/proc/{pid}/stat")).ok()?)
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

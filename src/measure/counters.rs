@@ -31,7 +31,7 @@ use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::env::activity::clock_ticks_per_second;
-use crate::env::probe::{Sys, parse_stat, status_switches};
+use crate::env::probe::{Sys, status_switches};
 
 /// Every counter, in the order they are reported.
 pub const NAMES: [&str; 11] = [
@@ -249,11 +249,7 @@ fn live_children() -> Usage {
         };
         for pid in list.split_whitespace() {
             // A child may exit between listing and reading: it is then counted when reaped.
-            let Some(stat) = sys
-                .read(&format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|t| parse_stat(&t))
-            else {
+            let Some(stat) = sys.proc_stat(pid) else {
                 continue;
             };
             let (vol, invol) = sys
