@@ -181,7 +181,8 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
-    /// cycles, instructions); rusage counters are still read
+    /// cycles, instructions), which add work to every context switch and fork of the
+    /// measured tasks; rusage counters are still read
     #[arg(long = "no-perf")]
     no_perf: bool,
 }
