@@ -1042,3 +1042,58 @@ fn documents_without_counters_or_the_new_env_keys_still_compare() {
     // The keys only the new document has are differences ("absent" in the old one).
     assert!(text.contains("A: absent"), "{text}");
 }
+
+#[test]
+fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
+    // The set-up narrows osbench's own CPU affinity (its parent's pid in `sh -c`):
+    // `cpus_allowed` then differs between the configurations, and nothing else does.
+    let allowed = fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Cpus_allowed_list:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap();
+    let have_taskset = Command::new("taskset").arg("-V").output().is_ok();
+    if !have_taskset || std::thread::available_parallelism().unwrap().get() < 2 {
+        eprintln!("skipped: needs taskset and two usable CPUs");
+        return;
+    }
+    let first = osbench::env::probe::cpu_list(&allowed)[0];
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cfg.json");
+    let narrow = format!("one=taskset -pc {first} $PPID >/dev/null");
+    let restore = format!("one=taskset -pc {allowed} $PPID >/dev/null");
+    let out = quick_run(
+        &[
+            "run",
+            "spin:work=100",
+            "--config",
+            "all=",
+            "--config",
+            &narrow,
+            "--teardown",
+            &restore,
+            "--rounds",
+            "2",
+            "-q",
+        ],
+        &json,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let doc = read_document(&json).unwrap();
+    let keys: Vec<&str> = doc
+        .run
+        .config_env_diff
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(keys, ["cpus_allowed"], "{text}");
+    assert_eq!(doc.run.config_env_diff[0].1[1], "1");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("factor") && l.contains("cpus_allowed")),
+        "{text}"
+    );
+}
