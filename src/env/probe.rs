@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A `/proc` + `/sys` tree: `/` on a real system, a temporary directory in tests.
 #[derive(Debug, Clone)]
@@ -78,10 +78,6 @@ impl Sys {
     /// `/proc/PID/stat`, parsed; `None` if the process is gone or the line is malformed.
     pub fn proc_stat(&self, pid: impl std::fmt::Display) -> Option<ProcStat> {
         parse_stat(&self.read(&format!("/proc/{pid}/stat")).ok()?)
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 }
 

@@ -9,8 +9,6 @@
 //! root only (since the 2020 PLATYPUS fix). Left out: the perf `power` PMU
 //! (on this VM kind it opened but read 0 J) and AMD's `amd_energy` hwmon.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 
 use crate::env::probe::Sys;
@@ -118,11 +116,6 @@ impl Rapl {
             .zip(before.iter().zip(after))
             .map(|(z, (&b, &a))| delta_uj(b, a, z.max_range_uj) as f64 / 1e6)
             .collect()
-    }
-
-    /// The powercap root this reads (for messages).
-    pub fn root(&self) -> &Path {
-        self.sys.root()
     }
 }
 

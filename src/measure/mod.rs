@@ -640,6 +640,7 @@ mod tests {
         let m = h.measure(&mut b).unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert_eq!(m.rejected.len(), 2);
+        assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
         assert!(m.rejected.iter().all(|s| s.elapsed_ns == 3_000_000));
     }
 
