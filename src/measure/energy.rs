@@ -130,6 +130,8 @@ pub fn delta_uj(before: u64, after: u64, max_range_uj: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn zone(root: &Path, dir: &str, name: &str, energy: u64, max: u64) {
