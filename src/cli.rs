@@ -15,7 +15,7 @@ use osbench::document::Series;
 use osbench::env;
 use osbench::experiment::{self, Observer, Plan};
 use osbench::measure::placement::Pin;
-use osbench::measure::{Harness, Interrupt, Policy};
+use osbench::measure::{Harness, Interrupt, Meters, Policy};
 use osbench::report::{self, fmt_pct, fmt_sig};
 use osbench::store::{self, PendingFile};
 
@@ -41,7 +41,7 @@ enum Command {
     /// Run benchmarks: the default suite, or the ones selected
     Run(RunArgs),
     /// Show the environment recorded with every result
-    Env,
+    Env(EnvArgs),
     /// Compare saved result documents: the first is the baseline
     Compare(CompareArgs),
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
@@ -127,6 +127,13 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 }
 
 #[derive(Args)]
+struct EnvArgs {
+    /// Print the JSON object stored as `env` in result documents
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct CompareArgs {
     /// Result documents written by `osbench run --json`; the first is the baseline
     #[arg(value_name = "FILE", num_args = 2.., required = true)]
@@ -139,6 +146,11 @@ struct CompareArgs {
     /// Also write the comparisons as JSON to FILE, atomically
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// The environment key that is the change being tested (e.g. `cmdline`, `kernel`,
+    /// `vulnerabilities`, `cpuidle.haltpoll.guest_halt_poll_ns`; a key covers its nested keys;
+    /// repeat for several). Other differing keys are flagged as possible confounders
+    #[arg(long = "factor", value_name = "KEY")]
+    factors: Vec<String>,
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -248,6 +260,11 @@ struct RunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
+    /// cycles, instructions), which add work to every context switch and fork of the
+    /// measured tasks; rusage counters are still read
+    #[arg(long = "no-perf")]
+    no_perf: bool,
 }
 
 fn parse_pin(s: &str) -> Result<Pin, String> {
@@ -282,7 +299,7 @@ pub fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run(args),
-        Command::Env => show_env(),
+        Command::Env(args) => show_env(&args),
         Command::Compare(args) => compare(args),
         Command::Time(args) => time(args),
     };
@@ -346,9 +363,6 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cases = resolve(&selectors)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
-    if cfg!(debug_assertions) && !args.quiet {
-        eprintln!("{DEBUG_WARNING}");
-    }
     let policy = Policy {
         samples: args.samples as usize,
         sample_time_ns: (args.sample_time * 1e6).round() as u64,
@@ -361,7 +375,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let interrupt = Interrupt::install()?;
-    let harness = Harness::new(policy, interrupt);
+    // Opened before any benchmark forks its helpers, so perf counts them too.
+    let harness = Harness::new(policy, interrupt).with_meters(Meters::open(!args.no_perf));
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
@@ -509,6 +524,12 @@ struct Progress {
 }
 
 impl Observer for Progress {
+    fn audit(&mut self, finding: &str) {
+        if !self.quiet {
+            eprintln!("osbench: warning: {finding}");
+        }
+    }
+
     fn case_failed(&mut self, error: &osbench::Error) {
         if !self.quiet {
             let what = if matches!(error, osbench::Error::Interrupted) {
@@ -563,7 +584,8 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let options = args.verdict.options(args.seed);
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
-    let comparison = osbench::compare::compare(&docs, options)?;
+    let mut comparison = osbench::compare::compare(&docs, options)?;
+    comparison.factors = args.factors.clone();
     print!("{}", report::compare::render(&comparison));
     if let Some(pending) = pending {
         let record = serde_json::json!({
@@ -580,13 +602,13 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
-fn show_env() -> anyhow::Result<ExitCode> {
-    let env = serde_json::to_value(env::capture()).context("serialising the environment")?;
-    for (key, value) in env.as_object().into_iter().flatten() {
-        let text = value
-            .as_str()
-            .map_or_else(|| value.to_string(), str::to_string);
-        println!("{key:<16} {text}");
+fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let env = env::capture();
+    if args.json {
+        let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
+        println!("{text}");
+    } else {
+        print!("{}", report::env_text(&env));
     }
     if cfg!(debug_assertions) {
         eprintln!("{DEBUG_WARNING}");
@@ -639,9 +661,6 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     };
     timing::check(&plan)?;
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
-    if cfg!(debug_assertions) && !args.quiet {
-        eprintln!("{DEBUG_WARNING}");
-    }
     let interrupt = Interrupt::install()?;
     let mut progress = TimeProgress {
         quiet: args.quiet,
@@ -662,9 +681,8 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         outcome.document.comparisons = c.records();
     }
     let doc = &outcome.document;
-    let costs: Vec<_> = doc.series.iter().map(timing::resource_summaries).collect();
     if !doc.series.is_empty() {
-        print!("{}", report::time::render(doc, &costs));
+        print!("{}", report::time::render(doc));
     }
     if let Some(c) = &comparison {
         println!();
@@ -698,6 +716,12 @@ struct TimeProgress {
 }
 
 impl osbench::experiment::time::TimeObserver for TimeProgress {
+    fn audit(&mut self, finding: &str) {
+        if !self.quiet {
+            eprintln!("osbench: warning: {finding}");
+        }
+    }
+
     fn round_finished(&mut self, done: usize, planned: usize) {
         use std::io::IsTerminal;
         if self.quiet || !std::io::stderr().is_terminal() {

@@ -34,7 +34,10 @@ fn a_failing_command_exits_2_naming_its_status() {
     let err = text(&out.stderr);
     assert!(err.contains("'false' exited with status 1"), "{err}");
     assert!(err.contains("--ignore-failure"), "{err}");
-    let errors: Vec<&str> = err.lines().filter(|l| !l.contains("debug build")).collect();
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("osbench: error"))
+        .collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(!json.exists());
 
