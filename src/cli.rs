@@ -19,7 +19,7 @@ use osbench::bench::select::{Selector, resolve};
 use osbench::env;
 use osbench::experiment::{self, Plan};
 use osbench::measure::placement::Pin;
-use osbench::measure::{Harness, Interrupt, Policy};
+use osbench::measure::{Harness, Interrupt, Meters, Policy};
 use osbench::report;
 use progress::Progress;
 use save::{ExportArgs, SaveArgs, StoreArgs};
@@ -47,7 +47,7 @@ enum Command {
     /// saved in the results store
     Run(RunArgs),
     /// Show the environment recorded with every result
-    Env,
+    Env(EnvArgs),
     /// Compare runs (files, stored run ids or labels): the first is the baseline
     Compare(CompareArgs),
     /// List the runs in the results store
@@ -140,6 +140,13 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 }
 
 #[derive(Args)]
+struct EnvArgs {
+    /// Print the JSON object stored as `env` in result documents
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct CompareArgs {
     /// Runs to compare, the first being the baseline: each a result document file, a
     /// stored run id, or a label (the latest stored run with it)
@@ -154,6 +161,11 @@ struct CompareArgs {
     exports: ExportArgs,
     #[command(flatten)]
     store: StoreArgs,
+    /// The environment key that is the change being tested (e.g. `cmdline`, `kernel`,
+    /// `vulnerabilities`, `cpuidle.haltpoll.guest_halt_poll_ns`; a key covers its nested keys;
+    /// repeat for several). Other differing keys are flagged as possible confounders
+    #[arg(long = "factor", value_name = "KEY")]
+    factors: Vec<String>,
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -263,6 +275,11 @@ struct RunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
+    /// cycles, instructions), which add work to every context switch and fork of the
+    /// measured tasks; rusage counters are still read
+    #[arg(long = "no-perf")]
+    no_perf: bool,
 }
 
 fn parse_pin(s: &str) -> Result<Pin, String> {
@@ -297,7 +314,7 @@ pub fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run(args),
-        Command::Env => show_env(),
+        Command::Env(args) => show_env(&args),
         Command::Compare(args) => compare(args),
         Command::History(args) => save::history(args),
         Command::Export(args) => save::export(args),
@@ -364,9 +381,6 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cases = resolve(&selectors)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
-    if cfg!(debug_assertions) && !args.quiet {
-        eprintln!("{DEBUG_WARNING}");
-    }
     let policy = Policy {
         samples: args.samples as usize,
         sample_time_ns: (args.sample_time * 1e6).round() as u64,
@@ -379,7 +393,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let interrupt = Interrupt::install()?;
-    let harness = Harness::new(policy, interrupt);
+    // Opened before any benchmark forks its helpers, so perf counts them too.
+    let harness = Harness::new(policy, interrupt).with_meters(Meters::open(!args.no_perf));
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
@@ -528,7 +543,8 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let pending = args.exports.prepare()?;
     let docs = save::resolve_all(&args.runs, &args.store)?;
     let options = args.verdict.options(args.seed);
-    let comparison = osbench::compare::compare(&docs, options)?;
+    let mut comparison = osbench::compare::compare(&docs, options)?;
+    comparison.factors = args.factors.clone();
     print!("{}", report::compare::render(&comparison));
     std::io::stdout().flush().ok();
     pending.commit(
@@ -551,13 +567,13 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
-fn show_env() -> anyhow::Result<ExitCode> {
-    let env = serde_json::to_value(env::capture()).context("serialising the environment")?;
-    for (key, value) in env.as_object().into_iter().flatten() {
-        let text = value
-            .as_str()
-            .map_or_else(|| value.to_string(), str::to_string);
-        println!("{key:<16} {text}");
+fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let env = env::capture();
+    if args.json {
+        let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
+        println!("{text}");
+    } else {
+        print!("{}", report::env_text(&env));
     }
     if cfg!(debug_assertions) {
         eprintln!("{DEBUG_WARNING}");
@@ -610,9 +626,6 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     };
     timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
-    if cfg!(debug_assertions) && !args.quiet {
-        eprintln!("{DEBUG_WARNING}");
-    }
     let interrupt = Interrupt::install()?;
     let mut progress = TimeProgress {
         quiet: args.quiet,
@@ -634,9 +647,8 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         outcome.document.comparisons = c.records();
     }
     let doc = &outcome.document;
-    let costs: Vec<_> = doc.series.iter().map(timing::resource_summaries).collect();
     if !doc.series.is_empty() {
-        print!("{}", report::time::render(doc, &costs));
+        print!("{}", report::time::render(doc));
     }
     if let Some(c) = &comparison {
         println!();
@@ -663,6 +675,12 @@ struct TimeProgress {
 }
 
 impl osbench::experiment::time::TimeObserver for TimeProgress {
+    fn audit(&mut self, finding: &str) {
+        if !self.quiet {
+            eprintln!("osbench: warning: {finding}");
+        }
+    }
+
     fn round_finished(&mut self, done: usize, planned: usize) {
         use std::io::IsTerminal;
         if self.quiet || !std::io::stderr().is_terminal() {

@@ -2,6 +2,8 @@
 //! commands (compare, report, history) read. Schema `osbench/1`, specified
 //! field by field in `docs/result-document.md`; keep the two in step.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -9,6 +11,7 @@ use crate::env::Environment;
 use crate::experiment::Config;
 use crate::experiment::time::TimeInfo;
 use crate::measure::command::CommandRun;
+use crate::measure::energy::EnergyDomain;
 use crate::measure::{Overhead, Policy, RawSample};
 use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
@@ -92,6 +95,13 @@ pub struct RunInfo {
     /// A name the user gave the run (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Noise audit: what on the machine may disturb the results (also printed on stderr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<String>,
+    /// Runs with configurations: environment keys each configuration's set-up
+    /// changed (read after its first set-up), key → value per configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_env_diff: Vec<(String, Vec<String>)>,
 }
 
 /// Everything measured for one case under one configuration.
@@ -159,6 +169,22 @@ pub struct Series {
     /// `command` series (`osbench time`): what each run cost, in run order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<CommandRun>,
+    /// OS counters per operation: name (`user_ns`, `voluntary_switches`, …) →
+    /// summary over the samples, same fields as `summary`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, Summary>,
+    /// Each counter's per-operation value of each sample, in sample order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counter_samples: BTreeMap<String, Vec<f64>>,
+    /// Counters that could not be read → why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters_unavailable: BTreeMap<String, String>,
+    /// RAPL energy per zone (`package-0`, `package-0/core`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub energy: BTreeMap<String, EnergyDomain>,
+    /// Why energy could not be read ("unavailable: no powercap").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_unavailable: Option<String>,
 }
 
 fn samples_kind() -> String {

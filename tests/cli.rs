@@ -887,3 +887,224 @@ fn rounds_stop_at_the_precision_target_or_the_time_limit() {
         doc.run.stopped_by
     );
 }
+
+#[test]
+fn env_json_names_every_required_key_or_why_it_is_absent() {
+    let out = osbench().args(["env", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let absent = env["absent"].as_object().cloned().unwrap_or_default();
+    for key in [
+        "kernel",
+        "cmdline",
+        "cpu_model",
+        "vulnerabilities",
+        "cpuidle",
+        "clocksource",
+        "virtualization",
+    ] {
+        assert!(
+            env.get(key).is_some() || absent.contains_key(key),
+            "{key} neither present nor explained: {env}"
+        );
+    }
+    if let Some(idle) = env.get("cpuidle") {
+        for k in ["driver", "governor", "states"] {
+            assert!(idle.get(k).is_some(), "cpuidle.{k}: {idle}");
+        }
+    }
+    // Either cpufreq is there or its absence is explained; the same for powercap.
+    assert!(env.get("cpufreq").is_some() || absent.contains_key("cpufreq"));
+    assert!(env.get("powercap").is_some() || absent.contains_key("powercap"));
+    assert!(env["build"]["profile"].is_string(), "{env}");
+    assert!(env["load"]["start"]["loadavg"].is_array(), "{env}");
+}
+
+#[test]
+fn every_series_counts_per_op_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = quick_run(&["run", "syscall:case=null", "spin"], &json);
+    let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    for s in doc["series"].as_array().unwrap() {
+        let counters = s["counters"].as_object().unwrap();
+        let unavailable = s["counters_unavailable"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for name in [
+            "user_ns",
+            "sys_ns",
+            "voluntary_switches",
+            "involuntary_switches",
+            "minor_faults",
+            "major_faults",
+            "context_switches",
+            "cpu_migrations",
+            "page_faults",
+            "cycles",
+            "instructions",
+        ] {
+            assert!(
+                counters.contains_key(name) != unavailable.contains_key(name),
+                "{name}: counted or explained, not both or neither: {s}"
+            );
+        }
+        // rusage is always there, with a summary like the time's.
+        let user = &counters["user_ns"];
+        assert_eq!(user["n"], s["summary"]["n"], "{s}");
+        assert!(user["median"].as_f64().unwrap() >= 0.0);
+        assert_eq!(
+            s["counter_samples"]["sys_ns"].as_array().unwrap().len(),
+            s["samples"].as_array().unwrap().len()
+        );
+        assert!(
+            s.get("energy").is_some() != s.get("energy_unavailable").is_some(),
+            "energy read or explained: {s}"
+        );
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Counters per op"), "{text}");
+    let ran = osbench()
+        .args(["run", "syscall:case=null", "--no-perf", "-q"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(ran.stdout).unwrap();
+    assert!(text.contains("not opened (--no-perf)"), "{text}");
+}
+
+#[test]
+fn compare_names_a_differing_command_line_and_flags_confounders() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    quick_run(&["run", "syscall:case=null", "-q"], &a);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&a).unwrap()).unwrap();
+    doc["env"]["cmdline"] = "quiet mitigations=off".into();
+    doc["env"]["vulnerabilities"]["spectre_v2"] = "Vulnerable".into();
+    fs::write(&b, serde_json::to_string(&doc).unwrap()).unwrap();
+    let out = osbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--factor", "cmdline"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().any(|w| w == key))
+            .unwrap_or_else(|| panic!("no line for {key}: {text}"))
+            .to_string()
+    };
+    assert!(line("cmdline").contains("factor"), "{text}");
+    assert!(
+        line("cmdline").contains("B: quiet mitigations=off"),
+        "{text}"
+    );
+    assert!(
+        line("vulnerabilities.spectre_v2").contains("CONFOUNDER?"),
+        "{text}"
+    );
+    assert!(text.contains("declared factor: cmdline"), "{text}");
+}
+
+#[test]
+fn documents_without_counters_or_the_new_env_keys_still_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, old) = (dir.path().join("a.json"), dir.path().join("old.json"));
+    quick_run(&["run", "syscall:case=null", "-q"], &a);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&a).unwrap()).unwrap();
+    let env = doc["env"].as_object_mut().unwrap();
+    env.retain(|k, _| {
+        [
+            "kernel",
+            "kernel_version",
+            "arch",
+            "hostname",
+            "cpu_model",
+            "cpus",
+            "cpus_allowed",
+            "debug_build",
+            "osbench_version",
+        ]
+        .contains(&k.as_str())
+    });
+    for s in doc["series"].as_array_mut().unwrap() {
+        let s = s.as_object_mut().unwrap();
+        for k in [
+            "counters",
+            "counter_samples",
+            "counters_unavailable",
+            "energy",
+            "energy_unavailable",
+        ] {
+            s.remove(k);
+        }
+    }
+    doc["run"].as_object_mut().unwrap().remove("audit");
+    fs::write(&old, serde_json::to_string(&doc).unwrap()).unwrap();
+    let out = osbench().arg("compare").arg(&old).arg(&a).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    // The keys only the new document has are differences ("absent" in the old one).
+    assert!(text.contains("A: absent"), "{text}");
+}
+
+#[test]
+fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
+    // The set-up narrows osbench's own CPU affinity (its parent's pid in `sh -c`):
+    // `cpus_allowed` then differs between the configurations, and nothing else does.
+    let allowed = fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Cpus_allowed_list:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap();
+    let have_taskset = Command::new("taskset").arg("-V").output().is_ok();
+    if !have_taskset || std::thread::available_parallelism().unwrap().get() < 2 {
+        eprintln!("skipped: needs taskset and two usable CPUs");
+        return;
+    }
+    let first = osbench::env::probe::cpu_list(&allowed)[0];
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cfg.json");
+    let narrow = format!("one=taskset -pc {first} $PPID >/dev/null");
+    let restore = format!("one=taskset -pc {allowed} $PPID >/dev/null");
+    let out = quick_run(
+        &[
+            "run",
+            "spin:work=100",
+            "--config",
+            "all=",
+            "--config",
+            &narrow,
+            "--teardown",
+            &restore,
+            "--rounds",
+            "2",
+            "-q",
+        ],
+        &json,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let doc = read_document(&json).unwrap();
+    let keys: Vec<&str> = doc
+        .run
+        .config_env_diff
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(keys, ["cpus_allowed"], "{text}");
+    assert_eq!(doc.run.config_env_diff[0].1[1], "1");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("factor") && l.contains("cpus_allowed")),
+        "{text}"
+    );
+}

@@ -34,7 +34,10 @@ fn a_failing_command_exits_2_naming_its_status() {
     let err = text(&out.stderr);
     assert!(err.contains("'false' exited with status 1"), "{err}");
     assert!(err.contains("--ignore-failure"), "{err}");
-    let errors: Vec<&str> = err.lines().filter(|l| !l.contains("debug build")).collect();
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("osbench: error"))
+        .collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(!json.exists());
 
@@ -158,6 +161,7 @@ fn every_run_is_recorded_with_its_own_rusage_in_interleaved_rounds() {
     // Saved command documents compare like any others.
     let out = Command::cargo_bin("osbench")
         .unwrap()
+        .env("OSBENCH_STORE", dir.path().join("store.sqlite"))
         .args(["compare", json.to_str().unwrap(), json.to_str().unwrap()])
         .output()
         .unwrap();

@@ -143,6 +143,10 @@ impl Observer for Progress {
         }
     }
 
+    fn audit(&mut self, finding: &str) {
+        self.say(&format!("osbench: warning: {finding}"));
+    }
+
     fn case_failed(&mut self, error: &osbench::Error) {
         if let Mode::Lines = self.mode {
             let what = if matches!(error, osbench::Error::Interrupted) {

@@ -84,6 +84,9 @@ pub struct Comparison {
     pub missing: Vec<(String, Vec<String>)>,
     /// Environment keys whose values differ between the documents, with each value.
     pub env_diff: Vec<(String, Vec<String>)>,
+    /// The declared factor: environment keys (or prefixes, see [`crate::env::is_factor`])
+    /// whose differences are the change being tested; other differences are possible confounders.
+    pub factors: Vec<String>,
     /// How ratios, intervals and p-values were computed, in words.
     pub method: String,
     pub options: Options,
@@ -175,6 +178,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         rows,
         missing,
         env_diff,
+        factors: Vec::new(),
         method,
         options,
     })
@@ -238,7 +242,15 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         labels: names,
         rows,
         missing: Vec::new(),
-        env_diff: Vec::new(),
+        // One environment for the whole run; what each configuration's set-up
+        // changed in it is the factor itself.
+        factors: doc
+            .run
+            .config_env_diff
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect(),
+        env_diff: doc.run.config_env_diff.clone(),
         method,
         options,
     })
@@ -287,6 +299,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         labels: sides.iter().map(|s| s.case.clone()).collect(),
         rows,
         missing: Vec::new(),
+        factors: Vec::new(),
         env_diff: Vec::new(),
         method,
         options,

@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod file;
+mod meters;
 pub mod time;
 
 use crate::bench::select::Case;
@@ -19,7 +20,7 @@ use crate::document::{BaselineSeries, Document, RunInfo, Series, Tool, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, Placement, pin_current_thread};
-use crate::measure::{Clock, Harness, Measurement, Overhead};
+use crate::measure::{Clock, Harness, Measurement, Overhead, RawSample};
 use crate::stats::{SplitMix64, bimodal, histogram, summarize};
 use config::Applied;
 pub use config::Config;
@@ -81,6 +82,8 @@ pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _series: &Series) {}
     fn case_failed(&mut self, _error: &Error) {}
+    /// A noise-audit finding (before or after the run).
+    fn audit(&mut self, _finding: &str) {}
 }
 
 /// Observer that ignores everything.
@@ -98,7 +101,7 @@ pub struct Outcome {
 pub fn run<C: Clock>(
     plan: &Plan,
     harness: &Harness<C>,
-    env: Environment,
+    mut env: Environment,
     observer: &mut dyn Observer,
 ) -> Outcome {
     let started = utc_now();
@@ -111,10 +114,15 @@ pub fn run<C: Clock>(
     } else {
         (&plan.configs, plan.rounds.max(1))
     };
+    let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
+    audit.iter().for_each(|f| observer.audit(f));
+    // With configurations: the environment after each one's first set-up, to
+    // show what the set-up (the declared factor) changed.
+    let mut config_envs: Vec<Environment> = Vec::new();
     let mut rng = SplitMix64::new(plan.seed);
     let total = rounds * configs.len() * plan.cases.len();
     let mut done: Vec<((usize, usize), Series)> = Vec::new();
-    let (mut order, mut schedule) = (Vec::new(), Vec::new());
+    let (mut order, mut schedule): (Vec<String>, Vec<Vec<String>>) = (Vec::new(), Vec::new());
     // Privileges and devices are checked for every case, as every configuration
     // will run it (its parameters may differ), before anything is measured.
     let mut error = configs
@@ -158,6 +166,9 @@ pub fn run<C: Clock>(
                     break 'rounds;
                 }
             };
+            if round == 0 && !plan.configs.is_empty() {
+                config_envs.push(crate::env::capture_from(&crate::env::probe::Sys::real()));
+            }
             let mut case_order: Vec<usize> = (0..plan.cases.len()).collect();
             rng.shuffle(&mut case_order);
             for &idx in &case_order {
@@ -199,6 +210,23 @@ pub fn run<C: Clock>(
             }
         }
     }
+    crate::env::record_end(&mut env);
+    for finding in crate::env::audit::after_run(&env) {
+        observer.audit(&finding);
+        audit.push(finding);
+    }
+    // Configurations in their definition order (round 0 applied them shuffled).
+    let config_env_diff = match schedule.first() {
+        Some(first) if config_envs.len() == configs.len() && configs.len() >= 2 => {
+            let ordered: Vec<&Environment> = configs
+                .iter()
+                .filter_map(|c| first.iter().position(|n| *n == c.name))
+                .map(|i| &config_envs[i])
+                .collect();
+            crate::env::diff(&ordered)
+        }
+        _ => Vec::new(),
+    };
     done.sort_by_key(|(key, _)| *key);
     let series: Vec<Series> = done.into_iter().map(|(_, s)| s).map(resummarize).collect();
 
@@ -226,6 +254,8 @@ pub fn run<C: Clock>(
             schedule
         },
         label: None,
+        audit,
+        config_env_diff,
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),
@@ -236,6 +266,17 @@ pub fn run<C: Clock>(
         comparisons: Vec::new(),
     };
     Outcome { document, error }
+}
+
+/// Whether some case runs several tasks with no pinning (the scheduler places them).
+fn runs_unpinned(plan: &Plan, configs: &[Config]) -> bool {
+    configs.iter().any(|config| {
+        let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
+        plan.cases.iter().any(|c| {
+            let case = with_overrides(c, config);
+            (case.def.tasks)(&case.params) > 1 && matches!(pin, None | Some(Pin::None))
+        })
+    })
 }
 
 /// The case with the configuration's parameter overrides for its benchmark
@@ -258,6 +299,7 @@ fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new:
     };
     s.rounds.push(new.summary.median);
     s.round_samples.push(new.samples.len());
+    meters::merge(s, &new);
     if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
         let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
         s.cpu_per_op = Some((a * na + b * nb) / (na + nb));
@@ -285,6 +327,7 @@ fn resummarize(mut s: Series) -> Series {
     if let Some(summary) = summarize(&s.samples) {
         s.summary = summary;
     }
+    meters::summarize_counters(&mut s);
     if s.quantiles.is_some() {
         // Every event of every round is in `samples`: rebuild the distribution from them.
         let unit_ns = Unit::parse(&s.unit).map_or(1.0, Unit::ns);
@@ -393,6 +436,13 @@ fn sampled<C: Clock>(
                 .into(),
         );
     }
+    meters::attach(
+        &mut series,
+        harness.meters(),
+        &m.meters,
+        &m.accepted,
+        ops_per_iter,
+    );
     series.raw = m.accepted;
     series.rejected = m.rejected;
     series.overhead = m.overhead;
@@ -427,6 +477,12 @@ fn distribution<C: Clock>(
         .cpu_ns
         .map(|cpu| cpu as f64 / e.latencies_ns.len() as f64 / unit_ns);
     series.overhead = harness.overhead();
+    // One reading over the whole recording, divided by the events recorded.
+    let whole = RawSample {
+        iters: e.latencies_ns.len() as u64,
+        elapsed_ns: e.wall_ns,
+    };
+    meters::attach(&mut series, harness.meters(), &[e.meters], &[whole], 1.0);
     if e.interrupted {
         series.noise.push("interrupted".into());
         series.warnings.push(format!(
@@ -468,6 +524,11 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         noise: Vec::new(),
         warnings: Vec::new(),
         runs: Vec::new(),
+        counters: Default::default(),
+        counter_samples: Default::default(),
+        counters_unavailable: Default::default(),
+        energy: Default::default(),
+        energy_unavailable: None,
     })
 }
 

@@ -26,9 +26,11 @@ use serde_json::{Map, Value};
 use crate::bench::command::CommandSpec;
 use crate::document::{self, BaselineSeries, Document, RunInfo, Series, Tool};
 use crate::env::Environment;
+use crate::env::probe::Sys;
 use crate::error::{Error, Result};
 use crate::experiment::config::Applied;
 use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
+use crate::measure::energy::{EnergyDomain, Rapl};
 use crate::measure::{Interrupt, Overhead, Policy, RawSample};
 use crate::stats::Summary;
 use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio_ci};
@@ -103,6 +105,8 @@ pub struct TimeInfo {
 pub trait TimeObserver {
     /// After each recorded round; `planned` is the current estimate of rounds.
     fn round_finished(&mut self, _done: usize, _planned: usize) {}
+    /// A noise-audit finding (before or after the run).
+    fn audit(&mut self, _finding: &str) {}
 }
 
 /// What a `time` run produced: a document with every run measured, and the
@@ -117,6 +121,8 @@ struct Member {
     program: PathBuf,
     argv: Vec<String>,
     runs: Vec<CommandRun>,
+    /// Joules per RAPL zone of each recorded run (empty without RAPL).
+    joules: Vec<Vec<f64>>,
 }
 
 /// Checks every command (programs exist, directory exists) before anything runs.
@@ -148,10 +154,13 @@ pub fn check(plan: &TimePlan) -> Result<Vec<PathBuf>> {
 pub fn run(
     plan: &TimePlan,
     interrupt: &Interrupt,
-    env: Environment,
+    mut env: Environment,
     observer: &mut dyn TimeObserver,
 ) -> Result<TimeOutcome> {
     let programs = check(plan)?;
+    let mut audit = crate::env::audit::before_run(&env, false);
+    audit.iter().for_each(|f| observer.audit(f));
+    let rapl = Rapl::open(&Sys::real());
     let started = document::utc_now();
     let tiny = crate::bench::proc::write_tiny()?;
     let tiny_path = std::ffi::OsStr::from_bytes(tiny.path.as_bytes());
@@ -171,6 +180,7 @@ pub fn run(
             program,
             argv: c.argv.clone(),
             runs: Vec::new(),
+            joules: Vec::new(),
         })
         .collect();
     members.push(Member {
@@ -181,6 +191,7 @@ pub fn run(
         },
         argv: floor_argv,
         runs: Vec::new(),
+        joules: Vec::new(),
     });
     // The empty command must run before anything is timed. A few retries: in
     // a multi-threaded process (the test harness) a child spawned by another
@@ -222,7 +233,15 @@ pub fn run(
     while round < total_rounds(planned) {
         let warm = round < plan.warmup;
         let order = shuffled(members.len(), &mut rng);
-        if let Err(e) = run_round(plan, &quiet, &mut members, &order, warm, interrupt) {
+        if let Err(e) = run_round(
+            plan,
+            &quiet,
+            rapl.as_ref().ok(),
+            &mut members,
+            &order,
+            warm,
+            interrupt,
+        ) {
             error = Some(e);
             break;
         }
@@ -280,6 +299,11 @@ pub fn run(
     {
         error = Some(e);
     }
+    crate::env::record_end(&mut env);
+    for finding in crate::env::audit::after_run(&env) {
+        observer.audit(&finding);
+        audit.push(finding);
+    }
     let floor_runs = members.pop().map(|m| m.runs).unwrap_or_default();
     let floor_op = if shell {
         "sh -c of a 165-byte static program that exits at once, spawn to reaped"
@@ -294,7 +318,11 @@ pub fn run(
         .zip(members)
         .enumerate()
         .filter(|(_, (_, m))| !m.runs.is_empty())
-        .map(|(slot, (spec, m))| command_series(spec, slot, m.runs, rss_floor_kb))
+        .map(|(slot, (spec, m))| {
+            let mut s = command_series(spec, slot, m.runs, rss_floor_kb);
+            set_energy(&mut s, &rapl, &m.joules);
+            s
+        })
         .collect();
     let complete = error.is_none();
     let document = Document {
@@ -316,6 +344,8 @@ pub fn run(
             configs: Vec::new(),
             stopped_by,
             schedule,
+            audit,
+            config_env_diff: Vec::new(),
             time: Some(TimeInfo {
                 warmup: plan.warmup,
                 prepare: plan.prepare.clone(),
@@ -340,6 +370,7 @@ pub fn run(
 fn run_round(
     plan: &TimePlan,
     quiet: &SpawnOptions,
+    rapl: Option<&Rapl>,
     members: &mut [Member],
     order: &[usize],
     warm: bool,
@@ -354,7 +385,13 @@ fn run_round(
         }
         let m = &mut members[i];
         let opts = if is_floor { quiet } else { &plan.spawn };
+        // Energy is read just outside the run (RAPL counts the whole machine).
+        let before = rapl.and_then(Rapl::read);
         let run = run_once(&m.program, &m.argv, opts)?;
+        let joules = match (rapl, before, rapl.and_then(Rapl::read)) {
+            (Some(r), Some(b), Some(a)) => r.joules(&b, &a),
+            _ => Vec::new(),
+        };
         if !run.succeeded() && !plan.ignore_failure && !is_floor {
             return Err(Error::Measure(format!(
                 "command '{}' {}{}; fix it, or time it anyway with --ignore-failure",
@@ -365,6 +402,7 @@ fn run_round(
         }
         if !warm {
             m.runs.push(run);
+            m.joules.push(joules);
         }
     }
     Ok(())
@@ -484,6 +522,26 @@ fn command_series(
     let mut params = Map::new();
     params.insert("command".into(), Value::String(spec.line.clone()));
     params.insert("shell".into(), Value::Bool(spec.shell));
+    let counter_samples = run_counters(&runs);
+    let counters = counter_samples
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), summarize(v)?)))
+        .collect();
+    let counters_unavailable = [
+        "context_switches",
+        "cpu_migrations",
+        "page_faults",
+        "cycles",
+        "instructions",
+    ]
+    .iter()
+    .map(|c| {
+        (
+            c.to_string(),
+            "not counted for whole commands: their counters come from wait4's rusage".to_string(),
+        )
+    })
+    .collect();
     let mut warnings = Vec::new();
     let failed = runs.iter().filter(|r| !r.succeeded()).count();
     if failed > 0 {
@@ -534,31 +592,64 @@ fn command_series(
         baseline: None,
         noise: Vec::new(),
         warnings,
+        counters,
+        counter_samples,
+        counters_unavailable,
+        energy: BTreeMap::new(),
+        energy_unavailable: None,
         runs,
     }
 }
 
-/// Summaries of what each run of a command cost, for the report: wall, user
-/// and system time (s), peak RSS (KiB), switches and faults per run.
-pub fn resource_summaries(series: &Series) -> Vec<(&'static str, Summary)> {
+/// What `wait4` tells of each run, as counters per operation (one op = one run).
+fn run_counters(runs: &[CommandRun]) -> BTreeMap<String, Vec<f64>> {
     type Field = fn(&CommandRun) -> f64;
-    let fields: [(&'static str, Field); 8] = [
-        ("real", |r| r.wall_s),
-        ("user", |r| r.user_s),
-        ("sys", |r| r.sys_s),
-        ("max RSS", |r| r.max_rss_kb as f64),
-        ("voluntary switches", |r| r.voluntary_switches as f64),
-        ("involuntary switches", |r| r.involuntary_switches as f64),
-        ("minor faults", |r| r.minor_faults as f64),
-        ("major faults", |r| r.major_faults as f64),
+    let fields: [(&str, Field); 7] = [
+        ("user_ns", |r| r.user_s * 1e9),
+        ("sys_ns", |r| r.sys_s * 1e9),
+        ("max_rss_kb", |r| r.max_rss_kb as f64),
+        ("voluntary_switches", |r| r.voluntary_switches as f64),
+        ("involuntary_switches", |r| r.involuntary_switches as f64),
+        ("minor_faults", |r| r.minor_faults as f64),
+        ("major_faults", |r| r.major_faults as f64),
     ];
     fields
         .iter()
-        .filter_map(|(name, get)| {
-            let v: Vec<f64> = series.runs.iter().map(get).collect();
-            summarize(&v).map(|s| (*name, s))
-        })
+        .map(|(name, get)| (name.to_string(), runs.iter().map(get).collect()))
         .collect()
+}
+
+/// Joules per run and average watts per RAPL zone, or why there are none.
+fn set_energy(series: &mut Series, rapl: &Result<Rapl, String>, joules: &[Vec<f64>]) {
+    let rapl = match rapl {
+        Ok(r) => r,
+        Err(why) => {
+            series.energy_unavailable = Some(why.clone());
+            return;
+        }
+    };
+    if joules.iter().any(Vec::is_empty) {
+        series.energy_unavailable =
+            Some("unavailable: a RAPL zone could not be read during a run".into());
+        return;
+    }
+    for (z, zone) in rapl.domains().into_iter().enumerate() {
+        let per_run: Vec<f64> = joules.iter().map(|j| j[z]).collect();
+        let watts: Vec<f64> = per_run
+            .iter()
+            .zip(&series.samples)
+            .map(|(j, s)| j / s)
+            .collect();
+        if let (Some(j), Some(w)) = (summarize(&per_run), summarize(&watts)) {
+            let domain = EnergyDomain {
+                joules_per_op: j,
+                watts: w,
+                samples_joules_per_op: per_run,
+                samples_watts: watts,
+            };
+            series.energy.insert(zone, domain);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -708,6 +799,7 @@ mod tests {
         let m = |wall_s| Member {
             program: PathBuf::new(),
             argv: Vec::new(),
+            joules: Vec::new(),
             runs: vec![CommandRun {
                 wall_s,
                 user_s: 0.0,

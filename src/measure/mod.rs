@@ -20,11 +20,16 @@
 //! µs; an upper bound on accepted samples; overheads recorded in the result
 //! instead of only subtracted; no forked measuring child (benchmarks fork
 //! their own peers); a warm-up by default.
-//! Left out: hardware counters and energy (not on this machine kind yet).
+//! Around every recorded sample (not during calibration or warm-up) the
+//! [`meters::Meters`] — OS counters and RAPL energy — are read outside the
+//! two clock reads, so they never fall inside the timed region.
 
 pub mod clock;
 pub mod command;
+pub mod counters;
+pub mod energy;
 pub mod interrupt;
+pub mod meters;
 pub mod placement;
 pub mod supervise;
 
@@ -35,7 +40,9 @@ use serde::{Deserialize, Serialize};
 use crate::bench::Benchmark;
 use crate::error::{Error, Result};
 pub use clock::{Clock, Monotonic};
+use counters::Edge;
 pub use interrupt::Interrupt;
+pub use meters::{MeterDelta, Meters};
 
 /// A sample is accepted when its duration is at least this fraction of the target…
 pub const ACCEPT_LOW: f64 = 0.9;
@@ -136,6 +143,8 @@ pub struct Measurement {
     pub warnings: Vec<String>,
     /// True when a signal stopped sampling early; `accepted` holds what was taken.
     pub interrupted: bool,
+    /// What each accepted sample used (counters, energy), same order as `accepted`.
+    pub meters: Vec<MeterDelta>,
 }
 
 impl Measurement {
@@ -164,6 +173,8 @@ pub struct Events {
     pub cpu_ns: Option<u64>,
     pub wall_ns: u64,
     pub interrupted: bool,
+    /// What the whole recording used (counters, energy).
+    pub meters: MeterDelta,
 }
 
 /// Runs benchmarks under a [`Policy`] and a [`Clock`].
@@ -172,6 +183,7 @@ pub struct Harness<C: Clock = Monotonic> {
     policy: Policy,
     overhead: Overhead,
     interrupt: Interrupt,
+    meters: Meters,
 }
 
 impl Harness<Monotonic> {
@@ -189,7 +201,18 @@ impl<C: Clock> Harness<C> {
             policy,
             overhead,
             interrupt,
+            meters: Meters::none(),
         }
+    }
+
+    /// This harness reading `meters` around every recorded sample.
+    pub fn with_meters(mut self, meters: Meters) -> Self {
+        self.meters = meters;
+        self
+    }
+
+    pub fn meters(&self) -> &Meters {
+        &self.meters
     }
 
     pub fn policy(&self) -> &Policy {
@@ -205,6 +228,18 @@ impl<C: Clock> Harness<C> {
         bench.run(iters)?;
         let t1 = self.clock.now_ns();
         Ok(t1.saturating_sub(t0))
+    }
+
+    /// [`Self::time`] with the meters read just outside the two clock reads.
+    /// The interrupt flag is checked after the first reading (which can take
+    /// milliseconds with many live helpers), so a signal that arrived meanwhile
+    /// is not left waiting behind a long blocking run.
+    fn time_metered(&self, bench: &mut dyn Benchmark, iters: u64) -> Result<(u64, MeterDelta)> {
+        let before = self.meters.snapshot(Edge::Before);
+        self.interrupt.check()?;
+        let elapsed = self.time(bench, iters)?;
+        let after = self.meters.snapshot(Edge::After);
+        Ok((elapsed, self.meters.delta(&before, &after)))
     }
 
     /// Calibrates, warms up and samples `bench` (already set up).
@@ -242,8 +277,8 @@ impl<C: Clock> Harness<C> {
             }
             for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
                 if !sampler.done() {
-                    match self.time(*bench, sampler.iters) {
-                        Ok(elapsed) => sampler.record(elapsed, target),
+                    match self.time_metered(*bench, sampler.iters) {
+                        Ok((elapsed, used)) => sampler.record(elapsed, target, used),
                         // A benchmark that noticed the signal while blocked: keep what we have.
                         Err(Error::Interrupted) => {
                             interrupted = true;
@@ -279,12 +314,15 @@ impl<C: Clock> Harness<C> {
                 .interrupt
                 .check()
                 .and_then(|()| bench.prepare())
-                .and_then(|()| self.time(bench, 1));
+                .and_then(|()| self.time_metered(bench, 1));
             match outcome {
-                Ok(elapsed) => sampler.accepted.push(RawSample {
-                    iters: 1,
-                    elapsed_ns: elapsed,
-                }),
+                Ok((elapsed, used)) => {
+                    sampler.accepted.push(RawSample {
+                        iters: 1,
+                        elapsed_ns: elapsed,
+                    });
+                    sampler.meters.push(used);
+                }
                 Err(Error::Interrupted) => {
                     interrupted = true;
                     break;
@@ -309,6 +347,7 @@ impl<C: Clock> Harness<C> {
         self.warm_up(|| bench.run(BATCH))?;
         bench.take_events();
         let cpu_before = bench.cpu_time_ns()?;
+        let meters_before = self.meters.snapshot(Edge::Before);
         let t0 = self.clock.now_ns();
         let mut latencies_ns = Vec::with_capacity(events as usize);
         let mut interrupted = false;
@@ -327,6 +366,7 @@ impl<C: Clock> Harness<C> {
             }
         }
         let wall_ns = self.clock.now_ns().saturating_sub(t0);
+        let meters_after = self.meters.snapshot(Edge::After);
         latencies_ns.truncate(events as usize);
         let cpu_ns = match (cpu_before, bench.cpu_time_ns()?) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -344,6 +384,7 @@ impl<C: Clock> Harness<C> {
             cpu_ns,
             wall_ns,
             interrupted,
+            meters: self.meters.delta(&meters_before, &meters_after),
         })
     }
 
@@ -394,6 +435,8 @@ struct Sampler {
     iters: u64,
     accepted: Vec<RawSample>,
     rejected: Vec<RawSample>,
+    /// What each accepted sample used, same order.
+    meters: Vec<MeterDelta>,
     long_in_a_row: u32,
     max_attempts: usize,
     wanted: usize,
@@ -405,6 +448,7 @@ impl Sampler {
             iters,
             accepted: Vec::with_capacity(wanted),
             rejected: Vec::new(),
+            meters: Vec::with_capacity(wanted),
             long_in_a_row: 0,
             max_attempts: wanted * 3 + 10,
             wanted,
@@ -419,7 +463,7 @@ impl Sampler {
     /// Files one timed batch as accepted or rejected and re-sizes the batch:
     /// at once after a short one, after two long ones in a row (one long
     /// sample is usually an interruption, not a wrong count).
-    fn record(&mut self, elapsed: u64, target: f64) {
+    fn record(&mut self, elapsed: u64, target: f64, used: MeterDelta) {
         let sample = RawSample {
             iters: self.iters,
             elapsed_ns: elapsed,
@@ -427,6 +471,7 @@ impl Sampler {
         let ratio = elapsed as f64 / target;
         if (ACCEPT_LOW..=ACCEPT_HIGH).contains(&ratio) || (self.iters == 1 && ratio > ACCEPT_HIGH) {
             self.accepted.push(sample);
+            self.meters.push(used);
             self.long_in_a_row = 0;
             return;
         }
@@ -479,6 +524,7 @@ impl Sampler {
             overhead,
             warnings,
             interrupted,
+            meters: self.meters,
         })
     }
 }
@@ -595,6 +641,7 @@ mod tests {
         let m = h.measure(&mut b).unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert_eq!(m.rejected.len(), 2);
+        assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
         assert!(m.rejected.iter().all(|s| s.elapsed_ns == 3_000_000));
     }
 

@@ -21,16 +21,34 @@ pub fn render(c: &Comparison) -> String {
         );
     }
     if !c.env_diff.is_empty() {
-        out.push_str(
-            "\nEnvironment differences (confounders unless they are the change being tested):\n",
+        let _ = writeln!(
+            out,
+            "\nEnvironment differences ({}):",
+            if c.factors.is_empty() {
+                "no --factor declared: each is a possible confounder".to_string()
+            } else {
+                format!("declared factor: {}", c.factors.join(", "))
+            }
         );
+        let width = c
+            .env_diff
+            .iter()
+            .map(|(k, _)| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(40);
         for (key, values) in &c.env_diff {
             let shown: Vec<String> = letters
                 .iter()
                 .zip(values)
                 .map(|(l, v)| format!("{l}: {v}"))
                 .collect();
-            let _ = writeln!(out, "  {key:<16} {}", shown.join("   "));
+            let flag = if crate::env::is_factor(key, &c.factors) {
+                "factor     "
+            } else {
+                "CONFOUNDER?"
+            };
+            let _ = writeln!(out, "  {flag} {key:<width$} {}", shown.join("   "));
         }
     }
     out.push('\n');

@@ -111,6 +111,12 @@ pub fn run(doc: &Document) -> String {
         out.push_str("\n## Comparisons of the configurations\n\n");
         out.push_str(&records(&doc.comparisons));
     }
+    if !r.audit.is_empty() {
+        out.push_str("\n## Noise audit\n\n");
+        for finding in &r.audit {
+            let _ = writeln!(out, "- {}", escape(finding));
+        }
+    }
     out.push_str("\n## Environment\n\n");
     let env = serde_json::to_value(&doc.env).unwrap_or_default();
     let env_rows: Vec<Vec<String>> = env
@@ -179,17 +185,29 @@ pub fn comparison(c: &Comparison) -> String {
         );
     }
     if !c.env_diff.is_empty() {
-        out.push_str(
-            "\n## Environment differences\n\nConfounders unless they are the change being tested.\n\n",
+        let _ = writeln!(
+            out,
+            "\n## Environment differences\n\n{}\n",
+            if c.factors.is_empty() {
+                "No --factor declared: each is a possible confounder.".to_string()
+            } else {
+                let factors: Vec<String> = c.factors.iter().map(|f| escape(f)).collect();
+                format!("Declared factor: {}.", factors.join(", "))
+            }
         );
-        let mut header = vec!["key".to_string()];
+        let mut header = vec!["key".to_string(), "role".to_string()];
         header.extend(letters.iter().cloned());
         let numeric = vec![false; header.len()];
         let rows: Vec<Vec<String>> = c
             .env_diff
             .iter()
             .map(|(key, values)| {
-                let mut cells = vec![escape(key)];
+                let role = if crate::env::is_factor(key, &c.factors) {
+                    "factor"
+                } else {
+                    "confounder?"
+                };
+                let mut cells = vec![escape(key), role.to_string()];
                 cells.extend(values.iter().map(|v| escape(v)));
                 cells
             })
@@ -330,10 +348,14 @@ pub(crate) mod tests {
                 }],
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
-            env_diff: vec![(
-                "kernel".into(),
-                vec!["6.18.44-test".into(), "6.19.0-rc1".into()],
-            )],
+            env_diff: vec![
+                (
+                    "kernel".into(),
+                    vec!["6.18.44-test".into(), "6.19.0-rc1".into()],
+                ),
+                ("cpus".into(), vec!["2".into(), "4".into()]),
+            ],
+            factors: vec!["kernel".into()],
             method: "Unpaired: ratios of medians".into(),
             options: Options::default(),
         }

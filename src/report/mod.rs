@@ -3,12 +3,15 @@
 //! is lmbench's own definition: the mean of the read and write medians).
 
 pub mod compare;
+pub mod counters;
 pub mod csv;
+pub mod env;
 pub mod history;
 pub mod markdown;
 pub mod table;
 pub mod time;
 
+pub use env::env_text;
 pub use table::{list_benchmarks, render_run};
 
 /// `x` with about four significant digits (at most six decimals).

@@ -31,6 +31,7 @@ pub fn render_run(doc: &Document) -> String {
         lock_prefix_line(&doc.series),
         hackbench_lines(&doc.series),
         lmbench_ctx_table(doc),
+        super::counters::counters_section(&doc.series),
     ];
     for section in sections.into_iter().flatten() {
         out.push('\n');

@@ -11,11 +11,10 @@ use crate::compare::Comparison;
 use crate::document::Document;
 use crate::stats::Summary;
 
-/// `doc`'s commands; `costs[i]` are the summaries of series `i`'s runs as
-/// `experiment::time::resource_summaries` names them.
-pub fn render(doc: &Document, costs: &[Vec<(&str, Summary)>]) -> String {
+/// `doc`'s commands, from their summaries and per-run counters.
+pub fn render(doc: &Document) -> String {
     let mut out = String::new();
-    for (i, (s, cost)) in doc.series.iter().zip(costs).enumerate() {
+    for (i, s) in doc.series.iter().enumerate() {
         let failed = s.runs.iter().filter(|r| !r.succeeded()).count();
         let _ = writeln!(
             out,
@@ -37,36 +36,41 @@ pub fn render(doc: &Document, costs: &[Vec<(&str, Summary)>]) -> String {
         let scale = time_scale(s.summary.median);
         // real, user and sys share the decimals that suit real.
         let d = super::decimals_for(s.summary.median * scale.0).min(3);
-        let mut rows = Vec::new();
-        for (name, sum) in cost {
-            let row = match *name {
-                "real" | "user" | "sys" => time_row(name, sum, scale, d),
-                "max RSS" => {
-                    let k = 1024.0;
-                    count_row(name, &scaled(sum, 1.0 / k), "MiB", 1)
-                }
-                _ => continue,
-            };
-            rows.push(row);
+        let counter = |name: &str| s.counters.get(name);
+        let mut rows = vec![time_row("real", &s.summary, scale, d)];
+        for (name, key) in [("user", "user_ns"), ("sys", "sys_ns")] {
+            if let Some(c) = counter(key) {
+                rows.push(time_row(name, &scaled(c, 1e-9), scale, d));
+            }
+        }
+        if let Some(c) = counter("max_rss_kb") {
+            rows.push(count_row("max RSS", &scaled(c, 1.0 / 1024.0), "MiB", 1));
         }
         let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
         let numeric = [false, true, true, true, true, false];
         for line in super::table::align(&header, &numeric, &rows).lines() {
             let _ = writeln!(out, "  {line}");
         }
-        let median_of = |name: &str| {
-            cost.iter()
-                .find(|(n, _)| *n == name)
-                .map_or(f64::NAN, |(_, s)| s.median)
-        };
+        let median_of = |name: &str| counter(name).map_or(f64::NAN, |c| c.median);
         let _ = writeln!(
             out,
             "  per run (medians): {} voluntary + {} involuntary context switches, {} minor + {} major faults",
-            median_of("voluntary switches"),
-            median_of("involuntary switches"),
-            median_of("minor faults"),
-            median_of("major faults"),
+            median_of("voluntary_switches"),
+            median_of("involuntary_switches"),
+            median_of("minor_faults"),
+            median_of("major_faults"),
         );
+        for (zone, e) in &s.energy {
+            let _ = writeln!(
+                out,
+                "  energy {zone}: {} J per run, {} W (medians)",
+                super::fmt_sig(e.joules_per_op.median),
+                super::fmt_sig(e.watts.median)
+            );
+        }
+        if let Some(why) = &s.energy_unavailable {
+            let _ = writeln!(out, "  energy: {why}");
+        }
         let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
         let _ = writeln!(
             out,

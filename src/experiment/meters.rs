@@ -1,0 +1,113 @@
+//! The counters and energy of a series: per-operation values of each sample
+//! (from the harness's [`MeterDelta`]s) and their summaries, kept in step when
+//! the rounds of a configuration run are merged.
+
+use std::collections::BTreeMap;
+
+use crate::document::Series;
+use crate::measure::RawSample;
+use crate::measure::energy::EnergyDomain;
+use crate::measure::meters::{self, MeterDelta, Meters};
+use crate::stats::summarize;
+
+/// Sets the series' counters, energy and their unavailability reasons.
+pub(super) fn attach(
+    series: &mut Series,
+    meters: &Meters,
+    deltas: &[MeterDelta],
+    raw: &[RawSample],
+    ops_per_iter: f64,
+) {
+    let domains = meters.energy_domains();
+    let per_op = meters::per_op(deltas, raw, ops_per_iter, &domains);
+    series.counter_samples = per_op.counters;
+    series.counters_unavailable = meters.counters_unavailable().clone();
+    series.energy = per_op
+        .energy
+        .into_iter()
+        .filter_map(|(zone, (per_op, watts))| Some((zone, energy_domain(per_op, watts)?)))
+        .collect();
+    series.energy_unavailable = meters.energy_unavailable().map(str::to_string);
+    if series.energy_unavailable.is_none() && !domains.is_empty() && series.energy.is_empty() {
+        series.energy_unavailable =
+            Some("unavailable: a RAPL zone could not be read during the case".into());
+    }
+    summarize_counters(series);
+}
+
+/// Appends `new`'s per-sample counter and energy values to `into`'s (the same case, a later round).
+pub(super) fn merge(into: &mut Series, new: &Series) {
+    // A counter missing from either side would misalign the samples: drop it.
+    into.counter_samples
+        .retain(|name, _| new.counter_samples.contains_key(name));
+    for (name, values) in into.counter_samples.iter_mut() {
+        values.extend(&new.counter_samples[name]);
+    }
+    let zones: Vec<String> = into.energy.keys().cloned().collect();
+    for zone in zones {
+        let merged = new.energy.get(&zone).and_then(|n| {
+            let old = &into.energy[&zone];
+            let per_op = [&old.samples_joules_per_op[..], &n.samples_joules_per_op[..]].concat();
+            let watts = [&old.samples_watts[..], &n.samples_watts[..]].concat();
+            energy_domain(per_op, watts)
+        });
+        match merged {
+            Some(d) => {
+                into.energy.insert(zone, d);
+            }
+            None => {
+                into.energy.remove(&zone);
+            }
+        }
+    }
+}
+
+/// Recomputes the counter summaries from the per-sample values.
+pub(super) fn summarize_counters(series: &mut Series) {
+    series.counters = series
+        .counter_samples
+        .iter()
+        .filter_map(|(name, values)| Some((name.clone(), summarize(values)?)))
+        .collect::<BTreeMap<_, _>>();
+}
+
+fn energy_domain(per_op: Vec<f64>, watts: Vec<f64>) -> Option<EnergyDomain> {
+    Some(EnergyDomain {
+        joules_per_op: summarize(&per_op)?,
+        watts: summarize(&watts)?,
+        samples_joules_per_op: per_op,
+        samples_watts: watts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series_with(counters: &[(&str, Vec<f64>)]) -> Series {
+        let doc = r#"{"bench":"b","case":"c","config":"default","params":{},"unit":"ns","op":"o",
+            "anchor":"","pin":"none","cpus":[],"samples":[1.0],"summary":{"n":1,"median":1.0,"mean":1.0,
+            "stddev":0.0,"min":1.0,"max":1.0,"cv":0.0,"mad":0.0,"ci_low":1.0,"ci_high":1.0,"ci_level":0.95,
+            "ci_coverage":0.5},"raw":[],"rejected":[],"overhead":{"timer_ns":0.0,"loop_ns_per_iter":0.0},
+            "ops_per_iter":1.0}"#;
+        let mut s: Series = serde_json::from_str(doc).unwrap();
+        s.counter_samples = counters
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        summarize_counters(&mut s);
+        s
+    }
+
+    #[test]
+    fn rounds_merge_counters_present_in_both() {
+        let mut a = series_with(&[("user_ns", vec![1.0, 2.0]), ("cycles", vec![5.0, 5.0])]);
+        let b = series_with(&[("user_ns", vec![3.0]), ("page_faults", vec![9.0])]);
+        merge(&mut a, &b);
+        summarize_counters(&mut a);
+        assert_eq!(a.counter_samples.len(), 1, "{:?}", a.counter_samples);
+        assert_eq!(a.counter_samples["user_ns"], [1.0, 2.0, 3.0]);
+        assert_eq!(a.counters["user_ns"].median, 2.0);
+        assert_eq!(a.counters["user_ns"].n, 3);
+    }
+}

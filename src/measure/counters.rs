@@ -1,0 +1,424 @@
+//! Operating-system counters read around each timed sample: rusage and
+//! perf_event software (and, where the CPU exposes them, hardware) events.
+//!
+//! rusage counters (`user_ns`, `sys_ns`, `voluntary_switches`,
+//! `involuntary_switches`, `minor_faults`, `major_faults`) are the sum of
+//! three sources, so that every task of a case is attributed while it runs:
+//! - `getrusage(RUSAGE_SELF)`: every thread of osbench (thread-mode helpers included);
+//! - `getrusage(RUSAGE_CHILDREN)`: children already reaped (and their reaped descendants);
+//! - live children, found in `/proc/self/task/*/children`: on-CPU time of
+//!   the main thread from `/proc/PID/schedstat` (ns), split into user and
+//!   system by the lifetime ratio of the tick-sampled times in `/proc/PID/stat`
+//!   (half and half before the first tick); faults of the whole process from
+//!   `/proc/PID/stat`; switches of the main thread from `/proc/PID/status`.
+//!
+//! A child reaped between two readings moves from the third source to the
+//! second with its whole lifetime, so the delta stays right. Not attributed:
+//! grandchildren that are still running (only direct children are listed),
+//! threads of a child other than its main thread for switches, and work done
+//! by processes outside osbench's tree on its behalf (kernel threads, other
+//! daemons).
+//!
+//! perf_event counters are opened once, before any benchmark is set up, on
+//! the calling thread with `inherit`, so every thread and process forked
+//! afterwards is counted; kernel mode is included (without it software events
+//! read 0). Reading a counter sums its inherited children. Errors become
+//! reasons: ENOENT/EOPNOTSUPP → no PMU, EACCES/EPERM → not permitted.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use crate::env::activity::clock_ticks_per_second;
+use crate::env::probe::{Sys, status_switches};
+
+/// Every counter, in the order they are reported.
+pub const NAMES: [&str; 11] = [
+    "user_ns",
+    "sys_ns",
+    "voluntary_switches",
+    "involuntary_switches",
+    "minor_faults",
+    "major_faults",
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "cycles",
+    "instructions",
+];
+
+const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
+const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+/// perf_event_attr.flags bits (include/uapi/linux/perf_event.h).
+const FLAG_INHERIT: u64 = 1 << 1;
+const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// The perf events osbench opens: name, type, config.
+const PERF_EVENTS: [(&str, u32, u64); 5] = [
+    (
+        "context_switches",
+        PERF_TYPE_SOFTWARE,
+        PERF_COUNT_SW_CONTEXT_SWITCHES,
+    ),
+    (
+        "cpu_migrations",
+        PERF_TYPE_SOFTWARE,
+        PERF_COUNT_SW_CPU_MIGRATIONS,
+    ),
+    ("page_faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS),
+    ("cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES),
+    (
+        "instructions",
+        PERF_TYPE_HARDWARE,
+        PERF_COUNT_HW_INSTRUCTIONS,
+    ),
+];
+
+/// The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0),
+/// which every kernel since 2.6.31 accepts.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+/// Which counters could be opened, and why the others could not.
+#[derive(Debug)]
+pub struct Counters {
+    rusage: bool,
+    perf: Vec<(&'static str, File)>,
+    unavailable: BTreeMap<String, String>,
+}
+
+/// Cumulative counter values at one moment, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reading(pub Vec<(&'static str, u64)>);
+
+/// Whether a reading starts a sample (read the measuring process last) or ends it (first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    Before,
+    After,
+}
+
+impl Counters {
+    /// No counters at all (tests with a fake clock).
+    pub fn none() -> Self {
+        Self {
+            rusage: false,
+            perf: Vec::new(),
+            unavailable: BTreeMap::new(),
+        }
+    }
+
+    /// rusage, and the perf events when `perf` is true. Call before any
+    /// benchmark forks its helpers, or they are not counted by perf.
+    pub fn open(perf: bool) -> Self {
+        let mut counters = Self {
+            rusage: true,
+            perf: Vec::new(),
+            unavailable: BTreeMap::new(),
+        };
+        let paranoid = Sys::real()
+            .read("/proc/sys/kernel/perf_event_paranoid")
+            .unwrap_or_else(|_| "unknown".into());
+        for (name, type_, config) in PERF_EVENTS {
+            if !perf {
+                counters
+                    .unavailable
+                    .insert(name.into(), "not opened (--no-perf)".into());
+                continue;
+            }
+            match perf_open(type_, config) {
+                Ok(file) => counters.perf.push((name, file)),
+                Err(e) => {
+                    let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
+                    counters.unavailable.insert(name.into(), why);
+                }
+            }
+        }
+        counters
+    }
+
+    /// Counter name → why it cannot be read.
+    pub fn unavailable(&self) -> &BTreeMap<String, String> {
+        &self.unavailable
+    }
+
+    /// Every counter now. Around a sample, the measuring process's own
+    /// rusage is read closest to the timed region (`edge`), so the cost of
+    /// the other reads falls outside the delta.
+    pub fn read(&self, edge: Edge) -> Reading {
+        let mut values = Vec::with_capacity(NAMES.len());
+        if edge == Edge::After && self.rusage {
+            values.extend(rusage_reading());
+        }
+        for (name, file) in &self.perf {
+            let mut buf = [0u8; 8];
+            // A failed read (never seen) leaves the counter out of this reading.
+            if (&*file).read_exact(&mut buf).is_ok() {
+                values.push((*name, u64::from_ne_bytes(buf)));
+            }
+        }
+        if edge == Edge::Before && self.rusage {
+            values.extend(rusage_reading());
+        }
+        Reading(values)
+    }
+}
+
+/// `after − before` for each counter present in both (never negative).
+pub fn delta(before: &Reading, after: &Reading) -> Vec<(&'static str, f64)> {
+    NAMES
+        .iter()
+        .filter_map(|name| {
+            let get = |r: &Reading| r.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+            Some((*name, get(after)?.saturating_sub(get(before)?) as f64))
+        })
+        .collect()
+}
+
+/// rusage of this process, its reaped children and its live children, summed.
+fn rusage_reading() -> [(&'static str, u64); 6] {
+    let own = getrusage(libc::RUSAGE_SELF);
+    let reaped = getrusage(libc::RUSAGE_CHILDREN);
+    let live = live_children();
+    let sum = |f: fn(&Usage) -> u64| f(&own) + f(&reaped) + f(&live);
+    [
+        ("user_ns", sum(|u| u.user_ns)),
+        ("sys_ns", sum(|u| u.sys_ns)),
+        ("voluntary_switches", sum(|u| u.voluntary)),
+        ("involuntary_switches", sum(|u| u.involuntary)),
+        ("minor_faults", sum(|u| u.minor_faults)),
+        ("major_faults", sum(|u| u.major_faults)),
+    ]
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    user_ns: u64,
+    sys_ns: u64,
+    voluntary: u64,
+    involuntary: u64,
+    minor_faults: u64,
+    major_faults: u64,
+}
+
+fn getrusage(who: libc::c_int) -> Usage {
+    // SAFETY: rusage is plain C data; all-zero is a valid value.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rusage; `who` is RUSAGE_SELF or RUSAGE_CHILDREN.
+    if unsafe { libc::getrusage(who, &mut r) } != 0 {
+        return Usage::default();
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Usage {
+        user_ns: ns(r.ru_utime),
+        sys_ns: ns(r.ru_stime),
+        voluntary: r.ru_nvcsw as u64,
+        involuntary: r.ru_nivcsw as u64,
+        minor_faults: r.ru_minflt as u64,
+        major_faults: r.ru_majflt as u64,
+    }
+}
+
+/// The summed usage of this process's live (not yet reaped) children.
+fn live_children() -> Usage {
+    let sys = Sys::real();
+    let tick_ns = 1e9 / clock_ticks_per_second();
+    let mut total = Usage::default();
+    for tid in sys.list("/proc/self/task").unwrap_or_default() {
+        let Ok(list) = sys.read(&format!("/proc/self/task/{tid}/children")) else {
+            continue;
+        };
+        for pid in list.split_whitespace() {
+            // A child may exit between listing and reading: it is then counted when reaped.
+            let Some(stat) = sys.proc_stat(pid) else {
+                continue;
+            };
+            let (vol, invol) = sys
+                .read(&format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|t| status_switches(&t))
+                .unwrap_or((0, 0));
+            let ticks = stat.utime_ticks + stat.stime_ticks;
+            // On-CPU time in ns (schedstat), split by the lifetime ratio of the
+            // tick-sampled user and system times, as the kernel's own cputime_adjust does.
+            let runtime_ns = sys
+                .read(&format!("/proc/{pid}/schedstat"))
+                .ok()
+                .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or((ticks as f64 * tick_ns) as u64);
+            let user_share = if ticks > 0 {
+                stat.utime_ticks as f64 / ticks as f64
+            } else {
+                0.5
+            };
+            let user_ns = (runtime_ns as f64 * user_share) as u64;
+            total.user_ns += user_ns;
+            total.sys_ns += runtime_ns - user_ns.min(runtime_ns);
+            total.minor_faults += stat.minflt;
+            total.major_faults += stat.majflt;
+            total.voluntary += vol;
+            total.involuntary += invol;
+        }
+    }
+    total
+}
+
+/// Opens one counting (not sampling) event on this thread and its future children.
+fn perf_open(type_: u32, config: u64) -> io::Result<File> {
+    let attr = PerfEventAttr {
+        type_,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config,
+        flags: FLAG_INHERIT | FLAG_EXCLUDE_HV,
+        ..Default::default()
+    };
+    // SAFETY: `attr` is an initialised perf_event_attr whose `size` is its real
+    // size; pid 0 / cpu −1 / group −1 are plain integers; the kernel only reads `attr`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned `fd` as a new descriptor nothing else owns.
+    Ok(File::from(unsafe {
+        OwnedFd::from_raw_fd(fd as libc::c_int)
+    }))
+}
+
+/// Why a perf event could not be opened, in words.
+fn open_error(e: &io::Error, hardware: bool, paranoid: &str) -> String {
+    let code = e.raw_os_error().unwrap_or(0);
+    let name = errno_name(code);
+    match code {
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if hardware => {
+            format!("no hardware PMU ({name})")
+        }
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
+            format!("not supported by this kernel ({name})")
+        }
+        libc::EACCES | libc::EPERM => format!(
+            "not permitted ({name}): counting kernel mode needs root, CAP_PERFMON or \
+             kernel.perf_event_paranoid <= 1 (it is {paranoid})"
+        ),
+        libc::ENOSYS => format!("perf_event_open is not available ({name})"),
+        _ => format!("perf_event_open failed: {e}"),
+    }
+}
+
+fn errno_name(code: i32) -> String {
+    match code {
+        libc::ENOENT => "ENOENT".into(),
+        libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
+        libc::ENODEV => "ENODEV".into(),
+        libc::EACCES => "EACCES".into(),
+        libc::EPERM => "EPERM".into(),
+        libc::ENOSYS => "ENOSYS".into(),
+        libc::EINVAL => "EINVAL".into(),
+        other => format!("errno {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attr_has_the_version_0_size() {
+        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
+    }
+
+    #[test]
+    fn deltas_take_the_counters_present_in_both() {
+        let a = Reading(vec![
+            ("user_ns", 100),
+            ("context_switches", 5),
+            ("cycles", 9),
+        ]);
+        let b = Reading(vec![("user_ns", 350), ("context_switches", 7)]);
+        assert_eq!(
+            delta(&a, &b),
+            [("user_ns", 250.0), ("context_switches", 2.0)]
+        );
+    }
+
+    #[test]
+    fn errors_are_worded_by_cause() {
+        let e = |c| io::Error::from_raw_os_error(c);
+        assert_eq!(
+            open_error(&e(libc::ENOENT), true, "2"),
+            "no hardware PMU (ENOENT)"
+        );
+        assert!(
+            open_error(&e(libc::EACCES), false, "2").contains("perf_event_paranoid <= 1 (it is 2)")
+        );
+        assert!(open_error(&e(libc::ENOSYS), false, "2").contains("ENOSYS"));
+    }
+
+    #[test]
+    fn rusage_counts_this_process_and_a_reaped_child() {
+        let c = Counters::open(false);
+        assert_eq!(c.unavailable()["cycles"], "not opened (--no-perf)");
+        let before = c.read(Edge::Before);
+        let mut x = 0u64;
+        for i in 0..3_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        let status = std::process::Command::new("true").status().unwrap();
+        assert!(status.success());
+        let after = c.read(Edge::After);
+        let d: BTreeMap<&str, f64> = delta(&before, &after).into_iter().collect();
+        assert_eq!(d.len(), 6, "{d:?}");
+        assert!(d["user_ns"] + d["sys_ns"] > 0.0, "{d:?}");
+        // Forking and exec'ing `true` faults pages in, in the child if not here.
+        assert!(d["minor_faults"] > 0.0, "{d:?}");
+    }
+
+    #[test]
+    fn perf_counters_count_switches_or_say_why_not() {
+        let c = Counters::open(true);
+        for name in ["context_switches", "cycles"] {
+            let opened = c.perf.iter().any(|(n, _)| *n == name);
+            assert!(
+                opened != c.unavailable().contains_key(name),
+                "{name}: either read or explained"
+            );
+        }
+        if c.perf.iter().any(|(n, _)| *n == "context_switches") {
+            let before = c.read(Edge::Before);
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let after = c.read(Edge::After);
+            let d: BTreeMap<&str, f64> = delta(&before, &after).into_iter().collect();
+            assert!(d["context_switches"] >= 20.0, "{d:?}");
+            assert!(d["voluntary_switches"] >= 20.0, "{d:?}");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Everything the harness reads around a timed sample besides the clock:
+//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]).
+//!
+//! A snapshot is taken just before the first clock read of a sample and just
+//! after the second, so the reads never fall inside the timed region; the
+//! per-sample deltas are then divided by the operations in the sample.
+
+use std::collections::BTreeMap;
+
+use super::RawSample;
+use super::counters::{self, Counters, Edge, Reading};
+use super::energy::Rapl;
+use crate::env::probe::Sys;
+
+/// The counters and energy zones one run reads.
+#[derive(Debug)]
+pub struct Meters {
+    counters: Counters,
+    /// `None`: energy not looked at (tests); `Some(Err)`: unavailable, and why.
+    energy: Option<Result<Rapl, String>>,
+}
+
+/// Counter and energy readings at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    counters: Reading,
+    energy_uj: Option<Vec<u64>>,
+}
+
+/// What one sample used: counter increments, and joules per energy zone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MeterDelta {
+    pub counters: Vec<(&'static str, f64)>,
+    pub energy_j: Option<Vec<f64>>,
+}
+
+/// Per-operation values of a series' samples: counter name → one value per
+/// sample; energy zone → (joules per op, watts), one value per sample.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerOp {
+    pub counters: BTreeMap<String, Vec<f64>>,
+    pub energy: BTreeMap<String, (Vec<f64>, Vec<f64>)>,
+}
+
+impl Meters {
+    /// Nothing is read (harnesses with a fake clock).
+    pub fn none() -> Self {
+        Self {
+            counters: Counters::none(),
+            energy: None,
+        }
+    }
+
+    /// rusage, perf events (unless `perf` is false) and RAPL. Open before any
+    /// benchmark is set up: perf only counts tasks forked after it opened.
+    pub fn open(perf: bool) -> Self {
+        Self {
+            counters: Counters::open(perf),
+            energy: Some(Rapl::open(&Sys::real())),
+        }
+    }
+
+    pub fn snapshot(&self, edge: Edge) -> Snapshot {
+        let energy = || match &self.energy {
+            Some(Ok(rapl)) => rapl.read(),
+            _ => None,
+        };
+        // The energy files are read farthest from the timed region, the
+        // measuring process's rusage nearest (inside `Counters::read`).
+        match edge {
+            Edge::Before => {
+                let energy_uj = energy();
+                Snapshot {
+                    counters: self.counters.read(edge),
+                    energy_uj,
+                }
+            }
+            Edge::After => {
+                let counters = self.counters.read(edge);
+                Snapshot {
+                    counters,
+                    energy_uj: energy(),
+                }
+            }
+        }
+    }
+
+    pub fn delta(&self, before: &Snapshot, after: &Snapshot) -> MeterDelta {
+        let energy_j = match (&self.energy, &before.energy_uj, &after.energy_uj) {
+            (Some(Ok(rapl)), Some(b), Some(a)) => Some(rapl.joules(b, a)),
+            _ => None,
+        };
+        MeterDelta {
+            counters: counters::delta(&before.counters, &after.counters),
+            energy_j,
+        }
+    }
+
+    /// Counter name → why it cannot be read.
+    pub fn counters_unavailable(&self) -> &BTreeMap<String, String> {
+        self.counters.unavailable()
+    }
+
+    /// Why energy cannot be read (`None` when it can, or was not looked at).
+    pub fn energy_unavailable(&self) -> Option<&str> {
+        match &self.energy {
+            Some(Err(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The energy zones read, in the order of [`MeterDelta::energy_j`].
+    pub fn energy_domains(&self) -> Vec<String> {
+        match &self.energy {
+            Some(Ok(rapl)) => rapl.domains(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Divides each sample's deltas by its operations (`iters × ops_per_iter`);
+/// watts are joules over the sample's elapsed time. A counter (or energy) is
+/// kept only when every sample has it, so the values stay aligned with the samples.
+pub fn per_op(
+    deltas: &[MeterDelta],
+    raw: &[RawSample],
+    ops_per_iter: f64,
+    domains: &[String],
+) -> PerOp {
+    let mut out = PerOp::default();
+    if deltas.is_empty() || deltas.len() != raw.len() {
+        return out;
+    }
+    let ops = |s: &RawSample| s.iters as f64 * ops_per_iter;
+    for name in counters::NAMES {
+        let values: Option<Vec<f64>> = deltas
+            .iter()
+            .zip(raw)
+            .map(|(d, s)| {
+                let (_, v) = d.counters.iter().find(|(n, _)| *n == name)?;
+                Some(v / ops(s))
+            })
+            .collect();
+        if let Some(values) = values {
+            out.counters.insert(name.to_string(), values);
+        }
+    }
+    for (i, domain) in domains.iter().enumerate() {
+        let values: Option<Vec<(f64, f64)>> = deltas
+            .iter()
+            .zip(raw)
+            .map(|(d, s)| {
+                let joules = *d.energy_j.as_ref()?.get(i)?;
+                let secs = s.elapsed_ns as f64 / 1e9;
+                Some((
+                    joules / ops(s),
+                    if secs > 0.0 { joules / secs } else { 0.0 },
+                ))
+            })
+            .collect();
+        if let Some(values) = values {
+            out.energy
+                .insert(domain.clone(), values.into_iter().unzip());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_op_divides_by_the_operations_of_each_sample() {
+        let raw = [
+            RawSample {
+                iters: 100,
+                elapsed_ns: 500_000_000,
+            },
+            RawSample {
+                iters: 200,
+                elapsed_ns: 1_000_000_000,
+            },
+        ];
+        let deltas = [
+            MeterDelta {
+                counters: vec![("voluntary_switches", 200.0), ("cycles", 1.0)],
+                energy_j: Some(vec![10.0, 2.0]),
+            },
+            MeterDelta {
+                counters: vec![("voluntary_switches", 400.0)],
+                energy_j: Some(vec![20.0, 4.0]),
+            },
+        ];
+        let domains = ["package-0".to_string(), "package-0/core".to_string()];
+        let p = per_op(&deltas, &raw, 2.0, &domains);
+        // 200 switches over 100 iterations of 2 ops: 1 per op.
+        assert_eq!(p.counters["voluntary_switches"], [1.0, 1.0]);
+        assert!(
+            !p.counters.contains_key("cycles"),
+            "only in one sample: dropped"
+        );
+        // 10 J over 200 ops = 0.05 J/op; 10 J in 0.5 s = 20 W.
+        assert_eq!(p.energy["package-0"], (vec![0.05, 0.05], vec![20.0, 20.0]));
+        assert_eq!(
+            p.energy["package-0/core"],
+            (vec![0.01, 0.01], vec![4.0, 4.0])
+        );
+    }
+
+    #[test]
+    fn nothing_measured_gives_nothing() {
+        let m = Meters::none();
+        let (a, b) = (m.snapshot(Edge::Before), m.snapshot(Edge::After));
+        assert_eq!(m.delta(&a, &b), MeterDelta::default());
+        assert!(m.energy_unavailable().is_none() && m.counters_unavailable().is_empty());
+        let raw = [RawSample {
+            iters: 1,
+            elapsed_ns: 1,
+        }];
+        assert_eq!(
+            per_op(&[MeterDelta::default()], &raw, 1.0, &[]),
+            PerOp::default()
+        );
+    }
+}

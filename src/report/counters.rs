@@ -1,0 +1,117 @@
+//! The "counters per op" and energy sections of a run's output: for each
+//! case the means of user and system CPU time (in the case's unit), the
+//! system share, voluntary and involuntary switches, faults, and perf's
+//! context switches and migrations; then what could not be read, and why,
+//! once for all cases; then joules per op and watts per RAPL zone if read.
+//! Means, not medians: user and system time are sampled by the kernel at
+//! each tick, so a 10 ms sample holds a few ticks' worth and its median split
+//! is biased (getppid, one run: 5 % user by the medians of 10 ms samples, 26 %
+//! with 200 ms samples); rare events (a switch every 60,000 operations) have a
+//! median of 0. The mean is the total over the samples per
+//! operation, what `time` and `perf stat` report. The document keeps both.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::fmt_sig;
+use super::table::align;
+use crate::document::Series;
+
+/// The counters table, the unavailable counters and energy, or `None` when nothing was counted.
+pub fn counters_section(series: &[Series]) -> Option<String> {
+    let counted: Vec<&Series> = series.iter().filter(|s| !s.counters.is_empty()).collect();
+    let mut out = String::new();
+    if !counted.is_empty() {
+        let header = [
+            "counters/op",
+            "case",
+            "user",
+            "sys",
+            "sys %",
+            "unit",
+            "vol sw",
+            "invol sw",
+            "min flt",
+            "maj flt",
+            "ctx sw",
+            "migr",
+        ];
+        let rows: Vec<[String; 12]> = counted.iter().map(|s| row(s)).collect();
+        let mut numeric = [true; 12];
+        numeric[0] = false;
+        numeric[1] = false;
+        numeric[5] = false;
+        out.push_str(
+            "Counters per op (means over the samples; user/sys: CPU time of every task of the case, in \
+             its unit; switches and faults from rusage; ctx sw and migr from perf):\n",
+        );
+        out.push_str(&align(&header, &numeric, &rows));
+    }
+    // Reasons are the same for every case of a run: say each once.
+    let mut reasons: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    if let Some(s) = series.iter().find(|s| !s.counters_unavailable.is_empty()) {
+        for (name, why) in &s.counters_unavailable {
+            reasons.entry(why.as_str()).or_default().push(name);
+        }
+    }
+    for (why, names) in reasons {
+        let _ = writeln!(out, "Not counted: {}: {why}", names.join(", "));
+    }
+    if let Some(why) = series.iter().find_map(|s| s.energy_unavailable.as_deref()) {
+        let _ = writeln!(out, "Energy: {why}");
+    }
+    let with_energy: Vec<&Series> = series.iter().filter(|s| !s.energy.is_empty()).collect();
+    if !with_energy.is_empty() {
+        let rows: Vec<[String; 5]> = with_energy
+            .iter()
+            .flat_map(|s| {
+                s.energy.iter().map(|(zone, e)| {
+                    [
+                        s.bench.clone(),
+                        s.case.clone(),
+                        zone.clone(),
+                        fmt_sig(e.joules_per_op.mean),
+                        fmt_sig(e.watts.mean),
+                    ]
+                })
+            })
+            .collect();
+        out.push_str("Energy (RAPL, whole machine during each sample; means):\n");
+        out.push_str(&align(
+            &["energy", "case", "zone", "J/op", "W"],
+            &[false, false, false, true, true],
+            &rows,
+        ));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn row(s: &Series) -> [String; 12] {
+    let mean = |name: &str| s.counters.get(name).map(|c| c.mean);
+    let unit_ns = crate::bench::Unit::parse(&s.unit).map_or(1.0, |u| u.ns());
+    let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt_sig);
+    let (user, sys) = (mean("user_ns"), mean("sys_ns"));
+    let share = match (user, sys) {
+        (Some(u), Some(k)) if u + k > 0.0 => format!("{:.0}%", k / (u + k) * 100.0),
+        _ => "n/a".to_string(),
+    };
+    let case = if s.config == "default" {
+        s.case.clone()
+    } else {
+        format!("{} [{}]", s.case, s.config)
+    };
+    [
+        s.bench.clone(),
+        case,
+        cell(user.map(|v| v / unit_ns)),
+        cell(sys.map(|v| v / unit_ns)),
+        share,
+        super::unit_symbol(&s.unit).to_string(),
+        cell(mean("voluntary_switches")),
+        cell(mean("involuntary_switches")),
+        cell(mean("minor_faults")),
+        cell(mean("major_faults")),
+        cell(mean("context_switches")),
+        cell(mean("cpu_migrations")),
+    ]
+}
