@@ -118,15 +118,9 @@ pub fn run(doc: &Document) -> String {
         }
     }
     out.push_str("\n## Environment\n\n");
-    let env = serde_json::to_value(&doc.env).unwrap_or_default();
-    let env_rows: Vec<Vec<String>> = env
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| {
-            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            vec![escape(k), escape(&text)]
-        })
+    let env_rows: Vec<Vec<String>> = crate::env::flatten(&doc.env)
+        .iter()
+        .map(|(k, v)| vec![escape(k), escape(v)])
         .collect();
     out.push_str(&table(
         &["key".into(), "value".into()],
