@@ -408,15 +408,13 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
     };
-    let expected = std::time::Duration::from_nanos(
-        (policy.warmup_ns + policy.samples as u64 * policy.sample_time_ns).saturating_mul(
-            match plan.configs.len() {
-                0 => plan.cases.len() as u64,
-                n => (plan.cases.len() * n * plan.rounds) as u64,
-            },
-        ),
-    );
-    let mut progress = Progress::new(args.quiet, expected);
+    let total = match plan.configs.len() {
+        0 => plan.cases.len(),
+        n => plan.cases.len() * n * plan.rounds,
+    };
+    let per_case = policy.warmup_ns + policy.samples as u64 * policy.sample_time_ns;
+    let expected = std::time::Duration::from_nanos(per_case.saturating_mul(total as u64));
+    let mut progress = Progress::new(args.quiet, total, expected);
     let mut outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();

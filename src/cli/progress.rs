@@ -34,13 +34,15 @@ enum Mode {
 }
 
 impl Progress {
-    /// `expected` is a rough estimate of the run's length (it decides whether the
+    /// `total` is the number of cases to run (all rounds and configurations);
+    /// `expected` a rough estimate of the run's length (it decides whether the
     /// bar shows from the start; otherwise it appears once a second has passed).
-    pub fn new(quiet: bool, expected: Duration) -> Self {
+    pub fn new(quiet: bool, total: usize, expected: Duration) -> Self {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::hidden());
             bar.set_style(
                 ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
                     .expect("a valid template")
