@@ -84,6 +84,9 @@ pub struct RunInfo {
     /// The configuration order of each round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Vec<String>>,
+    /// A name the user gave the run (`--label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// Everything measured for one case under one configuration.

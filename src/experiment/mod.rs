@@ -223,6 +223,7 @@ pub fn run<C: Clock>(
         } else {
             schedule
         },
+        label: None,
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),

@@ -3,6 +3,8 @@
 //! is lmbench's own definition: the mean of the read and write medians).
 
 pub mod compare;
+pub mod html;
+pub mod plot;
 pub mod table;
 
 pub use table::{list_benchmarks, render_run};
