@@ -257,8 +257,19 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            eprintln!("osbench: {} (see osbench --help)", first.trim());
+            // The first line, with the indented lines that continue it (the
+            // names of missing arguments).
+            let mut lines = text.lines();
+            let mut first = lines
+                .next()
+                .unwrap_or("invalid command line")
+                .trim()
+                .to_string();
+            for more in lines.take_while(|l| l.starts_with("  ")) {
+                first.push(' ');
+                first.push_str(more.trim());
+            }
+            eprintln!("osbench: {first} (see osbench --help)");
             ExitCode::from(2)
         }
     }
@@ -569,15 +580,18 @@ fn plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
 fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let docs = load_documents(&args.files)?;
     let pending = PendingFile::create(&args.html)?;
-    let comparison = if docs.len() >= 2 {
-        let options = osbench::compare::Options {
-            equivalence: args.equivalence / 100.0,
-            ..Default::default()
-        };
-        Some(osbench::compare::compare(&docs, options)?)
-    } else {
-        None
-    };
+    // Documents that cannot be compared are still reported, each on its own.
+    let comparison = (docs.len() >= 2)
+        .then(|| {
+            let options = osbench::compare::Options {
+                equivalence: args.equivalence / 100.0,
+                ..Default::default()
+            };
+            osbench::compare::compare(&docs, options)
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison in the report: {e}"))
+                .ok()
+        })
+        .flatten();
     let html = report::html::render(&docs, comparison.as_ref())?;
     pending.commit(html.as_bytes())?;
     eprintln!("osbench: wrote {}", args.html.display());

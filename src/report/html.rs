@@ -168,7 +168,7 @@ fn document_section(
     if !plots.is_empty() {
         out.push_str("<h3>Plots</h3>\n");
         for p in &plots {
-            figure(out, p);
+            figure(out, &format!("doc-{i}-{}", p.name), p);
         }
     }
 
@@ -432,21 +432,22 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     }
     let records = c.records();
     if let Some(p) = plot::comparison_plot(&records, "Change against the baseline A (95% CI)")? {
-        figure(out, &p);
+        figure(out, "comparison-plot", &p);
     }
     out.push_str("</section>\n");
     Ok(())
 }
 
-/// A plot inline: its SVG (without the XML namespace, which HTML implies) and caption.
-fn figure(out: &mut String, p: &Plot) {
+/// A plot inline, as element `id`: its SVG (without the XML namespace,
+/// which HTML implies) and caption.
+fn figure(out: &mut String, id: &str, p: &Plot) {
     let svg = p
         .svg
         .replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
     let _ = writeln!(
         out,
-        "<figure id=\"plot-{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
-        escape(&p.name),
+        "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+        escape(id),
         svg.trim(),
         escape(&p.title)
     );
@@ -506,6 +507,112 @@ fn scalar_text(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixture;
+
+    fn labelled(label: &str) -> Document {
+        let mut doc = fixture();
+        doc.run.label = Some(label.into());
+        doc
+    }
+
+    #[test]
+    fn a_script_label_is_text_not_markup() {
+        let doc = labelled("<script>alert(1)</script>");
+        let html = render(&[("run.json".into(), doc)], None).unwrap();
+        assert!(!html.to_lowercase().contains("<script"), "{html}");
+        assert!(html.contains("<h2>Run: &lt;script&gt;alert(1)&lt;/script&gt;</h2>"));
+        assert!(
+            html.contains("<title>osbench report: &lt;script&gt;alert(1)&lt;/script&gt;</title>")
+        );
+    }
+
+    #[test]
+    fn every_string_from_outside_is_escaped() {
+        let mark = "<i>\"x'&";
+        let mut doc = labelled(mark);
+        let s = &mut doc.series[0];
+        s.case = mark.into();
+        s.op = mark.into();
+        s.anchor = mark.into();
+        s.noise.push(mark.into());
+        s.warnings.push(mark.into());
+        s.params.insert("key".into(), Value::String(mark.into()));
+        doc.series[5].case = mark.into(); // a latency distribution
+        doc.env.hostname = mark.into();
+        doc.env.cpu_model = mark.into();
+        doc.run.configs[0].setup = Some(mark.into());
+        doc.comparisons[0].candidate = mark.into();
+        let html = render(&[(mark.into(), doc)], None).unwrap();
+        assert!(!html.contains("<i>"), "{html}");
+        // Title, heading, source twice, label, results and cases tables, op,
+        // anchor, noise, warning, parameter, distribution table, ctx table,
+        // host, CPU, set-up, comparison; the SVG text is plotters' escaping.
+        let escaped = "&lt;i&gt;&quot;x&#39;&amp;";
+        assert!(
+            html.matches(escaped).count() >= 18,
+            "{}",
+            html.matches(escaped).count()
+        );
+        assert!(html.contains("&lt;i&gt;&quot;x&apos;&amp;"), "plot text");
+    }
+
+    #[test]
+    fn the_page_is_self_contained_and_has_every_section() {
+        let html = render(&[("run.json".into(), fixture())], None).unwrap();
+        for needle in [
+            "<h3>Results</h3>",
+            "<th>95% CI of median</th>",
+            "<th>p99.9</th>",
+            "Context switching - times in microseconds",
+            "<h3>Configurations compared</h3>",
+            "<td class=\"no-change\">no-change</td>",
+            "<h3>Plots</h3>",
+            "<figure id=\"doc-0-ctx-size\">",
+            "<figure id=\"doc-0-latency-cdf-wakeup\">",
+            "<figure id=\"doc-0-comparison\">",
+            "<figure id=\"doc-0-samples-ctx\">",
+            "<h3>Cases</h3>",
+            "mode=processes, procs=2, size=0",
+            "<h3>Warnings</h3>",
+            "<h3>Run settings</h3>",
+            "<th>seed</th><td>3588817784324363</td>",
+            "<h3>Environment</h3>",
+            "<th>kernel</th>",
+        ] {
+            assert!(html.contains(needle), "no {needle}");
+        }
+        assert_eq!(html.matches("<svg").count(), 5);
+        for outside in [
+            "http:", "https:", "<script", "<link", " src=", "url(", "@import",
+        ] {
+            assert!(!html.contains(outside), "{outside}");
+        }
+    }
+
+    #[test]
+    fn several_documents_are_compared_first() {
+        let mut after = fixture();
+        for s in &mut after.series {
+            s.samples.iter_mut().for_each(|v| *v *= 1.5);
+        }
+        let docs = [
+            ("before.json".to_string(), fixture()),
+            ("after.json".to_string(), after),
+        ];
+        let options = crate::compare::Options {
+            resamples: 500,
+            ..Default::default()
+        };
+        let c = crate::compare::compare(&docs, options).unwrap();
+        let html = render(&docs, Some(&c)).unwrap();
+        let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+        assert!(at("<section id=\"comparison\">") < at("<section id=\"doc-0\">"));
+        assert!(at("<section id=\"doc-0\">") < at("<section id=\"doc-1\">"));
+        assert!(html.contains("<tr><th>A</th><td>before.json (baseline)</td></tr>"));
+        assert!(html.contains("<td class=\"slower\">slower</td>"));
+        assert!(html.contains("<figure id=\"comparison-plot\">"));
+        assert!(html.contains("<a href=\"#doc-1\">after.json</a>"));
+    }
 
     #[test]
     fn escapes_every_markup_character() {

@@ -35,6 +35,13 @@ pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
+/// A small real document (ctx, wakeup, two configurations of syscall null
+/// with their comparison) for the report tests.
+#[cfg(test)]
+pub(crate) fn fixture() -> crate::document::Document {
+    serde_json::from_str(include_str!("../../tests/data/report.json")).expect("a valid document")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

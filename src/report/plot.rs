@@ -33,9 +33,10 @@ static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 const PNG_SCALE: f32 = 2.0;
 
 const SANS: &str = "sans-serif";
-const TITLE_PX: u32 = 20;
-const LABEL_PX: u32 = 13;
-const DESC_PX: u32 = 15;
+// Requested sizes; plotters' SVG backend writes about 0.8 of them.
+const TITLE_PX: u32 = 24;
+const LABEL_PX: u32 = 16;
+const DESC_PX: u32 = 18;
 
 /// Tableau 10: distinguishable, and readable in grey print.
 const PALETTE: [RGBColor; 10] = [
@@ -391,8 +392,8 @@ pub fn comparison_plot(records: &[ComparisonRecord], title: &str) -> Result<Opti
     let lo = records.iter().map(|r| pct(r.ci_low)).fold(0.0, f64::min);
     let hi = records.iter().map(|r| pct(r.ci_high)).fold(0.0, f64::max);
     let n = records.len();
-    // Room for the longest case name (about 7.5 px a character at 13 px).
-    let label_px = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u32 * 15 / 2 + 20;
+    // Room for the longest case name (about 7.5 px a character).
+    let label_px = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u32 * 15 / 2 + 24;
     let label_px = label_px.clamp(80, 420);
     let x_desc = if pairs_vary {
         "change against the baseline (%; below 0: faster)".to_string()
@@ -496,7 +497,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     };
     let columns = if cases.len() == 1 { 1 } else { 2 };
     let rows = cases.len().div_ceil(columns);
-    let (width, panel_height, head) = (900u32, 250u32, 44u32);
+    let (width, panel_height, head) = (900u32, 264u32, 44u32);
     let title = format!("{bench}: samples in run order");
     let name = format!("samples-{}", file_safe(bench));
     let svg = draw_svg(&name, (width, head + panel_height * rows as u32), |root| {
@@ -511,7 +512,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             let mut chart = ChartBuilder::on(panel)
                 .caption(case, (SANS, DESC_PX))
                 .margin(10)
-                .x_label_area_size(38)
+                .x_label_area_size(46)
                 .y_label_area_size(66)
                 .build_cartesian_2d(0.5..n as f64 + 0.5, padded(lo, hi, 0.1))?;
             chart
@@ -616,4 +617,151 @@ pub fn png(plot: &Plot) -> Result<Vec<u8>> {
         &mut pixmap.as_mut(),
     );
     pixmap.encode_png().map_err(|e| fail(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    fn plot_named<'a>(plots: &'a [Plot], name: &str) -> &'a Plot {
+        plots
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no plot {name}"))
+    }
+
+    #[test]
+    fn a_document_gets_every_plot_it_has_data_for() {
+        let plots = document_plots(&fixture()).unwrap();
+        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ctx-size",
+                "latency-cdf-wakeup",
+                "comparison",
+                "samples-ctx",
+                "samples-syscall"
+            ]
+        );
+        for p in &plots {
+            assert!(p.svg.starts_with("<svg"), "{}", p.name);
+            assert!(p.svg.contains(&p.title), "{} has no caption", p.name);
+        }
+    }
+
+    #[test]
+    fn axes_are_labelled_with_units_and_lines_are_named() {
+        let plots = document_plots(&fixture()).unwrap();
+        let has = |name: &str, texts: &[&str]| {
+            let svg = &plot_named(&plots, name).svg;
+            for t in texts {
+                assert!(svg.contains(t), "{name} lacks '{t}'");
+            }
+        };
+        has(
+            "ctx-size",
+            &[
+                "working set summed by each process (KiB)",
+                "time per context switch (µs)",
+                "2 processes",
+                "8 processes",
+            ],
+        );
+        has(
+            "latency-cdf-wakeup",
+            &[
+                "latency (µs, log scale)",
+                "events at or below (%)",
+                "futex/threads",
+                "pipe/threads",
+                "p99",
+            ],
+        );
+        has(
+            "comparison",
+            &[
+                "b against a (%; below 0: faster)",
+                "ctx 2p/0K: faster",
+                "syscall null: no-change",
+                "wakeup futex/threads: slower",
+            ],
+        );
+        has(
+            "samples-syscall",
+            &[
+                "sample, in run order",
+                "ns per op",
+                ">\na\n</text>",
+                ">\nb\n</text>",
+            ],
+        );
+        // The y-axis description is drawn rotated.
+        let ctx = &plot_named(&plots, "ctx-size").svg;
+        let line = ctx
+            .lines()
+            .position(|l| l.contains("time per context switch"))
+            .unwrap();
+        assert!(
+            ctx.lines().nth(line - 1).unwrap().contains("rotate(270"),
+            "{ctx}"
+        );
+    }
+
+    #[test]
+    fn text_from_the_document_is_escaped_in_the_svg() {
+        let mut doc = fixture();
+        doc.series[0].case = "<script>alert(1)</script>".into();
+        doc.series[0].config = "a&b".into();
+        doc.comparisons[0].case = "<img src=x>".into();
+        for p in document_plots(&doc).unwrap() {
+            assert!(
+                !p.svg.contains("<script") && !p.svg.contains("<img"),
+                "{}",
+                p.svg
+            );
+        }
+        let samples = document_plots(&doc).unwrap().remove(3);
+        assert!(
+            samples
+                .svg
+                .contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+        );
+    }
+
+    #[test]
+    fn a_document_without_series_has_no_plots() {
+        let mut doc = fixture();
+        doc.series.clear();
+        doc.comparisons.clear();
+        assert!(document_plots(&doc).unwrap().is_empty());
+    }
+
+    /// The PNG is the SVG at twice the size, and its rotated y-axis label is
+    /// drawn: dark pixels in the strip left of the tick labels, in a column
+    /// much taller than wide.
+    #[test]
+    fn png_draws_the_rotated_axis_label() {
+        let plots = document_plots(&fixture()).unwrap();
+        let ctx = plot_named(&plots, "ctx-size");
+        let png = png(ctx).unwrap();
+        let image = tiny_skia::Pixmap::decode_png(&png).unwrap();
+        assert_eq!((image.width(), image.height()), (1640, 1040));
+        let dark: Vec<(u32, u32)> = (0..image.height())
+            .flat_map(|y| (0..60).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                let p = image.pixel(x, y).unwrap();
+                u32::from(p.red()) + u32::from(p.green()) + u32::from(p.blue()) < 200
+            })
+            .collect();
+        assert!(dark.len() > 500, "only {} dark pixels", dark.len());
+        let span = |f: fn(&(u32, u32)) -> u32| {
+            dark.iter().map(f).max().unwrap() - dark.iter().map(f).min().unwrap()
+        };
+        assert!(
+            span(|p| p.1) > 5 * span(|p| p.0),
+            "the label is not vertical"
+        );
+    }
 }
