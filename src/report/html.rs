@@ -430,8 +430,10 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         }
         out.push_str("</ul>\n");
     }
-    let records = c.records();
-    if let Some(p) = plot::comparison_plot(&records, "Change against the baseline A (95% CI)")? {
+    let (bars, x_desc) = plot::comparison_bars(c);
+    if let Some(p) =
+        plot::comparison_plot(&bars, "Change against the baseline A (95% CI)", &x_desc)?
+    {
         figure(out, "comparison-plot", &p);
     }
     out.push_str("</section>\n");
@@ -449,7 +451,7 @@ fn figure(out: &mut String, id: &str, p: &Plot) {
         "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
         escape(id),
         svg.trim(),
-        escape(&p.title)
+        escape(&p.note)
     );
 }
 
@@ -611,6 +613,8 @@ mod tests {
         assert!(html.contains("<tr><th>A</th><td>before.json (baseline)</td></tr>"));
         assert!(html.contains("<td class=\"slower\">slower</td>"));
         assert!(html.contains("<figure id=\"comparison-plot\">"));
+        // Its bars name each case with its configuration.
+        assert!(html.contains("syscall null [b]: slower"), "{html}");
         assert!(html.contains("<a href=\"#doc-1\">after.json</a>"));
     }
 

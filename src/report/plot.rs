@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::unit_symbol;
 use crate::bench::Unit;
+use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document, Series};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
@@ -61,8 +62,10 @@ fn color(i: usize) -> RGBColor {
 pub struct Plot {
     /// File stem: "ctx-size", "latency-cdf-wakeup", "comparison", "samples-ctx".
     pub name: String,
-    /// What the plot shows (also its caption).
+    /// What the plot shows (drawn as its title).
     pub title: String,
+    /// How to read it, for a caption beside it.
+    pub note: String,
     pub svg: String,
 }
 
@@ -74,9 +77,11 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
     for bench in benches(doc.series.iter().filter(|s| s.histogram.is_some())) {
         plots.extend(cdf_plot(doc, &bench)?);
     }
+    let (bars, x_desc) = record_bars(&doc.comparisons);
     plots.extend(comparison_plot(
-        &doc.comparisons,
+        &bars,
         "Configurations compared: change against the baseline (95% CI)",
+        &x_desc,
     )?);
     for bench in benches(doc.series.iter().filter(|s| s.quantiles.is_none())) {
         plots.extend(run_order_plot(doc, &bench)?);
@@ -260,6 +265,10 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
     Ok(Some(Plot {
         name: "ctx-size".into(),
         title,
+        note:
+            "Dots: the median time per switch of each ring size and working set (lmbench's lat_ctx \
+               picture); whiskers: the 95% interval of that median."
+                .into(),
         svg,
     }))
 }
@@ -353,7 +362,14 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             .draw()?;
         Ok(())
     })?;
-    Ok(Some(Plot { name, title, svg }))
+    Ok(Some(Plot {
+        name,
+        title,
+        note: "Every recorded event, from the HDR histogram: the share of events at or below each latency. \
+               Further left is faster; the top right is the tail. Grey lines: the median (p50) and p99."
+            .into(),
+        svg,
+    }))
 }
 
 /// The colour of a verdict: faster green, slower red, equivalent blue, no change grey.
@@ -366,43 +382,98 @@ fn verdict_color(verdict: &str) -> RGBColor {
     }
 }
 
-/// One horizontal bar per comparison: the change of the candidate against
-/// the baseline in %, its 95 % interval as a whisker, coloured by verdict.
-pub fn comparison_plot(records: &[ComparisonRecord], title: &str) -> Result<Option<Plot>> {
-    if records.is_empty() {
-        return Ok(None);
-    }
-    let pairs_vary = records
+/// One bar of a comparison plot: a candidate against the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// The case (and the candidate, where several are compared).
+    pub label: String,
+    /// Candidate ÷ baseline and its 95 % interval.
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// "faster", "slower", "no-change" or "equivalent".
+    pub verdict: String,
+}
+
+/// The bars of a document's own comparisons (its configurations), and the
+/// x-axis description.
+pub fn record_bars(records: &[ComparisonRecord]) -> (Vec<Bar>, String) {
+    let pair = |r: &ComparisonRecord| (r.baseline.clone(), r.candidate.clone());
+    let pairs_vary = records.iter().any(|r| pair(r) != pair(&records[0]));
+    let bars = records
         .iter()
-        .any(|r| (&r.baseline, &r.candidate) != (&records[0].baseline, &records[0].candidate));
-    let labels: Vec<String> = records
-        .iter()
-        .map(|r| {
-            if pairs_vary {
-                format!(
-                    "{} {} ({} vs {}): {}",
-                    r.bench, r.case, r.candidate, r.baseline, r.verdict
-                )
+        .map(|r| Bar {
+            label: if pairs_vary {
+                format!("{} {} ({} vs {})", r.bench, r.case, r.candidate, r.baseline)
             } else {
-                format!("{} {}: {}", r.bench, r.case, r.verdict)
-            }
+                format!("{} {}", r.bench, r.case)
+            },
+            ratio: r.ratio,
+            ci_low: r.ci_low,
+            ci_high: r.ci_high,
+            verdict: r.verdict.clone(),
         })
         .collect();
+    let x_desc = match records.first() {
+        Some(r) if !pairs_vary => format!(
+            "{} against {} (%; below 0: faster)",
+            r.candidate, r.baseline
+        ),
+        _ => "change against the baseline (%; below 0: faster)".to_string(),
+    };
+    (bars, x_desc)
+}
+
+/// The bars of several documents compared (A the baseline, B, C, … the
+/// candidates), and the x-axis description.
+pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
+    let several = c.labels.len() > 2;
+    let mut bars = Vec::new();
+    for row in &c.rows {
+        let case = if row.config == "default" {
+            format!("{} {}", row.bench, row.case)
+        } else {
+            format!("{} {} [{}]", row.bench, row.case, row.config)
+        };
+        for (i, ch) in row.changes.iter().enumerate() {
+            bars.push(Bar {
+                label: if several {
+                    format!("{case} ({})", super::compare::letter(i + 1))
+                } else {
+                    case.clone()
+                },
+                ratio: ch.ci.ratio,
+                ci_low: ch.ci.ci95.0,
+                ci_high: ch.ci.ci95.1,
+                verdict: ch.verdict.as_str().to_string(),
+            });
+        }
+    }
+    let x_desc = if several {
+        "change against A (%; below 0: faster)"
+    } else {
+        "B against A (%; below 0: faster)"
+    };
+    (bars, x_desc.to_string())
+}
+
+/// One horizontal bar per comparison: the change of the candidate against
+/// the baseline in %, its 95 % interval as a whisker, coloured by verdict.
+pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option<Plot>> {
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let labels: Vec<String> = bars
+        .iter()
+        .map(|b| format!("{}: {}", b.label, b.verdict))
+        .collect();
     let pct = |ratio: f64| (ratio - 1.0) * 100.0;
-    let lo = records.iter().map(|r| pct(r.ci_low)).fold(0.0, f64::min);
-    let hi = records.iter().map(|r| pct(r.ci_high)).fold(0.0, f64::max);
-    let n = records.len();
+    let lo = bars.iter().map(|b| pct(b.ci_low)).fold(0.0, f64::min);
+    let hi = bars.iter().map(|b| pct(b.ci_high)).fold(0.0, f64::max);
+    let n = bars.len();
     // Room for the longest case name (about 7.5 px a character).
     let label_px = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u32 * 15 / 2 + 24;
     let label_px = label_px.clamp(80, 420);
-    let x_desc = if pairs_vary {
-        "change against the baseline (%; below 0: faster)".to_string()
-    } else {
-        format!(
-            "{} against {} (%; below 0: faster)",
-            records[0].candidate, records[0].baseline
-        )
-    };
     let row_of = |i: usize| (n - 1 - i) as f64; // first record on top
     let svg = draw_svg(
         "comparison",
@@ -424,7 +495,7 @@ pub fn comparison_plot(records: &[ComparisonRecord], title: &str) -> Result<Opti
             };
             chart
                 .configure_mesh()
-                .x_desc(x_desc.as_str())
+                .x_desc(x_desc)
                 .label_style((SANS, LABEL_PX))
                 .axis_desc_style((SANS, DESC_PX))
                 .y_labels(n)
@@ -438,7 +509,7 @@ pub fn comparison_plot(records: &[ComparisonRecord], title: &str) -> Result<Opti
                 vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
                 BLACK.stroke_width(1),
             )])?;
-            for (i, r) in records.iter().enumerate() {
+            for (i, r) in bars.iter().enumerate() {
                 let (y, c) = (row_of(i), verdict_color(&r.verdict));
                 chart.draw_series([Rectangle::new(
                     [(0.0, y - 0.3), (pct(r.ratio), y + 0.3)],
@@ -463,6 +534,11 @@ pub fn comparison_plot(records: &[ComparisonRecord], title: &str) -> Result<Opti
     Ok(Some(Plot {
         name: "comparison".into(),
         title: title.to_string(),
+        note:
+            "Bars: the change of the candidate's median against the baseline's; whiskers: its 95% \
+               interval; colour: the verdict (green faster, red slower, blue equivalent, grey no \
+               significant change)."
+                .into(),
         svg,
     }))
 }
@@ -558,7 +634,15 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
         }
         Ok(())
     })?;
-    Ok(Some(Plot { name, title, svg }))
+    Ok(Some(Plot {
+        name,
+        title,
+        note:
+            "Every accepted sample in the order it was taken, one line per configuration: a trend \
+               or a step is drift during the run, a lone spike an interruption."
+                .into(),
+        svg,
+    }))
 }
 
 /// `name` with every character but ASCII letters, digits, '-' and '_' replaced by '_'.
