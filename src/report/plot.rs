@@ -142,11 +142,13 @@ fn padded(lo: f64, hi: f64, frac: f64) -> std::ops::Range<f64> {
 /// Tick labels: about three significant digits, no trailing zeros.
 fn tick(v: f64) -> String {
     let text = format!("{:.*}", super::decimals_for(v).saturating_sub(1), v);
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
     } else {
-        text
-    }
+        &text
+    };
+    // A tick a rounding error below zero.
+    if text == "-0" { "0" } else { text }.to_string()
 }
 
 fn param_i64(s: &Series, key: &str) -> Option<i64> {
@@ -202,10 +204,15 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
         text
     };
     let all = || lines.iter().flat_map(|(_, p)| p.iter());
-    let x_max = all().map(|p| p.0).fold(0.0, f64::max);
+    // At least 4 KiB wide, so a lone 0 KiB column gets whole-number ticks.
+    let x_max = all().map(|p| p.0).fold(4.0, f64::max);
     let y_max = all()
         .map(|p| p.1.ci_high.max(p.1.median))
         .fold(0.0, f64::max);
+    // Below zero only when an overhead subtraction left a value there.
+    let y_min = all()
+        .map(|p| p.1.ci_low.min(p.1.median))
+        .fold(0.0, f64::min);
     let unit = unit_symbol(&first.unit).to_string();
     let title = "Context switch time vs working set (median, 95% CI)".to_string();
     let svg = draw_svg("ctx-size", (820, 520), |root| {
@@ -215,10 +222,7 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
             .x_label_area_size(48)
             .y_label_area_size(72)
             // Room left of 0 KiB so its point stands clear of the axis.
-            .build_cartesian_2d(
-                -x_max.max(1.0) * 0.03..x_max.max(1.0) * 1.04,
-                padded(0.0, y_max, 0.08),
-            )?;
+            .build_cartesian_2d(-x_max * 0.03..x_max * 1.04, padded(y_min, y_max, 0.08))?;
         chart
             .configure_mesh()
             .x_desc("working set summed by each process (KiB)")
@@ -812,6 +816,17 @@ mod tests {
                 .svg
                 .contains("&lt;script&gt;alert(1)&lt;/script&gt;")
         );
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(-1e-17), "0");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(10.0), "10");
+        assert_eq!(tick(0.125), "0.125");
+        assert_eq!(tick(1500.0), "1500");
+        assert_eq!(tick(-0.3), "-0.3");
     }
 
     #[test]
