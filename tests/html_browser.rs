@@ -74,6 +74,21 @@ fn chromium(browser: &Path, profile: &Path, mode: &str, url: &str, stdout: File)
     assert!(status.success(), "chromium {mode}: {status}");
 }
 
+/// `osbench ARGS LAST` (ARGS split at whitespace), which must succeed.
+fn osbench(args: &str, last: &Path) {
+    let out = Command::cargo_bin("osbench")
+        .unwrap()
+        .args(args.split_whitespace())
+        .arg(last)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "osbench {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn report_renders_in_headless_chromium() {
     let Some(browser) = find_chromium() else {
@@ -89,54 +104,16 @@ fn report_renders_in_headless_chromium() {
 
     // A small real run with every kind of plot: a ctx ring, a latency
     // distribution, and two configurations (a comparison).
-    let run = Command::cargo_bin("osbench")
-        .unwrap()
-        .args([
-            "run",
-            "ctx:procs=2,size=0",
-            "wakeup:wait=futex,count=300",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-            "--rounds",
-            "2",
-            "--samples",
-            "3",
-            "--sample-time",
-            "1",
-            "--warmup",
-            "0",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    osbench(
+        "run ctx:procs=2,size=0 wakeup:wait=futex,count=300 syscall:case=null --config a= --config b= \
+         --rounds 2 --samples 3 --sample-time 1 --warmup 0 -q --json",
+        &json,
     );
     let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
     doc["run"]["label"] = LABEL.into();
     fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
-
     let html = dir.path().join("report.html");
-    let report = Command::cargo_bin("osbench")
-        .unwrap()
-        .arg("report")
-        .arg(&json)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
+    osbench(&format!("report {} --html", json.display()), &html);
     let url = format!("file://{}", html.display());
     let profile = dir.path().join("profile");
     fs::create_dir(&profile).unwrap();

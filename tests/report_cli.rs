@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use assert_cmd::cargo::CommandCargoExt;
 
@@ -14,6 +14,26 @@ fn osbench() -> Command {
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report.json")
+}
+
+/// Runs `cmd`, which must succeed.
+fn succeed(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A copy of the fixture, as `name` in `dir`, changed by `edit`.
+fn edited_fixture(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut doc = serde_json::from_str(&fs::read_to_string(fixture()).unwrap()).unwrap();
+    edit(&mut doc);
+    let path = dir.join(name);
+    fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
 }
 
 /// Files in `dir`, sorted, hidden ones (temporary files) included.
@@ -30,15 +50,10 @@ fn listing(dir: &Path) -> Vec<String> {
 fn plot_writes_an_svg_and_a_png_of_every_plot() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("plots"); // created by osbench
-    let out = osbench()
-        .args(["plot", fixture().to_str().unwrap(), "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeed(
+        osbench()
+            .args(["plot", fixture().to_str().unwrap(), "--out"])
+            .arg(&out_dir),
     );
     let stems = [
         "comparison",
@@ -66,15 +81,10 @@ fn plot_writes_an_svg_and_a_png_of_every_plot() {
 fn report_writes_one_self_contained_page() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
-    let out = osbench()
-        .args(["report", fixture().to_str().unwrap(), "--html"])
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        osbench()
+            .args(["report", fixture().to_str().unwrap(), "--html"])
+            .arg(&html),
     );
     assert_eq!(listing(dir.path()), ["report.html"]);
     let page = fs::read_to_string(&html).unwrap();
@@ -89,31 +99,24 @@ fn report_writes_one_self_contained_page() {
 fn report_of_several_documents_compares_them() {
     let dir = tempfile::tempdir().unwrap();
     // The candidate: every syscall sample 40 % slower.
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(fixture()).unwrap()).unwrap();
-    for s in doc["series"].as_array_mut().unwrap() {
-        if s["bench"] == "syscall" {
-            for v in s["samples"].as_array_mut().unwrap() {
-                *v = (v.as_f64().unwrap() * 1.4).into();
+    let after = edited_fixture(dir.path(), "after.json", |doc| {
+        for s in doc["series"].as_array_mut().unwrap() {
+            if s["bench"] == "syscall" {
+                for v in s["samples"].as_array_mut().unwrap() {
+                    *v = (v.as_f64().unwrap() * 1.4).into();
+                }
             }
         }
-    }
-    doc["run"]["label"] = "patched".into();
-    let after = dir.path().join("after.json");
-    fs::write(&after, serde_json::to_vec(&doc).unwrap()).unwrap();
+        doc["run"]["label"] = "patched".into();
+    });
     let html = dir.path().join("both.html");
-    let out = osbench()
-        .arg("report")
-        .arg(fixture())
-        .arg(&after)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        osbench()
+            .arg("report")
+            .arg(fixture())
+            .arg(&after)
+            .arg("--html")
+            .arg(&html),
     );
     let page = fs::read_to_string(&html).unwrap();
     assert!(page.contains("<section id=\"comparison\">"));
@@ -125,13 +128,11 @@ fn report_of_several_documents_compares_them() {
 #[test]
 fn documents_without_common_cases_are_reported_without_a_comparison() {
     let dir = tempfile::tempdir().unwrap();
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(fixture()).unwrap()).unwrap();
-    for s in doc["series"].as_array_mut().unwrap() {
-        s["bench"] = "other".into();
-    }
-    let other = dir.path().join("other.json");
-    fs::write(&other, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let other = edited_fixture(dir.path(), "other.json", |doc| {
+        for s in doc["series"].as_array_mut().unwrap() {
+            s["bench"] = "other".into();
+        }
+    });
     let html = dir.path().join("r.html");
     let out = osbench()
         .arg("report")

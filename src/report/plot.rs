@@ -14,7 +14,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use plotters::coord::Shift;
+use plotters::chart::MeshStyle;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use resvg::{tiny_skia, usvg};
@@ -130,6 +131,36 @@ fn draw_svg(name: &str, size: (u32, u32), draw: impl FnOnce(&Area<'_>) -> Drawn)
     Ok(svg)
 }
 
+/// The mesh of every plot: faint major grid lines only, tick labels of
+/// `label_px` and axis descriptions of `desc_px`.
+fn mesh<'m, 'a, 'b, 'c, X: Ranged, Y: Ranged>(
+    style: &'m mut MeshStyle<'a, 'b, X, Y, SVGBackend<'c>>,
+    label_px: u32,
+    desc_px: u32,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, SVGBackend<'c>> {
+    style
+        .label_style((SANS, label_px))
+        .axis_desc_style((SANS, desc_px))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+}
+
+/// The legend of the labelled series, at `position`, in `font_px` text.
+fn legend<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+    font_px: u32,
+) -> Drawn {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font((SANS, font_px))
+        .draw()?;
+    Ok(())
+}
+
 /// Extends `lo..hi` by `frac` of its width on both sides (or ±1 when empty),
 /// never below zero when `lo` is not.
 fn padded(lo: f64, hi: f64, frac: f64) -> std::ops::Range<f64> {
@@ -223,16 +254,11 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
             .y_label_area_size(72)
             // Room left of 0 KiB so its point stands clear of the axis.
             .build_cartesian_2d(-x_max * 0.03..x_max * 1.04, padded(y_min, y_max, 0.08))?;
-        chart
-            .configure_mesh()
+        mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
             .x_desc("working set summed by each process (KiB)")
             .y_desc(format!("time per context switch ({unit})"))
-            .label_style((SANS, LABEL_PX))
-            .axis_desc_style((SANS, DESC_PX))
             .x_label_formatter(&|v| if *v < 0.0 { String::new() } else { tick(*v) })
             .y_label_formatter(&|v| tick(*v))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
             .draw()?;
         for (i, (k, points)) in lines.iter().enumerate() {
             let c = color(i);
@@ -257,13 +283,7 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
                     .map(|p| Circle::new((p.0, p.1.median), 4, c.filled())),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((SANS, LABEL_PX))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, LABEL_PX)?;
         Ok(())
     })?;
     Ok(Some(Plot {
@@ -325,16 +345,11 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             .x_label_area_size(48)
             .y_label_area_size(72)
             .build_cartesian_2d((lo / 1.25..hi * 1.25).log_scale(), 0.0..100.0)?;
-        chart
-            .configure_mesh()
+        mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
             .x_desc(format!("latency ({unit}, log scale)"))
             .y_desc("events at or below (%)")
-            .label_style((SANS, LABEL_PX))
-            .axis_desc_style((SANS, DESC_PX))
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
             .draw()?;
         // The median and p99 levels, labelled at the right end.
         let level_font = (SANS, LABEL_PX - 1)
@@ -357,13 +372,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                     PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .label_font((SANS, LABEL_PX))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, LABEL_PX)?;
         Ok(())
     })?;
     Ok(Some(Plot {
@@ -497,17 +506,12 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
                     String::new()
                 }
             };
-            chart
-                .configure_mesh()
+            mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
                 .x_desc(x_desc)
-                .label_style((SANS, LABEL_PX))
-                .axis_desc_style((SANS, DESC_PX))
                 .y_labels(n)
                 .y_label_formatter(&name_at)
                 .x_label_formatter(&|v| format!("{}%", tick(*v)))
                 .disable_y_mesh()
-                .light_line_style(WHITE.mix(0.0))
-                .bold_line_style(BLACK.mix(0.08))
                 .draw()?;
             chart.draw_series([PathElement::new(
                 vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
@@ -595,18 +599,13 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                 .x_label_area_size(46)
                 .y_label_area_size(66)
                 .build_cartesian_2d(0.5..n as f64 + 0.5, padded(lo, hi, 0.1))?;
-            chart
-                .configure_mesh()
+            mesh(&mut chart.configure_mesh(), LABEL_PX - 1, LABEL_PX)
                 .x_desc("sample, in run order")
                 .y_desc(format!("{unit} per op"))
-                .label_style((SANS, LABEL_PX - 1))
-                .axis_desc_style((SANS, LABEL_PX))
                 .x_label_formatter(&|v| tick(*v))
                 .y_label_formatter(&|v| tick(*v))
                 .x_labels(8)
                 .y_labels(6)
-                .light_line_style(WHITE.mix(0.0))
-                .bold_line_style(BLACK.mix(0.08))
                 .draw()?;
             for s in list {
                 let i = configs.iter().position(|c| *c == s.config).unwrap_or(0);
@@ -627,13 +626,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                 }
             }
             if configs.len() > 1 {
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperRight)
-                    .background_style(WHITE.mix(0.9))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font((SANS, LABEL_PX - 1))
-                    .draw()?;
+                legend(&mut chart, SeriesLabelPosition::UpperRight, LABEL_PX - 1)?;
             }
         }
         Ok(())
