@@ -48,6 +48,9 @@ enum Command {
     Plot(PlotArgs),
     /// Write one self-contained HTML page with the tables, plots, comparison and environment
     Report(ReportArgs),
+    /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
+    /// peak RSS per run, and a comparison when there are several
+    Time(TimeArgs),
 }
 
 #[derive(Args)]
@@ -71,6 +74,83 @@ struct ReportArgs {
     /// Several documents: call a change "equivalent" when its 90% interval lies within ±PCT %
     #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
     equivalence: f64,
+}
+
+#[derive(Args)]
+struct TimeArgs {
+    /// Commands to time, one string each, split into words like a shell does (quotes
+    /// respected) and executed directly; the first is the baseline of the comparison
+    #[arg(value_name = "COMMAND", required = true)]
+    commands: Vec<String>,
+    /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
+    #[arg(long)]
+    shell: bool,
+    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest)
+    #[arg(long, short = 'r', value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    runs: Option<u32>,
+    /// With the default run count: at least this many runs
+    #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "runs",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    min_runs: u32,
+    /// With the default run count or --target-ci: at most this many runs
+    #[arg(long, value_name = "N", default_value_t = 10_000, conflicts_with = "runs",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    max_runs: u32,
+    /// Unrecorded runs of each command first
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 1)]
+    warmup: u32,
+    /// Shell command run before every run of every command (untimed)
+    #[arg(long, value_name = "CMD")]
+    prepare: Option<String>,
+    /// Shell command run once before all runs
+    #[arg(long, value_name = "CMD")]
+    setup: Option<String>,
+    /// Shell command run once after all runs, whatever happened
+    #[arg(long, value_name = "CMD")]
+    cleanup: Option<String>,
+    /// Kill a run (its whole process group) after SECS seconds; it then counts as failed
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    timeout: Option<f64>,
+    /// Working directory of the commands
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Environment variable for the commands and hooks, KEY=VALUE (repeat)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// Keep timing commands that exit non-zero (their runs are marked failed)
+    #[arg(long, short = 'i')]
+    ignore_failure: bool,
+    /// Let the commands write to the terminal (default: their output goes to /dev/null)
+    #[arg(long)]
+    show_output: bool,
+    /// Add runs until every 95% interval (the comparison's, or the one command's median) is
+    /// within ±PCT %, from --min-runs up to --max-runs
+    #[arg(long = "target-ci", value_name = "PCT", value_parser = parse_pct, conflicts_with = "runs")]
+    target_ci: Option<f64>,
+    /// Stop adding runs after SECS seconds
+    #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
+    max_time: Option<f64>,
+    /// Seed of the random run order (default: taken from the clock; always recorded)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Write the result document (every run's wall, user, sys, RSS, …) to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    verdict: VerdictArgs,
+    /// Print only the results: no progress, no warnings
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
 }
 
 #[derive(Args)]
@@ -233,6 +313,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare(args),
         Command::Plot(args) => plot(args),
         Command::Report(args) => html_report(args),
+        Command::Time(args) => time(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
@@ -596,4 +677,118 @@ fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     pending.commit(html.as_bytes())?;
     eprintln!("osbench: wrote {}", args.html.display());
     Ok(ExitCode::SUCCESS)
+}
+
+fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
+    use osbench::experiment::time::{self as timing, RunCount, TimePlan};
+    let commands = args
+        .commands
+        .iter()
+        .map(|c| osbench::bench::command::CommandSpec::parse(c, args.shell))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !args.quiet {
+        for c in &commands {
+            if let Some(ch) = c.shell_syntax() {
+                eprintln!(
+                    "osbench: warning: '{}' contains '{ch}', which only a shell understands; it is \
+                     passed to the program as is (use --shell to run it with sh -c)",
+                    c.line
+                );
+            }
+        }
+    }
+    let plan = TimePlan {
+        commands,
+        count: match args.runs {
+            Some(n) => RunCount::Fixed(n as usize),
+            None => RunCount::Auto {
+                min_runs: args.min_runs as usize,
+                max_runs: args.max_runs as usize,
+                min_time: std::time::Duration::from_secs(3),
+            },
+        },
+        warmup: args.warmup as usize,
+        prepare: args.prepare,
+        setup: args.setup,
+        cleanup: args.cleanup,
+        spawn: osbench::measure::command::SpawnOptions {
+            cwd: args.cwd,
+            env: args.env,
+            timeout: args.timeout.map(std::time::Duration::from_secs_f64),
+            show_output: args.show_output,
+        },
+        ignore_failure: args.ignore_failure,
+        seed: args.seed.unwrap_or_else(seed_from_clock),
+        target_ci: args.target_ci.map(|pct| pct / 100.0),
+        max_time: args.max_time.map(std::time::Duration::from_secs_f64),
+    };
+    timing::check(&plan)?;
+    let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
+    if cfg!(debug_assertions) && !args.quiet {
+        eprintln!("{DEBUG_WARNING}");
+    }
+    let interrupt = Interrupt::install()?;
+    let mut progress = TimeProgress {
+        quiet: args.quiet,
+        shown: false,
+    };
+    let mut outcome = timing::run(&plan, &interrupt, env::capture(), &mut progress)?;
+    if progress.shown {
+        eprintln!();
+    }
+    let comparison = (outcome.document.series.len() >= 2)
+        .then(|| {
+            osbench::compare::commands(&outcome.document, args.verdict.options(plan.seed))
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
+                .ok()
+        })
+        .flatten();
+    if let Some(c) = &comparison {
+        outcome.document.comparisons = c.records();
+    }
+    let doc = &outcome.document;
+    let costs: Vec<_> = doc.series.iter().map(timing::resource_summaries).collect();
+    if !doc.series.is_empty() {
+        print!("{}", report::time::render(doc, &costs));
+    }
+    if let Some(c) = &comparison {
+        println!();
+        print!("{}", report::compare::render(c));
+        println!();
+        print!("{}", report::time::verdict_lines(c));
+    }
+    if let Some(why) = &doc.run.stopped_by {
+        println!("Stopped: {why}.");
+    }
+    std::io::stdout().flush().ok();
+    let keep = !doc.series.is_empty();
+    if let Some(pending) = pending.filter(|_| keep) {
+        let dest = pending.dest().display().to_string();
+        pending.commit(&store::to_json(doc))?;
+        if !args.quiet {
+            eprintln!("osbench: wrote {dest} ({} commands)", doc.series.len());
+        }
+    }
+    let code = args.verdict.exit_code(comparison.as_ref());
+    match outcome.error {
+        None => Ok(code),
+        Some(e) => Err(anyhow!(e)),
+    }
+}
+
+/// A one-line round counter on stderr, rewritten in place when it is a terminal.
+struct TimeProgress {
+    quiet: bool,
+    shown: bool,
+}
+
+impl osbench::experiment::time::TimeObserver for TimeProgress {
+    fn round_finished(&mut self, done: usize, planned: usize) {
+        use std::io::IsTerminal;
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return;
+        }
+        eprint!("\rosbench time: round {done} of {planned}   ");
+        self.shown = true;
+    }
 }

@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::env::Environment;
 use crate::experiment::Config;
+use crate::experiment::time::TimeInfo;
+use crate::measure::command::CommandRun;
 use crate::measure::{Overhead, Policy, RawSample};
 use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
@@ -75,6 +77,9 @@ pub struct RunInfo {
     pub complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
+    /// `osbench time` runs: warm-up, hooks, and the floor of starting a process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<TimeInfo>,
     /// The configurations compared (empty: one implicit "default").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<Config>,
@@ -147,6 +152,9 @@ pub struct Series {
     pub noise: Vec<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// `command` series (`osbench time`): what each run cost, in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<CommandRun>,
 }
 
 fn samples_kind() -> String {

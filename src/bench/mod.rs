@@ -6,6 +6,7 @@
 //! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
 
 pub mod atomic;
+pub mod command;
 pub mod ctx;
 pub mod fdio;
 pub mod ipc;

@@ -108,13 +108,14 @@ const TINY_ELF: [u8; 165] = [
     b'H', b'e', b'l', b'l', b'o', b' ', b'w', b'o', b'r', b'l', b'd', b'\n',
 ];
 
-/// The tiny program on disk, removed when dropped.
-struct Tiny {
-    path: CString,
+/// The tiny program on disk, removed when dropped (also `osbench time`'s
+/// empty command: the floor of starting any process).
+pub(crate) struct Tiny {
+    pub(crate) path: CString,
     _file: TempPath,
 }
 
-fn write_tiny() -> Result<Tiny> {
+pub(crate) fn write_tiny() -> Result<Tiny> {
     if !cfg!(target_arch = "x86_64") {
         return Err(Error::Measure(
             "the exec cases ship a tiny x86-64 program; this architecture is not supported yet"

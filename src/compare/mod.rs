@@ -244,6 +244,55 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
     })
 }
 
+/// Compares the commands of one `osbench time` run, paired by round: the
+/// first command is the baseline; each command's wall times are cut into the
+/// same consecutive blocks of rounds ([`crate::experiment::time::blocks`],
+/// at most 20), and the blocks' medians are compared as rounds are.
+pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
+    let sides: Vec<&Series> = doc
+        .series
+        .iter()
+        .filter(|s| s.bench == crate::experiment::time::BENCH)
+        .collect();
+    let rounds = sides.iter().map(|s| s.samples.len()).min().unwrap_or(0);
+    if sides.len() < 2 || rounds < 2 {
+        return Err(Error::Measure(
+            "comparing commands needs two commands with at least two runs each".into(),
+        ));
+    }
+    let blocks = |s: &Series| crate::experiment::time::blocks(&s.samples[..rounds]);
+    let base = blocks(sides[0]);
+    let changes = sides[1..]
+        .iter()
+        .map(|cand| {
+            let (r, p) = paired_log_ratio(&base, &blocks(cand));
+            Change::unjudged(r, p)
+        })
+        .collect();
+    let mut rows = vec![CaseRow {
+        bench: crate::experiment::time::BENCH.into(),
+        case: "wall time".into(),
+        config: "default".into(),
+        unit: sides[0].unit.clone(),
+        summaries: sides.iter().map(|s| s.summary.clone()).collect(),
+        changes,
+    }];
+    apply_verdicts(&mut rows, options);
+    let method = format!(
+        "Paired over {rounds} interleaved rounds in {} blocks: geometric means of per-block ratios of \
+         medians (candidate ÷ A, above 1: slower), t intervals on their logs, exact sign-flip p",
+        base.len()
+    );
+    Ok(Comparison {
+        labels: sides.iter().map(|s| s.case.clone()).collect(),
+        rows,
+        missing: Vec::new(),
+        env_diff: Vec::new(),
+        method,
+        options,
+    })
+}
+
 /// Holm-adjusts every change's p-value and gives each its verdict.
 fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
     let raw: Vec<f64> = rows

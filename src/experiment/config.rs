@@ -42,48 +42,64 @@ pub struct Override {
     pub value: String,
 }
 
-/// Runs a configuration's `command` with `sh -c` and its environment; an
-/// error carries the exit status and the first line of stderr.
-pub fn sh(what: &str, config: &Config, command: &str) -> Result<()> {
+/// Runs `command` with `sh -c` and `env`; `what` names it in errors ("the
+/// set-up of configuration 'on'"), which carry the exit status and the first
+/// line of stderr.
+pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str) -> Result<()> {
     let out = Command::new("sh")
         .arg("-c")
         .arg(command)
-        .envs(&config.env)
+        .envs(env)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| {
-            Error::io(
-                format!("running the {what} of configuration '{}'", config.name),
-                e,
-            )
-        })?;
+        .map_err(|e| Error::io(format!("running {what}"), e))?;
     if out.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     Err(Error::Measure(format!(
-        "the {what} of configuration '{}' ({command}) failed with {}: {}",
-        config.name,
+        "{what} ({command}) failed with {}: {}",
         out.status,
         stderr.lines().next().unwrap_or("no message")
     )))
 }
 
-/// A configuration being applied; dropping it runs its tear-down.
+/// A set-up that has run; dropping it runs the matching tear-down.
 pub struct Applied<'a> {
-    config: &'a Config,
+    env: &'a BTreeMap<String, String>,
+    /// What the tear-down is called in errors, and its command.
+    teardown: Option<(String, &'a str)>,
     torn_down: bool,
 }
 
 impl<'a> Applied<'a> {
-    /// Runs the set-up. If it fails, the tear-down runs too and the error is returned.
+    /// Runs a configuration's set-up. If it fails, the tear-down runs too and the error is returned.
     pub fn apply(config: &'a Config) -> Result<Self> {
+        let named = |what: &str, c: &'a Option<String>| {
+            c.as_deref()
+                .map(|c| (format!("the {what} of configuration '{}'", config.name), c))
+        };
+        Self::hooks(
+            &config.env,
+            named("set-up", &config.setup),
+            named("tear-down", &config.teardown),
+        )
+    }
+
+    /// Runs `setup` (what it is called, its command), keeping `teardown` for
+    /// later; if the set-up fails, the tear-down runs too.
+    pub fn hooks(
+        env: &'a BTreeMap<String, String>,
+        setup: Option<(String, &str)>,
+        teardown: Option<(String, &'a str)>,
+    ) -> Result<Self> {
         let applied = Applied {
-            config,
+            env,
+            teardown,
             torn_down: false,
         };
-        if let Some(setup) = &config.setup {
-            sh("set-up", config, setup)?; // `applied` drops here: tear-down runs
+        if let Some((what, command)) = setup {
+            sh(&what, env, command)?; // `applied` drops here: tear-down runs
         }
         Ok(applied)
     }
@@ -91,8 +107,8 @@ impl<'a> Applied<'a> {
     /// Runs the tear-down now and reports its failure.
     pub fn finish(mut self) -> Result<()> {
         self.torn_down = true;
-        match &self.config.teardown {
-            Some(t) => sh("tear-down", self.config, t),
+        match &self.teardown {
+            Some((what, command)) => sh(what, self.env, command),
             None => Ok(()),
         }
     }
@@ -100,8 +116,8 @@ impl<'a> Applied<'a> {
 
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
-        if let (false, Some(t)) = (self.torn_down, &self.config.teardown) {
-            let _ = sh("tear-down", self.config, t);
+        if let (false, Some((what, command))) = (self.torn_down, &self.teardown) {
+            let _ = sh(what, self.env, command);
         }
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod file;
+pub mod time;
 
 use crate::bench::select::Case;
 use crate::bench::{BenchDef, Benchmark, Params, Unit};
@@ -209,6 +210,7 @@ pub fn run<C: Clock>(
         order,
         complete: error.is_none(),
         stopped_because: error.as_ref().map(|e| e.to_string()),
+        time: None,
         configs: plan.configs.clone(),
         stopped_by: stopped_by.or_else(|| {
             (plan.target_ci.is_some() && error.is_none()).then(|| {
@@ -462,6 +464,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         baseline: None,
         noise: Vec::new(),
         warnings: Vec::new(),
+        runs: Vec::new(),
     })
 }
 

@@ -23,6 +23,7 @@
 //! Left out: hardware counters and energy (not on this machine kind yet).
 
 pub mod clock;
+pub mod command;
 pub mod interrupt;
 pub mod placement;
 pub mod supervise;

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod html;
 pub mod plot;
 pub mod table;
+pub mod time;
 
 pub use table::{list_benchmarks, render_run};
 

@@ -157,21 +157,9 @@ pub const MAX_ROUNDS: usize = 20;
 /// permutation p-value of their mean. Drift between rounds cancels because
 /// each ratio compares values taken in the same round.
 pub fn paired_log_ratio(baseline: &[f64], candidate: &[f64]) -> (RatioCi, f64) {
-    let n = baseline.len().min(candidate.len());
-    assert!(
-        (2..=MAX_ROUNDS).contains(&n),
-        "paired comparison needs 2 to {MAX_ROUNDS} rounds"
-    );
-    let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
-    let mean = d.iter().sum::<f64>() / n as f64;
-    let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
-    let se = sd / (n as f64).sqrt();
-    let interval = |t: f64| ((mean - t * se).exp(), (mean + t * se).exp());
-    let ci = RatioCi {
-        ratio: mean.exp(),
-        ci95: interval(T975[n - 2]),
-        ci90: interval(T95[n - 2]),
-    };
+    let ci = paired_log_ratio_ci(baseline, candidate);
+    let d = log_ratios(baseline, candidate);
+    let n = d.len();
     // Exact sign-flip test: how many of the 2^n sign patterns give a sum at least as extreme.
     let observed = d.iter().sum::<f64>().abs() - 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>();
     let extreme = (0u32..1 << n)
@@ -185,6 +173,32 @@ pub fn paired_log_ratio(baseline: &[f64], candidate: &[f64]) -> (RatioCi, f64) {
         })
         .count();
     (ci, extreme as f64 / (1u64 << n) as f64)
+}
+
+/// The interval part of [`paired_log_ratio`] alone (no test): cheap enough
+/// to check a precision target after every round.
+pub fn paired_log_ratio_ci(baseline: &[f64], candidate: &[f64]) -> RatioCi {
+    let d = log_ratios(baseline, candidate);
+    let n = d.len();
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let se = sd / (n as f64).sqrt();
+    let interval = |t: f64| ((mean - t * se).exp(), (mean + t * se).exp());
+    RatioCi {
+        ratio: mean.exp(),
+        ci95: interval(T975[n - 2]),
+        ci90: interval(T95[n - 2]),
+    }
+}
+
+/// ln(candidate ÷ baseline) round by round, over the rounds both have (2..=20).
+fn log_ratios(baseline: &[f64], candidate: &[f64]) -> Vec<f64> {
+    let n = baseline.len().min(candidate.len());
+    assert!(
+        (2..=MAX_ROUNDS).contains(&n),
+        "paired comparison needs 2 to {MAX_ROUNDS} rounds"
+    );
+    (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect()
 }
 
 /// What a comparison concludes.

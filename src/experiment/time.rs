@@ -1,0 +1,729 @@
+//! `osbench time`: whole commands timed in interleaved, randomized rounds.
+//!
+//! Each round runs every command once (after its `--prepare`) in a fresh
+//! seeded order, together with an empty command — osbench's tiny static
+//! program — that measures the floor of starting any process, so drift of the
+//! machine hits all of them alike and the comparison can pair them round by
+//! round. `--setup` runs once before everything and `--cleanup` once after,
+//! whatever happens (error, Ctrl-C). Warm-up rounds are run the same way and
+//! not recorded.
+//!
+//! How many rounds: `--runs N`; otherwise hyperfine's rule adapted to rounds
+//! (at least 10, and at least 3 s of the slowest command); or, with a
+//! precision target, until the target is reached. Left out: hyperfine's shell
+//! spawning-time subtraction (we report the floor instead of subtracting it),
+//! parameter scans, and its randomized environment size.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::bench::command::CommandSpec;
+use crate::document::{self, BaselineSeries, Document, RunInfo, Series, Tool};
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::experiment::config::Applied;
+use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
+use crate::measure::{Interrupt, Overhead, Policy, RawSample};
+use crate::stats::Summary;
+use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio_ci};
+use crate::stats::rng::SplitMix64;
+use crate::stats::summary::CI_LEVEL;
+use crate::stats::summary::{median, summarize};
+
+/// The benchmark name of command series in documents.
+pub const BENCH: &str = "command";
+
+/// How many rounds to run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunCount {
+    /// Exactly this many.
+    Fixed(usize),
+    /// hyperfine's rule: at least `min_runs`, and enough for `min_time` of the
+    /// slowest command (judged from the first round), at most `max_runs`.
+    Auto {
+        min_runs: usize,
+        max_runs: usize,
+        min_time: Duration,
+    },
+}
+
+/// Everything `osbench time` was asked to do.
+#[derive(Debug, Clone)]
+pub struct TimePlan {
+    pub commands: Vec<CommandSpec>,
+    pub count: RunCount,
+    /// Unrecorded rounds first.
+    pub warmup: usize,
+    /// Shell commands: before every run, once before all, once after all.
+    pub prepare: Option<String>,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    pub spawn: SpawnOptions,
+    /// Keep timing commands that fail (they are still recorded as failed).
+    pub ignore_failure: bool,
+    pub seed: u64,
+    /// Stop once the 95 % interval of every comparison (or, for one command,
+    /// of its median) is within ± this fraction — from `min_runs` rounds on,
+    /// at most `max_runs`.
+    pub target_ci: Option<f64>,
+    pub max_time: Option<Duration>,
+}
+
+/// Settings of a `time` run that are not per command, as recorded in `run.time`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeInfo {
+    pub warmup: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The `--env` assignments (osbench's own environment is not recorded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The empty command timed in every round: the floor of starting a process (s).
+    pub floor: BaselineSeries,
+    /// osbench's own peak resident set (KiB). Linux counts a child's memory
+    /// before its execve in `ru_maxrss`, so no run can report less.
+    pub rss_floor_kb: u64,
+}
+
+/// Called as the run goes.
+pub trait TimeObserver {
+    /// After each recorded round; `planned` is the current estimate of rounds.
+    fn round_finished(&mut self, _done: usize, _planned: usize) {}
+}
+
+/// What a `time` run produced: a document with every run measured, and the
+/// error that stopped it early (a failing command, an interrupt), if any.
+pub struct TimeOutcome {
+    pub document: Document,
+    pub error: Option<Error>,
+}
+
+/// One member of a round: a command, or the empty command.
+struct Member {
+    program: PathBuf,
+    argv: Vec<String>,
+    runs: Vec<CommandRun>,
+}
+
+/// Checks every command (programs exist, directory exists) before anything runs.
+pub fn check(plan: &TimePlan) -> Result<Vec<PathBuf>> {
+    if let Some(dir) = &plan.spawn.cwd
+        && !dir.is_dir()
+    {
+        return Err(Error::Measure(format!(
+            "--cwd {} is not a directory",
+            dir.display()
+        )));
+    }
+    let path_var: Option<OsString> = plan
+        .spawn
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.into())
+        .or_else(|| std::env::var_os("PATH"));
+    plan.commands
+        .iter()
+        .map(|c| c.resolve(path_var.as_ref(), plan.spawn.cwd.as_deref()))
+        .collect()
+}
+
+/// Runs the plan. `Err` only when nothing could start (a missing program, a
+/// failing `--setup`); later failures come back in [`TimeOutcome::error`]
+/// with everything measured until then.
+pub fn run(
+    plan: &TimePlan,
+    interrupt: &Interrupt,
+    env: Environment,
+    observer: &mut dyn TimeObserver,
+) -> Result<TimeOutcome> {
+    let programs = check(plan)?;
+    let started = document::utc_now();
+    let tiny = crate::bench::proc::write_tiny()?;
+    let tiny_path = std::ffi::OsStr::from_bytes(tiny.path.as_bytes());
+    let shell = plan.commands.iter().any(|c| c.shell);
+    let floor_line = tiny_path.to_string_lossy().into_owned();
+    let floor_spec = CommandSpec::parse(&format!("'{floor_line}'"), false)?;
+    let floor_argv = if shell {
+        vec!["sh".into(), "-c".into(), floor_line.clone()]
+    } else {
+        floor_spec.argv
+    };
+    let mut members: Vec<Member> = plan
+        .commands
+        .iter()
+        .zip(programs)
+        .map(|(c, program)| Member {
+            program,
+            argv: c.argv.clone(),
+            runs: Vec::new(),
+        })
+        .collect();
+    members.push(Member {
+        program: if shell {
+            PathBuf::from("/bin/sh")
+        } else {
+            PathBuf::from(tiny_path)
+        },
+        argv: floor_argv,
+        runs: Vec::new(),
+    });
+    // The empty command must run before anything is timed. A few retries: in
+    // a multi-threaded process (the test harness) a child spawned by another
+    // thread may briefly hold the program's write descriptor (ETXTBSY).
+    let floor = members.last().expect("the empty command is a member");
+    let quiet = SpawnOptions {
+        show_output: false,
+        ..plan.spawn.clone()
+    };
+    let mut attempts = 0;
+    while let Err(e) = run_once(&floor.program, &floor.argv, &quiet) {
+        attempts += 1;
+        if attempts == 10 {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let hook_env: BTreeMap<String, String> = plan.spawn.env.iter().cloned().collect();
+    let hooks = Applied::hooks(
+        &hook_env,
+        plan.setup.as_deref().map(|c| ("--setup".to_string(), c)),
+        plan.cleanup
+            .as_deref()
+            .map(|c| ("--cleanup".to_string(), c)),
+    )?;
+
+    let mut rng = SplitMix64::new(plan.seed);
+    let mut schedule: Vec<Vec<String>> = Vec::new();
+    let mut error = None;
+    let start = Instant::now();
+    let mut planned = match plan.count {
+        RunCount::Fixed(n) => n,
+        RunCount::Auto { min_runs, .. } => min_runs,
+    };
+    let mut next_check = planned;
+    let mut stopped_by = None;
+    let total_rounds = |planned: usize| plan.warmup + planned;
+    let mut round = 0;
+    while round < total_rounds(planned) {
+        let warm = round < plan.warmup;
+        let order = shuffled(members.len(), &mut rng);
+        if let Err(e) = run_round(plan, &quiet, &mut members, &order, warm, interrupt) {
+            error = Some(e);
+            break;
+        }
+        if !warm {
+            schedule.push(
+                order
+                    .iter()
+                    .map(|&i| label_of(plan, i, members.len()))
+                    .collect(),
+            );
+            let done = schedule.len();
+            if done == 1
+                && let RunCount::Auto {
+                    min_runs,
+                    max_runs,
+                    min_time,
+                } = plan.count
+            {
+                planned = auto_rounds(&members, min_runs, max_runs, min_time);
+                next_check = min_runs;
+            }
+            if let Some(target) = plan.target_ci {
+                let max_runs = match plan.count {
+                    RunCount::Fixed(n) => n,
+                    RunCount::Auto { max_runs, .. } => max_runs,
+                };
+                planned = max_runs;
+                if done >= next_check {
+                    next_check = done + done.div_ceil(5).max(1);
+                    if let Some(width) = precision(&members[..plan.commands.len()])
+                        && width <= target
+                    {
+                        stopped_by = Some(format!(
+                            "every 95% interval within ±{:.2}% after {done} rounds",
+                            width * 100.0
+                        ));
+                        planned = done;
+                    }
+                }
+            }
+            if plan
+                .max_time
+                .is_some_and(|max| start.elapsed() >= max && done >= 2)
+                && done < planned
+            {
+                stopped_by = Some(format!("--max-time reached after {done} rounds"));
+                planned = done;
+            }
+            observer.round_finished(done, planned);
+        }
+        round += 1;
+    }
+    if let Err(e) = hooks.finish()
+        && error.is_none()
+    {
+        error = Some(e);
+    }
+    let floor_runs = members.pop().map(|m| m.runs).unwrap_or_default();
+    let floor_op = if shell {
+        "sh -c of a 165-byte static program that exits at once, spawn to reaped"
+    } else {
+        "spawn + exit + reap of a 165-byte static program (osbench's empty command)"
+    };
+    let floor = baseline_of(floor_op, &floor_runs);
+    let rss_floor_kb = own_max_rss_kb();
+    let series: Vec<Series> = plan
+        .commands
+        .iter()
+        .zip(members)
+        .enumerate()
+        .filter(|(_, (_, m))| !m.runs.is_empty())
+        .map(|(slot, (spec, m))| command_series(spec, slot, m.runs, rss_floor_kb))
+        .collect();
+    let complete = error.is_none();
+    let document = Document {
+        schema: document::SCHEMA.into(),
+        tool: Tool::this(),
+        env,
+        run: RunInfo {
+            started,
+            finished: document::utc_now(),
+            seed: plan.seed,
+            policy: Policy {
+                samples: schedule.len(),
+                sample_time_ns: 0,
+                warmup_ns: 0,
+            },
+            order: plan.commands.iter().map(|c| c.line.clone()).collect(),
+            complete,
+            stopped_because: error.as_ref().map(|e| e.to_string()),
+            configs: Vec::new(),
+            stopped_by,
+            schedule,
+            time: Some(TimeInfo {
+                warmup: plan.warmup,
+                prepare: plan.prepare.clone(),
+                setup: plan.setup.clone(),
+                cleanup: plan.cleanup.clone(),
+                timeout_s: plan.spawn.timeout.map(|t| t.as_secs_f64()),
+                cwd: plan.spawn.cwd.as_ref().map(|d| d.display().to_string()),
+                env: hook_env,
+                floor,
+                rss_floor_kb,
+            }),
+            label: None,
+        },
+        series,
+        comparisons: Vec::new(),
+    };
+    Ok(TimeOutcome { document, error })
+}
+
+/// One round: every member once, in `order`, each command after `--prepare`
+/// (the empty command with `quiet` options).
+fn run_round(
+    plan: &TimePlan,
+    quiet: &SpawnOptions,
+    members: &mut [Member],
+    order: &[usize],
+    warm: bool,
+    interrupt: &Interrupt,
+) -> Result<()> {
+    let env = plan.spawn.env.iter().cloned().collect();
+    for &i in order {
+        interrupt.check()?;
+        let is_floor = i == plan.commands.len();
+        if let (false, Some(prepare)) = (is_floor, &plan.prepare) {
+            crate::experiment::config::sh("--prepare", &env, prepare)?;
+        }
+        let m = &mut members[i];
+        let opts = if is_floor { quiet } else { &plan.spawn };
+        let run = run_once(&m.program, &m.argv, opts)?;
+        if !run.succeeded() && !plan.ignore_failure && !is_floor {
+            return Err(Error::Measure(format!(
+                "command '{}' {}{}; fix it, or time it anyway with --ignore-failure",
+                plan.commands[i].line,
+                run.outcome(),
+                if warm { " during warm-up" } else { "" }
+            )));
+        }
+        if !warm {
+            m.runs.push(run);
+        }
+    }
+    Ok(())
+}
+
+fn label_of(plan: &TimePlan, i: usize, members: usize) -> String {
+    if i + 1 == members {
+        "(empty command)".into()
+    } else {
+        plan.commands[i].line.clone()
+    }
+}
+
+/// 0..n in a random order (Fisher–Yates).
+fn shuffled(n: usize, rng: &mut SplitMix64) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        v.swap(i, rng.below(i + 1));
+    }
+    v
+}
+
+/// Rounds for `min_time` of the slowest member, from its first run.
+fn auto_rounds(members: &[Member], min_runs: usize, max_runs: usize, min_time: Duration) -> usize {
+    let slowest = members
+        .iter()
+        .filter_map(|m| m.runs.first())
+        .map(|r| r.wall_s)
+        .fold(0.0, f64::max);
+    let wanted = if slowest > 0.0 {
+        (min_time.as_secs_f64() / slowest).ceil() as usize
+    } else {
+        min_runs
+    };
+    wanted.clamp(min_runs, max_runs.max(min_runs))
+}
+
+/// The widest relative 95 % half-width: of the paired ratio of each command
+/// to the first, or of the one command's median.
+fn precision(commands: &[Member]) -> Option<f64> {
+    let walls: Vec<Vec<f64>> = commands.iter().map(|m| walls(&m.runs)).collect();
+    if let [only] = walls.as_slice() {
+        let s = summarize(only)?;
+        return Some((s.ci_high - s.ci_low) / 2.0 / s.median);
+    }
+    let base = blocks(&walls[0]);
+    walls[1..]
+        .iter()
+        .map(|w| {
+            let cand = blocks(w);
+            (base.len().min(cand.len()) >= 2)
+                .then(|| paired_log_ratio_ci(&base, &cand).relative_half_width())
+        })
+        .try_fold(0.0, |acc: f64, w| w.map(|w| acc.max(w)))
+}
+
+fn walls(runs: &[CommandRun]) -> Vec<f64> {
+    runs.iter().map(|r| r.wall_s).collect()
+}
+
+/// The median of each of at most [`MAX_ROUNDS`] consecutive blocks of rounds
+/// (as equal as possible): what the paired comparison compares, because its
+/// exact test takes at most that many pairs. Blocks keep the pairing — each
+/// holds the same rounds for every command.
+pub fn blocks(values: &[f64]) -> Vec<f64> {
+    let n = values.len();
+    let k = n.min(MAX_ROUNDS);
+    (0..k)
+        .map(|b| median(&values[b * n / k..(b + 1) * n / k]))
+        .collect()
+}
+
+fn baseline_of(op: &str, runs: &[CommandRun]) -> BaselineSeries {
+    let samples = walls(runs);
+    BaselineSeries {
+        op: op.into(),
+        summary: summarize(&samples).unwrap_or_else(empty_summary),
+        raw: runs.iter().map(raw_of).collect(),
+        samples,
+    }
+}
+
+fn raw_of(r: &CommandRun) -> RawSample {
+    RawSample {
+        iters: 1,
+        elapsed_ns: (r.wall_s * 1e9).round() as u64,
+    }
+}
+
+/// The summary of no samples (an interrupt before the first round ended).
+fn empty_summary() -> Summary {
+    Summary {
+        n: 0,
+        median: f64::NAN,
+        mean: f64::NAN,
+        stddev: f64::NAN,
+        min: f64::NAN,
+        max: f64::NAN,
+        cv: f64::NAN,
+        mad: f64::NAN,
+        ci_low: f64::NAN,
+        ci_high: f64::NAN,
+        ci_level: CI_LEVEL,
+        ci_coverage: 0.0,
+    }
+}
+
+/// A command's series: samples are wall seconds of every recorded run.
+fn command_series(
+    spec: &CommandSpec,
+    slot: usize,
+    runs: Vec<CommandRun>,
+    rss_floor_kb: u64,
+) -> Series {
+    let samples = walls(&runs);
+    let summary = summarize(&samples).unwrap_or_else(empty_summary);
+    let mut params = Map::new();
+    params.insert("command".into(), Value::String(spec.line.clone()));
+    params.insert("shell".into(), Value::Bool(spec.shell));
+    let mut warnings = Vec::new();
+    let failed = runs.iter().filter(|r| !r.succeeded()).count();
+    if failed > 0 {
+        warnings.push(format!(
+            "{failed} of {} runs failed (timed anyway, --ignore-failure)",
+            runs.len()
+        ));
+    }
+    let rss: Vec<f64> = runs.iter().map(|r| r.max_rss_kb as f64).collect();
+    if median(&rss) <= rss_floor_kb as f64 * 1.05 {
+        warnings.push(format!(
+            "max RSS ({:.0} KiB) is at osbench's own size ({rss_floor_kb} KiB), which Linux counts \
+             in every child before its execve; the command's own peak is at most this",
+            median(&rss)
+        ));
+    }
+    Series {
+        bench: BENCH.into(),
+        case: spec.line.clone(),
+        config: "default".into(),
+        params,
+        unit: "s".into(),
+        op: if spec.shell {
+            "one run of the command through sh -c, spawn to exit".into()
+        } else {
+            "one run of the command (no shell), spawn to exit".into()
+        },
+        anchor: format!(
+            "hyperfine {}'{}'",
+            if spec.shell { "" } else { "-N " },
+            spec.line
+        ),
+        pin: "none".into(),
+        cpus: Vec::new(),
+        raw: runs.iter().map(raw_of).collect(),
+        samples,
+        summary,
+        rejected: Vec::new(),
+        overhead: Overhead::ZERO,
+        ops_per_iter: 1.0,
+        slot: Some(slot),
+        rounds: Vec::new(),
+        kind: "samples".into(),
+        quantiles: None,
+        histogram: None,
+        cpu_per_op: None,
+        baseline: None,
+        noise: Vec::new(),
+        warnings,
+        runs,
+    }
+}
+
+/// Summaries of what each run of a command cost, for the report: wall, user
+/// and system time (s), peak RSS (KiB), switches and faults per run.
+pub fn resource_summaries(series: &Series) -> Vec<(&'static str, Summary)> {
+    type Field = fn(&CommandRun) -> f64;
+    let fields: [(&'static str, Field); 8] = [
+        ("real", |r| r.wall_s),
+        ("user", |r| r.user_s),
+        ("sys", |r| r.sys_s),
+        ("max RSS", |r| r.max_rss_kb as f64),
+        ("voluntary switches", |r| r.voluntary_switches as f64),
+        ("involuntary switches", |r| r.involuntary_switches as f64),
+        ("minor faults", |r| r.minor_faults as f64),
+        ("major faults", |r| r.major_faults as f64),
+    ];
+    fields
+        .iter()
+        .filter_map(|(name, get)| {
+            let v: Vec<f64> = series.runs.iter().map(get).collect();
+            summarize(&v).map(|s| (*name, s))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(lines: &[&str], runs: usize) -> TimePlan {
+        TimePlan {
+            commands: lines
+                .iter()
+                .map(|l| CommandSpec::parse(l, false).unwrap())
+                .collect(),
+            count: RunCount::Fixed(runs),
+            warmup: 1,
+            prepare: None,
+            setup: None,
+            cleanup: None,
+            spawn: SpawnOptions::default(),
+            ignore_failure: false,
+            seed: 7,
+            target_ci: None,
+            max_time: None,
+        }
+    }
+
+    fn go(p: &TimePlan) -> TimeOutcome {
+        run(p, &Interrupt::none(), crate::env::capture(), &mut Quiet).unwrap()
+    }
+
+    struct Quiet;
+    impl TimeObserver for Quiet {}
+
+    #[test]
+    fn every_command_runs_once_per_round_in_a_recorded_order() {
+        let p = plan(&["true", "sh -c 'exit 0'"], 5);
+        let out = go(&p);
+        assert!(out.error.is_none());
+        let doc = out.document;
+        assert_eq!(doc.series.len(), 2);
+        for s in &doc.series {
+            assert_eq!((s.samples.len(), s.runs.len(), s.raw.len()), (5, 5, 5));
+            assert_eq!(s.unit, "s");
+            assert!(s.runs.iter().all(CommandRun::succeeded));
+        }
+        assert_eq!(doc.run.schedule.len(), 5);
+        for order in &doc.run.schedule {
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(sorted, ["(empty command)", "sh -c 'exit 0'", "true"]);
+        }
+        let time = doc.run.time.unwrap();
+        assert_eq!(time.floor.samples.len(), 5);
+        assert!(time.rss_floor_kb > 0);
+    }
+
+    #[test]
+    fn a_failing_command_stops_the_run_unless_failures_are_ignored() {
+        let p = plan(&["false"], 3);
+        let out = go(&p);
+        let e = out.error.unwrap().to_string();
+        assert!(
+            e.contains("'false' exited with status 1 during warm-up"),
+            "{e}"
+        );
+        assert!(out.document.series.is_empty());
+
+        let p = TimePlan {
+            ignore_failure: true,
+            ..plan(&["false"], 3)
+        };
+        let out = go(&p);
+        assert!(out.error.is_none());
+        let s = &out.document.series[0];
+        assert!(s.runs.iter().all(|r| r.exit_status == 1));
+        assert!(s.warnings[0].contains("3 of 3 runs failed"));
+    }
+
+    #[test]
+    fn missing_programs_fail_before_anything_runs() {
+        let mut p = plan(&["true", "no-such-program-osbench"], 3);
+        let marker = tempfile::tempdir().unwrap();
+        let touched = marker.path().join("setup-ran");
+        p.setup = Some(format!("touch {}", touched.display()));
+        let e = run(&p, &Interrupt::none(), crate::env::capture(), &mut Quiet)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("'no-such-program-osbench' was not found"), "{e}");
+        assert!(!touched.exists());
+    }
+
+    #[test]
+    fn setup_prepare_and_cleanup_run_as_documented() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut p = plan(&["true"], 3);
+        p.setup = Some(format!("echo setup >> {}", log.display()));
+        p.prepare = Some(format!("echo prepare >> {}", log.display()));
+        p.cleanup = Some(format!("echo cleanup >> {}", log.display()));
+        assert!(go(&p).error.is_none());
+        let text = std::fs::read_to_string(&log).unwrap();
+        // One set-up, a prepare before each of 1 warm-up + 3 runs, one clean-up.
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [
+                "setup", "prepare", "prepare", "prepare", "prepare", "cleanup"
+            ]
+        );
+    }
+
+    #[test]
+    fn cleanup_runs_after_a_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut p = plan(&["false"], 3);
+        p.cleanup = Some(format!("echo cleanup >> {}", log.display()));
+        assert!(go(&p).error.is_some());
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "cleanup\n");
+    }
+
+    #[test]
+    fn a_precision_target_stops_adding_rounds() {
+        let mut p = plan(&["true"], 3);
+        p.count = RunCount::Auto {
+            min_runs: 6,
+            max_runs: 500,
+            min_time: Duration::from_secs(60),
+        };
+        // Any interval of 6 runs is within ±10000 %: the run stops at once.
+        p.target_ci = Some(100.0);
+        let doc = go(&p).document;
+        assert_eq!(doc.series[0].samples.len(), 6);
+        assert!(doc.run.stopped_by.unwrap().contains("after 6 rounds"));
+    }
+
+    #[test]
+    fn blocks_keep_order_and_size() {
+        let v: Vec<f64> = (0..50).map(f64::from).collect();
+        let b = blocks(&v);
+        assert_eq!(b.len(), 20);
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(blocks(&[1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn auto_count_follows_the_slowest_command() {
+        let m = |wall_s| Member {
+            program: PathBuf::new(),
+            argv: Vec::new(),
+            runs: vec![CommandRun {
+                wall_s,
+                user_s: 0.0,
+                sys_s: 0.0,
+                max_rss_kb: 0,
+                voluntary_switches: 0,
+                involuntary_switches: 0,
+                minor_faults: 0,
+                major_faults: 0,
+                exit_status: 0,
+                signal: None,
+                timed_out: false,
+            }],
+        };
+        let three = Duration::from_secs(3);
+        assert_eq!(auto_rounds(&[m(0.001), m(0.1)], 10, 1000, three), 30);
+        assert_eq!(auto_rounds(&[m(1.0)], 10, 1000, three), 10);
+        assert_eq!(auto_rounds(&[m(0.000_1)], 10, 1000, three), 1000);
+    }
+}

@@ -1,0 +1,198 @@
+//! The text rendering of an `osbench time` run: per command, the seed
+//! threads' `real`, `user` and `sys` (median, mean ± standard deviation, min,
+//! max) and what else each run cost (peak RSS, switches, faults), then the
+//! floor of starting a process. The comparison of several commands is
+//! rendered by [`super::compare`]; [`verdict_lines`] says it in one sentence
+//! per command.
+
+use std::fmt::Write;
+
+use crate::compare::Comparison;
+use crate::document::Document;
+use crate::stats::Summary;
+
+/// `doc`'s commands; `costs[i]` are the summaries of series `i`'s runs as
+/// `experiment::time::resource_summaries` names them.
+pub fn render(doc: &Document, costs: &[Vec<(&str, Summary)>]) -> String {
+    let mut out = String::new();
+    for (i, (s, cost)) in doc.series.iter().zip(costs).enumerate() {
+        let failed = s.runs.iter().filter(|r| !r.succeeded()).count();
+        let _ = writeln!(
+            out,
+            "Command {}: {}   ({}, {} runs{})",
+            i + 1,
+            s.case,
+            if s.params.get("shell").and_then(|v| v.as_bool()) == Some(true) {
+                "sh -c"
+            } else {
+                "no shell"
+            },
+            s.runs.len(),
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            }
+        );
+        let scale = time_scale(s.summary.median);
+        // real, user and sys share the decimals that suit real.
+        let d = super::decimals_for(s.summary.median * scale.0).min(3);
+        let mut rows = Vec::new();
+        for (name, sum) in cost {
+            let row = match *name {
+                "real" | "user" | "sys" => time_row(name, sum, scale, d),
+                "max RSS" => {
+                    let k = 1024.0;
+                    count_row(name, &scaled(sum, 1.0 / k), "MiB", 1)
+                }
+                _ => continue,
+            };
+            rows.push(row);
+        }
+        let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
+        let numeric = [false, true, true, true, true, false];
+        for line in super::table::align(&header, &numeric, &rows).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+        let median_of = |name: &str| {
+            cost.iter()
+                .find(|(n, _)| *n == name)
+                .map_or(f64::NAN, |(_, s)| s.median)
+        };
+        let _ = writeln!(
+            out,
+            "  per run (medians): {} voluntary + {} involuntary context switches, {} minor + {} major faults",
+            median_of("voluntary switches"),
+            median_of("involuntary switches"),
+            median_of("minor faults"),
+            median_of("major faults"),
+        );
+        let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
+        let _ = writeln!(
+            out,
+            "  95% CI of the real median: {} – {} {}",
+            fmt_in(lo, scale),
+            fmt_in(hi, scale),
+            scale.1
+        );
+        for w in &s.warnings {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+        out.push('\n');
+    }
+    if let Some(time) = &doc.run.time
+        && time.floor.summary.n > 0
+    {
+        let f = &time.floor.summary;
+        let scale = time_scale(f.median);
+        let _ = writeln!(
+            out,
+            "Floor: {} takes {} {} (median of {}, 95% CI {} – {}); every command's real time includes it.",
+            time.floor.op,
+            fmt_in(f.median, scale),
+            scale.1,
+            f.n,
+            fmt_in(f.ci_low, scale),
+            fmt_in(f.ci_high, scale),
+        );
+    }
+    out
+}
+
+/// One sentence per candidate command: which is faster, by how much, and the verdict.
+pub fn verdict_lines(c: &Comparison) -> String {
+    let mut out = String::new();
+    let Some(row) = c.rows.first() else {
+        return out;
+    };
+    for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
+        let r = &ch.ci;
+        let _ = match ch.verdict.as_str() {
+            "slower" | "faster" => writeln!(
+                out,
+                "'{label}' is {} than '{}': {:.3} × its time [95% CI {:.3} – {:.3}].",
+                ch.verdict.as_str(),
+                c.labels[0],
+                r.ratio,
+                r.ci95.0,
+                r.ci95.1
+            ),
+            "equivalent" => writeln!(
+                out,
+                "'{label}' takes the same time as '{}' within ±{}% ({:.3} × [{:.3} – {:.3}]).",
+                c.labels[0],
+                c.options.equivalence * 100.0,
+                r.ratio,
+                r.ci95.0,
+                r.ci95.1
+            ),
+            _ => writeln!(
+                out,
+                "'{label}' and '{}' differ by no significant amount ({:.3} × [{:.3} – {:.3}]).",
+                c.labels[0], r.ratio, r.ci95.0, r.ci95.1
+            ),
+        };
+    }
+    out
+}
+
+/// Seconds shown as s, ms or µs, chosen by magnitude: (factor, symbol).
+fn time_scale(seconds: f64) -> (f64, &'static str) {
+    match seconds.abs() {
+        s if s >= 1.0 => (1.0, "s"),
+        s if s >= 1e-3 => (1e3, "ms"),
+        _ => (1e6, "µs"),
+    }
+}
+
+fn fmt_in(seconds: f64, scale: (f64, &str)) -> String {
+    super::fmt_sig(seconds * scale.0)
+}
+
+fn time_row(name: &str, s: &Summary, scale: (f64, &'static str), d: usize) -> Vec<String> {
+    let f = |x: f64| format!("{:.d$}", x * scale.0);
+    vec![
+        name.to_string(),
+        f(s.median),
+        format!("{} ± {}", f(s.mean), f(s.stddev)),
+        f(s.min),
+        f(s.max),
+        scale.1.to_string(),
+    ]
+}
+
+fn count_row(name: &str, s: &Summary, unit: &str, decimals: usize) -> Vec<String> {
+    let f = |x: f64| format!("{x:.decimals$}");
+    vec![
+        name.to_string(),
+        f(s.median),
+        format!("{} ± {}", f(s.mean), f(s.stddev)),
+        f(s.min),
+        f(s.max),
+        unit.to_string(),
+    ]
+}
+
+fn scaled(s: &Summary, k: f64) -> Summary {
+    Summary {
+        median: s.median * k,
+        mean: s.mean * k,
+        stddev: s.stddev * k,
+        min: s.min * k,
+        max: s.max * k,
+        ..s.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_units_follow_magnitude() {
+        assert_eq!(time_scale(2.5).1, "s");
+        assert_eq!(time_scale(0.0105).1, "ms");
+        assert_eq!(time_scale(0.000_42).1, "µs");
+        assert_eq!(fmt_in(0.0105, time_scale(0.0105)), "10.50");
+    }
+}

@@ -1,0 +1,204 @@
+//! `osbench time` as a user meets it: exit statuses, timeouts, missing
+//! programs, the document's per-run records and interleaved rounds. Checks
+//! correctness only; no test asserts how fast anything ran.
+
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use osbench::store::read_document;
+
+/// `osbench time --warmup 0 ARGS`, with a private results store.
+fn time(args: &[&str], store: &std::path::Path) -> std::process::Output {
+    Command::cargo_bin("osbench")
+        .unwrap()
+        .env("OSBENCH_STORE", store.join("store.sqlite"))
+        .args(["time", "--warmup", "0"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_failing_command_exits_2_naming_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = time(
+        &["--runs", "3", "false", "--json", json.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("'false' exited with status 1"), "{err}");
+    assert!(err.contains("--ignore-failure"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| !l.contains("debug build")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(!json.exists());
+
+    let out = time(
+        &[
+            "--runs",
+            "3",
+            "--ignore-failure",
+            "false",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = read_document(&json).unwrap();
+    assert!(doc.series[0].runs.iter().all(|r| r.exit_status == 1));
+}
+
+#[test]
+fn a_missing_program_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = time(
+        &["--runs", "2", "true", "osbench-no-such-program --x"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("'osbench-no-such-program' was not found in PATH"),
+        "{err}"
+    );
+    let out = time(&["--runs", "2", "'unterminated"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unterminated single quote"));
+}
+
+#[test]
+fn a_timeout_kills_the_command_and_leaves_nothing_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = time(
+        &["--runs", "2", "--timeout", "0.3", "sleep 7.4321"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("'sleep 7.4321' was killed after reaching the timeout"),
+        "{err}"
+    );
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    assert!(!text(&ps.stdout).contains("sleep 7.4321"));
+}
+
+#[test]
+fn every_run_is_recorded_with_its_own_rusage_in_interleaved_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    // dd reads into one buffer of bs bytes: its peak RSS is about that size.
+    let big = "dd if=/dev/zero of=/dev/null bs=96M count=1";
+    let small = "dd if=/dev/zero of=/dev/null bs=1M count=1";
+    let out = time(
+        &[
+            "--runs",
+            "4",
+            "--seed",
+            "3",
+            big,
+            small,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for word in [
+        "Command 1: dd",
+        "Command 2: dd",
+        "real",
+        "user",
+        "sys",
+        "max RSS",
+        "Floor:",
+    ] {
+        assert!(stdout.contains(word), "{word}: {stdout}");
+    }
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.series.len(), 2);
+    let (b, s) = (&doc.series[0], &doc.series[1]);
+    assert_eq!(
+        (b.bench.as_str(), b.case.as_str(), b.unit.as_str()),
+        ("command", big, "s")
+    );
+    assert_eq!((b.runs.len(), b.samples.len()), (4, 4));
+    assert!(b.runs.iter().all(|r| r.max_rss_kb > 90_000), "{:?}", b.runs);
+    // The small command's peak is its own, not the big one's before it.
+    assert!(s.runs.iter().all(|r| r.max_rss_kb < 60_000), "{:?}", s.runs);
+    for (run, sample) in b.runs.iter().zip(&b.samples) {
+        assert_eq!(run.wall_s, *sample);
+        assert_eq!(run.exit_status, 0);
+    }
+    // Every round ran both commands and the empty one, in a recorded order.
+    assert_eq!(doc.run.schedule.len(), 4);
+    assert!(doc.run.schedule.iter().all(|r| r.len() == 3));
+    assert_eq!(doc.comparisons.len(), 1);
+    let json_text = std::fs::read_to_string(&json).unwrap();
+    for field in [
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kb",
+        "voluntary_switches",
+        "involuntary_switches",
+        "minor_faults",
+        "major_faults",
+        "exit_status",
+    ] {
+        assert!(json_text.contains(&format!("\"{field}\"")), "{field}");
+    }
+    // Saved command documents compare like any others.
+    let out = Command::cargo_bin("osbench")
+        .unwrap()
+        .args(["compare", json.to_str().unwrap(), json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("command dd"));
+}
+
+#[test]
+fn shell_mode_and_quoted_words_reach_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("flag");
+    let line = format!(
+        "sh -c 'test \"$1\" = \"a b\" && touch {}' x 'a b'",
+        flag.display()
+    );
+    let out = time(&["--runs", "2", &line], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(flag.exists());
+    let out = time(&["--runs", "2", "--shell", "exit 0 | cat"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_interrupt_kills_the_command_runs_the_cleanup_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let cleaned = dir.path().join("cleaned");
+    let mut child = Command::cargo_bin("osbench")
+        .unwrap()
+        .env("OSBENCH_STORE", dir.path().join("store.sqlite"))
+        .args(["time", "--warmup", "0", "--runs", "3", "--cleanup"])
+        .arg(format!("touch {}", cleaned.display()))
+        .arg("sleep 6.54321")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(cleaned.exists());
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    assert!(!text(&ps.stdout).contains("sleep 6.54321"));
+}
