@@ -190,3 +190,21 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     }
     assert_eq!(listing(dir.path()), ["notes.txt"]);
 }
+
+#[test]
+fn a_time_document_is_reported_with_its_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("time.json");
+    succeed(
+        osbench()
+            .args(["time", "true", "--runs", "3", "--json"])
+            .arg(&json),
+    );
+    let html = dir.path().join("time.html");
+    succeed(osbench().arg("report").arg(&json).arg("--html").arg(&html));
+    let page = fs::read_to_string(&html).unwrap();
+    // The terminal's per-command table, and the runs in order.
+    assert!(page.contains("Command 1: true"), "{page}");
+    assert!(page.contains("<figure id=\"doc-0-samples-command\">"));
+    assert!(page.contains("wall time per run (s)"));
+}

@@ -158,9 +158,19 @@ fn document_section(
     for text in table::anchor_sections(doc).into_iter().flatten() {
         let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
     }
+    if doc.run.time.is_some() {
+        // `osbench time`: what the terminal shows per command.
+        let costs: Vec<_> = doc
+            .series
+            .iter()
+            .map(crate::experiment::time::resource_summaries)
+            .collect();
+        let text = super::time::render(doc, &costs);
+        let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
+    }
 
     if !doc.comparisons.is_empty() {
-        out.push_str("<h3>Configurations compared</h3>\n");
+        out.push_str("<h3>Compared within the run</h3>\n");
         records_table(out, &doc.comparisons);
     }
 
@@ -566,7 +576,7 @@ mod tests {
             "<th>95% CI of median</th>",
             "<th>p99.9</th>",
             "Context switching - times in microseconds",
-            "<h3>Configurations compared</h3>",
+            "<h3>Compared within the run</h3>",
             "<td class=\"no-change\">no-change</td>",
             "<h3>Plots</h3>",
             "<figure id=\"doc-0-ctx-size\">",

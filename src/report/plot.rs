@@ -81,7 +81,7 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
     let (bars, x_desc) = record_bars(&doc.comparisons);
     plots.extend(comparison_plot(
         &bars,
-        "Configurations compared: change against the baseline (95% CI)",
+        "Compared within the run: change against the baseline (95% CI)",
         &x_desc,
     )?);
     for bench in benches(doc.series.iter().filter(|s| s.quantiles.is_none())) {
@@ -601,7 +601,11 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                 .build_cartesian_2d(0.5..n as f64 + 0.5, padded(lo, hi, 0.1))?;
             mesh(&mut chart.configure_mesh(), LABEL_PX - 1, LABEL_PX)
                 .x_desc("sample, in run order")
-                .y_desc(format!("{unit} per op"))
+                .y_desc(if bench == "command" {
+                    format!("wall time per run ({unit})")
+                } else {
+                    format!("{unit} per op")
+                })
                 .x_label_formatter(&|v| tick(*v))
                 .y_label_formatter(&|v| tick(*v))
                 .x_labels(8)
