@@ -137,10 +137,12 @@ fn document_section(
         escape(&doc.run.started),
         escape(&doc.run.finished),
         doc.series.len(),
-        if doc.run.complete {
-            ""
-        } else {
-            " · <span class=\"warn\">stopped early</span>"
+        match (&doc.run.complete, &doc.run.stopped_because) {
+            (true, _) => String::new(),
+            (false, why) => format!(
+                " · <span class=\"warn\">stopped early: {}</span>",
+                escape(why.as_deref().unwrap_or("reason not recorded"))
+            ),
         }
     );
 
@@ -276,12 +278,7 @@ fn cases_table(out: &mut String, doc: &Document) {
             let params: Vec<String> = s
                 .params
                 .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{k}={}",
-                        v.as_str().map_or_else(|| v.to_string(), str::to_string)
-                    )
-                })
+                .map(|(k, v)| format!("{k}={}", scalar_text(v)))
                 .collect();
             let cpus: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
             let placement = if cpus.is_empty() {
@@ -317,7 +314,7 @@ fn cases_table(out: &mut String, doc: &Document) {
     );
 }
 
-/// A ratio or change with the decimals its size needs.
+/// A ratio, to three decimals as the terminal shows it.
 fn fmt_ratio(x: f64) -> String {
     format!("{x:.3}")
 }

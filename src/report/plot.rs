@@ -92,10 +92,15 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
 
 /// The benchmark families of `series`, in order of first appearance.
 fn benches<'a>(series: impl Iterator<Item = &'a Series>) -> Vec<String> {
+    first_seen(series.map(|s| &s.bench))
+}
+
+/// `names` without repeats, in order of first appearance.
+fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for s in series {
-        if !out.contains(&s.bench) {
-            out.push(s.bench.clone());
+    for name in names {
+        if !out.contains(name) {
+            out.push(name.clone());
         }
     }
     out
@@ -568,17 +573,11 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     if cases.is_empty() {
         return Ok(None);
     }
-    let configs: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for (_, list) in &cases {
-            for s in list {
-                if !names.contains(&s.config) {
-                    names.push(s.config.clone());
-                }
-            }
-        }
-        names
-    };
+    let configs = first_seen(
+        cases
+            .iter()
+            .flat_map(|(_, list)| list.iter().map(|s| &s.config)),
+    );
     let columns = if cases.len() == 1 { 1 } else { 2 };
     let rows = cases.len().div_ceil(columns);
     let (width, panel_height, head) = (900u32, 264u32, 44u32);

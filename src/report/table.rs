@@ -1,4 +1,4 @@
-//! Plain-text tables for the terminal: the per-case results of a run, the
+//! Tables for the terminal (and, as cells, for the HTML report): the per-case results of a run, the
 //! latency distributions, the anchors' own layouts where they apply (lmbench's
 //! "Processor, Processes" line and context-switch table, hackbench's `Time:`,
 //! the LOCK-prefix answer line), and the benchmark list.
