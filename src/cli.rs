@@ -44,9 +44,36 @@ enum Command {
     Env(EnvArgs),
     /// Compare saved result documents: the first is the baseline
     Compare(CompareArgs),
+    /// Draw a result document's plots, each as SVG and PNG
+    Plot(PlotArgs),
+    /// Write one self-contained HTML page with the tables, plots, comparison and environment
+    Report(ReportArgs),
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
     /// peak RSS per run, and a comparison when there are several
     Time(TimeArgs),
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// A result document written by `osbench run --json`
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Directory for the NAME.svg and NAME.png files (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// Result documents; given several, they are also compared, the first being the baseline
+    #[arg(value_name = "FILE", num_args = 1.., required = true)]
+    files: Vec<PathBuf>,
+    /// Write the report to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    html: PathBuf,
+    /// Several documents: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
 }
 
 #[derive(Args)]
@@ -301,6 +328,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Env(args) => show_env(&args),
         Command::Compare(args) => compare(args),
+        Command::Plot(args) => plot(args),
+        Command::Report(args) => html_report(args),
         Command::Time(args) => time(args),
     };
     result.unwrap_or_else(|e| {
@@ -326,8 +355,19 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            eprintln!("osbench: {} (see osbench --help)", first.trim());
+            // The first line, with the indented lines that continue it (the
+            // names of missing arguments).
+            let mut lines = text.lines();
+            let mut first = lines
+                .next()
+                .unwrap_or("invalid command line")
+                .trim()
+                .to_string();
+            for more in lines.take_while(|l| l.starts_with("  ")) {
+                first.push(' ');
+                first.push_str(more.trim());
+            }
+            eprintln!("osbench: {first} (see osbench --help)");
             ExitCode::from(2)
         }
     }
@@ -576,12 +616,15 @@ impl Observer for Progress {
     }
 }
 
-fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let docs = args
-        .files
-        .iter()
+/// The documents the arguments name, each with the name it is shown under.
+fn load_documents(args: &[PathBuf]) -> anyhow::Result<Vec<(String, osbench::document::Document)>> {
+    args.iter()
         .map(|f| Ok((f.display().to_string(), store::read_document(f)?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect()
+}
+
+fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let docs = load_documents(&args.files)?;
     let options = args.verdict.options(args.seed);
     let pending = args.json.as_deref().map(PendingFile::create).transpose()?;
     let mut comparison = osbench::compare::compare(&docs, options)?;
@@ -613,6 +656,48 @@ fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("{DEBUG_WARNING}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
+    let (name, doc) = load_documents(std::slice::from_ref(&args.file))?
+        .pop()
+        .expect("one document per argument");
+    let plots = report::plot::document_plots(&doc)?;
+    if plots.is_empty() {
+        anyhow::bail!("{name} has no series to plot");
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the directory {}", args.out.display()))?;
+    for p in &plots {
+        let png = report::plot::png(p)?;
+        for (ext, bytes) in [("svg", p.svg.as_bytes()), ("png", &png[..])] {
+            let path = args.out.join(format!("{}.{ext}", p.name));
+            PendingFile::create(&path)?.commit(bytes)?;
+            println!("{}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let docs = load_documents(&args.files)?;
+    let pending = PendingFile::create(&args.html)?;
+    // Documents that cannot be compared are still reported, each on its own.
+    let comparison = (docs.len() >= 2)
+        .then(|| {
+            let options = osbench::compare::Options {
+                equivalence: args.equivalence / 100.0,
+                ..Default::default()
+            };
+            osbench::compare::compare(&docs, options)
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison in the report: {e}"))
+                .ok()
+        })
+        .flatten();
+    let html = report::html::render(&docs, comparison.as_ref())?;
+    pending.commit(html.as_bytes())?;
+    eprintln!("osbench: wrote {}", args.html.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -52,6 +52,10 @@ pub enum Error {
         what: &'static str,
         message: String,
     },
+
+    /// A plot could not be drawn or rasterised; `what` names the plot.
+    #[error("cannot draw the plot '{what}': {message}")]
+    Plot { what: String, message: String },
 }
 
 impl Error {

@@ -255,6 +255,7 @@ pub fn run<C: Clock>(
         },
         audit,
         config_env_diff,
+        label: None,
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),

@@ -357,6 +357,7 @@ pub fn run(
                 floor,
                 rss_floor_kb,
             }),
+            label: None,
         },
         series,
         comparisons: Vec::new(),

@@ -131,7 +131,7 @@ pub fn render(c: &Comparison) -> String {
 }
 
 /// A p-value with two significant digits ("<0.0001" below that).
-fn fmt_p(p: f64) -> String {
+pub(super) fn fmt_p(p: f64) -> String {
     if p < 1e-4 {
         "<0.0001".into()
     } else {
@@ -140,7 +140,7 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// A, B, …, Z, AA, AB, …
-fn letter(i: usize) -> String {
+pub(super) fn letter(i: usize) -> String {
     let a = (b'A' + (i % 26) as u8) as char;
     if i < 26 {
         a.to_string()
