@@ -21,6 +21,7 @@ use osbench::experiment::{self, Plan};
 use osbench::measure::placement::Pin;
 use osbench::measure::{Harness, Interrupt, Meters, Policy};
 use osbench::report;
+use osbench::store::PendingFile;
 use progress::Progress;
 use save::{ExportArgs, SaveArgs, StoreArgs};
 
@@ -56,9 +57,41 @@ enum Command {
     Export(save::ExportCmd),
     /// Add result documents (e.g. from another machine) to the results store
     Import(save::ImportCmd),
+    /// Draw a result document's plots, each as SVG and PNG
+    Plot(PlotArgs),
+    /// Write one self-contained HTML page with the tables, plots, comparison and environment
+    Report(ReportArgs),
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
     /// peak RSS per run, and a comparison when there are several
     Time(TimeArgs),
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// A stored run (id or label) or a result document file
+    #[arg(value_name = "RUN")]
+    run: String,
+    /// Directory for the NAME.svg and NAME.png files (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// Stored runs (ids or labels) or result document files; given several, they are also
+    /// compared, the first being the baseline
+    #[arg(value_name = "RUN", num_args = 1.., required = true)]
+    runs: Vec<String>,
+    /// Write the report to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    html: PathBuf,
+    /// Several documents: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(Args)]
@@ -319,6 +352,8 @@ pub fn main() -> ExitCode {
         Command::History(args) => save::history(args),
         Command::Export(args) => save::export(args),
         Command::Import(args) => save::import(args),
+        Command::Plot(args) => plot(args),
+        Command::Report(args) => html_report(args),
         Command::Time(args) => time(args),
     };
     result.unwrap_or_else(|e| {
@@ -344,8 +379,19 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            eprintln!("osbench: {} (see osbench --help)", first.trim());
+            // The first line, with the indented lines that continue it (the
+            // names of missing arguments).
+            let mut lines = text.lines();
+            let mut first = lines
+                .next()
+                .unwrap_or("invalid command line")
+                .trim()
+                .to_string();
+            for more in lines.take_while(|l| l.starts_with("  ")) {
+                first.push(' ');
+                first.push_str(more.trim());
+            }
+            eprintln!("osbench: {first} (see osbench --help)");
             ExitCode::from(2)
         }
     }
@@ -537,6 +583,15 @@ fn seed_from_clock() -> u64 {
     (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
 }
 
+/// The documents the arguments name (files, stored run ids or labels), each
+/// with the name it is shown under.
+fn load_documents(
+    runs: &[String],
+    store: &StoreArgs,
+) -> anyhow::Result<Vec<(String, osbench::document::Document)>> {
+    save::resolve_all(runs, store)
+}
+
 fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let pending = args.exports.prepare()?;
     let docs = save::resolve_all(&args.runs, &args.store)?;
@@ -576,6 +631,48 @@ fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("{DEBUG_WARNING}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
+    let (name, doc) = load_documents(std::slice::from_ref(&args.run), &args.store)?
+        .pop()
+        .expect("one document per argument");
+    let plots = report::plot::document_plots(&doc)?;
+    if plots.is_empty() {
+        anyhow::bail!("{name} has no series to plot");
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the directory {}", args.out.display()))?;
+    for p in &plots {
+        let png = report::plot::png(p)?;
+        for (ext, bytes) in [("svg", p.svg.as_bytes()), ("png", &png[..])] {
+            let path = args.out.join(format!("{}.{ext}", p.name));
+            PendingFile::create(&path)?.commit(bytes)?;
+            println!("{}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let docs = load_documents(&args.runs, &args.store)?;
+    let pending = PendingFile::create(&args.html)?;
+    // Documents that cannot be compared are still reported, each on its own.
+    let comparison = (docs.len() >= 2)
+        .then(|| {
+            let options = osbench::compare::Options {
+                equivalence: args.equivalence / 100.0,
+                ..Default::default()
+            };
+            osbench::compare::compare(&docs, options)
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison in the report: {e}"))
+                .ok()
+        })
+        .flatten();
+    let html = report::html::render(&docs, comparison.as_ref())?;
+    pending.commit(html.as_bytes())?;
+    eprintln!("osbench: wrote {}", args.html.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -92,9 +92,6 @@ pub struct RunInfo {
     /// The configuration order of each round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<Vec<String>>,
-    /// A name the user gave the run (`--label`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
     /// Noise audit: what on the machine may disturb the results (also printed on stderr).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audit: Vec<String>,
@@ -102,6 +99,9 @@ pub struct RunInfo {
     /// changed (read after its first set-up), key → value per configuration.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_env_diff: Vec<(String, Vec<String>)>,
+    /// A name the user gave the run (`--label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// Everything measured for one case under one configuration.

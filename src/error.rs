@@ -63,6 +63,10 @@ pub enum Error {
          `osbench history` lists the stored runs"
     )]
     UnknownRun { arg: String, store: String },
+
+    /// A plot could not be drawn or rasterised; `what` names the plot.
+    #[error("cannot draw the plot '{what}': {message}")]
+    Plot { what: String, message: String },
 }
 
 impl Error {

@@ -105,6 +105,23 @@ fn labelled_runs_are_listed_and_compared_by_label_or_id() {
         .unwrap());
     assert!(by_id.contains("A = run 2 (after)"), "{by_id}");
 
+    // plot and report take stored runs the same way.
+    let html = dir.path().join("r.html");
+    ok(osbench(&store)
+        .args(["report", "before", "2", "--html"])
+        .arg(&html)
+        .output()
+        .unwrap());
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(page.contains("before (run 1)") && page.contains("run 2 (after)"));
+    let plots = dir.path().join("plots");
+    ok(osbench(&store)
+        .args(["plot", "after", "--out"])
+        .arg(&plots)
+        .output()
+        .unwrap());
+    assert!(fs::read_dir(&plots).unwrap().count() > 0);
+
     let out = osbench(&store)
         .args(["compare", "before", "nosuch"])
         .output()

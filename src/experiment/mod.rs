@@ -253,9 +253,9 @@ pub fn run<C: Clock>(
         } else {
             schedule
         },
-        label: None,
         audit,
         config_env_diff,
+        label: None,
     };
     let document = Document {
         schema: crate::document::SCHEMA.to_string(),

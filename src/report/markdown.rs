@@ -7,13 +7,10 @@
 use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
-use super::table::{
-    DISTRIBUTION_HEADER, DISTRIBUTION_NUMERIC, RESULTS_HEADER, RESULTS_NUMERIC, distribution_row,
-    row,
-};
+use super::table::{Table, distribution_table, results_table};
 use super::{decimals_for, unit_symbol};
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, Document};
+use crate::document::{ComparisonRecord, Document, Series};
 
 /// The run as Markdown: what was run, the results, the latency
 /// distributions, the comparisons of its configurations, the environment.
@@ -64,48 +61,41 @@ pub fn run(doc: &Document) -> String {
 
     // A configuration column only when there are configurations.
     let configs = doc.series.iter().any(|s| s.config != "default");
-    let with_config = |mut cells: Vec<String>, config: &str| {
+    // The tables' rows follow the series they show, in order.
+    let (distributions, sampled): (Vec<&Series>, Vec<&Series>) =
+        doc.series.iter().partition(|s| s.quantiles.is_some());
+    let sections = [
+        ("Results", results_table(doc), sampled),
+        (
+            "Latency distributions",
+            distribution_table(&doc.series),
+            distributions,
+        ),
+    ];
+    for (title, t, series) in sections {
+        let Some(Table {
+            mut header,
+            mut numeric,
+            rows,
+        }) = t
+        else {
+            continue;
+        };
+        header[0] = "bench";
+        let mut header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+        let mut rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| r.iter().map(|c| escape(c)).collect())
+            .collect();
         if configs {
-            cells.insert(2, escape(config));
+            header.insert(2, "config".into());
+            numeric.insert(2, false);
+            for (row, s) in rows.iter_mut().zip(series) {
+                row.insert(2, escape(&s.config));
+            }
         }
-        cells
-    };
-    let with_config_header = |header: &[&str], numeric: &[bool]| {
-        let mut h: Vec<String> = header.iter().map(|s| s.to_string()).collect();
-        let mut n = numeric.to_vec();
-        if configs {
-            h.insert(2, "config".into());
-            n.insert(2, false);
-        }
-        (h, n)
-    };
-    let sampled: Vec<Vec<String>> = doc
-        .series
-        .iter()
-        .filter(|s| s.quantiles.is_none())
-        .map(|s| with_config(row(s).iter().map(|c| escape(c)).collect(), &s.config))
-        .collect();
-    if !sampled.is_empty() {
-        let (h, n) = with_config_header(&RESULTS_HEADER, &RESULTS_NUMERIC);
-        out.push_str("\n## Results\n\n");
-        out.push_str(&table(&h, &n, &sampled));
-    }
-    let latency: Vec<Vec<String>> = doc
-        .series
-        .iter()
-        .filter_map(|s| {
-            let cells = distribution_row(s)?;
-            Some(with_config(
-                cells.iter().map(|c| escape(c)).collect(),
-                &s.config,
-            ))
-        })
-        .collect();
-    if !latency.is_empty() {
-        let (mut h, n) = with_config_header(&DISTRIBUTION_HEADER, &DISTRIBUTION_NUMERIC);
-        h[0] = "bench".into();
-        out.push_str("\n## Latency distributions\n\n");
-        out.push_str(&table(&h, &n, &latency));
+        let _ = write!(out, "\n## {title}\n\n");
+        out.push_str(&table(&header, &numeric, &rows));
     }
     if !doc.comparisons.is_empty() {
         out.push_str("\n## Comparisons of the configurations\n\n");

@@ -7,7 +7,9 @@ pub mod counters;
 pub mod csv;
 pub mod env;
 pub mod history;
+pub mod html;
 pub mod markdown;
+pub mod plot;
 pub mod table;
 pub mod time;
 
@@ -38,6 +40,13 @@ pub fn unit_symbol(unit: &str) -> &str {
 /// A percentage with one decimal.
 pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
+}
+
+/// A small real document (ctx, wakeup, two configurations of syscall null
+/// with their comparison) for the report tests.
+#[cfg(test)]
+pub(crate) fn fixture() -> crate::document::Document {
+    serde_json::from_str(include_str!("../../tests/data/report.json")).expect("a valid document")
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Plain-text tables for the terminal: the per-case results of a run, the
+//! Tables for the terminal (and, as cells, for the HTML report): the per-case results of a run, the
 //! latency distributions, the anchors' own layouts where they apply (lmbench's
 //! "Processor, Processes" line and context-switch table, hackbench's `Time:`,
 //! the LOCK-prefix answer line), and the benchmark list.
@@ -10,57 +10,80 @@ use crate::bench::select::in_default_suite;
 use crate::bench::{BenchDef, ParamKind, Params, REGISTRY};
 use crate::document::{Document, Series};
 
+/// A table as cells: what the text and HTML renderings share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub header: Vec<&'static str>,
+    /// Which columns are numbers (right-aligned).
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Columns two spaces apart, numbers right-aligned.
+    pub fn to_text(&self) -> String {
+        align(&self.header, &self.numeric, &self.rows)
+    }
+}
+
 /// The results table of a run: one row per sampled series, then the
 /// latency distributions and the anchors' own layouts.
 pub fn render_run(doc: &Document) -> String {
-    // Latency distributions have their own table below.
-    let rows: Vec<[String; 10]> = doc
-        .series
-        .iter()
-        .filter(|s| s.quantiles.is_none())
-        .map(row)
-        .collect();
-    let mut out = if rows.is_empty() {
-        String::new()
-    } else {
-        align(&RESULTS_HEADER, &RESULTS_NUMERIC, &rows)
-    };
-    let sections = [
-        lmbench_processor_line(&doc.series),
-        distribution_table(&doc.series),
-        lock_prefix_line(&doc.series),
-        hackbench_lines(&doc.series),
-        lmbench_ctx_table(doc),
-        super::counters::counters_section(&doc.series),
-    ];
-    for section in sections.into_iter().flatten() {
+    let mut out = results_table(doc).map_or_else(String::new, |t| t.to_text());
+    let [processor, lock, hackbench, ctx] = anchor_sections(doc);
+    let distributions = distribution_table(&doc.series).map(|t| t.to_text());
+    let counters = super::counters::counters_section(&doc.series);
+    for section in [processor, distributions, lock, hackbench, ctx, counters]
+        .into_iter()
+        .flatten()
+    {
         out.push('\n');
         out.push_str(&section);
     }
     out
 }
 
-/// Columns of the results table of sampled series.
-pub(super) const RESULTS_HEADER: [&str; 10] = [
-    "bench",
-    "case",
-    "median",
-    "95% CI of median",
-    "mean ± stddev",
-    "CV",
-    "n",
-    "unit",
-    "noise",
-    "op",
-];
+/// One row per sampled series (latency distributions have their own table).
+pub fn results_table(doc: &Document) -> Option<Table> {
+    let rows: Vec<Vec<String>> = doc
+        .series
+        .iter()
+        .filter(|s| s.quantiles.is_none())
+        .map(row)
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        header: vec![
+            "bench",
+            "case",
+            "median",
+            "95% CI of median",
+            "mean ± stddev",
+            "CV",
+            "n",
+            "unit",
+            "noise",
+            "op",
+        ],
+        numeric: vec![
+            false, false, true, true, true, true, true, false, false, false,
+        ],
+        rows,
+    })
+}
 
-/// Which results-table columns are numbers (right-aligned).
-pub(super) const RESULTS_NUMERIC: [bool; 10] = [
-    false, false, true, true, true, true, true, false, false, false,
-];
+/// The anchors' own layouts, as preformatted text where they apply:
+/// lmbench's "Processor, Processes" terms, the LOCK-prefix answer line,
+/// hackbench's `Time:` lines and lmbench's context-switch table.
+pub fn anchor_sections(doc: &Document) -> [Option<String>; 4] {
+    [
+        lmbench_processor_line(&doc.series),
+        lock_prefix_line(&doc.series),
+        hackbench_lines(&doc.series),
+        lmbench_ctx_table(doc),
+    ]
+}
 
-/// The results-table row of a series.
-pub(super) fn row(s: &Series) -> [String; 10] {
+fn row(s: &Series) -> Vec<String> {
     let m = &s.summary;
     let d = decimals_for(m.median);
     let unit = super::unit_symbol(&s.unit).to_string();
@@ -74,7 +97,7 @@ pub(super) fn row(s: &Series) -> [String; 10] {
             m.ci_coverage * 100.0
         )
     };
-    [
+    vec![
         s.bench.clone(),
         s.case.clone(),
         format!("{:.d$}", m.median),
@@ -158,56 +181,57 @@ fn lmbench_processor_line(series: &[Series]) -> Option<String> {
     (!terms.is_empty()).then(|| format!("lmbench terms (µs, medians): {}\n", terms.join("   ")))
 }
 
-/// Columns of the latency table; the first is the family.
-pub(super) const DISTRIBUTION_HEADER: [&str; 12] = [
-    "latency",
-    "case",
-    "min",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
-    "max",
-    "mean",
-    "unit",
-    "CPU/event",
-    "events",
-];
-
-/// Which latency-table columns are numbers (right-aligned).
-pub(super) const DISTRIBUTION_NUMERIC: [bool; 12] = [
-    false, false, true, true, true, true, true, true, true, false, true, true,
-];
-
 /// Quantiles of every distribution series, and the CPU time per event.
-fn distribution_table(series: &[Series]) -> Option<String> {
-    let rows: Vec<[String; 12]> = series.iter().filter_map(distribution_row).collect();
-    if rows.is_empty() {
+pub fn distribution_table(series: &[Series]) -> Option<Table> {
+    let dists: Vec<&Series> = series.iter().filter(|s| s.quantiles.is_some()).collect();
+    if dists.is_empty() {
         return None;
     }
-    Some(align(&DISTRIBUTION_HEADER, &DISTRIBUTION_NUMERIC, &rows))
-}
-
-/// The latency-table row of a distribution series (`None` for sampled ones).
-pub(super) fn distribution_row(s: &Series) -> Option<[String; 12]> {
-    let q = s.quantiles?;
-    let d = decimals_for(q.p50);
-    let unit = super::unit_symbol(&s.unit).to_string();
-    Some([
-        s.bench.clone(),
-        s.case.clone(),
-        format!("{:.d$}", s.summary.min),
-        format!("{:.d$}", q.p50),
-        format!("{:.d$}", q.p90),
-        format!("{:.d$}", q.p99),
-        format!("{:.d$}", q.p99_9),
-        format!("{:.d$}", q.max),
-        format!("{:.d$}", s.summary.mean),
-        unit,
-        s.cpu_per_op
-            .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
-        s.summary.n.to_string(),
-    ])
+    let header = vec![
+        "latency",
+        "case",
+        "min",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "unit",
+        "CPU/event",
+        "events",
+    ];
+    let rows: Vec<Vec<String>> = dists
+        .iter()
+        .map(|s| {
+            let q = s.quantiles.expect("filtered above");
+            let d = decimals_for(q.p50);
+            let unit = super::unit_symbol(&s.unit).to_string();
+            vec![
+                s.bench.clone(),
+                s.case.clone(),
+                format!("{:.d$}", s.summary.min),
+                format!("{:.d$}", q.p50),
+                format!("{:.d$}", q.p90),
+                format!("{:.d$}", q.p99),
+                format!("{:.d$}", q.p99_9),
+                format!("{:.d$}", q.max),
+                format!("{:.d$}", s.summary.mean),
+                unit,
+                s.cpu_per_op
+                    .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
+                s.summary.n.to_string(),
+            ]
+        })
+        .collect();
+    let numeric = vec![
+        false, false, true, true, true, true, true, true, true, false, true, true,
+    ];
+    Some(Table {
+        header,
+        numeric,
+        rows,
+    })
 }
 
 /// The seed's question answered from the atomic medians: what the LOCK
@@ -259,6 +283,14 @@ const CTX_COLUMNS: [(i64, i64); 7] = [
     (16, 64),
 ];
 
+/// A ctx series' mode: "processes" (lmbench's, and the default) or "threads".
+pub(super) fn ctx_mode(s: &Series) -> &str {
+    s.params
+        .get("mode")
+        .and_then(|v| v.as_str())
+        .unwrap_or("processes")
+}
+
 /// lmbench's "Context switching" table: one row per configuration, mode and
 /// placement, the seven classic cells (ctx medians, µs), blank where not run.
 fn lmbench_ctx_table(doc: &Document) -> Option<String> {
@@ -271,12 +303,7 @@ fn lmbench_ctx_table(doc: &Document) -> Option<String> {
     };
     let mut rows: Vec<(String, String, String, [Option<f64>; 7])> = Vec::new();
     for s in ctx.iter().filter(|s| cell_of(s).is_some()) {
-        let mode = s
-            .params
-            .get("mode")
-            .and_then(|v| v.as_str())
-            .unwrap_or("processes")
-            .to_string();
+        let mode = ctx_mode(s).to_string();
         let key = (s.config.clone(), mode, s.pin.clone());
         let i = match rows
             .iter()

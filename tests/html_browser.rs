@@ -1,0 +1,189 @@
+//! The HTML report in a real browser: headless Chromium (Debian's `chromium`
+//! package) loads the report of a small real run, takes a screenshot and
+//! dumps the DOM it built; the tables, the plots and a hostile label (as
+//! text) must be in it. Without Chromium the test is skipped with the reason
+//! printed, unless `OSBENCH_REQUIRE_BROWSER=1` (set by .ci/run): then it fails.
+
+use std::fs::{self, File};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use resvg::tiny_skia::Pixmap;
+
+const LABEL: &str = "<script>alert(1)</script>";
+const WINDOW: (u32, u32) = (1200, 6000);
+
+/// `chromium` (or `chromium-browser`) on the PATH.
+fn find_chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// Runs headless Chromium on `url` with `mode` (a --screenshot or --dump-dom
+/// argument), stdout to `stdout`, everything it writes kept in `profile`;
+/// kills its whole process group after it ends or after two minutes.
+fn chromium(browser: &Path, profile: &Path, mode: &str, url: &str, stdout: File) {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.join("data").display()
+        ))
+        .arg(format!("--window-size={},{}", WINDOW.0, WINDOW.1))
+        .arg(mode)
+        .arg(url)
+        .env("HOME", profile)
+        .env("XDG_CONFIG_HOME", profile.join("config"))
+        .env("XDG_CACHE_HOME", profile.join("cache"))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("chromium starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) with the negated id of the group created above for
+    // this browser only; it touches no memory of ours.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.wait();
+    let status = status.expect("chromium finished within two minutes");
+    assert!(status.success(), "chromium {mode}: {status}");
+}
+
+/// `osbench ARGS LAST` (ARGS split at whitespace), which must succeed.
+fn osbench(args: &str, last: &Path) {
+    let out = Command::cargo_bin("osbench")
+        .unwrap()
+        .env(
+            "OSBENCH_STORE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-browser-results.sqlite"),
+        )
+        .args(args.split_whitespace())
+        .arg(last)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "osbench {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = find_chromium() else {
+        let why = "chromium is not installed (Debian: apt-get install chromium)";
+        if std::env::var("OSBENCH_REQUIRE_BROWSER").as_deref() == Ok("1") {
+            panic!("OSBENCH_REQUIRE_BROWSER=1 but {why}");
+        }
+        eprintln!("skipped report_renders_in_headless_chromium: {why}");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+
+    // A small real run with every kind of plot: a ctx ring, a latency
+    // distribution, and two configurations (a comparison).
+    osbench(
+        "run ctx:procs=2,size=0 wakeup:wait=futex,count=300 syscall:case=null --config a= --config b= \
+         --rounds 2 --samples 3 --sample-time 1 --warmup 0 -q --json",
+        &json,
+    );
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    doc["run"]["label"] = LABEL.into();
+    fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let html = dir.path().join("report.html");
+    osbench(&format!("report {} --html", json.display()), &html);
+    let url = format!("file://{}", html.display());
+    let profile = dir.path().join("profile");
+    fs::create_dir(&profile).unwrap();
+
+    // The screenshot: the page's size, and not blank: plenty of drawn pixels,
+    // and the orange of the second configuration's line in the run-order plot.
+    let shot = dir.path().join("shot.png");
+    chromium(
+        &browser,
+        &profile,
+        &format!("--screenshot={}", shot.display()),
+        &url,
+        File::create(dir.path().join("screenshot.log")).unwrap(),
+    );
+    let image = Pixmap::decode_png(&fs::read(&shot).expect("a screenshot")).unwrap();
+    assert_eq!((image.width(), image.height()), WINDOW);
+    let pixels = image.pixels();
+    let drawn = pixels
+        .iter()
+        .filter(|p| p.red() < 200 || p.green() < 200 || p.blue() < 200)
+        .count();
+    assert!(
+        drawn > pixels.len() / 100,
+        "only {drawn} of {} pixels are drawn",
+        pixels.len()
+    );
+    let near = |v: u8, want: u8| v.abs_diff(want) <= 12;
+    let orange = pixels
+        .iter()
+        .filter(|p| near(p.red(), 0xf2) && near(p.green(), 0x8e) && near(p.blue(), 0x2b))
+        .count();
+    assert!(
+        orange > 20,
+        "no plot line is visible ({orange} orange pixels)"
+    );
+
+    // The DOM the browser built: tables, every plot as SVG, the label as text.
+    let dom_file = dir.path().join("dom.html");
+    chromium(
+        &browser,
+        &profile,
+        "--dump-dom",
+        &url,
+        File::create(&dom_file).unwrap(),
+    );
+    let dom = fs::read_to_string(&dom_file).unwrap();
+    for needle in [
+        "<th>95% CI of median</th>",
+        "<th>p99.9</th>",
+        "<td class=\"no-change\">",
+        "<h3>Environment</h3>",
+        "<figure id=\"doc-0-ctx-size\">",
+        "<figure id=\"doc-0-latency-cdf-wakeup\">",
+        "<figure id=\"doc-0-comparison\">",
+        "<figure id=\"doc-0-samples-syscall\">",
+    ] {
+        assert!(dom.contains(needle), "the page lacks {needle}");
+    }
+    // Each figure holds its plot as SVG (parsed, so the browser drew it).
+    assert_eq!(dom.matches("<figure").count(), dom.matches("<svg").count());
+    assert!(
+        dom.matches("<svg").count() >= 5,
+        "{} plots",
+        dom.matches("<svg").count()
+    );
+    assert!(dom.matches("<table").count() >= 5);
+    assert!(dom.contains("<h2>Run: &lt;script&gt;alert(1)&lt;/script&gt;</h2>"));
+    assert!(!dom.to_lowercase().contains("<script"), "a script element");
+}

@@ -1,0 +1,216 @@
+//! `osbench plot` and `osbench report` as a user meets them, on the small
+//! real document in tests/data/report.json: the files they write, what is in
+//! them, and errors on bad input. Checks correctness only.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+/// The osbench binary, with a results store of its own (never the user's).
+fn osbench() -> Command {
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env(
+        "OSBENCH_STORE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-cli-results.sqlite"),
+    );
+    cmd
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report.json")
+}
+
+/// Runs `cmd`, which must succeed.
+fn succeed(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A copy of the fixture, as `name` in `dir`, changed by `edit`.
+fn edited_fixture(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut doc = serde_json::from_str(&fs::read_to_string(fixture()).unwrap()).unwrap();
+    edit(&mut doc);
+    let path = dir.join(name);
+    fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+/// Files in `dir`, sorted, hidden ones (temporary files) included.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn plot_writes_an_svg_and_a_png_of_every_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("plots"); // created by osbench
+    let out = succeed(
+        osbench()
+            .args(["plot", fixture().to_str().unwrap(), "--out"])
+            .arg(&out_dir),
+    );
+    let stems = [
+        "comparison",
+        "ctx-size",
+        "latency-cdf-wakeup",
+        "samples-ctx",
+        "samples-syscall",
+    ];
+    let expected: Vec<String> = stems
+        .iter()
+        .flat_map(|s| [format!("{s}.png"), format!("{s}.svg")])
+        .collect();
+    assert_eq!(listing(&out_dir), expected);
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(printed.lines().count(), expected.len(), "{printed}");
+    for stem in stems {
+        let svg = fs::read_to_string(out_dir.join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let png = fs::read(out_dir.join(format!("{stem}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png");
+    }
+}
+
+#[test]
+fn report_writes_one_self_contained_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    succeed(
+        osbench()
+            .args(["report", fixture().to_str().unwrap(), "--html"])
+            .arg(&html),
+    );
+    assert_eq!(listing(dir.path()), ["report.html"]);
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("<style>"));
+    assert_eq!(page.matches("<svg").count(), 5);
+    assert!(page.contains("<h3>Environment</h3>"));
+    assert!(!page.contains("http:") && !page.contains("<script"));
+}
+
+#[test]
+fn report_of_several_documents_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // The candidate: every syscall sample 40 % slower.
+    let after = edited_fixture(dir.path(), "after.json", |doc| {
+        for s in doc["series"].as_array_mut().unwrap() {
+            if s["bench"] == "syscall" {
+                for v in s["samples"].as_array_mut().unwrap() {
+                    *v = (v.as_f64().unwrap() * 1.4).into();
+                }
+            }
+        }
+        doc["run"]["label"] = "patched".into();
+    });
+    let html = dir.path().join("both.html");
+    succeed(
+        osbench()
+            .arg("report")
+            .arg(fixture())
+            .arg(&after)
+            .arg("--html")
+            .arg(&html),
+    );
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"comparison\">"));
+    assert!(page.contains("<td class=\"slower\">slower</td>"), "{page}");
+    assert!(page.contains("<h2>Run: patched</h2>"));
+    assert!(page.contains("<figure id=\"comparison-plot\">"));
+}
+
+#[test]
+fn documents_without_common_cases_are_reported_without_a_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = edited_fixture(dir.path(), "other.json", |doc| {
+        for s in doc["series"].as_array_mut().unwrap() {
+            s["bench"] = "other".into();
+        }
+    });
+    let html = dir.path().join("r.html");
+    let out = osbench()
+        .arg("report")
+        .arg(fixture())
+        .arg(&other)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("warning: no comparison"), "{stderr}");
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(!page.contains("<section id=\"comparison\">"));
+    assert!(page.contains("<section id=\"doc-1\">"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = dir.path().join("notes.txt");
+    fs::write(&not_json, "hello").unwrap();
+    let fixture = fixture();
+    let fixture = fixture.to_str().unwrap();
+    let missing_dir = dir.path().join("nowhere/r.html");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["report", not_json.to_str().unwrap(), "--html", "r.html"],
+            "not an osbench result document",
+        ),
+        (
+            vec!["report", "missing.json", "--html", "r.html"],
+            "missing.json",
+        ),
+        (
+            vec!["report", fixture, "--html", missing_dir.to_str().unwrap()],
+            "does not exist",
+        ),
+        (vec!["report", fixture], "--html"),
+        (
+            vec!["plot", not_json.to_str().unwrap(), "--out", "plots"],
+            "not an osbench result document",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = osbench()
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(listing(dir.path()), ["notes.txt"]);
+}
+
+#[test]
+fn a_time_document_is_reported_with_its_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("time.json");
+    succeed(
+        osbench()
+            .args(["time", "true", "--runs", "3", "--json"])
+            .arg(&json),
+    );
+    let html = dir.path().join("time.html");
+    succeed(osbench().arg("report").arg(&json).arg("--html").arg(&html));
+    let page = fs::read_to_string(&html).unwrap();
+    // The terminal's per-command table, and the runs in order.
+    assert!(page.contains("Command 1: true"), "{page}");
+    assert!(page.contains("<figure id=\"doc-0-samples-command\">"));
+    assert!(page.contains("wall time per run (s)"));
+}
