@@ -584,7 +584,8 @@ fn command_series(
         ops_per_iter: 1.0,
         slot: Some(slot),
         rounds: Vec::new(),
-        round_samples: Vec::new(),
+        // Each round runs every command once.
+        round_samples: vec![1; runs.len()],
         kind: "samples".into(),
         quantiles: None,
         histogram: None,
