@@ -466,17 +466,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     outcome.document.run.label = args.save.label.clone();
 
     // With configurations, the paired comparison goes to the table and the document.
-    let comparison = (plan.configs.len() >= 2 && !outcome.document.series.is_empty())
-        .then(|| {
-            let options = args.verdict.options(plan.seed);
-            osbench::compare::paired(&outcome.document, options)
-                .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
-                .ok()
-        })
-        .flatten();
-    if let Some(c) = &comparison {
-        outcome.document.comparisons = c.records();
-    }
+    let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {
+        osbench::compare::paired(doc, args.verdict.options(plan.seed))
+    });
     let doc = &outcome.document;
     if !doc.series.is_empty() {
         print!("{}", report::render_run(doc));
@@ -516,6 +508,23 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         )),
     }
+}
+
+/// When `wanted` and something was measured: `compare(doc)`, its records
+/// written into `doc`; a comparison that cannot be made is a warning.
+fn attach_comparison(
+    doc: &mut osbench::document::Document,
+    wanted: bool,
+    compare: impl FnOnce(&osbench::document::Document) -> osbench::Result<osbench::compare::Comparison>,
+) -> Option<osbench::compare::Comparison> {
+    if !wanted || doc.series.is_empty() {
+        return None;
+    }
+    let comparison = compare(doc)
+        .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
+        .ok()?;
+    doc.comparisons = comparison.records();
+    Some(comparison)
 }
 
 /// The configurations from `--config NAME=COMMAND` and `--teardown NAME=COMMAND`.
@@ -731,16 +740,10 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     if progress.shown {
         eprintln!();
     }
-    let comparison = (outcome.document.series.len() >= 2)
-        .then(|| {
-            osbench::compare::commands(&outcome.document, args.verdict.options(plan.seed))
-                .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
-                .ok()
-        })
-        .flatten();
-    if let Some(c) = &comparison {
-        outcome.document.comparisons = c.records();
-    }
+    let commands = outcome.document.series.len();
+    let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
+        osbench::compare::commands(doc, args.verdict.options(plan.seed))
+    });
     let doc = &outcome.document;
     if !doc.series.is_empty() {
         print!("{}", report::time::render(doc));

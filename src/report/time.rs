@@ -37,14 +37,19 @@ pub fn render(doc: &Document) -> String {
         // real, user and sys share the decimals that suit real.
         let d = super::decimals_for(s.summary.median * scale.0).min(3);
         let counter = |name: &str| s.counters.get(name);
-        let mut rows = vec![time_row("real", &s.summary, scale, d)];
+        let mut rows = vec![summary_row(
+            "real",
+            &scaled(&s.summary, scale.0),
+            d,
+            scale.1,
+        )];
         for (name, key) in [("user", "user_ns"), ("sys", "sys_ns")] {
             if let Some(c) = counter(key) {
-                rows.push(time_row(name, &scaled(c, 1e-9), scale, d));
+                rows.push(summary_row(name, &scaled(c, 1e-9 * scale.0), d, scale.1));
             }
         }
         if let Some(c) = counter("max_rss_kb") {
-            rows.push(count_row("max RSS", &scaled(c, 1.0 / 1024.0), "MiB", 1));
+            rows.push(summary_row("max RSS", &scaled(c, 1.0 / 1024.0), 1, "MiB"));
         }
         let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
         let numeric = [false, true, true, true, true, false];
@@ -153,19 +158,8 @@ fn fmt_in(seconds: f64, scale: (f64, &str)) -> String {
     super::fmt_sig(seconds * scale.0)
 }
 
-fn time_row(name: &str, s: &Summary, scale: (f64, &'static str), d: usize) -> Vec<String> {
-    let f = |x: f64| format!("{:.d$}", x * scale.0);
-    vec![
-        name.to_string(),
-        f(s.median),
-        format!("{} ± {}", f(s.mean), f(s.stddev)),
-        f(s.min),
-        f(s.max),
-        scale.1.to_string(),
-    ]
-}
-
-fn count_row(name: &str, s: &Summary, unit: &str, decimals: usize) -> Vec<String> {
+/// Median, mean ± stddev, min and max of `s` with `decimals`, and the unit.
+fn summary_row(name: &str, s: &Summary, decimals: usize, unit: &str) -> Vec<String> {
     let f = |x: f64| format!("{x:.decimals$}");
     vec![
         name.to_string(),
