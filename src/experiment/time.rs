@@ -595,6 +595,7 @@ fn command_series(
         counters_unavailable,
         energy: BTreeMap::new(),
         energy_unavailable: None,
+        perf_pass: Vec::new(),
         runs,
     }
 }

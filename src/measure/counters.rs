@@ -22,7 +22,11 @@
 //! perf_event counters are opened once, before any benchmark is set up, on
 //! the calling thread with `inherit`, so every thread and process forked
 //! afterwards is counted; kernel mode is included (without it software events
-//! read 0). Reading a counter sums its inherited children. Errors become
+//! read 0). They are opened disabled and enabled only for the harness's
+//! counting pass ([`Counters::set_perf`]): the ioctl on the parent event
+//! applies to every inherited child event as well (the kernel's
+//! `perf_event_for_each_child`), children forked while it was disabled
+//! included. Reading a counter sums its inherited children. Errors become
 //! reasons: ENOENT/EOPNOTSUPP → no PMU, EACCES/EPERM → not permitted.
 
 use std::collections::BTreeMap;
@@ -56,9 +60,13 @@ const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 /// perf_event_attr.flags bits (include/uapi/linux/perf_event.h).
+const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `_IO('$', 0)` and `_IO('$', 1)` (include/uapi/linux/perf_event.h).
+const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
 
 /// The perf events osbench opens: name, type, config.
 const PERF_EVENTS: [(&str, u32, u64); 5] = [
@@ -102,8 +110,38 @@ struct PerfEventAttr {
 #[derive(Debug)]
 pub struct Counters {
     rusage: bool,
-    perf: Vec<(&'static str, File)>,
+    perf: Vec<(&'static str, PerfEvent)>,
     unavailable: BTreeMap<String, String>,
+}
+
+/// One open perf event.
+#[derive(Debug)]
+enum PerfEvent {
+    File(File),
+    /// Harness tests: a counter a fake benchmark drives.
+    #[cfg(test)]
+    Fake(std::sync::Arc<FakePerf>),
+}
+
+/// A stand-in perf event for harness tests: counts only while enabled,
+/// and logs every enable and disable.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct FakePerf {
+    pub enabled: std::sync::atomic::AtomicBool,
+    pub count: std::sync::atomic::AtomicU64,
+    pub log: std::sync::Mutex<Vec<String>>,
+}
+
+#[cfg(test)]
+impl FakePerf {
+    /// What a fake benchmark calls for each event it causes.
+    pub fn add(&self, n: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.enabled.load(SeqCst) {
+            self.count.fetch_add(n, SeqCst);
+        }
+    }
 }
 
 /// Cumulative counter values at one moment, by name.
@@ -146,7 +184,7 @@ impl Counters {
                 continue;
             }
             match perf_open(type_, config) {
-                Ok(file) => counters.perf.push((name, file)),
+                Ok(file) => counters.perf.push((name, PerfEvent::File(file))),
                 Err(e) => {
                     let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
                     counters.unavailable.insert(name.into(), why);
@@ -156,30 +194,80 @@ impl Counters {
         counters
     }
 
+    /// No rusage, and `fake` as the `context_switches` perf event.
+    #[cfg(test)]
+    pub fn fake(fake: std::sync::Arc<FakePerf>) -> Self {
+        Self {
+            rusage: false,
+            perf: vec![("context_switches", PerfEvent::Fake(fake))],
+            unavailable: BTreeMap::new(),
+        }
+    }
+
     /// Counter name → why it cannot be read.
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
     }
 
-    /// Every counter now. Around a sample, the measuring process's own
-    /// rusage is read closest to the timed region (`edge`), so the cost of
-    /// the other reads falls outside the delta.
+    /// The rusage counters now (the perf events are read by
+    /// [`Self::read_perf`], in the counting pass). Around a sample, the
+    /// measuring process's own rusage is read closest to the timed region
+    /// (`edge`: last before it, first after it), so the cost of the /proc
+    /// reads of live children falls outside the delta.
     pub fn read(&self, edge: Edge) -> Reading {
-        let mut values = Vec::with_capacity(NAMES.len());
-        if edge == Edge::After && self.rusage {
-            values.extend(rusage_reading());
+        if !self.rusage {
+            return Reading::default();
         }
-        for (name, file) in &self.perf {
-            let mut buf = [0u8; 8];
-            // A failed read (never seen) leaves the counter out of this reading.
-            if (&*file).read_exact(&mut buf).is_ok() {
-                values.push((*name, u64::from_ne_bytes(buf)));
+        Reading(rusage_reading(edge))
+    }
+
+    /// The names of the perf events that are open, in report order.
+    pub fn perf_names(&self) -> Vec<&'static str> {
+        self.perf.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// The perf counters now (their totals over the periods they were enabled).
+    pub fn read_perf(&self) -> Reading {
+        let mut values = Vec::with_capacity(self.perf.len());
+        for (name, event) in &self.perf {
+            match event {
+                PerfEvent::File(file) => {
+                    let mut buf = [0u8; 8];
+                    // A failed read (never seen) leaves the counter out of this reading.
+                    if (&*file).read_exact(&mut buf).is_ok() {
+                        values.push((*name, u64::from_ne_bytes(buf)));
+                    }
+                }
+                #[cfg(test)]
+                PerfEvent::Fake(fake) => {
+                    values.push((*name, fake.count.load(std::sync::atomic::Ordering::SeqCst)))
+                }
             }
         }
-        if edge == Edge::Before && self.rusage {
-            values.extend(rusage_reading());
-        }
         Reading(values)
+    }
+
+    /// Enables (`true`) or disables every perf event, with the inherited
+    /// events of every task forked since it was opened.
+    pub fn set_perf(&self, enabled: bool) -> io::Result<()> {
+        let request = if enabled {
+            PERF_EVENT_IOC_ENABLE
+        } else {
+            PERF_EVENT_IOC_DISABLE
+        };
+        for (_, event) in &self.perf {
+            match event {
+                PerfEvent::File(file) => perf_ioctl(file, request)?,
+                #[cfg(test)]
+                PerfEvent::Fake(fake) => {
+                    fake.enabled
+                        .store(enabled, std::sync::atomic::Ordering::SeqCst);
+                    let what = if enabled { "enable" } else { "disable" };
+                    fake.log.lock().unwrap().push(what.into());
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -194,13 +282,22 @@ pub fn delta(before: &Reading, after: &Reading) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
-/// rusage of this process, its reaped children and its live children, summed.
-fn rusage_reading() -> [(&'static str, u64); 6] {
-    let own = getrusage(libc::RUSAGE_SELF);
-    let reaped = getrusage(libc::RUSAGE_CHILDREN);
-    let live = live_children();
+/// rusage of this process, its reaped children and its live children,
+/// summed; this process's own read nearest the timed region (`edge`).
+fn rusage_reading(edge: Edge) -> Vec<(&'static str, u64)> {
+    let (own, reaped, live) = match edge {
+        Edge::After => {
+            let own = getrusage(libc::RUSAGE_SELF);
+            (own, getrusage(libc::RUSAGE_CHILDREN), live_children())
+        }
+        Edge::Before => {
+            let live = live_children();
+            let reaped = getrusage(libc::RUSAGE_CHILDREN);
+            (getrusage(libc::RUSAGE_SELF), reaped, live)
+        }
+    };
     let sum = |f: fn(&Usage) -> u64| f(&own) + f(&reaped) + f(&live);
-    [
+    vec![
         ("user_ns", sum(|u| u.user_ns)),
         ("sys_ns", sum(|u| u.sys_ns)),
         ("voluntary_switches", sum(|u| u.voluntary)),
@@ -282,13 +379,13 @@ fn live_children() -> Usage {
     total
 }
 
-/// Opens one counting (not sampling) event on this thread and its future children.
+/// Opens one counting (not sampling) event, disabled, on this thread and its future children.
 fn perf_open(type_: u32, config: u64) -> io::Result<File> {
     let attr = PerfEventAttr {
         type_,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
-        flags: FLAG_INHERIT | FLAG_EXCLUDE_HV,
+        flags: FLAG_DISABLED | FLAG_INHERIT | FLAG_EXCLUDE_HV,
         ..Default::default()
     };
     // SAFETY: `attr` is an initialised perf_event_attr whose `size` is its real
@@ -310,6 +407,17 @@ fn perf_open(type_: u32, config: u64) -> io::Result<File> {
     Ok(File::from(unsafe {
         OwnedFd::from_raw_fd(fd as libc::c_int)
     }))
+}
+
+/// `PERF_EVENT_IOC_ENABLE` or `_DISABLE` on one event (and its inherited children).
+fn perf_ioctl(file: &File, request: libc::Ioctl) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `file` is an open perf event descriptor; both requests take an
+    // integer argument (0: this event, not its group) and touch no memory of ours.
+    if unsafe { libc::ioctl(file.as_raw_fd(), request, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Why a perf event could not be opened, in words.
@@ -401,24 +509,79 @@ mod tests {
     }
 
     #[test]
-    fn perf_counters_count_switches_or_say_why_not() {
+    fn perf_counters_count_switches_only_while_enabled_or_say_why_not() {
         let c = Counters::open(true);
         for name in ["context_switches", "cycles"] {
-            let opened = c.perf.iter().any(|(n, _)| *n == name);
+            let opened = c.perf_names().contains(&name);
             assert!(
                 opened != c.unavailable().contains_key(name),
                 "{name}: either read or explained"
             );
         }
-        if c.perf.iter().any(|(n, _)| *n == "context_switches") {
-            let before = c.read(Edge::Before);
+        if !c.perf_names().contains(&"context_switches") {
+            return;
+        }
+        let sleeps = || {
             for _ in 0..20 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            let after = c.read(Edge::After);
-            let d: BTreeMap<&str, f64> = delta(&before, &after).into_iter().collect();
-            assert!(d["context_switches"] >= 20.0, "{d:?}");
-            assert!(d["voluntary_switches"] >= 20.0, "{d:?}");
+        };
+        let switches = |a: &Reading, b: &Reading| {
+            let d: BTreeMap<&str, f64> = delta(a, b).into_iter().collect();
+            d["context_switches"]
+        };
+        // Opened disabled: nothing counts until enabled.
+        let before = c.read_perf();
+        sleeps();
+        let after = c.read_perf();
+        assert_eq!(switches(&before, &after), 0.0);
+        c.set_perf(true).unwrap();
+        sleeps();
+        c.set_perf(false).unwrap();
+        let enabled = c.read_perf();
+        assert!(switches(&after, &enabled) >= 20.0);
+        assert!(
+            c.read(Edge::After)
+                .0
+                .iter()
+                .all(|(n, _)| !n.contains("context"))
+        );
+    }
+
+    /// Enabling the parent event enables the events a task forked while it
+    /// was disabled inherited (the kernel's perf_event_for_each_child): the
+    /// counting pass relies on it for every benchmark helper.
+    #[test]
+    fn enabling_reaches_a_task_forked_while_disabled() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, mpsc};
+        let c = Counters::open(true);
+        if !c.perf_names().contains(&"context_switches") {
+            return;
         }
+        let (go, wait) = mpsc::channel::<()>();
+        let done = Arc::new(AtomicBool::new(false));
+        let child_done = Arc::clone(&done);
+        // Threads inherit like processes (both are tasks cloned after the open).
+        let child = std::thread::spawn(move || {
+            wait.recv().unwrap();
+            for _ in 0..50 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            child_done.store(true, Ordering::SeqCst);
+        });
+        let before = c.read_perf();
+        c.set_perf(true).unwrap();
+        go.send(()).unwrap();
+        // Spin rather than block, so this thread adds few switches of its own
+        // (only preemptions, far fewer than 50 in this time).
+        while !done.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+        c.set_perf(false).unwrap();
+        let after = c.read_perf();
+        child.join().unwrap();
+        let d: BTreeMap<&str, f64> = delta(&before, &after).into_iter().collect();
+        assert!(d["context_switches"] >= 50.0, "{d:?}");
     }
 }

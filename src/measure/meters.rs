@@ -1,9 +1,13 @@
 //! Everything the harness reads around a timed sample besides the clock:
-//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]).
+//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]),
+//! and the perf events it enables only for the counting pass ([`PerfPass`]).
 //!
-//! A snapshot is taken just before the first clock read of a sample and just
-//! after the second, so the reads never fall inside the timed region; the
-//! per-sample deltas are then divided by the operations in the sample.
+//! A snapshot (rusage and energy) is taken just before the first clock read
+//! of a sample and just after the second, so the reads never fall inside the
+//! timed region; the per-sample deltas are then divided by the operations in
+//! the sample. The perf events stay disabled during timed samples (counting
+//! slows context switches and forks) and are read around the batches of the
+//! counting pass instead.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +38,23 @@ pub struct MeterDelta {
     pub energy_j: Option<Vec<f64>>,
 }
 
+/// The perf counting pass of a case: a few batches of the timed size, run
+/// after its timed samples with the perf events enabled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PerfPass {
+    /// No perf event is open (`--no-perf`, not permitted, a harness without
+    /// meters), or a baseline, whose counters are not kept.
+    NotRun,
+    /// Each batch as run (iterations; elapsed ns, with counting on) and the
+    /// perf counters' increments in it, same order.
+    Counted {
+        raw: Vec<RawSample>,
+        deltas: Vec<MeterDelta>,
+    },
+    /// Why the pass did not run although perf events are open.
+    Skipped(String),
+}
+
 /// Per-operation values of a series' samples: counter name → one value per
 /// sample; energy zone → (joules per op, watts), one value per sample.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -60,6 +81,7 @@ impl Meters {
         }
     }
 
+    /// rusage and energy now (not perf: it is read by the counting pass).
     pub fn snapshot(&self, edge: Edge) -> Snapshot {
         let energy = || match &self.energy {
             Some(Ok(rapl)) => rapl.read(),
@@ -85,6 +107,7 @@ impl Meters {
         }
     }
 
+    /// What the sample between `before` and `after` used.
     pub fn delta(&self, before: &Snapshot, after: &Snapshot) -> MeterDelta {
         let energy_j = match (&self.energy, &before.energy_uj, &after.energy_uj) {
             (Some(Ok(rapl)), Some(b), Some(a)) => Some(rapl.joules(b, a)),
@@ -94,6 +117,30 @@ impl Meters {
             counters: counters::delta(&before.counters, &after.counters),
             energy_j,
         }
+    }
+
+    /// No rusage or energy; `fake` as the only perf event (harness tests).
+    #[cfg(test)]
+    pub(crate) fn with_fake_perf(fake: std::sync::Arc<counters::FakePerf>) -> Self {
+        Self {
+            counters: Counters::fake(fake),
+            energy: None,
+        }
+    }
+
+    /// The perf events that are open (none: no counting pass).
+    pub fn perf_names(&self) -> Vec<&'static str> {
+        self.counters.perf_names()
+    }
+
+    /// The perf counters now.
+    pub fn perf_reading(&self) -> Reading {
+        self.counters.read_perf()
+    }
+
+    /// Enables or disables the perf events (for every task forked since they were opened).
+    pub fn set_perf(&self, enabled: bool) -> std::io::Result<()> {
+        self.counters.set_perf(enabled)
     }
 
     /// Counter name → why it cannot be read.
