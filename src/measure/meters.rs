@@ -5,14 +5,14 @@
 //! A snapshot (rusage and energy) is taken just before the first clock read
 //! of a sample and just after the second, so the reads never fall inside the
 //! timed region; the per-sample deltas are then divided by the operations in
-//! the sample. The perf events stay disabled during timed samples (counting
-//! slows context switches and forks) and are read around the batches of the
-//! counting pass instead.
+//! the sample. No perf event is open during timed samples (an open event
+//! slows context switches and forks, even disabled); they are opened for the
+//! counting pass and read around its batches instead.
 
 use std::collections::BTreeMap;
 
 use super::RawSample;
-use super::counters::{self, Counters, Edge, Reading};
+use super::counters::{self, Counters, Edge, PerfEvents, Reading};
 use super::energy::Rapl;
 use crate::env::probe::Sys;
 
@@ -133,14 +133,9 @@ impl Meters {
         self.counters.perf_names()
     }
 
-    /// The perf counters now.
-    pub fn perf_reading(&self) -> Reading {
-        self.counters.read_perf()
-    }
-
-    /// Enables or disables the perf events (for every task forked since they were opened).
-    pub fn set_perf(&self, enabled: bool) -> std::io::Result<()> {
-        self.counters.set_perf(enabled)
+    /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
+    pub fn open_perf(&self) -> std::io::Result<PerfEvents> {
+        self.counters.open_perf()
     }
 
     /// Counter name → why it cannot be read.

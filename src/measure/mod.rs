@@ -23,11 +23,12 @@
 //! Around every recorded sample (not during calibration or warm-up) the
 //! [`meters::Meters`] — rusage counters and RAPL energy — are read outside
 //! the two clock reads, so they never fall inside the timed region.
-//! The perf events stay disabled meanwhile: counting them slows every context
-//! switch and fork of the counted tasks. After the timed samples a short
-//! counting pass ([`meters::PerfPass`]) runs the case again with them enabled:
-//! [`PERF_PASS_BATCHES`] batches of the last timed size, one whole run for
-//! whole-run benchmarks, one batch of events for latency benchmarks.
+//! No perf event is open meanwhile: an open event, even disabled, slows every
+//! context switch and fork of the tasks it is on. After the timed samples a
+//! short counting pass ([`meters::PerfPass`]) opens them on every task of the
+//! case and runs it again with them enabled: [`PERF_PASS_BATCHES`] batches of
+//! the last timed size, one whole run for whole-run benchmarks, one batch of
+//! events for latency benchmarks; then closes them.
 
 pub mod clock;
 pub mod command;
@@ -45,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::Benchmark;
 use crate::error::{Error, Result};
 pub use clock::{Clock, Monotonic};
-use counters::Edge;
+use counters::{Edge, PerfEvents};
 pub use interrupt::Interrupt;
 pub use meters::{MeterDelta, Meters, PerfPass};
 
@@ -256,29 +257,27 @@ impl<C: Clock> Harness<C> {
         Ok((elapsed, self.meters.delta(&before, &after)))
     }
 
-    /// Runs `run` (which returns the iterations it ran) timed, with the perf
-    /// events enabled just outside the clock reads and read outside that;
-    /// they are disabled again even when `run` fails.
-    fn counted(&self, run: impl FnOnce() -> Result<u64>) -> Result<(RawSample, MeterDelta)> {
-        let enabling = |on: bool| {
-            self.meters.set_perf(on).map_err(|e| {
-                Error::io(
-                    if on {
-                        "enabling the perf counters for the counting pass"
-                    } else {
-                        "disabling the perf counters after the counting pass"
-                    },
-                    e,
-                )
+    /// Runs `run` (which returns the iterations it ran) timed, with `perf`
+    /// enabled just outside the clock reads and read outside that; disabled
+    /// again even when `run` fails.
+    fn counted(
+        &self,
+        perf: &PerfEvents,
+        run: impl FnOnce() -> Result<u64>,
+    ) -> Result<(RawSample, MeterDelta)> {
+        let switch = |on: bool| {
+            perf.set_enabled(on).map_err(|e| {
+                let what = if on { "enabling" } else { "disabling" };
+                Error::io(format!("{what} the perf counters of the counting pass"), e)
             })
         };
-        let before = self.meters.perf_reading();
-        enabling(true)?;
+        let before = perf.read();
+        switch(true)?;
         let t0 = self.clock.now_ns();
         let ran = run();
         let t1 = self.clock.now_ns();
-        enabling(false)?;
-        let after = self.meters.perf_reading();
+        switch(false)?;
+        let after = perf.read();
         let sample = RawSample {
             iters: ran?,
             elapsed_ns: t1.saturating_sub(t0),
@@ -290,7 +289,7 @@ impl<C: Clock> Harness<C> {
         Ok((sample, used))
     }
 
-    /// The counting pass when an interrupt came before (or at the start of) it.
+    /// The counting pass when an interrupt came before it.
     fn pass_interrupted(&self) -> PerfPass {
         if self.meters.perf_names().is_empty() {
             return PerfPass::NotRun;
@@ -300,22 +299,31 @@ impl<C: Clock> Harness<C> {
         )
     }
 
-    /// The counting pass: up to `batches` calls of `batch` (each one
-    /// [`Self::counted`] call), stopping early on an interrupt.
+    /// The counting pass: opens the perf events on the case's tasks, makes
+    /// up to `batches` calls of `batch` (each one [`Self::counted`] call),
+    /// stopping early on an interrupt, and closes them.
     fn perf_pass(
         &self,
         batches: usize,
-        mut batch: impl FnMut() -> Result<(RawSample, MeterDelta)>,
+        mut batch: impl FnMut(&PerfEvents) -> Result<(RawSample, MeterDelta)>,
     ) -> Result<PerfPass> {
         if self.meters.perf_names().is_empty() {
             return Ok(PerfPass::NotRun);
         }
+        let perf = match self.meters.open_perf() {
+            Ok(perf) => perf,
+            Err(e) => {
+                return Ok(PerfPass::Skipped(format!(
+                    "not counted: opening the perf events on the case's tasks failed: {e}"
+                )));
+            }
+        };
         let (mut raw, mut deltas) = (Vec::new(), Vec::new());
         for _ in 0..batches {
             if self.interrupt.is_set() {
                 break;
             }
-            match batch() {
+            match batch(&perf) {
                 // A batch of no events (never seen) has nothing to divide by.
                 Ok((sample, _)) if sample.iters == 0 => {}
                 Ok((sample, used)) => {
@@ -392,8 +400,8 @@ impl<C: Clock> Harness<C> {
             self.pass_interrupted()
         } else {
             let case = &mut *benches[0];
-            self.perf_pass(PERF_PASS_BATCHES, || {
-                self.counted(|| case.run(iters).map(|()| iters))
+            self.perf_pass(PERF_PASS_BATCHES, |perf| {
+                self.counted(perf, || case.run(iters).map(|()| iters))
             })?
         };
         Ok(measured)
@@ -440,10 +448,10 @@ impl<C: Clock> Harness<C> {
             self.pass_interrupted()
         } else {
             // One whole run: a run is long, and counts per run vary little.
-            self.perf_pass(1, || {
+            self.perf_pass(1, |perf| {
                 self.interrupt.check()?;
                 bench.prepare()?;
-                self.counted(|| bench.run(1).map(|()| 1))
+                self.counted(perf, || bench.run(1).map(|()| 1))
             })?
         };
         Ok(measured)
@@ -498,8 +506,8 @@ impl<C: Clock> Harness<C> {
             // One batch of events, not recorded as latencies: at tens of µs
             // per event it is over in milliseconds (one batch takes
             // 64 × interval_us for timers).
-            self.perf_pass(1, || {
-                self.counted(|| {
+            self.perf_pass(1, |perf| {
+                self.counted(perf, || {
                     bench.run(BATCH)?;
                     Ok(bench.take_events().len() as u64)
                 })
@@ -913,18 +921,14 @@ mod tests {
         let (h, mut b, perf) = setup_perf(100);
         let m = h.measure(&mut b).unwrap();
         let log = perf.log.lock().unwrap().clone();
-        // Calibration, warm-up and every timed sample: counting off.
-        let first_enable = log.iter().position(|e| e == "enable").unwrap();
-        assert!(
-            log[..first_enable].iter().all(|e| e == "quiet run"),
-            "{log:?}"
-        );
-        assert_eq!(first_enable, b.calls - PERF_PASS_BATCHES);
-        // Then the pass: each batch alone between enable and disable.
-        assert_eq!(
-            log[first_enable..],
-            ["enable", "counted run", "disable"].repeat(PERF_PASS_BATCHES)
-        );
+        // Calibration, warm-up and every timed sample: no perf event open.
+        let open = log.iter().position(|e| e == "open").unwrap();
+        assert!(log[..open].iter().all(|e| e == "quiet run"), "{log:?}");
+        assert_eq!(open, b.calls - PERF_PASS_BATCHES);
+        // Then the pass: opened once, each batch alone between enable and disable, closed.
+        let pass = ["enable", "counted run", "disable"].repeat(PERF_PASS_BATCHES);
+        assert_eq!(log[open + 1..log.len() - 1], pass);
+        assert_eq!(log.last().unwrap(), "close");
         let PerfPass::Counted { raw, deltas } = &m.perf else {
             panic!("no counting pass: {:?}", m.perf);
         };
@@ -973,7 +977,7 @@ mod tests {
         let m = h.measure(&mut b).unwrap();
         assert!(m.interrupted);
         assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
-        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "enable"));
+        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
     }
 
     #[test]
