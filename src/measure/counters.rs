@@ -195,8 +195,10 @@ impl Counters {
     }
 
     /// rusage, and the perf events when `perf` is true: each is opened once
-    /// on this thread to learn whether it can be (and why not), then closed;
-    /// [`Self::open_perf`] opens them for a counting pass.
+    /// to learn whether it can be (and why not), then closed;
+    /// [`Self::open_perf`] opens them for a counting pass. The probe runs on
+    /// a thread of its own that then exits, so the calling thread is left
+    /// without the perf context an event gives its task for good.
     pub fn open(perf: bool) -> Self {
         let mut counters = Self {
             rusage: true,
@@ -213,8 +215,13 @@ impl Counters {
                     .insert(name.into(), "not opened (--no-perf)".into());
                 continue;
             }
-            match perf_open(type_, config, 0) {
-                Ok(_probe) => counters
+            let probe = std::thread::scope(|s| {
+                s.spawn(|| perf_open(type_, config, 0).map(drop))
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the probing thread panicked")))
+            });
+            match probe {
+                Ok(()) => counters
                     .perf
                     .push((name, PerfKind::Event { type_, config })),
                 Err(e) => {

@@ -1026,6 +1026,8 @@ mod tests {
             7,
             "timed runs were not counted"
         );
+        let log = perf.log.lock().unwrap();
+        assert_eq!(*log, ["open", "enable", "disable", "close"]);
     }
 
     #[test]
