@@ -215,11 +215,7 @@ impl Counters {
                     .insert(name.into(), "not opened (--no-perf)".into());
                 continue;
             }
-            let probe = std::thread::scope(|s| {
-                s.spawn(|| perf_open(type_, config, 0).map(drop))
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("the probing thread panicked")))
-            });
+            let probe = perf_open(type_, config, 0).map(drop);
             match probe {
                 Ok(()) => counters
                     .perf

@@ -9,19 +9,30 @@
 //! slows context switches and forks, even disabled); they are opened for the
 //! counting pass and read around its batches instead.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use super::RawSample;
 use super::counters::{self, Counters, Edge, PerfEvents, Reading};
 use super::energy::Rapl;
+use super::{Interrupt, RawSample};
 use crate::env::probe::Sys;
+use crate::error::Result;
+
+/// How long the kernel keeps its perf hooks in every context switch on after
+/// the last task-bound perf event closed: it turns them off from a work item
+/// queued HZ jiffies (one second) later (kernel/events/core.c,
+/// `perf_sched_work`); with margin.
+const PERF_HOOKS_LINGER: Duration = Duration::from_millis(1200);
 
 /// The counters and energy zones one run reads.
 #[derive(Debug)]
 pub struct Meters {
     counters: Counters,
     /// `None`: energy not looked at (tests); `Some(Err)`: unavailable, and why.
-    energy: Option<Result<Rapl, String>>,
+    energy: Option<std::result::Result<Rapl, String>>,
+    /// When a perf event was last closed (the probe, a counting pass).
+    perf_closed_at: Cell<Option<Instant>>,
 }
 
 /// Counter and energy readings at one moment.
@@ -69,15 +80,19 @@ impl Meters {
         Self {
             counters: Counters::none(),
             energy: None,
+            perf_closed_at: Cell::new(None),
         }
     }
 
     /// rusage, perf events (unless `perf` is false) and RAPL. Open before any
     /// benchmark is set up: perf only counts tasks forked after it opened.
     pub fn open(perf: bool) -> Self {
+        let counters = Counters::open(perf);
+        let probed = (!counters.perf_names().is_empty()).then(Instant::now);
         Self {
-            counters: Counters::open(perf),
+            counters,
             energy: Some(Rapl::open(&Sys::real())),
+            perf_closed_at: Cell::new(probed),
         }
     }
 
@@ -125,6 +140,7 @@ impl Meters {
         Self {
             counters: Counters::fake(fake),
             energy: None,
+            perf_closed_at: Cell::new(None),
         }
     }
 
@@ -136,6 +152,29 @@ impl Meters {
     /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
     pub fn open_perf(&self) -> std::io::Result<PerfEvents> {
         self.counters.open_perf()
+    }
+
+    /// Closes the events of a counting pass, noting when.
+    pub fn close_perf(&self, events: PerfEvents) {
+        drop(events);
+        self.perf_closed_at.set(Some(Instant::now()));
+    }
+
+    /// Waits, if a perf event closed less than [`PERF_HOOKS_LINGER`] ago,
+    /// until the kernel's perf hooks are off again, so that they do not slow
+    /// the context switches of the samples about to be timed (measured: ~6 %
+    /// on a pipe round trip). Returns at once after an interrupt.
+    pub fn wait_for_perf_hooks_off(&self, interrupt: &Interrupt) -> Result<()> {
+        let Some(closed) = self.perf_closed_at.get() else {
+            return Ok(());
+        };
+        while closed.elapsed() < PERF_HOOKS_LINGER {
+            interrupt.check()?;
+            let left = PERF_HOOKS_LINGER.saturating_sub(closed.elapsed());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        self.perf_closed_at.set(None);
+        Ok(())
     }
 
     /// Counter name → why it cannot be read.
@@ -248,6 +287,26 @@ mod tests {
             p.energy["package-0/core"],
             (vec![0.01, 0.01], vec![4.0, 4.0])
         );
+    }
+
+    #[test]
+    fn after_a_pass_closes_the_next_case_waits_for_the_perf_hooks() {
+        let m = Meters::with_fake_perf(std::sync::Arc::default());
+        let none = Interrupt::none();
+        // Nothing closed yet: no wait.
+        m.wait_for_perf_hooks_off(&none).unwrap();
+        m.close_perf(m.open_perf().unwrap());
+        let closed = Instant::now();
+        let stop = Interrupt::none();
+        stop.set();
+        assert!(matches!(
+            m.wait_for_perf_hooks_off(&stop),
+            Err(crate::error::Error::Interrupted)
+        ));
+        m.wait_for_perf_hooks_off(&none).unwrap();
+        assert!(closed.elapsed() >= PERF_HOOKS_LINGER - Duration::from_millis(5));
+        // Waited once: the next case starts at once.
+        assert_eq!(m.perf_closed_at.get(), None);
     }
 
     #[test]

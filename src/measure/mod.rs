@@ -334,6 +334,7 @@ impl<C: Clock> Harness<C> {
                 Err(e) => return Err(e),
             }
         }
+        self.meters.close_perf(perf);
         Ok(if raw.is_empty() {
             self.pass_interrupted()
         } else {
@@ -356,6 +357,7 @@ impl<C: Clock> Harness<C> {
         &self,
         benches: &mut [&mut dyn Benchmark],
     ) -> Result<Vec<Measurement>> {
+        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         let target = self.policy.sample_time_ns as f64;
         let mut samplers = Vec::with_capacity(benches.len());
         for bench in benches.iter_mut() {
@@ -412,6 +414,7 @@ impl<C: Clock> Harness<C> {
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
     pub fn measure_runs(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
+        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         self.warm_up(|| {
             bench.prepare()?;
             bench.run(1)
@@ -464,6 +467,7 @@ impl<C: Clock> Harness<C> {
     /// the harness adds the wall time and the CPU time the tasks used.
     pub fn measure_events(&self, bench: &mut dyn Benchmark, events: u64) -> Result<Events> {
         const BATCH: u64 = EVENT_BATCH;
+        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         self.warm_up(|| bench.run(BATCH))?;
         bench.take_events();
         let cpu_before = bench.cpu_time_ns()?;
