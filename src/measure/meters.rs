@@ -13,24 +13,23 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::RawSample;
 use super::counters::{self, Counters, Edge, PerfEvents, Reading};
 use super::energy::Rapl;
-use super::{Interrupt, RawSample};
 use crate::env::probe::Sys;
-use crate::error::Result;
 
 /// How long the kernel keeps its perf hooks in every context switch on after
 /// the last task-bound perf event closed: it turns them off from a work item
 /// queued HZ jiffies (one second) later (kernel/events/core.c,
 /// `perf_sched_work`); with margin.
-const PERF_HOOKS_LINGER: Duration = Duration::from_millis(1200);
+pub const PERF_HOOKS_LINGER: Duration = Duration::from_millis(1200);
 
 /// The counters and energy zones one run reads.
 #[derive(Debug)]
 pub struct Meters {
     counters: Counters,
     /// `None`: energy not looked at (tests); `Some(Err)`: unavailable, and why.
-    energy: Option<std::result::Result<Rapl, String>>,
+    energy: Option<Result<Rapl, String>>,
     /// When a perf event was last closed (the probe, a counting pass).
     perf_closed_at: Cell<Option<Instant>>,
 }
@@ -160,21 +159,21 @@ impl Meters {
         self.perf_closed_at.set(Some(Instant::now()));
     }
 
-    /// Waits, if a perf event closed less than [`PERF_HOOKS_LINGER`] ago,
-    /// until the kernel's perf hooks are off again, so that they do not slow
-    /// the context switches of the samples about to be timed (measured: ~6 %
-    /// on a pipe round trip). Returns at once after an interrupt.
-    pub fn wait_for_perf_hooks_off(&self, interrupt: &Interrupt) -> Result<()> {
-        let Some(closed) = self.perf_closed_at.get() else {
-            return Ok(());
-        };
-        while closed.elapsed() < PERF_HOOKS_LINGER {
-            interrupt.check()?;
-            let left = PERF_HOOKS_LINGER.saturating_sub(closed.elapsed());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
-        self.perf_closed_at.set(None);
-        Ok(())
+    /// Whether a perf event closed less than [`PERF_HOOKS_LINGER`] ago, so
+    /// that the kernel's perf hooks may still slow every context switch
+    /// (measured: ~6 % on a pipe round trip). The harness keeps warming up
+    /// until they are off, rather than sleeping: an idle CPU would have to
+    /// warm up again.
+    pub fn perf_hooks_on(&self) -> bool {
+        self.perf_closed_at
+            .get()
+            .is_some_and(|closed| closed.elapsed() < PERF_HOOKS_LINGER)
+    }
+
+    /// Pretends the last perf event closed `ago` (harness tests).
+    #[cfg(test)]
+    pub(crate) fn perf_closed_ago(&self, ago: Duration) {
+        self.perf_closed_at.set(Some(Instant::now() - ago));
     }
 
     /// Counter name → why it cannot be read.
@@ -290,23 +289,13 @@ mod tests {
     }
 
     #[test]
-    fn after_a_pass_closes_the_next_case_waits_for_the_perf_hooks() {
+    fn the_perf_hooks_count_as_on_for_a_while_after_a_pass() {
         let m = Meters::with_fake_perf(std::sync::Arc::default());
-        let none = Interrupt::none();
-        // Nothing closed yet: no wait.
-        m.wait_for_perf_hooks_off(&none).unwrap();
+        assert!(!m.perf_hooks_on(), "nothing closed yet");
         m.close_perf(m.open_perf().unwrap());
-        let closed = Instant::now();
-        let stop = Interrupt::none();
-        stop.set();
-        assert!(matches!(
-            m.wait_for_perf_hooks_off(&stop),
-            Err(crate::error::Error::Interrupted)
-        ));
-        m.wait_for_perf_hooks_off(&none).unwrap();
-        assert!(closed.elapsed() >= PERF_HOOKS_LINGER - Duration::from_millis(5));
-        // Waited once: the next case starts at once.
-        assert_eq!(m.perf_closed_at.get(), None);
+        assert!(m.perf_hooks_on());
+        m.perf_closed_ago(PERF_HOOKS_LINGER + Duration::from_millis(1));
+        assert!(!m.perf_hooks_on());
     }
 
     #[test]

@@ -357,7 +357,6 @@ impl<C: Clock> Harness<C> {
         &self,
         benches: &mut [&mut dyn Benchmark],
     ) -> Result<Vec<Measurement>> {
-        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         let target = self.policy.sample_time_ns as f64;
         let mut samplers = Vec::with_capacity(benches.len());
         for bench in benches.iter_mut() {
@@ -414,7 +413,6 @@ impl<C: Clock> Harness<C> {
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
     pub fn measure_runs(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
-        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         self.warm_up(|| {
             bench.prepare()?;
             bench.run(1)
@@ -467,7 +465,6 @@ impl<C: Clock> Harness<C> {
     /// the harness adds the wall time and the CPU time the tasks used.
     pub fn measure_events(&self, bench: &mut dyn Benchmark, events: u64) -> Result<Events> {
         const BATCH: u64 = EVENT_BATCH;
-        self.meters.wait_for_perf_hooks_off(&self.interrupt)?;
         self.warm_up(|| bench.run(BATCH))?;
         bench.take_events();
         let cpu_before = bench.cpu_time_ns()?;
@@ -528,16 +525,20 @@ impl<C: Clock> Harness<C> {
     }
 
     /// Repeats `step`, unrecorded, until the warm-up time has passed (at least
-    /// once unless the warm-up time is zero), stopping on an interrupt.
+    /// once unless the warm-up time is zero) and the kernel's perf hooks,
+    /// left on for a while after the last counting pass, are off again
+    /// ([`Meters::perf_hooks_on`]), stopping on an interrupt.
     fn warm_up(&self, mut step: impl FnMut() -> Result<()>) -> Result<()> {
-        if self.policy.warmup_ns == 0 {
+        if self.policy.warmup_ns == 0 && !self.meters.perf_hooks_on() {
             return Ok(());
         }
         let start = self.clock.now_ns();
         loop {
             self.interrupt.check()?;
             step()?;
-            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns
+                && !self.meters.perf_hooks_on()
+            {
                 return Ok(());
             }
         }
@@ -982,6 +983,20 @@ mod tests {
         assert!(m.interrupted);
         assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
+    }
+
+    #[test]
+    fn warm_up_lasts_until_the_perf_hooks_of_a_previous_pass_are_off() {
+        let (mut h, mut b, _perf) = setup_perf(100);
+        h.policy.warmup_ns = 0;
+        h.meters
+            .perf_closed_ago(meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20));
+        assert!(h.meters.perf_hooks_on());
+        let m = h.measure(&mut b).unwrap();
+        // Calibration (5 batches), then warm-up batches although no warm-up time
+        // was asked for, then 11 samples and the 3 batches of the pass.
+        assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
+        assert_eq!(m.accepted.len(), 11);
     }
 
     #[test]
