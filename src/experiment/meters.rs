@@ -140,4 +140,30 @@ mod tests {
         assert_eq!(a.counters["user_ns"].median, 2.0);
         assert_eq!(a.counters["user_ns"].n, 3);
     }
+
+    #[test]
+    fn rounds_append_their_counting_passes_or_say_why_perf_is_missing() {
+        let batch = RawSample {
+            iters: 10,
+            elapsed_ns: 100,
+        };
+        let mut a = series_with(&[("context_switches", vec![2.0])]);
+        a.perf_pass = vec![batch];
+        let mut b = series_with(&[("context_switches", vec![2.5])]);
+        b.perf_pass = vec![batch];
+        merge(&mut a, &b);
+        assert_eq!(a.perf_pass.len(), 2);
+        assert_eq!(a.counter_samples["context_switches"], [2.0, 2.5]);
+        // A round interrupted before its pass: perf is dropped, with the reason.
+        let mut c = series_with(&[]);
+        c.counters_unavailable
+            .insert("context_switches".into(), "not counted: interrupted".into());
+        merge(&mut a, &c);
+        assert!(a.perf_pass.is_empty());
+        assert!(!a.counter_samples.contains_key("context_switches"));
+        assert_eq!(
+            a.counters_unavailable["context_switches"],
+            "not counted: interrupted"
+        );
+    }
 }

@@ -21,7 +21,7 @@
 //!
 //! perf_event counters are not open while the harness times samples: an
 //! open event, even disabled, costs every context switch and fork of the
-//! tasks it is on (measured: ~0.6 µs per pipe round trip, ~8 % per fork).
+//! tasks it is on (measured: ~0.6 µs per pipe round trip, ~9 % per fork).
 //! [`Counters::open`] only probes them (open once, close); for the counting
 //! pass after a case's timed samples, [`Counters::open_perf`] opens each one,
 //! disabled, on every task of osbench's tree (its threads, its live
@@ -195,10 +195,10 @@ impl Counters {
     }
 
     /// rusage, and the perf events when `perf` is true: each is opened once
-    /// to learn whether it can be (and why not), then closed;
-    /// [`Self::open_perf`] opens them for a counting pass. The probe runs on
-    /// a thread of its own that then exits, so the calling thread is left
-    /// without the perf context an event gives its task for good.
+    /// on this thread to learn whether it can be (and why not), then closed;
+    /// [`Self::open_perf`] opens them for a counting pass. (Probing on a
+    /// short-lived thread instead made every later fork slower: see
+    /// docs/design-notes.md, "Counters per operation".)
     pub fn open(perf: bool) -> Self {
         let mut counters = Self {
             rusage: true,
@@ -215,9 +215,8 @@ impl Counters {
                     .insert(name.into(), "not opened (--no-perf)".into());
                 continue;
             }
-            let probe = perf_open(type_, config, 0).map(drop);
-            match probe {
-                Ok(()) => counters
+            match perf_open(type_, config, 0) {
+                Ok(_probe) => counters
                     .perf
                     .push((name, PerfKind::Event { type_, config })),
                 Err(e) => {

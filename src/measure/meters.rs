@@ -83,8 +83,8 @@ impl Meters {
         }
     }
 
-    /// rusage, perf events (unless `perf` is false) and RAPL. Open before any
-    /// benchmark is set up: perf only counts tasks forked after it opened.
+    /// rusage, perf events (unless `perf` is false; probed now, opened for
+    /// each counting pass) and RAPL.
     pub fn open(perf: bool) -> Self {
         let counters = Counters::open(perf);
         let probed = (!counters.perf_names().is_empty()).then(Instant::now);
@@ -150,7 +150,10 @@ impl Meters {
 
     /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
     pub fn open_perf(&self) -> std::io::Result<PerfEvents> {
-        self.counters.open_perf()
+        // On an error the events already opened were closed again.
+        self.counters
+            .open_perf()
+            .inspect_err(|_| self.perf_closed_at.set(Some(Instant::now())))
     }
 
     /// Closes the events of a counting pass, noting when.
@@ -161,7 +164,7 @@ impl Meters {
 
     /// Whether a perf event closed less than [`PERF_HOOKS_LINGER`] ago, so
     /// that the kernel's perf hooks may still slow every context switch
-    /// (measured: ~6 % on a pipe round trip). The harness keeps warming up
+    /// (measured: ~3–6 % on pipe and socket round trips). The harness keeps warming up
     /// until they are off, rather than sleeping: an idle CPU would have to
     /// warm up again.
     pub fn perf_hooks_on(&self) -> bool {

@@ -319,6 +319,7 @@ impl<C: Clock> Harness<C> {
             }
         };
         let (mut raw, mut deltas) = (Vec::new(), Vec::new());
+        let mut failed = None;
         for _ in 0..batches {
             if self.interrupt.is_set() {
                 break;
@@ -331,10 +332,16 @@ impl<C: Clock> Harness<C> {
                     deltas.push(used);
                 }
                 Err(Error::Interrupted) => break,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
         }
         self.meters.close_perf(perf);
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok(if raw.is_empty() {
             self.pass_interrupted()
         } else {
@@ -922,7 +929,7 @@ mod tests {
     }
 
     #[test]
-    fn timed_samples_run_with_perf_disabled_and_a_counting_pass_follows() {
+    fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
         let (h, mut b, perf) = setup_perf(100);
         let m = h.measure(&mut b).unwrap();
         let log = perf.log.lock().unwrap().clone();
