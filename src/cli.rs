@@ -309,8 +309,8 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
-    /// cycles, instructions), which add work to every context switch and fork of the
-    /// measured tasks; rusage counters are still read
+    /// cycles, instructions; counted in a short pass after each case's timed samples);
+    /// rusage counters are still read
     #[arg(long = "no-perf")]
     no_perf: bool,
 }
@@ -439,7 +439,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let interrupt = Interrupt::install()?;
-    // Opened before any benchmark forks its helpers, so perf counts them too.
+    // Probes the perf events; each case's counting pass opens them on its tasks.
     let harness = Harness::new(policy, interrupt).with_meters(Meters::open(!args.no_perf));
     let plan = Plan {
         cases,

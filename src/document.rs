@@ -179,6 +179,11 @@ pub struct Series {
     /// Counters that could not be read → why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters_unavailable: BTreeMap<String, String>,
+    /// The perf counting pass the perf counters come from (run after the
+    /// timed samples with the perf events enabled): each batch as run,
+    /// elapsed with counting on. Their `counter_samples` follow this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perf_pass: Vec<RawSample>,
     /// RAPL energy per zone (`package-0`, `package-0/core`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub energy: BTreeMap<String, EnergyDomain>,

@@ -962,6 +962,16 @@ fn every_series_counts_per_op_or_says_why_not() {
             s.get("energy").is_some() != s.get("energy_unavailable").is_some(),
             "energy read or explained: {s}"
         );
+        // perf counters come from the counting pass, one value per batch of it.
+        let pass = s.get("perf_pass").and_then(|p| p.as_array());
+        for name in ["context_switches", "cpu_migrations", "page_faults"] {
+            if let Some(c) = counters.get(name) {
+                let pass = pass.unwrap_or_else(|| panic!("{name} counted without a pass: {s}"));
+                assert_eq!(c["n"], pass.len(), "{s}");
+                let values = s["counter_samples"][name].as_array().unwrap();
+                assert_eq!(values.len(), pass.len(), "{s}");
+            }
+        }
     }
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Counters per op"), "{text}");
@@ -972,6 +982,32 @@ fn every_series_counts_per_op_or_says_why_not() {
         .unwrap();
     let text = String::from_utf8(ran.stdout).unwrap();
     assert!(text.contains("not opened (--no-perf)"), "{text}");
+}
+
+/// The counting pass reaches a helper set up before it: on one CPU every
+/// pipe round trip is two context switches, one of them the echo process's.
+#[test]
+fn the_perf_pass_counts_the_helpers_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    quick_run(&["run", "ipc:kind=pipe", "--pin", "same", "-q"], &json);
+    let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &doc["series"][0];
+    match s["counters"].get("context_switches") {
+        Some(c) => {
+            assert_eq!(s["perf_pass"].as_array().unwrap().len(), 3, "{s}");
+            assert_eq!(c["n"], 3, "{s}");
+            let mean = c["mean"].as_f64().unwrap();
+            assert!((1.5..3.0).contains(&mean), "switches per round trip: {s}");
+        }
+        None => {
+            assert!(
+                s["counters_unavailable"]["context_switches"].is_string(),
+                "{s}"
+            );
+            assert!(s.get("perf_pass").is_none(), "{s}");
+        }
+    }
 }
 
 #[test]

@@ -1,27 +1,44 @@
 //! The counters and energy of a series: per-operation values of each sample
-//! (from the harness's [`MeterDelta`]s) and their summaries, kept in step when
-//! the rounds of a configuration run are merged.
+//! (rusage and energy from the harness's [`MeterDelta`]s of the timed
+//! samples, perf from its counting pass) and their summaries, kept in step
+//! when the rounds of a configuration run are merged.
 
 use std::collections::BTreeMap;
 
 use crate::document::Series;
 use crate::measure::RawSample;
 use crate::measure::energy::EnergyDomain;
-use crate::measure::meters::{self, MeterDelta, Meters};
+use crate::measure::meters::{self, MeterDelta, Meters, PerfPass};
 use crate::stats::summarize;
 
-/// Sets the series' counters, energy and their unavailability reasons.
+/// Sets the series' counters, energy and their unavailability reasons:
+/// rusage and energy per timed sample (`deltas`, `raw`), perf per batch of
+/// the counting pass (`perf`).
 pub(super) fn attach(
     series: &mut Series,
     meters: &Meters,
     deltas: &[MeterDelta],
     raw: &[RawSample],
     ops_per_iter: f64,
+    perf: &PerfPass,
 ) {
     let domains = meters.energy_domains();
     let per_op = meters::per_op(deltas, raw, ops_per_iter, &domains);
     series.counter_samples = per_op.counters;
     series.counters_unavailable = meters.counters_unavailable().clone();
+    match perf {
+        PerfPass::Counted { raw, deltas } => {
+            let counted = meters::per_op(deltas, raw, ops_per_iter, &[]);
+            series.counter_samples.extend(counted.counters);
+            series.perf_pass = raw.clone();
+        }
+        PerfPass::Skipped(why) => {
+            for name in meters.perf_names() {
+                series.counters_unavailable.insert(name.into(), why.clone());
+            }
+        }
+        PerfPass::NotRun => {}
+    }
     series.energy = per_op
         .energy
         .into_iter()
@@ -42,6 +59,19 @@ pub(super) fn merge(into: &mut Series, new: &Series) {
         .retain(|name, _| new.counter_samples.contains_key(name));
     for (name, values) in into.counter_samples.iter_mut() {
         values.extend(&new.counter_samples[name]);
+    }
+    // A dropped counter keeps its reason (a round interrupted before its counting pass).
+    for (name, why) in &new.counters_unavailable {
+        if !into.counter_samples.contains_key(name) {
+            into.counters_unavailable
+                .entry(name.clone())
+                .or_insert_with(|| why.clone());
+        }
+    }
+    if into.perf_pass.is_empty() || new.perf_pass.is_empty() {
+        into.perf_pass.clear();
+    } else {
+        into.perf_pass.extend(&new.perf_pass);
     }
     let zones: Vec<String> = into.energy.keys().cloned().collect();
     for zone in zones {
@@ -109,5 +139,31 @@ mod tests {
         assert_eq!(a.counter_samples["user_ns"], [1.0, 2.0, 3.0]);
         assert_eq!(a.counters["user_ns"].median, 2.0);
         assert_eq!(a.counters["user_ns"].n, 3);
+    }
+
+    #[test]
+    fn rounds_append_their_counting_passes_or_say_why_perf_is_missing() {
+        let batch = RawSample {
+            iters: 10,
+            elapsed_ns: 100,
+        };
+        let mut a = series_with(&[("context_switches", vec![2.0])]);
+        a.perf_pass = vec![batch];
+        let mut b = series_with(&[("context_switches", vec![2.5])]);
+        b.perf_pass = vec![batch];
+        merge(&mut a, &b);
+        assert_eq!(a.perf_pass.len(), 2);
+        assert_eq!(a.counter_samples["context_switches"], [2.0, 2.5]);
+        // A round interrupted before its pass: perf is dropped, with the reason.
+        let mut c = series_with(&[]);
+        c.counters_unavailable
+            .insert("context_switches".into(), "not counted: interrupted".into());
+        merge(&mut a, &c);
+        assert!(a.perf_pass.is_empty());
+        assert!(!a.counter_samples.contains_key("context_switches"));
+        assert_eq!(
+            a.counters_unavailable["context_switches"],
+            "not counted: interrupted"
+        );
     }
 }

@@ -442,6 +442,7 @@ fn sampled<C: Clock>(
         &m.meters,
         &m.accepted,
         ops_per_iter,
+        &m.perf,
     );
     series.raw = m.accepted;
     series.rejected = m.rejected;
@@ -482,7 +483,14 @@ fn distribution<C: Clock>(
         iters: e.latencies_ns.len() as u64,
         elapsed_ns: e.wall_ns,
     };
-    meters::attach(&mut series, harness.meters(), &[e.meters], &[whole], 1.0);
+    meters::attach(
+        &mut series,
+        harness.meters(),
+        &[e.meters],
+        &[whole],
+        1.0,
+        &e.perf,
+    );
     if e.interrupted {
         series.noise.push("interrupted".into());
         series.warnings.push(format!(
@@ -529,6 +537,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         counters_unavailable: Default::default(),
         energy: Default::default(),
         energy_unavailable: None,
+        perf_pass: Vec::new(),
     })
 }
 

@@ -598,6 +598,7 @@ fn command_series(
         counters_unavailable,
         energy: BTreeMap::new(),
         energy_unavailable: None,
+        perf_pass: Vec::new(),
         runs,
     }
 }

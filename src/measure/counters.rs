@@ -19,11 +19,19 @@
 //! by processes outside osbench's tree on its behalf (kernel threads, other
 //! daemons).
 //!
-//! perf_event counters are opened once, before any benchmark is set up, on
-//! the calling thread with `inherit`, so every thread and process forked
-//! afterwards is counted; kernel mode is included (without it software events
-//! read 0). Reading a counter sums its inherited children. Errors become
-//! reasons: ENOENT/EOPNOTSUPP → no PMU, EACCES/EPERM → not permitted.
+//! perf_event counters are not open while the harness times samples: an
+//! open event, even disabled, costs every context switch and fork of the
+//! tasks it is on (measured: ~0.6 µs per pipe round trip, ~9 % per fork).
+//! [`Counters::open`] only probes them (open once, close); for the counting
+//! pass after a case's timed samples, [`Counters::open_perf`] opens each one,
+//! disabled, on every task of osbench's tree (its threads, its live
+//! descendants and their threads) with `inherit`, so tasks forked during the
+//! pass are counted too; kernel mode is included (without it software events
+//! read 0). Enabling or disabling an event by ioctl applies to its inherited
+//! children as well (the kernel's `perf_event_for_each_child`), children
+//! forked while it was disabled included. Reading sums the tasks and their
+//! inherited children. Errors become reasons: ENOENT/EOPNOTSUPP → no PMU,
+//! EACCES/EPERM → not permitted.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -56,9 +64,13 @@ const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 /// perf_event_attr.flags bits (include/uapi/linux/perf_event.h).
+const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `_IO('$', 0)` and `_IO('$', 1)` (include/uapi/linux/perf_event.h).
+const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
 
 /// The perf events osbench opens: name, type, config.
 const PERF_EVENTS: [(&str, u32, u64); 5] = [
@@ -98,12 +110,67 @@ struct PerfEventAttr {
     config1: u64,
 }
 
-/// Which counters could be opened, and why the others could not.
+/// Which counters can be read, and why the others cannot.
 #[derive(Debug)]
 pub struct Counters {
     rusage: bool,
-    perf: Vec<(&'static str, File)>,
+    /// The perf events that opened when probed, by name.
+    perf: Vec<(&'static str, PerfKind)>,
     unavailable: BTreeMap<String, String>,
+}
+
+/// A perf event that can be opened.
+#[derive(Debug)]
+enum PerfKind {
+    Event {
+        type_: u32,
+        config: u64,
+    },
+    /// Harness tests: a counter a fake benchmark drives.
+    #[cfg(test)]
+    Fake(std::sync::Arc<FakePerf>),
+}
+
+/// One open perf event.
+#[derive(Debug)]
+enum PerfEvent {
+    File(File),
+    #[cfg(test)]
+    Fake(std::sync::Arc<FakePerf>),
+}
+
+/// The perf events of one counting pass: every event open, disabled, on
+/// every task of osbench's tree (its threads, its children and theirs, with
+/// their threads), each with `inherit` so tasks they fork are counted too.
+/// Closed when dropped, so timed samples run with no perf event in the tree.
+#[derive(Debug)]
+pub struct PerfEvents {
+    events: Vec<(&'static str, PerfEvent)>,
+}
+
+/// A stand-in perf event for harness tests: counts only while enabled,
+/// and logs every open, enable, disable and close.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct FakePerf {
+    pub enabled: std::sync::atomic::AtomicBool,
+    pub count: std::sync::atomic::AtomicU64,
+    pub log: std::sync::Mutex<Vec<String>>,
+}
+
+#[cfg(test)]
+impl FakePerf {
+    /// What a fake benchmark calls for each event it causes.
+    pub fn add(&self, n: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.enabled.load(SeqCst) {
+            self.count.fetch_add(n, SeqCst);
+        }
+    }
+
+    fn note(&self, what: &str) {
+        self.log.lock().unwrap().push(what.into());
+    }
 }
 
 /// Cumulative counter values at one moment, by name.
@@ -127,8 +194,11 @@ impl Counters {
         }
     }
 
-    /// rusage, and the perf events when `perf` is true. Call before any
-    /// benchmark forks its helpers, or they are not counted by perf.
+    /// rusage, and the perf events when `perf` is true: each is opened once
+    /// on this thread to learn whether it can be (and why not), then closed;
+    /// [`Self::open_perf`] opens them for a counting pass. (Probing on a
+    /// short-lived thread instead made every later fork slower: see
+    /// docs/design-notes.md, "Counters per operation".)
     pub fn open(perf: bool) -> Self {
         let mut counters = Self {
             rusage: true,
@@ -145,8 +215,10 @@ impl Counters {
                     .insert(name.into(), "not opened (--no-perf)".into());
                 continue;
             }
-            match perf_open(type_, config) {
-                Ok(file) => counters.perf.push((name, file)),
+            match perf_open(type_, config, 0) {
+                Ok(_probe) => counters
+                    .perf
+                    .push((name, PerfKind::Event { type_, config })),
                 Err(e) => {
                     let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
                     counters.unavailable.insert(name.into(), why);
@@ -156,31 +228,147 @@ impl Counters {
         counters
     }
 
+    /// No rusage, and `fake` as the `context_switches` perf event.
+    #[cfg(test)]
+    pub fn fake(fake: std::sync::Arc<FakePerf>) -> Self {
+        Self {
+            rusage: false,
+            perf: vec![("context_switches", PerfKind::Fake(fake))],
+            unavailable: BTreeMap::new(),
+        }
+    }
+
     /// Counter name → why it cannot be read.
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
     }
 
-    /// Every counter now. Around a sample, the measuring process's own
-    /// rusage is read closest to the timed region (`edge`), so the cost of
-    /// the other reads falls outside the delta.
+    /// The rusage counters now (perf events are read through
+    /// [`Self::open_perf`], in the counting pass). Around a sample, the
+    /// measuring process's own rusage is read closest to the timed region
+    /// (`edge`: last before it, first after it), so the cost of the /proc
+    /// reads of live children falls outside the delta.
     pub fn read(&self, edge: Edge) -> Reading {
-        let mut values = Vec::with_capacity(NAMES.len());
-        if edge == Edge::After && self.rusage {
-            values.extend(rusage_reading());
+        if !self.rusage {
+            return Reading::default();
         }
-        for (name, file) in &self.perf {
-            let mut buf = [0u8; 8];
-            // A failed read (never seen) leaves the counter out of this reading.
-            if (&*file).read_exact(&mut buf).is_ok() {
-                values.push((*name, u64::from_ne_bytes(buf)));
+        Reading(rusage_reading(edge))
+    }
+
+    /// The names of the perf events that are open, in report order.
+    pub fn perf_names(&self) -> Vec<&'static str> {
+        self.perf.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// Opens every perf event, disabled, on every task of osbench's tree.
+    /// A task that exits meanwhile is skipped; any other failure is returned.
+    pub fn open_perf(&self) -> io::Result<PerfEvents> {
+        let tasks = if self.perf.is_empty() {
+            Vec::new()
+        } else {
+            tree_tasks()
+        };
+        let mut events = Vec::new();
+        for (name, kind) in &self.perf {
+            match kind {
+                PerfKind::Event { type_, config } => {
+                    for &tid in &tasks {
+                        match perf_open(*type_, *config, tid) {
+                            Ok(file) => events.push((*name, PerfEvent::File(file))),
+                            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                #[cfg(test)]
+                PerfKind::Fake(fake) => {
+                    fake.note("open");
+                    events.push((*name, PerfEvent::Fake(std::sync::Arc::clone(fake))));
+                }
             }
         }
-        if edge == Edge::Before && self.rusage {
-            values.extend(rusage_reading());
-        }
-        Reading(values)
+        Ok(PerfEvents { events })
     }
+}
+
+impl PerfEvents {
+    /// Each counter now, summed over the tasks (and their inherited children):
+    /// its total over the periods it was enabled.
+    pub fn read(&self) -> Reading {
+        let mut sums: Vec<(&'static str, u64)> = Vec::new();
+        for (name, event) in &self.events {
+            let value = match event {
+                PerfEvent::File(file) => {
+                    let mut buf = [0u8; 8];
+                    // A failed read (never seen) leaves this task out of the sum.
+                    (&*file)
+                        .read_exact(&mut buf)
+                        .ok()
+                        .map(|()| u64::from_ne_bytes(buf))
+                }
+                #[cfg(test)]
+                PerfEvent::Fake(fake) => Some(fake.count.load(std::sync::atomic::Ordering::SeqCst)),
+            };
+            let Some(value) = value else { continue };
+            match sums.iter_mut().find(|(n, _)| n == name) {
+                Some((_, sum)) => *sum += value,
+                None => sums.push((*name, value)),
+            }
+        }
+        Reading(sums)
+    }
+
+    /// Enables (`true`) or disables every event, with the inherited events
+    /// of the tasks forked since it was opened.
+    pub fn set_enabled(&self, enabled: bool) -> io::Result<()> {
+        let request = if enabled {
+            PERF_EVENT_IOC_ENABLE
+        } else {
+            PERF_EVENT_IOC_DISABLE
+        };
+        for (_, event) in &self.events {
+            match event {
+                PerfEvent::File(file) => perf_ioctl(file, request)?,
+                #[cfg(test)]
+                PerfEvent::Fake(fake) => {
+                    fake.enabled
+                        .store(enabled, std::sync::atomic::Ordering::SeqCst);
+                    fake.note(if enabled { "enable" } else { "disable" });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Drop for PerfEvents {
+    fn drop(&mut self) {
+        for (_, event) in &self.events {
+            if let PerfEvent::Fake(fake) = event {
+                fake.note("close");
+            }
+        }
+    }
+}
+
+/// Every task (thread id) of this process and of its descendants, read from
+/// `/proc/*/task/*/children`. A task that exits meanwhile may still be listed.
+fn tree_tasks() -> Vec<libc::pid_t> {
+    let sys = Sys::real();
+    let mut tasks = Vec::new();
+    let mut processes = vec!["self".to_string()];
+    while let Some(pid) = processes.pop() {
+        for tid in sys.list(&format!("/proc/{pid}/task")).unwrap_or_default() {
+            if let Ok(children) = sys.read(&format!("/proc/{pid}/task/{tid}/children")) {
+                processes.extend(children.split_whitespace().map(str::to_string));
+            }
+            if let Ok(tid) = tid.parse() {
+                tasks.push(tid);
+            }
+        }
+    }
+    tasks
 }
 
 /// `after − before` for each counter present in both (never negative).
@@ -194,13 +382,22 @@ pub fn delta(before: &Reading, after: &Reading) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
-/// rusage of this process, its reaped children and its live children, summed.
-fn rusage_reading() -> [(&'static str, u64); 6] {
-    let own = getrusage(libc::RUSAGE_SELF);
-    let reaped = getrusage(libc::RUSAGE_CHILDREN);
-    let live = live_children();
+/// rusage of this process, its reaped children and its live children,
+/// summed; this process's own read nearest the timed region (`edge`).
+fn rusage_reading(edge: Edge) -> Vec<(&'static str, u64)> {
+    let (own, reaped, live) = match edge {
+        Edge::After => {
+            let own = getrusage(libc::RUSAGE_SELF);
+            (own, getrusage(libc::RUSAGE_CHILDREN), live_children())
+        }
+        Edge::Before => {
+            let live = live_children();
+            let reaped = getrusage(libc::RUSAGE_CHILDREN);
+            (getrusage(libc::RUSAGE_SELF), reaped, live)
+        }
+    };
     let sum = |f: fn(&Usage) -> u64| f(&own) + f(&reaped) + f(&live);
-    [
+    vec![
         ("user_ns", sum(|u| u.user_ns)),
         ("sys_ns", sum(|u| u.sys_ns)),
         ("voluntary_switches", sum(|u| u.voluntary)),
@@ -282,22 +479,23 @@ fn live_children() -> Usage {
     total
 }
 
-/// Opens one counting (not sampling) event on this thread and its future children.
-fn perf_open(type_: u32, config: u64) -> io::Result<File> {
+/// Opens one counting (not sampling) event, disabled, on task `tid` (0:
+/// this thread) and the tasks it forks from now on.
+fn perf_open(type_: u32, config: u64, tid: libc::pid_t) -> io::Result<File> {
     let attr = PerfEventAttr {
         type_,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
-        flags: FLAG_INHERIT | FLAG_EXCLUDE_HV,
+        flags: FLAG_DISABLED | FLAG_INHERIT | FLAG_EXCLUDE_HV,
         ..Default::default()
     };
     // SAFETY: `attr` is an initialised perf_event_attr whose `size` is its real
-    // size; pid 0 / cpu −1 / group −1 are plain integers; the kernel only reads `attr`.
+    // size; pid / cpu −1 / group −1 are plain integers; the kernel only reads `attr`.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
             &attr as *const PerfEventAttr,
-            0 as libc::pid_t,
+            tid,
             -1 as libc::c_int,
             -1 as libc::c_int,
             PERF_FLAG_FD_CLOEXEC,
@@ -310,6 +508,17 @@ fn perf_open(type_: u32, config: u64) -> io::Result<File> {
     Ok(File::from(unsafe {
         OwnedFd::from_raw_fd(fd as libc::c_int)
     }))
+}
+
+/// `PERF_EVENT_IOC_ENABLE` or `_DISABLE` on one event (and its inherited children).
+fn perf_ioctl(file: &File, request: libc::Ioctl) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `file` is an open perf event descriptor; both requests take an
+    // integer argument (0: this event, not its group) and touch no memory of ours.
+    if unsafe { libc::ioctl(file.as_raw_fd(), request, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Why a perf event could not be opened, in words.
@@ -400,25 +609,89 @@ mod tests {
         assert!(d["minor_faults"] > 0.0, "{d:?}");
     }
 
+    /// 20 sleeps of 1 ms: at least 20 context switches.
+    fn sleep_20_times() {
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn switches(a: &Reading, b: &Reading) -> f64 {
+        let d: BTreeMap<&str, f64> = delta(a, b).into_iter().collect();
+        d["context_switches"]
+    }
+
     #[test]
-    fn perf_counters_count_switches_or_say_why_not() {
+    fn perf_counters_count_switches_only_while_enabled_or_say_why_not() {
         let c = Counters::open(true);
         for name in ["context_switches", "cycles"] {
-            let opened = c.perf.iter().any(|(n, _)| *n == name);
+            let opened = c.perf_names().contains(&name);
             assert!(
                 opened != c.unavailable().contains_key(name),
                 "{name}: either read or explained"
             );
         }
-        if c.perf.iter().any(|(n, _)| *n == "context_switches") {
-            let before = c.read(Edge::Before);
-            for _ in 0..20 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            let after = c.read(Edge::After);
-            let d: BTreeMap<&str, f64> = delta(&before, &after).into_iter().collect();
-            assert!(d["context_switches"] >= 20.0, "{d:?}");
-            assert!(d["voluntary_switches"] >= 20.0, "{d:?}");
+        if !c.perf_names().contains(&"context_switches") {
+            return;
         }
+        // Opened disabled: nothing counts until enabled.
+        let perf = c.open_perf().unwrap();
+        let before = perf.read();
+        sleep_20_times();
+        let after = perf.read();
+        assert_eq!(switches(&before, &after), 0.0);
+        perf.set_enabled(true).unwrap();
+        sleep_20_times();
+        perf.set_enabled(false).unwrap();
+        assert!(switches(&after, &perf.read()) >= 20.0);
+        // rusage readings carry no perf counter.
+        assert!(
+            c.read(Edge::After)
+                .0
+                .iter()
+                .all(|(n, _)| *n != "context_switches")
+        );
+    }
+
+    /// The counting pass relies on both: events opened on a task that
+    /// already exists (a helper set up before the pass), and enabling an
+    /// event reaching the events inherited by a task forked while it was
+    /// disabled (the kernel's perf_event_for_each_child).
+    #[test]
+    fn a_pass_counts_tasks_forked_before_it_and_during_it() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Barrier};
+        let c = Counters::open(true);
+        if !c.perf_names().contains(&"context_switches") {
+            return;
+        }
+        let go = Arc::new(Barrier::new(3));
+        let done = Arc::new(AtomicUsize::new(0));
+        let sleeper = |go: Arc<Barrier>, done: Arc<AtomicUsize>| {
+            move || {
+                go.wait();
+                for _ in 0..3 {
+                    sleep_20_times();
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        let existing = std::thread::spawn(sleeper(Arc::clone(&go), Arc::clone(&done)));
+        let perf = c.open_perf().unwrap();
+        let forked = std::thread::spawn(sleeper(Arc::clone(&go), Arc::clone(&done)));
+        let before = perf.read();
+        perf.set_enabled(true).unwrap();
+        go.wait();
+        // Spin rather than block, so this thread adds few switches of its own
+        // (only preemptions, far fewer than 60 in this time).
+        while done.load(Ordering::SeqCst) < 2 {
+            std::hint::spin_loop();
+        }
+        perf.set_enabled(false).unwrap();
+        let after = perf.read();
+        existing.join().unwrap();
+        forked.join().unwrap();
+        // 60 sleeps each: both threads were counted.
+        assert!(switches(&before, &after) >= 120.0, "{after:?}");
     }
 }

@@ -1,16 +1,28 @@
 //! Everything the harness reads around a timed sample besides the clock:
-//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]).
+//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]),
+//! and the perf events it enables only for the counting pass ([`PerfPass`]).
 //!
-//! A snapshot is taken just before the first clock read of a sample and just
-//! after the second, so the reads never fall inside the timed region; the
-//! per-sample deltas are then divided by the operations in the sample.
+//! A snapshot (rusage and energy) is taken just before the first clock read
+//! of a sample and just after the second, so the reads never fall inside the
+//! timed region; the per-sample deltas are then divided by the operations in
+//! the sample. No perf event is open during timed samples (an open event
+//! slows context switches and forks, even disabled); they are opened for the
+//! counting pass and read around its batches instead.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use super::RawSample;
-use super::counters::{self, Counters, Edge, Reading};
+use super::counters::{self, Counters, Edge, PerfEvents, Reading};
 use super::energy::Rapl;
 use crate::env::probe::Sys;
+
+/// How long the kernel keeps its perf hooks in every context switch on after
+/// the last task-bound perf event closed: it turns them off from a work item
+/// queued HZ jiffies (one second) later (kernel/events/core.c,
+/// `perf_sched_work`); with margin.
+pub const PERF_HOOKS_LINGER: Duration = Duration::from_millis(1200);
 
 /// The counters and energy zones one run reads.
 #[derive(Debug)]
@@ -18,6 +30,8 @@ pub struct Meters {
     counters: Counters,
     /// `None`: energy not looked at (tests); `Some(Err)`: unavailable, and why.
     energy: Option<Result<Rapl, String>>,
+    /// When a perf event was last closed (the probe, a counting pass).
+    perf_closed_at: Cell<Option<Instant>>,
 }
 
 /// Counter and energy readings at one moment.
@@ -34,6 +48,23 @@ pub struct MeterDelta {
     pub energy_j: Option<Vec<f64>>,
 }
 
+/// The perf counting pass of a case: a few batches of the timed size, run
+/// after its timed samples with the perf events enabled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PerfPass {
+    /// No perf event is open (`--no-perf`, not permitted, a harness without
+    /// meters), or a baseline, whose counters are not kept.
+    NotRun,
+    /// Each batch as run (iterations; elapsed ns, with counting on) and the
+    /// perf counters' increments in it, same order.
+    Counted {
+        raw: Vec<RawSample>,
+        deltas: Vec<MeterDelta>,
+    },
+    /// Why the pass did not run although perf events are open.
+    Skipped(String),
+}
+
 /// Per-operation values of a series' samples: counter name → one value per
 /// sample; energy zone → (joules per op, watts), one value per sample.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,18 +79,23 @@ impl Meters {
         Self {
             counters: Counters::none(),
             energy: None,
+            perf_closed_at: Cell::new(None),
         }
     }
 
-    /// rusage, perf events (unless `perf` is false) and RAPL. Open before any
-    /// benchmark is set up: perf only counts tasks forked after it opened.
+    /// rusage, perf events (unless `perf` is false; probed now, opened for
+    /// each counting pass) and RAPL.
     pub fn open(perf: bool) -> Self {
+        let counters = Counters::open(perf);
+        let probed = (!counters.perf_names().is_empty()).then(Instant::now);
         Self {
-            counters: Counters::open(perf),
+            counters,
             energy: Some(Rapl::open(&Sys::real())),
+            perf_closed_at: Cell::new(probed),
         }
     }
 
+    /// rusage and energy now (not perf: it is read by the counting pass).
     pub fn snapshot(&self, edge: Edge) -> Snapshot {
         let energy = || match &self.energy {
             Some(Ok(rapl)) => rapl.read(),
@@ -85,6 +121,7 @@ impl Meters {
         }
     }
 
+    /// What the sample between `before` and `after` used.
     pub fn delta(&self, before: &Snapshot, after: &Snapshot) -> MeterDelta {
         let energy_j = match (&self.energy, &before.energy_uj, &after.energy_uj) {
             (Some(Ok(rapl)), Some(b), Some(a)) => Some(rapl.joules(b, a)),
@@ -94,6 +131,52 @@ impl Meters {
             counters: counters::delta(&before.counters, &after.counters),
             energy_j,
         }
+    }
+
+    /// No rusage or energy; `fake` as the only perf event (harness tests).
+    #[cfg(test)]
+    pub(crate) fn with_fake_perf(fake: std::sync::Arc<counters::FakePerf>) -> Self {
+        Self {
+            counters: Counters::fake(fake),
+            energy: None,
+            perf_closed_at: Cell::new(None),
+        }
+    }
+
+    /// The perf events that are open (none: no counting pass).
+    pub fn perf_names(&self) -> Vec<&'static str> {
+        self.counters.perf_names()
+    }
+
+    /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
+    pub fn open_perf(&self) -> std::io::Result<PerfEvents> {
+        // On an error the events already opened were closed again.
+        self.counters
+            .open_perf()
+            .inspect_err(|_| self.perf_closed_at.set(Some(Instant::now())))
+    }
+
+    /// Closes the events of a counting pass, noting when.
+    pub fn close_perf(&self, events: PerfEvents) {
+        drop(events);
+        self.perf_closed_at.set(Some(Instant::now()));
+    }
+
+    /// Whether a perf event closed less than [`PERF_HOOKS_LINGER`] ago, so
+    /// that the kernel's perf hooks may still slow every context switch
+    /// (measured: ~3–6 % on pipe and socket round trips). The harness keeps warming up
+    /// until they are off, rather than sleeping: an idle CPU would have to
+    /// warm up again.
+    pub fn perf_hooks_on(&self) -> bool {
+        self.perf_closed_at
+            .get()
+            .is_some_and(|closed| closed.elapsed() < PERF_HOOKS_LINGER)
+    }
+
+    /// Pretends the last perf event closed `ago` (harness tests).
+    #[cfg(test)]
+    pub(crate) fn perf_closed_ago(&self, ago: Duration) {
+        self.perf_closed_at.set(Some(Instant::now() - ago));
     }
 
     /// Counter name → why it cannot be read.
@@ -206,6 +289,16 @@ mod tests {
             p.energy["package-0/core"],
             (vec![0.01, 0.01], vec![4.0, 4.0])
         );
+    }
+
+    #[test]
+    fn the_perf_hooks_count_as_on_for_a_while_after_a_pass() {
+        let m = Meters::with_fake_perf(std::sync::Arc::default());
+        assert!(!m.perf_hooks_on(), "nothing closed yet");
+        m.close_perf(m.open_perf().unwrap());
+        assert!(m.perf_hooks_on());
+        m.perf_closed_ago(PERF_HOOKS_LINGER + Duration::from_millis(1));
+        assert!(!m.perf_hooks_on());
     }
 
     #[test]

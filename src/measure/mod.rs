@@ -21,8 +21,14 @@
 //! instead of only subtracted; no forked measuring child (benchmarks fork
 //! their own peers); a warm-up by default.
 //! Around every recorded sample (not during calibration or warm-up) the
-//! [`meters::Meters`] — OS counters and RAPL energy — are read outside the
-//! two clock reads, so they never fall inside the timed region.
+//! [`meters::Meters`] — rusage counters and RAPL energy — are read outside
+//! the two clock reads, so they never fall inside the timed region.
+//! No perf event is open meanwhile: an open event, even disabled, slows every
+//! context switch and fork of the tasks it is on. After the timed samples a
+//! short counting pass ([`meters::PerfPass`]) opens them on every task of the
+//! case and runs it again with them enabled: [`PERF_PASS_BATCHES`] batches of
+//! the last timed size, one whole run for whole-run benchmarks, one batch of
+//! events for latency benchmarks; then closes them.
 
 pub mod clock;
 pub mod command;
@@ -40,9 +46,9 @@ use serde::{Deserialize, Serialize};
 use crate::bench::Benchmark;
 use crate::error::{Error, Result};
 pub use clock::{Clock, Monotonic};
-use counters::Edge;
+use counters::{Edge, PerfEvents};
 pub use interrupt::Interrupt;
-pub use meters::{MeterDelta, Meters};
+pub use meters::{MeterDelta, Meters, PerfPass};
 
 /// A sample is accepted when its duration is at least this fraction of the target…
 pub const ACCEPT_LOW: f64 = 0.9;
@@ -50,6 +56,10 @@ pub const ACCEPT_LOW: f64 = 0.9;
 pub const ACCEPT_HIGH: f64 = 1.5;
 /// Never run more than this many iterations in one batch.
 const MAX_ITERS: u64 = 1 << 40;
+/// Batches in the perf counting pass of a sampled case.
+pub const PERF_PASS_BATCHES: usize = 3;
+/// Events per batch of a latency benchmark (and in its counting pass).
+const EVENT_BATCH: u64 = 64;
 
 /// How much to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -143,8 +153,11 @@ pub struct Measurement {
     pub warnings: Vec<String>,
     /// True when a signal stopped sampling early; `accepted` holds what was taken.
     pub interrupted: bool,
-    /// What each accepted sample used (counters, energy), same order as `accepted`.
+    /// What each accepted sample used (rusage, energy), same order as `accepted`.
     pub meters: Vec<MeterDelta>,
+    /// The perf counting pass (only the first benchmark of an interleaved
+    /// measurement, the case, gets one).
+    pub perf: PerfPass,
 }
 
 impl Measurement {
@@ -173,8 +186,10 @@ pub struct Events {
     pub cpu_ns: Option<u64>,
     pub wall_ns: u64,
     pub interrupted: bool,
-    /// What the whole recording used (counters, energy).
+    /// What the whole recording used (rusage, energy).
     pub meters: MeterDelta,
+    /// The perf counting pass: one more batch of events.
+    pub perf: PerfPass,
 }
 
 /// Runs benchmarks under a [`Policy`] and a [`Clock`].
@@ -242,6 +257,98 @@ impl<C: Clock> Harness<C> {
         Ok((elapsed, self.meters.delta(&before, &after)))
     }
 
+    /// Runs `run` (which returns the iterations it ran) timed, with `perf`
+    /// enabled just outside the clock reads and read outside that; disabled
+    /// again even when `run` fails.
+    fn counted(
+        &self,
+        perf: &PerfEvents,
+        run: impl FnOnce() -> Result<u64>,
+    ) -> Result<(RawSample, MeterDelta)> {
+        let switch = |on: bool| {
+            perf.set_enabled(on).map_err(|e| {
+                let what = if on { "enabling" } else { "disabling" };
+                Error::io(format!("{what} the perf counters of the counting pass"), e)
+            })
+        };
+        let before = perf.read();
+        switch(true)?;
+        let t0 = self.clock.now_ns();
+        let ran = run();
+        let t1 = self.clock.now_ns();
+        switch(false)?;
+        let after = perf.read();
+        let sample = RawSample {
+            iters: ran?,
+            elapsed_ns: t1.saturating_sub(t0),
+        };
+        let used = MeterDelta {
+            counters: counters::delta(&before, &after),
+            energy_j: None,
+        };
+        Ok((sample, used))
+    }
+
+    /// The counting pass when an interrupt came before it.
+    fn pass_interrupted(&self) -> PerfPass {
+        if self.meters.perf_names().is_empty() {
+            return PerfPass::NotRun;
+        }
+        PerfPass::Skipped(
+            "not counted: the case was interrupted before its perf counting pass".into(),
+        )
+    }
+
+    /// The counting pass: opens the perf events on the case's tasks, makes
+    /// up to `batches` calls of `batch` (each one [`Self::counted`] call),
+    /// stopping early on an interrupt, and closes them.
+    fn perf_pass(
+        &self,
+        batches: usize,
+        mut batch: impl FnMut(&PerfEvents) -> Result<(RawSample, MeterDelta)>,
+    ) -> Result<PerfPass> {
+        if self.meters.perf_names().is_empty() {
+            return Ok(PerfPass::NotRun);
+        }
+        let perf = match self.meters.open_perf() {
+            Ok(perf) => perf,
+            Err(e) => {
+                return Ok(PerfPass::Skipped(format!(
+                    "not counted: opening the perf events on the case's tasks failed: {e}"
+                )));
+            }
+        };
+        let (mut raw, mut deltas) = (Vec::new(), Vec::new());
+        let mut failed = None;
+        for _ in 0..batches {
+            if self.interrupt.is_set() {
+                break;
+            }
+            match batch(&perf) {
+                // A batch of no events (never seen) has nothing to divide by.
+                Ok((sample, _)) if sample.iters == 0 => {}
+                Ok((sample, used)) => {
+                    raw.push(sample);
+                    deltas.push(used);
+                }
+                Err(Error::Interrupted) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        self.meters.close_perf(perf);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(if raw.is_empty() {
+            self.pass_interrupted()
+        } else {
+            PerfPass::Counted { raw, deltas }
+        })
+    }
+
     /// Calibrates, warms up and samples `bench` (already set up).
     pub fn measure(&self, bench: &mut dyn Benchmark) -> Result<Measurement> {
         let mut all = self.measure_interleaved(&mut [bench])?;
@@ -292,10 +399,20 @@ impl<C: Clock> Harness<C> {
         if interrupted && samplers[0].accepted.is_empty() {
             return Err(Error::Interrupted);
         }
-        samplers
+        let iters = samplers[0].iters;
+        let mut measured = samplers
             .into_iter()
             .map(|s| s.finish(target, interrupted, self.overhead))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        measured[0].perf = if interrupted {
+            self.pass_interrupted()
+        } else {
+            let case = &mut *benches[0];
+            self.perf_pass(PERF_PASS_BATCHES, |perf| {
+                self.counted(perf, || case.run(iters).map(|()| iters))
+            })?
+        };
+        Ok(measured)
     }
 
     /// Samples a benchmark whose every sample is one whole run (hackbench):
@@ -330,11 +447,22 @@ impl<C: Clock> Harness<C> {
                 Err(e) => return Err(e),
             }
         }
-        sampler.finish(
+        let mut measured = sampler.finish(
             self.policy.sample_time_ns as f64,
             interrupted,
             self.overhead,
-        )
+        )?;
+        measured.perf = if interrupted {
+            self.pass_interrupted()
+        } else {
+            // One whole run: a run is long, and counts per run vary little.
+            self.perf_pass(1, |perf| {
+                self.interrupt.check()?;
+                bench.prepare()?;
+                self.counted(perf, || bench.run(1).map(|()| 1))
+            })?
+        };
+        Ok(measured)
     }
 
     /// Records the single-event latencies of a latency benchmark: warm-up
@@ -343,7 +471,7 @@ impl<C: Clock> Harness<C> {
     /// benchmark timestamps each event itself with [`clock::monotonic_ns`];
     /// the harness adds the wall time and the CPU time the tasks used.
     pub fn measure_events(&self, bench: &mut dyn Benchmark, events: u64) -> Result<Events> {
-        const BATCH: u64 = 64;
+        const BATCH: u64 = EVENT_BATCH;
         self.warm_up(|| bench.run(BATCH))?;
         bench.take_events();
         let cpu_before = bench.cpu_time_ns()?;
@@ -379,26 +507,45 @@ impl<C: Clock> Harness<C> {
                 Error::Measure("no event was recorded".into())
             });
         }
+        let meters = self.meters.delta(&meters_before, &meters_after);
+        let perf = if interrupted {
+            self.pass_interrupted()
+        } else {
+            // One batch of events, not recorded as latencies: at tens of µs
+            // per event it is over in milliseconds (one batch takes
+            // 64 × interval_us for timers).
+            self.perf_pass(1, |perf| {
+                self.counted(perf, || {
+                    bench.run(BATCH)?;
+                    Ok(bench.take_events().len() as u64)
+                })
+            })?
+        };
         Ok(Events {
             latencies_ns,
             cpu_ns,
             wall_ns,
             interrupted,
-            meters: self.meters.delta(&meters_before, &meters_after),
+            meters,
+            perf,
         })
     }
 
     /// Repeats `step`, unrecorded, until the warm-up time has passed (at least
-    /// once unless the warm-up time is zero), stopping on an interrupt.
+    /// once unless the warm-up time is zero) and the kernel's perf hooks,
+    /// left on for a while after the last counting pass, are off again
+    /// ([`Meters::perf_hooks_on`]), stopping on an interrupt.
     fn warm_up(&self, mut step: impl FnMut() -> Result<()>) -> Result<()> {
-        if self.policy.warmup_ns == 0 {
+        if self.policy.warmup_ns == 0 && !self.meters.perf_hooks_on() {
             return Ok(());
         }
         let start = self.clock.now_ns();
         loop {
             self.interrupt.check()?;
             step()?;
-            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns {
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns
+                && !self.meters.perf_hooks_on()
+            {
                 return Ok(());
             }
         }
@@ -525,6 +672,7 @@ impl Sampler {
             warnings,
             interrupted,
             meters: self.meters,
+            perf: PerfPass::NotRun,
         })
     }
 }
@@ -539,7 +687,10 @@ fn rescale(iters: u64, elapsed: u64, target: f64) -> u64 {
 mod tests {
     use std::cell::Cell;
     use std::rc::Rc;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
 
+    use super::counters::FakePerf;
     use super::*;
 
     /// A clock that only moves when the fake benchmark says so.
@@ -565,6 +716,8 @@ mod tests {
         log: Rc<std::cell::RefCell<Vec<u64>>>,
         /// Sets this interrupt at this call.
         interrupt_at: Option<(usize, Interrupt)>,
+        /// Causes one perf event per iteration and logs whether counting was on.
+        perf: Option<Arc<FakePerf>>,
     }
 
     impl Benchmark for FakeBench {
@@ -581,6 +734,12 @@ mod tests {
                 flag.set();
             }
             self.log.borrow_mut().push(self.cost_ns);
+            if let Some(perf) = &self.perf {
+                perf.add(iters);
+                let on = perf.enabled.load(Ordering::SeqCst);
+                let what = if on { "counted run" } else { "quiet run" };
+                perf.log.lock().unwrap().push(what.into());
+            }
             self.calls += 1;
             self.iterations_run += iters;
             self.clock.0.set(self.clock.0.get() + t);
@@ -608,6 +767,7 @@ mod tests {
             iterations_run: 0,
             log: Rc::default(),
             interrupt_at: None,
+            perf: None,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
@@ -754,6 +914,146 @@ mod tests {
         // One warm-up run: the 3 ms warm-up is shorter than a run (prepare time is not counted
         // as warm-up either way, since the fake clock jumps a second per prepare).
         assert_eq!(b.runs, 12);
+    }
+
+    /// A harness whose only meter is a fake perf event, and a bench that drives it.
+    fn setup_perf(cost_ns: u64) -> (Harness<FakeClock>, FakeBench, Arc<FakePerf>) {
+        let (h, mut b) = setup(cost_ns, vec![]);
+        let perf = Arc::new(FakePerf::default());
+        b.perf = Some(Arc::clone(&perf));
+        (
+            h.with_meters(Meters::with_fake_perf(Arc::clone(&perf))),
+            b,
+            perf,
+        )
+    }
+
+    #[test]
+    fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
+        let (h, mut b, perf) = setup_perf(100);
+        let m = h.measure(&mut b).unwrap();
+        let log = perf.log.lock().unwrap().clone();
+        // Calibration, warm-up and every timed sample: no perf event open.
+        let open = log.iter().position(|e| e == "open").unwrap();
+        assert!(log[..open].iter().all(|e| e == "quiet run"), "{log:?}");
+        assert_eq!(open, b.calls - PERF_PASS_BATCHES);
+        // Then the pass: opened once, each batch alone between enable and disable, closed.
+        let pass = ["enable", "counted run", "disable"].repeat(PERF_PASS_BATCHES);
+        assert_eq!(log[open + 1..log.len() - 1], pass);
+        assert_eq!(log.last().unwrap(), "close");
+        let PerfPass::Counted { raw, deltas } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        assert_eq!(raw.len(), PERF_PASS_BATCHES);
+        assert!(
+            raw.iter()
+                .all(|s| s.iters == 10_000 && s.elapsed_ns == 1_000_000)
+        );
+        assert!(
+            deltas
+                .iter()
+                .all(|d| d.counters == [("context_switches", 10_000.0)])
+        );
+        // The timed samples read no perf counter.
+        assert!(m.meters.iter().all(|d| d.counters.is_empty()));
+    }
+
+    #[test]
+    fn an_interleaved_baseline_is_timed_quietly_and_not_counted() {
+        let (h, mut a, perf) = setup_perf(100);
+        let mut b = FakeBench {
+            cost_ns: 300,
+            log: Rc::clone(&a.log),
+            perf: Some(Arc::clone(&perf)),
+            ..setup(300, vec![]).1
+        };
+        b.clock = a.clock.clone();
+        let ms = h.measure_interleaved(&mut [&mut a, &mut b]).unwrap();
+        assert!(matches!(ms[0].perf, PerfPass::Counted { .. }));
+        assert_eq!(ms[1].perf, PerfPass::NotRun);
+        // The pass runs the case only, after both were sampled.
+        let log = a.log.borrow();
+        assert_eq!(
+            log[log.len() - PERF_PASS_BATCHES..],
+            [100; PERF_PASS_BATCHES]
+        );
+        let perf_log = perf.log.lock().unwrap();
+        let counted = perf_log.iter().filter(|e| *e == "counted run").count();
+        assert_eq!(counted, PERF_PASS_BATCHES);
+    }
+
+    #[test]
+    fn an_interrupted_case_says_it_was_not_counted() {
+        let (h, mut b, perf) = setup_perf(100);
+        b.interrupt_at = Some((12, h.interrupt.clone()));
+        let m = h.measure(&mut b).unwrap();
+        assert!(m.interrupted);
+        assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
+        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
+    }
+
+    #[test]
+    fn warm_up_lasts_until_the_perf_hooks_of_a_previous_pass_are_off() {
+        let (mut h, mut b, _perf) = setup_perf(100);
+        h.policy.warmup_ns = 0;
+        h.meters
+            .perf_closed_ago(meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20));
+        assert!(h.meters.perf_hooks_on());
+        let m = h.measure(&mut b).unwrap();
+        // Calibration (5 batches), then warm-up batches although no warm-up time
+        // was asked for, then 11 samples and the 3 batches of the pass.
+        assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
+        assert_eq!(m.accepted.len(), 11);
+    }
+
+    #[test]
+    fn without_perf_events_there_is_no_pass() {
+        let (h, mut b) = setup(100, vec![]);
+        assert_eq!(h.measure(&mut b).unwrap().perf, PerfPass::NotRun);
+    }
+
+    #[test]
+    fn a_whole_run_is_counted_once_prepared_quietly() {
+        let (h, _, perf) = setup_perf(100);
+        struct Runs {
+            clock: FakeClock,
+            perf: Arc<FakePerf>,
+        }
+        impl Benchmark for Runs {
+            fn prepare(&mut self) -> Result<()> {
+                let on = self.perf.enabled.load(Ordering::SeqCst);
+                assert!(!on, "prepare is never counted");
+                Ok(())
+            }
+            fn run(&mut self, _: u64) -> Result<()> {
+                self.perf.add(7);
+                self.clock.0.set(self.clock.0.get() + 5_000_000);
+                Ok(())
+            }
+        }
+        let mut b = Runs {
+            clock: h.clock.clone(),
+            perf: Arc::clone(&perf),
+        };
+        let m = h.measure_runs(&mut b).unwrap();
+        let PerfPass::Counted { raw, deltas } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        assert_eq!(
+            raw,
+            &[RawSample {
+                iters: 1,
+                elapsed_ns: 5_000_000
+            }]
+        );
+        assert_eq!(deltas[0].counters, [("context_switches", 7.0)]);
+        assert_eq!(
+            perf.count.load(Ordering::SeqCst),
+            7,
+            "timed runs were not counted"
+        );
+        let log = perf.log.lock().unwrap();
+        assert_eq!(*log, ["open", "enable", "disable", "close"]);
     }
 
     #[test]

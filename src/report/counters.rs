@@ -1,7 +1,8 @@
 //! The "counters per op" and energy sections of a run's output: for each
 //! case the means of user and system CPU time (in the case's unit), the
 //! system share, voluntary and involuntary switches, faults, and perf's
-//! context switches and migrations; then what could not be read, and why,
+//! context switches and migrations (from the counting pass after the timed
+//! samples); then what could not be read, and why,
 //! once for all cases; then joules per op and watts per RAPL zone if read.
 //! Means, not medians: user and system time are sampled by the kernel at
 //! each tick, so a 10 ms sample holds a few ticks' worth and its median split
@@ -43,7 +44,8 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
         numeric[5] = false;
         out.push_str(
             "Counters per op (means over the samples; user/sys: CPU time of every task of the case, in \
-             its unit; switches and faults from rusage; ctx sw and migr from perf):\n",
+             its unit; switches and faults from rusage; ctx sw and migr from perf, counted in a separate \
+             pass after the timed samples):\n",
         );
         out.push_str(&align(&header, &numeric, &rows));
     }
