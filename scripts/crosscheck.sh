@@ -20,27 +20,27 @@ cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
 need_perf() { command -v perf >/dev/null || { echo "perf not found: apt-get install -y linux-perf" >&2; exit 2; }; }
-median_of() { awk -v b="$1" -v c="$2" '$1 == b && $2 == c { print $3 }'; }
+median_of() { awk -v b="$1" -v c="$2" '$1 == b && $2 == c { if (!seen++) print $3 }'; }
 
 case $what in
 syscall) need_perf
-    ours() { "$bin" run syscall:case=null -q | median_of syscall null; }
+    ours() { "$bin" run syscall:case=null -q --no-store | median_of syscall null; }
     anchor() { perf bench syscall basic | awk '/usecs\/op/ { printf "%.1f", $1 * 1000 }'; }
     unit=ns anchor_name="perf bench syscall basic" ;;
 pipe) need_perf
-    ours() { taskset -c "$cpu" "$bin" run ipc:kind=pipe --pin same -q | median_of ipc pipe; }
+    ours() { taskset -c "$cpu" "$bin" run ipc:kind=pipe --pin same -q --no-store | median_of ipc pipe; }
     anchor() { taskset -c "$cpu" perf bench sched pipe | awk '/usecs\/op/ { print $1 }'; }
     unit=µs anchor_name="taskset -c $cpu perf bench sched pipe" ;;
 ctx)
-    ours() { taskset -c "$cpu" "$bin" run ctx:procs=2,size=0 --pin same -q | median_of ctx 2p/0K; }
+    ours() { taskset -c "$cpu" "$bin" run ctx:procs=2,size=0 --pin same -q --no-store | median_of ctx 2p/0K; }
     anchor() { :; }
     unit=µs anchor_name="" ;;
 messaging)
     command -v hackbench >/dev/null || { echo "hackbench not found: apt-get install -y rt-tests" >&2; exit 2; }
     # osbench prints the equivalent hackbench command in front of its Time: line.
-    line=$("$bin" run "messaging:$params" -q --samples 3 --warmup 0 | grep 'Time:')
+    line=$("$bin" run "messaging:$params" -q --no-store --samples 3 --warmup 0 | grep 'Time:')
     hb=$(echo "$line" | sed 's/ *Time:.*//')
-    ours() { "$bin" run "messaging:$params" -q | awk '$1 == "messaging" { print $3 }'; }
+    ours() { "$bin" run "messaging:$params" -q --no-store | awk '$1 == "messaging" { if (!seen++) print $3 }'; }
     anchor() { $hb | awk '/^Time:/ { print $2 }'; }
     unit=s anchor_name="$hb" ;;
 *) echo "unknown check '$what': syscall, pipe, ctx or messaging" >&2; exit 2 ;;
