@@ -13,8 +13,18 @@ fn main() {
         println!("cargo:rustc-env=OSBENCH_RUSTC={version}");
     }
     if let Some(commit) = output("git", &["rev-parse", "--short=12", "HEAD"]) {
-        let dirty = output("git", &["status", "--porcelain", "--untracked-files=no"])
-            .is_some_and(|s| !s.is_empty());
+        // --no-optional-locks: status must not refresh (rewrite) the index,
+        // which would make the next build run this script again.
+        let dirty = output(
+            "git",
+            &[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ],
+        )
+        .is_some_and(|s| !s.is_empty());
         let suffix = if dirty { "-dirty" } else { "" };
         println!("cargo:rustc-env=OSBENCH_GIT_COMMIT={commit}{suffix}");
         // Rebuild when HEAD moves or the index changes (commits, checkouts, staging).
