@@ -166,11 +166,10 @@ pub fn run(
     let tiny_path = std::ffi::OsStr::from_bytes(tiny.path.as_bytes());
     let shell = plan.commands.iter().any(|c| c.shell);
     let floor_line = tiny_path.to_string_lossy().into_owned();
-    let floor_spec = CommandSpec::parse(&format!("'{floor_line}'"), false)?;
     let floor_argv = if shell {
-        vec!["sh".into(), "-c".into(), floor_line.clone()]
+        vec!["sh".into(), "-c".into(), floor_line]
     } else {
-        floor_spec.argv
+        vec![floor_line]
     };
     let mut members: Vec<Member> = plan
         .commands
