@@ -540,6 +540,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
             "run",
             "syscall:case=null",
             "-q",
+            "--no-perf",
             "--samples",
             "11",
             "--sample-time",
@@ -851,6 +852,8 @@ fn an_experiment_file_sets_parameters_per_configuration() {
 fn rounds_stop_at_the_precision_target_or_the_time_limit() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
+    // --no-perf: no counting pass, so no extra CPU load from it next to the
+    // other tests running in parallel (the intervals must be narrow).
     let base = [
         "run",
         "spin:work=100",
@@ -859,6 +862,7 @@ fn rounds_stop_at_the_precision_target_or_the_time_limit() {
         "--config",
         "b=",
         "-q",
+        "--no-perf",
     ];
     // A ±50 % target is met as soon as intervals exist (3 rounds).
     quick_run(&[&base[..], &["--target-ci", "50"]].concat(), &json);
