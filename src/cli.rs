@@ -731,15 +731,13 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
     let interrupt = Interrupt::install()?;
-    let mut progress = TimeProgress {
-        quiet: args.quiet,
-        shown: false,
-    };
-    let mut outcome = timing::run(&plan, &interrupt, env::capture(), &mut progress)?;
+    // The length is not known yet (it follows the first round or a precision
+    // target): the bar appears after a second and learns it as rounds end.
+    let mut progress = Progress::new(args.quiet, 0, std::time::Duration::ZERO);
+    let outcome = timing::run(&plan, &interrupt, env::capture(), &mut progress);
+    progress.finish();
+    let mut outcome = outcome?;
     outcome.document.run.label = args.save.label.clone();
-    if progress.shown {
-        eprintln!();
-    }
     let commands = outcome.document.series.len();
     let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
         osbench::compare::commands(doc, args.verdict.options(plan.seed))
@@ -763,28 +761,5 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     match outcome.error {
         None => Ok(code),
         Some(e) => Err(anyhow!(e)),
-    }
-}
-
-/// A one-line round counter on stderr, rewritten in place when it is a terminal.
-struct TimeProgress {
-    quiet: bool,
-    shown: bool,
-}
-
-impl osbench::experiment::time::TimeObserver for TimeProgress {
-    fn audit(&mut self, finding: &str) {
-        if !self.quiet {
-            eprintln!("osbench: warning: {finding}");
-        }
-    }
-
-    fn round_finished(&mut self, done: usize, planned: usize) {
-        use std::io::IsTerminal;
-        if self.quiet || !std::io::stderr().is_terminal() {
-            return;
-        }
-        eprint!("\rosbench time: round {done} of {planned}   ");
-        self.shown = true;
     }
 }

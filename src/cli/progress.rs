@@ -1,6 +1,7 @@
 //! Progress of a run on stderr: an indicatif bar when stderr is a terminal
 //! and the run lasts more than a second, otherwise one line per case
-//! (`[i/n] bench case ... result`), nothing with `--quiet`. Everything here runs
+//! (`[i/n] bench case ... result`; `osbench time` prints no line per round),
+//! nothing with `--quiet`. Everything here runs
 //! between cases, never inside a timed region: the bar is redrawn only when a
 //! case starts or ends (no ticking thread).
 
@@ -92,6 +93,26 @@ fn show(mode: &mut Mode) {
         bar.set_draw_target(ProgressDrawTarget::stderr());
         bar.set_elapsed(started.elapsed());
         *shown = true;
+    }
+}
+
+impl osbench::experiment::time::TimeObserver for Progress {
+    fn round_finished(&mut self, done: usize, planned: usize) {
+        if let Mode::Bar { started, .. } = &self.mode
+            && started.elapsed() >= BAR_AFTER
+        {
+            show(&mut self.mode);
+        }
+        if let Mode::Bar { bar, .. } = &self.mode {
+            // Not forced: indicatif limits redraws, and rounds can be sub-millisecond.
+            bar.set_length(planned as u64);
+            bar.set_position(done as u64);
+            bar.set_message("rounds");
+        }
+    }
+
+    fn audit(&mut self, finding: &str) {
+        self.say(&format!("osbench: warning: {finding}"));
     }
 }
 
