@@ -157,7 +157,12 @@ fn document_section(
     for t in tables.iter().flatten() {
         table_html(out, t);
     }
-    for text in table::anchor_sections(doc).into_iter().flatten() {
+    let counters = super::counters::counters_section(&doc.series);
+    for text in table::anchor_sections(doc)
+        .into_iter()
+        .chain([counters])
+        .flatten()
+    {
         let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
     }
     if doc.run.time.is_some() {
@@ -591,6 +596,17 @@ mod tests {
         ] {
             assert!(!html.contains(outside), "{outside}");
         }
+    }
+
+    #[test]
+    fn counters_per_op_are_shown_when_counted() {
+        let mut doc = fixture();
+        let per_op = crate::stats::summarize(&[1.0, 1.0]).unwrap();
+        doc.series[0]
+            .counters
+            .insert("voluntary_switches".into(), per_op);
+        let html = render(&[("run.json".into(), doc)], None).unwrap();
+        assert!(html.contains("Counters per op"), "no counters section");
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub fn run(doc: &Document) -> String {
         let _ = write!(out, "\n## {title}\n\n");
         out.push_str(&table(&header, &numeric, &rows));
     }
+    if let Some(text) = super::counters::counters_section(&doc.series) {
+        let _ = write!(out, "\n## Counters per op\n\n```\n{text}```\n");
+    }
     if !doc.comparisons.is_empty() {
         out.push_str("\n## Comparisons of the configurations\n\n");
         out.push_str(&records(&doc.comparisons));
@@ -356,6 +359,24 @@ pub(crate) mod tests {
             actual == expected,
             "{} differs; the output is:\n{actual}",
             path.display()
+        );
+    }
+
+    #[test]
+    fn counters_appear_when_a_series_has_them() {
+        let mut doc = crate::report::fixture();
+        assert!(!run(&doc).contains("Counters per op"));
+        let s = &mut doc.series[0];
+        let per_op = crate::stats::summarize(&[2.0, 2.0, 2.0]).unwrap();
+        s.counters.insert("voluntary_switches".into(), per_op);
+        s.counters_unavailable
+            .insert("cycles".into(), "no hardware PMU (ENOENT)".into());
+        let text = run(&doc);
+        assert!(text.contains("## Counters per op"), "{text}");
+        assert!(text.contains("vol sw"), "{text}");
+        assert!(
+            text.contains("Not counted: cycles: no hardware PMU (ENOENT)"),
+            "{text}"
         );
     }
 
