@@ -79,6 +79,12 @@ impl PendingFile {
         self.temp
             .write_all(bytes)
             .map_err(|e| Error::io(ctx(), e))?;
+        // The temporary file was created 0600; results are ordinary files.
+        use std::os::unix::fs::PermissionsExt;
+        self.temp
+            .as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))
+            .map_err(|e| Error::io(ctx(), e))?;
         self.temp
             .as_file()
             .sync_all()
@@ -212,5 +218,12 @@ mod tests {
         PendingFile::create(&dest).unwrap().commit(b"new").unwrap();
         assert_eq!(fs::read_to_string(&dest).unwrap(), "new");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o644,
+            "an ordinary file, not the temp file's 0600"
+        );
     }
 }
