@@ -728,13 +728,13 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
     };
-    timing::check(&plan)?;
+    let programs = timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
     let interrupt = Interrupt::install()?;
     // The length is not known yet (it follows the first round or a precision
     // target): the bar appears after a second and learns it as rounds end.
     let mut progress = Progress::new(args.quiet, 0, std::time::Duration::ZERO);
-    let outcome = timing::run(&plan, &interrupt, env::capture(), &mut progress);
+    let outcome = timing::run(&plan, programs, &interrupt, env::capture(), &mut progress);
     progress.finish();
     let mut outcome = outcome?;
     outcome.document.run.label = args.save.label.clone();

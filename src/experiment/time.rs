@@ -32,10 +32,8 @@ use crate::experiment::config::Applied;
 use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::energy::{EnergyDomain, Rapl};
 use crate::measure::{Interrupt, Overhead, Policy, RawSample};
-use crate::stats::Summary;
 use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio_ci};
 use crate::stats::rng::SplitMix64;
-use crate::stats::summary::CI_LEVEL;
 use crate::stats::summary::{median, summarize};
 
 /// The benchmark name of command series in documents.
@@ -94,8 +92,10 @@ pub struct TimeInfo {
     /// The `--env` assignments (osbench's own environment is not recorded).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// The empty command timed in every round: the floor of starting a process (s).
-    pub floor: BaselineSeries,
+    /// The empty command timed in every round: the floor of starting a process
+    /// (s); absent when the run stopped before the empty command's first run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<BaselineSeries>,
     /// osbench's own peak resident set (KiB). Linux counts a child's memory
     /// before its execve in `ru_maxrss`, so no run can report less.
     pub rss_floor_kb: u64,
@@ -148,16 +148,17 @@ pub fn check(plan: &TimePlan) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// Runs the plan. `Err` only when nothing could start (a missing program, a
+/// Runs the plan; `programs` are its commands' programs as [`check`]
+/// resolved them. `Err` only when nothing could start (the empty command, a
 /// failing `--setup`); later failures come back in [`TimeOutcome::error`]
 /// with everything measured until then.
 pub fn run(
     plan: &TimePlan,
+    programs: Vec<PathBuf>,
     interrupt: &Interrupt,
     mut env: Environment,
     observer: &mut dyn TimeObserver,
 ) -> Result<TimeOutcome> {
-    let programs = check(plan)?;
     let mut audit = crate::env::audit::before_run(&env, false);
     audit.iter().for_each(|f| observer.audit(f));
     let rapl = Rapl::open(&Sys::real());
@@ -474,38 +475,21 @@ pub fn blocks(values: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-fn baseline_of(op: &str, runs: &[CommandRun]) -> BaselineSeries {
+/// The empty command's series, or `None` before its first run.
+fn baseline_of(op: &str, runs: &[CommandRun]) -> Option<BaselineSeries> {
     let samples = walls(runs);
-    BaselineSeries {
+    Some(BaselineSeries {
         op: op.into(),
-        summary: summarize(&samples).unwrap_or_else(empty_summary),
+        summary: summarize(&samples)?,
         raw: runs.iter().map(raw_of).collect(),
         samples,
-    }
+    })
 }
 
 fn raw_of(r: &CommandRun) -> RawSample {
     RawSample {
         iters: 1,
         elapsed_ns: (r.wall_s * 1e9).round() as u64,
-    }
-}
-
-/// The summary of no samples (an interrupt before the first round ended).
-fn empty_summary() -> Summary {
-    Summary {
-        n: 0,
-        median: f64::NAN,
-        mean: f64::NAN,
-        stddev: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        cv: f64::NAN,
-        mad: f64::NAN,
-        ci_low: f64::NAN,
-        ci_high: f64::NAN,
-        ci_level: CI_LEVEL,
-        ci_coverage: 0.0,
     }
 }
 
@@ -517,7 +501,7 @@ fn command_series(
     rss_floor_kb: u64,
 ) -> Series {
     let samples = walls(&runs);
-    let summary = summarize(&samples).unwrap_or_else(empty_summary);
+    let summary = summarize(&samples).expect("only commands with runs get a series");
     let mut params = Map::new();
     params.insert("command".into(), Value::String(spec.line.clone()));
     params.insert("shell".into(), Value::Bool(spec.shell));
@@ -677,7 +661,15 @@ mod tests {
     }
 
     fn go(p: &TimePlan) -> TimeOutcome {
-        run(p, &Interrupt::none(), crate::env::capture(), &mut Quiet).unwrap()
+        let programs = check(p).unwrap();
+        run(
+            p,
+            programs,
+            &Interrupt::none(),
+            crate::env::capture(),
+            &mut Quiet,
+        )
+        .unwrap()
     }
 
     struct Quiet;
@@ -702,7 +694,7 @@ mod tests {
             assert_eq!(sorted, ["(empty command)", "sh -c 'exit 0'", "true"]);
         }
         let time = doc.run.time.unwrap();
-        assert_eq!(time.floor.samples.len(), 5);
+        assert_eq!(time.floor.unwrap().samples.len(), 5);
         assert!(time.rss_floor_kb > 0);
     }
 
@@ -734,7 +726,17 @@ mod tests {
         let marker = tempfile::tempdir().unwrap();
         let touched = marker.path().join("setup-ran");
         p.setup = Some(format!("touch {}", touched.display()));
-        let e = run(&p, &Interrupt::none(), crate::env::capture(), &mut Quiet)
+        // What the CLI does: resolve every program, then run.
+        let e = check(&p)
+            .and_then(|programs| {
+                run(
+                    &p,
+                    programs,
+                    &Interrupt::none(),
+                    crate::env::capture(),
+                    &mut Quiet,
+                )
+            })
             .err()
             .unwrap()
             .to_string();

@@ -89,15 +89,13 @@ pub fn render(doc: &Document) -> String {
         }
         out.push('\n');
     }
-    if let Some(time) = &doc.run.time
-        && time.floor.summary.n > 0
-    {
-        let f = &time.floor.summary;
+    if let Some(floor) = doc.run.time.as_ref().and_then(|t| t.floor.as_ref()) {
+        let f = &floor.summary;
         let scale = time_scale(f.median);
         let _ = writeln!(
             out,
             "Floor: {} takes {} {} (median of {}, 95% CI {} – {}); every command's real time includes it.",
-            time.floor.op,
+            floor.op,
             fmt_in(f.median, scale),
             scale.1,
             f.n,
