@@ -85,17 +85,7 @@ pub fn render(c: &Comparison) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\n{}{}; equivalent = 90% interval within ±{}%.",
-        c.method,
-        if c.tests() > 1 {
-            format!(", Holm-adjusted over {} comparisons", c.tests())
-        } else {
-            String::new()
-        },
-        c.options.equivalence * 100.0
-    );
+    let _ = writeln!(out, "\n{}", method_line(c));
 
     // The seed-002 layout: summary with mean ± standard deviation and speedup.
     out.push('\n');
@@ -128,6 +118,20 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// How the comparison was computed and judged, in one sentence (every rendering says it).
+pub(super) fn method_line(c: &Comparison) -> String {
+    format!(
+        "{}{}; equivalent = 90% interval within ±{}%.",
+        c.method,
+        if c.tests() > 1 {
+            format!(", Holm-adjusted over {} comparisons", c.tests())
+        } else {
+            String::new()
+        },
+        c.options.equivalence * 100.0
+    )
 }
 
 /// A p-value with two significant digits ("<0.0001" below that).

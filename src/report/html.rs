@@ -403,9 +403,8 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     out.push_str("</tbody>\n</table></div>\n");
     let _ = writeln!(
         out,
-        "<p class=\"meta\">{}; equivalent = 90% interval within ±{}%.</p>",
-        escape(&c.method),
-        c.options.equivalence * 100.0
+        "<p class=\"meta\">{}</p>",
+        escape(&super::compare::method_line(c))
     );
     if !c.env_diff.is_empty() {
         out.push_str(

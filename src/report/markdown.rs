@@ -254,12 +254,7 @@ pub fn comparison(c: &Comparison) -> String {
         });
     }
     out.push_str(&table(&header, &numeric, &rows));
-    let _ = writeln!(
-        out,
-        "\n{}; equivalent = 90% interval within ±{}%.",
-        escape(&c.method),
-        c.options.equivalence * 100.0
-    );
+    let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
     if !c.missing.is_empty() {
         out.push_str("\nNot in every document (not compared):\n\n");
         for (case, lacking) in &c.missing {
