@@ -301,7 +301,8 @@ impl<C: Clock> Harness<C> {
 
     /// The counting pass: opens the perf events on the case's tasks, makes
     /// up to `batches` calls of `batch` (each one [`Self::counted`] call),
-    /// stopping early on an interrupt, and closes them.
+    /// stopping early on an interrupt, and closes them. After an interrupt
+    /// it opens nothing and says the case was not counted.
     fn perf_pass(
         &self,
         batches: usize,
@@ -309,6 +310,9 @@ impl<C: Clock> Harness<C> {
     ) -> Result<PerfPass> {
         if self.meters.perf_names().is_empty() {
             return Ok(PerfPass::NotRun);
+        }
+        if self.interrupt.is_set() {
+            return Ok(self.pass_interrupted());
         }
         let perf = match self.meters.open_perf() {
             Ok(perf) => perf,
@@ -404,14 +408,10 @@ impl<C: Clock> Harness<C> {
             .into_iter()
             .map(|s| s.finish(target, interrupted, self.overhead))
             .collect::<Result<Vec<_>>>()?;
-        measured[0].perf = if interrupted {
-            self.pass_interrupted()
-        } else {
-            let case = &mut *benches[0];
-            self.perf_pass(PERF_PASS_BATCHES, |perf| {
-                self.counted(perf, || case.run(iters).map(|()| iters))
-            })?
-        };
+        let case = &mut *benches[0];
+        measured[0].perf = self.perf_pass(PERF_PASS_BATCHES, |perf| {
+            self.counted(perf, || case.run(iters).map(|()| iters))
+        })?;
         Ok(measured)
     }
 
@@ -452,16 +452,12 @@ impl<C: Clock> Harness<C> {
             interrupted,
             self.overhead,
         )?;
-        measured.perf = if interrupted {
-            self.pass_interrupted()
-        } else {
-            // One whole run: a run is long, and counts per run vary little.
-            self.perf_pass(1, |perf| {
-                self.interrupt.check()?;
-                bench.prepare()?;
-                self.counted(perf, || bench.run(1).map(|()| 1))
-            })?
-        };
+        // One whole run: a run is long, and counts per run vary little.
+        measured.perf = self.perf_pass(1, |perf| {
+            self.interrupt.check()?;
+            bench.prepare()?;
+            self.counted(perf, || bench.run(1).map(|()| 1))
+        })?;
         Ok(measured)
     }
 
@@ -508,19 +504,15 @@ impl<C: Clock> Harness<C> {
             });
         }
         let meters = self.meters.delta(&meters_before, &meters_after);
-        let perf = if interrupted {
-            self.pass_interrupted()
-        } else {
-            // One batch of events, not recorded as latencies: at tens of µs
-            // per event it is over in milliseconds (one batch takes
-            // 64 × interval_us for timers).
-            self.perf_pass(1, |perf| {
-                self.counted(perf, || {
-                    bench.run(BATCH)?;
-                    Ok(bench.take_events().len() as u64)
-                })
-            })?
-        };
+        // One batch of events, not recorded as latencies: at tens of µs per
+        // event it is over in milliseconds (one batch takes 64 × interval_us
+        // for timers).
+        let perf = self.perf_pass(1, |perf| {
+            self.counted(perf, || {
+                bench.run(BATCH)?;
+                Ok(bench.take_events().len() as u64)
+            })
+        })?;
         Ok(Events {
             latencies_ns,
             cpu_ns,
