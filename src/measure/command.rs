@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::counters::{Usage, getrusage};
 use crate::measure::interrupt;
 
 /// How every run is started.
@@ -198,8 +199,7 @@ fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage)> {
 }
 
 fn run_record(wall_ns: u64, status: libc::c_int, u: &libc::rusage, timed_out: bool) -> CommandRun {
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    let count = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+    let u = Usage::of(u);
     let (exit_status, signal) = if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
         (128 + sig, Some(sig))
@@ -208,13 +208,13 @@ fn run_record(wall_ns: u64, status: libc::c_int, u: &libc::rusage, timed_out: bo
     };
     CommandRun {
         wall_s: wall_ns as f64 * 1e-9,
-        user_s: secs(u.ru_utime),
-        sys_s: secs(u.ru_stime),
-        max_rss_kb: count(u.ru_maxrss),
-        voluntary_switches: count(u.ru_nvcsw),
-        involuntary_switches: count(u.ru_nivcsw),
-        minor_faults: count(u.ru_minflt),
-        major_faults: count(u.ru_majflt),
+        user_s: u.user_ns as f64 * 1e-9,
+        sys_s: u.sys_ns as f64 * 1e-9,
+        max_rss_kb: u.max_rss_kb,
+        voluntary_switches: u.voluntary,
+        involuntary_switches: u.involuntary,
+        minor_faults: u.minor_faults,
+        major_faults: u.major_faults,
         exit_status,
         signal,
         timed_out,
@@ -223,11 +223,7 @@ fn run_record(wall_ns: u64, status: libc::c_int, u: &libc::rusage, timed_out: bo
 
 /// osbench's own peak resident set (KiB): the floor of every run's `max_rss_kb`.
 pub fn own_max_rss_kb() -> u64 {
-    // SAFETY: rusage is plain C data; getrusage only writes it.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer; RUSAGE_SELF always exists.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    u64::try_from(u.ru_maxrss).unwrap_or(0)
+    getrusage(libc::RUSAGE_SELF).max_rss_kb
 }
 
 /// A pidfd (Linux ≥ 5.3), for waiting on a child with a timeout.

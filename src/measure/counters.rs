@@ -407,32 +407,44 @@ fn rusage_reading(edge: Edge) -> Vec<(&'static str, u64)> {
     ]
 }
 
+/// What `getrusage`/`wait4` report, in whole units (ns, counts, KiB).
 #[derive(Debug, Default, Clone, Copy)]
-struct Usage {
-    user_ns: u64,
-    sys_ns: u64,
-    voluntary: u64,
-    involuntary: u64,
-    minor_faults: u64,
-    major_faults: u64,
+pub(crate) struct Usage {
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// Peak resident set (not summed by [`rusage_reading`]).
+    pub max_rss_kb: u64,
 }
 
-fn getrusage(who: libc::c_int) -> Usage {
+impl Usage {
+    pub(crate) fn of(r: &libc::rusage) -> Self {
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        let count = |v: libc::c_long| u64::try_from(v).unwrap_or(0);
+        Usage {
+            user_ns: ns(r.ru_utime),
+            sys_ns: ns(r.ru_stime),
+            voluntary: count(r.ru_nvcsw),
+            involuntary: count(r.ru_nivcsw),
+            minor_faults: count(r.ru_minflt),
+            major_faults: count(r.ru_majflt),
+            max_rss_kb: count(r.ru_maxrss),
+        }
+    }
+}
+
+/// `getrusage(who)`; all zero if it fails (it cannot for these `who`).
+pub(crate) fn getrusage(who: libc::c_int) -> Usage {
     // SAFETY: rusage is plain C data; all-zero is a valid value.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `r` is a valid, writable rusage; `who` is RUSAGE_SELF or RUSAGE_CHILDREN.
     if unsafe { libc::getrusage(who, &mut r) } != 0 {
         return Usage::default();
     }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Usage {
-        user_ns: ns(r.ru_utime),
-        sys_ns: ns(r.ru_stime),
-        voluntary: r.ru_nvcsw as u64,
-        involuntary: r.ru_nivcsw as u64,
-        minor_faults: r.ru_minflt as u64,
-        major_faults: r.ru_majflt as u64,
-    }
+    Usage::of(&r)
 }
 
 /// The summed usage of this process's live (not yet reaped) children.
