@@ -222,18 +222,28 @@ pub fn run(
     let mut schedule: Vec<Vec<String>> = Vec::new();
     let mut error = None;
     let start = Instant::now();
-    let mut planned = match plan.count {
-        RunCount::Fixed(n) => n,
-        RunCount::Auto { min_runs, .. } => min_runs,
+    let (min_runs, max_runs) = match plan.count {
+        RunCount::Fixed(n) => (n, n),
+        RunCount::Auto {
+            min_runs, max_runs, ..
+        } => (min_runs, max_runs),
     };
-    let mut next_check = planned;
+    // A precision target may take every allowed round; the automatic count
+    // settles after the first round; a fixed one is what it is.
+    let mut planned = if plan.target_ci.is_some() {
+        max_runs
+    } else {
+        min_runs
+    };
+    let mut next_check = min_runs;
     let mut stopped_by = None;
-    let total_rounds = |planned: usize| plan.warmup + planned;
-    let mut round = 0;
-    while round < total_rounds(planned) {
+    for round in 0.. {
         let warm = round < plan.warmup;
+        if !warm && schedule.len() >= planned {
+            break;
+        }
         let order = shuffled(members.len(), &mut rng);
-        if let Err(e) = run_round(
+        let outcome = run_round(
             plan,
             &quiet,
             rapl.as_ref().ok(),
@@ -241,58 +251,47 @@ pub fn run(
             &order,
             warm,
             interrupt,
-        ) {
+        );
+        if let Err(e) = outcome {
             error = Some(e);
             break;
         }
-        if !warm {
-            schedule.push(
-                order
-                    .iter()
-                    .map(|&i| label_of(plan, i, members.len()))
-                    .collect(),
-            );
-            let done = schedule.len();
-            if done == 1
-                && let RunCount::Auto {
-                    min_runs,
-                    max_runs,
-                    min_time,
-                } = plan.count
+        if warm {
+            continue;
+        }
+        schedule.push(
+            order
+                .iter()
+                .map(|&i| label_of(plan, i, members.len()))
+                .collect(),
+        );
+        let done = schedule.len();
+        if let (1, RunCount::Auto { min_time, .. }, None) = (done, plan.count, plan.target_ci) {
+            planned = auto_rounds(&members, min_runs, max_runs, min_time);
+        }
+        if let Some(target) = plan.target_ci
+            && done >= next_check
+        {
+            next_check = done + done.div_ceil(5).max(1);
+            if let Some(width) = precision(&members[..plan.commands.len()])
+                && width <= target
             {
-                planned = auto_rounds(&members, min_runs, max_runs, min_time);
-                next_check = min_runs;
-            }
-            if let Some(target) = plan.target_ci {
-                let max_runs = match plan.count {
-                    RunCount::Fixed(n) => n,
-                    RunCount::Auto { max_runs, .. } => max_runs,
-                };
-                planned = max_runs;
-                if done >= next_check {
-                    next_check = done + done.div_ceil(5).max(1);
-                    if let Some(width) = precision(&members[..plan.commands.len()])
-                        && width <= target
-                    {
-                        stopped_by = Some(format!(
-                            "every 95% interval within ±{:.2}% after {done} rounds",
-                            width * 100.0
-                        ));
-                        planned = done;
-                    }
-                }
-            }
-            if plan
-                .max_time
-                .is_some_and(|max| start.elapsed() >= max && done >= 2)
-                && done < planned
-            {
-                stopped_by = Some(format!("--max-time reached after {done} rounds"));
+                stopped_by = Some(format!(
+                    "every 95% interval within ±{:.2}% after {done} rounds",
+                    width * 100.0
+                ));
                 planned = done;
             }
-            observer.round_finished(done, planned);
         }
-        round += 1;
+        if plan
+            .max_time
+            .is_some_and(|max| start.elapsed() >= max && done >= 2)
+            && done < planned
+        {
+            stopped_by = Some(format!("--max-time reached after {done} rounds"));
+            planned = done;
+        }
+        observer.round_finished(done, planned);
     }
     if let Err(e) = hooks.finish()
         && error.is_none()
