@@ -13,7 +13,8 @@ use crate::document::{ComparisonRecord, Document, Series};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::stats::compare::{
-    RatioCi, Verdict, holm, mann_whitney_p, paired_log_ratio, ratio_of_medians, verdict,
+    RatioCi, Verdict, block_medians, holm, mann_whitney_p, paired_log_ratio, ratio_of_medians,
+    verdict,
 };
 
 /// How to compare.
@@ -258,13 +259,13 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
 
 /// Compares the commands of one `osbench time` run, paired by round: the
 /// first command is the baseline; each command's wall times are cut into the
-/// same consecutive blocks of rounds ([`crate::experiment::time::blocks`],
+/// same consecutive blocks of rounds ([`block_medians`],
 /// at most 20), and the blocks' medians are compared as rounds are.
 pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
     let sides: Vec<&Series> = doc
         .series
         .iter()
-        .filter(|s| s.bench == crate::experiment::time::BENCH)
+        .filter(|s| s.bench == crate::bench::command::BENCH)
         .collect();
     let rounds = sides.iter().map(|s| s.samples.len()).min().unwrap_or(0);
     if sides.len() < 2 || rounds < 2 {
@@ -272,7 +273,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
             "comparing commands needs two commands with at least two runs each".into(),
         ));
     }
-    let blocks = |s: &Series| crate::experiment::time::blocks(&s.samples[..rounds]);
+    let blocks = |s: &Series| block_medians(&s.samples[..rounds]);
     let base = blocks(sides[0]);
     let changes = sides[1..]
         .iter()
@@ -282,7 +283,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         })
         .collect();
     let mut rows = vec![CaseRow {
-        bench: crate::experiment::time::BENCH.into(),
+        bench: crate::bench::command::BENCH.into(),
         case: "wall time".into(),
         config: "default".into(),
         unit: sides[0].unit.clone(),

@@ -32,12 +32,9 @@ use crate::experiment::config::Applied;
 use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::energy::{EnergyDomain, Rapl};
 use crate::measure::{Interrupt, Overhead, Policy, RawSample};
-use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio_ci};
+use crate::stats::compare::{block_medians, paired_log_ratio_ci};
 use crate::stats::rng::SplitMix64;
 use crate::stats::summary::{median, summarize};
-
-/// The benchmark name of command series in documents.
-pub const BENCH: &str = "command";
 
 /// How many rounds to run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -447,11 +444,11 @@ fn precision(commands: &[Member]) -> Option<f64> {
         let s = summarize(only)?;
         return Some((s.ci_high - s.ci_low) / 2.0 / s.median);
     }
-    let base = blocks(&walls[0]);
+    let base = block_medians(&walls[0]);
     walls[1..]
         .iter()
         .map(|w| {
-            let cand = blocks(w);
+            let cand = block_medians(w);
             (base.len().min(cand.len()) >= 2)
                 .then(|| paired_log_ratio_ci(&base, &cand).relative_half_width())
         })
@@ -460,18 +457,6 @@ fn precision(commands: &[Member]) -> Option<f64> {
 
 fn walls(runs: &[CommandRun]) -> Vec<f64> {
     runs.iter().map(|r| r.wall_s).collect()
-}
-
-/// The median of each of at most [`MAX_ROUNDS`] consecutive blocks of rounds
-/// (as equal as possible): what the paired comparison compares, because its
-/// exact test takes at most that many pairs. Blocks keep the pairing — each
-/// holds the same rounds for every command.
-pub fn blocks(values: &[f64]) -> Vec<f64> {
-    let n = values.len();
-    let k = n.min(MAX_ROUNDS);
-    (0..k)
-        .map(|b| median(&values[b * n / k..(b + 1) * n / k]))
-        .collect()
 }
 
 /// The empty command's series, or `None` before its first run.
@@ -541,7 +526,7 @@ fn command_series(
         ));
     }
     Series {
-        bench: BENCH.into(),
+        bench: crate::bench::command::BENCH.into(),
         case: spec.line.clone(),
         config: "default".into(),
         params,
@@ -785,15 +770,6 @@ mod tests {
         let doc = go(&p).document;
         assert_eq!(doc.series[0].samples.len(), 6);
         assert!(doc.run.stopped_by.unwrap().contains("after 6 rounds"));
-    }
-
-    #[test]
-    fn blocks_keep_order_and_size() {
-        let v: Vec<f64> = (0..50).map(f64::from).collect();
-        let b = blocks(&v);
-        assert_eq!(b.len(), 20);
-        assert!(b.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(blocks(&[1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]);
     }
 
     #[test]

@@ -191,6 +191,18 @@ pub fn paired_log_ratio_ci(baseline: &[f64], candidate: &[f64]) -> RatioCi {
     }
 }
 
+/// The median of each of at most [`MAX_ROUNDS`] consecutive blocks of paired
+/// values (as equal as possible), for [`paired_log_ratio`] when there are more
+/// pairs than its exact test takes. Cutting every side at the same places
+/// keeps the pairing: each block holds the same rounds on every side.
+pub fn block_medians(values: &[f64]) -> Vec<f64> {
+    let n = values.len();
+    let k = n.min(MAX_ROUNDS);
+    (0..k)
+        .map(|b| super::summary::median(&values[b * n / k..(b + 1) * n / k]))
+        .collect()
+}
+
 /// ln(candidate ÷ baseline) round by round, over the rounds both have (2..=20).
 fn log_ratios(baseline: &[f64], candidate: &[f64]) -> Vec<f64> {
     let n = baseline.len().min(candidate.len());
@@ -245,6 +257,15 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn block_medians_keep_order_and_size() {
+        let v: Vec<f64> = (0..50).map(f64::from).collect();
+        let b = block_medians(&v);
+        assert_eq!(b.len(), 20);
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(block_medians(&[1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]);
     }
 
     #[test]
