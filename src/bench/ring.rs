@@ -248,8 +248,12 @@ impl Helpers {
 }
 
 fn check_exits(exits: Vec<Exit>) -> Result<()> {
-    let bad = exits.iter().filter(|e| **e != Exit::Code(0)).count();
-    match exits.iter().find(|e| **e != Exit::Code(0)) {
+    // Helpers the signal handler killed when a stop was requested did not fail.
+    let stopped = crate::measure::interrupt::requested();
+    let failed =
+        |e: &&Exit| **e != Exit::Code(0) && !(stopped && **e == Exit::Signal(libc::SIGKILL));
+    let bad = exits.iter().filter(failed).count();
+    match exits.iter().find(failed) {
         None => Ok(()),
         Some(first) => Err(Error::Measure(format!(
             "{bad} of {} helper processes ended badly (first: {first:?})",

@@ -7,9 +7,15 @@
 //! block for long checks [`requested`] when it does. A second signal while the
 //! first is pending ends the process at once (status 128 + signal), as users
 //! expect from a second Ctrl-C; helpers die with it (PR_SET_PDEATHSIG).
+//!
+//! A signal can also land while osbench is between system calls, just before
+//! a wait that then blocks until the helpers finish by themselves (a whole
+//! hackbench run of seconds). So the handler itself also SIGKILLs the process
+//! groups of live helper processes registered with [`register_group`]: every
+//! wait for them then ends at once, whenever the signal landed.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -18,13 +24,55 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether a stop was requested by a signal (for long blocking waits).
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::Relaxed)
+    REQUESTED.load(Ordering::SeqCst)
+}
+
+/// Process groups of live helper processes (0: a free slot), killed by the
+/// handler. More supervisors than slots at once is not expected; one without
+/// a slot is still killed when its owner sees the flag.
+static HELPER_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
+/// Has the signal handler SIGKILL process group `pgid` when a stop is
+/// requested (at once if one already was). The caller must unregister the
+/// group before its last member is reaped, so no reused pid is ever signalled.
+pub fn register_group(pgid: libc::pid_t) {
+    for slot in &HELPER_GROUPS {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            break;
+        }
+    }
+    // A signal that came before the slot was taken did not see it.
+    if requested() {
+        kill_group(pgid);
+    }
+}
+
+/// Forgets a group registered with [`register_group`].
+pub fn unregister_group(pgid: libc::pid_t) {
+    for slot in &HELPER_GROUPS {
+        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+fn kill_group(pgid: libc::pid_t) {
+    // SAFETY: kill is async-signal-safe; `pgid` is a registered group whose
+    // members are not all reaped yet, so its number has not been reused.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    if REQUESTED.swap(true, Ordering::Relaxed) {
+    if REQUESTED.swap(true, Ordering::SeqCst) {
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
+    }
+    for slot in &HELPER_GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            kill_group(pgid);
+        }
     }
 }
 

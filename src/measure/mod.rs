@@ -240,9 +240,22 @@ impl<C: Clock> Harness<C> {
 
     fn time(&self, bench: &mut dyn Benchmark, iters: u64) -> Result<u64> {
         let t0 = self.clock.now_ns();
-        bench.run(iters)?;
+        let ran = bench.run(iters);
         let t1 = self.clock.now_ns();
+        self.unless_stopped(ran)?;
         Ok(t1.saturating_sub(t0))
+    }
+
+    /// An error after a stop was requested is the stop's doing (the signal
+    /// handler kills helper processes, and their peers then fail): it is
+    /// reported as `Interrupted`, so the samples taken so far are kept.
+    fn unless_stopped<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(e) if !matches!(e, Error::Interrupted) && self.interrupt.is_set() => {
+                Err(Error::Interrupted)
+            }
+            other => other,
+        }
     }
 
     /// [`Self::time`] with the meters read just outside the two clock reads.
@@ -430,7 +443,7 @@ impl<C: Clock> Harness<C> {
             let outcome = self
                 .interrupt
                 .check()
-                .and_then(|()| bench.prepare())
+                .and_then(|()| self.unless_stopped(bench.prepare()))
                 .and_then(|()| self.time_metered(bench, 1));
             match outcome {
                 Ok((elapsed, used)) => {
@@ -480,7 +493,9 @@ impl<C: Clock> Harness<C> {
                 interrupted = true;
                 break;
             }
-            match bench.run(BATCH.min(events - latencies_ns.len() as u64).max(1)) {
+            match self
+                .unless_stopped(bench.run(BATCH.min(events - latencies_ns.len() as u64).max(1)))
+            {
                 Ok(()) => latencies_ns.extend(bench.take_events()),
                 Err(Error::Interrupted) => {
                     interrupted = true;
@@ -534,7 +549,7 @@ impl<C: Clock> Harness<C> {
         let start = self.clock.now_ns();
         loop {
             self.interrupt.check()?;
-            step()?;
+            self.unless_stopped(step())?;
             if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns
                 && !self.meters.perf_hooks_on()
             {

@@ -17,6 +17,7 @@ use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::measure::interrupt;
 
 /// The children of one benchmark case.
 #[derive(Debug)]
@@ -71,6 +72,9 @@ impl Supervisor {
         // Sorted here, in the parent, so the child does not have to allocate.
         let mut keep_sorted = keep.to_vec();
         keep_sorted.sort_unstable();
+        if interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
         let pgid = self.pgid.unwrap_or(0);
         let name = process_name(&self.name);
         // SAFETY: fork has no memory-safety preconditions; the child branch
@@ -92,8 +96,11 @@ impl Supervisor {
         let group = if pgid == 0 { pid } else { pgid };
         // SAFETY: setpgid on our own, not yet reaped child.
         unsafe { libc::setpgid(pid, group) };
-        self.pgid = Some(group);
         self.children.push(pid);
+        if self.pgid.is_none() {
+            self.pgid = Some(group);
+            interrupt::register_group(group);
+        }
         Ok(pid)
     }
 
@@ -101,6 +108,7 @@ impl Supervisor {
     /// each ended, in fork order; children still running after that are
     /// killed, reaped, and reported as an error.
     pub fn wait_all(&mut self, limit: Duration) -> Result<Vec<Exit>> {
+        self.release_group();
         let deadline = Instant::now() + limit;
         let mut exits: Vec<Option<Exit>> = vec![None; self.children.len()];
         while exits.iter().any(Option::is_none) {
@@ -143,25 +151,51 @@ impl Supervisor {
     /// stop (the caller then drops the supervisor, which kills the rest).
     pub fn reap_all(&mut self) -> Result<Vec<Exit>> {
         let mut exits = Vec::with_capacity(self.children.len());
-        let result = self.children.iter().try_for_each(|&pid| {
-            exits.push(waitpid(pid, 0, true)?.expect("a blocking wait always returns an exit"));
-            Ok(())
-        });
+        let mut result = Ok(());
+        for i in 0..self.children.len() {
+            if i + 1 == self.children.len() {
+                self.release_group();
+            }
+            match waitpid(self.children[i], 0, true) {
+                Ok(exit) => exits.push(exit.expect("a blocking wait always returns an exit")),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         // Forget the reaped ones: their pids may be reused and must never be signalled.
         self.children.drain(..exits.len());
+        // Children killed by the signal handler: the interrupt, not a failure.
+        if interrupt::requested() {
+            result = Err(Error::Interrupted);
+        }
         result.map(|()| exits)
     }
 
     /// SIGKILLs every child still running and reaps them all.
     pub fn kill_all(&mut self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: signalling our own process group of unreaped children.
+        let group = self.pgid;
+        self.release_group();
+        if let (Some(pgid), false) = (group, self.children.is_empty()) {
+            // SAFETY: signalling our own process group, which has unreaped members.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
         for pid in self.children.drain(..) {
             // SAFETY: `pid` is our unreaped child, so the pid cannot have been reused.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             let _ = wait_child(pid);
+        }
+    }
+}
+
+impl Supervisor {
+    /// Takes the group off the signal handler's list: done before its last
+    /// member is reaped, after which its number may be reused. The next fork
+    /// starts a new group.
+    fn release_group(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            interrupt::unregister_group(pgid);
         }
     }
 }
@@ -363,6 +397,40 @@ mod tests {
             vec![Exit::Code(0), Exit::Code(7)]
         );
         assert!(sup.children().is_empty());
+    }
+
+    #[test]
+    fn a_stop_requested_before_a_blocking_reap_ends_it_at_once() {
+        // In a child of its own: the signal handler and its flag are process-wide.
+        let mut outer = Supervisor::new("test");
+        outer
+            .fork(None, &[], || {
+                if crate::measure::interrupt::Interrupt::install().is_err() {
+                    return 2;
+                }
+                let mut sup = Supervisor::new("test-helper");
+                for _ in 0..3 {
+                    // SAFETY: sleep is a plain system call.
+                    if sup
+                        .fork(None, &[], || unsafe { libc::sleep(60) } as i32)
+                        .is_err()
+                    {
+                        return 3;
+                    }
+                }
+                // The signal lands while nothing blocks, before the wait
+                // starts: only the handler's kill can end that wait early.
+                // SAFETY: raising a signal whose handler is installed.
+                unsafe { libc::raise(libc::SIGINT) };
+                match sup.reap_all() {
+                    Err(Error::Interrupted) => 0,
+                    _ => 4,
+                }
+            })
+            .unwrap();
+        // Far less than the helpers' 60 s.
+        let exits = outer.wait_all(Duration::from_secs(20)).unwrap();
+        assert_eq!(exits, vec![Exit::Code(0)]);
     }
 
     #[test]
