@@ -458,6 +458,19 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
 }
 
 #[test]
+fn interrupted_messaging_threads_stop_inside_their_run() {
+    let _serial = helper_lock(); // a heavy load for the tests that time a ring
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    // One run passes 32 M messages, many seconds: the signal lands inside it.
+    let args = "run messaging:groups=4,loops=20000,mode=threads -q --warmup 0 --json";
+    let status = interrupt_after(Duration::from_millis(1500), args, &json, || {});
+    assert_eq!(status.code(), Some(130));
+    // The threads gave up mid-run instead of finishing it: nothing was measured.
+    assert!(!json.exists());
+}
+
+#[test]
 fn proc_runs_all_six_cases() {
     let _serial = helper_lock(); // its exec'd program is named osbench-hello-…
     let dir = tempfile::tempdir().unwrap();

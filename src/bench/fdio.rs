@@ -2,8 +2,9 @@
 //! benchmarks that pass tokens and messages between tasks.
 //!
 //! Safe to call in a forked child: plain system calls, no allocation (an
-//! `io::Error` from errno does not allocate). EINTR is retried; short reads and
-//! writes are continued.
+//! `io::Error` from errno does not allocate). EINTR is retried unless a stop
+//! was requested (then it is returned, so a helper blocked in a read or write
+//! can be made to give up); short reads and writes are continued.
 
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
@@ -26,7 +27,7 @@ pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
             n if n > 0 => done += n as usize,
             _ => {
                 let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
+                if !retry(&e) {
                     return Err(e);
                 }
             }
@@ -57,12 +58,19 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
             done += n as usize;
         } else {
             let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
+            if !retry(&e) {
                 return Err(e);
             }
         }
     }
     Ok(())
+}
+
+/// Whether a failed call is retried: only when a signal interrupted it and
+/// no stop was requested.
+#[inline]
+pub fn retry(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Interrupted && !crate::measure::interrupt::requested()
 }
 
 /// A pipe as (read end, write end), close-on-exec (`std::io::pipe`), with

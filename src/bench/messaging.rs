@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
+use super::fdio::{pipe, read_exact, read_message, retry, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
 use super::{
     BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
@@ -367,14 +367,27 @@ fn ready_then_wait(ready: RawFd, wake: RawFd, abort: &AtomicBool) -> io::Result<
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd; retried on EINTR.
+    // SAFETY: one valid pollfd; retried on EINTR unless a stop was requested.
     while unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
         let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
+        if !retry(&e) {
             return Err(e);
         }
     }
     Ok(!abort.load(Ordering::SeqCst))
+}
+
+/// Where a worker thread gives up once a stop was requested: a thread that
+/// never blocks would not see the poke meant to stop it (one relaxed load
+/// of a flag no one writes during a run, next to a system call of about a µs).
+/// A worker process never sees the flag set: the signal handler kills it.
+#[inline]
+fn stop_point() -> io::Result<()> {
+    if crate::measure::interrupt::requested() {
+        Err(io::ErrorKind::Interrupted.into())
+    } else {
+        Ok(())
+    }
 }
 
 /// A sender: `loops` rounds of one message to each receiver of the group.
@@ -390,6 +403,7 @@ fn send(
     let mut sent = 0;
     for _ in 0..shape.loops {
         for out in outs {
+            stop_point()?;
             write_all(out.as_raw_fd(), msg)?;
             sent += 1;
         }
@@ -407,6 +421,7 @@ fn receive(
 ) -> io::Result<()> {
     let mut received = 0;
     for _ in 0..shape.messages_per_worker() {
+        stop_point()?;
         read_message(input, msg)?;
         received += 1;
     }

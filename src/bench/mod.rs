@@ -9,6 +9,7 @@ pub mod atomic;
 pub mod command;
 pub mod ctx;
 pub mod fdio;
+pub mod futex;
 pub mod ipc;
 pub mod messaging;
 pub mod proc;

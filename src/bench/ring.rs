@@ -9,11 +9,14 @@
 use std::hint::black_box;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::futex;
 use crate::error::{Error, Result};
+use crate::measure::interrupt;
 use crate::measure::supervise::{Exit, Supervisor, thread_error};
 
 /// A private, zeroed buffer of whole 8-byte words, mapped with mmap (a plain
@@ -114,7 +117,57 @@ pub enum Helpers {
         name: String,
         stack_bytes: usize,
         handles: Vec<JoinHandle<io::Result<()>>>,
+        /// Threads whose body has not returned yet.
+        running: Arc<Running>,
     },
+}
+
+/// A count of helper threads still running their body, which the last one
+/// to finish wakes the waiter on (a futex), so the end of a run can be
+/// awaited in a way a stop request can cut short (a join cannot).
+#[derive(Default)]
+pub struct Running(AtomicU32);
+
+/// Counts its thread out when the thread's body returns (or unwinds).
+struct CountedOut(Arc<Running>);
+
+impl Drop for CountedOut {
+    fn drop(&mut self) {
+        if self.0.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = futex::wake(&self.0.0, true);
+        }
+    }
+}
+
+impl Running {
+    /// Waits until every thread's body has returned. After a stop was
+    /// requested, pokes the unfinished ones every 20 ms (their blocking reads
+    /// and writes then fail) until they have; before that it looks for a stop
+    /// every 100 ms, as a signal may land just before it sleeps.
+    fn wait(&self, threads: &[JoinHandle<io::Result<()>>]) {
+        const POKE_EVERY: Duration = Duration::from_millis(20);
+        let mut poked: Option<Instant> = None;
+        loop {
+            let left = self.0.load(Ordering::Acquire);
+            if left == 0 {
+                return;
+            }
+            let stopping = interrupt::requested();
+            if stopping && poked.is_none_or(|at| at.elapsed() >= POKE_EVERY) {
+                threads
+                    .iter()
+                    .filter(|t| !t.is_finished())
+                    .for_each(interrupt::poke);
+                poked = Some(Instant::now());
+            }
+            let nap = if stopping {
+                POKE_EVERY
+            } else {
+                Duration::from_millis(100)
+            };
+            let _ = futex::wait(&self.0, left, true, Some(nap));
+        }
+    }
 }
 
 /// How helper tasks are made.
@@ -143,6 +196,7 @@ impl Helpers {
                 name: format!("osbench-{bench}"),
                 stack_bytes,
                 handles: Vec::new(),
+                running: Arc::default(),
             },
         }
     }
@@ -180,12 +234,20 @@ impl Helpers {
                 name,
                 stack_bytes,
                 handles,
+                running,
             } => {
+                if interrupt::requested() {
+                    return Err(Error::Interrupted);
+                }
                 let started = handles.len();
+                running.0.fetch_add(1, Ordering::AcqRel);
+                let counted = CountedOut(Arc::clone(running));
                 let handle = std::thread::Builder::new()
                     .name(name.clone())
                     .stack_size(*stack_bytes)
                     .spawn(move || {
+                        let _counted = counted;
+                        interrupt::leave_stop_signals_to_others();
                         if let Some(cpu) = cpu {
                             crate::measure::placement::pin_thread_for_life(cpu)
                                 .map_err(|e| io::Error::other(e.to_string()))?;
@@ -221,7 +283,12 @@ impl Helpers {
     pub fn join_all(&mut self) -> Result<()> {
         match self {
             Helpers::Processes(sup) => check_exits(sup.reap_all()?),
-            Helpers::Threads { .. } => self.finish(),
+            Helpers::Threads {
+                handles, running, ..
+            } => {
+                running.wait(handles);
+                self.finish()
+            }
         }
     }
 

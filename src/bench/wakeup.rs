@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::fdio::{pipe, read_message, write_all};
+use super::futex;
 use super::ring::{Helpers, Mode, map_anonymous};
 use super::{
     BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
@@ -178,7 +179,7 @@ impl Side {
         let previous = ch.flag.swap(1, Ordering::Release);
         match self.wait {
             Wait::Futex | Wait::SpinThenFutex { .. } if previous == 2 => {
-                futex_wake(&ch.flag, self.private_futex)
+                futex::wake(&ch.flag, self.private_futex)
             }
             Wait::EventFd => write_all(self.wake_fd, &1u64.to_ne_bytes()),
             Wait::Pipe => write_all(self.wake_fd, &[1]),
@@ -247,54 +248,9 @@ fn sleep_until(ch: &Channel, private: bool) -> io::Result<()> {
         return Ok(()); // signalled meanwhile (flag is 1)
     }
     while ch.flag.load(Ordering::Acquire) == 2 {
-        futex_wait(&ch.flag, 2, private)?;
+        futex::wait(&ch.flag, 2, private, None)?;
     }
     Ok(())
-}
-
-fn futex_op(op: libc::c_int, private: bool) -> libc::c_int {
-    if private {
-        op | libc::FUTEX_PRIVATE_FLAG
-    } else {
-        op
-    }
-}
-
-fn futex_wait(word: &AtomicU32, expected: u32, private: bool) -> io::Result<()> {
-    // SAFETY: `word` is a live, aligned u32 (shared mapping or our memory);
-    // FUTEX_WAIT only reads it and sleeps while it equals `expected`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            futex_op(libc::FUTEX_WAIT, private),
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
-    let e = io::Error::last_os_error();
-    if r == 0 || matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
-        Ok(())
-    } else {
-        Err(e)
-    }
-}
-
-fn futex_wake(word: &AtomicU32, private: bool) -> io::Result<()> {
-    // SAFETY: waking at most one waiter on a live, aligned u32.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            futex_op(libc::FUTEX_WAKE, private),
-            1,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
 }
 
 /// CPU time of the calling thread (`thread`) or process, in ns.

@@ -23,8 +23,9 @@ use crate::error::{Error, Result};
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether a stop was requested by a signal (for long blocking waits).
+#[inline]
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+    REQUESTED.load(Ordering::Relaxed)
 }
 
 /// Process groups of live helper processes (0: a free slot), killed by the
@@ -44,8 +45,9 @@ pub fn register_group(pgid: libc::pid_t) {
             break;
         }
     }
-    // A signal that came before the slot was taken did not see it.
-    if requested() {
+    // A signal that came before the slot was taken did not see it. (SeqCst on
+    // both sides: the handler sets the flag, then reads the slots.)
+    if REQUESTED.load(Ordering::SeqCst) {
         kill_group(pgid);
     }
 }
@@ -76,6 +78,39 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// The signal [`poke`] sends: ignored by default, so harmless where the
+/// handlers are not installed.
+const POKE: libc::c_int = libc::SIGURG;
+
+extern "C" fn on_poke(_: libc::c_int) {}
+
+/// After a stop was requested: interrupts the blocking system call a helper
+/// thread is in (EINTR, as the handler has no SA_RESTART), so its loop sees
+/// the flag and gives up. A thread between calls is not affected: callers
+/// poke until the thread has finished.
+pub fn poke<T>(thread: &std::thread::JoinHandle<T>) {
+    use std::os::unix::thread::JoinHandleExt;
+    // SAFETY: the handle is not joined yet, so its pthread_t is still valid
+    // (a finished thread keeps it until joined); the handler does nothing.
+    unsafe { libc::pthread_kill(thread.as_pthread_t(), POKE) };
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling (helper) thread, so
+/// the kernel delivers them to a thread that checks the flag, and its
+/// blocking waits return EINTR at once.
+pub fn leave_stop_signals_to_others() {
+    // SAFETY: a sigset built with sigemptyset/sigaddset, passed by pointer;
+    // pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// A "stop soon" flag: the process-wide one set by signals, or a private one.
 #[derive(Debug, Clone)]
 pub struct Interrupt(Option<Arc<AtomicBool>>);
@@ -86,14 +121,22 @@ impl Interrupt {
         Self(Some(Arc::new(AtomicBool::new(false))))
     }
 
-    /// Installs the handlers for SIGINT, SIGTERM and SIGHUP.
+    /// Installs the handlers for SIGINT, SIGTERM and SIGHUP, and the one
+    /// for [`poke`].
     pub fn install() -> Result<Self> {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let stop = on_signal as *const () as libc::sighandler_t;
+        let poked = on_poke as *const () as libc::sighandler_t;
+        for (sig, handler) in [
+            (libc::SIGINT, stop),
+            (libc::SIGTERM, stop),
+            (libc::SIGHUP, stop),
+            (POKE, poked),
+        ] {
             // SAFETY: a zeroed sigaction with an empty mask and no flags is valid;
-            // the handler only touches an atomic and calls _exit.
+            // the handlers only touch atomics and call kill and _exit.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+                action.sa_sigaction = handler;
                 libc::sigemptyset(&mut action.sa_mask);
                 if libc::sigaction(sig, &action, std::ptr::null_mut()) != 0 {
                     return Err(Error::last_os("installing signal handlers"));
