@@ -103,6 +103,25 @@ struct TimeArgs {
     /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
     #[arg(long)]
     shell: bool,
+    /// Time every command for each value of NAME from MIN to MAX (hyperfine -P): `{NAME}`
+    /// in a command is replaced by the value; step 1 or --parameter-step-size
+    #[arg(long = "parameter-scan", short = 'P', num_args = 3,
+          value_names = ["NAME", "MIN", "MAX"], allow_hyphen_values = true)]
+    parameter_scan: Option<Vec<String>>,
+    /// The step of --parameter-scan (decimals allowed: -P t 0.1 0.3 -D 0.1)
+    #[arg(
+        long = "parameter-step-size",
+        short = 'D',
+        value_name = "STEP",
+        requires = "parameter_scan",
+        allow_hyphen_values = true
+    )]
+    parameter_step: Option<String>,
+    /// Time every command for each of the comma-separated VALUES of NAME (hyperfine -L);
+    /// repeat for every combination of several parameters
+    #[arg(long = "parameter-list", short = 'L', num_args = 2,
+          value_names = ["NAME", "VALUES"], action = clap::ArgAction::Append)]
+    parameter_list: Vec<String>,
     /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest)
     #[arg(long, short = 'r', value_name = "N",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
@@ -686,11 +705,36 @@ fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
+    use osbench::bench::command::{CommandSpec, Parameter, expand};
     use osbench::experiment::time::{self as timing, RunCount, TimePlan};
-    let commands = args
-        .commands
-        .iter()
-        .map(|c| osbench::bench::command::CommandSpec::parse(c, args.shell))
+    let mut parameters = Vec::new();
+    if let Some([name, min, max]) = args.parameter_scan.as_deref() {
+        parameters.push(Parameter::scan(
+            name,
+            min,
+            max,
+            args.parameter_step.as_deref(),
+        )?);
+    }
+    for pair in args.parameter_list.chunks_exact(2) {
+        parameters.push(Parameter::list(&pair[0], &pair[1])?);
+    }
+    let lines = if parameters.is_empty() {
+        args.commands
+            .iter()
+            .map(|c| (c.clone(), Vec::new()))
+            .collect()
+    } else {
+        expand(&args.commands, &parameters)?
+    };
+    let commands = lines
+        .into_iter()
+        .map(|(line, values)| {
+            CommandSpec::parse(&line, args.shell).map(|c| CommandSpec {
+                parameters: values,
+                ..c
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     if !args.quiet {
         for c in &commands {

@@ -206,3 +206,41 @@ fn an_interrupt_kills_the_command_runs_the_cleanup_and_exits_130() {
     let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
     assert!(!text(&ps.stdout).contains("sleep 6.54321"));
 }
+
+#[test]
+fn parameter_scans_expand_into_commands_that_record_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = time(
+        &[
+            "--runs",
+            "2",
+            "-L",
+            "word",
+            "a,b",
+            "-P",
+            "n",
+            "1",
+            "2",
+            "echo {word}{n}",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = read_document(&json).unwrap();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    assert_eq!(cases, ["echo a1", "echo b1", "echo a2", "echo b2"]);
+    let params = &doc.series[3].params["parameters"];
+    assert_eq!(params["n"], "2");
+    assert_eq!(params["word"], "b");
+
+    let out = time(&["-L", "n", "1,2", "sleep 0"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("write {n} in a command"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -8,6 +8,10 @@
 //! directly, with no shell in between (hyperfine's `-N`). Left out on purpose:
 //! variables, globs, pipes and redirections; `--shell` runs the line with
 //! `sh -c` for those. Timing the runs is `measure::command`'s job.
+//!
+//! hyperfine's parameter scans (`-P NAME MIN MAX [-D STEP]`, `-L NAME a,b`)
+//! expand the command templates here, before parsing; the values are
+//! substituted for `{NAME}` in the commands only, not in the hooks.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -31,6 +35,8 @@ pub struct CommandSpec {
     pub argv: Vec<String>,
     /// Whether `line` runs through `sh -c`.
     pub shell: bool,
+    /// The parameter values substituted into it (`--parameter-scan`/`-list`).
+    pub parameters: ParameterValues,
 }
 
 impl CommandSpec {
@@ -50,6 +56,7 @@ impl CommandSpec {
             line: line.to_string(),
             argv,
             shell,
+            parameters: Vec::new(),
         })
     }
 
@@ -112,6 +119,156 @@ impl CommandSpec {
                 ))
             })
     }
+}
+
+/// (name, value) of each parameter substituted into one command.
+pub type ParameterValues = Vec<(String, String)>;
+
+/// A parameter of hyperfine's scans: `{name}` in a command stands for each value in turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+/// At most this many commands from a scan: each is timed in every round.
+const MAX_EXPANDED: usize = 1_000;
+
+impl Parameter {
+    /// `--parameter-list NAME a,b,c`.
+    pub fn list(name: &str, values: &str) -> Result<Self> {
+        let values: Vec<String> = values.split(',').map(str::to_string).collect();
+        Self::named(name, values)
+    }
+
+    /// `--parameter-scan NAME MIN MAX [-D STEP]`: MIN, MIN+STEP, … up to MAX
+    /// (STEP 1 by default). Decimals are counted exactly (0.3 0.7 step 0.2 is
+    /// 0.3, 0.5, 0.7) and printed with the most decimals of the three.
+    pub fn scan(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Self> {
+        let step = step.unwrap_or("1");
+        let decimals = [min, max, step]
+            .iter()
+            .map(|v| v.split_once('.').map_or(0, |(_, f)| f.len()))
+            .max()
+            .unwrap_or(0);
+        if decimals > 9 {
+            return Err(Error::Measure(format!(
+                "parameter scan {name}: at most 9 decimals, please"
+            )));
+        }
+        let scaled = |what: &str, v: &str| -> Result<i64> {
+            let bad = || {
+                Error::Measure(format!(
+                    "parameter scan {name}: {what} '{v}' is not a decimal number"
+                ))
+            };
+            let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+            let digits = format!("{int}{frac:0<decimals$}");
+            if frac.contains(['-', '+']) || int.is_empty() && frac.is_empty() {
+                return Err(bad());
+            }
+            digits.parse::<i64>().map_err(|_| bad())
+        };
+        let (lo, hi, delta) = (
+            scaled("MIN", min)?,
+            scaled("MAX", max)?,
+            scaled("step", step)?,
+        );
+        if delta <= 0 {
+            return Err(Error::Measure(format!(
+                "parameter scan {name}: the step must be above zero, not '{step}'"
+            )));
+        }
+        if hi < lo {
+            return Err(Error::Measure(format!(
+                "parameter scan {name}: MAX {max} is below MIN {min}"
+            )));
+        }
+        let count = (hi - lo) / delta + 1;
+        if count as usize > MAX_EXPANDED {
+            return Err(Error::Measure(format!(
+                "parameter scan {name} has {count} values, more than {MAX_EXPANDED}; use a larger step"
+            )));
+        }
+        let format = |v: i64| {
+            if decimals == 0 {
+                return v.to_string();
+            }
+            let scale = 10i64.pow(decimals as u32);
+            let sign = if v < 0 { "-" } else { "" };
+            let (int, frac) = (v.abs() / scale, v.abs() % scale);
+            format!("{sign}{int}.{frac:0decimals$}")
+        };
+        let values = (0..count).map(|i| format(lo + i * delta)).collect();
+        Self::named(name, values)
+    }
+
+    fn named(name: &str, values: Vec<String>) -> Result<Self> {
+        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(Error::Measure(format!(
+                "parameter name '{name}' must be letters, digits and '_' (it is written {{{name}}} \
+                 in the commands)"
+            )));
+        }
+        if values.iter().any(String::is_empty) {
+            return Err(Error::Measure(format!(
+                "parameter {name} has an empty value; list values separated by single commas"
+            )));
+        }
+        Ok(Self {
+            name: name.to_string(),
+            values,
+        })
+    }
+}
+
+/// Every command of `templates` for every combination of the parameters'
+/// values, `{name}` replaced by the value: combinations in order (the first
+/// parameter varies slowest), each with every template in turn, as hyperfine
+/// does. Each result carries its values.
+pub fn expand(
+    templates: &[String],
+    parameters: &[Parameter],
+) -> Result<Vec<(String, ParameterValues)>> {
+    for (i, p) in parameters.iter().enumerate() {
+        if parameters[..i].iter().any(|q| q.name == p.name) {
+            return Err(Error::Measure(format!(
+                "parameter {} is given twice",
+                p.name
+            )));
+        }
+        let placeholder = format!("{{{}}}", p.name);
+        if !templates.iter().any(|t| t.contains(&placeholder)) {
+            return Err(Error::Measure(format!(
+                "parameter {} is not used: write {placeholder} in a command",
+                p.name
+            )));
+        }
+    }
+    let combinations: usize = parameters.iter().map(|p| p.values.len()).product();
+    if combinations.saturating_mul(templates.len()) > MAX_EXPANDED {
+        return Err(Error::Measure(format!(
+            "the parameters make {} commands, more than {MAX_EXPANDED}; use fewer values",
+            combinations.saturating_mul(templates.len())
+        )));
+    }
+    let mut out = Vec::with_capacity(combinations * templates.len());
+    for k in 0..combinations {
+        // Mixed-radix digits of k, the last parameter varying fastest.
+        let mut rest = k;
+        let mut chosen = vec![(String::new(), String::new()); parameters.len()];
+        for (slot, p) in chosen.iter_mut().zip(parameters).rev() {
+            *slot = (p.name.clone(), p.values[rest % p.values.len()].clone());
+            rest /= p.values.len();
+        }
+        for t in templates {
+            let line = chosen.iter().fold(t.clone(), |line, (name, value)| {
+                line.replace(&format!("{{{name}}}"), value)
+            });
+            out.push((line, chosen.clone()));
+        }
+    }
+    Ok(out)
 }
 
 /// Splits `line` into words like a POSIX shell (see the module comment).
@@ -189,6 +346,99 @@ mod tests {
 
     fn split(s: &str) -> Vec<String> {
         split_words(s).unwrap()
+    }
+
+    fn values(p: Result<Parameter>) -> Vec<String> {
+        p.unwrap().values
+    }
+
+    #[test]
+    fn scans_count_decimals_exactly() {
+        assert_eq!(
+            values(Parameter::scan("n", "1", "4", None)),
+            ["1", "2", "3", "4"]
+        );
+        assert_eq!(
+            values(Parameter::scan("n", "0", "10", Some("5"))),
+            ["0", "5", "10"]
+        );
+        // hyperfine's example; in binary floating point 0.3 + 0.2 + 0.2 misses 0.7.
+        assert_eq!(
+            values(Parameter::scan("t", "0.3", "0.7", Some("0.2"))),
+            ["0.3", "0.5", "0.7"]
+        );
+        assert_eq!(
+            values(Parameter::scan("t", "-1", "1", Some("0.5"))),
+            ["-1.0", "-0.5", "0.0", "0.5", "1.0"]
+        );
+        // MAX need not be on the grid.
+        assert_eq!(
+            values(Parameter::scan("n", "1", "6", Some("2"))),
+            ["1", "3", "5"]
+        );
+        for (min, max, step) in [
+            ("1", "x", None),
+            ("3", "1", None),
+            ("1", "3", Some("0")),
+            ("1", "3", Some("-1")),
+            ("1e3", "2e3", None),
+            ("0", "1000000", None),
+        ] {
+            assert!(
+                Parameter::scan("n", min, max, step).is_err(),
+                "{min} {max} {step:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_and_names_are_checked() {
+        assert_eq!(values(Parameter::list("cc", "gcc,clang")), ["gcc", "clang"]);
+        assert!(Parameter::list("cc", "gcc,,clang").is_err());
+        assert!(Parameter::list("c c", "a").is_err());
+        assert!(Parameter::list("", "a").is_err());
+    }
+
+    #[test]
+    fn expansion_substitutes_every_combination_in_hyperfine_order() {
+        let params = [
+            Parameter::list("cc", "gcc,clang").unwrap(),
+            Parameter::list("o", "0,2").unwrap(),
+        ];
+        let templates = ["{cc} -O{o} a.c".to_string(), "true {cc}".to_string()];
+        let lines: Vec<String> = expand(&templates, &params)
+            .unwrap()
+            .into_iter()
+            .map(|(line, _)| line)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "gcc -O0 a.c",
+                "true gcc",
+                "gcc -O2 a.c",
+                "true gcc",
+                "clang -O0 a.c",
+                "true clang",
+                "clang -O2 a.c",
+                "true clang"
+            ]
+        );
+        let (_, chosen) = &expand(&templates, &params).unwrap()[4];
+        assert_eq!(
+            chosen,
+            &[
+                ("cc".to_string(), "clang".to_string()),
+                ("o".to_string(), "0".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn expansion_rejects_unused_and_repeated_parameters() {
+        let n = Parameter::list("n", "1,2").unwrap();
+        assert!(expand(&["sleep 1".to_string()], std::slice::from_ref(&n)).is_err());
+        assert!(expand(&["sleep {n}".to_string()], &[n.clone(), n]).is_err());
     }
 
     #[test]

@@ -489,6 +489,14 @@ fn command_series(
     let mut params = Map::new();
     params.insert("command".into(), Value::String(spec.line.clone()));
     params.insert("shell".into(), Value::Bool(spec.shell));
+    if !spec.parameters.is_empty() {
+        let values = spec
+            .parameters
+            .iter()
+            .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+            .collect();
+        params.insert("parameters".into(), Value::Object(values));
+    }
     let counter_samples = run_counters(&runs);
     let counters = counter_samples
         .iter()
