@@ -55,15 +55,11 @@ pub fn render(c: &Comparison) -> String {
     for row in &c.rows {
         let unit = super::unit_symbol(&row.unit);
         let d = decimals_for(row.summaries[0].median);
-        let config = if row.config == "default" {
-            String::new()
-        } else {
-            format!(" [{}]", row.config)
-        };
         let _ = writeln!(
             out,
-            "{} {}{config} ({unit}, median and 95% CI)",
-            row.bench, row.case
+            "{} {} ({unit}, median and 95% CI)",
+            row.bench,
+            super::case_label(&row.case, &row.config)
         );
         for (l, s) in letters.iter().zip(&row.summaries) {
             let _ = writeln!(

@@ -70,7 +70,7 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
                 s.energy.iter().map(|(zone, e)| {
                     [
                         s.bench.clone(),
-                        s.case.clone(),
+                        super::case_label(&s.case, &s.config),
                         zone.clone(),
                         fmt_sig(e.joules_per_op.mean),
                         fmt_sig(e.watts.mean),
@@ -97,11 +97,7 @@ fn row(s: &Series) -> [String; 12] {
         (Some(u), Some(k)) if u + k > 0.0 => format!("{:.0}%", k / (u + k) * 100.0),
         _ => "n/a".to_string(),
     };
-    let case = if s.config == "default" {
-        s.case.clone()
-    } else {
-        format!("{} [{}]", s.case, s.config)
-    };
+    let case = super::case_label(&s.case, &s.config);
     [
         s.bench.clone(),
         case,

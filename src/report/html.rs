@@ -368,11 +368,11 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     }
     out.push_str("<th>vs A</th><th>ratio [95% CI]</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n");
     for row in &c.rows {
-        let case = if row.config == "default" {
-            format!("{} {}", row.bench, row.case)
-        } else {
-            format!("{} {} [{}]", row.bench, row.case, row.config)
-        };
+        let case = format!(
+            "{} {}",
+            row.bench,
+            super::case_label(&row.case, &row.config)
+        );
         let d = decimals_for(row.summaries[0].median);
         let medians: String = row
             .summaries

@@ -90,7 +90,9 @@ pub fn run(doc: &Document) -> String {
         if configs {
             header.insert(2, "config".into());
             numeric.insert(2, false);
+            // The configuration gets its own column instead of the case's brackets.
             for (row, s) in rows.iter_mut().zip(series) {
+                row[1] = escape(&s.case);
                 row.insert(2, escape(&s.config));
             }
         }

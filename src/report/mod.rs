@@ -38,6 +38,16 @@ pub fn unit_symbol(unit: &str) -> &str {
 }
 
 /// A percentage with one decimal.
+/// A case as tables and legends name it: with its configuration in brackets,
+/// unless it ran without one ("default").
+pub fn case_label(case: &str, config: &str) -> String {
+    if config == "default" {
+        case.to_string()
+    } else {
+        format!("{case} [{config}]")
+    }
+}
+
 pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
@@ -52,6 +62,23 @@ pub(crate) fn fixture() -> crate::document::Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_name_each_configuration_of_a_case() {
+        let doc = fixture();
+        let table = table::results_table(&doc).unwrap();
+        let cases: Vec<&str> = table.rows.iter().map(|r| r[1].as_str()).collect();
+        for config in doc.series.iter().map(|s| &s.config) {
+            if config != "default" {
+                assert!(
+                    cases.iter().any(|c| c.ends_with(&format!("[{config}]"))),
+                    "{config} missing from {cases:?}"
+                );
+            }
+        }
+        assert!(doc.series.iter().any(|s| s.config != "default"));
+        assert_eq!(case_label("null", "default"), "null");
+    }
 
     #[test]
     fn four_significant_digits() {

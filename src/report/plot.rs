@@ -108,11 +108,7 @@ fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 
 /// A series' name in a legend: its case, and its configuration when there are several.
 fn series_label(s: &Series) -> String {
-    if s.config == "default" {
-        s.case.clone()
-    } else {
-        format!("{} [{}]", s.case, s.config)
-    }
+    super::case_label(&s.case, &s.config)
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;

@@ -99,7 +99,7 @@ fn row(s: &Series) -> Vec<String> {
     };
     vec![
         s.bench.clone(),
-        s.case.clone(),
+        super::case_label(&s.case, &s.config),
         format!("{:.d$}", m.median),
         ci,
         format!("{:.d$} ± {:.d$}", m.mean, m.stddev),
@@ -209,7 +209,7 @@ pub fn distribution_table(series: &[Series]) -> Option<Table> {
             let unit = super::unit_symbol(&s.unit).to_string();
             vec![
                 s.bench.clone(),
-                s.case.clone(),
+                super::case_label(&s.case, &s.config),
                 format!("{:.d$}", s.summary.min),
                 format!("{:.d$}", q.p50),
                 format!("{:.d$}", q.p90),
