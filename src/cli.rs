@@ -103,6 +103,9 @@ struct TimeArgs {
     /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
     #[arg(long)]
     shell: bool,
+    /// No shell: the default, accepted for hyperfine's -N
+    #[arg(short = 'N', hide = true, conflicts_with = "shell")]
+    _no_shell: bool,
     /// Time every command for each value of NAME from MIN to MAX (hyperfine -P): `{NAME}`
     /// in a command is replaced by the value; step 1 or --parameter-step-size
     #[arg(long = "parameter-scan", short = 'P', num_args = 3,
@@ -171,6 +174,10 @@ struct TimeArgs {
     /// Seed of the random run order (default: taken from the clock; always recorded)
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Also write FILE in hyperfine's --export-json layout (results[].command, mean,
+    /// stddev, median, user, system, min, max, times, exit_codes, parameters)
+    #[arg(long = "export-hyperfine", value_name = "FILE")]
+    export_hyperfine: Option<PathBuf>,
     /// Where the runs go besides the terminal (the document has every run's wall, user,
     /// sys, RSS, …)
     #[command(flatten)]
@@ -774,6 +781,11 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     };
     let programs = timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
+    let hyperfine_file = args
+        .export_hyperfine
+        .as_deref()
+        .map(osbench::store::PendingFile::create)
+        .transpose()?;
     let interrupt = Interrupt::install()?;
     // The length is not known yet (it follows the first round or a precision
     // target): the bar appears after a second and learns it as rounds end.
@@ -800,6 +812,9 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         println!("Stopped: {why}.");
     }
     std::io::stdout().flush().ok();
+    if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+        file.commit(&report::hyperfine::render(doc))?;
+    }
     saving.finish(doc, !doc.series.is_empty())?;
     let code = args.verdict.exit_code(comparison.as_ref());
     match outcome.error {

@@ -208,9 +208,10 @@ fn an_interrupt_kills_the_command_runs_the_cleanup_and_exits_130() {
 }
 
 #[test]
-fn parameter_scans_expand_into_commands_that_record_their_values() {
+fn parameter_scans_expand_and_export_in_hyperfines_layout() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
+    let hyperfine = dir.path().join("hyperfine.json");
     let out = time(
         &[
             "--runs",
@@ -225,11 +226,29 @@ fn parameter_scans_expand_into_commands_that_record_their_values() {
             "echo {word}{n}",
             "--json",
             json.to_str().unwrap(),
+            "--export-hyperfine",
+            hyperfine.to_str().unwrap(),
         ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = read_document(&json).unwrap();
+
+    // hyperfine's layout, for scripts written against `hyperfine --export-json`.
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&hyperfine).unwrap()).unwrap();
+    let results = exported["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    let last = &results[3];
+    assert_eq!(last["command"], "echo b2");
+    assert_eq!(last["parameters"]["n"], "2");
+    assert_eq!(last["exit_codes"], serde_json::json!([0, 0]));
+    let times: Vec<f64> = serde_json::from_value(last["times"].clone()).unwrap();
+    assert_eq!(times, doc.series[3].samples);
+    for key in ["mean", "stddev", "median", "user", "system", "min", "max"] {
+        assert!(last[key].is_number(), "{key}: {last}");
+    }
+    assert_eq!(last["mean"], doc.series[3].summary.mean);
     let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
     assert_eq!(cases, ["echo a1", "echo b1", "echo a2", "echo b2"]);
     let params = &doc.series[3].params["parameters"];

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod env;
 pub mod history;
 pub mod html;
+pub mod hyperfine;
 pub mod markdown;
 pub mod plot;
 pub mod table;
