@@ -103,6 +103,10 @@ struct TimeArgs {
     /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
     #[arg(long)]
     shell: bool,
+    /// A name for the command at the same position (repeat; hyperfine -n): tables, documents
+    /// and comparisons across runs use it instead of the command line; `{PARAM}` allowed
+    #[arg(long = "command-name", short = 'n', value_name = "NAME")]
+    command_names: Vec<String>,
     /// No shell: the default, accepted for hyperfine's -N
     #[arg(short = 'N', hide = true, conflicts_with = "shell")]
     _no_shell: bool,
@@ -712,7 +716,14 @@ fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
-    use osbench::bench::command::{CommandSpec, Parameter, expand};
+    use osbench::bench::command::{CommandSpec, Parameter, expand, substitute};
+    if args.command_names.len() > args.commands.len() {
+        anyhow::bail!(
+            "{} --command-name values for {} commands: give at most one name per command",
+            args.command_names.len(),
+            args.commands.len()
+        );
+    }
     use osbench::experiment::time::{self as timing, RunCount, TimePlan};
     let mut parameters = Vec::new();
     if let Some([name, min, max]) = args.parameter_scan.as_deref() {
@@ -727,17 +738,19 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         parameters.push(Parameter::list(&pair[0], &pair[1])?);
     }
     let lines = if parameters.is_empty() {
-        args.commands
-            .iter()
-            .map(|c| (c.clone(), Vec::new()))
-            .collect()
+        let plain = args.commands.iter().enumerate();
+        plain.map(|(i, c)| (i, c.clone(), Vec::new())).collect()
     } else {
         expand(&args.commands, &parameters)?
     };
     let commands = lines
         .into_iter()
-        .map(|(line, values)| {
+        .map(|(template, line, values)| {
             CommandSpec::parse(&line, args.shell).map(|c| CommandSpec {
+                name: args
+                    .command_names
+                    .get(template)
+                    .map(|n| substitute(n, &values)),
                 parameters: values,
                 ..c
             })

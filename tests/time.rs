@@ -263,3 +263,45 @@ fn parameter_scans_expand_and_export_in_hyperfines_layout() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn command_names_label_the_series_and_keep_the_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = time(
+        &[
+            "--runs",
+            "2",
+            "-n",
+            "old",
+            "--command-name",
+            "new{n}",
+            "-L",
+            "n",
+            "0",
+            "true",
+            "sleep {n}",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Command 2: new0 = sleep 0"),
+        "{}",
+        text(&out.stdout)
+    );
+    let doc = read_document(&json).unwrap();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    assert_eq!(cases, ["old", "new0"]);
+    assert_eq!(doc.series[1].params["command"], "sleep 0");
+
+    let out = time(&["-n", "a", "-n", "b", "true"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("at most one name per command"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -37,6 +37,8 @@ pub struct CommandSpec {
     pub shell: bool,
     /// The parameter values substituted into it (`--parameter-scan`/`-list`).
     pub parameters: ParameterValues,
+    /// What tables and documents call it (`--command-name`), if not its line.
+    pub name: Option<String>,
 }
 
 impl CommandSpec {
@@ -57,7 +59,13 @@ impl CommandSpec {
             argv,
             shell,
             parameters: Vec::new(),
+            name: None,
         })
+    }
+
+    /// Its name, or its command line when it has none.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.line)
     }
 
     /// Unquoted shell syntax in a command that runs without a shell (it would
@@ -222,14 +230,23 @@ impl Parameter {
     }
 }
 
+/// `text` with every `{name}` of `values` replaced by its value.
+pub fn substitute(text: &str, values: &ParameterValues) -> String {
+    values.iter().fold(text.to_string(), |text, (name, value)| {
+        text.replace(&format!("{{{name}}}"), value)
+    })
+}
+
 /// Every command of `templates` for every combination of the parameters'
 /// values, `{name}` replaced by the value: combinations in order (the first
 /// parameter varies slowest), each with every template in turn, as hyperfine
-/// does. Each result carries its values.
+/// does — but a template that comes out the same again (it does not use every
+/// parameter) is kept once. Each result carries its template's index and its
+/// values.
 pub fn expand(
     templates: &[String],
     parameters: &[Parameter],
-) -> Result<Vec<(String, ParameterValues)>> {
+) -> Result<Vec<(usize, String, ParameterValues)>> {
     for (i, p) in parameters.iter().enumerate() {
         if parameters[..i].iter().any(|q| q.name == p.name) {
             return Err(Error::Measure(format!(
@@ -261,11 +278,12 @@ pub fn expand(
             *slot = (p.name.clone(), p.values[rest % p.values.len()].clone());
             rest /= p.values.len();
         }
-        for t in templates {
-            let line = chosen.iter().fold(t.clone(), |line, (name, value)| {
-                line.replace(&format!("{{{name}}}"), value)
-            });
-            out.push((line, chosen.clone()));
+        for (i, t) in templates.iter().enumerate() {
+            let line = substitute(t, &chosen);
+            // A template that does not use every parameter repeats: time it once.
+            if !out.iter().any(|(j, seen, _)| *j == i && *seen == line) {
+                out.push((i, line, chosen.clone()));
+            }
         }
     }
     Ok(out)
@@ -409,27 +427,46 @@ mod tests {
         let lines: Vec<String> = expand(&templates, &params)
             .unwrap()
             .into_iter()
-            .map(|(line, _)| line)
+            .map(|(_, line, _)| line)
             .collect();
+        // "true {cc}" does not use o: once per cc.
         assert_eq!(
             lines,
             [
                 "gcc -O0 a.c",
                 "true gcc",
                 "gcc -O2 a.c",
-                "true gcc",
                 "clang -O0 a.c",
                 "true clang",
                 "clang -O2 a.c",
-                "true clang"
             ]
         );
-        let (_, chosen) = &expand(&templates, &params).unwrap()[4];
+        let (template, _, chosen) = &expand(&templates, &params).unwrap()[3];
+        assert_eq!(*template, 0);
         assert_eq!(
             chosen,
             &[
                 ("cc".to_string(), "clang".to_string()),
                 ("o".to_string(), "0".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_template_without_the_parameter_is_timed_once() {
+        let n = Parameter::list("n", "1,2").unwrap();
+        let templates = ["sleep 0".to_string(), "sleep {n}".to_string()];
+        let lines: Vec<(usize, String)> = expand(&templates, &[n])
+            .unwrap()
+            .into_iter()
+            .map(|(i, line, _)| (i, line))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (0, "sleep 0".into()),
+                (1, "sleep 1".into()),
+                (1, "sleep 2".into())
             ]
         );
     }

@@ -334,7 +334,11 @@ pub fn run(
                 sample_time_ns: 0,
                 warmup_ns: 0,
             },
-            order: plan.commands.iter().map(|c| c.line.clone()).collect(),
+            order: plan
+                .commands
+                .iter()
+                .map(|c| c.label().to_string())
+                .collect(),
             complete,
             stopped_because: error.as_ref().map(|e| e.to_string()),
             configs: Vec::new(),
@@ -408,7 +412,7 @@ fn label_of(plan: &TimePlan, i: usize, members: usize) -> String {
     if i + 1 == members {
         "(empty command)".into()
     } else {
-        plan.commands[i].line.clone()
+        plan.commands[i].label().to_string()
     }
 }
 
@@ -535,7 +539,7 @@ fn command_series(
     }
     Series {
         bench: crate::bench::command::BENCH.into(),
-        case: spec.line.clone(),
+        case: spec.label().to_string(),
         config: "default".into(),
         params,
         unit: "s".into(),

@@ -16,11 +16,16 @@ pub fn render(doc: &Document) -> String {
     let mut out = String::new();
     for (i, s) in doc.series.iter().enumerate() {
         let failed = s.runs.iter().filter(|r| !r.succeeded()).count();
+        // A named command (--command-name) shows its line too.
+        let line = s.params.get("command").and_then(|v| v.as_str());
+        let name = match line {
+            Some(line) if line != s.case => format!("{} = {line}", s.case),
+            _ => s.case.clone(),
+        };
         let _ = writeln!(
             out,
-            "Command {}: {}   ({}, {} runs{})",
+            "Command {}: {name}   ({}, {} runs{})",
             i + 1,
-            s.case,
             if s.params.get("shell").and_then(|v| v.as_bool()) == Some(true) {
                 "sh -c"
             } else {
