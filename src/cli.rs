@@ -716,14 +716,7 @@ fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
-    use osbench::bench::command::{CommandSpec, Parameter, expand, substitute};
-    if args.command_names.len() > args.commands.len() {
-        anyhow::bail!(
-            "{} --command-name values for {} commands: give at most one name per command",
-            args.command_names.len(),
-            args.commands.len()
-        );
-    }
+    use osbench::bench::command::{Parameter, build};
     use osbench::experiment::time::{self as timing, RunCount, TimePlan};
     let mut parameters = Vec::new();
     if let Some([name, min, max]) = args.parameter_scan.as_deref() {
@@ -737,25 +730,7 @@ fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
     for pair in args.parameter_list.chunks_exact(2) {
         parameters.push(Parameter::list(&pair[0], &pair[1])?);
     }
-    let lines = if parameters.is_empty() {
-        let plain = args.commands.iter().enumerate();
-        plain.map(|(i, c)| (i, c.clone(), Vec::new())).collect()
-    } else {
-        expand(&args.commands, &parameters)?
-    };
-    let commands = lines
-        .into_iter()
-        .map(|(template, line, values)| {
-            CommandSpec::parse(&line, args.shell).map(|c| CommandSpec {
-                name: args
-                    .command_names
-                    .get(template)
-                    .map(|n| substitute(n, &values)),
-                parameters: values,
-                ..c
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
     if !args.quiet {
         for c in &commands {
             if let Some(ch) = c.shell_syntax() {

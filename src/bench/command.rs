@@ -230,8 +230,41 @@ impl Parameter {
     }
 }
 
+/// The commands to time: `templates` expanded over `parameters` (when there
+/// are any), parsed (through `sh -c` with `shell`), and named by `names`, one
+/// per template (`{name}` substituted as in the commands).
+pub fn build(
+    templates: &[String],
+    names: &[String],
+    parameters: &[Parameter],
+    shell: bool,
+) -> Result<Vec<CommandSpec>> {
+    if names.len() > templates.len() {
+        return Err(Error::Measure(format!(
+            "{} --command-name values for {} commands: give at most one name per command",
+            names.len(),
+            templates.len()
+        )));
+    }
+    let lines = if parameters.is_empty() {
+        let plain = templates.iter().enumerate();
+        plain.map(|(i, t)| (i, t.clone(), Vec::new())).collect()
+    } else {
+        expand(templates, parameters)?
+    };
+    lines
+        .into_iter()
+        .map(|(template, line, values)| {
+            let mut spec = CommandSpec::parse(&line, shell)?;
+            spec.name = names.get(template).map(|n| substitute(n, &values));
+            spec.parameters = values;
+            Ok(spec)
+        })
+        .collect()
+}
+
 /// `text` with every `{name}` of `values` replaced by its value.
-pub fn substitute(text: &str, values: &ParameterValues) -> String {
+fn substitute(text: &str, values: &ParameterValues) -> String {
     values.iter().fold(text.to_string(), |text, (name, value)| {
         text.replace(&format!("{{{name}}}"), value)
     })
@@ -243,7 +276,7 @@ pub fn substitute(text: &str, values: &ParameterValues) -> String {
 /// does — but a template that comes out the same again (it does not use every
 /// parameter) is kept once. Each result carries its template's index and its
 /// values.
-pub fn expand(
+fn expand(
     templates: &[String],
     parameters: &[Parameter],
 ) -> Result<Vec<(usize, String, ParameterValues)>> {
