@@ -11,7 +11,8 @@
 //!
 //! hyperfine's parameter scans (`-P NAME MIN MAX [-D STEP]`, `-L NAME a,b`)
 //! expand the command templates here, before parsing; the values are
-//! substituted for `{NAME}` in the commands only, not in the hooks.
+//! substituted for `{NAME}` in the commands and their names (`-n`) only, not
+//! in the hooks.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
