@@ -23,6 +23,7 @@ use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use tempfile::TempPath;
 
@@ -135,10 +136,47 @@ pub(crate) fn write_tiny() -> Result<Tiny> {
     let path = file.into_temp_path();
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| Error::Measure("TMPDIR path contains a NUL byte".into()))?;
+    wait_until_executable(&path)?;
     Ok(Tiny {
         path: c,
         _file: path,
     })
+}
+
+/// Runs the freshly written program once, retrying while exec fails with
+/// ETXTBSY: a child another thread forked while the file was open for
+/// writing holds a copy of that descriptor until it execs or exits (seen
+/// in the parallel test suite). Once the program has run, no such copy is
+/// left and none can appear, so the timed execs never meet it.
+fn wait_until_executable(path: &Path) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match std::process::Command::new(path)
+            .stdout(std::process::Stdio::null())
+            .status()
+        {
+            Ok(status) if status.success() => return Ok(()),
+            Ok(status) => {
+                return Err(Error::Measure(format!(
+                    "the tiny program in {} ended with {status}; is TMPDIR mounted noexec?",
+                    path.display()
+                )));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!(
+                        "running the tiny program in {} (set TMPDIR to a directory that allows exec)",
+                        path.display()
+                    ),
+                    e,
+                ));
+            }
+        }
+    }
 }
 
 enum Case {
