@@ -877,16 +877,16 @@ fn rounds_stop_at_the_precision_target_or_the_time_limit() {
         "-q",
         "--no-perf",
     ];
-    // A ±50 % target is met as soon as intervals exist (3 rounds).
+    // A ±50 % target is met once intervals exist (3 rounds), or a little
+    // later when a round was disturbed by the tests running alongside.
     quick_run(&[&base[..], &["--target-ci", "50"]].concat(), &json);
     let doc = read_document(&json).unwrap();
-    assert_eq!(doc.run.schedule.len(), 3);
+    let rounds = doc.run.schedule.len();
+    assert!(rounds >= 3, "{rounds} rounds");
+    let why = doc.run.stopped_by.as_deref().unwrap();
     assert!(
-        doc.run
-            .stopped_by
-            .as_deref()
-            .unwrap()
-            .contains("within ±50.00% after 3 rounds")
+        why.contains(&format!("within ±50.00% after {rounds} rounds")),
+        "{why}"
     );
     // An impossible target with a tiny time limit stops at the limit (after the first two rounds).
     quick_run(
