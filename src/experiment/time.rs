@@ -190,22 +190,15 @@ pub fn run(
         runs: Vec::new(),
         joules: Vec::new(),
     });
-    // The empty command must run before anything is timed. A few retries: in
-    // a multi-threaded process (the test harness) a child spawned by another
-    // thread may briefly hold the program's write descriptor (ETXTBSY).
+    // The empty command runs once, untimed, with the commands' directory and
+    // environment, before anything is timed (`write_tiny` has already waited
+    // out a stray write descriptor, ETXTBSY).
     let floor = members.last().expect("the empty command is a member");
     let quiet = SpawnOptions {
         show_output: false,
         ..plan.spawn.clone()
     };
-    let mut attempts = 0;
-    while let Err(e) = run_once(&floor.program, &floor.argv, &quiet) {
-        attempts += 1;
-        if attempts == 10 {
-            return Err(e);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    run_once(&floor.program, &floor.argv, &quiet)?;
     let hook_env: BTreeMap<String, String> = plan.spawn.env.iter().cloned().collect();
     let hooks = Applied::hooks(
         &hook_env,
