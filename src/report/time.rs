@@ -42,19 +42,14 @@ pub fn render(doc: &Document) -> String {
         // real, user and sys share the decimals that suit real.
         let d = super::decimals_for(s.summary.median * scale.0).min(3);
         let counter = |name: &str| s.counters.get(name);
-        let mut rows = vec![summary_row(
-            "real",
-            &scaled(&s.summary, scale.0),
-            d,
-            scale.1,
-        )];
+        let mut rows = vec![summary_row("real", &s.summary.scaled(scale.0), d, scale.1)];
         for (name, key) in [("user", "user_ns"), ("sys", "sys_ns")] {
             if let Some(c) = counter(key) {
-                rows.push(summary_row(name, &scaled(c, 1e-9 * scale.0), d, scale.1));
+                rows.push(summary_row(name, &c.scaled(1e-9 * scale.0), d, scale.1));
             }
         }
         if let Some(c) = counter("max_rss_kb") {
-            rows.push(summary_row("max RSS", &scaled(c, 1.0 / 1024.0), 1, "MiB"));
+            rows.push(summary_row("max RSS", &c.scaled(1.0 / 1024.0), 1, "MiB"));
         }
         let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
         let numeric = [false, true, true, true, true, false];
@@ -172,17 +167,6 @@ fn summary_row(name: &str, s: &Summary, decimals: usize, unit: &str) -> Vec<Stri
         f(s.max),
         unit.to_string(),
     ]
-}
-
-fn scaled(s: &Summary, k: f64) -> Summary {
-    Summary {
-        median: s.median * k,
-        mean: s.mean * k,
-        stddev: s.stddev * k,
-        min: s.min * k,
-        max: s.max * k,
-        ..s.clone()
-    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,24 @@ pub struct Summary {
     pub ci_coverage: f64,
 }
 
+impl Summary {
+    /// The same summary in another unit: every field in the series' unit
+    /// multiplied by `factor` (positive); `n`, `cv` and the coverage stay.
+    pub fn scaled(&self, factor: f64) -> Self {
+        Self {
+            median: self.median * factor,
+            mean: self.mean * factor,
+            stddev: self.stddev * factor,
+            min: self.min * factor,
+            max: self.max * factor,
+            mad: self.mad * factor,
+            ci_low: self.ci_low * factor,
+            ci_high: self.ci_high * factor,
+            ..self.clone()
+        }
+    }
+}
+
 /// Summarises `values`; `None` when there are none or any is not finite.
 pub fn summarize(values: &[f64]) -> Option<Summary> {
     if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
