@@ -458,6 +458,40 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
 }
 
 #[test]
+fn interrupted_wakeup_processes_stop_instead_of_waiting_for_a_dead_peer() {
+    let _serial = helper_lock();
+    // A helper killed by the signal handler would leave the timing side
+    // waiting on shared memory forever: wakeup's helpers are left alone.
+    let mut child = osbench()
+        .args([
+            "run",
+            "wakeup:mode=processes,count=2000000",
+            "-q",
+            "--no-store",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("still running 20 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(helper_processes().is_empty(), "{:?}", helper_processes());
+}
+
+#[test]
 fn interrupted_messaging_threads_stop_inside_their_run() {
     let _serial = helper_lock(); // a heavy load for the tests that time a ring
     let dir = tempfile::tempdir().unwrap();

@@ -213,7 +213,8 @@ impl Messaging {
         let (wake_r, wake_w) = fdpair(shape.pipes)?;
         let (ready_w, wake_r) = (Arc::new(ready_w), Arc::new(wake_r));
         // hackbench -T uses PTHREAD_STACK_MIN stacks; 16 KiB on x86-64 glibc.
-        let helpers = Helpers::new(self.mode, "messaging", 16 * 1024);
+        // Killed by the signal handler on a stop: the timed wait is for their exit.
+        let helpers = Helpers::new(self.mode, "messaging", 16 * 1024).killed_on_stop();
         let counters = Arc::new(SharedCounters::new(shape.workers())?);
         let run = self.run.insert(Run {
             helpers,

@@ -201,6 +201,15 @@ impl Helpers {
         }
     }
 
+    /// Helper processes are SIGKILLed by the signal handler on a stop
+    /// ([`Supervisor::killed_on_stop`]); threads are unaffected.
+    pub fn killed_on_stop(self) -> Self {
+        match self {
+            Helpers::Processes(sup) => Helpers::Processes(sup.killed_on_stop()),
+            threads => threads,
+        }
+    }
+
     /// How many helpers were started and not yet finished.
     pub fn len(&self) -> usize {
         match self {

@@ -11,8 +11,9 @@
 //! A signal can also land while osbench is between system calls, just before
 //! a wait that then blocks until the helpers finish by themselves (a whole
 //! hackbench run of seconds). So the handler itself also SIGKILLs the process
-//! groups of live helper processes registered with [`register_group`]: every
-//! wait for them then ends at once, whenever the signal landed.
+//! groups registered with [`register_group`] (helpers whose owner waits for
+//! their exit): every wait for them then ends at once, whenever the signal
+//! landed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};

@@ -25,6 +25,8 @@ pub struct Supervisor {
     name: String,
     pgid: Option<libc::pid_t>,
     children: Vec<libc::pid_t>,
+    /// The signal handler kills the children itself (see [`Self::killed_on_stop`]).
+    killed_on_stop: bool,
 }
 
 /// How a child ended.
@@ -41,7 +43,17 @@ impl Supervisor {
             name: format!("osbench-{bench}"),
             pgid: None,
             children: Vec::new(),
+            killed_on_stop: false,
         }
+    }
+
+    /// Has the signal handler SIGKILL the children the moment a stop is
+    /// requested ([`interrupt::register_group`]), for owners that block
+    /// until the children exit (the end of a hackbench run). Not for helpers
+    /// a peer waits on through shared memory: that peer would wait forever.
+    pub fn killed_on_stop(mut self) -> Self {
+        self.killed_on_stop = true;
+        self
     }
 
     /// The process group of the children (after the first fork).
@@ -99,7 +111,9 @@ impl Supervisor {
         self.children.push(pid);
         if self.pgid.is_none() {
             self.pgid = Some(group);
-            interrupt::register_group(group);
+            if self.killed_on_stop {
+                interrupt::register_group(group);
+            }
         }
         Ok(pid)
     }
@@ -194,7 +208,7 @@ impl Supervisor {
     /// member is reaped, after which its number may be reused. The next fork
     /// starts a new group.
     fn release_group(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
+        if let (Some(pgid), true) = (self.pgid.take(), self.killed_on_stop) {
             interrupt::unregister_group(pgid);
         }
     }
@@ -408,7 +422,7 @@ mod tests {
                 if crate::measure::interrupt::Interrupt::install().is_err() {
                     return 2;
                 }
-                let mut sup = Supervisor::new("test-helper");
+                let mut sup = Supervisor::new("test-helper").killed_on_stop();
                 for _ in 0..3 {
                     // SAFETY: sleep is a plain system call.
                     if sup
