@@ -19,7 +19,7 @@ use osbench::bench::select::{Selector, resolve};
 use osbench::env;
 use osbench::experiment::{self, Plan};
 use osbench::measure::placement::Pin;
-use osbench::measure::{Harness, Interrupt, Meters, Policy};
+use osbench::measure::{Interrupt, Policy};
 use osbench::report;
 use osbench::store::PendingFile;
 use progress::Progress;
@@ -469,8 +469,6 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let interrupt = Interrupt::install()?;
-    // Probes the perf events; each case's counting pass opens them on its tasks.
-    let harness = Harness::new(policy, interrupt).with_meters(Meters::open(!args.no_perf));
     let plan = Plan {
         cases,
         seed: args.seed.unwrap_or_else(seed_from_clock),
@@ -483,15 +481,12 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
+        policy,
+        // Probed at the start; each case's counting pass opens them on its tasks.
+        perf: !args.no_perf,
     };
-    let total = match plan.configs.len() {
-        0 => plan.cases.len(),
-        n => plan.cases.len() * n * plan.rounds,
-    };
-    let per_case = policy.warmup_ns + policy.samples as u64 * policy.sample_time_ns;
-    let expected = std::time::Duration::from_nanos(per_case.saturating_mul(total as u64));
-    let mut progress = Progress::new(args.quiet, total, expected);
-    let mut outcome = experiment::run(&plan, &harness, env::capture(), &mut progress);
+    let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
+    let mut outcome = experiment::run(&plan, interrupt, env::capture(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use super::{BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::{Placement, pin_thread_for_life};
 use crate::measure::supervise::thread_error;
@@ -80,10 +80,7 @@ pub static DEF: BenchDef = BenchDef {
         }
     },
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    ..BenchDef::DEFAULTS
 };
 
 /// The thread count of the contended cases ("all" = every CPU this process may use).
@@ -117,7 +114,7 @@ struct Atomic {
     helpers: Vec<JoinHandle<()>>,
 }
 
-fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     let case = p.get("case");
     let op = match case {
         "plain" => Op::Plain,
@@ -165,7 +162,7 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
     Ok(Box::new(bench))
 }
 
-impl Benchmark for Atomic {
+impl Workload for Atomic {
     fn run(&mut self, iters: u64) -> Result<()> {
         let line = &self.lines[0].0;
         match self.op {

@@ -20,9 +20,6 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// The benchmark name of command series in documents.
-pub const BENCH: &str = "command";
-
 /// Shell metacharacters that mean something only to a shell; a command that
 /// contains them unquoted is probably meant for `--shell`.
 const SHELL_ONLY: &[char] = &['|', '&', ';', '<', '>', '$', '`', '*', '?', '(', ')'];

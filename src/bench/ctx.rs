@@ -22,7 +22,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::fdio::{pipe, read_exact, read_message, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
-use super::{Baseline, BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit};
+use super::{
+    BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, StandIn, Unit, Workload,
+};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
@@ -72,19 +74,19 @@ pub static DEF: BenchDef = BenchDef {
     ops_per_iter: |p| p.int("procs") as f64,
     tasks: |p| p.int("procs") as usize,
     setup,
-    baseline: Some(Baseline {
-        op: |p| {
-            format!(
-                "ovr: one pipe write + read back in one task, over {} pipes, plus a sum of its hot {} KiB",
-                p.int("procs"),
-                p.int("size")
-            )
-        },
-        setup: setup_overhead,
-    }),
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    sampling: Sampling::Batched {
+        stand_in: Some(StandIn {
+            op: |p| {
+                format!(
+                    "ovr: one pipe write + read back in one task, over {} pipes, plus a sum of its hot {} KiB",
+                    p.int("procs"),
+                    p.int("size")
+                )
+            },
+            setup: setup_overhead,
+        }),
+    },
+    ..BenchDef::DEFAULTS
 };
 
 /// lmbench's column names: "2p/16K"; threads are "2t/16K".
@@ -105,7 +107,7 @@ struct Ring {
     helpers: Helpers,
 }
 
-fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     Ok(Box::new(Ring::new(p, placement)?))
 }
 
@@ -178,7 +180,7 @@ impl Ring {
     }
 }
 
-impl Benchmark for Ring {
+impl Workload for Ring {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             self.lap()?;
@@ -220,7 +222,7 @@ struct Overhead {
     working_set: WorkingSet,
 }
 
-fn setup_overhead(p: &Params) -> Result<Box<dyn Benchmark>> {
+fn setup_overhead(p: &Params) -> Result<Box<dyn Workload>> {
     let procs = p.int("procs") as usize;
     let kib = p.int("size") as usize;
     let pipes = (0..procs).map(|_| pipe()).collect::<Result<Vec<_>>>()?;
@@ -232,7 +234,7 @@ fn setup_overhead(p: &Params) -> Result<Box<dyn Benchmark>> {
     }))
 }
 
-impl Benchmark for Overhead {
+impl Workload for Overhead {
     fn run(&mut self, iters: u64) -> Result<()> {
         let mut buf = [0u8; 4];
         for _ in 0..iters {
@@ -294,7 +296,7 @@ mod tests {
             for procs in [2u32, 5, 16] {
                 let mut r = ring(&procs.to_string(), "4", mode);
                 assert_eq!(r.hops(), procs, "priming lap");
-                Benchmark::run(&mut r, 100).unwrap();
+                Workload::run(&mut r, 100).unwrap();
                 assert_eq!(r.hops(), 101 * procs, "{mode} {procs}");
                 Box::new(r).teardown().unwrap();
             }
@@ -310,7 +312,7 @@ mod tests {
         };
         // SAFETY: killing our own helper child.
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        let err = Benchmark::run(&mut r, 10).unwrap_err();
+        let err = Workload::run(&mut r, 10).unwrap_err();
         assert!(err.to_string().contains("ring broke"), "{err}");
     }
 

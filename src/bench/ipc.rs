@@ -22,9 +22,7 @@ use std::time::Duration;
 
 use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
 use super::ring::{Helpers, Mode, WorkingSet};
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 use crate::measure::supervise::descriptor_error;
@@ -77,13 +75,9 @@ pub static DEF: BenchDef = BenchDef {
         "pipe" => "lat_pipe; perf bench sched pipe".to_string(),
         kind => format!("lat_{kind}"),
     },
-    ops_per_iter: one_op_per_iter,
     tasks: |_| 2,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    ..BenchDef::DEFAULTS
 };
 
 fn peer_word(p: &Params) -> &'static str {
@@ -120,7 +114,7 @@ struct Echo {
     helpers: Helpers,
 }
 
-fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     Ok(Box::new(Echo::new(p, placement)?))
 }
 
@@ -228,7 +222,7 @@ impl Echo {
     }
 }
 
-impl Benchmark for Echo {
+impl Workload for Echo {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             self.round_trip()?;
@@ -297,7 +291,7 @@ mod tests {
                         // round_trip overwrote the first bytes with the sequence number.
                         assert_eq!(e.reply, e.message, "{kind} {bytes} B {mode}");
                     }
-                    Benchmark::run(&mut e, 50).unwrap();
+                    Workload::run(&mut e, 50).unwrap();
                     Box::new(e).teardown().unwrap();
                 }
             }
@@ -312,7 +306,7 @@ mod tests {
             unsafe { libc::kill(sup.children()[0], libc::SIGKILL) };
         }
         assert!(
-            Benchmark::run(&mut e, 10)
+            Workload::run(&mut e, 10)
                 .unwrap_err()
                 .to_string()
                 .contains("stopped answering")

@@ -27,9 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::fdio::{pipe, read_exact, read_message, retry, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-};
+use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
@@ -86,7 +84,6 @@ pub static DEF: BenchDef = BenchDef {
     ],
     // One default case, hackbench's own defaults, so that `messaging:groups=50`
     // is exactly `hackbench -g 50` and `messaging:transport=pipe` is `hackbench -p`.
-    default_cases: DefaultCases::Defaults,
     case_name,
     op: |p| {
         format!(
@@ -97,13 +94,10 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("hackbench {}", hackbench_args(p)),
-    ops_per_iter: one_op_per_iter,
     tasks,
     setup,
-    baseline: None,
-    whole_runs: true,
-    events: None,
-    check: super::no_check,
+    sampling: Sampling::WholeRuns,
+    ..BenchDef::DEFAULTS
 };
 
 /// hackbench's own options for the case, e.g. "-g 10 -p -T".
@@ -188,7 +182,7 @@ struct Run {
     counters: Arc<SharedCounters>,
 }
 
-fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     let shape = Shape {
         groups: p.int("groups") as usize,
         fds: p.int("fds") as usize,
@@ -322,7 +316,7 @@ impl Messaging {
     }
 }
 
-impl Benchmark for Messaging {
+impl Workload for Messaging {
     /// Untimed: checks the previous run's message counts and starts the next run's workers.
     fn prepare(&mut self) -> Result<()> {
         self.check_counts()?;
@@ -493,7 +487,7 @@ mod tests {
             ("transport", "pipe"),
         ]);
         m.prepare().unwrap();
-        Benchmark::run(&mut m, 1).unwrap();
+        Workload::run(&mut m, 1).unwrap();
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //!
 //! A family is one file holding one [`BenchDef`]: its parameters, its default
 //! cases, what one operation is, and a constructor that sets a case up and
-//! returns a [`Benchmark`]. Adding a family is that file plus one line in
-//! [`REGISTRY`]. Benchmarks never read clocks, print, or compute statistics.
+//! returns a [`Workload`] (the harness's interface, `measure::workload`).
+//! Adding a family is that file plus one line in [`REGISTRY`]
+//! (docs/adding-a-benchmark.md). Benchmarks never print or compute statistics,
+//! and read clocks only to timestamp single events (latency families).
 
 pub mod atomic;
 pub mod command;
@@ -24,82 +26,10 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+pub use crate::document::Unit;
 use crate::error::Result;
 use crate::measure::placement::Placement;
-
-/// One set-up case, ready to run. Dropping it tears it down (temporary files
-/// removed, children reaped); `teardown` does the same but reports errors.
-pub trait Benchmark {
-    /// Performs `iters` iterations of the operation. Called only by the harness,
-    /// between its clock reads: no allocation, no printing, no clock reads.
-    fn run(&mut self, iters: u64) -> Result<()>;
-
-    /// For families whose samples are whole runs ([`BenchDef::whole_runs`]):
-    /// gets the next run ready (e.g. starts and synchronises its workers);
-    /// called untimed before each timed `run(1)`.
-    fn prepare(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    /// For families whose result is a distribution of single events
-    /// ([`BenchDef::events`]): the latencies (ns) recorded since the last call.
-    fn take_events(&mut self) -> Vec<u64> {
-        Vec::new()
-    }
-
-    /// CPU time (ns) the case's tasks have used so far, where the family tracks it.
-    fn cpu_time_ns(&mut self) -> Result<Option<u64>> {
-        Ok(None)
-    }
-
-    /// Releases what set-up acquired, reporting failures.
-    fn teardown(self: Box<Self>) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// The unit a family reports per-operation values in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Ns,
-    Us,
-    S,
-}
-
-impl Unit {
-    /// Nanoseconds in one of this unit.
-    pub fn ns(self) -> f64 {
-        match self {
-            Unit::Ns => 1.0,
-            Unit::Us => 1e3,
-            Unit::S => 1e9,
-        }
-    }
-
-    /// The ASCII name used in documents ("ns", "us", "s").
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Ns => "ns",
-            Unit::Us => "us",
-            Unit::S => "s",
-        }
-    }
-
-    /// The unit a document names ("ns", "us", "s").
-    pub fn parse(name: &str) -> Option<Unit> {
-        [Unit::Ns, Unit::Us, Unit::S]
-            .into_iter()
-            .find(|u| u.as_str() == name)
-    }
-
-    /// The name shown to people ("ns", "µs", "s").
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::Us => "µs",
-            other => other.as_str(),
-        }
-    }
-}
+pub use crate::measure::workload::Workload;
 
 /// The values a parameter accepts.
 #[derive(Debug, Clone, Copy)]
@@ -244,24 +174,54 @@ pub struct BenchDef {
     pub tasks: fn(&Params) -> usize,
     /// Sets a case up; task i (0 = the timing thread, already placed by the
     /// caller) must run on `placement.cpu_of(i)`.
-    pub setup: fn(&Params, &Placement) -> Result<Box<dyn Benchmark>>,
-    /// An overhead measured first and subtracted from every sample (lmbench's
-    /// `ovr`), for families that define one.
-    pub baseline: Option<Baseline>,
-    /// True when every sample is one whole run (hackbench): the harness calls
-    /// `prepare` untimed, then times `run(1)`, with no batching.
-    pub whole_runs: bool,
-    /// For latency families: how many events to record (the benchmark
-    /// timestamps each one; the result is their distribution).
-    pub events: Option<fn(&Params) -> u64>,
+    pub setup: fn(&Params, &Placement) -> Result<Box<dyn Workload>>,
+    /// How the harness samples a case.
+    pub sampling: Sampling,
     /// Checks run before anything is measured (privileges, devices); an error
     /// stops the whole run.
     pub check: fn(&Params) -> Result<()>,
 }
 
-/// `check` for families that need nothing special.
-pub fn no_check(_: &Params) -> Result<()> {
-    Ok(())
+impl BenchDef {
+    /// What a family leaves out takes these values: `DEF = BenchDef { name,
+    /// summary, unit, params, case_name, op, anchor, setup, ..BenchDef::DEFAULTS }`
+    /// gives one case of every parameter at its default, one operation per
+    /// iteration in the timing thread alone, batched samples, no check. The
+    /// name, summary, op, anchor and setup here are placeholders every family
+    /// sets (a registry test checks it).
+    pub const DEFAULTS: BenchDef = BenchDef {
+        name: "",
+        summary: "",
+        unit: Unit::Ns,
+        params: &[],
+        default_cases: DefaultCases::Defaults,
+        case_name: |_| String::new(),
+        op: |_| String::new(),
+        anchor: |_| String::new(),
+        ops_per_iter: |_| 1.0,
+        tasks: |_| 1,
+        setup: |_, _| {
+            Err(crate::error::Error::Measure(
+                "this benchmark family sets no setup function".into(),
+            ))
+        },
+        sampling: Sampling::Batched { stand_in: None },
+        check: |_| Ok(()),
+    };
+}
+
+/// How a family's cases are sampled; once a case is set up, the harness gets
+/// the matching [`crate::measure::Sampling`].
+pub enum Sampling {
+    /// Calibrated batches of many iterations. With a stand-in, it is sampled
+    /// alternately with the case and its median subtracted (lmbench's `ovr`).
+    Batched { stand_in: Option<StandIn> },
+    /// Every sample is one whole run (hackbench): `prepare` untimed, then
+    /// `run(1)` timed, no batching.
+    WholeRuns,
+    /// Latency families: how many events to record (the workload timestamps
+    /// each one; the result is their distribution).
+    Events(fn(&Params) -> u64),
 }
 
 /// Which cases a family runs by default.
@@ -298,10 +258,10 @@ impl BenchDef {
 
 /// An in-process stand-in for one operation without the part being measured,
 /// run in the timing thread; its median per operation is subtracted.
-pub struct Baseline {
-    /// What one baseline operation is.
+pub struct StandIn {
+    /// What one stand-in operation is.
     pub op: fn(&Params) -> String,
-    pub setup: fn(&Params) -> Result<Box<dyn Benchmark>>,
+    pub setup: fn(&Params) -> Result<Box<dyn Workload>>,
 }
 
 impl fmt::Debug for BenchDef {
@@ -328,14 +288,4 @@ pub static REGISTRY: &[&BenchDef] = &[
 /// The family called `name`.
 pub fn find(name: &str) -> Option<&'static BenchDef> {
     REGISTRY.iter().copied().find(|d| d.name == name)
-}
-
-/// `ops_per_iter` for families where one iteration is one operation.
-pub fn one_op_per_iter(_: &Params) -> f64 {
-    1.0
-}
-
-/// `tasks` for families that run in the measuring thread alone.
-pub fn single_task(_: &Params) -> usize {
-    1
 }

@@ -27,10 +27,7 @@ use std::path::Path;
 
 use tempfile::TempPath;
 
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-    single_task,
-};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 use crate::measure::supervise::{Exit, fork_error, thread_error, wait_child};
@@ -64,13 +61,8 @@ pub static DEF: BenchDef = BenchDef {
         "sh" => "lat_proc shell".to_string(),
         case => format!("(none: {case})"),
     },
-    ops_per_iter: one_op_per_iter,
-    tasks: single_task,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    ..BenchDef::DEFAULTS
 };
 
 /// A static x86-64 Linux ELF: `write(1, "Hello world\n", 12); exit(0)`.
@@ -232,7 +224,7 @@ struct Proc {
     case: Case,
 }
 
-fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     let case = match p.get("case") {
         "fork" => Case::Fork,
         "exec" => Case::Exec(Exec::new(false)?),
@@ -257,7 +249,7 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
     Ok(Box::new(bench))
 }
 
-impl Benchmark for Proc {
+impl Workload for Proc {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             let status = match &mut self.case {

@@ -7,10 +7,7 @@
 
 use std::hint::black_box;
 
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-    single_task,
-};
+use super::{BenchDef, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::Result;
 use crate::measure::placement::Placement;
 
@@ -27,17 +24,11 @@ pub static DEF: BenchDef = BenchDef {
         },
         default: "1000",
     }],
-    default_cases: DefaultCases::Defaults,
     case_name: |p| format!("work={}", p.int("work")),
     op: |p| format!("{} dependent multiply-add steps", p.int("work")),
     anchor: |_| "(none: calibration)".to_string(),
-    ops_per_iter: one_op_per_iter,
-    tasks: single_task,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    ..BenchDef::DEFAULTS
 };
 
 struct Spin {
@@ -45,14 +36,14 @@ struct Spin {
     state: u64,
 }
 
-fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     Ok(Box::new(Spin {
         work: p.int("work") as u64,
         state: 1,
     }))
 }
 
-impl Benchmark for Spin {
+impl Workload for Spin {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             self.state = spin(black_box(self.state), black_box(self.work));

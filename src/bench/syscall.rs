@@ -25,10 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use tempfile::NamedTempFile;
 
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-    single_task,
-};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
@@ -46,13 +43,8 @@ pub static DEF: BenchDef = BenchDef {
     case_name: |p| p.get("case").to_string(),
     op,
     anchor: |p| format!("lat_syscall {}", p.get("case")),
-    ops_per_iter: one_op_per_iter,
-    tasks: single_task,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: None,
-    check: super::no_check,
+    ..BenchDef::DEFAULTS
 };
 
 fn op(p: &Params) -> String {
@@ -83,7 +75,7 @@ struct Syscall {
     _temp_file: Option<NamedTempFile>,
 }
 
-fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     Ok(Box::new(make(p)?))
 }
 
@@ -125,7 +117,7 @@ fn open_dev(path: &str, write: bool) -> Result<OwnedFd> {
         .map_err(|e| Error::io(format!("opening {path}"), e))
 }
 
-impl Benchmark for Syscall {
+impl Workload for Syscall {
     fn run(&mut self, iters: u64) -> Result<()> {
         let ok = match &self.call {
             Call::Null => null_loop(iters),

@@ -14,10 +14,7 @@
 use std::fs::File;
 use std::io::Write;
 
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-    single_task,
-};
+use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::placement::Placement;
@@ -58,7 +55,6 @@ pub static DEF: BenchDef = BenchDef {
             default: "none",
         },
     ],
-    default_cases: DefaultCases::Defaults,
     case_name: |p| {
         let mut name = format!("{}us", p.int("interval_us"));
         if p.int("priority") > 0 {
@@ -95,13 +91,10 @@ pub static DEF: BenchDef = BenchDef {
         }
         a
     },
-    ops_per_iter: one_op_per_iter,
-    tasks: single_task,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: Some(|p| p.int("count") as u64),
+    sampling: Sampling::Events(|p| p.int("count") as u64),
     check,
+    ..BenchDef::DEFAULTS
 };
 
 const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
@@ -175,7 +168,7 @@ struct Timer {
     _dma: Option<File>,
 }
 
-fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     let dma = if p.get("dma_latency") == "0" {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -203,7 +196,7 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Benchmark>> {
     }))
 }
 
-impl Benchmark for Timer {
+impl Workload for Timer {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             sleep_until(self.next_ns)?;

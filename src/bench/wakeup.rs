@@ -28,9 +28,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::fdio::{pipe, read_message, write_all};
 use super::futex;
 use super::ring::{Helpers, Mode, map_anonymous};
-use super::{
-    BenchDef, Benchmark, DefaultCases, ParamKind, ParamSpec, Params, Unit, one_op_per_iter,
-};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::placement::Placement;
@@ -93,13 +91,10 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |_| "schbench wake-up latency (different workload); cyclictest for timers".to_string(),
-    ops_per_iter: one_op_per_iter,
     tasks: |_| 2,
     setup,
-    baseline: None,
-    whole_runs: false,
-    events: Some(|p| 2 * p.int("count") as u64),
-    check: super::no_check,
+    sampling: Sampling::Events(|p| 2 * p.int("count") as u64),
+    ..BenchDef::DEFAULTS
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,7 +303,7 @@ struct Wakeup {
     stopped: bool,
 }
 
-fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Benchmark>> {
+fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     let wait = match p.get("wait") {
         "futex" => Wait::Futex,
         "eventfd" => Wait::EventFd,
@@ -405,7 +400,7 @@ impl Wakeup {
     }
 }
 
-impl Benchmark for Wakeup {
+impl Workload for Wakeup {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             pause(self.gap);

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use osbench::bench::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
-use osbench::report::{self, fmt_pct, fmt_sig};
+use osbench::report::{fmt_pct, fmt_sig};
 
 /// Runs shorter than this get no bar.
 const BAR_AFTER: Duration = Duration::from_secs(1);
@@ -144,7 +144,7 @@ impl Observer for Progress {
 
     fn case_finished(&mut self, s: &Series) {
         if let Mode::Lines = self.mode {
-            let unit = report::unit_symbol(&s.unit);
+            let unit = s.unit.symbol();
             match s.quantiles {
                 Some(q) => eprintln!(
                     "p50 {} {unit}, p99 {} {unit}",

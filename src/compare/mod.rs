@@ -9,7 +9,7 @@
 //! listed, not dropped silently, and environment keys that differ are shown.
 //! [`paired`] compares the configurations of one run round by round instead.
 
-use crate::document::{ComparisonRecord, Document, Series};
+use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document, Series, Unit};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::stats::compare::{
@@ -46,7 +46,7 @@ pub struct CaseRow {
     pub bench: String,
     pub case: String,
     pub config: String,
-    pub unit: String,
+    pub unit: Unit,
     pub summaries: Vec<Summary>,
     /// One change per document after the first.
     pub changes: Vec<Change>,
@@ -119,7 +119,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                 .iter()
                 .map(|(_, d)| d.series.iter().find(|t| key(t) == k))
                 .collect();
-            let name = if k.2 == "default" {
+            let name = if k.2 == DEFAULT_CONFIG {
                 format!("{} {}", k.0, k.1)
             } else {
                 format!("{} {} [{}]", k.0, k.1, k.2)
@@ -157,7 +157,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                 bench: k.0,
                 case: k.1,
                 config: k.2,
-                unit: sides[0].unit.clone(),
+                unit: sides[0].unit,
                 summaries: sides.iter().map(|s| s.summary.clone()).collect(),
                 changes,
             });
@@ -222,8 +222,8 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         rows.push(CaseRow {
             bench: base.bench.clone(),
             case: base.case.clone(),
-            config: "default".into(),
-            unit: base.unit.clone(),
+            config: DEFAULT_CONFIG.into(),
+            unit: base.unit,
             summaries: sides.iter().map(|s| s.summary.clone()).collect(),
             changes,
         });
@@ -265,7 +265,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
     let sides: Vec<&Series> = doc
         .series
         .iter()
-        .filter(|s| s.bench == crate::bench::command::BENCH)
+        .filter(|s| s.bench == COMMAND_BENCH)
         .collect();
     let rounds = sides.iter().map(|s| s.samples.len()).min().unwrap_or(0);
     if sides.len() < 2 || rounds < 2 {
@@ -283,10 +283,10 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         })
         .collect();
     let mut rows = vec![CaseRow {
-        bench: crate::bench::command::BENCH.into(),
+        bench: COMMAND_BENCH.into(),
         case: "wall time".into(),
-        config: "default".into(),
-        unit: sides[0].unit.clone(),
+        config: DEFAULT_CONFIG.into(),
+        unit: sides[0].unit,
         summaries: sides.iter().map(|s| s.summary.clone()).collect(),
         changes,
     }];

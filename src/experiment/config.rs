@@ -11,36 +11,8 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::document::{Config, Override};
 use crate::error::{Error, Result};
-
-/// One configuration of an experiment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Config {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub teardown: Option<String>,
-    /// Environment variables for its set-up and tear-down commands.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// Benchmark parameters this configuration changes ("spin.work" = "1050").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub params: Vec<Override>,
-    /// Placement for this configuration ("none", "same", "spread"), instead of `--pin`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pin: Option<String>,
-}
-
-/// `bench.key = value`: a parameter a configuration sets for one benchmark.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Override {
-    pub bench: String,
-    pub key: String,
-    pub value: String,
-}
 
 /// Runs `command` with `sh -c` and `env`; `what` names it in errors ("the
 /// set-up of configuration 'on'"), which carry the exit status and the first

@@ -15,12 +15,17 @@ mod meters;
 pub mod time;
 
 use crate::bench::select::Case;
-use crate::bench::{BenchDef, Benchmark, Params, Unit};
-use crate::document::{BaselineSeries, Document, RunInfo, Series, Tool, utc_now};
+use crate::bench::{self, BenchDef, Params, StandIn};
+use crate::document::{
+    DEFAULT_CONFIG, Document, ReferenceSeries, RunInfo, Series, SeriesKind, Tool, utc_now,
+};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, Placement, pin_current_thread};
-use crate::measure::{Clock, Harness, Measurement, Overhead, RawSample};
+use crate::measure::{
+    Clock, Events, Harness, Interrupt, Measured, Measurement, Meters, Overhead, Policy, RawSample,
+    Sampling, Workload,
+};
 use crate::stats::{SplitMix64, bimodal, histogram, summarize};
 use config::Applied;
 pub use config::Config;
@@ -44,6 +49,29 @@ pub struct Plan {
     /// than ± this fraction (at least 3 rounds), or at `max_time`.
     pub target_ci: Option<f64>,
     pub max_time: Option<std::time::Duration>,
+    /// How much to measure per case.
+    pub policy: Policy,
+    /// Count perf events in a short pass after each case's timed samples
+    /// (false: `--no-perf`; rusage is read either way).
+    pub perf: bool,
+}
+
+impl Plan {
+    /// How many cases the run measures: every case once, or once per
+    /// configuration and round.
+    pub fn steps(&self) -> usize {
+        match self.configs.len() {
+            0 => self.cases.len(),
+            n => self.cases.len() * n * self.rounds,
+        }
+    }
+
+    /// The run's length if every case took its warm-up and samples' target time.
+    pub fn expected_duration(&self) -> std::time::Duration {
+        let p = &self.policy;
+        let per_case = p.warmup_ns + p.samples as u64 * p.sample_time_ns;
+        std::time::Duration::from_nanos(per_case.saturating_mul(self.steps() as u64))
+    }
 }
 
 /// Whether every paired ratio's 95 % interval is narrower than ± `target` (a fraction).
@@ -97,8 +125,20 @@ pub struct Outcome {
     pub error: Option<Error>,
 }
 
-/// Runs `plan` with `harness`.
-pub fn run<C: Clock>(
+/// Runs `plan` on CLOCK_MONOTONIC, with the meters it asks for; `interrupt`
+/// stops it between samples, keeping what was measured.
+pub fn run(
+    plan: &Plan,
+    interrupt: Interrupt,
+    env: Environment,
+    observer: &mut dyn Observer,
+) -> Outcome {
+    let harness = Harness::new(plan.policy, interrupt).with_meters(Meters::open(plan.perf));
+    run_with(plan, &harness, env, observer)
+}
+
+/// Runs `plan` with `harness` (tests give it a fake clock).
+pub fn run_with<C: Clock>(
     plan: &Plan,
     harness: &Harness<C>,
     mut env: Environment,
@@ -106,7 +146,7 @@ pub fn run<C: Clock>(
 ) -> Outcome {
     let started = utc_now();
     let default = [Config {
-        name: "default".into(),
+        name: DEFAULT_CONFIG.into(),
         ..Config::default()
     }];
     let (configs, rounds): (&[Config], usize) = if plan.configs.is_empty() {
@@ -328,9 +368,9 @@ fn resummarize(mut s: Series) -> Series {
         s.summary = summary;
     }
     meters::summarize_counters(&mut s);
-    if s.quantiles.is_some() {
+    if s.kind == SeriesKind::Distribution {
         // Every event of every round is in `samples`: rebuild the distribution from them.
-        let unit_ns = Unit::parse(&s.unit).map_or(1.0, Unit::ns);
+        let unit_ns = s.unit.ns();
         let events: Vec<u64> = s
             .samples
             .iter()
@@ -363,44 +403,46 @@ fn run_case<C: Clock>(
         None => Placement::unpinned(),
     };
     let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
-    match def.events {
-        Some(events) => distribution(case, &placement, harness, events(&case.params)),
-        None => sampled(case, &placement, harness),
+    let mut workload = (def.setup)(&case.params, &placement)?;
+    let stand_in_def = match &def.sampling {
+        bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
+        _ => None,
+    };
+    // Dropping `workload` on an error here tears it down.
+    let mut stand_in = stand_in_def.map(|s| (s.setup)(&case.params)).transpose()?;
+    let how = match def.sampling {
+        bench::Sampling::Batched { .. } => Sampling::Batched {
+            stand_in: stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
+        },
+        bench::Sampling::WholeRuns => Sampling::WholeRuns,
+        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
+    };
+    let measured = harness.sample(workload.as_mut(), how);
+    // Tear down even when measuring failed; the measuring error wins.
+    let torn_down = workload
+        .teardown()
+        .and(stand_in.map_or(Ok(()), Workload::teardown));
+    let measured = measured?;
+    torn_down?;
+    match measured {
+        Measured::Samples { case: m, stand_in } => {
+            let stand_in = stand_in.zip(stand_in_def);
+            sampled(case, &placement, harness.meters(), m, stand_in)
+        }
+        Measured::Events(e) => distribution(case, &placement, harness, e),
     }
 }
 
-/// A series of samples that each time many operations (with its baseline, if any).
-fn sampled<C: Clock>(
+/// A series of samples that each time many operations (less the stand-in's
+/// median, when the family has one) or one whole run.
+fn sampled(
     case: &Case,
     placement: &Placement,
-    harness: &Harness<C>,
+    meters: &Meters,
+    m: Measurement,
+    stand_in: Option<(Measurement, &StandIn)>,
 ) -> Result<(Series, bool)> {
     let def = case.def;
-    // The case and its baseline (lmbench's ovr) are sampled alternately.
-    let mut bench = (def.setup)(&case.params, placement)?;
-    let mut base = def
-        .baseline
-        .as_ref()
-        .map(|b| (b.setup)(&case.params))
-        .transpose()?;
-    let measured = match base.as_mut() {
-        Some(b) => harness.measure_interleaved(&mut [bench.as_mut(), b.as_mut()]),
-        None if def.whole_runs => harness.measure_runs(bench.as_mut()).map(|m| vec![m]),
-        None => harness.measure_interleaved(&mut [bench.as_mut()]),
-    };
-    // Tear down even when measuring failed; the measuring error wins.
-    let torn_down = bench
-        .teardown()
-        .and(base.map_or(Ok(()), Benchmark::teardown));
-    let mut measured = measured?;
-    torn_down?;
-    let baseline = if def.baseline.is_some() {
-        measured.pop()
-    } else {
-        None
-    };
-    let m = measured.remove(0);
-
     let ops_per_iter = (def.ops_per_iter)(&case.params);
     let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
         m.per_op_ns(ops)
@@ -408,20 +450,20 @@ fn sampled<C: Clock>(
             .map(|ns| ns / def.unit.ns())
             .collect()
     };
-    let baseline = match (baseline, &def.baseline) {
-        (Some(bm), Some(b)) => {
-            let samples = in_unit(&bm, 1.0);
+    let stand_in = match stand_in {
+        Some((sm, s)) => {
+            let samples = in_unit(&sm, 1.0);
             let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
-            Some(BaselineSeries {
-                op: (b.op)(&case.params),
+            Some(ReferenceSeries {
+                op: (s.op)(&case.params),
                 samples,
                 summary,
-                raw: bm.accepted,
+                raw: sm.accepted,
             })
         }
-        _ => None,
+        None => None,
     };
-    let subtract = baseline.as_ref().map_or(0.0, |b| b.summary.median);
+    let subtract = stand_in.as_ref().map_or(0.0, |b| b.summary.median);
     let samples: Vec<f64> = in_unit(&m, ops_per_iter)
         .iter()
         .map(|v| v - subtract)
@@ -438,7 +480,7 @@ fn sampled<C: Clock>(
     }
     meters::attach(
         &mut series,
-        harness.meters(),
+        meters,
         &m.meters,
         &m.accepted,
         ops_per_iter,
@@ -448,7 +490,7 @@ fn sampled<C: Clock>(
     series.rejected = m.rejected;
     series.overhead = m.overhead;
     series.ops_per_iter = ops_per_iter;
-    series.baseline = baseline;
+    series.baseline = stand_in;
     Ok((series, m.interrupted))
 }
 
@@ -457,14 +499,9 @@ fn distribution<C: Clock>(
     case: &Case,
     placement: &Placement,
     harness: &Harness<C>,
-    events: u64,
+    e: Events,
 ) -> Result<(Series, bool)> {
     let def = case.def;
-    let mut bench = (def.setup)(&case.params, placement)?;
-    let measured = harness.measure_events(bench.as_mut(), events);
-    let torn_down = bench.teardown();
-    let e = measured?;
-    torn_down?;
     let unit_ns = def.unit.ns();
     let samples: Vec<f64> = e
         .latencies_ns
@@ -472,7 +509,7 @@ fn distribution<C: Clock>(
         .map(|&ns| ns as f64 / unit_ns)
         .collect();
     let mut series = new_series(case, placement, samples)?;
-    series.kind = "distribution".into();
+    series.kind = SeriesKind::Distribution;
     set_distribution(&mut series, &e.latencies_ns, unit_ns);
     series.cpu_per_op = e
         .cpu_ns
@@ -494,8 +531,9 @@ fn distribution<C: Clock>(
     if e.interrupted {
         series.noise.push("interrupted".into());
         series.warnings.push(format!(
-            "interrupted after {} of {events} events",
-            e.latencies_ns.len()
+            "interrupted after {} of {} events",
+            e.latencies_ns.len(),
+            e.wanted
         ));
     }
     Ok((series, e.interrupted))
@@ -508,9 +546,9 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     Ok(Series {
         bench: def.name.to_string(),
         case: case.name(),
-        config: "default".into(),
+        config: DEFAULT_CONFIG.into(),
         params: case.params.to_json(def),
-        unit: def.unit.as_str().into(),
+        unit: def.unit,
         op: (def.op)(&case.params),
         anchor: (def.anchor)(&case.params),
         pin: placement.pin.as_str().into(),
@@ -521,7 +559,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
         rejected: Vec::new(),
         overhead: Overhead::ZERO,
         ops_per_iter: 1.0,
-        kind: "samples".into(),
+        kind: SeriesKind::Samples,
         rounds: Vec::new(),
         round_samples: Vec::new(),
         slot: None,

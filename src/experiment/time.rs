@@ -20,11 +20,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::bench::command::CommandSpec;
-use crate::document::{self, BaselineSeries, Document, RunInfo, Series, Tool};
+use crate::document::{
+    self, DEFAULT_CONFIG, Document, ReferenceSeries, RunInfo, Series, SeriesKind, TimeInfo, Tool,
+    Unit,
+};
 use crate::env::Environment;
 use crate::env::probe::Sys;
 use crate::error::{Error, Result};
@@ -70,32 +72,6 @@ pub struct TimePlan {
     /// at most `max_runs`.
     pub target_ci: Option<f64>,
     pub max_time: Option<Duration>,
-}
-
-/// Settings of a `time` run that are not per command, as recorded in `run.time`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimeInfo {
-    pub warmup: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prepare: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleanup: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// The `--env` assignments (osbench's own environment is not recorded).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// The empty command timed in every round: the floor of starting a process
-    /// (s); absent when the run stopped before the empty command's first run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub floor: Option<BaselineSeries>,
-    /// osbench's own peak resident set (KiB). Linux counts a child's memory
-    /// before its execve in `ru_maxrss`, so no run can report less.
-    pub rss_floor_kb: u64,
 }
 
 /// Called as the run goes.
@@ -457,9 +433,9 @@ fn walls(runs: &[CommandRun]) -> Vec<f64> {
 }
 
 /// The empty command's series, or `None` before its first run.
-fn baseline_of(op: &str, runs: &[CommandRun]) -> Option<BaselineSeries> {
+fn baseline_of(op: &str, runs: &[CommandRun]) -> Option<ReferenceSeries> {
     let samples = walls(runs);
-    Some(BaselineSeries {
+    Some(ReferenceSeries {
         op: op.into(),
         summary: summarize(&samples)?,
         raw: runs.iter().map(raw_of).collect(),
@@ -531,11 +507,11 @@ fn command_series(
         ));
     }
     Series {
-        bench: crate::bench::command::BENCH.into(),
+        bench: crate::document::COMMAND_BENCH.into(),
         case: spec.label().to_string(),
-        config: "default".into(),
+        config: DEFAULT_CONFIG.into(),
         params,
-        unit: "s".into(),
+        unit: Unit::S,
         op: if spec.shell {
             "one run of the command through sh -c, spawn to exit".into()
         } else {
@@ -558,7 +534,7 @@ fn command_series(
         rounds: Vec::new(),
         // Each round runs every command once.
         round_samples: vec![1; runs.len()],
-        kind: "samples".into(),
+        kind: SeriesKind::Samples,
         quantiles: None,
         histogram: None,
         cpu_per_op: None,

@@ -20,8 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::document::CommandRun;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::counters::{Usage, getrusage};
@@ -37,40 +36,6 @@ pub struct SpawnOptions {
     pub timeout: Option<Duration>,
     /// Let the command write to osbench's stdout and stderr (default: /dev/null).
     pub show_output: bool,
-}
-
-/// What one run cost, from `wait4` (field names are the document's).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandRun {
-    pub wall_s: f64,
-    pub user_s: f64,
-    pub sys_s: f64,
-    pub max_rss_kb: u64,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-    pub minor_faults: u64,
-    pub major_faults: u64,
-    /// The exit code, or 128 + the signal's number when a signal ended it (as shells report).
-    pub exit_status: i32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub timed_out: bool,
-}
-
-impl CommandRun {
-    pub fn succeeded(&self) -> bool {
-        self.exit_status == 0 && !self.timed_out
-    }
-
-    /// "exit status 1", "killed by signal 9 (timed out)", …
-    pub fn outcome(&self) -> String {
-        match (self.signal, self.timed_out) {
-            (Some(_), true) => "was killed after reaching the timeout".to_string(),
-            (Some(sig), false) => format!("was killed by signal {sig}"),
-            _ => format!("exited with status {}", self.exit_status),
-        }
-    }
 }
 
 /// Runs `argv` (its program already resolved to `program`) once and times it.

@@ -9,10 +9,8 @@
 //! root only (since the 2020 PLATYPUS fix). Left out: the perf `power` PMU
 //! (on this VM kind it opened but read 0 J) and AMD's `amd_energy` hwmon.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::document::EnergyDomain;
 use crate::env::probe::Sys;
-use crate::stats::Summary;
 
 /// The reason recorded when the machine has no powercap at all.
 pub const NO_POWERCAP: &str = "unavailable: no powercap";
@@ -32,18 +30,6 @@ struct Zone {
 pub struct Rapl {
     sys: Sys,
     zones: Vec<Zone>,
-}
-
-/// Energy of one zone over a series, per operation and as average power.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnergyDomain {
-    /// Joules per operation, one value per sample.
-    pub joules_per_op: Summary,
-    /// Average power during each sample, W.
-    pub watts: Summary,
-    /// The per-sample values the summaries were made from, in sample order.
-    pub samples_joules_per_op: Vec<f64>,
-    pub samples_watts: Vec<f64>,
 }
 
 impl Rapl {

@@ -53,7 +53,7 @@ pub fn render(c: &Comparison) -> String {
     }
     out.push('\n');
     for row in &c.rows {
-        let unit = super::unit_symbol(&row.unit);
+        let unit = row.unit.symbol();
         let d = decimals_for(row.summaries[0].median);
         let _ = writeln!(
             out,

@@ -90,7 +90,7 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
 
 fn row(s: &Series) -> [String; 12] {
     let mean = |name: &str| s.counters.get(name).map(|c| c.mean);
-    let unit_ns = crate::bench::Unit::parse(&s.unit).map_or(1.0, |u| u.ns());
+    let unit_ns = s.unit.ns();
     let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt_sig);
     let (user, sys) = (mean("user_ns"), mean("sys_ns"));
     let share = match (user, sys) {
@@ -104,7 +104,7 @@ fn row(s: &Series) -> [String; 12] {
         cell(user.map(|v| v / unit_ns)),
         cell(sys.map(|v| v / unit_ns)),
         share,
-        super::unit_symbol(&s.unit).to_string(),
+        s.unit.symbol().to_string(),
         cell(mean("voluntary_switches")),
         cell(mean("involuntary_switches")),
         cell(mean("minor_faults")),

@@ -32,7 +32,7 @@ pub fn run(doc: &Document) -> String {
                     &round,
                     &(i + 1).to_string(),
                     &value.to_string(),
-                    &s.unit,
+                    s.unit.as_str(),
                 ],
             );
         }
@@ -99,8 +99,13 @@ pub fn comparison(c: &Comparison) -> String {
                 ch.p_adjusted,
             ]
             .map(|x| x.to_string());
-            let mut record: Vec<&str> =
-                vec![&row.bench, &row.case, &row.config, &row.unit, &c.labels[0]];
+            let mut record: Vec<&str> = vec![
+                &row.bench,
+                &row.case,
+                &row.config,
+                row.unit.as_str(),
+                &c.labels[0],
+            ];
             record.extend(numbers[..3].iter().map(String::as_str));
             record.push(&c.labels[i + 1]);
             record.extend(numbers[3..].iter().map(String::as_str));

@@ -14,9 +14,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::decimals_for;
 use super::plot::{self, Plot};
 use super::table::{self, Table};
-use super::{decimals_for, unit_symbol};
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document};
 use crate::error::Result;
@@ -390,7 +390,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 "<tr><td>{}</td><td>{}</td>{medians}<td>{l}</td><td class=\"num\">{} [{} – {}]</td>\
                  <td class=\"num\">{:+.1}%</td><td class=\"num\">{}</td>{}</tr>",
                 escape(&case),
-                escape(unit_symbol(&row.unit)),
+                escape(row.unit.symbol()),
                 fmt_ratio(ch.ci.ratio),
                 fmt_ratio(ch.ci.ci95.0),
                 fmt_ratio(ch.ci.ci95.1),

@@ -12,7 +12,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bench::command::BENCH;
+use crate::document::COMMAND_BENCH;
 use crate::document::{Document, Series};
 
 /// One command, fields in hyperfine's order.
@@ -43,7 +43,7 @@ pub fn render(doc: &Document) -> Vec<u8> {
     let results = doc
         .series
         .iter()
-        .filter(|s| s.bench == BENCH)
+        .filter(|s| s.bench == COMMAND_BENCH)
         .map(result)
         .collect();
     let mut bytes = serde_json::to_vec_pretty(&Export { results })

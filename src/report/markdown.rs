@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
+use super::decimals_for;
 use super::table::{Table, distribution_table, results_table};
-use super::{decimals_for, unit_symbol};
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document, Series};
 
@@ -243,7 +243,7 @@ pub fn comparison(c: &Comparison) -> String {
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
                 ch.verdict.as_str().to_string(),
-                escape(unit_symbol(&row.unit)),
+                escape(row.unit.symbol()),
             ]);
         }
     }
@@ -318,7 +318,7 @@ pub(crate) mod tests {
                 bench: "syscall".into(),
                 case: "null".into(),
                 config: "default".into(),
-                unit: "ns".into(),
+                unit: crate::document::Unit::Ns,
                 summaries: vec![summary(0), summary(2)],
                 changes: vec![Change {
                     ci: RatioCi {

@@ -14,6 +14,7 @@ pub mod plot;
 pub mod table;
 pub mod time;
 
+use crate::document::DEFAULT_CONFIG;
 pub use env::env_text;
 pub use table::{list_benchmarks, render_run};
 
@@ -30,19 +31,11 @@ pub fn decimals_for(x: f64) -> usize {
     (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
 }
 
-/// How a document's unit ("us") is shown to people ("µs").
-pub fn unit_symbol(unit: &str) -> &str {
-    match crate::bench::Unit::parse(unit) {
-        Some(u) => u.symbol(),
-        None => unit,
-    }
-}
-
 /// A percentage with one decimal.
 /// A case as tables and legends name it: with its configuration in brackets,
-/// unless it ran without one ("default").
+/// unless it ran without one ([`DEFAULT_CONFIG`]).
 pub fn case_label(case: &str, config: &str) -> String {
-    if config == "default" {
+    if config == DEFAULT_CONFIG {
         case.to_string()
     } else {
         format!("{case} [{config}]")

@@ -21,8 +21,6 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
-use super::unit_symbol;
-use crate::bench::Unit;
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document, Series};
 use crate::error::{Error, Result};
@@ -245,7 +243,7 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
     let y_min = all()
         .map(|p| p.1.ci_low.min(p.1.median))
         .fold(0.0, f64::min);
-    let unit = unit_symbol(&first.unit).to_string();
+    let unit = first.unit.symbol().to_string();
     let title = "Context switch time vs working set (median, 95% CI)".to_string();
     let svg = draw_svg("ctx-size", (820, 520), |root| {
         let mut chart = ChartBuilder::on(root)
@@ -310,7 +308,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
         return Ok(None);
     };
     // Every curve in the first series' unit (a family has one unit).
-    let per_unit = Unit::parse(&first.unit).map_or(1.0, Unit::ns);
+    let per_unit = first.unit.ns();
     let curves: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
         .map(|s| {
@@ -336,7 +334,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     if !(lo.is_finite() && lo > 0.0 && hi >= lo) {
         return Ok(None);
     }
-    let unit = unit_symbol(&first.unit).to_string();
+    let unit = first.unit.symbol().to_string();
     let title = format!("{bench} latency: cumulative distribution of events");
     let name = format!("latency-cdf-{}", file_safe(bench));
     let svg = draw_svg(&name, (820, 520), |root| {
@@ -587,7 +585,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             let values = || list.iter().flat_map(|s| s.samples.iter().copied());
             let lo = values().fold(f64::INFINITY, f64::min);
             let hi = values().fold(f64::NEG_INFINITY, f64::max);
-            let unit = unit_symbol(&list[0].unit).to_string();
+            let unit = list[0].unit.symbol().to_string();
             let mut chart = ChartBuilder::on(panel)
                 .caption(case, (SANS, DESC_PX))
                 .margin(10)

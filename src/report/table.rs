@@ -86,7 +86,7 @@ pub fn anchor_sections(doc: &Document) -> [Option<String>; 4] {
 fn row(s: &Series) -> Vec<String> {
     let m = &s.summary;
     let d = decimals_for(m.median);
-    let unit = super::unit_symbol(&s.unit).to_string();
+    let unit = s.unit.symbol().to_string();
     let ci = if m.ci_coverage >= m.ci_level {
         format!("{:.d$} – {:.d$}", m.ci_low, m.ci_high)
     } else {
@@ -157,10 +157,7 @@ fn lmbench_processor_line(series: &[Series]) -> Option<String> {
         let s = series
             .iter()
             .find(|s| s.bench == bench && s.case == case && s.params.get("mode").is_none())?;
-        Some(match s.unit.as_str() {
-            "ns" => s.summary.median / 1e3,
-            _ => s.summary.median,
-        })
+        Some(s.summary.median * s.unit.ns() / 1e3)
     };
     let null_io = match (median_us("syscall", "read"), median_us("syscall", "write")) {
         (Some(r), Some(w)) => Some((r + w) / 2.0),
@@ -206,7 +203,7 @@ pub fn distribution_table(series: &[Series]) -> Option<Table> {
         .map(|s| {
             let q = s.quantiles.expect("filtered above");
             let d = decimals_for(q.p50);
-            let unit = super::unit_symbol(&s.unit).to_string();
+            let unit = s.unit.symbol().to_string();
             vec![
                 s.bench.clone(),
                 super::case_label(&s.case, &s.config),

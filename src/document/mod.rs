@@ -1,6 +1,9 @@
 //! The result document: what `osbench run --json FILE` writes and what later
 //! commands (compare, report, history) read. Schema `osbench/1`, specified
 //! field by field in `docs/result-document.md`; keep the two in step.
+//!
+//! The bottom layer: plain data that every other module reads. Its types come
+//! from nothing above it (only `stats` summaries and the `env` capture).
 
 use std::collections::BTreeMap;
 
@@ -8,16 +11,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::env::Environment;
-use crate::experiment::Config;
-use crate::experiment::time::TimeInfo;
-use crate::measure::command::CommandRun;
-use crate::measure::energy::EnergyDomain;
-use crate::measure::{Overhead, Policy, RawSample};
 use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
 
+mod config;
+mod sample;
+mod unit;
+
+pub use config::{Config, DEFAULT_CONFIG, Override, TimeInfo};
+pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
+pub use unit::{SeriesKind, Unit};
+
 /// The schema identifier written into every document.
 pub const SCHEMA: &str = "osbench/1";
+
+/// The benchmark name of the series `osbench time` writes (one per command).
+pub const COMMAND_BENCH: &str = "command";
 
 /// One run's results: environment, settings, and one series per case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,11 +118,11 @@ pub struct RunInfo {
 pub struct Series {
     pub bench: String,
     pub case: String,
-    /// The configuration's name; "default" until configurations exist.
+    /// The configuration's name; [`DEFAULT_CONFIG`] in a run without configurations.
     pub config: String,
     pub params: Map<String, Value>,
-    /// "ns", "us" or "s".
-    pub unit: String,
+    /// Written "ns", "us" or "s".
+    pub unit: Unit,
     /// What one operation is.
     pub op: String,
     /// The anchor command that measures the same thing (e.g. "hackbench -g 10").
@@ -146,8 +155,8 @@ pub struct Series {
     pub round_samples: Vec<usize>,
     /// "samples" (each sample times many operations) or "distribution" (each
     /// sample is one event's latency; see `quantiles` and `histogram`).
-    #[serde(default = "samples_kind")]
-    pub kind: String,
+    #[serde(default)]
+    pub kind: SeriesKind,
     /// Distribution series: p50, p90, p99, p99.9 and max from the histogram, in `unit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantiles: Option<Quantiles>,
@@ -157,9 +166,10 @@ pub struct Series {
     /// CPU time all tasks of the case used per operation, in `unit`, where measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_per_op: Option<f64>,
-    /// The overhead subtracted from every sample, for families that define one.
+    /// The stand-in subtracted from every sample (lmbench's `ovr`), for families
+    /// that define one. Not a comparison's baseline: the key name is historical.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<BaselineSeries>,
+    pub baseline: Option<ReferenceSeries>,
     /// Noise flags: "high-cv" (CV above 10 %), "bimodal" (two clusters of samples),
     /// "interrupted" (fewer samples than asked for).
     #[serde(default)]
@@ -192,16 +202,14 @@ pub struct Series {
     pub energy_unavailable: Option<String>,
 }
 
-fn samples_kind() -> String {
-    "samples".into()
-}
-
-/// The measured overhead of a series (lmbench's `ovr`), in the series' unit.
+/// A reference measured beside a case, in the case's unit: the stand-in whose
+/// median is subtracted from every sample (lmbench's `ovr`, `Series::baseline`),
+/// or the empty command of `osbench time` (`TimeInfo::floor`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BaselineSeries {
-    /// What one baseline operation is.
+pub struct ReferenceSeries {
+    /// What one of its operations is.
     pub op: String,
-    /// Per-operation value of each sample; the median is what was subtracted.
+    /// Per-operation value of each sample (for a stand-in, the median is what was subtracted).
     pub samples: Vec<f64>,
     pub summary: Summary,
     pub raw: Vec<RawSample>,

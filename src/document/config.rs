@@ -1,0 +1,66 @@
+//! What a run varied and how it was set up, as recorded in a document: the
+//! configurations of an experiment ([`Config`]) and the settings of an
+//! `osbench time` run ([`TimeInfo`]). Plain data; applying a configuration is
+//! `experiment::config`'s job.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ReferenceSeries;
+
+/// The name of the one implicit configuration of a run without configurations.
+pub const DEFAULT_CONFIG: &str = "default";
+
+/// One configuration of an experiment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<String>,
+    /// Environment variables for its set-up and tear-down commands.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Benchmark parameters this configuration changes ("spin.work" = "1050").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<Override>,
+    /// Placement for this configuration ("none", "same", "spread"), instead of `--pin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+}
+
+/// `bench.key = value`: a parameter a configuration sets for one benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Override {
+    pub bench: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// Settings of a `time` run that are not per command, as recorded in `run.time`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeInfo {
+    pub warmup: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The `--env` assignments (osbench's own environment is not recorded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The empty command timed in every round: the floor of starting a process
+    /// (s); absent when the run stopped before the empty command's first run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<ReferenceSeries>,
+    /// osbench's own peak resident set (KiB). Linux counts a child's memory
+    /// before its execve in `ru_maxrss`, so no run can report less.
+    pub rss_floor_kb: u64,
+}

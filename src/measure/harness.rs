@@ -1,0 +1,842 @@
+//! The harness: the only code that reads clocks around batches of benchmark
+//! code. One entry point, [`Harness::sample`], takes a workload and its
+//! [`Sampling`] method; the module doc of `measure` describes the method.
+
+use super::clock::{Clock, Monotonic};
+use super::counters::{self, Edge, PerfEvents};
+use super::interrupt::Interrupt;
+use super::meters::{MeterDelta, Meters, PerfPass};
+use super::sampler::{ACCEPT_LOW, MAX_ITERS, Measurement, Sampler, rescale};
+use super::workload::{Sampling, Workload};
+use crate::document::{Overhead, Policy, RawSample};
+use crate::error::{Error, Result};
+
+/// Batches in the perf counting pass of a sampled case.
+pub const PERF_PASS_BATCHES: usize = 3;
+/// Events per batch of a latency benchmark (and in its counting pass).
+const EVENT_BATCH: u64 = 64;
+
+/// What a latency benchmark recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Events {
+    /// One latency per event, in the order recorded.
+    pub latencies_ns: Vec<u64>,
+    /// CPU time all tasks of the case used while recording, if tracked.
+    pub cpu_ns: Option<u64>,
+    pub wall_ns: u64,
+    /// How many events were asked for.
+    pub wanted: u64,
+    pub interrupted: bool,
+    /// What the whole recording used (rusage, energy).
+    pub meters: MeterDelta,
+    /// The perf counting pass: one more batch of events.
+    pub perf: PerfPass,
+}
+
+/// What [`Harness::sample`] measured.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measured {
+    /// Batched or whole-run samples of the case, and of its stand-in if it had one.
+    Samples {
+        case: Measurement,
+        stand_in: Option<Measurement>,
+    },
+    /// Single-event latencies.
+    Events(Events),
+}
+
+/// Runs workloads under a [`Policy`] and a [`Clock`].
+pub struct Harness<C: Clock = Monotonic> {
+    clock: C,
+    policy: Policy,
+    overhead: Overhead,
+    interrupt: Interrupt,
+    meters: Meters,
+}
+
+impl Harness<Monotonic> {
+    /// A harness on CLOCK_MONOTONIC; measures the overheads now.
+    pub fn new(policy: Policy, interrupt: Interrupt) -> Self {
+        let overhead = Overhead::measure(&Monotonic);
+        Self::with_clock(Monotonic, policy, overhead, interrupt)
+    }
+}
+
+impl<C: Clock> Harness<C> {
+    pub fn with_clock(clock: C, policy: Policy, overhead: Overhead, interrupt: Interrupt) -> Self {
+        Self {
+            clock,
+            policy,
+            overhead,
+            interrupt,
+            meters: Meters::none(),
+        }
+    }
+
+    /// This harness reading `meters` around every recorded sample.
+    pub fn with_meters(mut self, meters: Meters) -> Self {
+        self.meters = meters;
+        self
+    }
+
+    pub fn meters(&self) -> &Meters {
+        &self.meters
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn overhead(&self) -> Overhead {
+        self.overhead
+    }
+
+    fn time(&self, bench: &mut dyn Workload, iters: u64) -> Result<u64> {
+        let t0 = self.clock.now_ns();
+        let ran = bench.run(iters);
+        let t1 = self.clock.now_ns();
+        self.unless_stopped(ran)?;
+        Ok(t1.saturating_sub(t0))
+    }
+
+    /// An error after a stop was requested is the stop's doing (the signal
+    /// handler kills helper processes, and their peers then fail): it is
+    /// reported as `Interrupted`, so the samples taken so far are kept.
+    fn unless_stopped<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(e) if !matches!(e, Error::Interrupted) && self.interrupt.is_set() => {
+                Err(Error::Interrupted)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Self::time`] with the meters read just outside the two clock reads.
+    /// The interrupt flag is checked after the first reading (which can take
+    /// milliseconds with many live helpers), so a signal that arrived meanwhile
+    /// is not left waiting behind a long blocking run.
+    fn time_metered(&self, bench: &mut dyn Workload, iters: u64) -> Result<(u64, MeterDelta)> {
+        let before = self.meters.snapshot(Edge::Before);
+        self.interrupt.check()?;
+        let elapsed = self.time(bench, iters)?;
+        let after = self.meters.snapshot(Edge::After);
+        Ok((elapsed, self.meters.delta(&before, &after)))
+    }
+
+    /// Runs `run` (which returns the iterations it ran) timed, with `perf`
+    /// enabled just outside the clock reads and read outside that; disabled
+    /// again even when `run` fails.
+    fn counted(
+        &self,
+        perf: &PerfEvents,
+        run: impl FnOnce() -> Result<u64>,
+    ) -> Result<(RawSample, MeterDelta)> {
+        let switch = |on: bool| {
+            perf.set_enabled(on).map_err(|e| {
+                let what = if on { "enabling" } else { "disabling" };
+                Error::io(format!("{what} the perf counters of the counting pass"), e)
+            })
+        };
+        let before = perf.read();
+        switch(true)?;
+        let t0 = self.clock.now_ns();
+        let ran = run();
+        let t1 = self.clock.now_ns();
+        switch(false)?;
+        let after = perf.read();
+        let sample = RawSample {
+            iters: ran?,
+            elapsed_ns: t1.saturating_sub(t0),
+        };
+        let used = MeterDelta {
+            counters: counters::delta(&before, &after),
+            energy_j: None,
+        };
+        Ok((sample, used))
+    }
+
+    /// The counting pass when an interrupt came before it.
+    fn pass_interrupted(&self) -> PerfPass {
+        if self.meters.perf_names().is_empty() {
+            return PerfPass::NotRun;
+        }
+        PerfPass::Skipped(
+            "not counted: the case was interrupted before its perf counting pass".into(),
+        )
+    }
+
+    /// The counting pass: opens the perf events on the case's tasks, makes
+    /// up to `batches` calls of `batch` (each one [`Self::counted`] call),
+    /// stopping early on an interrupt, and closes them. After an interrupt
+    /// it opens nothing and says the case was not counted.
+    fn perf_pass(
+        &self,
+        batches: usize,
+        mut batch: impl FnMut(&PerfEvents) -> Result<(RawSample, MeterDelta)>,
+    ) -> Result<PerfPass> {
+        if self.meters.perf_names().is_empty() {
+            return Ok(PerfPass::NotRun);
+        }
+        if self.interrupt.is_set() {
+            return Ok(self.pass_interrupted());
+        }
+        let perf = match self.meters.open_perf() {
+            Ok(perf) => perf,
+            Err(e) => {
+                return Ok(PerfPass::Skipped(format!(
+                    "not counted: opening the perf events on the case's tasks failed: {e}"
+                )));
+            }
+        };
+        let (mut raw, mut deltas) = (Vec::new(), Vec::new());
+        let mut failed = None;
+        for _ in 0..batches {
+            if self.interrupt.is_set() {
+                break;
+            }
+            match batch(&perf) {
+                // A batch of no events (never seen) has nothing to divide by.
+                Ok((sample, _)) if sample.iters == 0 => {}
+                Ok((sample, used)) => {
+                    raw.push(sample);
+                    deltas.push(used);
+                }
+                Err(Error::Interrupted) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        self.meters.close_perf(perf);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(if raw.is_empty() {
+            self.pass_interrupted()
+        } else {
+            PerfPass::Counted { raw, deltas }
+        })
+    }
+
+    /// Measures `workload` (already set up) by the `how` method: calibrated
+    /// batches (with the stand-in sampled alternately), whole runs, or events.
+    pub fn sample(&self, workload: &mut dyn Workload, how: Sampling) -> Result<Measured> {
+        match how {
+            Sampling::Batched { stand_in: None } => {
+                let mut all = self.batched(&mut [workload])?;
+                Ok(Measured::Samples {
+                    case: all.remove(0),
+                    stand_in: None,
+                })
+            }
+            Sampling::Batched {
+                stand_in: Some(stand_in),
+            } => {
+                let mut all = self.batched(&mut [workload, stand_in])?;
+                Ok(Measured::Samples {
+                    stand_in: all.pop(),
+                    case: all.remove(0),
+                })
+            }
+            Sampling::WholeRuns => Ok(Measured::Samples {
+                case: self.whole_runs(workload)?,
+                stand_in: None,
+            }),
+            Sampling::Events(count) => Ok(Measured::Events(self.events(workload, count)?)),
+        }
+    }
+
+    /// Calibrates and warms up each benchmark in turn, then samples them
+    /// alternately — one attempt each per round — so slow drift of the machine
+    /// affects all of them alike (used for a case and the overhead subtracted
+    /// from it). On an interrupt, each keeps the samples taken so far; if the
+    /// first has none yet, the result is `Err(Interrupted)`.
+    fn batched(&self, benches: &mut [&mut dyn Workload]) -> Result<Vec<Measurement>> {
+        let target = self.policy.sample_time_ns as f64;
+        let mut samplers = Vec::with_capacity(benches.len());
+        for bench in benches.iter_mut() {
+            let mut iters = self.calibrate(*bench, target)?;
+            self.warm_up(|| {
+                let elapsed = self.time(*bench, iters)?;
+                iters = rescale(iters, elapsed, target);
+                Ok(())
+            })?;
+            samplers.push(Sampler::new(iters, self.policy.samples));
+        }
+
+        let mut interrupted = false;
+        'rounds: while samplers.iter().any(|s| !s.done()) {
+            if self.interrupt.is_set() {
+                interrupted = true;
+                break;
+            }
+            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
+                if !sampler.done() {
+                    match self.time_metered(*bench, sampler.iters) {
+                        Ok((elapsed, used)) => sampler.record(elapsed, target, used),
+                        // A benchmark that noticed the signal while blocked: keep what we have.
+                        Err(Error::Interrupted) => {
+                            interrupted = true;
+                            break 'rounds;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        if interrupted && samplers[0].accepted.is_empty() {
+            return Err(Error::Interrupted);
+        }
+        let iters = samplers[0].iters;
+        let mut measured = samplers
+            .into_iter()
+            .map(|s| s.finish(target, interrupted, self.overhead))
+            .collect::<Result<Vec<_>>>()?;
+        let case = &mut *benches[0];
+        measured[0].perf = self.perf_pass(PERF_PASS_BATCHES, |perf| {
+            self.counted(perf, || case.run(iters).map(|()| iters))
+        })?;
+        Ok(measured)
+    }
+
+    /// Samples a benchmark whose every sample is one whole run (hackbench):
+    /// `prepare()` untimed, then `run(1)` timed. Warm-up: untimed runs until
+    /// the warm-up time has passed (so one run when a run is longer). No
+    /// calibration and no acceptance window: a run lasts what it lasts.
+    fn whole_runs(&self, bench: &mut dyn Workload) -> Result<Measurement> {
+        self.warm_up(|| {
+            bench.prepare()?;
+            bench.run(1)
+        })?;
+        let mut sampler = Sampler::new(1, self.policy.samples);
+        let mut interrupted = false;
+        while sampler.accepted.len() < self.policy.samples {
+            let outcome = self
+                .interrupt
+                .check()
+                .and_then(|()| self.unless_stopped(bench.prepare()))
+                .and_then(|()| self.time_metered(bench, 1));
+            match outcome {
+                Ok((elapsed, used)) => {
+                    sampler.accepted.push(RawSample {
+                        iters: 1,
+                        elapsed_ns: elapsed,
+                    });
+                    sampler.meters.push(used);
+                }
+                Err(Error::Interrupted) => {
+                    interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut measured = sampler.finish(
+            self.policy.sample_time_ns as f64,
+            interrupted,
+            self.overhead,
+        )?;
+        // One whole run: a run is long, and counts per run vary little.
+        measured.perf = self.perf_pass(1, |perf| {
+            self.interrupt.check()?;
+            bench.prepare()?;
+            self.counted(perf, || bench.run(1).map(|()| 1))
+        })?;
+        Ok(measured)
+    }
+
+    /// Records the single-event latencies of a latency benchmark: warm-up
+    /// batches (discarded) for the warm-up time, then batches until `events`
+    /// events are in, checking for an interrupt between batches. The
+    /// benchmark timestamps each event itself with [`clock::monotonic_ns`];
+    /// the harness adds the wall time and the CPU time the tasks used.
+    fn events(&self, bench: &mut dyn Workload, events: u64) -> Result<Events> {
+        const BATCH: u64 = EVENT_BATCH;
+        self.warm_up(|| bench.run(BATCH))?;
+        bench.take_events();
+        let cpu_before = bench.cpu_time_ns()?;
+        let meters_before = self.meters.snapshot(Edge::Before);
+        let t0 = self.clock.now_ns();
+        let mut latencies_ns = Vec::with_capacity(events as usize);
+        let mut interrupted = false;
+        while (latencies_ns.len() as u64) < events {
+            if self.interrupt.is_set() {
+                interrupted = true;
+                break;
+            }
+            match self
+                .unless_stopped(bench.run(BATCH.min(events - latencies_ns.len() as u64).max(1)))
+            {
+                Ok(()) => latencies_ns.extend(bench.take_events()),
+                Err(Error::Interrupted) => {
+                    interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let wall_ns = self.clock.now_ns().saturating_sub(t0);
+        let meters_after = self.meters.snapshot(Edge::After);
+        latencies_ns.truncate(events as usize);
+        let cpu_ns = match (cpu_before, bench.cpu_time_ns()?) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        if latencies_ns.is_empty() {
+            return Err(if interrupted {
+                Error::Interrupted
+            } else {
+                Error::Measure("no event was recorded".into())
+            });
+        }
+        let meters = self.meters.delta(&meters_before, &meters_after);
+        // One batch of events, not recorded as latencies: at tens of µs per
+        // event it is over in milliseconds (one batch takes 64 × interval_us
+        // for timers).
+        let perf = self.perf_pass(1, |perf| {
+            self.counted(perf, || {
+                bench.run(BATCH)?;
+                Ok(bench.take_events().len() as u64)
+            })
+        })?;
+        Ok(Events {
+            latencies_ns,
+            cpu_ns,
+            wall_ns,
+            wanted: events,
+            interrupted,
+            meters,
+            perf,
+        })
+    }
+
+    /// Repeats `step`, unrecorded, until the warm-up time has passed (at least
+    /// once unless the warm-up time is zero) and the kernel's perf hooks,
+    /// left on for a while after the last counting pass, are off again
+    /// ([`Meters::perf_hooks_on`]), stopping on an interrupt.
+    fn warm_up(&self, mut step: impl FnMut() -> Result<()>) -> Result<()> {
+        if self.policy.warmup_ns == 0 && !self.meters.perf_hooks_on() {
+            return Ok(());
+        }
+        let start = self.clock.now_ns();
+        loop {
+            self.interrupt.check()?;
+            self.unless_stopped(step())?;
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns
+                && !self.meters.perf_hooks_on()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Grows the iteration count from 1 until a batch takes at least
+    /// `ACCEPT_LOW × target`, then scales it to the target.
+    fn calibrate(&self, bench: &mut dyn Workload, target: f64) -> Result<u64> {
+        let mut iters = 1u64;
+        loop {
+            self.interrupt.check()?;
+            let elapsed = self.time(bench, iters)?;
+            if elapsed as f64 >= ACCEPT_LOW * target {
+                return Ok(rescale(iters, elapsed, target));
+            }
+            // Below 1/64 of the target a batch is too short to extrapolate from.
+            iters = if (elapsed as f64) < target / 64.0 {
+                iters * 8
+            } else {
+                rescale(iters, elapsed, target).max(iters + 1)
+            };
+            if iters > MAX_ITERS {
+                return Err(Error::Measure(format!(
+                    "{MAX_ITERS} iterations took under {:.1} ms; the operation is too cheap to time",
+                    target / 1e6
+                )));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    use super::counters::FakePerf;
+    use super::*;
+
+    /// A clock that only moves when the fake benchmark says so.
+    #[derive(Clone, Default)]
+    struct FakeClock(Rc<Cell<u64>>);
+
+    impl Clock for FakeClock {
+        fn now_ns(&self) -> u64 {
+            self.0.get()
+        }
+    }
+
+    /// Each iteration costs `cost_ns`; the batches listed in `spikes` (0-based
+    /// count of run() calls) take `spike_factor` times longer.
+    struct FakeBench {
+        clock: FakeClock,
+        cost_ns: u64,
+        calls: usize,
+        spikes: Vec<usize>,
+        spike_factor: u64,
+        iterations_run: u64,
+        /// Shared record of which bench ran, in order.
+        log: Rc<std::cell::RefCell<Vec<u64>>>,
+        /// Sets this interrupt at this call.
+        interrupt_at: Option<(usize, Interrupt)>,
+        /// Causes one perf event per iteration and logs whether counting was on.
+        perf: Option<Arc<FakePerf>>,
+    }
+
+    impl Workload for FakeBench {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            let mut t = iters * self.cost_ns;
+            if self.spikes.contains(&self.calls) {
+                t *= self.spike_factor;
+            }
+            if let Some((_, flag)) = self
+                .interrupt_at
+                .as_ref()
+                .filter(|(at, _)| *at == self.calls)
+            {
+                flag.set();
+            }
+            self.log.borrow_mut().push(self.cost_ns);
+            if let Some(perf) = &self.perf {
+                perf.add(iters);
+                let on = perf.enabled.load(Ordering::SeqCst);
+                let what = if on { "counted run" } else { "quiet run" };
+                perf.log.lock().unwrap().push(what.into());
+            }
+            self.calls += 1;
+            self.iterations_run += iters;
+            self.clock.0.set(self.clock.0.get() + t);
+            Ok(())
+        }
+    }
+
+    fn setup(cost_ns: u64, spikes: Vec<usize>) -> (Harness<FakeClock>, FakeBench) {
+        let clock = FakeClock::default();
+        let policy = Policy {
+            samples: 11,
+            sample_time_ns: 1_000_000,
+            warmup_ns: 3_000_000,
+        };
+        let overhead = Overhead {
+            timer_ns: 20.0,
+            loop_ns_per_iter: 0.5,
+        };
+        let bench = FakeBench {
+            clock: clock.clone(),
+            cost_ns,
+            calls: 0,
+            spikes,
+            spike_factor: 3,
+            iterations_run: 0,
+            log: Rc::default(),
+            interrupt_at: None,
+            perf: None,
+        };
+        (
+            Harness::with_clock(clock, policy, overhead, Interrupt::none()),
+            bench,
+        )
+    }
+
+    #[test]
+    fn calibrates_to_the_target_and_subtracts_overheads() {
+        let (h, mut b) = setup(100, vec![]);
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.rejected.is_empty());
+        for s in &m.accepted {
+            assert_eq!(s.iters, 10_000, "1 ms / 100 ns");
+            assert_eq!(s.elapsed_ns, 1_000_000);
+        }
+        // (1e6 − 20 − 10 000 × 0.5) / 10 000 = 99.498
+        for v in m.per_op_ns(1.0) {
+            assert!((v - 99.498).abs() < 1e-9, "{v}");
+        }
+        // Per-op conversion for benchmarks with several operations per iteration.
+        assert!((m.per_op_ns(2.0)[0] - 49.749).abs() < 1e-9);
+    }
+
+    #[test]
+    fn long_samples_are_rejected_and_kept() {
+        // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
+        // (3 ms), sampling starts at call 8: spike two of the sampling batches.
+        let (h, mut b) = setup(100, vec![10, 14]);
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert_eq!(m.rejected.len(), 2);
+        assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
+        assert!(m.rejected.iter().all(|s| s.elapsed_ns == 3_000_000));
+    }
+
+    #[test]
+    fn one_iteration_longer_than_the_target_is_accepted() {
+        let (h, mut b) = setup(5_000_000, vec![]);
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(
+            m.accepted
+                .iter()
+                .all(|s| s.iters == 1 && s.elapsed_ns == 5_000_000)
+        );
+    }
+
+    #[test]
+    fn warms_up_before_sampling() {
+        let (h, mut b) = setup(100, vec![]);
+        h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        // 11 samples of 10 000 plus at least 3 ms of warm-up (30 000 iterations).
+        assert!(
+            b.iterations_run >= 11 * 10_000 + 30_000,
+            "{}",
+            b.iterations_run
+        );
+    }
+
+    #[test]
+    fn persistent_noise_gives_up_with_a_warning() {
+        let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert!(!m.rejected.is_empty());
+        assert!(!m.warnings.is_empty(), "noise this heavy must be reported");
+    }
+
+    #[test]
+    fn interrupt_stops_measuring() {
+        let (h, mut b) = setup(100, vec![]);
+        h.interrupt.set();
+        assert!(matches!(
+            h.batched(&mut [&mut b]).map(|mut m| m.remove(0)),
+            Err(Error::Interrupted)
+        ));
+    }
+
+    #[test]
+    fn interleaved_benches_alternate_once_sampling_starts() {
+        let (h, mut a) = setup(100, vec![]);
+        let mut b = FakeBench {
+            cost_ns: 300,
+            log: Rc::clone(&a.log),
+            ..setup(300, vec![]).1
+        };
+        b.clock = a.clock.clone();
+        let ms = h.batched(&mut [&mut a, &mut b]).unwrap();
+        assert_eq!(ms.len(), 2);
+        assert!(ms.iter().all(|m| m.accepted.len() == 11));
+        assert_eq!(ms[1].accepted[0].iters, 3_333, "1 ms / 300 ns");
+        let log = a.log.borrow();
+        let tail: Vec<u64> = log[log.len() - 22..].to_vec();
+        assert_eq!(tail, [100, 300].repeat(11));
+    }
+
+    #[test]
+    fn an_interrupt_keeps_the_samples_taken() {
+        let (h, mut b) = setup(100, vec![]);
+        // Calls 0–7 calibrate and warm up; sampling starts at call 8.
+        b.interrupt_at = Some((12, h.interrupt.clone()));
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert!(m.interrupted);
+        assert_eq!(m.accepted.len(), 5);
+        assert!(m.warnings[0].contains("interrupted after 5 of 11"));
+    }
+
+    /// Counts prepare() calls and costs 5 ms per run.
+    struct FakeRuns {
+        clock: FakeClock,
+        prepared: u32,
+        runs: u32,
+    }
+
+    impl Workload for FakeRuns {
+        fn prepare(&mut self) -> Result<()> {
+            self.prepared += 1;
+            self.clock.0.set(self.clock.0.get() + 1_000_000_000); // untimed: must not count
+            Ok(())
+        }
+        fn run(&mut self, iters: u64) -> Result<()> {
+            assert_eq!(iters, 1);
+            assert_eq!(self.prepared, self.runs + 1, "every run is prepared first");
+            self.runs += 1;
+            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn whole_runs_are_prepared_untimed_and_timed_one_by_one() {
+        let (h, _) = setup(100, vec![]);
+        let clock = h.clock.clone();
+        let mut b = FakeRuns {
+            clock,
+            prepared: 0,
+            runs: 0,
+        };
+        let m = h.whole_runs(&mut b).unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.accepted.iter().all(|s| *s
+            == RawSample {
+                iters: 1,
+                elapsed_ns: 5_000_000
+            }));
+        // One warm-up run: the 3 ms warm-up is shorter than a run (prepare time is not counted
+        // as warm-up either way, since the fake clock jumps a second per prepare).
+        assert_eq!(b.runs, 12);
+    }
+
+    /// A harness whose only meter is a fake perf event, and a bench that drives it.
+    fn setup_perf(cost_ns: u64) -> (Harness<FakeClock>, FakeBench, Arc<FakePerf>) {
+        let (h, mut b) = setup(cost_ns, vec![]);
+        let perf = Arc::new(FakePerf::default());
+        b.perf = Some(Arc::clone(&perf));
+        (
+            h.with_meters(Meters::with_fake_perf(Arc::clone(&perf))),
+            b,
+            perf,
+        )
+    }
+
+    #[test]
+    fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
+        let (h, mut b, perf) = setup_perf(100);
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let log = perf.log.lock().unwrap().clone();
+        // Calibration, warm-up and every timed sample: no perf event open.
+        let open = log.iter().position(|e| e == "open").unwrap();
+        assert!(log[..open].iter().all(|e| e == "quiet run"), "{log:?}");
+        assert_eq!(open, b.calls - PERF_PASS_BATCHES);
+        // Then the pass: opened once, each batch alone between enable and disable, closed.
+        let pass = ["enable", "counted run", "disable"].repeat(PERF_PASS_BATCHES);
+        assert_eq!(log[open + 1..log.len() - 1], pass);
+        assert_eq!(log.last().unwrap(), "close");
+        let PerfPass::Counted { raw, deltas } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        assert_eq!(raw.len(), PERF_PASS_BATCHES);
+        assert!(
+            raw.iter()
+                .all(|s| s.iters == 10_000 && s.elapsed_ns == 1_000_000)
+        );
+        assert!(
+            deltas
+                .iter()
+                .all(|d| d.counters == [("context_switches", 10_000.0)])
+        );
+        // The timed samples read no perf counter.
+        assert!(m.meters.iter().all(|d| d.counters.is_empty()));
+    }
+
+    #[test]
+    fn an_interleaved_baseline_is_timed_quietly_and_not_counted() {
+        let (h, mut a, perf) = setup_perf(100);
+        let mut b = FakeBench {
+            cost_ns: 300,
+            log: Rc::clone(&a.log),
+            perf: Some(Arc::clone(&perf)),
+            ..setup(300, vec![]).1
+        };
+        b.clock = a.clock.clone();
+        let ms = h.batched(&mut [&mut a, &mut b]).unwrap();
+        assert!(matches!(ms[0].perf, PerfPass::Counted { .. }));
+        assert_eq!(ms[1].perf, PerfPass::NotRun);
+        // The pass runs the case only, after both were sampled.
+        let log = a.log.borrow();
+        assert_eq!(
+            log[log.len() - PERF_PASS_BATCHES..],
+            [100; PERF_PASS_BATCHES]
+        );
+        let perf_log = perf.log.lock().unwrap();
+        let counted = perf_log.iter().filter(|e| *e == "counted run").count();
+        assert_eq!(counted, PERF_PASS_BATCHES);
+    }
+
+    #[test]
+    fn an_interrupted_case_says_it_was_not_counted() {
+        let (h, mut b, perf) = setup_perf(100);
+        b.interrupt_at = Some((12, h.interrupt.clone()));
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        assert!(m.interrupted);
+        assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
+        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
+    }
+
+    #[test]
+    fn warm_up_lasts_until_the_perf_hooks_of_a_previous_pass_are_off() {
+        let (mut h, mut b, _perf) = setup_perf(100);
+        h.policy.warmup_ns = 0;
+        h.meters.perf_closed_ago(
+            crate::measure::meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20),
+        );
+        assert!(h.meters.perf_hooks_on());
+        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        // Calibration (5 batches), then warm-up batches although no warm-up time
+        // was asked for, then 11 samples and the 3 batches of the pass.
+        assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
+        assert_eq!(m.accepted.len(), 11);
+    }
+
+    #[test]
+    fn without_perf_events_there_is_no_pass() {
+        let (h, mut b) = setup(100, vec![]);
+        assert_eq!(
+            h.batched(&mut [&mut b])
+                .map(|mut m| m.remove(0))
+                .unwrap()
+                .perf,
+            PerfPass::NotRun
+        );
+    }
+
+    #[test]
+    fn a_whole_run_is_counted_once_prepared_quietly() {
+        let (h, _, perf) = setup_perf(100);
+        struct Runs {
+            clock: FakeClock,
+            perf: Arc<FakePerf>,
+        }
+        impl Workload for Runs {
+            fn prepare(&mut self) -> Result<()> {
+                let on = self.perf.enabled.load(Ordering::SeqCst);
+                assert!(!on, "prepare is never counted");
+                Ok(())
+            }
+            fn run(&mut self, _: u64) -> Result<()> {
+                self.perf.add(7);
+                self.clock.0.set(self.clock.0.get() + 5_000_000);
+                Ok(())
+            }
+        }
+        let mut b = Runs {
+            clock: h.clock.clone(),
+            perf: Arc::clone(&perf),
+        };
+        let m = h.whole_runs(&mut b).unwrap();
+        let PerfPass::Counted { raw, deltas } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        assert_eq!(
+            raw,
+            &[RawSample {
+                iters: 1,
+                elapsed_ns: 5_000_000
+            }]
+        );
+        assert_eq!(deltas[0].counters, [("context_switches", 7.0)]);
+        assert_eq!(
+            perf.count.load(Ordering::SeqCst),
+            7,
+            "timed runs were not counted"
+        );
+        let log = perf.log.lock().unwrap();
+        assert_eq!(*log, ["open", "enable", "disable", "close"]);
+    }
+}

@@ -1,0 +1,157 @@
+//! The sampling state of one batched workload: which timed batches are
+//! accepted (within [`ACCEPT_LOW`]–[`ACCEPT_HIGH`] × the target time), which
+//! are set aside, how the batch is re-sized, and what is said about it
+//! ([`Measurement`]). Pure bookkeeping: it reads no clock.
+
+use super::meters::{MeterDelta, PerfPass};
+use super::overhead::per_op_ns;
+use crate::document::{Overhead, RawSample};
+use crate::error::{Error, Result};
+
+/// A sample is accepted when its duration is at least this fraction of the target…
+pub const ACCEPT_LOW: f64 = 0.9;
+/// …and at most this multiple of it.
+pub const ACCEPT_HIGH: f64 = 1.5;
+/// Never run more than this many iterations in one batch.
+pub(super) const MAX_ITERS: u64 = 1 << 40;
+
+/// Everything the harness measured for one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Accepted samples, in the order they were taken.
+    pub accepted: Vec<RawSample>,
+    /// Samples outside the acceptance window, in order.
+    pub rejected: Vec<RawSample>,
+    pub overhead: Overhead,
+    /// Problems worth telling the user (too many rejections, …).
+    pub warnings: Vec<String>,
+    /// True when a signal stopped sampling early; `accepted` holds what was taken.
+    pub interrupted: bool,
+    /// What each accepted sample used (rusage, energy), same order as `accepted`.
+    pub meters: Vec<MeterDelta>,
+    /// The perf counting pass (only the first benchmark of an interleaved
+    /// measurement, the case, gets one).
+    pub perf: PerfPass,
+}
+
+impl Measurement {
+    /// Nanoseconds per operation of each accepted sample, overheads subtracted.
+    /// `ops_per_iter` converts iterations to the benchmark's operations.
+    pub fn per_op_ns(&self, ops_per_iter: f64) -> Vec<f64> {
+        self.accepted
+            .iter()
+            .map(|s| per_op_ns(*s, self.overhead, ops_per_iter))
+            .collect()
+    }
+}
+
+/// The sampling state of one benchmark.
+pub(super) struct Sampler {
+    pub(super) iters: u64,
+    pub(super) accepted: Vec<RawSample>,
+    rejected: Vec<RawSample>,
+    /// What each accepted sample used, same order.
+    pub(super) meters: Vec<MeterDelta>,
+    long_in_a_row: u32,
+    max_attempts: usize,
+    wanted: usize,
+}
+
+impl Sampler {
+    pub(super) fn new(iters: u64, wanted: usize) -> Self {
+        Self {
+            iters,
+            accepted: Vec::with_capacity(wanted),
+            rejected: Vec::new(),
+            meters: Vec::with_capacity(wanted),
+            long_in_a_row: 0,
+            max_attempts: wanted * 3 + 10,
+            wanted,
+        }
+    }
+
+    pub(super) fn done(&self) -> bool {
+        self.accepted.len() >= self.wanted
+            || self.accepted.len() + self.rejected.len() >= self.max_attempts
+    }
+
+    /// Files one timed batch as accepted or rejected and re-sizes the batch:
+    /// at once after a short one, after two long ones in a row (one long
+    /// sample is usually an interruption, not a wrong count).
+    pub(super) fn record(&mut self, elapsed: u64, target: f64, used: MeterDelta) {
+        let sample = RawSample {
+            iters: self.iters,
+            elapsed_ns: elapsed,
+        };
+        let ratio = elapsed as f64 / target;
+        if (ACCEPT_LOW..=ACCEPT_HIGH).contains(&ratio) || (self.iters == 1 && ratio > ACCEPT_HIGH) {
+            self.accepted.push(sample);
+            self.meters.push(used);
+            self.long_in_a_row = 0;
+            return;
+        }
+        self.rejected.push(sample);
+        if ratio < ACCEPT_LOW {
+            self.iters = rescale(self.iters, elapsed, target);
+        } else {
+            self.long_in_a_row += 1;
+            if self.long_in_a_row >= 2 {
+                self.iters = rescale(self.iters, elapsed, target);
+                self.long_in_a_row = 0;
+            }
+        }
+    }
+
+    pub(super) fn finish(
+        self,
+        target: f64,
+        interrupted: bool,
+        overhead: Overhead,
+    ) -> Result<Measurement> {
+        let wanted = self.wanted;
+        let mut warnings = Vec::new();
+        let (taken, tried) = (
+            self.accepted.len(),
+            self.accepted.len() + self.rejected.len(),
+        );
+        if interrupted {
+            warnings.push(format!("interrupted after {taken} of {wanted} samples"));
+        } else if taken < wanted {
+            warnings.push(format!(
+                "only {taken} of {wanted} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the {:.1} ms \
+                 target after {tried} attempts; the system is too noisy for this sample time (try a \
+                 longer --sample-time)",
+                target / 1e6
+            ));
+        }
+        if taken == 0 {
+            return Err(if interrupted {
+                Error::Interrupted
+            } else {
+                Error::Measure(warnings.join("; "))
+            });
+        }
+        if !self.rejected.is_empty() && self.rejected.len() * 4 >= taken {
+            warnings.push(format!(
+                "{} of {tried} samples fell outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time and \
+                 were set aside (kept in the document as \"rejected\")",
+                self.rejected.len()
+            ));
+        }
+        Ok(Measurement {
+            accepted: self.accepted,
+            rejected: self.rejected,
+            overhead,
+            warnings,
+            interrupted,
+            meters: self.meters,
+            perf: PerfPass::NotRun,
+        })
+    }
+}
+
+/// The iteration count that would make a batch of `iters` that took `elapsed` last `target`.
+pub(super) fn rescale(iters: u64, elapsed: u64, target: f64) -> u64 {
+    let per_iter = elapsed.max(1) as f64 / iters as f64;
+    ((target / per_iter).round() as u64).clamp(1, MAX_ITERS)
+}

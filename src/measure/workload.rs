@@ -1,0 +1,51 @@
+//! The interface between the harness and what it measures: a [`Workload`]
+//! (one set-up benchmark case) and the [`Sampling`] method the harness uses
+//! for it. Benchmark families implement `Workload`; only the harness calls it.
+//! Left out: how a workload is set up or named (that is `bench`'s registry).
+
+use crate::error::Result;
+
+/// One set-up case, ready to run. Dropping it tears it down (temporary files
+/// removed, children reaped); `teardown` does the same but reports errors.
+pub trait Workload {
+    /// Performs `iters` iterations of the operation. Called only by the harness,
+    /// between its clock reads: no allocation, no printing, no clock reads.
+    fn run(&mut self, iters: u64) -> Result<()>;
+
+    /// For [`Sampling::WholeRuns`]: gets the next run ready (e.g. starts and
+    /// synchronises its workers); called untimed before each timed `run(1)`.
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// For [`Sampling::Events`]: the latencies (ns) recorded since the last
+    /// call. Such workloads timestamp each event themselves with
+    /// [`super::clock::monotonic_ns`], since an event is shorter than a batch.
+    fn take_events(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// CPU time (ns) the case's tasks have used so far, where the workload tracks it.
+    fn cpu_time_ns(&mut self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// Releases what set-up acquired, reporting failures.
+    fn teardown(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// How the harness samples a workload.
+pub enum Sampling<'a> {
+    /// Calibrated batches of many iterations, each sample near the target
+    /// time. With `stand_in`, that workload (the operation without the part
+    /// being measured, lmbench's `ovr`) is sampled alternately with the case.
+    Batched {
+        stand_in: Option<&'a mut dyn Workload>,
+    },
+    /// Every sample is one whole run: `prepare()` untimed, then `run(1)` timed.
+    WholeRuns,
+    /// Single-event latencies: batches of events until this many are recorded.
+    Events(u64),
+}
