@@ -289,3 +289,26 @@ pub static REGISTRY: &[&BenchDef] = &[
 pub fn find(name: &str) -> Option<&'static BenchDef> {
     REGISTRY.iter().copied().find(|d| d.name == name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_replaces_the_placeholders_of_the_defaults() {
+        for def in REGISTRY {
+            assert!(!def.name.is_empty() && !def.summary.is_empty(), "{def:?}");
+            assert!(find(def.name).is_some_and(|d| std::ptr::eq(d, *def)));
+            for fixed in def.default_cases() {
+                let p = Params::new(def, &fixed);
+                for (what, text) in [
+                    ("case name", (def.case_name)(&p)),
+                    ("op", (def.op)(&p)),
+                    ("anchor", (def.anchor)(&p)),
+                ] {
+                    assert!(!text.is_empty(), "{}: no {what} for {p}", def.name);
+                }
+            }
+        }
+    }
+}

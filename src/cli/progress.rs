@@ -21,6 +21,8 @@ const BAR_AFTER: Duration = Duration::from_secs(1);
 /// Reports progress of a run.
 pub struct Progress {
     mode: Mode,
+    /// The bar counts rounds (`osbench time`), not cases.
+    counts_rounds: bool,
 }
 
 enum Mode {
@@ -35,7 +37,8 @@ enum Mode {
 }
 
 impl Progress {
-    /// `total` is the number of cases to run (all rounds and configurations);
+    /// `total` is the number of cases to run (all rounds and configurations),
+    /// or 0 when the bar counts rounds whose number is learnt as they end;
     /// `expected` a rough estimate of the run's length (it decides whether the
     /// bar shows from the start; otherwise it appears once a second has passed).
     pub fn new(quiet: bool, total: usize, expected: Duration) -> Self {
@@ -61,7 +64,10 @@ impl Progress {
         } else {
             Mode::Lines
         };
-        Self { mode }
+        Self {
+            mode,
+            counts_rounds: total == 0,
+        }
     }
 
     /// Removes the bar (before the results are printed).
@@ -96,8 +102,11 @@ fn show(mode: &mut Mode) {
     }
 }
 
-impl osbench::experiment::time::TimeObserver for Progress {
+impl Observer for Progress {
     fn round_finished(&mut self, done: usize, planned: usize) {
+        if !self.counts_rounds {
+            return;
+        }
         if let Mode::Bar { started, .. } = &self.mode
             && started.elapsed() >= BAR_AFTER
         {
@@ -111,12 +120,6 @@ impl osbench::experiment::time::TimeObserver for Progress {
         }
     }
 
-    fn audit(&mut self, finding: &str) {
-        self.say(&format!("osbench: warning: {finding}"));
-    }
-}
-
-impl Observer for Progress {
     fn case_started(&mut self, index: usize, total: usize, case: &Case) {
         if let Mode::Bar { started, .. } = &self.mode
             && started.elapsed() >= BAR_AFTER

@@ -41,6 +41,20 @@ pub struct Document {
     pub comparisons: Vec<ComparisonRecord>,
 }
 
+impl Document {
+    /// A document of this osbench with no comparisons yet.
+    pub fn new(env: Environment, run: RunInfo, series: Vec<Series>) -> Self {
+        Self {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            env,
+            run,
+            series,
+            comparisons: Vec::new(),
+        }
+    }
+}
+
 /// One comparison as written into a document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComparisonRecord {
@@ -200,6 +214,48 @@ pub struct Series {
     /// Why energy could not be read ("unavailable: no powercap").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_unavailable: Option<String>,
+}
+
+impl Series {
+    /// A series of `samples` (per operation, in `unit`) summarized by
+    /// `summary`, under no configuration, with everything else empty: one
+    /// operation per iteration, no placement, nothing subtracted.
+    pub fn new(bench: &str, case: String, unit: Unit, samples: Vec<f64>, summary: Summary) -> Self {
+        Self {
+            bench: bench.to_string(),
+            case,
+            config: DEFAULT_CONFIG.into(),
+            params: Map::new(),
+            unit,
+            op: String::new(),
+            anchor: String::new(),
+            pin: "none".into(),
+            cpus: Vec::new(),
+            samples,
+            summary,
+            raw: Vec::new(),
+            rejected: Vec::new(),
+            overhead: Overhead::ZERO,
+            ops_per_iter: 1.0,
+            slot: None,
+            rounds: Vec::new(),
+            round_samples: Vec::new(),
+            kind: SeriesKind::Samples,
+            quantiles: None,
+            histogram: None,
+            cpu_per_op: None,
+            baseline: None,
+            noise: Vec::new(),
+            warnings: Vec::new(),
+            runs: Vec::new(),
+            counters: BTreeMap::new(),
+            counter_samples: BTreeMap::new(),
+            counters_unavailable: BTreeMap::new(),
+            perf_pass: Vec::new(),
+            energy: BTreeMap::new(),
+            energy_unavailable: None,
+        }
+    }
 }
 
 /// A reference measured beside a case, in the case's unit: the stand-in whose

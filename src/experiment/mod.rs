@@ -5,33 +5,31 @@
 //! minutes-long fast/slow phases) does not always favour the same case; the
 //! seed is recorded so the order can be reproduced. A failure or an interrupt
 //! stops the run but keeps every case already completed (and the samples of an
-//! interrupted one). With configurations, the run is organised in rounds:
-//! each round applies every configuration once (set-up, every case, tear-down)
-//! in a fresh seeded order, so drift between rounds affects all alike.
+//! interrupted one). With configurations, the run is organised in rounds
+//! ([`rounds`], shared with `osbench time`): each round applies every
+//! configuration once (set-up, every case, tear-down) in a fresh seeded order,
+//! so drift between rounds affects all alike.
 
+mod case;
 pub mod config;
 pub mod file;
-mod meters;
+pub mod rounds;
+mod series_meters;
 pub mod time;
 
 use crate::bench::select::Case;
-use crate::bench::{self, BenchDef, Params, StandIn};
-use crate::document::{
-    DEFAULT_CONFIG, Document, ReferenceSeries, RunInfo, Series, SeriesKind, Tool, utc_now,
-};
+use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::measure::placement::{Pin, Placement, pin_current_thread};
-use crate::measure::{
-    Clock, Events, Harness, Interrupt, Measured, Measurement, Meters, Overhead, Policy, RawSample,
-    Sampling, Workload,
-};
-use crate::stats::{SplitMix64, bimodal, histogram, summarize};
+use crate::measure::placement::Pin;
+use crate::measure::{Clock, Harness, Interrupt, Meters, Policy};
+use crate::stats::SplitMix64;
+use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio};
+pub use case::NOISY_CV;
 use config::Applied;
 pub use config::Config;
-
-/// Above this coefficient of variation a series is flagged "high-cv".
-pub const NOISY_CV: f64 = 0.10;
+pub use rounds::{Observer, Silent};
+use rounds::{RoundBody, StopRule};
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -74,50 +72,6 @@ impl Plan {
     }
 }
 
-/// Whether every paired ratio's 95 % interval is narrower than ± `target` (a fraction).
-fn precision_reached(done: &[((usize, usize), Series)], configs: usize, target: f64) -> bool {
-    // Every candidate configuration's per-round medians against the baseline's, case by case.
-    let slots: Vec<usize> = done
-        .iter()
-        .filter(|((c, _), _)| *c == 0)
-        .map(|((_, i), _)| *i)
-        .collect();
-    slots.iter().all(|&slot| {
-        let rounds_of = |c: usize| {
-            done.iter()
-                .find(|(k, _)| *k == (c, slot))
-                .map(|(_, s)| &s.rounds)
-        };
-        let Some(base) = rounds_of(0) else {
-            return false;
-        };
-        (1..configs).all(|c| match rounds_of(c) {
-            Some(cand) if base.len().min(cand.len()) >= 3 => {
-                let n = base
-                    .len()
-                    .min(cand.len())
-                    .min(crate::stats::compare::MAX_ROUNDS);
-                let (r, _) = crate::stats::compare::paired_log_ratio(&base[..n], &cand[..n]);
-                r.relative_half_width() < target
-            }
-            _ => false,
-        })
-    })
-}
-
-/// Receives progress; the CLI prints it, tests ignore it.
-pub trait Observer {
-    fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
-    fn case_finished(&mut self, _series: &Series) {}
-    fn case_failed(&mut self, _error: &Error) {}
-    /// A noise-audit finding (before or after the run).
-    fn audit(&mut self, _finding: &str) {}
-}
-
-/// Observer that ignores everything.
-pub struct Silent;
-impl Observer for Silent {}
-
 /// The document of a run, and the error that stopped it early, if any.
 #[derive(Debug)]
 pub struct Outcome {
@@ -149,163 +103,220 @@ pub fn run_with<C: Clock>(
         name: DEFAULT_CONFIG.into(),
         ..Config::default()
     }];
-    let (configs, rounds): (&[Config], usize) = if plan.configs.is_empty() {
-        (&default, 1)
+    let configs: &[Config] = if plan.configs.is_empty() {
+        &default
     } else {
-        (&plan.configs, plan.rounds.max(1))
+        &plan.configs
     };
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
     audit.iter().for_each(|f| observer.audit(f));
-    // With configurations: the environment after each one's first set-up, to
-    // show what the set-up (the declared factor) changed.
-    let mut config_envs: Vec<Environment> = Vec::new();
-    let mut rng = SplitMix64::new(plan.seed);
-    let total = rounds * configs.len() * plan.cases.len();
-    let mut done: Vec<((usize, usize), Series)> = Vec::new();
-    let (mut order, mut schedule): (Vec<String>, Vec<Vec<String>>) = (Vec::new(), Vec::new());
-    // Privileges and devices are checked for every case, as every configuration
-    // will run it (its parameters may differ), before anything is measured.
-    let mut error = configs
-        .iter()
-        .flat_map(|config| plan.cases.iter().map(move |c| with_overrides(c, config)))
-        .find_map(|c| (c.def.check)(&c.params).err());
-    let start = std::time::Instant::now();
-    let mut stopped_by = None;
-    'rounds: for round in 0..rounds {
-        if error.is_some() {
-            break;
-        }
-        let reached = plan
-            .target_ci
-            .filter(|&t| round >= 3 && precision_reached(&done, configs.len(), t));
-        if let Some(target) = reached {
-            stopped_by = Some(format!(
-                "every ratio's 95% interval within ±{:.2}% after {round} rounds",
-                target * 100.0
-            ));
-            break;
-        }
-        if plan.max_time.is_some_and(|max| start.elapsed() >= max) && round >= 2 {
-            stopped_by = Some(format!("--max-time reached after {round} rounds"));
-            break;
-        }
-        let mut config_order: Vec<usize> = (0..configs.len()).collect();
-        rng.shuffle(&mut config_order);
-        schedule.push(
-            config_order
-                .iter()
-                .map(|&c| configs[c].name.clone())
-                .collect(),
-        );
-        for &ci in &config_order {
-            let config = &configs[ci];
-            let applied = match Applied::apply(config) {
-                Ok(a) => a,
-                Err(e) => {
-                    error = Some(e);
-                    break 'rounds;
-                }
-            };
-            if round == 0 && !plan.configs.is_empty() {
-                config_envs.push(crate::env::capture_from(&crate::env::probe::Sys::real()));
-            }
-            let mut case_order: Vec<usize> = (0..plan.cases.len()).collect();
-            rng.shuffle(&mut case_order);
-            for &idx in &case_order {
-                let case = &with_overrides(&plan.cases[idx], config);
-                order.push(if plan.configs.is_empty() {
-                    format!("{} {}", case.def.name, case.name())
-                } else {
-                    format!(
-                        "{} {}: {} {}",
-                        round + 1,
-                        config.name,
-                        case.def.name,
-                        case.name()
-                    )
-                });
-                observer.case_started(order.len() - 1, total, case);
-                let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
-                match run_case(case, pin, harness) {
-                    Ok((mut series, interrupted)) => {
-                        series.config = config.name.clone();
-                        series.slot = (!plan.configs.is_empty()).then_some(idx);
-                        observer.case_finished(&series);
-                        merge(&mut done, (ci, idx), series);
-                        if interrupted {
-                            error = Some(Error::Interrupted);
-                            break 'rounds; // `applied` drops: the tear-down runs
-                        }
-                    }
-                    Err(e) => {
-                        observer.case_failed(&e);
-                        error = Some(e);
-                        break 'rounds;
-                    }
-                }
-            }
-            if let Err(e) = applied.finish() {
-                error = Some(e);
-                break 'rounds;
-            }
-        }
-    }
+    let mut body = RunRounds::new(plan, configs, harness);
+    let rounds = match body.check() {
+        Err(e) => rounds::Rounds {
+            error: Some(e),
+            ..Default::default()
+        },
+        Ok(()) => rounds::run(
+            &mut body,
+            &plan.stop_rule(),
+            plan.seed,
+            harness.clock(),
+            observer,
+        ),
+    };
     crate::env::record_end(&mut env);
     for finding in crate::env::audit::after_run(&env) {
         observer.audit(&finding);
         audit.push(finding);
     }
-    // Configurations in their definition order (round 0 applied them shuffled).
-    let config_env_diff = match schedule.first() {
-        Some(first) if config_envs.len() == configs.len() && configs.len() >= 2 => {
-            let ordered: Vec<&Environment> = configs
-                .iter()
-                .filter_map(|c| first.iter().position(|n| *n == c.name))
-                .map(|i| &config_envs[i])
-                .collect();
-            crate::env::diff(&ordered)
-        }
-        _ => Vec::new(),
-    };
-    done.sort_by_key(|(key, _)| *key);
-    let series: Vec<Series> = done.into_iter().map(|(_, s)| s).map(resummarize).collect();
-
+    let config_env_diff = body.config_env_diff();
     let run = RunInfo {
         started,
         finished: utc_now(),
         seed: plan.seed,
         policy: *harness.policy(),
-        order,
-        complete: error.is_none(),
-        stopped_because: error.as_ref().map(|e| e.to_string()),
+        order: std::mem::take(&mut body.order),
+        complete: rounds.error.is_none(),
+        stopped_because: rounds.error.as_ref().map(|e| e.to_string()),
         time: None,
         configs: plan.configs.clone(),
-        stopped_by: stopped_by.or_else(|| {
-            (plan.target_ci.is_some() && error.is_none()).then(|| {
-                format!(
-                    "all {} rounds ran without reaching the target interval",
-                    schedule.len()
-                )
-            })
-        }),
+        stopped_by: rounds.stopped_by,
         schedule: if plan.configs.is_empty() {
             Vec::new()
         } else {
-            schedule
+            rounds.schedule
         },
         audit,
         config_env_diff,
         label: None,
     };
-    let document = Document {
-        schema: crate::document::SCHEMA.to_string(),
-        tool: Tool::this(),
-        env,
-        run,
-        series,
-        comparisons: Vec::new(),
-    };
-    Outcome { document, error }
+    Outcome {
+        document: Document::new(env, run, body.into_series()),
+        error: rounds.error,
+    }
+}
+
+impl Plan {
+    /// When the rounds stop: one round without configurations; with them,
+    /// `rounds`, or fewer when the precision target or the time limit is met.
+    fn stop_rule(&self) -> StopRule {
+        StopRule {
+            warmup: 0,
+            planned: if self.configs.is_empty() {
+                1
+            } else {
+                self.rounds.max(1)
+            },
+            target_ci: self.target_ci,
+            first_look: 3,
+            max_time: self.max_time,
+        }
+    }
+}
+
+/// The rounds of a run: every configuration applied in turn, running every case.
+struct RunRounds<'a, C: Clock> {
+    plan: &'a Plan,
+    configs: &'a [Config],
+    harness: &'a Harness<C>,
+    /// Series by (configuration, case) index, merged over rounds.
+    done: Vec<((usize, usize), Series)>,
+    /// Every case as it was started, "bench case" (with round and configuration).
+    order: Vec<String>,
+    /// With configurations: the environment after each one's first set-up, to
+    /// show what the set-up (the declared factor) changed.
+    config_envs: Vec<Option<Environment>>,
+}
+
+impl<'a, C: Clock> RunRounds<'a, C> {
+    fn new(plan: &'a Plan, configs: &'a [Config], harness: &'a Harness<C>) -> Self {
+        Self {
+            plan,
+            configs,
+            harness,
+            done: Vec::new(),
+            order: Vec::new(),
+            config_envs: vec![None; configs.len()],
+        }
+    }
+
+    /// Privileges and devices, checked for every case under every
+    /// configuration (its parameters may differ) before anything is measured.
+    fn check(&self) -> Result<()> {
+        self.configs
+            .iter()
+            .flat_map(|config| {
+                self.plan
+                    .cases
+                    .iter()
+                    .map(move |c| with_overrides(c, config))
+            })
+            .try_for_each(|c| (c.def.check)(&c.params))
+    }
+
+    /// Runs case `idx` under configuration `ci` once, merging its series.
+    fn run_case(
+        &mut self,
+        round: usize,
+        ci: usize,
+        idx: usize,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        let (plan, config) = (self.plan, &self.configs[ci]);
+        let case = &with_overrides(&plan.cases[idx], config);
+        self.order.push(if plan.configs.is_empty() {
+            format!("{} {}", case.def.name, case.name())
+        } else {
+            let (bench, name) = (case.def.name, case.name());
+            format!("{} {}: {bench} {name}", round + 1, config.name)
+        });
+        observer.case_started(self.order.len() - 1, plan.steps(), case);
+        let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
+        let (mut series, interrupted) =
+            case::run_case(case, pin, self.harness).inspect_err(|e| observer.case_failed(e))?;
+        series.config = config.name.clone();
+        series.slot = (!plan.configs.is_empty()).then_some(idx);
+        observer.case_finished(&series);
+        case::merge(&mut self.done, (ci, idx), series);
+        if interrupted {
+            return Err(Error::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// The environment keys the configurations' set-ups changed.
+    fn config_env_diff(&self) -> Vec<(String, Vec<String>)> {
+        let envs: Option<Vec<&Environment>> = self.config_envs.iter().map(Option::as_ref).collect();
+        match envs {
+            Some(envs) if envs.len() >= 2 => crate::env::diff(&envs),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The series, by configuration then case, each summarized over its rounds.
+    fn into_series(self) -> Vec<Series> {
+        let mut done = self.done;
+        done.sort_by_key(|(key, _)| *key);
+        done.into_iter()
+            .map(|(_, s)| case::resummarize(s))
+            .collect()
+    }
+}
+
+impl<C: Clock> RoundBody for RunRounds<'_, C> {
+    fn members(&self) -> Vec<String> {
+        self.configs.iter().map(|c| c.name.clone()).collect()
+    }
+
+    fn run_round(
+        &mut self,
+        round: usize,
+        order: &[usize],
+        _warm: bool,
+        rng: &mut SplitMix64,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        for &ci in order {
+            let applied = Applied::apply(&self.configs[ci])?;
+            if round == 0 && !self.plan.configs.is_empty() {
+                self.config_envs[ci] =
+                    Some(crate::env::capture_from(&crate::env::probe::Sys::real()));
+            }
+            let mut case_order: Vec<usize> = (0..self.plan.cases.len()).collect();
+            rng.shuffle(&mut case_order);
+            for idx in case_order {
+                // On an error `applied` drops: the tear-down runs.
+                self.run_case(round, ci, idx, observer)?;
+            }
+            applied.finish()?;
+        }
+        Ok(())
+    }
+
+    /// The widest relative half-width of the paired ratios of every candidate
+    /// configuration's per-round medians to the first's, case by case.
+    fn precision(&self) -> Option<f64> {
+        let rounds_of = |c: usize, slot: usize| {
+            self.done
+                .iter()
+                .find(|(k, _)| *k == (c, slot))
+                .map(|(_, s)| &s.rounds)
+        };
+        let mut widest: f64 = 0.0;
+        for slot in 0..self.plan.cases.len() {
+            let base = rounds_of(0, slot)?;
+            for c in 1..self.configs.len() {
+                let cand = rounds_of(c, slot)?;
+                let n = base.len().min(cand.len()).min(MAX_ROUNDS);
+                if n < 3 {
+                    return None;
+                }
+                let (ratio, _) = paired_log_ratio(&base[..n], &cand[..n]);
+                widest = widest.max(ratio.relative_half_width());
+            }
+        }
+        Some(widest)
+    }
 }
 
 /// Whether some case runs several tasks with no pinning (the scheduler places them).
@@ -329,284 +340,194 @@ fn with_overrides(case: &Case, config: &Config) -> Case {
     case
 }
 
-/// Adds one round's series to the series of the same configuration and case.
-fn merge(done: &mut Vec<((usize, usize), Series)>, key: (usize, usize), mut new: Series) {
-    new.rounds = vec![new.summary.median];
-    new.round_samples = vec![new.samples.len()];
-    let Some((_, s)) = done.iter_mut().find(|(k, _)| *k == key) else {
-        done.push((key, new));
-        return;
-    };
-    s.rounds.push(new.summary.median);
-    s.round_samples.push(new.samples.len());
-    meters::merge(s, &new);
-    if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
-        let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
-        s.cpu_per_op = Some((a * na + b * nb) / (na + nb));
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::bench::{BenchDef, ParamKind, ParamSpec, Params, Workload};
+    use crate::document::{Overhead, Override};
+    use crate::measure::placement::Placement;
+
+    thread_local! {
+        /// The fake clock of this test thread: it moves only when a fake workload runs.
+        static NOW: Cell<u64> = const { Cell::new(0) };
     }
-    s.samples.extend(new.samples);
-    s.raw.extend(new.raw);
-    s.rejected.extend(new.rejected);
-    for flag in new.noise {
-        if !s.noise.contains(&flag) {
-            s.noise.push(flag);
+
+    struct FakeClock;
+    impl Clock for FakeClock {
+        fn now_ns(&self) -> u64 {
+            NOW.with(Cell::get)
         }
     }
-    s.warnings.extend(
-        new.warnings
-            .into_iter()
-            .map(|w| format!("round {}: {w}", s.rounds.len())),
-    );
-}
 
-/// Recomputes the summary (and quantiles) of a series merged over several rounds.
-fn resummarize(mut s: Series) -> Series {
-    if s.rounds.len() < 2 {
-        return s;
-    }
-    if let Some(summary) = summarize(&s.samples) {
-        s.summary = summary;
-    }
-    meters::summarize_counters(&mut s);
-    if s.kind == SeriesKind::Distribution {
-        // Every event of every round is in `samples`: rebuild the distribution from them.
-        let unit_ns = s.unit.ns();
-        let events: Vec<u64> = s
-            .samples
-            .iter()
-            .map(|v| (v * unit_ns).round() as u64)
-            .collect();
-        set_distribution(&mut s, &events, unit_ns);
-    }
-    s
-}
-
-/// Quantiles (in the series' unit) and histogram buckets of `events_ns`.
-fn set_distribution(series: &mut Series, events_ns: &[u64], unit_ns: f64) {
-    let hist = histogram::histogram(events_ns);
-    series.quantiles = Some(histogram::quantiles(&hist).scaled(1.0 / unit_ns));
-    series.histogram = Some(histogram::buckets(&hist));
-}
-
-/// Places, sets up, measures and tears down one case; the flag says whether
-/// an interrupt cut it short.
-fn run_case<C: Clock>(
-    case: &Case,
-    pin: Option<Pin>,
-    harness: &Harness<C>,
-) -> Result<(Series, bool)> {
-    let def = case.def;
-    let tasks = (def.tasks)(&case.params);
-    let placement = match pin {
-        Some(p) => Placement::new(p)?,
-        None if tasks == 1 => Placement::new(Pin::Same)?,
-        None => Placement::unpinned(),
-    };
-    let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
-    let mut workload = (def.setup)(&case.params, &placement)?;
-    let stand_in_def = match &def.sampling {
-        bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
-        _ => None,
-    };
-    // Dropping `workload` on an error here tears it down.
-    let mut stand_in = stand_in_def.map(|s| (s.setup)(&case.params)).transpose()?;
-    let how = match def.sampling {
-        bench::Sampling::Batched { .. } => Sampling::Batched {
-            stand_in: stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
-        },
-        bench::Sampling::WholeRuns => Sampling::WholeRuns,
-        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
-    };
-    let measured = harness.sample(workload.as_mut(), how);
-    // Tear down even when measuring failed; the measuring error wins.
-    let torn_down = workload
-        .teardown()
-        .and(stand_in.map_or(Ok(()), Workload::teardown));
-    let measured = measured?;
-    torn_down?;
-    match measured {
-        Measured::Samples { case: m, stand_in } => {
-            let stand_in = stand_in.zip(stand_in_def);
-            sampled(case, &placement, harness.meters(), m, stand_in)
+    /// Each iteration costs `cost` ns of fake time.
+    struct Fake(u64);
+    impl Workload for Fake {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            NOW.with(|now| now.set(now.get() + iters * self.0));
+            Ok(())
         }
-        Measured::Events(e) => distribution(case, &placement, harness, e),
     }
-}
 
-/// A series of samples that each time many operations (less the stand-in's
-/// median, when the family has one) or one whole run.
-fn sampled(
-    case: &Case,
-    placement: &Placement,
-    meters: &Meters,
-    m: Measurement,
-    stand_in: Option<(Measurement, &StandIn)>,
-) -> Result<(Series, bool)> {
-    let def = case.def;
-    let ops_per_iter = (def.ops_per_iter)(&case.params);
-    let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
-        m.per_op_ns(ops)
-            .iter()
-            .map(|ns| ns / def.unit.ns())
-            .collect()
+    fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
+        match p.int("fail") {
+            0 => Ok(Box::new(Fake(p.int("cost") as u64))),
+            _ => Err(Error::Measure("set-up failed on purpose".into())),
+        }
+    }
+
+    static FAKE: BenchDef = BenchDef {
+        name: "fake",
+        summary: "a workload that advances a fake clock",
+        params: &[
+            ParamSpec {
+                name: "cost",
+                help: "ns per iteration",
+                kind: ParamKind::Int { min: 1, max: 1000 },
+                default: "100",
+            },
+            ParamSpec {
+                name: "fail",
+                help: "1: the set-up fails",
+                kind: ParamKind::Int { min: 0, max: 1 },
+                default: "0",
+            },
+        ],
+        case_name: |p| format!("c{}", p.int("cost")),
+        op: |_| "one fake iteration".into(),
+        anchor: |_| "none".into(),
+        setup,
+        ..BenchDef::DEFAULTS
     };
-    let stand_in = match stand_in {
-        Some((sm, s)) => {
-            let samples = in_unit(&sm, 1.0);
-            let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
-            Some(ReferenceSeries {
-                op: (s.op)(&case.params),
-                samples,
-                summary,
-                raw: sm.accepted,
+
+    fn case(cost: &str) -> Case {
+        Case {
+            def: &FAKE,
+            params: Params::new(&FAKE, &[("cost", cost)]),
+        }
+    }
+
+    fn config(name: &str, bench_params: &[(&str, &str)], teardown: Option<String>) -> Config {
+        let params = bench_params
+            .iter()
+            .map(|(key, value)| Override {
+                bench: "fake".into(),
+                key: key.to_string(),
+                value: value.to_string(),
             })
+            .collect();
+        Config {
+            name: name.into(),
+            params,
+            teardown,
+            ..Config::default()
         }
-        None => None,
-    };
-    let subtract = stand_in.as_ref().map_or(0.0, |b| b.summary.median);
-    let samples: Vec<f64> = in_unit(&m, ops_per_iter)
-        .iter()
-        .map(|v| v - subtract)
-        .collect();
-    let mut series = new_series(case, placement, samples)?;
-    series.warnings = m.warnings;
-    flag_noise(&mut series, def.unit.symbol(), m.interrupted);
-    if series.samples.iter().any(|&v| v <= 0.0) {
-        series.warnings.push(
-            "some samples are not positive after subtracting the measured overhead; \
-             the operation is too cheap for this method"
-                .into(),
+    }
+
+    fn plan(seed: u64, configs: Vec<Config>) -> Plan {
+        Plan {
+            cases: vec![case("100"), case("300")],
+            seed,
+            pin: None,
+            configs,
+            rounds: 10,
+            target_ci: None,
+            max_time: None,
+            policy: Policy {
+                samples: 3,
+                sample_time_ns: 1_000_000,
+                warmup_ns: 0,
+            },
+            perf: false,
+        }
+    }
+
+    fn go(plan: &Plan) -> Outcome {
+        let harness =
+            Harness::with_clock(FakeClock, plan.policy, Overhead::ZERO, Interrupt::none());
+        run_with(plan, &harness, crate::env::capture(), &mut Silent)
+    }
+
+    fn two_configs() -> Vec<Config> {
+        vec![
+            config("a", &[], None),
+            config("b", &[("cost", "200")], None),
+        ]
+    }
+
+    #[test]
+    fn rounds_stop_on_the_precision_target_from_the_third() {
+        // Fake time is exact: every interval has zero width at the first look.
+        let p = Plan {
+            target_ci: Some(0.01),
+            ..plan(7, two_configs())
+        };
+        let out = go(&p);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        let run = &out.document.run;
+        assert_eq!(run.schedule.len(), 3);
+        assert_eq!(
+            run.stopped_by.as_deref(),
+            Some("every 95% interval within ±1.00% after 3 rounds")
+        );
+        assert_eq!(out.document.series.len(), 4);
+        assert!(out.document.series.iter().all(|s| s.rounds.len() == 3));
+    }
+
+    #[test]
+    fn rounds_stop_at_the_time_limit_after_two() {
+        let p = Plan {
+            target_ci: Some(0.0),
+            max_time: Some(std::time::Duration::from_nanos(1)),
+            ..plan(7, two_configs())
+        };
+        let run = go(&p).document.run;
+        assert_eq!(run.schedule.len(), 2);
+        assert_eq!(
+            run.stopped_by.as_deref(),
+            Some("--max-time reached after 2 rounds")
         );
     }
-    meters::attach(
-        &mut series,
-        meters,
-        &m.meters,
-        &m.accepted,
-        ops_per_iter,
-        &m.perf,
-    );
-    series.raw = m.accepted;
-    series.rejected = m.rejected;
-    series.overhead = m.overhead;
-    series.ops_per_iter = ops_per_iter;
-    series.baseline = stand_in;
-    Ok((series, m.interrupted))
-}
 
-/// A distribution of single-event latencies.
-fn distribution<C: Clock>(
-    case: &Case,
-    placement: &Placement,
-    harness: &Harness<C>,
-    e: Events,
-) -> Result<(Series, bool)> {
-    let def = case.def;
-    let unit_ns = def.unit.ns();
-    let samples: Vec<f64> = e
-        .latencies_ns
-        .iter()
-        .map(|&ns| ns as f64 / unit_ns)
-        .collect();
-    let mut series = new_series(case, placement, samples)?;
-    series.kind = SeriesKind::Distribution;
-    set_distribution(&mut series, &e.latencies_ns, unit_ns);
-    series.cpu_per_op = e
-        .cpu_ns
-        .map(|cpu| cpu as f64 / e.latencies_ns.len() as f64 / unit_ns);
-    series.overhead = harness.overhead();
-    // One reading over the whole recording, divided by the events recorded.
-    let whole = RawSample {
-        iters: e.latencies_ns.len() as u64,
-        elapsed_ns: e.wall_ns,
-    };
-    meters::attach(
-        &mut series,
-        harness.meters(),
-        &[e.meters],
-        &[whole],
-        1.0,
-        &e.perf,
-    );
-    if e.interrupted {
-        series.noise.push("interrupted".into());
-        series.warnings.push(format!(
-            "interrupted after {} of {} events",
-            e.latencies_ns.len(),
-            e.wanted
-        ));
+    #[test]
+    fn the_order_is_reproducible_from_the_seed() {
+        let order = |seed| {
+            let run = go(&plan(seed, two_configs())).document.run;
+            (run.order, run.schedule)
+        };
+        let first = order(7);
+        assert_eq!(first.0.len(), 10 * 2 * 2);
+        assert_eq!(first, order(7));
+        assert_ne!(first, order(8));
+        // The series come in configuration then case order, whatever the run order.
+        let doc = go(&plan(8, two_configs())).document;
+        let names: Vec<(&str, &str)> = doc
+            .series
+            .iter()
+            .map(|s| (s.config.as_str(), s.case.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("a", "c100"), ("a", "c300"), ("b", "c200"), ("b", "c200")]
+        );
     }
-    Ok((series, e.interrupted))
-}
 
-/// A series with its identity, placement, samples and summary; the rest empty.
-fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<Series> {
-    let def = case.def;
-    let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
-    Ok(Series {
-        bench: def.name.to_string(),
-        case: case.name(),
-        config: DEFAULT_CONFIG.into(),
-        params: case.params.to_json(def),
-        unit: def.unit,
-        op: (def.op)(&case.params),
-        anchor: (def.anchor)(&case.params),
-        pin: placement.pin.as_str().into(),
-        cpus: placement.cpus_used((def.tasks)(&case.params)),
-        samples,
-        summary,
-        raw: Vec::new(),
-        rejected: Vec::new(),
-        overhead: Overhead::ZERO,
-        ops_per_iter: 1.0,
-        kind: SeriesKind::Samples,
-        rounds: Vec::new(),
-        round_samples: Vec::new(),
-        slot: None,
-        quantiles: None,
-        histogram: None,
-        cpu_per_op: None,
-        baseline: None,
-        noise: Vec::new(),
-        warnings: Vec::new(),
-        runs: Vec::new(),
-        counters: Default::default(),
-        counter_samples: Default::default(),
-        counters_unavailable: Default::default(),
-        energy: Default::default(),
-        energy_unavailable: None,
-        perf_pass: Vec::new(),
-    })
-}
-
-/// Flags and explains spread the median hides: high CV, two clusters, an interrupt.
-fn flag_noise(series: &mut Series, unit: &str, interrupted: bool) {
-    if interrupted {
-        series.noise.push("interrupted".to_string());
-    }
-    let cv = series.summary.cv;
-    if cv > NOISY_CV {
-        series.noise.push("high-cv".to_string());
-        series.warnings.push(format!(
-            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
-             --samples before trusting small differences",
-            cv * 100.0
-        ));
-    }
-    if let Some(modes) = bimodal(&series.samples) {
-        series.noise.push("bimodal".to_string());
-        series.warnings.push(format!(
-            "samples form two clusters: {} near {:.4} and {} near {:.4} {unit}; the machine switched modes \
-             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
-            modes.low_count, modes.low, modes.high_count, modes.high
-        ));
-    }
-}
-
-fn not_finite(def: &BenchDef, params: &Params) -> Error {
-    Error::Bench {
-        bench: def.name.to_string(),
-        case: (def.case_name)(params),
-        message: "a sample was not a finite number".into(),
+    #[test]
+    fn a_failing_case_still_runs_the_tear_down_and_keeps_what_was_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("torn-down");
+        let teardown = format!("echo b >> {}", mark.display());
+        let configs = vec![
+            config("a", &[], None),
+            config("b", &[("fail", "1")], Some(teardown)),
+        ];
+        let out = go(&plan(7, configs));
+        let e = out.error.expect("the set-up failure stops the run");
+        assert!(e.to_string().contains("set-up failed on purpose"), "{e}");
+        assert!(!out.document.run.complete);
+        assert_eq!(std::fs::read_to_string(&mark).unwrap(), "b\n");
+        // Whatever configuration "a" measured before "b" failed is kept.
+        assert!(out.document.series.iter().all(|s| s.config == "a"));
     }
 }

@@ -18,22 +18,22 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::config::Applied;
+use super::rounds::{self, Observer, RoundBody, StopRule};
 use crate::bench::command::CommandSpec;
 use crate::document::{
-    self, DEFAULT_CONFIG, Document, ReferenceSeries, RunInfo, Series, SeriesKind, TimeInfo, Tool,
-    Unit,
+    self, COMMAND_BENCH, Document, ReferenceSeries, RunInfo, Series, TimeInfo, Unit,
 };
 use crate::env::Environment;
 use crate::env::probe::Sys;
 use crate::error::{Error, Result};
-use crate::experiment::config::Applied;
 use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::energy::{EnergyDomain, Rapl};
-use crate::measure::{Interrupt, Overhead, Policy, RawSample};
+use crate::measure::{Interrupt, Monotonic, Policy, RawSample};
 use crate::stats::compare::{block_medians, paired_log_ratio_ci};
 use crate::stats::rng::SplitMix64;
 use crate::stats::summary::{median, summarize};
@@ -72,14 +72,6 @@ pub struct TimePlan {
     /// at most `max_runs`.
     pub target_ci: Option<f64>,
     pub max_time: Option<Duration>,
-}
-
-/// Called as the run goes.
-pub trait TimeObserver {
-    /// After each recorded round; `planned` is the current estimate of rounds.
-    fn round_finished(&mut self, _done: usize, _planned: usize) {}
-    /// A noise-audit finding (before or after the run).
-    fn audit(&mut self, _finding: &str) {}
 }
 
 /// What a `time` run produced: a document with every run measured, and the
@@ -130,7 +122,7 @@ pub fn run(
     programs: Vec<PathBuf>,
     interrupt: &Interrupt,
     mut env: Environment,
-    observer: &mut dyn TimeObserver,
+    observer: &mut dyn Observer,
 ) -> Result<TimeOutcome> {
     let mut audit = crate::env::audit::before_run(&env, false);
     audit.iter().for_each(|f| observer.audit(f));
@@ -138,43 +130,7 @@ pub fn run(
     let started = document::utc_now();
     let tiny = crate::bench::proc::write_tiny()?;
     let tiny_path = std::ffi::OsStr::from_bytes(tiny.path.as_bytes());
-    let shell = plan.commands.iter().any(|c| c.shell);
-    let floor_line = tiny_path.to_string_lossy().into_owned();
-    let floor_argv = if shell {
-        vec!["sh".into(), "-c".into(), floor_line]
-    } else {
-        vec![floor_line]
-    };
-    let mut members: Vec<Member> = plan
-        .commands
-        .iter()
-        .zip(programs)
-        .map(|(c, program)| Member {
-            program,
-            argv: c.argv.clone(),
-            runs: Vec::new(),
-            joules: Vec::new(),
-        })
-        .collect();
-    members.push(Member {
-        program: if shell {
-            PathBuf::from("/bin/sh")
-        } else {
-            PathBuf::from(tiny_path)
-        },
-        argv: floor_argv,
-        runs: Vec::new(),
-        joules: Vec::new(),
-    });
-    // The empty command runs once, untimed, with the commands' directory and
-    // environment, before anything is timed (`write_tiny` has already waited
-    // out a stray write descriptor, ETXTBSY).
-    let floor = members.last().expect("the empty command is a member");
-    let quiet = SpawnOptions {
-        show_output: false,
-        ..plan.spawn.clone()
-    };
-    run_once(&floor.program, &floor.argv, &quiet)?;
+    let mut body = TimeRounds::new(plan, programs, tiny_path, rapl.as_ref().ok(), interrupt)?;
     let hook_env: BTreeMap<String, String> = plan.spawn.env.iter().cloned().collect();
     let hooks = Applied::hooks(
         &hook_env,
@@ -183,82 +139,14 @@ pub fn run(
             .as_deref()
             .map(|c| ("--cleanup".to_string(), c)),
     )?;
-
-    let mut rng = SplitMix64::new(plan.seed);
-    let mut schedule: Vec<Vec<String>> = Vec::new();
-    let mut error = None;
-    let start = Instant::now();
-    let (min_runs, max_runs) = match plan.count {
-        RunCount::Fixed(n) => (n, n),
-        RunCount::Auto {
-            min_runs, max_runs, ..
-        } => (min_runs, max_runs),
-    };
-    // A precision target may take every allowed round; the automatic count
-    // settles after the first round; a fixed one is what it is.
-    let mut planned = if plan.target_ci.is_some() {
-        max_runs
-    } else {
-        min_runs
-    };
-    let mut next_check = min_runs;
-    let mut stopped_by = None;
-    for round in 0.. {
-        let warm = round < plan.warmup;
-        if !warm && schedule.len() >= planned {
-            break;
-        }
-        let order = shuffled(members.len(), &mut rng);
-        let outcome = run_round(
-            plan,
-            &quiet,
-            rapl.as_ref().ok(),
-            &mut members,
-            &order,
-            warm,
-            interrupt,
-        );
-        if let Err(e) = outcome {
-            error = Some(e);
-            break;
-        }
-        if warm {
-            continue;
-        }
-        schedule.push(
-            order
-                .iter()
-                .map(|&i| label_of(plan, i, members.len()))
-                .collect(),
-        );
-        let done = schedule.len();
-        if let (1, RunCount::Auto { min_time, .. }, None) = (done, plan.count, plan.target_ci) {
-            planned = auto_rounds(&members, min_runs, max_runs, min_time);
-        }
-        if let Some(target) = plan.target_ci
-            && done >= next_check
-        {
-            next_check = done + done.div_ceil(5).max(1);
-            if let Some(width) = precision(&members[..plan.commands.len()])
-                && width <= target
-            {
-                stopped_by = Some(format!(
-                    "every 95% interval within ±{:.2}% after {done} rounds",
-                    width * 100.0
-                ));
-                planned = done;
-            }
-        }
-        if plan
-            .max_time
-            .is_some_and(|max| start.elapsed() >= max && done >= 2)
-            && done < planned
-        {
-            stopped_by = Some(format!("--max-time reached after {done} rounds"));
-            planned = done;
-        }
-        observer.round_finished(done, planned);
-    }
+    let rounds = rounds::run(
+        &mut body,
+        &plan.stop_rule(),
+        plan.seed,
+        &Monotonic,
+        observer,
+    );
+    let mut error = rounds.error;
     if let Err(e) = hooks.finish()
         && error.is_none()
     {
@@ -269,69 +157,202 @@ pub fn run(
         observer.audit(&finding);
         audit.push(finding);
     }
-    let floor_runs = members.pop().map(|m| m.runs).unwrap_or_default();
-    let floor_op = if shell {
-        "sh -c of a 165-byte static program that exits at once, spawn to reaped"
-    } else {
-        "spawn + exit + reap of a 165-byte static program (osbench's empty command)"
-    };
-    let floor = baseline_of(floor_op, &floor_runs);
-    let rss_floor_kb = own_max_rss_kb();
-    let series: Vec<Series> = plan
-        .commands
-        .iter()
-        .zip(members)
-        .enumerate()
-        .filter(|(_, (_, m))| !m.runs.is_empty())
-        .map(|(slot, (spec, m))| {
-            let mut s = command_series(spec, slot, m.runs, rss_floor_kb);
-            set_energy(&mut s, &rapl, &m.joules);
-            s
-        })
-        .collect();
-    let complete = error.is_none();
-    let document = Document {
-        schema: document::SCHEMA.into(),
-        tool: Tool::this(),
-        env,
-        run: RunInfo {
-            started,
-            finished: document::utc_now(),
-            seed: plan.seed,
-            policy: Policy {
-                samples: schedule.len(),
-                sample_time_ns: 0,
-                warmup_ns: 0,
-            },
-            order: plan
-                .commands
-                .iter()
-                .map(|c| c.label().to_string())
-                .collect(),
-            complete,
-            stopped_because: error.as_ref().map(|e| e.to_string()),
-            configs: Vec::new(),
-            stopped_by,
-            schedule,
-            audit,
-            config_env_diff: Vec::new(),
-            time: Some(TimeInfo {
-                warmup: plan.warmup,
-                prepare: plan.prepare.clone(),
-                setup: plan.setup.clone(),
-                cleanup: plan.cleanup.clone(),
-                timeout_s: plan.spawn.timeout.map(|t| t.as_secs_f64()),
-                cwd: plan.spawn.cwd.as_ref().map(|d| d.display().to_string()),
-                env: hook_env,
-                floor,
-                rss_floor_kb,
-            }),
-            label: None,
+    let (series, floor) = body.into_series(&rapl);
+    let run = RunInfo {
+        started,
+        finished: document::utc_now(),
+        seed: plan.seed,
+        policy: Policy {
+            samples: rounds.schedule.len(),
+            sample_time_ns: 0,
+            warmup_ns: 0,
         },
-        series,
-        comparisons: Vec::new(),
+        order: plan
+            .commands
+            .iter()
+            .map(|c| c.label().to_string())
+            .collect(),
+        complete: error.is_none(),
+        stopped_because: error.as_ref().map(|e| e.to_string()),
+        configs: Vec::new(),
+        stopped_by: rounds.stopped_by,
+        schedule: rounds.schedule,
+        audit,
+        config_env_diff: Vec::new(),
+        time: Some(plan.time_info(hook_env, floor)),
+        label: None,
     };
+    let document = Document::new(env, run, series);
     Ok(TimeOutcome { document, error })
+}
+
+impl TimePlan {
+    /// Rounds: the fixed count; or from `min_runs`, with hyperfine's rule
+    /// after the first round; or, with a target, up to `max_runs`, looked at
+    /// from `min_runs` on.
+    fn stop_rule(&self) -> StopRule {
+        let (min_runs, max_runs) = match self.count {
+            RunCount::Fixed(n) => (n, n),
+            RunCount::Auto {
+                min_runs, max_runs, ..
+            } => (min_runs, max_runs),
+        };
+        StopRule {
+            warmup: self.warmup,
+            planned: if self.target_ci.is_some() {
+                max_runs
+            } else {
+                min_runs
+            },
+            target_ci: self.target_ci,
+            first_look: min_runs,
+            max_time: self.max_time,
+        }
+    }
+
+    /// The settings recorded in `run.time`.
+    fn time_info(&self, env: BTreeMap<String, String>, floor: Option<ReferenceSeries>) -> TimeInfo {
+        TimeInfo {
+            warmup: self.warmup,
+            prepare: self.prepare.clone(),
+            setup: self.setup.clone(),
+            cleanup: self.cleanup.clone(),
+            timeout_s: self.spawn.timeout.map(|t| t.as_secs_f64()),
+            cwd: self.spawn.cwd.as_ref().map(|d| d.display().to_string()),
+            env,
+            floor,
+            rss_floor_kb: own_max_rss_kb(),
+        }
+    }
+}
+
+/// The rounds of a `time` run: the commands and the empty command.
+struct TimeRounds<'a> {
+    plan: &'a TimePlan,
+    /// The commands in plan order, then the empty command.
+    members: Vec<Member>,
+    /// Spawn options of the empty command (its output is never shown).
+    quiet: SpawnOptions,
+    rapl: Option<&'a Rapl>,
+    interrupt: &'a Interrupt,
+}
+
+impl<'a> TimeRounds<'a> {
+    /// The members, after one untimed run of the empty command with the
+    /// commands' directory and environment (`write_tiny` has already waited
+    /// out a stray write descriptor, ETXTBSY).
+    fn new(
+        plan: &'a TimePlan,
+        programs: Vec<PathBuf>,
+        tiny: &std::ffi::OsStr,
+        rapl: Option<&'a Rapl>,
+        interrupt: &'a Interrupt,
+    ) -> Result<Self> {
+        let member = |program, argv| Member {
+            program,
+            argv,
+            runs: Vec::new(),
+            joules: Vec::new(),
+        };
+        let mut members: Vec<Member> = plan
+            .commands
+            .iter()
+            .zip(programs)
+            .map(|(c, program)| member(program, c.argv.clone()))
+            .collect();
+        let line = tiny.to_string_lossy().into_owned();
+        members.push(if plan.commands.iter().any(|c| c.shell) {
+            let argv = vec!["sh".into(), "-c".into(), line];
+            member(PathBuf::from("/bin/sh"), argv)
+        } else {
+            member(PathBuf::from(tiny), vec![line])
+        });
+        let quiet = SpawnOptions {
+            show_output: false,
+            ..plan.spawn.clone()
+        };
+        let floor = members.last().expect("the empty command is a member");
+        run_once(&floor.program, &floor.argv, &quiet)?;
+        Ok(Self {
+            plan,
+            members,
+            quiet,
+            rapl,
+            interrupt,
+        })
+    }
+
+    /// The commands' series (those that ran) and the empty command's.
+    fn into_series(
+        mut self,
+        rapl: &std::result::Result<Rapl, String>,
+    ) -> (Vec<Series>, Option<ReferenceSeries>) {
+        let floor_runs = self.members.pop().map(|m| m.runs).unwrap_or_default();
+        let floor_op = if self.plan.commands.iter().any(|c| c.shell) {
+            "sh -c of a 165-byte static program that exits at once, spawn to reaped"
+        } else {
+            "spawn + exit + reap of a 165-byte static program (osbench's empty command)"
+        };
+        let rss_floor_kb = own_max_rss_kb();
+        let series = self
+            .plan
+            .commands
+            .iter()
+            .zip(self.members)
+            .enumerate()
+            .filter(|(_, (_, m))| !m.runs.is_empty())
+            .map(|(slot, (spec, m))| {
+                let mut s = command_series(spec, slot, m.runs, rss_floor_kb);
+                set_energy(&mut s, rapl, &m.joules);
+                s
+            })
+            .collect();
+        (series, reference_of(floor_op, &floor_runs))
+    }
+}
+
+impl RoundBody for TimeRounds<'_> {
+    fn members(&self) -> Vec<String> {
+        let n = self.members.len();
+        (0..n).map(|i| label_of(self.plan, i, n)).collect()
+    }
+
+    fn run_round(
+        &mut self,
+        _round: usize,
+        order: &[usize],
+        warm: bool,
+        _rng: &mut SplitMix64,
+        _observer: &mut dyn Observer,
+    ) -> Result<()> {
+        run_round(
+            self.plan,
+            &self.quiet,
+            self.rapl,
+            &mut self.members,
+            order,
+            warm,
+            self.interrupt,
+        )
+    }
+
+    fn precision(&self) -> Option<f64> {
+        precision(&self.members[..self.plan.commands.len()])
+    }
+
+    fn replan(&self, planned: usize) -> usize {
+        match (self.plan.count, self.plan.target_ci) {
+            (
+                RunCount::Auto {
+                    min_runs,
+                    max_runs,
+                    min_time,
+                },
+                None,
+            ) => auto_rounds(&self.members, min_runs, max_runs, min_time),
+            _ => planned,
+        }
+    }
 }
 
 /// One round: every member once, in `order`, each command after `--prepare`
@@ -385,15 +406,6 @@ fn label_of(plan: &TimePlan, i: usize, members: usize) -> String {
     }
 }
 
-/// 0..n in a random order (Fisher–Yates).
-fn shuffled(n: usize, rng: &mut SplitMix64) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        v.swap(i, rng.below(i + 1));
-    }
-    v
-}
-
 /// Rounds for `min_time` of the slowest member, from its first run.
 fn auto_rounds(members: &[Member], min_runs: usize, max_runs: usize, min_time: Duration) -> usize {
     let slowest = members
@@ -433,7 +445,7 @@ fn walls(runs: &[CommandRun]) -> Vec<f64> {
 }
 
 /// The empty command's series, or `None` before its first run.
-fn baseline_of(op: &str, runs: &[CommandRun]) -> Option<ReferenceSeries> {
+fn reference_of(op: &str, runs: &[CommandRun]) -> Option<ReferenceSeries> {
     let samples = walls(runs);
     Some(ReferenceSeries {
         op: op.into(),
@@ -459,37 +471,57 @@ fn command_series(
 ) -> Series {
     let samples = walls(&runs);
     let summary = summarize(&samples).expect("only commands with runs get a series");
-    let mut params = Map::new();
-    params.insert("command".into(), Value::String(spec.line.clone()));
-    params.insert("shell".into(), Value::Bool(spec.shell));
+    let label = spec.label().to_string();
+    let mut s = Series::new(COMMAND_BENCH, label, Unit::S, samples, summary);
+    s.params
+        .insert("command".into(), Value::String(spec.line.clone()));
+    s.params.insert("shell".into(), Value::Bool(spec.shell));
     if !spec.parameters.is_empty() {
         let values = spec
             .parameters
             .iter()
             .map(|(name, value)| (name.clone(), Value::String(value.clone())))
             .collect();
-        params.insert("parameters".into(), Value::Object(values));
+        s.params.insert("parameters".into(), Value::Object(values));
     }
-    let counter_samples = run_counters(&runs);
-    let counters = counter_samples
+    s.op = if spec.shell {
+        "one run of the command through sh -c, spawn to exit".into()
+    } else {
+        "one run of the command (no shell), spawn to exit".into()
+    };
+    let no_shell = if spec.shell { "" } else { "-N " };
+    s.anchor = format!("hyperfine {no_shell}'{}'", spec.line);
+    s.raw = runs.iter().map(raw_of).collect();
+    s.slot = Some(slot);
+    // Each round runs every command once.
+    s.round_samples = vec![1; runs.len()];
+    s.counter_samples = run_counters(&runs);
+    s.counters = s
+        .counter_samples
         .iter()
         .filter_map(|(k, v)| Some((k.clone(), summarize(v)?)))
         .collect();
-    let counters_unavailable = [
-        "context_switches",
-        "cpu_migrations",
-        "page_faults",
-        "cycles",
-        "instructions",
-    ]
-    .iter()
-    .map(|c| {
-        (
-            c.to_string(),
-            "not counted for whole commands: their counters come from wait4's rusage".to_string(),
-        )
-    })
-    .collect();
+    let why = "not counted for whole commands: their counters come from wait4's rusage";
+    s.counters_unavailable = PERF_COUNTERS
+        .iter()
+        .map(|c| (c.to_string(), why.to_string()))
+        .collect();
+    s.warnings = run_warnings(&runs, rss_floor_kb);
+    s.runs = runs;
+    s
+}
+
+/// The perf counters a whole command is not counted with.
+const PERF_COUNTERS: [&str; 5] = [
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "cycles",
+    "instructions",
+];
+
+/// Failed runs (timed with --ignore-failure), and a peak RSS that is only osbench's own.
+fn run_warnings(runs: &[CommandRun], rss_floor_kb: u64) -> Vec<String> {
     let mut warnings = Vec::new();
     let failed = runs.iter().filter(|r| !r.succeeded()).count();
     if failed > 0 {
@@ -506,49 +538,7 @@ fn command_series(
             median(&rss)
         ));
     }
-    Series {
-        bench: crate::document::COMMAND_BENCH.into(),
-        case: spec.label().to_string(),
-        config: DEFAULT_CONFIG.into(),
-        params,
-        unit: Unit::S,
-        op: if spec.shell {
-            "one run of the command through sh -c, spawn to exit".into()
-        } else {
-            "one run of the command (no shell), spawn to exit".into()
-        },
-        anchor: format!(
-            "hyperfine {}'{}'",
-            if spec.shell { "" } else { "-N " },
-            spec.line
-        ),
-        pin: "none".into(),
-        cpus: Vec::new(),
-        raw: runs.iter().map(raw_of).collect(),
-        samples,
-        summary,
-        rejected: Vec::new(),
-        overhead: Overhead::ZERO,
-        ops_per_iter: 1.0,
-        slot: Some(slot),
-        rounds: Vec::new(),
-        // Each round runs every command once.
-        round_samples: vec![1; runs.len()],
-        kind: SeriesKind::Samples,
-        quantiles: None,
-        histogram: None,
-        cpu_per_op: None,
-        baseline: None,
-        noise: Vec::new(),
-        warnings,
-        counters,
-        counter_samples,
-        counters_unavailable,
-        energy: BTreeMap::new(),
-        energy_unavailable: None,
-        perf_pass: Vec::new(),
-        runs,
-    }
+    warnings
 }
 
 /// What `wait4` tells of each run, as counters per operation (one op = one run).
@@ -632,13 +622,10 @@ mod tests {
             programs,
             &Interrupt::none(),
             crate::env::capture(),
-            &mut Quiet,
+            &mut crate::experiment::Silent,
         )
         .unwrap()
     }
-
-    struct Quiet;
-    impl TimeObserver for Quiet {}
 
     #[test]
     fn every_command_runs_once_per_round_in_a_recorded_order() {
@@ -699,7 +686,7 @@ mod tests {
                     programs,
                     &Interrupt::none(),
                     crate::env::capture(),
-                    &mut Quiet,
+                    &mut crate::experiment::Silent,
                 )
             })
             .err()

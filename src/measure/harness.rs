@@ -83,6 +83,10 @@ impl<C: Clock> Harness<C> {
         &self.meters
     }
 
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
     pub fn policy(&self) -> &Policy {
         &self.policy
     }

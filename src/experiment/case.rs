@@ -1,0 +1,278 @@
+//! One case of a run: placed, set up, measured by the harness by its
+//! family's sampling method, torn down, and turned into a [`Series`] — per
+//! operation, in the family's unit, with the stand-in subtracted, noise
+//! flagged, counters and energy attached. Also how the series of one case's
+//! rounds are merged. No ordering, no rounds, no output: that is the run's.
+
+use super::series_meters;
+use crate::bench::select::Case;
+use crate::bench::{self, BenchDef, Params, StandIn};
+use crate::document::{ReferenceSeries, Series, SeriesKind};
+use crate::error::{Error, Result};
+use crate::measure::placement::{Pin, Placement, pin_current_thread};
+use crate::measure::{
+    Clock, Events, Harness, Measured, Measurement, Meters, RawSample, Sampling, Workload,
+};
+use crate::stats::{bimodal, histogram, summarize};
+
+/// Above this coefficient of variation a series is flagged "high-cv".
+pub const NOISY_CV: f64 = 0.10;
+
+/// Adds one round's series to the series of the same configuration and case.
+pub(super) fn merge(
+    done: &mut Vec<((usize, usize), Series)>,
+    key: (usize, usize),
+    mut new: Series,
+) {
+    new.rounds = vec![new.summary.median];
+    new.round_samples = vec![new.samples.len()];
+    let Some((_, s)) = done.iter_mut().find(|(k, _)| *k == key) else {
+        done.push((key, new));
+        return;
+    };
+    s.rounds.push(new.summary.median);
+    s.round_samples.push(new.samples.len());
+    series_meters::merge(s, &new);
+    if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
+        let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
+        s.cpu_per_op = Some((a * na + b * nb) / (na + nb));
+    }
+    s.samples.extend(new.samples);
+    s.raw.extend(new.raw);
+    s.rejected.extend(new.rejected);
+    for flag in new.noise {
+        if !s.noise.contains(&flag) {
+            s.noise.push(flag);
+        }
+    }
+    s.warnings.extend(
+        new.warnings
+            .into_iter()
+            .map(|w| format!("round {}: {w}", s.rounds.len())),
+    );
+}
+
+/// Recomputes the summary (and quantiles) of a series merged over several rounds.
+pub(super) fn resummarize(mut s: Series) -> Series {
+    if s.rounds.len() < 2 {
+        return s;
+    }
+    if let Some(summary) = summarize(&s.samples) {
+        s.summary = summary;
+    }
+    series_meters::summarize_counters(&mut s);
+    if s.kind == SeriesKind::Distribution {
+        // Every event of every round is in `samples`: rebuild the distribution from them.
+        let unit_ns = s.unit.ns();
+        let events: Vec<u64> = s
+            .samples
+            .iter()
+            .map(|v| (v * unit_ns).round() as u64)
+            .collect();
+        set_distribution(&mut s, &events, unit_ns);
+    }
+    s
+}
+
+/// Quantiles (in the series' unit) and histogram buckets of `events_ns`.
+fn set_distribution(series: &mut Series, events_ns: &[u64], unit_ns: f64) {
+    let hist = histogram::histogram(events_ns);
+    series.quantiles = Some(histogram::quantiles(&hist).scaled(1.0 / unit_ns));
+    series.histogram = Some(histogram::buckets(&hist));
+}
+
+/// Places, sets up, measures and tears down one case; the flag says whether
+/// an interrupt cut it short.
+pub(super) fn run_case<C: Clock>(
+    case: &Case,
+    pin: Option<Pin>,
+    harness: &Harness<C>,
+) -> Result<(Series, bool)> {
+    let def = case.def;
+    let tasks = (def.tasks)(&case.params);
+    let placement = match pin {
+        Some(p) => Placement::new(p)?,
+        None if tasks == 1 => Placement::new(Pin::Same)?,
+        None => Placement::unpinned(),
+    };
+    let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
+    let mut workload = (def.setup)(&case.params, &placement)?;
+    let stand_in_def = match &def.sampling {
+        bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
+        _ => None,
+    };
+    // Dropping `workload` on an error here tears it down.
+    let mut stand_in = stand_in_def.map(|s| (s.setup)(&case.params)).transpose()?;
+    let how = match def.sampling {
+        bench::Sampling::Batched { .. } => Sampling::Batched {
+            stand_in: stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
+        },
+        bench::Sampling::WholeRuns => Sampling::WholeRuns,
+        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
+    };
+    let measured = harness.sample(workload.as_mut(), how);
+    // Tear down even when measuring failed; the measuring error wins.
+    let torn_down = workload
+        .teardown()
+        .and(stand_in.map_or(Ok(()), Workload::teardown));
+    let measured = measured?;
+    torn_down?;
+    match measured {
+        Measured::Samples { case: m, stand_in } => {
+            let stand_in = stand_in.zip(stand_in_def);
+            sampled(case, &placement, harness.meters(), m, stand_in)
+        }
+        Measured::Events(e) => distribution(case, &placement, harness, e),
+    }
+}
+
+/// A series of samples that each time many operations (less the stand-in's
+/// median, when the family has one) or one whole run.
+fn sampled(
+    case: &Case,
+    placement: &Placement,
+    meters: &Meters,
+    m: Measurement,
+    stand_in: Option<(Measurement, &StandIn)>,
+) -> Result<(Series, bool)> {
+    let def = case.def;
+    let ops_per_iter = (def.ops_per_iter)(&case.params);
+    let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
+        m.per_op_ns(ops)
+            .iter()
+            .map(|ns| ns / def.unit.ns())
+            .collect()
+    };
+    let stand_in = match stand_in {
+        Some((sm, s)) => {
+            let samples = in_unit(&sm, 1.0);
+            let summary = summarize(&samples).ok_or_else(|| not_finite(def, &case.params))?;
+            Some(ReferenceSeries {
+                op: (s.op)(&case.params),
+                samples,
+                summary,
+                raw: sm.accepted,
+            })
+        }
+        None => None,
+    };
+    let subtract = stand_in.as_ref().map_or(0.0, |b| b.summary.median);
+    let samples: Vec<f64> = in_unit(&m, ops_per_iter)
+        .iter()
+        .map(|v| v - subtract)
+        .collect();
+    let mut series = new_series(case, placement, samples)?;
+    series.warnings = m.warnings;
+    flag_noise(&mut series, def.unit.symbol(), m.interrupted);
+    if series.samples.iter().any(|&v| v <= 0.0) {
+        series.warnings.push(
+            "some samples are not positive after subtracting the measured overhead; \
+             the operation is too cheap for this method"
+                .into(),
+        );
+    }
+    series_meters::attach(
+        &mut series,
+        meters,
+        &m.meters,
+        &m.accepted,
+        ops_per_iter,
+        &m.perf,
+    );
+    series.raw = m.accepted;
+    series.rejected = m.rejected;
+    series.overhead = m.overhead;
+    series.ops_per_iter = ops_per_iter;
+    series.baseline = stand_in;
+    Ok((series, m.interrupted))
+}
+
+/// A distribution of single-event latencies.
+fn distribution<C: Clock>(
+    case: &Case,
+    placement: &Placement,
+    harness: &Harness<C>,
+    e: Events,
+) -> Result<(Series, bool)> {
+    let def = case.def;
+    let unit_ns = def.unit.ns();
+    let samples: Vec<f64> = e
+        .latencies_ns
+        .iter()
+        .map(|&ns| ns as f64 / unit_ns)
+        .collect();
+    let mut series = new_series(case, placement, samples)?;
+    series.kind = SeriesKind::Distribution;
+    set_distribution(&mut series, &e.latencies_ns, unit_ns);
+    series.cpu_per_op = e
+        .cpu_ns
+        .map(|cpu| cpu as f64 / e.latencies_ns.len() as f64 / unit_ns);
+    series.overhead = harness.overhead();
+    // One reading over the whole recording, divided by the events recorded.
+    let whole = RawSample {
+        iters: e.latencies_ns.len() as u64,
+        elapsed_ns: e.wall_ns,
+    };
+    series_meters::attach(
+        &mut series,
+        harness.meters(),
+        &[e.meters],
+        &[whole],
+        1.0,
+        &e.perf,
+    );
+    if e.interrupted {
+        series.noise.push("interrupted".into());
+        series.warnings.push(format!(
+            "interrupted after {} of {} events",
+            e.latencies_ns.len(),
+            e.wanted
+        ));
+    }
+    Ok((series, e.interrupted))
+}
+
+/// A series with its identity, placement, samples and summary; the rest empty.
+fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<Series> {
+    let (def, params) = (case.def, &case.params);
+    let summary = summarize(&samples).ok_or_else(|| not_finite(def, params))?;
+    let mut series = Series::new(def.name, case.name(), def.unit, samples, summary);
+    series.params = params.to_json(def);
+    series.op = (def.op)(params);
+    series.anchor = (def.anchor)(params);
+    series.pin = placement.pin.as_str().into();
+    series.cpus = placement.cpus_used((def.tasks)(params));
+    Ok(series)
+}
+
+/// Flags and explains spread the median hides: high CV, two clusters, an interrupt.
+fn flag_noise(series: &mut Series, unit: &str, interrupted: bool) {
+    if interrupted {
+        series.noise.push("interrupted".to_string());
+    }
+    let cv = series.summary.cv;
+    if cv > NOISY_CV {
+        series.noise.push("high-cv".to_string());
+        series.warnings.push(format!(
+            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
+             --samples before trusting small differences",
+            cv * 100.0
+        ));
+    }
+    if let Some(modes) = bimodal(&series.samples) {
+        series.noise.push("bimodal".to_string());
+        series.warnings.push(format!(
+            "samples form two clusters: {} near {:.4} and {} near {:.4} {unit}; the machine switched modes \
+             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
+            modes.low_count, modes.low, modes.high_count, modes.high
+        ));
+    }
+}
+
+fn not_finite(def: &BenchDef, params: &Params) -> Error {
+    Error::Bench {
+        bench: def.name.to_string(),
+        case: (def.case_name)(params),
+        message: "a sample was not a finite number".into(),
+    }
+}
