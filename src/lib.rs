@@ -4,10 +4,13 @@
 //! of lmbench, hackbench, perf bench and cyclictest, and reports each result
 //! with its uncertainty, its noise and the environment it was measured in.
 //!
-//! Data flows one way: `bench` (what to run) → `measure` (the harness: clocks
-//! around batches, child supervision, placement, signals) → `experiment`
-//! (order, one document) → `stats` (pure) → `store` / `compare` / `report`.
-//! Decisions are recorded in docs/design-notes.md.
+//! Data flows one way: `bench` (what to run, implementing the harness's
+//! `measure::Workload`) → `measure` (the harness: clocks around batches, child
+//! supervision, placement, signals) → `experiment` (rounds, order, one
+//! `document`) → `stats` (pure) → `store` / `compare` / `report`. The
+//! `document` is the bottom layer every other module reads. Decisions are
+//! recorded in docs/design-notes.md; adding a benchmark family in
+//! docs/adding-a-benchmark.md.
 
 pub mod bench;
 pub mod compare;
@@ -21,3 +24,8 @@ pub mod stats;
 pub mod store;
 
 pub use error::{Error, Result};
+
+/// docs/adding-a-benchmark.md, compiled and run by `cargo test --doc` so its example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/adding-a-benchmark.md")]
+pub struct AddingABenchmark;
