@@ -4,7 +4,7 @@
 //! thread is member 0 and times whole laps. Every member has a private, zeroed
 //! working set of `size` KiB (helpers allocate theirs after fork) and sums all
 //! of it after receiving the token, before passing it on. One op = one hop:
-//! lap ÷ procs − ovr, where ovr (the baseline) is lmbench's overhead: in the
+//! lap ÷ procs − ovr, where ovr (the stand-in) is lmbench's overhead: in the
 //! timing thread alone, a token written to and read back from the same pipe,
 //! cycling over `procs` pipes, plus a sum of its already-hot working set.
 //! So cache refills after a switch count as part of the switch, as in lmbench.

@@ -6,13 +6,14 @@
 //! machine hits all of them alike and the comparison can pair them round by
 //! round. `--setup` runs once before everything and `--cleanup` once after,
 //! whatever happens (error, Ctrl-C). Warm-up rounds are run the same way and
-//! not recorded.
+//! not recorded. The rounds are `experiment::rounds`, shared with `osbench run`.
 //!
 //! How many rounds: `--runs N`; otherwise hyperfine's rule adapted to rounds
 //! (at least 10, and at least 3 s of the slowest command); or, with a
-//! precision target, until the target is reached. Left out: hyperfine's shell
-//! spawning-time subtraction (we report the floor instead of subtracting it),
-//! parameter scans, and its randomized environment size.
+//! precision target, until the target is reached. Parameter scans are
+//! expanded into commands before (`bench::command::build`). Left out:
+//! hyperfine's shell spawning-time subtraction (we report the floor instead of
+//! subtracting it) and its randomized environment size.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
