@@ -38,7 +38,7 @@ pub struct Plan {
     pub seed: u64,
     /// `--pin`; `None` pins one-task benchmarks to one CPU and leaves the rest alone.
     pub pin: Option<Pin>,
-    /// Configurations to compare; empty means one implicit "default" configuration.
+    /// Configurations to compare; empty means one implicit [`DEFAULT_CONFIG`].
     pub configs: Vec<Config>,
     /// Rounds; each runs every configuration once per case, in a fresh random order.
     /// With `target_ci`, the most rounds to run.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 
-use crate::document::{Document, utc_now};
+use crate::document::{DEFAULT_CONFIG, Document, utc_now};
 use crate::error::{Error, Result};
 
 /// How long a connection waits for another process's write to finish.
@@ -101,7 +101,7 @@ fn index_series(tx: &Transaction, id: i64, doc: &Value) -> rusqlite::Result<()> 
             position as i64,
             text("bench"),
             text("case"),
-            s["config"].as_str().unwrap_or("default"),
+            s["config"].as_str().unwrap_or(DEFAULT_CONFIG),
             text("unit"),
             s["summary"]["n"].as_i64().unwrap_or(0),
             s["summary"]["median"].as_f64().unwrap_or(f64::NAN),
@@ -340,7 +340,7 @@ impl Store {
                 .query_map([row.id], |r| {
                     let (bench, case, config): (String, String, String) =
                         (r.get(0)?, r.get(1)?, r.get(2)?);
-                    Ok(if config == "default" {
+                    Ok(if config == DEFAULT_CONFIG {
                         format!("{bench} {case}")
                     } else {
                         format!("{bench} {case} [{config}]")
