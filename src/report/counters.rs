@@ -10,13 +10,19 @@
 //! with 200 ms samples); rare events (a switch every 60,000 operations) have a
 //! median of 0. The mean is the total over the samples per
 //! operation, what `time` and `perf stat` report. The document keeps both.
+//! One block of text, a section of [`super::sections`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::fmt_sig;
-use super::table::align;
-use crate::document::Series;
+use super::sections::Body;
+use super::{align, case_label, fmt_sig};
+use crate::document::{Document, Series};
+
+/// The counters section of `doc`, if anything was counted or found unavailable.
+pub fn section(doc: &Document) -> Option<Body> {
+    counters_section(&doc.series).map(Body::Text)
+}
 
 /// The counters table, the unavailable counters and energy, or `None` when nothing was counted.
 pub fn counters_section(series: &[Series]) -> Option<String> {
@@ -70,7 +76,7 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
                 s.energy.iter().map(|(zone, e)| {
                     [
                         s.bench.clone(),
-                        super::case_label(&s.case, &s.config),
+                        case_label(&s.case, &s.config),
                         zone.clone(),
                         fmt_sig(e.joules_per_op.mean),
                         fmt_sig(e.watts.mean),
@@ -97,7 +103,7 @@ fn row(s: &Series) -> [String; 12] {
         (Some(u), Some(k)) if u + k > 0.0 => format!("{:.0}%", k / (u + k) * 100.0),
         _ => "n/a".to_string(),
     };
-    let case = super::case_label(&s.case, &s.config);
+    let case = case_label(&s.case, &s.config);
     [
         s.bench.clone(),
         case,

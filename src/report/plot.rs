@@ -22,7 +22,7 @@ use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, Document, Series};
+use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document, Series, SeriesKind};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 
@@ -82,7 +82,11 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
         "Compared within the run: change against the baseline (95% CI)",
         &x_desc,
     )?);
-    for bench in benches(doc.series.iter().filter(|s| s.quantiles.is_none())) {
+    for bench in benches(
+        doc.series
+            .iter()
+            .filter(|s| s.kind != SeriesKind::Distribution),
+    ) {
         plots.extend(run_order_plot(doc, &bench)?);
     }
     Ok(plots)
@@ -202,7 +206,7 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
     let key = |s: &Series, procs: i64| -> Key {
         (
             procs,
-            super::table::ctx_mode(s).to_string(),
+            super::ctx_mode(s).to_string(),
             s.pin.clone(),
             s.config.clone(),
         )
@@ -442,7 +446,7 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
     let several = c.labels.len() > 2;
     let mut bars = Vec::new();
     for row in &c.rows {
-        let case = if row.config == "default" {
+        let case = if row.config == DEFAULT_CONFIG {
             format!("{} {}", row.bench, row.case)
         } else {
             format!("{} {} [{}]", row.bench, row.case, row.config)
@@ -557,7 +561,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     for s in doc
         .series
         .iter()
-        .filter(|s| s.bench == bench && s.quantiles.is_none() && !s.samples.is_empty())
+        .filter(|s| s.bench == bench && s.kind != SeriesKind::Distribution && !s.samples.is_empty())
     {
         match cases.iter_mut().find(|(case, _)| *case == s.case) {
             Some((_, list)) => list.push(s),
