@@ -1,16 +1,13 @@
-//! The "counters per op" and energy sections of a run's output: for each
-//! case the means of user and system CPU time (in the case's unit), the
-//! system share, voluntary and involuntary switches, faults, and perf's
-//! context switches and migrations (from the counting pass after the timed
-//! samples); then what could not be read, and why,
-//! once for all cases; then joules per op and watts per RAPL zone if read.
-//! Means, not medians: user and system time are sampled by the kernel at
-//! each tick, so a 10 ms sample holds a few ticks' worth and its median split
-//! is biased (getppid, one run: 5 % user by the medians of 10 ms samples, 26 %
-//! with 200 ms samples); rare events (a switch every 60,000 operations) have a
-//! median of 0. The mean is the total over the samples per
-//! operation, what `time` and `perf stat` report. The document keeps both.
-//! One block of text, a section of [`super::sections`].
+//! The "counters per op" and energy section of a run: per case the means of
+//! user and system CPU time (in the case's unit), the system share, rusage's
+//! switches and faults, perf's context switches and migrations (counted in a
+//! pass after the timed samples); what could not be counted, and why, once
+//! for all cases; joules per op and watts per RAPL zone. Means, not medians:
+//! CPU time is sampled at each tick and rare events have a median of 0
+//! (getppid: 5 % user by the medians of 10 ms samples, 26 % with 200 ms
+//! ones); the mean is what `time` and `perf stat` report. One text block of
+//! [`super::sections`]. Left out: the medians and per-sample values (both in
+//! the document).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

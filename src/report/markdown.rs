@@ -334,7 +334,7 @@ pub(crate) mod tests {
             rows: vec![CaseRow {
                 bench: "syscall".into(),
                 case: "null".into(),
-                config: "default".into(),
+                config: crate::document::DEFAULT_CONFIG.into(),
                 unit: crate::document::Unit::Ns,
                 summaries: vec![summary(0), summary(2)],
                 changes: vec![Change {

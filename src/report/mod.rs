@@ -117,7 +117,7 @@ mod tests {
         let table = results::results_table(&doc).unwrap();
         let cases: Vec<&str> = table.rows.iter().map(|r| r[1].as_str()).collect();
         for config in doc.series.iter().map(|s| &s.config) {
-            if config != "default" {
+            if config != DEFAULT_CONFIG {
                 assert!(
                     cases.iter().any(|c| c.ends_with(&format!("[{config}]"))),
                     "{config} missing from {cases:?}"
