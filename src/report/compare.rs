@@ -106,7 +106,7 @@ pub fn render(c: &Comparison) -> String {
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
-    out.push_str(&super::table::align(&header, &numeric, &rows));
+    out.push_str(&super::align(&header, &numeric, &rows));
     if !c.missing.is_empty() {
         out.push_str("\nNot in every document (not compared):\n");
         for (case, lacking) in &c.missing {

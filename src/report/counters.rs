@@ -1,22 +1,25 @@
-//! The "counters per op" and energy sections of a run's output: for each
-//! case the means of user and system CPU time (in the case's unit), the
-//! system share, voluntary and involuntary switches, faults, and perf's
-//! context switches and migrations (from the counting pass after the timed
-//! samples); then what could not be read, and why,
-//! once for all cases; then joules per op and watts per RAPL zone if read.
-//! Means, not medians: user and system time are sampled by the kernel at
-//! each tick, so a 10 ms sample holds a few ticks' worth and its median split
-//! is biased (getppid, one run: 5 % user by the medians of 10 ms samples, 26 %
-//! with 200 ms samples); rare events (a switch every 60,000 operations) have a
-//! median of 0. The mean is the total over the samples per
-//! operation, what `time` and `perf stat` report. The document keeps both.
+//! The "counters per op" and energy section of a run: per case the means of
+//! user and system CPU time (in the case's unit), the system share, rusage's
+//! switches and faults, perf's context switches and migrations (counted in a
+//! pass after the timed samples); what could not be counted, and why, once
+//! for all cases; joules per op and watts per RAPL zone. Means, not medians:
+//! CPU time is sampled at each tick and rare events have a median of 0
+//! (getppid: 5 % user by the medians of 10 ms samples, 26 % with 200 ms
+//! ones); the mean is what `time` and `perf stat` report. One text block of
+//! [`super::sections`]. Left out: the medians and per-sample values (both in
+//! the document).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::fmt_sig;
-use super::table::align;
-use crate::document::Series;
+use super::sections::Body;
+use super::{align, case_label, fmt_sig};
+use crate::document::{Document, Series};
+
+/// The counters section of `doc`, if anything was counted or found unavailable.
+pub fn section(doc: &Document) -> Option<Body> {
+    counters_section(&doc.series).map(Body::Text)
+}
 
 /// The counters table, the unavailable counters and energy, or `None` when nothing was counted.
 pub fn counters_section(series: &[Series]) -> Option<String> {
@@ -70,7 +73,7 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
                 s.energy.iter().map(|(zone, e)| {
                     [
                         s.bench.clone(),
-                        super::case_label(&s.case, &s.config),
+                        case_label(&s.case, &s.config),
                         zone.clone(),
                         fmt_sig(e.joules_per_op.mean),
                         fmt_sig(e.watts.mean),
@@ -97,7 +100,7 @@ fn row(s: &Series) -> [String; 12] {
         (Some(u), Some(k)) if u + k > 0.0 => format!("{:.0}%", k / (u + k) * 100.0),
         _ => "n/a".to_string(),
     };
-    let case = super::case_label(&s.case, &s.config);
+    let case = case_label(&s.case, &s.config);
     [
         s.bench.clone(),
         case,

@@ -1,6 +1,7 @@
 //! `osbench env` as text: one `key value` line per value of the environment,
 //! nested keys dotted (`cpuidle.haltpoll.guest_halt_poll_ns 0`), what could
 //! not be read as `absent.KEY reason`. The JSON form is the document's `env`.
+//! Left out: how two environments differ (the comparison renderers show it).
 
 use std::fmt::Write;
 

@@ -1,7 +1,8 @@
 //! `osbench history`: one line per stored run — id, start time, label,
 //! whether it completed, kernel, host, how many cases, which benchmarks.
+//! Left out: the runs' results (they are in each run's document).
 
-use super::table::align;
+use super::align;
 use crate::store::RunRow;
 
 /// The runs as a table, in the order given.

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::decimals_for;
 use super::plot::{self, Plot};
-use super::table::{self, Table};
+use super::sections::{self, Body, Section, Table};
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document};
 use crate::error::Result;
@@ -146,31 +146,7 @@ fn document_section(
         }
     );
 
-    out.push_str("<h3>Results</h3>\n");
-    let tables = [
-        table::results_table(doc),
-        table::distribution_table(&doc.series),
-    ];
-    if tables.iter().all(Option::is_none) {
-        out.push_str("<p class=\"none\">No case completed.</p>\n");
-    }
-    for t in tables.iter().flatten() {
-        table_html(out, t);
-    }
-    let counters = super::counters::counters_section(&doc.series);
-    for text in table::anchor_sections(doc)
-        .into_iter()
-        .chain([counters])
-        .flatten()
-    {
-        let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
-    }
-    if doc.run.time.is_some() {
-        // `osbench time`: what the terminal shows per command.
-        let text = super::time::render(doc);
-        let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
-    }
-
+    results_html(out, doc);
     if !doc.comparisons.is_empty() {
         out.push_str("<h3>Compared within the run</h3>\n");
         records_table(out, &doc.comparisons);
@@ -185,6 +161,41 @@ fn document_section(
     }
 
     cases_table(out, doc);
+    warnings_html(out, doc);
+    settings_html(out, source, doc);
+    out.push_str("</section>\n");
+    Ok(())
+}
+
+/// The run's sections: its tables under "Results", then the anchors'
+/// layouts and the counters as preformatted text, then what `osbench time`
+/// prints per command.
+fn results_html(out: &mut String, doc: &Document) {
+    out.push_str("<h3>Results</h3>\n");
+    let (tables, texts): (Vec<Section>, Vec<Section>) = sections::of(doc)
+        .into_iter()
+        .partition(|s| matches!(s.body, Body::Table(_)));
+    if tables.is_empty() {
+        out.push_str("<p class=\"none\">No case completed.</p>\n");
+    }
+    for section in tables.iter().chain(&texts) {
+        match &section.body {
+            Body::Table(t) => table_html(out, t),
+            Body::Text(text) => pre(out, text),
+        }
+    }
+    if doc.run.time.is_some() {
+        // `osbench time`: what the terminal shows per command.
+        pre(out, &super::time::render(doc));
+    }
+}
+
+fn pre(out: &mut String, text: &str) {
+    let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
+}
+
+/// Every series' warnings, if any.
+fn warnings_html(out: &mut String, doc: &Document) {
     let warnings: Vec<String> = doc
         .series
         .iter()
@@ -201,7 +212,10 @@ fn document_section(
         }
         out.push_str("</ul>\n");
     }
+}
 
+/// The run's settings and environment, from their JSON form.
+fn settings_html(out: &mut String, source: &str, doc: &Document) {
     out.push_str("<h3>Run settings</h3>\n<div class=\"scroll\">");
     let mut run = serde_json::to_value(&doc.run).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut run {
@@ -244,8 +258,7 @@ fn document_section(
             "cpus_allowed",
         ],
     );
-    out.push_str("</div>\n</section>\n");
-    Ok(())
+    out.push_str("</div>\n");
 }
 
 /// A table: header cells, then rows; numeric columns right-aligned.
@@ -310,6 +323,7 @@ fn cases_table(out: &mut String, doc: &Document) {
             ],
             numeric: vec![false; 6],
             rows,
+            cases: Vec::new(),
         },
     );
 }
@@ -406,12 +420,26 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         "<p class=\"meta\">{}</p>",
         escape(&super::compare::method_line(c))
     );
+    env_diff_html(out, c, &letters);
+    missing_html(out, c);
+    let (bars, x_desc) = plot::comparison_bars(c);
+    if let Some(p) =
+        plot::comparison_plot(&bars, "Change against the baseline A (95% CI)", &x_desc)?
+    {
+        figure(out, "comparison-plot", &p);
+    }
+    out.push_str("</section>\n");
+    Ok(())
+}
+
+/// The environment values that differ between the documents.
+fn env_diff_html(out: &mut String, c: &Comparison, letters: &[String]) {
     if !c.env_diff.is_empty() {
         out.push_str(
             "<h3>Environment differences</h3>\n<p class=\"meta\">Confounders unless they are the change being tested.</p>\n\
              <div class=\"scroll\"><table>\n<thead><tr><th>key</th>",
         );
-        for l in &letters {
+        for l in letters {
             let _ = write!(out, "<th>{l}</th>");
         }
         out.push_str("</tr></thead>\n<tbody>\n");
@@ -424,6 +452,10 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         }
         out.push_str("</tbody>\n</table></div>\n");
     }
+}
+
+/// The cases some document lacks.
+fn missing_html(out: &mut String, c: &Comparison) {
     if !c.missing.is_empty() {
         out.push_str("<h3>Not in every document (not compared)</h3>\n<ul>\n");
         for (case, lacking) in &c.missing {
@@ -436,14 +468,6 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         }
         out.push_str("</ul>\n");
     }
-    let (bars, x_desc) = plot::comparison_bars(c);
-    if let Some(p) =
-        plot::comparison_plot(&bars, "Change against the baseline A (95% CI)", &x_desc)?
-    {
-        figure(out, "comparison-plot", &p);
-    }
-    out.push_str("</section>\n");
-    Ok(())
 }
 
 /// A plot inline, as element `id`: its SVG (without the XML namespace,

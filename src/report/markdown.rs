@@ -1,20 +1,59 @@
 //! Markdown (GitHub-flavoured pipe tables) of a run and of a comparison, for
 //! pasting into mails, issues and pull requests (hyperfine's `--export-markdown`).
-//! The cells are the terminal tables' cells; text from outside (labels,
-//! configuration names, environment values) is escaped so it stays one cell
-//! and renders as written. Left out: plots (see the HTML report).
+//! A run's sections ([`super::sections`]) become pipe tables or fenced text
+//! under their titles; text from outside (labels, configuration names,
+//! environment values) is escaped so it stays one cell and renders as
+//! written. Left out: plots (see the HTML report).
 
 use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
 use super::decimals_for;
-use super::table::{Table, distribution_table, results_table};
+use super::sections::{self, Body, Table};
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, Document, Series};
+use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document};
 
-/// The run as Markdown: what was run, the results, the latency
-/// distributions, the comparisons of its configurations, the environment.
+/// The run as Markdown: what was run, its sections (results, latency
+/// distributions, the anchors' layouts, counters), the comparisons of its
+/// configurations, the noise audit, the environment.
 pub fn run(doc: &Document) -> String {
+    let mut out = run_header(doc);
+    // A configuration column only when there are configurations.
+    let configs = doc.series.iter().any(|s| s.config != DEFAULT_CONFIG);
+    for section in sections::of(doc) {
+        let _ = write!(out, "\n## {}\n\n", section.title);
+        match section.body {
+            Body::Table(t) => out.push_str(&section_table(t, configs)),
+            Body::Text(text) => {
+                let _ = write!(out, "```\n{text}```\n");
+            }
+        }
+    }
+    if !doc.comparisons.is_empty() {
+        out.push_str("\n## Comparisons of the configurations\n\n");
+        out.push_str(&records(&doc.comparisons));
+    }
+    if !doc.run.audit.is_empty() {
+        out.push_str("\n## Noise audit\n\n");
+        for finding in &doc.run.audit {
+            let _ = writeln!(out, "- {}", escape(finding));
+        }
+    }
+    out.push_str("\n## Environment\n\n");
+    let env_rows: Vec<Vec<String>> = crate::env::flatten(&doc.env)
+        .iter()
+        .map(|(k, v)| vec![escape(k), escape(v)])
+        .collect();
+    out.push_str(&table(
+        &["key".into(), "value".into()],
+        &[false, false],
+        &env_rows,
+    ));
+    out
+}
+
+/// The title and what was run: when, where, with which policy and configurations.
+fn run_header(doc: &Document) -> String {
     let mut out = String::new();
     let title = doc.run.label.as_deref().map_or_else(
         || "osbench results".to_string(),
@@ -58,71 +97,36 @@ pub fn run(doc: &Document) -> String {
             r.schedule.len()
         );
     }
-
-    // A configuration column only when there are configurations.
-    let configs = doc.series.iter().any(|s| s.config != "default");
-    // The tables' rows follow the series they show, in order.
-    let (distributions, sampled): (Vec<&Series>, Vec<&Series>) =
-        doc.series.iter().partition(|s| s.quantiles.is_some());
-    let sections = [
-        ("Results", results_table(doc), sampled),
-        (
-            "Latency distributions",
-            distribution_table(&doc.series),
-            distributions,
-        ),
-    ];
-    for (title, t, series) in sections {
-        let Some(Table {
-            mut header,
-            mut numeric,
-            rows,
-        }) = t
-        else {
-            continue;
-        };
-        header[0] = "bench";
-        let mut header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-        let mut rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| r.iter().map(|c| escape(c)).collect())
-            .collect();
-        if configs {
-            header.insert(2, "config".into());
-            numeric.insert(2, false);
-            // The configuration gets its own column instead of the case's brackets.
-            for (row, s) in rows.iter_mut().zip(series) {
-                row[1] = escape(&s.case);
-                row.insert(2, escape(&s.config));
-            }
-        }
-        let _ = write!(out, "\n## {title}\n\n");
-        out.push_str(&table(&header, &numeric, &rows));
-    }
-    if let Some(text) = super::counters::counters_section(&doc.series) {
-        let _ = write!(out, "\n## Counters per op\n\n```\n{text}```\n");
-    }
-    if !doc.comparisons.is_empty() {
-        out.push_str("\n## Comparisons of the configurations\n\n");
-        out.push_str(&records(&doc.comparisons));
-    }
-    if !r.audit.is_empty() {
-        out.push_str("\n## Noise audit\n\n");
-        for finding in &r.audit {
-            let _ = writeln!(out, "- {}", escape(finding));
-        }
-    }
-    out.push_str("\n## Environment\n\n");
-    let env_rows: Vec<Vec<String>> = crate::env::flatten(&doc.env)
-        .iter()
-        .map(|(k, v)| vec![escape(k), escape(v)])
-        .collect();
-    out.push_str(&table(
-        &["key".into(), "value".into()],
-        &[false, false],
-        &env_rows,
-    ));
     out
+}
+
+/// A section's table with its cells escaped. When its rows are cases, the
+/// first column is "bench" and, if `configs`, the configuration gets its own
+/// column instead of the case's brackets.
+fn section_table(t: Table, configs: bool) -> String {
+    let Table {
+        header,
+        mut numeric,
+        rows,
+        cases,
+    } = t;
+    let mut header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    if !cases.is_empty() {
+        header[0] = "bench".into();
+    }
+    if configs && !cases.is_empty() {
+        header.insert(2, "config".into());
+        numeric.insert(2, false);
+        for (row, (case, config)) in rows.iter_mut().zip(&cases) {
+            row[1] = escape(case);
+            row.insert(2, escape(config));
+        }
+    }
+    table(&header, &numeric, &rows)
 }
 
 /// The comparison records of a document (its configurations against the first).
@@ -174,36 +178,63 @@ pub fn comparison(c: &Comparison) -> String {
         );
     }
     if !c.env_diff.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Environment differences\n\n{}\n",
-            if c.factors.is_empty() {
-                "No --factor declared: each is a possible confounder.".to_string()
-            } else {
-                let factors: Vec<String> = c.factors.iter().map(|f| escape(f)).collect();
-                format!("Declared factor: {}.", factors.join(", "))
-            }
-        );
-        let mut header = vec!["key".to_string(), "role".to_string()];
-        header.extend(letters.iter().cloned());
-        let numeric = vec![false; header.len()];
-        let rows: Vec<Vec<String>> = c
-            .env_diff
-            .iter()
-            .map(|(key, values)| {
-                let role = if crate::env::is_factor(key, &c.factors) {
-                    "factor"
-                } else {
-                    "confounder?"
-                };
-                let mut cells = vec![escape(key), role.to_string()];
-                cells.extend(values.iter().map(|v| escape(v)));
-                cells
-            })
-            .collect();
-        out.push_str(&table(&header, &numeric, &rows));
+        out.push_str(&env_differences(c, &letters));
     }
     out.push_str("\n## Changes\n\n");
+    out.push_str(&changes(c, &letters));
+    let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
+    if !c.missing.is_empty() {
+        out.push_str("\nNot in every document (not compared):\n\n");
+        for (case, lacking) in &c.missing {
+            let lacking: Vec<String> = lacking.iter().map(|l| escape(l)).collect();
+            let _ = writeln!(
+                out,
+                "- {}: missing from {}",
+                escape(case),
+                lacking.join(", ")
+            );
+        }
+    }
+    out
+}
+
+/// The environment values that differ between the documents, each a
+/// declared factor or a possible confounder.
+fn env_differences(c: &Comparison, letters: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n## Environment differences\n\n{}\n",
+        if c.factors.is_empty() {
+            "No --factor declared: each is a possible confounder.".to_string()
+        } else {
+            let factors: Vec<String> = c.factors.iter().map(|f| escape(f)).collect();
+            format!("Declared factor: {}.", factors.join(", "))
+        }
+    );
+    let mut header = vec!["key".to_string(), "role".to_string()];
+    header.extend(letters.iter().cloned());
+    let numeric = vec![false; header.len()];
+    let rows: Vec<Vec<String>> = c
+        .env_diff
+        .iter()
+        .map(|(key, values)| {
+            let role = if crate::env::is_factor(key, &c.factors) {
+                "factor"
+            } else {
+                "confounder?"
+            };
+            let mut cells = vec![escape(key), role.to_string()];
+            cells.extend(values.iter().map(|v| escape(v)));
+            cells
+        })
+        .collect();
+    out.push_str(&table(&header, &numeric, &rows));
+    out
+}
+
+/// One row per case and candidate: each side's median, the ratio, the change and the verdict.
+fn changes(c: &Comparison, letters: &[String]) -> String {
     let mut header: Vec<String> = [
         "bench",
         "case",
@@ -248,28 +279,14 @@ pub fn comparison(c: &Comparison) -> String {
         }
     }
     // The configuration column only when some case has one.
-    if c.rows.iter().all(|r| r.config == "default") {
+    if c.rows.iter().all(|r| r.config == DEFAULT_CONFIG) {
         header.remove(2);
         numeric.remove(2);
         rows.iter_mut().for_each(|r| {
             r.remove(2);
         });
     }
-    out.push_str(&table(&header, &numeric, &rows));
-    let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
-    if !c.missing.is_empty() {
-        out.push_str("\nNot in every document (not compared):\n\n");
-        for (case, lacking) in &c.missing {
-            let lacking: Vec<String> = lacking.iter().map(|l| escape(l)).collect();
-            let _ = writeln!(
-                out,
-                "- {}: missing from {}",
-                escape(case),
-                lacking.join(", ")
-            );
-        }
-    }
-    out
+    table(&header, &numeric, &rows)
 }
 
 /// A pipe table; `numeric` columns are right-aligned.
@@ -317,7 +334,7 @@ pub(crate) mod tests {
             rows: vec![CaseRow {
                 bench: "syscall".into(),
                 case: "null".into(),
-                config: "default".into(),
+                config: crate::document::DEFAULT_CONFIG.into(),
                 unit: crate::document::Unit::Ns,
                 summaries: vec![summary(0), summary(2)],
                 changes: vec![Change {
@@ -375,6 +392,28 @@ pub(crate) mod tests {
             text.contains("Not counted: cycles: no hardware PMU (ENOENT)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_anchors_layouts_are_exported_too() {
+        let mut doc = crate::report::fixture();
+        let mut messaging = doc.series[0].clone();
+        messaging.bench = "messaging".into();
+        messaging.anchor = "hackbench -g 10 -l 100".into();
+        doc.series.push(messaging);
+        let text = run(&doc);
+        assert!(text.contains("## lmbench: Context switching"), "{text}");
+        assert!(
+            text.contains("```\nContext switching - times in microseconds"),
+            "{text}"
+        );
+        assert!(text.contains("hackbench -g 10 -l 100   Time: "), "{text}");
+        // The same blocks as the terminal's, fenced.
+        for section in sections::of(&doc) {
+            if let Body::Text(block) = section.body {
+                assert!(text.contains(&format!("```\n{block}```\n")), "{block}");
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, Document, Series};
+use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document, Series, SeriesKind};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 
@@ -82,7 +82,11 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
         "Compared within the run: change against the baseline (95% CI)",
         &x_desc,
     )?);
-    for bench in benches(doc.series.iter().filter(|s| s.quantiles.is_none())) {
+    for bench in benches(
+        doc.series
+            .iter()
+            .filter(|s| s.kind != SeriesKind::Distribution),
+    ) {
         plots.extend(run_order_plot(doc, &bench)?);
     }
     Ok(plots)
@@ -189,50 +193,11 @@ fn param_i64(s: &Series, key: &str) -> Option<i64> {
 /// process sums, one line per process count (and per mode, placement and
 /// configuration where those vary), medians with their 95 % intervals.
 pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
-    let ctx: Vec<(&Series, i64, i64)> = doc
-        .series
-        .iter()
-        .filter(|s| s.bench == "ctx")
-        .filter_map(|s| Some((s, param_i64(s, "procs")?, param_i64(s, "size")?)))
-        .collect();
-    let Some(&(first, _, _)) = ctx.first() else {
+    let Some(first) = doc.series.iter().find(|s| ctx_point(s).is_some()) else {
         return Ok(None);
     };
-    type Key = (i64, String, String, String);
-    let key = |s: &Series, procs: i64| -> Key {
-        (
-            procs,
-            super::table::ctx_mode(s).to_string(),
-            s.pin.clone(),
-            s.config.clone(),
-        )
-    };
-    // Each line: its points as (working set in KiB, summary).
-    let mut lines: Vec<(Key, Vec<(f64, &Summary)>)> = Vec::new();
-    for &(s, procs, size) in &ctx {
-        let k = key(s, procs);
-        let point = (size as f64, &s.summary);
-        match lines.iter_mut().find(|(l, _)| *l == k) {
-            Some((_, points)) => points.push(point),
-            None => lines.push((k, vec![point])),
-        }
-    }
-    lines.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, points) in &mut lines {
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    let varies = |f: fn(&Key) -> &String| lines.iter().any(|(k, _)| f(k) != f(&lines[0].0));
-    let (pins_vary, configs_vary) = (varies(|k| &k.2), varies(|k| &k.3));
-    let label = |k: &Key| {
-        let mut text = format!("{} {}", k.0, k.1);
-        if pins_vary {
-            text.push_str(&format!(", pin {}", k.2));
-        }
-        if configs_vary {
-            text.push_str(&format!(" [{}]", k.3));
-        }
-        text
-    };
+    let lines = ctx_lines(doc);
+    let labels = ctx_labels(&lines);
     let all = || lines.iter().flat_map(|(_, p)| p.iter());
     // At least 4 KiB wide, so a lone 0 KiB column gets whole-number ticks.
     let x_max = all().map(|p| p.0).fold(4.0, f64::max);
@@ -259,14 +224,14 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
             .x_label_formatter(&|v| if *v < 0.0 { String::new() } else { tick(*v) })
             .y_label_formatter(&|v| tick(*v))
             .draw()?;
-        for (i, (k, points)) in lines.iter().enumerate() {
+        for (i, (_, points)) in lines.iter().enumerate() {
             let c = color(i);
             chart
                 .draw_series(LineSeries::new(
                     points.iter().map(|p| (p.0, p.1.median)),
                     c.stroke_width(2),
                 ))?
-                .label(label(k))
+                .label(labels[i].as_str())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
                 });
@@ -296,6 +261,64 @@ pub fn ctx_plot(doc: &Document) -> Result<Option<Plot>> {
     }))
 }
 
+/// A ctx line: process count, mode, placement and configuration.
+type CtxKey = (i64, String, String, String);
+
+/// A ctx series' process count and working set, if it has both.
+fn ctx_point(s: &Series) -> Option<(i64, i64)> {
+    if s.bench != "ctx" {
+        return None;
+    }
+    Some((param_i64(s, "procs")?, param_i64(s, "size")?))
+}
+
+/// The ctx lines, sorted, each with its points as (working set in KiB,
+/// summary) sorted by working set.
+fn ctx_lines(doc: &Document) -> Vec<(CtxKey, Vec<(f64, &Summary)>)> {
+    let mut lines: Vec<(CtxKey, Vec<(f64, &Summary)>)> = Vec::new();
+    for s in &doc.series {
+        let Some((procs, size)) = ctx_point(s) else {
+            continue;
+        };
+        let k = (
+            procs,
+            super::ctx_mode(s).to_string(),
+            s.pin.clone(),
+            s.config.clone(),
+        );
+        let point = (size as f64, &s.summary);
+        match lines.iter_mut().find(|(l, _)| *l == k) {
+            Some((_, points)) => points.push(point),
+            None => lines.push((k, vec![point])),
+        }
+    }
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, points) in &mut lines {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    lines
+}
+
+/// Each line's legend: process count and mode, then placement and
+/// configuration where those vary.
+fn ctx_labels<P>(lines: &[(CtxKey, P)]) -> Vec<String> {
+    let varies = |f: fn(&CtxKey) -> &String| lines.iter().any(|(k, _)| f(k) != f(&lines[0].0));
+    let (pins_vary, configs_vary) = (varies(|k| &k.2), varies(|k| &k.3));
+    lines
+        .iter()
+        .map(|(k, _)| {
+            let mut text = format!("{} {}", k.0, k.1);
+            if pins_vary {
+                text.push_str(&format!(", pin {}", k.2));
+            }
+            if configs_vary {
+                text.push_str(&format!(" [{}]", k.3));
+            }
+            text
+        })
+        .collect()
+}
+
 /// The cumulative distribution of every `bench` series with a histogram: the
 /// fraction of events at or below each bucket's value, on a log time axis.
 pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
@@ -311,22 +334,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     let per_unit = first.unit.ns();
     let curves: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|s| {
-            let buckets = &s.histogram.as_ref().expect("filtered above").ns;
-            let total: u64 = buckets.iter().map(|b| b[1]).sum();
-            let mut below = 0;
-            let points = buckets
-                .iter()
-                .map(|&[value, count]| {
-                    below += count;
-                    (
-                        value as f64 / per_unit,
-                        below as f64 / total.max(1) as f64 * 100.0,
-                    )
-                })
-                .collect();
-            (series_label(s), points)
-        })
+        .map(|s| (series_label(s), cdf_points(s, per_unit)))
         .collect();
     let values = || curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let lo = values().fold(f64::INFINITY, f64::min);
@@ -382,6 +390,24 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             .into(),
         svg,
     }))
+}
+
+/// A distribution's histogram as (value in units of `per_unit` ns, % of
+/// events at or below it).
+fn cdf_points(s: &Series, per_unit: f64) -> Vec<(f64, f64)> {
+    let buckets = s.histogram.as_ref().map_or(&[][..], |h| &h.ns[..]);
+    let total: u64 = buckets.iter().map(|b| b[1]).sum();
+    let mut below = 0;
+    buckets
+        .iter()
+        .map(|&[value, count]| {
+            below += count;
+            (
+                value as f64 / per_unit,
+                below as f64 / total.max(1) as f64 * 100.0,
+            )
+        })
+        .collect()
 }
 
 /// The colour of a verdict: faster green, slower red, equivalent blue, no change grey.
@@ -442,7 +468,7 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
     let several = c.labels.len() > 2;
     let mut bars = Vec::new();
     for row in &c.rows {
-        let case = if row.config == "default" {
+        let case = if row.config == DEFAULT_CONFIG {
             format!("{} {}", row.bench, row.case)
         } else {
             format!("{} {} [{}]", row.bench, row.case, row.config)
@@ -553,17 +579,7 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
 /// One small panel per case of `bench`: its samples in the order they were
 /// taken, a line per configuration, so drift and warm-up effects show.
 pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
-    let mut cases: Vec<(String, Vec<&Series>)> = Vec::new();
-    for s in doc
-        .series
-        .iter()
-        .filter(|s| s.bench == bench && s.quantiles.is_none() && !s.samples.is_empty())
-    {
-        match cases.iter_mut().find(|(case, _)| *case == s.case) {
-            Some((_, list)) => list.push(s),
-            None => cases.push((s.case.clone(), vec![s])),
-        }
-    }
+    let cases = cases_of(doc, bench);
     if cases.is_empty() {
         return Ok(None);
     }
@@ -637,6 +653,23 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                 .into(),
         svg,
     }))
+}
+
+/// The sampled series of `bench` with samples, grouped by case in order of
+/// first appearance.
+fn cases_of<'a>(doc: &'a Document, bench: &str) -> Vec<(String, Vec<&'a Series>)> {
+    let mut cases: Vec<(String, Vec<&Series>)> = Vec::new();
+    for s in doc
+        .series
+        .iter()
+        .filter(|s| s.bench == bench && s.kind != SeriesKind::Distribution && !s.samples.is_empty())
+    {
+        match cases.iter_mut().find(|(case, _)| *case == s.case) {
+            Some((_, list)) => list.push(s),
+            None => cases.push((s.case.clone(), vec![s])),
+        }
+    }
+    cases
 }
 
 /// `name` with every character but ASCII letters, digits, '-' and '_' replaced by '_'.

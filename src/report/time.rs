@@ -53,7 +53,7 @@ pub fn render(doc: &Document) -> String {
         }
         let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
         let numeric = [false, true, true, true, true, false];
-        for line in super::table::align(&header, &numeric, &rows).lines() {
+        for line in super::align(&header, &numeric, &rows).lines() {
             let _ = writeln!(out, "  {line}");
         }
         let median_of = |name: &str| counter(name).map_or(f64::NAN, |c| c.median);

@@ -1,0 +1,138 @@
+//! The per-case tables of a run: one row per sampled series (median, its
+//! interval, mean ± stddev, CV, …), and the quantiles of every latency
+//! distribution. Left out: the anchors' layouts ([`super::anchors`]) and the
+//! counters ([`super::counters`]).
+
+use super::sections::{Body, Table};
+use super::{case_label, decimals_for, fmt_pct};
+use crate::document::{Document, Series, SeriesKind};
+use crate::stats::histogram::Quantiles;
+
+/// The results table as a section body.
+pub fn results(doc: &Document) -> Option<Body> {
+    results_table(doc).map(Body::Table)
+}
+
+/// The latency distributions as a section body.
+pub fn distributions(doc: &Document) -> Option<Body> {
+    distribution_table(&doc.series).map(Body::Table)
+}
+
+/// One row per sampled series (latency distributions have their own table).
+pub fn results_table(doc: &Document) -> Option<Table> {
+    let sampled: Vec<&Series> = doc
+        .series
+        .iter()
+        .filter(|s| s.kind != SeriesKind::Distribution)
+        .collect();
+    (!sampled.is_empty()).then(|| Table {
+        header: vec![
+            "bench",
+            "case",
+            "median",
+            "95% CI of median",
+            "mean ± stddev",
+            "CV",
+            "n",
+            "unit",
+            "noise",
+            "op",
+        ],
+        numeric: vec![
+            false, false, true, true, true, true, true, false, false, false,
+        ],
+        rows: sampled.iter().map(|s| row(s)).collect(),
+        cases: cases(&sampled),
+    })
+}
+
+/// Each series' case and configuration.
+fn cases(series: &[&Series]) -> Vec<(String, String)> {
+    series
+        .iter()
+        .map(|s| (s.case.clone(), s.config.clone()))
+        .collect()
+}
+
+fn row(s: &Series) -> Vec<String> {
+    let m = &s.summary;
+    let d = decimals_for(m.median);
+    let unit = s.unit.symbol().to_string();
+    let ci = if m.ci_coverage >= m.ci_level {
+        format!("{:.d$} – {:.d$}", m.ci_low, m.ci_high)
+    } else {
+        format!(
+            "{:.d$} – {:.d$} ({:.0}% only)",
+            m.ci_low,
+            m.ci_high,
+            m.ci_coverage * 100.0
+        )
+    };
+    vec![
+        s.bench.clone(),
+        case_label(&s.case, &s.config),
+        format!("{:.d$}", m.median),
+        ci,
+        format!("{:.d$} ± {:.d$}", m.mean, m.stddev),
+        fmt_pct(m.cv),
+        m.n.to_string(),
+        unit,
+        s.noise.join(","),
+        s.op.clone(),
+    ]
+}
+
+/// Quantiles of every distribution series, and the CPU time per event.
+pub fn distribution_table(series: &[Series]) -> Option<Table> {
+    // A distribution always has its quantiles; one without (hand-edited) has no row.
+    let dists: Vec<(&Series, Quantiles)> = series
+        .iter()
+        .filter(|s| s.kind == SeriesKind::Distribution)
+        .filter_map(|s| Some((s, s.quantiles?)))
+        .collect();
+    if dists.is_empty() {
+        return None;
+    }
+    let header = vec![
+        "latency",
+        "case",
+        "min",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "unit",
+        "CPU/event",
+        "events",
+    ];
+    let numeric = vec![
+        false, false, true, true, true, true, true, true, true, false, true, true,
+    ];
+    Some(Table {
+        header,
+        numeric,
+        rows: dists.iter().map(|&(s, q)| distribution_row(s, q)).collect(),
+        cases: cases(&dists.iter().map(|&(s, _)| s).collect::<Vec<_>>()),
+    })
+}
+
+fn distribution_row(s: &Series, q: Quantiles) -> Vec<String> {
+    let d = decimals_for(q.p50);
+    vec![
+        s.bench.clone(),
+        case_label(&s.case, &s.config),
+        format!("{:.d$}", s.summary.min),
+        format!("{:.d$}", q.p50),
+        format!("{:.d$}", q.p90),
+        format!("{:.d$}", q.p99),
+        format!("{:.d$}", q.p99_9),
+        format!("{:.d$}", q.max),
+        format!("{:.d$}", s.summary.mean),
+        s.unit.symbol().to_string(),
+        s.cpu_per_op
+            .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
+        s.summary.n.to_string(),
+    ]
+}

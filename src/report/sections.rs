@@ -1,0 +1,105 @@
+//! The sections of a run's report, listed once for every renderer: the
+//! results table, the latency distributions, the anchors' own layouts and
+//! the counters, each a table or a block of preformatted text. The terminal,
+//! HTML and Markdown renderers only lay these out. Left out: what is not a
+//! per-case result (the run's settings, comparisons, environment, plots),
+//! which each renderer shows in its own way.
+
+use super::{anchors, counters, results};
+use crate::document::Document;
+
+/// A table as cells: what every renderer lays out in its own way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub header: Vec<&'static str>,
+    /// Which columns are numbers (right-aligned).
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+    /// Each row's case and configuration when the rows are cases (column 0
+    /// the bench, column 1 both as `case [config]`), so a renderer can give
+    /// the configuration its own column; empty otherwise.
+    pub cases: Vec<(String, String)>,
+}
+
+/// What a section holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Table(Table),
+    /// Preformatted lines, each ending in a newline (an anchor's own layout).
+    Text(String),
+}
+
+/// One section of a run's report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// A stable key, as in [`SECTIONS`].
+    pub name: &'static str,
+    /// The heading of renderers that give sections one (Markdown).
+    pub title: &'static str,
+    pub body: Body,
+}
+
+/// Builds a section's body from a document, or `None` when it has nothing to show.
+pub type Build = fn(&Document) -> Option<Body>;
+
+/// The key of the results table, which opens a run's report.
+pub const RESULTS: &str = "results";
+
+/// Every section of a run's report, in the order shown. An anchor's layout
+/// (see [`anchors`]) is one line here.
+#[rustfmt::skip]
+pub const SECTIONS: &[(&str, &str, Build)] = &[
+    (RESULTS, "Results", results::results),
+    ("lmbench-processor", "lmbench: Processor, Processes", anchors::lmbench_processor),
+    ("distributions", "Latency distributions", results::distributions),
+    ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
+    ("hackbench", "hackbench", anchors::hackbench),
+    ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
+    ("counters", "Counters per op", counters::section),
+];
+
+/// The sections `doc` has, in order.
+pub fn of(doc: &Document) -> Vec<Section> {
+    SECTIONS
+        .iter()
+        .filter_map(|&(name, title, build)| {
+            Some(Section {
+                name,
+                title,
+                body: build(doc)?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_has_its_tables_and_the_ctx_layout() {
+        let names: Vec<&str> = of(&crate::report::fixture())
+            .iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "results",
+                "lmbench-processor",
+                "distributions",
+                "lmbench-ctx"
+            ]
+        );
+    }
+
+    #[test]
+    fn section_keys_are_unique() {
+        for (i, (name, _, _)) in SECTIONS.iter().enumerate() {
+            assert!(
+                SECTIONS[i + 1..].iter().all(|(n, _, _)| n != name),
+                "{name}"
+            );
+        }
+    }
+}
