@@ -128,7 +128,7 @@ impl<C: Clock> Harness<C> {
     /// again even when `run` fails.
     fn counted(
         &self,
-        perf: &PerfEvents,
+        perf: &dyn PerfEvents,
         run: impl FnOnce() -> Result<u64>,
     ) -> Result<(RawSample, MeterDelta)> {
         let switch = |on: bool| {
@@ -172,7 +172,7 @@ impl<C: Clock> Harness<C> {
     fn perf_pass(
         &self,
         batches: usize,
-        mut batch: impl FnMut(&PerfEvents) -> Result<(RawSample, MeterDelta)>,
+        mut batch: impl FnMut(&dyn PerfEvents) -> Result<(RawSample, MeterDelta)>,
     ) -> Result<PerfPass> {
         if self.meters.perf_names().is_empty() {
             return Ok(PerfPass::NotRun);
@@ -194,7 +194,7 @@ impl<C: Clock> Harness<C> {
             if self.interrupt.is_set() {
                 break;
             }
-            match batch(&perf) {
+            match batch(&*perf) {
                 // A batch of no events (never seen) has nothing to divide by.
                 Ok((sample, _)) if sample.iters == 0 => {}
                 Ok((sample, used)) => {
@@ -464,8 +464,8 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
 
-    use super::counters::FakePerf;
     use super::*;
+    use crate::measure::fake::{FakePerf, FakeSource};
 
     /// A clock that only moves when the fake benchmark says so.
     #[derive(Clone, Default)]
@@ -699,7 +699,7 @@ mod tests {
         let perf = Arc::new(FakePerf::default());
         b.perf = Some(Arc::clone(&perf));
         (
-            h.with_meters(Meters::with_fake_perf(Arc::clone(&perf))),
+            h.with_meters(Meters::with_perf(Box::new(FakeSource(Arc::clone(&perf))))),
             b,
             perf,
         )

@@ -34,6 +34,8 @@ pub mod clock;
 pub mod command;
 pub mod counters;
 pub mod energy;
+#[cfg(test)]
+mod fake;
 mod harness;
 pub mod interrupt;
 pub mod meters;
