@@ -1,4 +1,8 @@
-//! The clocks the harness reads. Only the harness reads them.
+//! The clocks of osbench's measurements. The harness reads a [`Clock`]
+//! around batches of operations and around a whole recording of events. An
+//! event is shorter than a batch, so latency workloads timestamp each one
+//! themselves with [`monotonic_ns`] (and pace their waits by it);
+//! [`super::command`] reads it around one whole command.
 //!
 //! [`Monotonic`] is `CLOCK_MONOTONIC` in nanoseconds (the vDSO path, no system
 //! call on a TSC clocksource); lmbench's `gettimeofday` has 1 µs resolution and

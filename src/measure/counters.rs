@@ -31,9 +31,12 @@
 //! children as well (the kernel's `perf_event_for_each_child`), children
 //! forked while it was disabled included. Reading sums the tasks and their
 //! inherited children. Errors become reasons: ENOENT/EOPNOTSUPP → no PMU,
-//! EACCES/EPERM → not permitted.
+//! EACCES/EPERM → not permitted. The harness opens and reads them through
+//! the [`PerfSource`] and [`PerfEvents`] traits (its tests pass a fake);
+//! [`TreePerf`] is the real, `perf_event_open` implementation.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -114,63 +117,50 @@ struct PerfEventAttr {
 #[derive(Debug)]
 pub struct Counters {
     rusage: bool,
-    /// The perf events that opened when probed, by name.
-    perf: Vec<(&'static str, PerfKind)>,
+    /// Where the perf events of each counting pass come from.
+    perf: Box<dyn PerfSource>,
     unavailable: BTreeMap<String, String>,
 }
 
-/// A perf event that can be opened.
-#[derive(Debug)]
-enum PerfKind {
-    Event {
-        type_: u32,
-        config: u64,
-    },
-    /// Harness tests: a counter a fake benchmark drives.
-    #[cfg(test)]
-    Fake(std::sync::Arc<FakePerf>),
+/// The perf events counting passes open: the seam, like
+/// [`super::clock::Clock`], through which the harness opens them, so that
+/// its tests can count with a fake instead of the kernel. The real source is
+/// [`TreePerf`].
+pub trait PerfSource: fmt::Debug {
+    /// The events each pass opens, in report order (none: no pass).
+    fn names(&self) -> Vec<&'static str>;
+
+    /// Opens every event, disabled, on every task of the case (osbench's
+    /// tree), for one counting pass.
+    fn open(&self) -> io::Result<Box<dyn PerfEvents>>;
 }
 
-/// One open perf event.
-#[derive(Debug)]
-enum PerfEvent {
-    File(File),
-    #[cfg(test)]
-    Fake(std::sync::Arc<FakePerf>),
+/// The perf events of one counting pass, open and disabled until enabled.
+/// Dropping them closes them, so timed samples run with no perf event open.
+pub trait PerfEvents {
+    /// Each counter now, summed over the tasks (and their inherited
+    /// children): its total over the periods it was enabled.
+    fn read(&self) -> Reading;
+
+    /// Enables (`true`) or disables every event, with the inherited events
+    /// of the tasks forked since it was opened.
+    fn set_enabled(&self, enabled: bool) -> io::Result<()>;
 }
 
-/// The perf events of one counting pass: every event open, disabled, on
-/// every task of osbench's tree (its threads, its children and theirs, with
-/// their threads), each with `inherit` so tasks they fork are counted too.
-/// Closed when dropped, so timed samples run with no perf event in the tree.
-#[derive(Debug)]
-pub struct PerfEvents {
-    events: Vec<(&'static str, PerfEvent)>,
-}
-
-/// A stand-in perf event for harness tests: counts only while enabled,
-/// and logs every open, enable, disable and close.
-#[cfg(test)]
+/// The real [`PerfSource`]: the perf events that opened when probed (name,
+/// type, config), opened by `perf_event_open` on every task of osbench's tree.
 #[derive(Debug, Default)]
-pub struct FakePerf {
-    pub enabled: std::sync::atomic::AtomicBool,
-    pub count: std::sync::atomic::AtomicU64,
-    pub log: std::sync::Mutex<Vec<String>>,
+pub struct TreePerf {
+    events: Vec<(&'static str, u32, u64)>,
 }
 
-#[cfg(test)]
-impl FakePerf {
-    /// What a fake benchmark calls for each event it causes.
-    pub fn add(&self, n: u64) {
-        use std::sync::atomic::Ordering::SeqCst;
-        if self.enabled.load(SeqCst) {
-            self.count.fetch_add(n, SeqCst);
-        }
-    }
-
-    fn note(&self, what: &str) {
-        self.log.lock().unwrap().push(what.into());
-    }
+/// The real [`PerfEvents`]: every event open, disabled, on every task of
+/// osbench's tree (its threads, its children and theirs, with their
+/// threads), each with `inherit` so tasks they fork are counted too. The
+/// files close when dropped.
+#[derive(Debug)]
+struct TreeEvents {
+    events: Vec<(&'static str, File)>,
 }
 
 /// Cumulative counter values at one moment, by name.
@@ -187,9 +177,15 @@ pub enum Edge {
 impl Counters {
     /// No counters at all (tests with a fake clock).
     pub fn none() -> Self {
+        Self::with_perf(Box::new(TreePerf::default()))
+    }
+
+    /// No rusage; the perf events of counting passes from `perf` (the
+    /// harness tests pass a fake).
+    pub fn with_perf(perf: Box<dyn PerfSource>) -> Self {
         Self {
             rusage: false,
-            perf: Vec::new(),
+            perf,
             unavailable: BTreeMap::new(),
         }
     }
@@ -200,41 +196,28 @@ impl Counters {
     /// short-lived thread instead made every later fork slower: see
     /// docs/design-notes.md, "Counters per operation".)
     pub fn open(perf: bool) -> Self {
-        let mut counters = Self {
-            rusage: true,
-            perf: Vec::new(),
-            unavailable: BTreeMap::new(),
-        };
+        let mut unavailable = BTreeMap::new();
+        let mut probed = TreePerf::default();
         let paranoid = Sys::real()
             .read("/proc/sys/kernel/perf_event_paranoid")
             .unwrap_or_else(|_| "unknown".into());
         for (name, type_, config) in PERF_EVENTS {
             if !perf {
-                counters
-                    .unavailable
-                    .insert(name.into(), "not opened (--no-perf)".into());
+                unavailable.insert(name.into(), "not opened (--no-perf)".into());
                 continue;
             }
             match perf_open(type_, config, 0) {
-                Ok(_probe) => counters
-                    .perf
-                    .push((name, PerfKind::Event { type_, config })),
+                Ok(_probe) => probed.events.push((name, type_, config)),
                 Err(e) => {
                     let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
-                    counters.unavailable.insert(name.into(), why);
+                    unavailable.insert(name.into(), why);
                 }
             }
         }
-        counters
-    }
-
-    /// No rusage, and `fake` as the `context_switches` perf event.
-    #[cfg(test)]
-    pub fn fake(fake: std::sync::Arc<FakePerf>) -> Self {
         Self {
-            rusage: false,
-            perf: vec![("context_switches", PerfKind::Fake(fake))],
-            unavailable: BTreeMap::new(),
+            rusage: true,
+            perf: Box::new(probed),
+            unavailable,
         }
     }
 
@@ -257,59 +240,53 @@ impl Counters {
 
     /// The names of the perf events that are open, in report order.
     pub fn perf_names(&self) -> Vec<&'static str> {
-        self.perf.iter().map(|(name, _)| *name).collect()
+        self.perf.names()
     }
 
-    /// Opens every perf event, disabled, on every task of osbench's tree.
-    /// A task that exits meanwhile is skipped; any other failure is returned.
-    pub fn open_perf(&self) -> io::Result<PerfEvents> {
-        let tasks = if self.perf.is_empty() {
+    /// Opens every perf event, disabled, on every task of the case, for one
+    /// counting pass.
+    pub fn open_perf(&self) -> io::Result<Box<dyn PerfEvents>> {
+        self.perf.open()
+    }
+}
+
+impl PerfSource for TreePerf {
+    fn names(&self) -> Vec<&'static str> {
+        self.events.iter().map(|(name, _, _)| *name).collect()
+    }
+
+    /// A task that exits meanwhile is skipped; any other failure is returned
+    /// (the events already opened are then closed).
+    fn open(&self) -> io::Result<Box<dyn PerfEvents>> {
+        let tasks = if self.events.is_empty() {
             Vec::new()
         } else {
             tree_tasks()
         };
         let mut events = Vec::new();
-        for (name, kind) in &self.perf {
-            match kind {
-                PerfKind::Event { type_, config } => {
-                    for &tid in &tasks {
-                        match perf_open(*type_, *config, tid) {
-                            Ok(file) => events.push((*name, PerfEvent::File(file))),
-                            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
-                #[cfg(test)]
-                PerfKind::Fake(fake) => {
-                    fake.note("open");
-                    events.push((*name, PerfEvent::Fake(std::sync::Arc::clone(fake))));
+        for &(name, type_, config) in &self.events {
+            for &tid in &tasks {
+                match perf_open(type_, config, tid) {
+                    Ok(file) => events.push((name, file)),
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) => return Err(e),
                 }
             }
         }
-        Ok(PerfEvents { events })
+        Ok(Box::new(TreeEvents { events }))
     }
 }
 
-impl PerfEvents {
-    /// Each counter now, summed over the tasks (and their inherited children):
-    /// its total over the periods it was enabled.
-    pub fn read(&self) -> Reading {
+impl PerfEvents for TreeEvents {
+    fn read(&self) -> Reading {
         let mut sums: Vec<(&'static str, u64)> = Vec::new();
-        for (name, event) in &self.events {
-            let value = match event {
-                PerfEvent::File(file) => {
-                    let mut buf = [0u8; 8];
-                    // A failed read (never seen) leaves this task out of the sum.
-                    (&*file)
-                        .read_exact(&mut buf)
-                        .ok()
-                        .map(|()| u64::from_ne_bytes(buf))
-                }
-                #[cfg(test)]
-                PerfEvent::Fake(fake) => Some(fake.count.load(std::sync::atomic::Ordering::SeqCst)),
-            };
-            let Some(value) = value else { continue };
+        for (name, file) in &self.events {
+            let mut buf = [0u8; 8];
+            // A failed read (never seen) leaves this task out of the sum.
+            if (&*file).read_exact(&mut buf).is_err() {
+                continue;
+            }
+            let value = u64::from_ne_bytes(buf);
             match sums.iter_mut().find(|(n, _)| n == name) {
                 Some((_, sum)) => *sum += value,
                 None => sums.push((*name, value)),
@@ -318,37 +295,16 @@ impl PerfEvents {
         Reading(sums)
     }
 
-    /// Enables (`true`) or disables every event, with the inherited events
-    /// of the tasks forked since it was opened.
-    pub fn set_enabled(&self, enabled: bool) -> io::Result<()> {
+    fn set_enabled(&self, enabled: bool) -> io::Result<()> {
         let request = if enabled {
             PERF_EVENT_IOC_ENABLE
         } else {
             PERF_EVENT_IOC_DISABLE
         };
-        for (_, event) in &self.events {
-            match event {
-                PerfEvent::File(file) => perf_ioctl(file, request)?,
-                #[cfg(test)]
-                PerfEvent::Fake(fake) => {
-                    fake.enabled
-                        .store(enabled, std::sync::atomic::Ordering::SeqCst);
-                    fake.note(if enabled { "enable" } else { "disable" });
-                }
-            }
+        for (_, file) in &self.events {
+            perf_ioctl(file, request)?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-impl Drop for PerfEvents {
-    fn drop(&mut self) {
-        for (_, event) in &self.events {
-            if let PerfEvent::Fake(fake) = event {
-                fake.note("close");
-            }
-        }
     }
 }
 

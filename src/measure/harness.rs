@@ -1,6 +1,8 @@
-//! The harness: the only code that reads clocks around batches of benchmark
-//! code. One entry point, [`Harness::sample`], takes a workload and its
-//! [`Sampling`] method; the module doc of `measure` describes the method.
+//! The harness: runs a [`Workload`] between clock reads, with the meters
+//! read around them. One entry point, [`Harness::sample`], takes a workload
+//! and its [`Sampling`] method; the module doc of `measure` describes the
+//! method. Left out: the bookkeeping of accepted and rejected samples
+//! ([`super::sampler`]) and the overheads ([`super::overhead`]).
 
 use super::clock::{Clock, Monotonic};
 use super::counters::{self, Edge, PerfEvents};
@@ -13,10 +15,10 @@ use crate::error::{Error, Result};
 
 /// Batches in the perf counting pass of a sampled case.
 pub const PERF_PASS_BATCHES: usize = 3;
-/// Events per batch of a latency benchmark (and in its counting pass).
+/// Events per batch of a latency workload (and in its counting pass).
 const EVENT_BATCH: u64 = 64;
 
-/// What a latency benchmark recorded.
+/// What a latency workload recorded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Events {
     /// One latency per event, in the order recorded.
@@ -132,7 +134,7 @@ impl<C: Clock> Harness<C> {
     /// again even when `run` fails.
     fn counted(
         &self,
-        perf: &PerfEvents,
+        perf: &dyn PerfEvents,
         run: impl FnOnce() -> Result<u64>,
     ) -> Result<(RawSample, MeterDelta)> {
         let switch = |on: bool| {
@@ -176,7 +178,7 @@ impl<C: Clock> Harness<C> {
     fn perf_pass(
         &self,
         batches: usize,
-        mut batch: impl FnMut(&PerfEvents) -> Result<(RawSample, MeterDelta)>,
+        mut batch: impl FnMut(&dyn PerfEvents) -> Result<(RawSample, MeterDelta)>,
     ) -> Result<PerfPass> {
         if self.meters.perf_names().is_empty() {
             return Ok(PerfPass::NotRun);
@@ -198,7 +200,7 @@ impl<C: Clock> Harness<C> {
             if self.interrupt.is_set() {
                 break;
             }
-            match batch(&perf) {
+            match batch(&*perf) {
                 // A batch of no events (never seen) has nothing to divide by.
                 Ok((sample, _)) if sample.iters == 0 => {}
                 Ok((sample, used)) => {
@@ -251,11 +253,11 @@ impl<C: Clock> Harness<C> {
         }
     }
 
-    /// Calibrates and warms up each benchmark in turn, then samples them
+    /// Calibrates and warms up each workload in turn, then samples them
     /// alternately — one attempt each per round — so slow drift of the machine
-    /// affects all of them alike (used for a case and the overhead subtracted
-    /// from it). On an interrupt, each keeps the samples taken so far; if the
-    /// first has none yet, the result is `Err(Interrupted)`.
+    /// affects all of them alike (a case, then its stand-in). On an
+    /// interrupt, each keeps the samples taken so far; if the first has none
+    /// yet, the result is `Err(Interrupted)`.
     fn batched(&self, benches: &mut [&mut dyn Workload]) -> Result<Vec<Measurement>> {
         let target = self.policy.sample_time_ns as f64;
         let mut samplers = Vec::with_capacity(benches.len());
@@ -279,7 +281,7 @@ impl<C: Clock> Harness<C> {
                 if !sampler.done() {
                     match self.time_metered(*bench, sampler.iters) {
                         Ok((elapsed, used)) => sampler.record(elapsed, target, used),
-                        // A benchmark that noticed the signal while blocked: keep what we have.
+                        // A workload that noticed the signal while blocked: keep what we have.
                         Err(Error::Interrupted) => {
                             interrupted = true;
                             break 'rounds;
@@ -304,7 +306,7 @@ impl<C: Clock> Harness<C> {
         Ok(measured)
     }
 
-    /// Samples a benchmark whose every sample is one whole run (hackbench):
+    /// Samples a workload whose every sample is one whole run:
     /// `prepare()` untimed, then `run(1)` timed. Warm-up: untimed runs until
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
@@ -350,10 +352,10 @@ impl<C: Clock> Harness<C> {
         Ok(measured)
     }
 
-    /// Records the single-event latencies of a latency benchmark: warm-up
+    /// Records the single-event latencies of a latency workload: warm-up
     /// batches (discarded) for the warm-up time, then batches until `events`
     /// events are in, checking for an interrupt between batches. The
-    /// benchmark timestamps each event itself with [`clock::monotonic_ns`];
+    /// workload timestamps each event itself with [`super::clock::monotonic_ns`];
     /// the harness adds the wall time and the CPU time the tasks used.
     fn events(&self, bench: &mut dyn Workload, events: u64) -> Result<Events> {
         const BATCH: u64 = EVENT_BATCH;
@@ -468,8 +470,8 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
 
-    use super::counters::FakePerf;
     use super::*;
+    use crate::measure::fake::{FakePerf, FakeSource};
 
     /// A clock that only moves when the fake benchmark says so.
     #[derive(Clone, Default)]
@@ -703,7 +705,7 @@ mod tests {
         let perf = Arc::new(FakePerf::default());
         b.perf = Some(Arc::clone(&perf));
         (
-            h.with_meters(Meters::with_fake_perf(Arc::clone(&perf))),
+            h.with_meters(Meters::with_perf(Box::new(FakeSource(Arc::clone(&perf))))),
             b,
             perf,
         )

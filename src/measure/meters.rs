@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::RawSample;
-use super::counters::{self, Counters, Edge, PerfEvents, Reading};
+use super::counters::{self, Counters, Edge, PerfEvents, PerfSource, Reading};
 use super::energy::Rapl;
 use crate::env::probe::Sys;
 
@@ -133,11 +133,11 @@ impl Meters {
         }
     }
 
-    /// No rusage or energy; `fake` as the only perf event (harness tests).
-    #[cfg(test)]
-    pub(crate) fn with_fake_perf(fake: std::sync::Arc<counters::FakePerf>) -> Self {
+    /// No rusage or energy; the perf events of counting passes from `perf`
+    /// (the harness tests pass a fake).
+    pub fn with_perf(perf: Box<dyn PerfSource>) -> Self {
         Self {
-            counters: Counters::fake(fake),
+            counters: Counters::with_perf(perf),
             energy: None,
             perf_closed_at: Cell::new(None),
         }
@@ -149,7 +149,7 @@ impl Meters {
     }
 
     /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
-    pub fn open_perf(&self) -> std::io::Result<PerfEvents> {
+    pub fn open_perf(&self) -> std::io::Result<Box<dyn PerfEvents>> {
         // On an error the events already opened were closed again.
         self.counters
             .open_perf()
@@ -157,7 +157,7 @@ impl Meters {
     }
 
     /// Closes the events of a counting pass, noting when.
-    pub fn close_perf(&self, events: PerfEvents) {
+    pub fn close_perf(&self, events: Box<dyn PerfEvents>) {
         drop(events);
         self.perf_closed_at.set(Some(Instant::now()));
     }
@@ -252,6 +252,7 @@ pub fn per_op(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::fake::FakeSource;
 
     #[test]
     fn per_op_divides_by_the_operations_of_each_sample() {
@@ -293,7 +294,7 @@ mod tests {
 
     #[test]
     fn the_perf_hooks_count_as_on_for_a_while_after_a_pass() {
-        let m = Meters::with_fake_perf(std::sync::Arc::default());
+        let m = Meters::with_perf(Box::new(FakeSource::default()));
         assert!(!m.perf_hooks_on(), "nothing closed yet");
         m.close_perf(m.open_perf().unwrap());
         assert!(m.perf_hooks_on());

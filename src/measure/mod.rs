@@ -1,4 +1,8 @@
-//! The harness: the only code that reads clocks around benchmark code.
+//! The measurement harness and what it owns: the clocks, the counters
+//! (rusage, perf_event), RAPL energy, interrupts, and the supervision and
+//! placement of a case's tasks. It knows no particular benchmark: each one
+//! reaches it as a [`Workload`], measured by [`Harness::sample`]. Left out:
+//! the statistics and reports made of what it measures.
 //!
 //! Method (lmbench's `benchmp`, anchors-methodology.md §1.2, with changes):
 //! 1. measure the overheads once: one clock read (median of back-to-back
@@ -13,12 +17,12 @@
 //!    once, two long ones in a row re-size it (one long sample is usually an
 //!    interruption, not a wrong count). An iteration longer than the target
 //!    cannot be split, so with one iteration per sample every sample counts.
-//!    Several benchmarks (a case and the overhead subtracted from it) can be
-//!    sampled alternately, so drift hits them alike.
+//!    A case and its stand-in (the same operation without the part being
+//!    measured) can be sampled alternately, so drift hits them alike.
 //!
 //! Differences from lmbench: CLOCK_MONOTONIC in ns instead of gettimeofday in
 //! µs; an upper bound on accepted samples; overheads recorded in the result
-//! instead of only subtracted; no forked measuring child (benchmarks fork
+//! instead of only subtracted; no forked measuring child (workloads fork
 //! their own peers); a warm-up by default.
 //! Around every recorded sample (not during calibration or warm-up) the
 //! [`meters::Meters`] — rusage counters and RAPL energy — are read outside
@@ -27,13 +31,15 @@
 //! context switch and fork of the tasks it is on. After the timed samples a
 //! short counting pass ([`meters::PerfPass`]) opens them on every task of the
 //! case and runs it again with them enabled: [`PERF_PASS_BATCHES`] batches of
-//! the last timed size, one whole run for whole-run benchmarks, one batch of
-//! events for latency benchmarks; then closes them.
+//! the last timed size, one whole run for whole-run workloads, one batch of
+//! events for latency workloads; then closes them.
 
 pub mod clock;
 pub mod command;
 pub mod counters;
 pub mod energy;
+#[cfg(test)]
+mod fake;
 mod harness;
 pub mod interrupt;
 pub mod meters;

@@ -37,7 +37,7 @@ impl Overhead {
     }
 }
 
-/// The loop every benchmark's `run` has around its operation, with nothing in it.
+/// The loop every workload's `run` has around its operation, with nothing in it.
 #[inline(never)]
 fn empty_loop(iters: u64) {
     for i in 0..iters {

@@ -29,14 +29,13 @@ pub struct Measurement {
     pub interrupted: bool,
     /// What each accepted sample used (rusage, energy), same order as `accepted`.
     pub meters: Vec<MeterDelta>,
-    /// The perf counting pass (only the first benchmark of an interleaved
-    /// measurement, the case, gets one).
+    /// The perf counting pass (only the case gets one, not its stand-in).
     pub perf: PerfPass,
 }
 
 impl Measurement {
     /// Nanoseconds per operation of each accepted sample, overheads subtracted.
-    /// `ops_per_iter` converts iterations to the benchmark's operations.
+    /// `ops_per_iter` converts iterations to the workload's operations.
     pub fn per_op_ns(&self, ops_per_iter: f64) -> Vec<f64> {
         self.accepted
             .iter()
@@ -45,7 +44,7 @@ impl Measurement {
     }
 }
 
-/// The sampling state of one benchmark.
+/// The sampling state of one batched workload.
 pub(super) struct Sampler {
     pub(super) iters: u64,
     pub(super) accepted: Vec<RawSample>,

@@ -1,4 +1,4 @@
-//! Supervision of the child processes and threads a benchmark starts.
+//! Supervision of the child processes and threads a workload starts.
 //!
 //! Every forked child joins one process group per [`Supervisor`], is named
 //! (`osbench-<bench>`, shown by `ps`), asks the kernel to SIGKILL it if osbench
