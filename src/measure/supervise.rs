@@ -508,8 +508,8 @@ mod tests {
 
     #[test]
     fn children_keep_only_their_own_descriptors() {
-        let (r, w) = crate::bench::fdio::pipe().unwrap();
-        let (other_r, _other_w) = crate::bench::fdio::pipe().unwrap();
+        let (mut r, w) = std::io::pipe().unwrap();
+        let (other_r, _other_w) = std::io::pipe().unwrap();
         let (keep, other) = (w.as_raw_fd(), other_r.as_raw_fd());
         let mut sup = Supervisor::new("test");
         sup.fork(None, &[keep], || {
@@ -523,7 +523,7 @@ mod tests {
         .unwrap();
         drop(w);
         let mut got = [9u8; 2];
-        assert!(crate::bench::fdio::read_exact(r.as_raw_fd(), &mut got).unwrap());
+        std::io::Read::read_exact(&mut r, &mut got).unwrap();
         assert_eq!(got, [1, 0], "kept end open, the other pipe closed");
         sup.wait_all(Duration::from_secs(10)).unwrap();
     }
