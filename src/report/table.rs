@@ -1,13 +1,11 @@
 //! Tables for the terminal (and, as cells, for the HTML report): the per-case results of a run, the
 //! latency distributions, the anchors' own layouts where they apply (lmbench's
 //! "Processor, Processes" line and context-switch table, hackbench's `Time:`,
-//! the LOCK-prefix answer line), and the benchmark list.
+//! the LOCK-prefix answer line).
 
 use std::fmt::Write;
 
 use super::{decimals_for, fmt_pct};
-use crate::bench::select::in_default_suite;
-use crate::bench::{BenchDef, ParamKind, Params, REGISTRY};
 use crate::document::{Document, Series};
 
 /// A table as cells: what the text and HTML renderings share.
@@ -347,53 +345,4 @@ fn lmbench_ctx_table(doc: &Document) -> Option<String> {
         );
     }
     Some(out)
-}
-
-/// `osbench list`: every family, its parameters, its default cases and its op.
-pub fn list_benchmarks() -> String {
-    let mut out = String::new();
-    for def in REGISTRY {
-        describe(&mut out, def);
-    }
-    out.push_str(
-        "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
-         that agree with the given values, or else the one case they name. Cases marked * form the \
-         quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
-         case.\n",
-    );
-    out
-}
-
-fn describe(out: &mut String, def: &BenchDef) {
-    let _ = writeln!(out, "{} — {}", def.name, def.summary);
-    let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
-    let _ = writeln!(out, "  parameters:");
-    for p in def.params {
-        let allowed = match p.kind {
-            ParamKind::Choice(words) => words.join("|"),
-            ParamKind::Int { min, max } => format!("{min}..={max}"),
-            ParamKind::CountOrAll { min, max } => format!("all|{min}..={max}"),
-        };
-        let _ = writeln!(
-            out,
-            "    {:<8} {} (default {}; allowed {})",
-            p.name, p.help, p.default, allowed
-        );
-    }
-    let _ = writeln!(out, "  default cases and what one op is:");
-    for fixed in def.default_cases() {
-        let params = Params::new(def, &fixed);
-        let _ = writeln!(
-            out,
-            "  {} {:<10} {}",
-            if in_default_suite(def, &params) {
-                '*'
-            } else {
-                ' '
-            },
-            (def.case_name)(&params),
-            (def.op)(&params)
-        );
-    }
-    out.push('\n');
 }
