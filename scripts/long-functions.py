@@ -2,7 +2,7 @@
 """Lists functions longer than a limit (default 80 lines, signature to closing
 brace) outside test modules, in the .rs files or directories given.
 Used to keep src/experiment, src/measure and src/cli* readable:
-    scripts/long-functions.py src/experiment src/measure src/cli src/cli.rs
+    scripts/long-functions.py src/experiment src/measure src/cli src/main.rs
 Exit status 1 when any function is over the limit."""
 import os
 import re

@@ -1,5 +1,6 @@
 //! The `osbench` command: parses the command line and hands over to `cli`.
-//! Exit status: 0 ok, 1 a regression gate tripped (not yet used), 2 error.
+//! Exit status: 0 ok, 1 a regression gate tripped (`--gate` on
+//! `run`, `compare` and `time`), 2 error (130 when interrupted by Ctrl-C).
 
 mod cli;
 

@@ -51,13 +51,42 @@ pub struct ParamSpec {
     pub default: &'static str,
 }
 
+/// How [`ParamSpec::allowed_as`] writes the allowed values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notation {
+    /// In words, for error messages: `null, read`, `an integer from 2 to 1024`,
+    /// `all, or an integer from 1 to 1024`.
+    Words,
+    /// Compact, for `osbench list`: `null|read`, `2..=1024`, `all|1..=1024`.
+    Short,
+}
+
 impl ParamSpec {
-    /// The allowed values, as shown in errors and `list`.
+    /// The allowed values in words, as errors show them.
     pub fn allowed(&self) -> String {
+        self.allowed_as(Notation::Words)
+    }
+
+    /// The allowed values written in `notation`.
+    pub fn allowed_as(&self, notation: Notation) -> String {
+        let short = notation == Notation::Short;
+        let range = |min: i64, max: i64| {
+            if short {
+                format!("{min}..={max}")
+            } else {
+                format!("an integer from {min} to {max}")
+            }
+        };
         match self.kind {
-            ParamKind::Choice(words) => words.join(", "),
-            ParamKind::Int { min, max } => format!("an integer from {min} to {max}"),
-            ParamKind::CountOrAll { min, max } => format!("all, or an integer from {min} to {max}"),
+            ParamKind::Choice(words) => words.join(if short { "|" } else { ", " }),
+            ParamKind::Int { min, max } => range(min, max),
+            ParamKind::CountOrAll { min, max } => {
+                format!(
+                    "all{}{}",
+                    if short { "|" } else { ", or " },
+                    range(min, max)
+                )
+            }
         }
     }
 

@@ -148,3 +148,49 @@ pub(super) fn letter(i: usize) -> String {
         format!("{}{a}", letter(i / 26 - 1))
     }
 }
+
+/// What ended a run with a precision target (`stopped_by`, e.g. "every 95%
+/// interval within ±5.00% after 7 rounds") and the smallest change each
+/// comparison could show: the relative half-width of its 95% interval.
+pub fn precision_lines(c: &Comparison, stopped_by: &str) -> String {
+    let mut out = format!(
+        "Stopped: {stopped_by}.\n\
+         Smallest change each comparison could show (half-width of its 95% interval):\n"
+    );
+    for row in &c.rows {
+        for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
+            let half = ch.ci.relative_half_width() * 100.0;
+            let _ = writeln!(out, "  {} {} {label}: ±{half:.2}%", row.bench, row.case);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_lines_name_the_stop_and_each_comparison() {
+        let docs = [
+            ("before.json".to_string(), crate::report::fixture()),
+            ("after.json".to_string(), crate::report::fixture()),
+        ];
+        let options = crate::compare::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        let c = crate::compare::compare(&docs, options).unwrap();
+        let text = precision_lines(&c, "--max-time reached after 2 rounds");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Stopped: --max-time reached after 2 rounds.");
+        assert_eq!(
+            lines[1],
+            "Smallest change each comparison could show (half-width of its 95% interval):"
+        );
+        assert_eq!(lines.len(), 2 + c.rows.len());
+        let row = &c.rows[0];
+        assert!(lines[2].starts_with(&format!("  {} {} after.json: ±", row.bench, row.case)));
+        assert!(text.ends_with("%\n"), "{text}");
+    }
+}

@@ -23,7 +23,7 @@ pub mod time;
 
 use crate::document::{DEFAULT_CONFIG, Series};
 pub use env::env_text;
-pub use table::{list_benchmarks, render_run};
+pub use table::render_run;
 
 /// `x` with about four significant digits (at most six decimals).
 pub fn fmt_sig(x: f64) -> String {

@@ -1,14 +1,11 @@
 //! A run's sections for the terminal: tables as aligned columns, the
 //! anchors' layouts and the counters as they are (the sections themselves
-//! come from [`super::sections`]); and the benchmark list. Left out: the
-//! comparison ([`super::compare`]) and plots.
-
-use std::fmt::Write;
+//! come from [`super::sections`]). Left out: the comparison
+//! ([`super::compare`]), plots, and `osbench list` (the command line renders
+//! the registry).
 
 use super::align;
 use super::sections::{self, Body, Table};
-use crate::bench::select::in_default_suite;
-use crate::bench::{BenchDef, ParamKind, Params, REGISTRY};
 use crate::document::Document;
 
 impl Table {
@@ -33,53 +30,4 @@ pub fn render_run(doc: &Document) -> String {
         }
     }
     out
-}
-
-/// `osbench list`: every family, its parameters, its default cases and its op.
-pub fn list_benchmarks() -> String {
-    let mut out = String::new();
-    for def in REGISTRY {
-        describe(&mut out, def);
-    }
-    out.push_str(
-        "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
-         that agree with the given values, or else the one case they name. Cases marked * form the \
-         quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
-         case.\n",
-    );
-    out
-}
-
-fn describe(out: &mut String, def: &BenchDef) {
-    let _ = writeln!(out, "{} — {}", def.name, def.summary);
-    let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
-    let _ = writeln!(out, "  parameters:");
-    for p in def.params {
-        let allowed = match p.kind {
-            ParamKind::Choice(words) => words.join("|"),
-            ParamKind::Int { min, max } => format!("{min}..={max}"),
-            ParamKind::CountOrAll { min, max } => format!("all|{min}..={max}"),
-        };
-        let _ = writeln!(
-            out,
-            "    {:<8} {} (default {}; allowed {})",
-            p.name, p.help, p.default, allowed
-        );
-    }
-    let _ = writeln!(out, "  default cases and what one op is:");
-    for fixed in def.default_cases() {
-        let params = Params::new(def, &fixed);
-        let _ = writeln!(
-            out,
-            "  {} {:<10} {}",
-            if in_default_suite(def, &params) {
-                '*'
-            } else {
-                ' '
-            },
-            (def.case_name)(&params),
-            (def.op)(&params)
-        );
-    }
-    out.push('\n');
 }

@@ -1,0 +1,34 @@
+//! `osbench env`: the environment recorded with every result, as text or as
+//! the JSON object documents store. Capturing it is `osbench::env`'s work,
+//! the text layout `report::env_text`'s.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use osbench::report;
+
+const DEBUG_WARNING: &str = "osbench: warning: this is a debug build; its timings are not representative \
+                             (build with --release: cargo run --release -- ...)";
+
+#[derive(Args)]
+pub struct EnvArgs {
+    /// Print the JSON object stored as `env` in result documents
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let env = osbench::env::capture();
+    if args.json {
+        let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
+        println!("{text}");
+    } else {
+        print!("{}", report::env_text(&env));
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("{DEBUG_WARNING}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

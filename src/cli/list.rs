@@ -1,0 +1,63 @@
+//! `osbench list`: the benchmark registry as text, every family with its
+//! unit, its parameters (default, allowed values in
+//! [`Notation::Short`](osbench::bench::Notation::Short)) and its default
+//! cases (`*` marks the quick default suite) with what one op is. It only
+//! reads the registry; selecting and validating cases is `bench::select`'s.
+
+use std::fmt::Write;
+use std::process::ExitCode;
+
+use osbench::bench::select::in_default_suite;
+use osbench::bench::{BenchDef, Notation, Params, REGISTRY};
+
+pub fn list() -> anyhow::Result<ExitCode> {
+    print!("{}", render());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every family, its parameters, its default cases and its op.
+fn render() -> String {
+    let mut out = String::new();
+    for def in REGISTRY {
+        describe(&mut out, def);
+    }
+    out.push_str(
+        "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
+         that agree with the given values, or else the one case they name. Cases marked * form the \
+         quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
+         case.\n",
+    );
+    out
+}
+
+fn describe(out: &mut String, def: &BenchDef) {
+    let _ = writeln!(out, "{} — {}", def.name, def.summary);
+    let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
+    let _ = writeln!(out, "  parameters:");
+    for p in def.params {
+        let _ = writeln!(
+            out,
+            "    {:<8} {} (default {}; allowed {})",
+            p.name,
+            p.help,
+            p.default,
+            p.allowed_as(Notation::Short)
+        );
+    }
+    let _ = writeln!(out, "  default cases and what one op is:");
+    for fixed in def.default_cases() {
+        let params = Params::new(def, &fixed);
+        let _ = writeln!(
+            out,
+            "  {} {:<10} {}",
+            if in_default_suite(def, &params) {
+                '*'
+            } else {
+                ' '
+            },
+            (def.case_name)(&params),
+            (def.op)(&params)
+        );
+    }
+    out.push('\n');
+}

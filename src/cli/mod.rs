@@ -1,0 +1,200 @@
+//! The command line (clap, derive): the subcommands, the argument groups
+//! several of them share ([`VerdictArgs`]), the small value parsers they
+//! share, and the dispatch from a parsed command to its glue. Errors print as
+//! one line, `osbench: error: …`, and exit with status 2 (130 when
+//! interrupted); progress and warnings go to stderr, tables to stdout.
+//! Each subcommand's arguments and glue live in its own file (`run`, `time`,
+//! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
+//! and the export files in `save`, progress in `progress`); the work itself
+//! is the library's.
+
+mod compare;
+mod env;
+mod list;
+mod plot;
+mod progress;
+mod report;
+mod run;
+mod save;
+mod time;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "osbench",
+    version,
+    about = "Measure operating-system primitives and tell whether a change made them faster",
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every benchmark: its cases, parameters (defaults, allowed values) and what one op is
+    List,
+    /// Run benchmarks: the quick default suite, `all`, or the ones selected; the run is
+    /// saved in the results store
+    Run(run::RunArgs),
+    /// Show the environment recorded with every result
+    Env(env::EnvArgs),
+    /// Compare runs (files, stored run ids or labels): the first is the baseline
+    Compare(compare::CompareArgs),
+    /// List the runs in the results store
+    History(save::HistoryArgs),
+    /// Write a stored run to files (JSON document, Markdown, CSV)
+    Export(save::ExportCmd),
+    /// Add result documents (e.g. from another machine) to the results store
+    Import(save::ImportCmd),
+    /// Draw a result document's plots, each as SVG and PNG
+    Plot(plot::PlotArgs),
+    /// Write one self-contained HTML page with the tables, plots, comparison and environment
+    Report(report::ReportArgs),
+    /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
+    /// peak RSS per run, and a comparison when there are several
+    Time(time::TimeArgs),
+}
+
+/// How comparisons (of configurations, or of saved documents) are judged.
+#[derive(Args)]
+struct VerdictArgs {
+    /// Comparisons: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    /// Comparisons: exit with status 1 when any case is significantly slower than the
+    /// baseline by more than PCT %
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    gate: Option<f64>,
+}
+
+impl VerdictArgs {
+    fn options(&self, seed: u64) -> osbench::compare::Options {
+        osbench::compare::Options {
+            equivalence: self.equivalence / 100.0,
+            seed,
+            ..Default::default()
+        }
+    }
+
+    /// Status 1, said on stderr, when the gate is set and `comparison` trips it.
+    fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
+        match (self.gate, comparison) {
+            (Some(pct), Some(c)) if c.gate_tripped(pct) => {
+                eprintln!(
+                    "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
+                );
+                ExitCode::from(1)
+            }
+            _ => ExitCode::SUCCESS,
+        }
+    }
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds above 0 and at most 86400"
+        )),
+    }
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 1000")),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let result = match cli.command {
+        Command::List => list::list(),
+        Command::Run(args) => run::run(args),
+        Command::Env(args) => env::show_env(&args),
+        Command::Compare(args) => compare::compare(args),
+        Command::History(args) => save::history(args),
+        Command::Export(args) => save::export(args),
+        Command::Import(args) => save::import(args),
+        Command::Plot(args) => plot::plot(args),
+        Command::Report(args) => report::html_report(args),
+        Command::Time(args) => time::time(args),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
+        let interrupted = e
+            .chain()
+            .any(|c| matches!(c.downcast_ref(), Some(osbench::Error::Interrupted)));
+        // 128 + SIGINT, as shells report a process stopped by Ctrl-C.
+        ExitCode::from(if interrupted { 130 } else { 2 })
+    })
+}
+
+/// Help and version go to stdout with status 0; usage errors become one line and status 2.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            let text = e.render().to_string();
+            // The first line, with the indented lines that continue it (the
+            // names of missing arguments).
+            let mut lines = text.lines();
+            let mut first = lines
+                .next()
+                .unwrap_or("invalid command line")
+                .trim()
+                .to_string();
+            for more in lines.take_while(|l| l.starts_with("  ")) {
+                first.push(' ');
+                first.push_str(more.trim());
+            }
+            eprintln!("osbench: {first} (see osbench --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A seed that differs between runs; 53 bits so JSON readers keep it exact.
+fn seed_from_clock() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
+}
+
+/// When `wanted` and something was measured: `compare(doc)`, its records
+/// written into `doc`; a comparison that cannot be made is a warning.
+fn attach_comparison(
+    doc: &mut osbench::document::Document,
+    wanted: bool,
+    compare: impl FnOnce(&osbench::document::Document) -> osbench::Result<osbench::compare::Comparison>,
+) -> Option<osbench::compare::Comparison> {
+    if !wanted || doc.series.is_empty() {
+        return None;
+    }
+    let comparison = compare(doc)
+        .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
+        .ok()?;
+    doc.comparisons = comparison.records();
+    Some(comparison)
+}

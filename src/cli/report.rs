@@ -1,0 +1,53 @@
+//! `osbench report`: one self-contained HTML page for stored runs or
+//! document files, with their comparison when there are several. The page is
+//! `report::html`'s; this finds the documents, compares them when it can
+//! (a comparison that cannot be made is a warning, not an error) and writes
+//! the file atomically.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::report;
+use osbench::store::PendingFile;
+
+use super::parse_pct;
+use super::save::{self, StoreArgs};
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Stored runs (ids or labels) or result document files; given several, they are also
+    /// compared, the first being the baseline
+    #[arg(value_name = "RUN", num_args = 1.., required = true)]
+    runs: Vec<String>,
+    /// Write the report to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    html: PathBuf,
+    /// Several documents: call a change "equivalent" when its 90% interval lies within ±PCT %
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
+    equivalence: f64,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let docs = save::resolve_all(&args.runs, &args.store)?;
+    let pending = PendingFile::create(&args.html)?;
+    // Documents that cannot be compared are still reported, each on its own.
+    let comparison = (docs.len() >= 2)
+        .then(|| {
+            let options = osbench::compare::Options {
+                equivalence: args.equivalence / 100.0,
+                ..Default::default()
+            };
+            osbench::compare::compare(&docs, options)
+                .inspect_err(|e| eprintln!("osbench: warning: no comparison in the report: {e}"))
+                .ok()
+        })
+        .flatten();
+    let html = report::html::render(&docs, comparison.as_ref())?;
+    pending.commit(html.as_bytes())?;
+    eprintln!("osbench: wrote {}", args.html.display());
+    Ok(ExitCode::SUCCESS)
+}

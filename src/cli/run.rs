@@ -1,0 +1,276 @@
+//! `osbench run`: the selected cases (or an experiment file's) turned into a
+//! [`Plan`], run by `osbench::experiment::run` with progress on stderr, the
+//! tables (and, with configurations, the paired comparison) printed, the run
+//! saved, status 1 when `--gate` trips. Scheduling, measuring, comparing and
+//! rendering are the library's; this only reads the arguments and reports.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow};
+use clap::Args;
+
+use osbench::bench::select::{Selector, resolve};
+use osbench::compare::Comparison;
+use osbench::document::Document;
+use osbench::experiment::{self, Config, Plan};
+use osbench::measure::placement::Pin;
+use osbench::measure::{Interrupt, Policy};
+use osbench::report;
+
+use super::progress::Progress;
+use super::save::{SaveArgs, Saved};
+use super::{VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
+    /// none: the quick default suite; `all`: every default case of every benchmark
+    #[arg(value_name = "SELECTOR")]
+    selectors: Vec<String>,
+    #[command(flatten)]
+    save: SaveArgs,
+    /// Accepted samples per case (lmbench takes 11)
+    #[arg(long, value_name = "N", default_value_t = 11,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    samples: u32,
+    /// Target duration of one sample, in milliseconds
+    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
+          allow_negative_numbers = true)]
+    sample_time: f64,
+    /// Unrecorded run time before sampling each case, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero,
+          allow_negative_numbers = true)]
+    warmup: f64,
+    /// Seed of the random case order (default: taken from the clock; always recorded)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
+    /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
+    /// others unpinned
+    #[arg(long, value_name = "PLACEMENT", value_parser = parse_pin)]
+    pin: Option<Pin>,
+    /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
+    /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
+    /// the first is the baseline; NAME= with no command runs nothing)
+    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    configs: Vec<String>,
+    /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
+    #[arg(long = "teardown", value_name = "NAME=COMMAND")]
+    teardowns: Vec<String>,
+    /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
+    /// env, params ("bench.key" = value), pin; see docs/design-notes.md
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns"])]
+    experiment: Option<PathBuf>,
+    /// Rounds when comparing configurations (each runs every configuration once per case)
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+    rounds: u32,
+    /// With configurations: add rounds (up to 20) until every ratio's 95% interval is within
+    /// ±PCT %, instead of running --rounds
+    #[arg(long = "target-ci", value_name = "PCT", value_parser = parse_pct)]
+    target_ci: Option<f64>,
+    /// With --target-ci: stop adding rounds after SECS seconds
+    #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
+    max_time: Option<f64>,
+    #[command(flatten)]
+    verdict: VerdictArgs,
+    /// Print only the results: no progress, no warnings
+    #[arg(long, short)]
+    quiet: bool,
+    /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
+    /// cycles, instructions; counted in a short pass after each case's timed samples);
+    /// rusage counters are still read
+    #[arg(long = "no-perf")]
+    no_perf: bool,
+}
+
+fn parse_pin(s: &str) -> Result<Pin, String> {
+    Pin::parse(s).ok_or_else(|| format!("'{s}' is not one of none, same, spread"))
+}
+
+fn parse_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 600_000.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a duration in milliseconds above 0 and at most 600000"
+        )),
+    }
+}
+
+fn parse_ms_or_zero(s: &str) -> Result<f64, String> {
+    if s.parse::<f64>() == Ok(0.0) {
+        Ok(0.0)
+    } else {
+        parse_ms(s)
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let plan = plan(&args)?;
+    // Before measuring: a bad output path must fail now, not after the run.
+    let saving = args.save.prepare(args.quiet)?;
+    if plan.policy.samples < 6 && !args.quiet {
+        eprintln!(
+            "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
+             probability; the CI shown is min–max with its true coverage"
+        );
+    }
+    let interrupt = Interrupt::install()?;
+    let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
+    let mut outcome = experiment::run(&plan, interrupt, osbench::env::capture(), &mut progress);
+    progress.finish();
+    outcome.document.run.label = args.save.label.clone();
+
+    // With configurations, the paired comparison goes to the table and the document.
+    let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {
+        osbench::compare::paired(doc, args.verdict.options(plan.seed))
+    });
+    let doc = &outcome.document;
+    print_results(doc, comparison.as_ref());
+    // A run that stopped before measuring anything (a failed privilege check,
+    // an early interrupt) leaves no file and no stored run behind.
+    let keep = !doc.series.is_empty() || outcome.error.is_none();
+    let saved = saving.finish(doc, keep)?;
+    let code = args.verdict.exit_code(comparison.as_ref());
+    match outcome.error {
+        None => Ok(code),
+        Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
+    }
+}
+
+/// What the arguments ask to run. The selectors and configurations are
+/// checked here, before anything is prepared or measured.
+fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let (configs, selectors) = configs_and_selectors(args)?;
+    Ok(Plan {
+        cases: resolve(&selectors)?,
+        seed: args.seed.unwrap_or_else(seed_from_clock),
+        pin: args.pin,
+        configs,
+        rounds: if args.target_ci.is_some() {
+            osbench::stats::compare::MAX_ROUNDS
+        } else {
+            args.rounds as usize
+        },
+        target_ci: args.target_ci.map(|pct| pct / 100.0),
+        max_time: args.max_time.map(std::time::Duration::from_secs_f64),
+        policy: Policy {
+            samples: args.samples as usize,
+            sample_time_ns: (args.sample_time * 1e6).round() as u64,
+            warmup_ns: (args.warmup * 1e6).round() as u64,
+        },
+        // Probed at the start; each case's counting pass opens them on its tasks.
+        perf: !args.no_perf,
+    })
+}
+
+/// The configurations and selectors: from the experiment file, or from
+/// `--config`/`--teardown` and the command line's selectors.
+fn configs_and_selectors(args: &RunArgs) -> anyhow::Result<(Vec<Config>, Vec<Selector>)> {
+    let selectors: Vec<Selector> = args
+        .selectors
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
+    let Some(path) = &args.experiment else {
+        return Ok((configs_of(&args.configs, &args.teardowns)?, selectors));
+    };
+    let (select, configs) = experiment::file::load(path)?;
+    check_configs(&configs)?;
+    // Selectors on the command line take precedence over the file's.
+    let selectors = if selectors.is_empty() {
+        select
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<Selector>, _>>()?
+    } else {
+        selectors
+    };
+    Ok((configs, selectors))
+}
+
+/// The tables on stdout; with a comparison, the comparison too, and after a
+/// precision target what stopped the rounds and how precise each comparison got.
+fn print_results(doc: &Document, comparison: Option<&Comparison>) {
+    if !doc.series.is_empty() {
+        print!("{}", report::render_run(doc));
+    }
+    if let Some(c) = comparison {
+        println!();
+        print!("{}", report::compare::render(c));
+        if let Some(why) = &doc.run.stopped_by {
+            print!("{}", report::compare::precision_lines(c, why));
+        }
+    }
+    std::io::stdout().flush().ok();
+}
+
+/// The run's error, saying how far it got and where what it measured was kept.
+fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
+    anyhow!(e).context(format!(
+        "run stopped early after {} of {} cases{}",
+        doc.series.len(),
+        plan.cases.len(),
+        match (saved.run_id, saved.documents.first()) {
+            (Some(id), _) => format!(" (stored run {id} keeps what was measured)"),
+            (None, Some(_)) => " (the document keeps what was measured)".into(),
+            (None, None) => String::new(),
+        }
+    ))
+}
+
+/// The configurations from `--config NAME=COMMAND` and `--teardown NAME=COMMAND`.
+fn configs_of(configs: &[String], teardowns: &[String]) -> anyhow::Result<Vec<Config>> {
+    let mut out: Vec<Config> = Vec::new();
+    for spec in configs {
+        let (name, setup) = experiment::config::parse_assignment(spec)?;
+        out.push(Config {
+            name,
+            setup,
+            ..Default::default()
+        });
+    }
+    check_configs(&out)?; // unique names before tear-downs are attached by name
+    for spec in teardowns {
+        let (name, command) = experiment::config::parse_assignment(spec)?;
+        let config = out
+            .iter_mut()
+            .find(|c| c.name == name)
+            .ok_or_else(|| anyhow!("--teardown names '{name}', which no --config defines"))?;
+        config.teardown = command;
+    }
+    Ok(out)
+}
+
+/// Every configuration set is usable: unique names, at least two, known
+/// parameters with allowed values, known placements.
+fn check_configs(configs: &[Config]) -> anyhow::Result<()> {
+    if configs.len() == 1 {
+        anyhow::bail!("one configuration has nothing to be compared with; give two or more");
+    }
+    for (i, c) in configs.iter().enumerate() {
+        if configs[..i].iter().any(|d| d.name == c.name) {
+            anyhow::bail!(
+                "configuration '{}' is given twice; names must be unique",
+                c.name
+            );
+        }
+        for o in &c.params {
+            // The selector machinery validates and words the error.
+            resolve(&[Selector {
+                bench: o.bench.clone(),
+                fixed: vec![(o.key.clone(), o.value.clone())],
+            }])
+            .with_context(|| format!("configuration '{}'", c.name))?;
+        }
+        if let Some(pin) = c.pin.as_deref().filter(|p| Pin::parse(p).is_none()) {
+            anyhow::bail!(
+                "configuration '{}': pin '{pin}' is not one of none, same, spread",
+                c.name
+            );
+        }
+    }
+    Ok(())
+}

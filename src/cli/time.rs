@@ -1,0 +1,249 @@
+//! `osbench time`: whole commands timed like hyperfine. The arguments become
+//! a [`TimePlan`] (parameter scans and lists expanded by
+//! `bench::command::build`), `osbench::experiment::time::run` runs it with
+//! progress on stderr, and the tables, the comparison of several commands and
+//! its verdicts are printed; the document is saved (and, on request, a
+//! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
+//! timing and statistics are the library's.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use clap::Args;
+
+use osbench::bench::command::{Parameter, build};
+use osbench::compare::Comparison;
+use osbench::document::Document;
+use osbench::experiment::time::{self as timing, RunCount, TimePlan};
+use osbench::measure::Interrupt;
+use osbench::measure::command::SpawnOptions;
+use osbench::report;
+use osbench::store::PendingFile;
+
+use super::progress::Progress;
+use super::save::SaveArgs;
+use super::{VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+
+#[derive(Args)]
+pub struct TimeArgs {
+    /// Commands to time, one string each, split into words like a shell does (quotes
+    /// respected) and executed directly; the first is the baseline of the comparison
+    #[arg(value_name = "COMMAND", required = true)]
+    commands: Vec<String>,
+    /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
+    #[arg(long)]
+    shell: bool,
+    /// A name for the command at the same position (repeat; hyperfine -n): tables, documents
+    /// and comparisons across runs use it instead of the command line; `{PARAM}` allowed
+    #[arg(long = "command-name", short = 'n', value_name = "NAME")]
+    command_names: Vec<String>,
+    /// No shell: the default, accepted for hyperfine's -N
+    #[arg(short = 'N', hide = true, conflicts_with = "shell")]
+    _no_shell: bool,
+    /// Time every command for each value of NAME from MIN to MAX (hyperfine -P): `{NAME}`
+    /// in a command is replaced by the value; step 1 or --parameter-step-size
+    #[arg(long = "parameter-scan", short = 'P', num_args = 3,
+          value_names = ["NAME", "MIN", "MAX"], allow_hyphen_values = true)]
+    parameter_scan: Option<Vec<String>>,
+    /// The step of --parameter-scan (decimals allowed: -P t 0.1 0.3 -D 0.1)
+    #[arg(
+        long = "parameter-step-size",
+        short = 'D',
+        value_name = "STEP",
+        requires = "parameter_scan",
+        allow_hyphen_values = true
+    )]
+    parameter_step: Option<String>,
+    /// Time every command for each of the comma-separated VALUES of NAME (hyperfine -L);
+    /// repeat for every combination of several parameters
+    #[arg(long = "parameter-list", short = 'L', num_args = 2,
+          value_names = ["NAME", "VALUES"], action = clap::ArgAction::Append)]
+    parameter_list: Vec<String>,
+    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest)
+    #[arg(long, short = 'r', value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    runs: Option<u32>,
+    /// With the default run count: at least this many runs
+    #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "runs",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    min_runs: u32,
+    /// With the default run count or --target-ci: at most this many runs
+    #[arg(long, value_name = "N", default_value_t = 10_000, conflicts_with = "runs",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    max_runs: u32,
+    /// Unrecorded runs of each command first
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 1)]
+    warmup: u32,
+    /// Shell command run before every run of every command (untimed)
+    #[arg(long, value_name = "CMD")]
+    prepare: Option<String>,
+    /// Shell command run once before all runs
+    #[arg(long, value_name = "CMD")]
+    setup: Option<String>,
+    /// Shell command run once after all runs, whatever happened
+    #[arg(long, value_name = "CMD")]
+    cleanup: Option<String>,
+    /// Kill a run (its whole process group) after SECS seconds; it then counts as failed
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    timeout: Option<f64>,
+    /// Working directory of the commands
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Environment variable for the commands and hooks, KEY=VALUE (repeat)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// Keep timing commands that exit non-zero (their runs are marked failed)
+    #[arg(long, short = 'i')]
+    ignore_failure: bool,
+    /// Let the commands write to the terminal (default: their output goes to /dev/null)
+    #[arg(long)]
+    show_output: bool,
+    /// Add runs until every 95% interval (the comparison's, or the one command's median) is
+    /// within ±PCT %, from --min-runs up to --max-runs
+    #[arg(long = "target-ci", value_name = "PCT", value_parser = parse_pct, conflicts_with = "runs")]
+    target_ci: Option<f64>,
+    /// Stop adding runs after SECS seconds
+    #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
+    max_time: Option<f64>,
+    /// Seed of the random run order (default: taken from the clock; always recorded)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Also write FILE in hyperfine's --export-json layout (results[].command, mean,
+    /// stddev, median, user, system, min, max, times, exit_codes, parameters)
+    #[arg(long = "export-hyperfine", value_name = "FILE")]
+    export_hyperfine: Option<PathBuf>,
+    /// Where the runs go besides the terminal (the document has every run's wall, user,
+    /// sys, RSS, …)
+    #[command(flatten)]
+    save: SaveArgs,
+    #[command(flatten)]
+    verdict: VerdictArgs,
+    /// Print only the results: no progress, no warnings
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
+    let plan = plan(&args)?;
+    let programs = timing::check(&plan)?;
+    let saving = args.save.prepare(args.quiet)?;
+    let hyperfine_file = args
+        .export_hyperfine
+        .as_deref()
+        .map(PendingFile::create)
+        .transpose()?;
+    let interrupt = Interrupt::install()?;
+    // The length is not known yet (it follows the first round or a precision
+    // target): the bar appears after a second and learns it as rounds end.
+    let mut progress = Progress::new(args.quiet, 0, Duration::ZERO);
+    let outcome = timing::run(
+        &plan,
+        programs,
+        &interrupt,
+        osbench::env::capture(),
+        &mut progress,
+    );
+    progress.finish();
+    let mut outcome = outcome?;
+    outcome.document.run.label = args.save.label.clone();
+    let commands = outcome.document.series.len();
+    let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
+        osbench::compare::commands(doc, args.verdict.options(plan.seed))
+    });
+    let doc = &outcome.document;
+    print_results(doc, comparison.as_ref());
+    if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+        file.commit(&report::hyperfine::render(doc))?;
+    }
+    saving.finish(doc, !doc.series.is_empty())?;
+    let code = args.verdict.exit_code(comparison.as_ref());
+    match outcome.error {
+        None => Ok(code),
+        Some(e) => Err(anyhow!(e)),
+    }
+}
+
+/// What the arguments ask to time: every command for every parameter value,
+/// with the run count, hooks and spawn options given. Warns (unless quiet)
+/// about commands with shell syntax that will run without a shell.
+fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
+    let mut parameters = Vec::new();
+    if let Some([name, min, max]) = args.parameter_scan.as_deref() {
+        parameters.push(Parameter::scan(
+            name,
+            min,
+            max,
+            args.parameter_step.as_deref(),
+        )?);
+    }
+    for pair in args.parameter_list.chunks_exact(2) {
+        parameters.push(Parameter::list(&pair[0], &pair[1])?);
+    }
+    let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
+    if !args.quiet {
+        for c in &commands {
+            if let Some(ch) = c.shell_syntax() {
+                eprintln!(
+                    "osbench: warning: '{}' contains '{ch}', which only a shell understands; it is \
+                     passed to the program as is (use --shell to run it with sh -c)",
+                    c.line
+                );
+            }
+        }
+    }
+    Ok(TimePlan {
+        commands,
+        count: match args.runs {
+            Some(n) => RunCount::Fixed(n as usize),
+            None => RunCount::Auto {
+                min_runs: args.min_runs as usize,
+                max_runs: args.max_runs as usize,
+                min_time: Duration::from_secs(3),
+            },
+        },
+        warmup: args.warmup as usize,
+        prepare: args.prepare.clone(),
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+        spawn: SpawnOptions {
+            cwd: args.cwd.clone(),
+            env: args.env.clone(),
+            timeout: args.timeout.map(Duration::from_secs_f64),
+            show_output: args.show_output,
+        },
+        ignore_failure: args.ignore_failure,
+        seed: args.seed.unwrap_or_else(seed_from_clock),
+        target_ci: args.target_ci.map(|pct| pct / 100.0),
+        max_time: args.max_time.map(Duration::from_secs_f64),
+    })
+}
+
+/// The per-command table, the comparison and its verdicts when there are
+/// several commands, and what stopped the runs early.
+fn print_results(doc: &Document, comparison: Option<&Comparison>) {
+    if !doc.series.is_empty() {
+        print!("{}", report::time::render(doc));
+    }
+    if let Some(c) = comparison {
+        println!();
+        print!("{}", report::compare::render(c));
+        println!();
+        print!("{}", report::time::verdict_lines(c));
+    }
+    if let Some(why) = &doc.run.stopped_by {
+        println!("Stopped: {why}.");
+    }
+    std::io::stdout().flush().ok();
+}
