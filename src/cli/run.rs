@@ -200,9 +200,9 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>) {
     if let Some(c) = comparison {
         println!();
         print!("{}", report::compare::render(c));
-        if let Some(why) = &doc.run.stopped_by {
-            print!("{}", report::compare::precision_lines(c, why));
-        }
+    }
+    if let Some(why) = &doc.run.stopped_by {
+        print!("{}", report::compare::precision_lines(comparison, why));
     }
     std::io::stdout().flush().ok();
 }

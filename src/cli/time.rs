@@ -243,7 +243,7 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>) {
         print!("{}", report::time::verdict_lines(c));
     }
     if let Some(why) = &doc.run.stopped_by {
-        println!("Stopped: {why}.");
+        print!("{}", report::compare::precision_lines(comparison, why));
     }
     std::io::stdout().flush().ok();
 }

@@ -149,14 +149,16 @@ pub(super) fn letter(i: usize) -> String {
     }
 }
 
-/// What ended a run with a precision target (`stopped_by`, e.g. "every 95%
-/// interval within ±5.00% after 7 rounds") and the smallest change each
-/// comparison could show: the relative half-width of its 95% interval.
-pub fn precision_lines(c: &Comparison, stopped_by: &str) -> String {
-    let mut out = format!(
-        "Stopped: {stopped_by}.\n\
-         Smallest change each comparison could show (half-width of its 95% interval):\n"
-    );
+/// What ended the rounds of a run or a `time` run (`stopped_by`, e.g. "every
+/// 95% interval within ±5.00% after 7 rounds") and, when they were compared,
+/// the smallest change each comparison could show: the relative half-width
+/// of its 95% interval.
+pub fn precision_lines(c: Option<&Comparison>, stopped_by: &str) -> String {
+    let mut out = format!("Stopped: {stopped_by}.\n");
+    let Some(c) = c else {
+        return out;
+    };
+    out.push_str("Smallest change each comparison could show (half-width of its 95% interval):\n");
     for row in &c.rows {
         for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
             let half = ch.ci.relative_half_width() * 100.0;
@@ -181,7 +183,7 @@ mod tests {
             ..Default::default()
         };
         let c = crate::compare::compare(&docs, options).unwrap();
-        let text = precision_lines(&c, "--max-time reached after 2 rounds");
+        let text = precision_lines(Some(&c), "--max-time reached after 2 rounds");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Stopped: --max-time reached after 2 rounds.");
         assert_eq!(
