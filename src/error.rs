@@ -45,6 +45,10 @@ pub enum Error {
     #[error("interrupted by a signal")]
     Interrupted,
 
+    /// A guest (a configuration that runs elsewhere) failed to start, answer or run.
+    #[error("configuration '{config}': {message}")]
+    Guest { config: String, message: String },
+
     /// A file osbench reads is malformed; `what` names the kind ("an osbench result document").
     #[error("{path}: not {what}: {message}")]
     BadDocument {

@@ -8,6 +8,7 @@
 //! and the export files in `save`, progress in `progress`); the work itself
 //! is the library's.
 
+mod agent;
 mod compare;
 mod env;
 mod list;
@@ -59,6 +60,9 @@ enum Command {
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
     /// peak RSS per run, and a comparison when there are several
     Time(time::TimeArgs),
+    /// Serve the agent protocol on stdin/stdout: osbench inside a guest (User-Mode Linux, a
+    /// container, an SSH host) measuring what the host's `run` asks (docs/agent-protocol.md)
+    Agent(agent::AgentArgs),
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -128,6 +132,7 @@ pub fn main() -> ExitCode {
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
         Command::Time(args) => time::time(args),
+        Command::Agent(args) => agent::agent(&args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));

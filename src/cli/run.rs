@@ -59,9 +59,15 @@ pub struct RunArgs {
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
     #[arg(long = "teardown", value_name = "NAME=COMMAND")]
     teardowns: Vec<String>,
+    /// A configuration whose cases run in a guest, NAME=uml[:KERNEL-PARAMETERS] (User-Mode
+    /// Linux with this osbench as its init, e.g. --guest nosysemu=uml:nosysemu) or
+    /// NAME=command:COMMAND (anything that ends up running `osbench agent` on its stdin/stdout;
+    /// {osbench} is this binary's path). Repeat; they follow the --config ones
+    #[arg(long = "guest", value_name = "NAME=GUEST")]
+    guests: Vec<String>,
     /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
     /// env, params ("bench.key" = value), pin; see docs/design-notes.md
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
     /// Rounds when comparing configurations (each runs every configuration once per case)
     #[arg(long, value_name = "N", default_value_t = 10,
@@ -175,7 +181,8 @@ fn configs_and_selectors(args: &RunArgs) -> anyhow::Result<(Vec<Config>, Vec<Sel
         .map(|s| s.parse())
         .collect::<Result<_, _>>()?;
     let Some(path) = &args.experiment else {
-        return Ok((configs_of(&args.configs, &args.teardowns)?, selectors));
+        let configs = configs_of(&args.configs, &args.teardowns, &args.guests)?;
+        return Ok((configs, selectors));
     };
     let (select, configs) = experiment::file::load(path)?;
     check_configs(&configs)?;
@@ -222,13 +229,25 @@ fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) 
 }
 
 /// The configurations from `--config NAME=COMMAND` and `--teardown NAME=COMMAND`.
-fn configs_of(configs: &[String], teardowns: &[String]) -> anyhow::Result<Vec<Config>> {
+fn configs_of(
+    configs: &[String],
+    teardowns: &[String],
+    guests: &[String],
+) -> anyhow::Result<Vec<Config>> {
     let mut out: Vec<Config> = Vec::new();
     for spec in configs {
         let (name, setup) = experiment::config::parse_assignment(spec)?;
         out.push(Config {
             name,
             setup,
+            ..Default::default()
+        });
+    }
+    for spec in guests {
+        let (name, guest) = experiment::config::parse_guest(spec)?;
+        out.push(Config {
+            name,
+            guest: Some(guest),
             ..Default::default()
         });
     }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ReferenceSeries;
+use crate::env::Environment;
 
 /// The name of the one implicit configuration of a run without configurations.
 pub const DEFAULT_CONFIG: &str = "default";
@@ -29,6 +30,46 @@ pub struct Config {
     /// Placement for this configuration ("none", "same", "spread"), instead of `--pin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+    /// Where this configuration's cases run when not here: another system
+    /// running `osbench agent` (a User-Mode Linux kernel, a container, a host
+    /// over SSH). Absent: the native system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestSpec>,
+}
+
+/// Another system that runs a configuration's cases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum GuestSpec {
+    /// A User-Mode Linux kernel booted with the host's root read-only (hostfs)
+    /// and osbench's agent as its init.
+    Uml {
+        /// Extra kernel parameters (e.g. "nosysemu", "seccomp=off").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cmdline: Option<String>,
+        /// Memory (UML's `mem=`; default 512M).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mem: Option<String>,
+        /// The UML kernel binary (default: `linux.uml`, else `linux`, on PATH).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<String>,
+    },
+    /// A shell command whose stdin and stdout end up connected to
+    /// `osbench agent` (`{osbench}` in it is this osbench's path).
+    Command { command: String },
+}
+
+/// A guest as the run found it: how long it took to answer, and the
+/// environment its agent reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestInfo {
+    /// The configuration it runs.
+    pub config: String,
+    /// From start to the agent's `ready`, s.
+    pub boot_s: f64,
+    /// The agent's osbench version.
+    pub version: String,
+    pub env: Environment,
 }
 
 /// `bench.key = value`: a parameter a configuration sets for one benchmark.

@@ -18,7 +18,7 @@ mod config;
 mod sample;
 mod unit;
 
-pub use config::{Config, DEFAULT_CONFIG, Override, TimeInfo};
+pub use config::{Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, Override, TimeInfo};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
 pub use unit::{SeriesKind, Unit};
 
@@ -122,6 +122,9 @@ pub struct RunInfo {
     /// changed (read after its first set-up), key → value per configuration.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_env_diff: Vec<(String, Vec<String>)>,
+    /// Configurations that ran in guests: their boot time and environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guests: Vec<GuestInfo>,
     /// A name the user gave the run (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,

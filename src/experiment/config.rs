@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-pub use crate::document::{Config, Override};
+pub use crate::document::{Config, GuestSpec, Override};
 use crate::error::{Error, Result};
 
 /// Runs `command` with `sh -c` and `env`; `what` names it in errors ("the
@@ -112,6 +112,34 @@ pub fn parse_assignment(s: &str) -> Result<(String, Option<String>)> {
     ))
 }
 
+/// Parses `NAME=uml[:KERNEL-PARAMETERS]` or `NAME=command:COMMAND` (`--guest`).
+pub fn parse_guest(s: &str) -> Result<(String, GuestSpec)> {
+    let (name, spec) = parse_assignment(s)?;
+    let spec = spec.unwrap_or_default();
+    let guest = match spec.split_once(':') {
+        _ if spec == "uml" => GuestSpec::Uml {
+            cmdline: None,
+            mem: None,
+            kernel: None,
+        },
+        Some(("uml", cmdline)) => GuestSpec::Uml {
+            cmdline: Some(cmdline.to_string()),
+            mem: None,
+            kernel: None,
+        },
+        Some(("command", command)) if !command.trim().is_empty() => GuestSpec::Command {
+            command: command.to_string(),
+        },
+        _ => {
+            return Err(Error::Measure(format!(
+                "guest '{spec}' of '{name}' is neither uml[:KERNEL-PARAMETERS] nor \
+                 command:COMMAND (e.g. --guest uml=uml, --guest c='command:{{osbench}} agent')"
+            )));
+        }
+    };
+    Ok((name, guest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +174,25 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(&mark).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn guests_parse() {
+        let (name, g) = parse_guest("off=uml:nosysemu mem=256M").unwrap();
+        assert_eq!(name, "off");
+        assert!(matches!(g, GuestSpec::Uml { cmdline: Some(c), .. } if c == "nosysemu mem=256M"));
+        let (_, g) = parse_guest("u=uml").unwrap();
+        assert!(matches!(g, GuestSpec::Uml { cmdline: None, .. }));
+        let (_, g) = parse_guest("c=command:ssh h osbench agent").unwrap();
+        assert_eq!(
+            g,
+            GuestSpec::Command {
+                command: "ssh h osbench agent".into()
+            }
+        );
+        for bad in ["x=", "x=qemu", "x=command:", "x=umlx"] {
+            assert!(parse_guest(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //! env = { KEY = "value" }      # optional, for set-up and tear-down
 //! params = { "spin.work" = 1000 }
 //! pin = "same"                 # optional
+//! guest = "uml"                # optional: run this configuration's cases in a guest,
+//! # or guest = { kind = "uml", cmdline = "nosysemu", mem = "512M", kernel = "/path/linux" }
+//! # or guest = { kind = "command", command = "ssh host osbench agent" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -19,6 +22,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::config::{Config, Override};
+use crate::document::GuestSpec;
 use crate::error::{Error, Result};
 
 #[derive(Deserialize)]
@@ -40,6 +44,32 @@ struct FileConfig {
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
     pin: Option<String>,
+    guest: Option<FileGuest>,
+}
+
+/// `guest = "uml"`, or a table with its `kind`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FileGuest {
+    Kind(String),
+    Spec(GuestSpec),
+}
+
+impl FileGuest {
+    fn spec(self, config: &str) -> std::result::Result<GuestSpec, String> {
+        match self {
+            FileGuest::Spec(spec) => Ok(spec),
+            FileGuest::Kind(kind) if kind == "uml" => Ok(GuestSpec::Uml {
+                cmdline: None,
+                mem: None,
+                kernel: None,
+            }),
+            FileGuest::Kind(kind) => Err(format!(
+                "configuration '{config}': guest '{kind}' is not \"uml\"; other guests are \
+                 tables, e.g. guest = {{ kind = \"command\", command = \"ssh host osbench agent\" }}"
+            )),
+        }
+    }
 }
 
 /// Reads an experiment file: its selectors and its configurations.
@@ -81,6 +111,7 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
                 value,
             });
         }
+        let guest = c.guest.map(|g| g.spec(&c.name)).transpose()?;
         configs.push(Config {
             name: c.name,
             setup: c.setup,
@@ -88,6 +119,7 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
             env: c.env,
             params,
             pin: c.pin,
+            guest,
         });
     }
     Ok((file.select, configs))

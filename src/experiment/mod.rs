@@ -10,6 +10,7 @@
 //! configuration once (set-up, every case, tear-down) in a fresh seeded order,
 //! so drift between rounds affects all alike.
 
+pub mod agent;
 mod case;
 pub mod config;
 pub mod file;
@@ -21,6 +22,8 @@ use crate::bench::select::Case;
 use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::guest::Guest;
+use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy};
 use crate::stats::SplitMix64;
@@ -66,9 +69,13 @@ impl Plan {
 
     /// The run's length if every case took its warm-up and samples' target time.
     pub fn expected_duration(&self) -> std::time::Duration {
+        self.expected_per_case() * self.steps() as u32
+    }
+
+    /// One case's warm-up and samples' target time.
+    fn expected_per_case(&self) -> std::time::Duration {
         let p = &self.policy;
-        let per_case = p.warmup_ns + p.samples as u64 * p.sample_time_ns;
-        std::time::Duration::from_nanos(per_case.saturating_mul(self.steps() as u64))
+        std::time::Duration::from_nanos(p.warmup_ns + p.samples as u64 * p.sample_time_ns)
     }
 }
 
@@ -111,7 +118,7 @@ pub fn run_with<C: Clock>(
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
     audit.iter().for_each(|f| observer.audit(f));
     let mut body = RunRounds::new(plan, configs, harness);
-    let rounds = match body.check() {
+    let rounds = match body.check().and_then(|()| body.start_guests()) {
         Err(e) => rounds::Rounds {
             error: Some(e),
             ..Default::default()
@@ -124,6 +131,7 @@ pub fn run_with<C: Clock>(
             observer,
         ),
     };
+    let guests = body.shut_down_guests();
     crate::env::record_end(&mut env);
     for finding in crate::env::audit::after_run(&env) {
         observer.audit(&finding);
@@ -148,6 +156,7 @@ pub fn run_with<C: Clock>(
         },
         audit,
         config_env_diff,
+        guests,
         label: None,
     };
     Outcome {
@@ -183,9 +192,12 @@ struct RunRounds<'a, C: Clock> {
     done: Vec<((usize, usize), Series)>,
     /// Every case as it was started, "bench case" (with round and configuration).
     order: Vec<String>,
-    /// With configurations: the environment after each one's first set-up, to
-    /// show what the set-up (the declared factor) changed.
+    /// With configurations: the environment after each one's first set-up
+    /// (a guest's, as its agent reported it), to show what the set-up or the
+    /// guest (the declared factor) changed.
     config_envs: Vec<Option<Environment>>,
+    /// The started guest of each configuration that runs in one.
+    guests: Vec<Option<Guest>>,
 }
 
 impl<'a, C: Clock> RunRounds<'a, C> {
@@ -197,7 +209,53 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             done: Vec::new(),
             order: Vec::new(),
             config_envs: vec![None; configs.len()],
+            guests: configs.iter().map(|_| None).collect(),
         }
+    }
+
+    /// Starts every configuration's guest, once, before the first round.
+    fn start_guests(&mut self) -> Result<()> {
+        for (ci, config) in self.configs.iter().enumerate() {
+            if let Some(spec) = &config.guest {
+                let guest = Guest::start(&config.name, spec, self.harness.interrupt())?;
+                self.config_envs[ci] = Some(guest.info().env.clone());
+                self.guests[ci] = Some(guest);
+            }
+        }
+        Ok(())
+    }
+
+    /// Shuts every guest down (each is killed if it does not go) and returns
+    /// what the document records of them.
+    fn shut_down_guests(&mut self) -> Vec<crate::document::GuestInfo> {
+        let mut infos = Vec::new();
+        for guest in self.guests.iter_mut().filter_map(Option::take) {
+            infos.push(guest.info().clone());
+            guest.shutdown();
+        }
+        infos
+    }
+
+    /// Measures `case` under configuration `ci`: here, or in its guest.
+    fn measure(&mut self, ci: usize, case: &Case, pin: Option<Pin>) -> Result<(Series, bool)> {
+        let Some(guest) = self.guests[ci].as_mut() else {
+            return case::run_case(case, pin, self.harness);
+        };
+        let params = case.params.to_string();
+        let request = RunRequest {
+            selector: if params.is_empty() {
+                case.def.name.to_string()
+            } else {
+                format!("{}:{params}", case.def.name)
+            },
+            policy: self.plan.policy,
+            pin: pin.map(|p| p.as_str().to_string()),
+            perf: self.plan.perf,
+        };
+        // Guests can be hundreds of times slower than the host (UML's system calls).
+        let timeout = std::time::Duration::from_secs(600).max(self.plan.expected_per_case() * 200);
+        let series = guest.run(request, timeout, self.harness.interrupt())?;
+        Ok((series, false))
     }
 
     /// Privileges and devices, checked for every case under every
@@ -232,8 +290,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         });
         observer.case_started(self.order.len() - 1, plan.steps(), case);
         let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
-        let (mut series, interrupted) =
-            case::run_case(case, pin, self.harness).inspect_err(|e| observer.case_failed(e))?;
+        let (mut series, interrupted) = self
+            .measure(ci, case, pin)
+            .inspect_err(|e| observer.case_failed(e))?;
         series.config = config.name.clone();
         series.slot = (!plan.configs.is_empty()).then_some(idx);
         observer.case_finished(&series);
@@ -278,7 +337,8 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
     ) -> Result<()> {
         for &ci in order {
             let applied = Applied::apply(&self.configs[ci])?;
-            if round == 0 && !self.plan.configs.is_empty() {
+            // A guest's environment is its agent's, read when it started.
+            if round == 0 && !self.plan.configs.is_empty() && self.guests[ci].is_none() {
                 self.config_envs[ci] =
                     Some(crate::env::capture_from(&crate::env::probe::Sys::real()));
             }

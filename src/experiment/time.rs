@@ -180,6 +180,7 @@ pub fn run(
         schedule: rounds.schedule,
         audit,
         config_env_diff: Vec::new(),
+        guests: Vec::new(),
         time: Some(plan.time_info(hook_env, floor)),
         label: None,
     };

@@ -89,6 +89,10 @@ impl<C: Clock> Harness<C> {
         &self.clock
     }
 
+    pub fn interrupt(&self) -> &Interrupt {
+        &self.interrupt
+    }
+
     pub fn policy(&self) -> &Policy {
         &self.policy
     }

@@ -1,0 +1,50 @@
+//! `osbench agent`: serve the agent protocol on stdin/stdout, for a guest
+//! (a User-Mode Linux init with `--init`, a container, an SSH session) whose
+//! configuration the host osbench interleaves with its own. The work is
+//! `osbench::experiment::agent::serve`; this sets the channel up.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::guest::init;
+use osbench::measure::Interrupt;
+
+#[derive(Args)]
+pub struct AgentArgs {
+    /// Be the init (PID 1) of a User-Mode Linux guest: mount /proc, /sys, /dev and a tmpfs on
+    /// /tmp first, and power the guest off at the end
+    #[arg(long)]
+    init: bool,
+    /// What a kernel passes its init besides (e.g. root=98:0 console=tty0): ignored
+    #[arg(hide = true, num_args = 0.., allow_hyphen_values = true)]
+    _kernel_args: Vec<String>,
+}
+
+pub fn agent(args: &AgentArgs) -> anyhow::Result<ExitCode> {
+    let served = serve(args.init);
+    if args.init {
+        // PID 1 must not exit (the guest's kernel would panic): say why on
+        // the console, which the host quotes, and power off.
+        if let Err(e) = &served {
+            eprintln!("osbench: error: {e:#}");
+        }
+        init::power_off();
+    }
+    served
+}
+
+fn serve(init: bool) -> anyhow::Result<ExitCode> {
+    if init {
+        init::become_init()?;
+    }
+    init::raw_if_terminal(0);
+    init::raw_if_terminal(1);
+    let interrupt = Interrupt::install()?;
+    osbench::experiment::agent::serve(
+        std::io::stdin().lock(),
+        std::io::stdout().lock(),
+        &interrupt,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

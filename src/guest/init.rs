@@ -1,0 +1,84 @@
+//! What `osbench agent --init` does as PID 1 of a User-Mode Linux guest
+//! before serving, and at the end: mount what the benchmarks need on a
+//! read-only hostfs root (/proc, /sys, /dev, a tmpfs on /tmp), put the
+//! console in raw mode (no echo of requests, no CR added to replies), and
+//! power the guest off when the agent is done. Any agent whose channel is a
+//! terminal also gets the raw mode. Left out: everything else an init does
+//! (no services, no reaping beyond the agent's own children).
+
+use std::ffi::CString;
+
+use crate::error::{Error, Result};
+
+/// Mounts /proc, /sys, /dev (devtmpfs) and a tmpfs on /tmp; fails unless
+/// this process is PID 1. A mount point that is already mounted is fine.
+pub fn become_init() -> Result<()> {
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } != 1 {
+        return Err(Error::Measure(
+            "agent --init is the init of a guest (PID 1); run `osbench agent` without --init"
+                .into(),
+        ));
+    }
+    for (fstype, target, data) in [
+        ("proc", "/proc", ""),
+        ("sysfs", "/sys", ""),
+        ("devtmpfs", "/dev", ""),
+        ("tmpfs", "/tmp", "size=128m,mode=1777"),
+    ] {
+        mount(fstype, target, data)?;
+    }
+    Ok(())
+}
+
+/// mount(2) of a pseudo file system; EBUSY (already mounted) is not an error.
+fn mount(fstype: &str, target: &str, data: &str) -> Result<()> {
+    let c = |s: &str| CString::new(s).expect("no NUL in a mount argument");
+    let (source, fs, dir, opts) = (c(fstype), c(fstype), c(target), c(data));
+    // SAFETY: every pointer is a live NUL-terminated string for the call.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            dir.as_ptr(),
+            fs.as_ptr(),
+            0,
+            opts.as_ptr().cast(),
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    if rc != 0 && err.raw_os_error() != Some(libc::EBUSY) {
+        return Err(Error::io(format!("mounting {fstype} on {target}"), err));
+    }
+    Ok(())
+}
+
+/// Puts `fd` in raw mode if it is a terminal: no echo, no line editing, no
+/// CR/LF translation, so the channel carries the protocol's bytes as they are.
+pub fn raw_if_terminal(fd: libc::c_int) {
+    // SAFETY: a zeroed termios is a valid buffer for tcgetattr to fill;
+    // isatty, tcgetattr, cfmakeraw and tcsetattr only read and write it and
+    // the terminal's settings.
+    unsafe {
+        if libc::isatty(fd) != 1 {
+            return;
+        }
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) == 0 {
+            libc::cfmakeraw(&mut t);
+            libc::tcsetattr(fd, libc::TCSANOW, &t);
+        }
+    }
+}
+
+/// Flushes the file systems and powers the guest off (PID 1 only; it does
+/// not return). Exiting PID 1 instead would panic the guest's kernel.
+pub fn power_off() -> ! {
+    // SAFETY: sync and reboot take no pointers; reboot(RB_POWER_OFF) ends
+    // the (guest) system, which is what PID 1 of a guest is asked for.
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+    // reboot only returns on failure (not PID 1 of a namespace that may).
+    std::process::exit(1)
+}

@@ -1,0 +1,324 @@
+//! Guests: other systems that run a configuration's cases — a User-Mode
+//! Linux kernel, a container, a host over SSH — each with `osbench agent`
+//! inside, reached over a byte stream (the guest's console or the command's
+//! stdin/stdout). This module starts a guest, talks to its agent
+//! ([`protocol`]) and stops it; it measures nothing itself: timing happens
+//! inside the guest with the guest's clocks.
+//!
+//! A guest runs in its own process group, dies with osbench
+//! (PR_SET_PDEATHSIG), and is killed as a whole group and reaped when it is
+//! dropped: on success after a `shutdown`, on an error, on Ctrl-C. Its
+//! console output (anything that is not a protocol line) is kept, and the
+//! last lines are quoted when it fails. Left out: guests that need a channel
+//! other than stdin/stdout (a QEMU serial socket can be bridged with `socat`
+//! in a command guest).
+
+pub mod init;
+pub mod protocol;
+pub mod uml;
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::document::{GuestInfo, GuestSpec, Series};
+use crate::error::{Error, Result};
+use crate::measure::Interrupt;
+use protocol::{PROTOCOL, Reply, Request, RunRequest};
+
+/// How long a guest may take to say it is ready.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Console lines kept to quote when a guest fails.
+const CONSOLE_LINES: usize = 12;
+
+/// A started guest whose agent answered.
+pub struct Guest {
+    config: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    console: Arc<Mutex<VecDeque<String>>>,
+    /// Boot time, version and environment, once the agent has answered.
+    info: Option<GuestInfo>,
+    /// UML's directory (its memory file, its pid file); removed on drop.
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Guest {
+    /// Starts the guest of configuration `config` and waits for its agent:
+    /// `ready` (same protocol and version), then its environment.
+    pub fn start(config: &str, spec: &GuestSpec, interrupt: &Interrupt) -> Result<Guest> {
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
+        let (mut cmd, dir) = match spec {
+            GuestSpec::Uml {
+                cmdline,
+                mem,
+                kernel,
+            } => {
+                // UML's memory is a file in its directory: on tmpfs where there is one.
+                let shm = std::path::Path::new("/dev/shm");
+                let base = if shm.is_dir() {
+                    shm.to_path_buf()
+                } else {
+                    std::env::temp_dir()
+                };
+                let dir = tempfile::Builder::new()
+                    .prefix("osbench-uml-")
+                    .tempdir_in(base)
+                    .map_err(|e| Error::io("creating UML's directory".to_string(), e))?;
+                let cmd = uml::command(&uml::Boot {
+                    kernel: kernel.as_deref(),
+                    mem: mem.as_deref(),
+                    cmdline: cmdline.as_deref(),
+                    osbench: &exe,
+                    dir: dir.path(),
+                })
+                .map_err(|message| guest_error(config, message))?;
+                (cmd, Some(dir))
+            }
+            GuestSpec::Command { command } => {
+                let mut cmd = Command::new("sh");
+                let line = command.replace("{osbench}", &exe.to_string_lossy());
+                cmd.arg("-c").arg(line);
+                (cmd, None)
+            }
+        };
+        let started = Instant::now();
+        let (child, stdin, lines, console) = spawn(&mut cmd)
+            .map_err(|e| guest_error(config, format!("could not start the guest: {e}")))?;
+        let mut guest = Guest {
+            config: config.to_string(),
+            child,
+            stdin,
+            lines,
+            console,
+            info: None,
+            _dir: dir,
+        };
+        guest.handshake(started, interrupt)?;
+        Ok(guest)
+    }
+
+    /// Boot time, version and environment, as recorded in the document.
+    pub fn info(&self) -> &GuestInfo {
+        self.info.as_ref().expect("a started guest has answered")
+    }
+
+    /// Waits for `ready`, checks the agent's protocol and version, asks for its environment.
+    fn handshake(&mut self, started: Instant, interrupt: &Interrupt) -> Result<()> {
+        let version = match self.reply(BOOT_TIMEOUT, interrupt, "to boot and start its agent")? {
+            Reply::Ready { protocol, version } => {
+                let ours = env!("CARGO_PKG_VERSION");
+                if protocol != PROTOCOL || version != ours {
+                    return Err(self.fail(format!(
+                        "the guest's agent is osbench {version} (protocol {protocol}), this is \
+                         osbench {ours} (protocol {PROTOCOL}); run the same version in the guest"
+                    )));
+                }
+                version
+            }
+            other => return Err(self.unexpected("ready", &other)),
+        };
+        let boot_s = started.elapsed().as_secs_f64();
+        self.send(&Request::Env {})?;
+        let env = match self.reply(BOOT_TIMEOUT, interrupt, "to report its environment")? {
+            Reply::Env(env) => *env,
+            other => return Err(self.unexpected("env", &other)),
+        };
+        self.info = Some(GuestInfo {
+            config: self.config.clone(),
+            boot_s,
+            version,
+            env,
+        });
+        Ok(())
+    }
+
+    /// Measures one case in the guest; `timeout` bounds the wait for its series.
+    pub fn run(
+        &mut self,
+        request: RunRequest,
+        timeout: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Series> {
+        let selector = request.selector.clone();
+        self.send(&Request::Run(request))?;
+        match self.reply(timeout, interrupt, &format!("to measure {selector}"))? {
+            Reply::Series(series) => Ok(*series),
+            Reply::Error(message) => Err(guest_error(
+                &self.config,
+                format!("the guest's agent could not measure {selector}: {message}"),
+            )),
+            other => Err(self.unexpected("series", &other)),
+        }
+    }
+
+    /// Asks the agent to end, waits a little for the guest to exit, then
+    /// (on drop) kills whatever is left of it.
+    pub fn shutdown(mut self) {
+        if self.send(&Request::Shutdown {}).is_ok() {
+            let _ = self.reply(Duration::from_secs(5), &Interrupt::none(), "to shut down");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    fn send(&mut self, request: &Request) -> Result<()> {
+        let line = protocol::line(request);
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| self.fail(format!("writing to the guest failed ({e})")))
+    }
+
+    /// The next reply, within `timeout`; `what` says what the guest was doing.
+    fn reply(&mut self, timeout: Duration, interrupt: &Interrupt, what: &str) -> Result<Reply> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if interrupt.is_set() {
+                return Err(Error::Interrupted);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.fail(format!(
+                    "the guest did not answer within {} s {what}",
+                    timeout.as_secs()
+                )));
+            }
+            match self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
+                Ok(line) => {
+                    return serde_json::from_str(&line).map_err(|e| {
+                        let shown: String = line.chars().take(200).collect();
+                        self.fail(format!("malformed reply from the guest ({e}): {shown}"))
+                    });
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self
+                        .child
+                        .wait()
+                        .map_or("unknown".into(), |s| s.to_string());
+                    return Err(self.fail(format!("the guest ended ({status}) {what}")));
+                }
+            }
+        }
+    }
+
+    fn unexpected(&self, wanted: &str, got: &Reply) -> Error {
+        let got = protocol::line(got);
+        let shown: String = got.trim_end().chars().take(200).collect();
+        self.fail(format!(
+            "the guest's agent answered {shown} where {wanted} was expected"
+        ))
+    }
+
+    /// An error naming the configuration, with the guest's last console lines.
+    fn fail(&self, message: String) -> Error {
+        let console = self.console.lock().map(|c| c.clone()).unwrap_or_default();
+        if console.is_empty() {
+            return guest_error(&self.config, message);
+        }
+        let last: Vec<String> = console.into_iter().collect();
+        guest_error(
+            &self.config,
+            format!("{message}; its last console lines: {}", last.join(" | ")),
+        )
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) on the guest's own process group (it was made the
+        // leader of a new group at spawn, and is not reaped yet: its pid,
+        // hence the group id, cannot have been reused).
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+fn guest_error(config: &str, message: String) -> Error {
+    Error::Guest {
+        config: config.to_string(),
+        message,
+    }
+}
+
+type Spawned = (
+    Child,
+    ChildStdin,
+    Receiver<String>,
+    Arc<Mutex<VecDeque<String>>>,
+);
+
+/// Spawns `cmd` in a new process group that dies with osbench, with a
+/// reader thread per output stream: protocol lines go to the receiver,
+/// everything else to the console ring.
+fn spawn(cmd: &mut Command) -> std::io::Result<Spawned> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no
+    // memory of the parent; the guest gets SIGKILL when osbench dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let console = Arc::new(Mutex::new(VecDeque::new()));
+    let (tx, rx) = mpsc::channel();
+    read_lines(stdout, Some(tx), Arc::clone(&console));
+    read_lines(stderr, None, Arc::clone(&console));
+    Ok((child, stdin, rx, console))
+}
+
+/// Reads `stream` line by line on a thread until it ends.
+fn read_lines(
+    stream: impl Read + Send + 'static,
+    protocol: Option<Sender<String>>,
+    console: Arc<Mutex<VecDeque<String>>>,
+) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut buf = Vec::new();
+        while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+            let text = String::from_utf8_lossy(&buf);
+            let line = text.trim_end_matches(['\n', '\r']).to_string();
+            buf.clear();
+            match &protocol {
+                Some(tx) if protocol::is_protocol(&line) => {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+                _ if line.trim().is_empty() => {}
+                _ => {
+                    if let Ok(mut c) = console.lock() {
+                        if c.len() == CONSOLE_LINES {
+                            c.pop_front();
+                        }
+                        c.push_back(line);
+                    }
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,117 @@
+//! The agent protocol: line-delimited JSON between osbench (the client) and
+//! `osbench agent` (inside a guest), specified in docs/agent-protocol.md.
+//!
+//! Every protocol line is one JSON object on one line, so a client can tell
+//! it from a console's other output (kernel messages never start with `{`).
+//! The agent speaks first (`ready`), then answers each request with exactly
+//! one reply. Left out: concurrency (one request at a time), authentication
+//! (the channel is the guest's console or an SSH session).
+
+use serde::{Deserialize, Serialize};
+
+use crate::document::{Policy, Series};
+use crate::env::Environment;
+
+/// The protocol's version; an agent and a client must agree on it and on the
+/// osbench version.
+pub const PROTOCOL: u32 = 1;
+
+/// What the client asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    /// The environment as seen inside the guest.
+    Env {},
+    /// Measure one case there and return its series.
+    Run(RunRequest),
+    /// Reply `bye` and end the agent (a guest's init powers the guest off).
+    Shutdown {},
+}
+
+/// One case to measure: a selector that names exactly one case, as on the
+/// command line (`syscall:case=getpid`), and how to measure it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub selector: String,
+    pub policy: Policy,
+    /// "none", "same" or "spread"; absent: the default placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    /// Count perf events in a pass after the timed samples.
+    pub perf: bool,
+}
+
+/// What the agent answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// Sent once, unasked, when the agent is ready.
+    Ready {
+        protocol: u32,
+        version: String,
+    },
+    Env(Box<Environment>),
+    Series(Box<Series>),
+    /// The request could not be served; the agent goes on serving.
+    Error(String),
+    Bye {},
+}
+
+impl Reply {
+    /// The `ready` line of this osbench.
+    pub fn ready() -> Self {
+        Reply::Ready {
+            protocol: PROTOCOL,
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// `message` as one protocol line, newline included.
+pub fn line<T: Serialize>(message: &T) -> String {
+    let mut text = serde_json::to_string(message).expect("protocol messages always serialise");
+    text.push('\n');
+    text
+}
+
+/// Whether a line of a channel is a protocol line (anything else is console output).
+pub fn is_protocol(line: &str) -> bool {
+    line.starts_with('{')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line_objects_and_read_back() {
+        let requests = [
+            Request::Env {},
+            Request::Shutdown {},
+            Request::Run(RunRequest {
+                selector: "syscall:case=getpid".into(),
+                policy: Policy::default(),
+                pin: Some("same".into()),
+                perf: false,
+            }),
+        ];
+        for r in requests {
+            let text = line(&r);
+            assert!(text.ends_with('\n') && text.matches('\n').count() == 1);
+            assert!(is_protocol(&text), "{text}");
+            assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), r);
+        }
+        assert_eq!(line(&Request::Env {}), "{\"env\":{}}\n");
+        assert_eq!(line(&Reply::Bye {}), "{\"bye\":{}}\n");
+        let ready = line(&Reply::ready());
+        assert!(ready.starts_with("{\"ready\":{\"protocol\":1,\"version\":"));
+        assert_eq!(line(&Reply::Error("no".into())), "{\"error\":\"no\"}\n");
+    }
+
+    #[test]
+    fn console_lines_are_not_protocol_lines() {
+        assert!(!is_protocol("[    0.000000] Linux version 6.1"));
+        assert!(!is_protocol("Failed to initialize ubd device 0"));
+        assert!(serde_json::from_str::<Request>("{\"reboot\":{}}").is_err());
+    }
+}

@@ -1,0 +1,137 @@
+//! User-Mode Linux as a guest: a Linux kernel that runs as an ordinary
+//! process tree, booted with the host's own root read-only through hostfs,
+//! so the very osbench binary that runs the experiment is its init
+//! (`osbench agent --init`), talking over the UML console on stdin/stdout.
+//!
+//! Command line: `mem=512M rootfstype=hostfs rootflags=/ ro init=OSBENCH
+//! con0=fd:0,fd:1 con=null quiet uml_dir=DIR umid=osbench [CMDLINE] --
+//! agent --init`, with TMPDIR=DIR so UML's memory file lands in a directory
+//! that is removed afterwards. Left out: block devices, networking, SMP.
+//!
+//! Known host limit: UML kernels before 6.13 or so keep the FPU state in a
+//! 4 KiB buffer, and a host with AMX has a larger XSAVE area (11 008 bytes on
+//! Sapphire Rapids), so PTRACE_SETREGSET fails with EFAULT and such a UML
+//! stops at "ptrace set fp regs failed, errno = 14" before running init
+//! (Debian bookworm's 6.1 on an Intel host; it runs on AMD EPYC). A newer UML
+//! kernel (Debian sid's 7.2 boots there) can be named with `kernel`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How to boot one UML guest.
+pub struct Boot<'a> {
+    /// The kernel binary; `None`: `linux.uml`, else `linux`, on PATH.
+    pub kernel: Option<&'a str>,
+    /// `mem=` (default 512M).
+    pub mem: Option<&'a str>,
+    /// Extra kernel parameters, split on whitespace.
+    pub cmdline: Option<&'a str>,
+    /// The osbench binary the guest runs as its init.
+    pub osbench: &'a Path,
+    /// A private directory for UML's files.
+    pub dir: &'a Path,
+}
+
+/// The UML command for `boot`, or why there is none.
+pub fn command(boot: &Boot) -> Result<Command, String> {
+    let kernel = find_kernel(boot.kernel)?;
+    let osbench = boot
+        .osbench
+        .to_str()
+        .filter(|p| !p.contains(char::is_whitespace));
+    let Some(osbench) = osbench else {
+        return Err(format!(
+            "osbench's path ({}) has white space or is not UTF-8, which a kernel command line \
+             cannot carry; run osbench from another directory",
+            boot.osbench.display()
+        ));
+    };
+    let mut cmd = Command::new(kernel);
+    cmd.arg(format!("mem={}", boot.mem.unwrap_or("512M")))
+        .args(["rootfstype=hostfs", "rootflags=/", "ro"])
+        .arg(format!("init={osbench}"))
+        .args(["con0=fd:0,fd:1", "con=null", "quiet"])
+        .arg(format!("uml_dir={}", boot.dir.display()))
+        .arg("umid=osbench")
+        .args(boot.cmdline.unwrap_or("").split_whitespace())
+        .args(["--", "agent", "--init"])
+        .env("TMPDIR", boot.dir);
+    Ok(cmd)
+}
+
+/// The UML kernel to run: `kernel` if given (a path, or a name on PATH),
+/// else `linux.uml` or `linux` on PATH.
+pub fn find_kernel(kernel: Option<&str>) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
+    let names = match kernel {
+        Some(k) if k.contains('/') => {
+            return if Path::new(k).is_file() {
+                Ok(PathBuf::from(k))
+            } else {
+                Err(format!("the UML kernel {k} does not exist"))
+            };
+        }
+        Some(k) => vec![k],
+        None => vec!["linux.uml", "linux"],
+    };
+    names
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| match kernel {
+            Some(k) => format!("the UML kernel '{k}' is not on PATH"),
+            None => "User-Mode Linux is not installed: no linux.uml or linux on PATH (Debian: \
+                     apt-get install user-mode-linux), or name a UML kernel with kernel = PATH"
+                .to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_boots_hostfs_with_the_agent_as_init() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = dir.path().join("linux.uml");
+        std::fs::write(&kernel, "").unwrap();
+        let boot = Boot {
+            kernel: kernel.to_str(),
+            mem: None,
+            cmdline: Some("nosysemu  loglevel=3"),
+            osbench: Path::new("/opt/osbench"),
+            dir: dir.path(),
+        };
+        let cmd = command(&boot).unwrap();
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args[0], "mem=512M");
+        assert!(args.contains(&"init=/opt/osbench".to_string()));
+        assert!(args.contains(&"rootfstype=hostfs".to_string()));
+        let dash = args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(args[dash - 2..dash], ["nosysemu", "loglevel=3"]);
+        assert_eq!(args[dash + 1..], ["agent", "--init"]);
+    }
+
+    #[test]
+    fn a_missing_kernel_names_the_package() {
+        let e = find_kernel(Some("/nonexistent/linux.uml")).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        let boot = Boot {
+            kernel: Some("/nonexistent/linux.uml"),
+            mem: None,
+            cmdline: None,
+            osbench: Path::new("/my dir/osbench"),
+            dir: Path::new("/tmp"),
+        };
+        assert!(command(&boot).is_err());
+        let none = "User-Mode Linux is not installed";
+        assert!(
+            find_kernel(None).map_or_else(|e| e.contains(none), |p| p.is_file()),
+            "either a kernel is found or the error names the package"
+        );
+    }
+}
