@@ -8,6 +8,8 @@
 //!   On the AMD EPYC guest this was built on (SRSO "Safe RET" mitigation) that
 //!   return costs ~45 ns: 118 ns inlined vs 164 ns as a call, and perf bench
 //!   166 ns; inlining would disagree with both anchors by a quarter.
+//! - `getpid`: `getpid()` the same way — seed 000's loop (UML with and
+//!   without SYSEMU), selectable but not a default case (lmbench has none);
 //! - `read`: `read()` of 1 byte from /dev/zero; `write`: 1 byte to /dev/null;
 //! - `stat`, `fstat`, `open` (open O_RDONLY + close): on an empty temporary file
 //!   osbench creates in `$TMPDIR` (/tmp) and removes afterwards (lmbench uses a
@@ -36,10 +38,18 @@ pub static DEF: BenchDef = BenchDef {
     params: &[ParamSpec {
         name: "case",
         help: "which call is timed",
-        kind: ParamKind::Choice(&["null", "read", "write", "stat", "fstat", "open"]),
+        kind: ParamKind::Choice(&["null", "read", "write", "stat", "fstat", "open", "getpid"]),
         default: "null",
     }],
-    default_cases: DefaultCases::EachOf("case"),
+    // lmbench's cases; getpid only when asked for.
+    default_cases: DefaultCases::Listed(&[
+        &[("case", "null")],
+        &[("case", "read")],
+        &[("case", "write")],
+        &[("case", "stat")],
+        &[("case", "fstat")],
+        &[("case", "open")],
+    ]),
     case_name: |p| p.get("case").to_string(),
     op,
     anchor: |p| format!("lat_syscall {}", p.get("case")),
@@ -50,6 +60,7 @@ pub static DEF: BenchDef = BenchDef {
 fn op(p: &Params) -> String {
     match p.get("case") {
         "null" => "one getppid() system call (raw syscall, no libc)",
+        "getpid" => "one getpid() system call (raw syscall, no libc caching)",
         "read" => "one 1-byte read() from /dev/zero",
         "write" => "one 1-byte write() to /dev/null",
         "stat" => "one stat() of a temporary file",
@@ -62,6 +73,7 @@ fn op(p: &Params) -> String {
 /// The call being timed and what it needs.
 enum Call {
     Null,
+    Getpid,
     Read(OwnedFd),
     Write(OwnedFd),
     Stat(CString),
@@ -82,6 +94,7 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
 fn make(p: &Params) -> Result<Syscall> {
     let (call, temp_file) = match p.get("case") {
         "null" => (Call::Null, None),
+        "getpid" => (Call::Getpid, None),
         "read" => (Call::Read(open_dev("/dev/zero", false)?), None),
         "write" => (Call::Write(open_dev("/dev/null", true)?), None),
         case => {
@@ -121,6 +134,7 @@ impl Workload for Syscall {
     fn run(&mut self, iters: u64) -> Result<()> {
         let ok = match &self.call {
             Call::Null => null_loop(iters),
+            Call::Getpid => getpid_loop(iters),
             Call::Read(fd) => read_loop(fd.as_raw_fd(), iters),
             Call::Write(fd) => write_loop(fd.as_raw_fd(), iters),
             Call::Stat(path) => stat_loop(path, iters),
@@ -143,19 +157,42 @@ fn null_loop(iters: u64) -> bool {
     true
 }
 
+#[inline(never)]
+fn getpid_loop(iters: u64) -> bool {
+    for _ in 0..iters {
+        black_box(raw_getpid());
+    }
+    true
+}
+
 /// `getppid()` through the `syscall` instruction, in a function of its own
 /// like libc's wrapper (see the module doc for why it is not inlined).
-#[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub(crate) fn raw_getppid() -> i64 {
+    syscall0(libc::SYS_getppid)
+}
+
+/// `getpid()` likewise (glibc stopped caching it in 2.25; this never did).
+#[inline(never)]
+pub(crate) fn raw_getpid() -> i64 {
+    syscall0(libc::SYS_getpid)
+}
+
+/// System call `nr` with no arguments, through the `syscall` instruction.
+/// Only for calls that take no argument, touch no user memory and cannot
+/// fail (getppid, getpid).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn syscall0(nr: libc::c_long) -> i64 {
     let ret: i64;
-    // SAFETY: getppid takes no arguments, reads and writes no user memory and
-    // cannot fail. The instruction clobbers only rax (result), rcx and r11, all
-    // declared; the kernel restores rflags from r11 and does not touch the stack.
+    // SAFETY: callers pass only argument-less calls that read and write no
+    // user memory. The instruction clobbers only rax (result), rcx and r11,
+    // all declared; the kernel restores rflags from r11 and does not touch
+    // the stack.
     unsafe {
         std::arch::asm!(
             "syscall",
-            inlateout("rax") libc::SYS_getppid => ret,
+            inlateout("rax") nr => ret,
             lateout("rcx") _,
             lateout("r11") _,
             options(nostack, preserves_flags),
@@ -164,12 +201,12 @@ pub(crate) fn raw_getppid() -> i64 {
     ret
 }
 
-/// `getppid()` through libc's generic `syscall()` (no caching either).
+/// Elsewhere: libc's generic `syscall()` (no caching either).
 #[cfg(not(target_arch = "x86_64"))]
-#[inline(never)]
-pub(crate) fn raw_getppid() -> i64 {
-    // SAFETY: getppid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_getppid) as i64 }
+#[inline(always)]
+fn syscall0(nr: libc::c_long) -> i64 {
+    // SAFETY: callers pass only argument-less calls that cannot fail.
+    unsafe { libc::syscall(nr) as i64 }
 }
 
 #[inline(never)]
@@ -241,7 +278,7 @@ mod tests {
 
     #[test]
     fn every_case_runs_and_cleans_up() {
-        for case in ["null", "read", "write", "stat", "fstat", "open"] {
+        for case in ["null", "read", "write", "stat", "fstat", "open", "getpid"] {
             let params = Params::new(&DEF, &[("case", case)]);
             let mut b = setup(&params, &Placement::unpinned()).unwrap();
             b.run(10).unwrap();
@@ -255,6 +292,11 @@ mod tests {
             raw_getppid(),
             i64::from(std::os::unix::process::parent_id())
         );
+    }
+
+    #[test]
+    fn raw_getpid_is_this_process() {
+        assert_eq!(raw_getpid(), i64::from(std::process::id()));
     }
 
     #[test]

@@ -216,10 +216,11 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>) {
 
 /// The run's error, saying how far it got and where what it measured was kept.
 fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
+    // Each series holds one median per round it completed (one without configurations).
+    let measured: usize = doc.series.iter().map(|s| s.rounds.len().max(1)).sum();
     anyhow!(e).context(format!(
-        "run stopped early after {} of {} cases{}",
-        doc.series.len(),
-        plan.cases.len(),
+        "run stopped early after {measured} of {} cases{}",
+        plan.steps(),
         match (saved.run_id, saved.documents.first()) {
             (Some(id), _) => format!(" (stored run {id} keeps what was measured)"),
             (None, Some(_)) => " (the document keeps what was measured)".into(),

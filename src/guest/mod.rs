@@ -30,8 +30,17 @@ use crate::error::{Error, Result};
 use crate::measure::Interrupt;
 use protocol::{PROTOCOL, Reply, Request, RunRequest};
 
-/// How long a guest may take to say it is ready.
+/// How long a guest may take to say it is ready (and its agent to report
+/// its environment), unless `$OSBENCH_GUEST_TIMEOUT` gives other seconds.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn boot_timeout() -> Duration {
+    std::env::var("OSBENCH_GUEST_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0 && s.is_finite())
+        .map_or(BOOT_TIMEOUT, Duration::from_secs_f64)
+}
 /// Console lines kept to quote when a guest fails.
 const CONSOLE_LINES: usize = 12;
 
@@ -111,7 +120,7 @@ impl Guest {
 
     /// Waits for `ready`, checks the agent's protocol and version, asks for its environment.
     fn handshake(&mut self, started: Instant, interrupt: &Interrupt) -> Result<()> {
-        let version = match self.reply(BOOT_TIMEOUT, interrupt, "to boot and start its agent")? {
+        let version = match self.reply(boot_timeout(), interrupt, "to boot and start its agent")? {
             Reply::Ready { protocol, version } => {
                 let ours = env!("CARGO_PKG_VERSION");
                 if protocol != PROTOCOL || version != ours {
@@ -126,7 +135,7 @@ impl Guest {
         };
         let boot_s = started.elapsed().as_secs_f64();
         self.send(&Request::Env {})?;
-        let env = match self.reply(BOOT_TIMEOUT, interrupt, "to report its environment")? {
+        let env = match self.reply(boot_timeout(), interrupt, "to report its environment")? {
             Reply::Env(env) => *env,
             other => return Err(self.unexpected("env", &other)),
         };
@@ -172,10 +181,23 @@ impl Guest {
 
     fn send(&mut self, request: &Request) -> Result<()> {
         let line = protocol::line(request);
-        self.stdin
+        let written = self
+            .stdin
             .write_all(line.as_bytes())
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| self.fail(format!("writing to the guest failed ({e})")))
+            .and_then(|()| self.stdin.flush());
+        let Err(e) = written else {
+            return Ok(());
+        };
+        // A closed channel is a guest that has ended (or is ending).
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => format!("the guest ended ({status})"),
+            _ => "the guest closed its channel".to_string(),
+        };
+        Err(self.fail(format!("{status}: a request could not be sent ({e})")))
     }
 
     /// The next reply, within `timeout`; `what` says what the guest was doing.
@@ -189,7 +211,7 @@ impl Guest {
             if left.is_zero() {
                 return Err(self.fail(format!(
                     "the guest did not answer within {} s {what}",
-                    timeout.as_secs()
+                    timeout.as_secs_f64()
                 )));
             }
             match self
@@ -245,6 +267,18 @@ impl Drop for Guest {
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.child.wait();
     }
+}
+
+/// Lines of a kernel's stack dump (`[<6004b1ca>] ? put_fp_registers+0x10`,
+/// rows of hex words, "Call Trace:"), which would push the message that
+/// explains a failure out of the quoted console lines.
+fn is_stack_dump(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with("[<")
+        || t == "Call Trace:"
+        || t == "Stack:"
+        || t.split_whitespace()
+            .all(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 fn guest_error(config: &str, message: String) -> Error {
@@ -309,7 +343,7 @@ fn read_lines(
                         return;
                     }
                 }
-                _ if line.trim().is_empty() => {}
+                _ if line.trim().is_empty() || is_stack_dump(&line) => {}
                 _ => {
                     if let Ok(mut c) = console.lock() {
                         if c.len() == CONSOLE_LINES {

@@ -13,7 +13,8 @@
 //! Sapphire Rapids), so PTRACE_SETREGSET fails with EFAULT and such a UML
 //! stops at "ptrace set fp regs failed, errno = 14" before running init
 //! (Debian bookworm's 6.1 on an Intel host; it runs on AMD EPYC). A newer UML
-//! kernel (Debian sid's 7.2 boots there) can be named with `kernel`.
+//! kernel (Debian sid's 7.2 boots there) can be named with `kernel`, or for
+//! every UML guest with `OSBENCH_UML_KERNEL`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -61,8 +62,10 @@ pub fn command(boot: &Boot) -> Result<Command, String> {
 }
 
 /// The UML kernel to run: `kernel` if given (a path, or a name on PATH),
-/// else `linux.uml` or `linux` on PATH.
+/// else `$OSBENCH_UML_KERNEL`, else `linux.uml` or `linux` on PATH.
 pub fn find_kernel(kernel: Option<&str>) -> Result<PathBuf, String> {
+    let from_env = std::env::var("OSBENCH_UML_KERNEL").ok();
+    let kernel = kernel.or(from_env.as_deref().filter(|k| !k.is_empty()));
     let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
     let names = match kernel {
         Some(k) if k.contains('/') => {

@@ -1,0 +1,301 @@
+//! Guests as a user meets them: configurations that run in another system
+//! with `osbench agent` inside — a command guest (a plain child process, no
+//! hardware needed) and User-Mode Linux — and every way a guest can fail:
+//! another version, no answer, death mid-run, a malformed reply, a failed
+//! boot, Ctrl-C. Each must name the configuration, leave nothing running and
+//! keep what was measured. Correctness only; no test asserts on speed.
+//!
+//! The UML tests need `linux.uml` (Debian: user-mode-linux; or a kernel in
+//! `$OSBENCH_UML_KERNEL`). Without it they skip and say so, unless
+//! `OSBENCH_REQUIRE_UML=1` (as `.ci/run` sets). A UML kernel that cannot run
+//! on this host's CPU (UML before ~6.13 on hosts with AMX: "ptrace set fp
+//! regs failed, errno = 14") is a host limit: the test says so and skips.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+use osbench::store::read_document;
+
+/// The osbench binary, storing nothing.
+fn osbench() -> Command {
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env(
+        "OSBENCH_STORE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("guest-tests.sqlite"),
+    );
+    cmd
+}
+
+const QUICK: [&str; 8] = [
+    "--samples",
+    "3",
+    "--sample-time",
+    "1",
+    "--warmup",
+    "0",
+    "--rounds",
+    "2",
+];
+
+/// `osbench run spin:work=100 --config native= --guest g=command:GUEST QUICK --json JSON`.
+fn run_with_guest(guest: &str, json: &Path, timeout_s: &str) -> Output {
+    osbench()
+        .args(["run", "spin:work=100", "--no-perf", "--config", "native="])
+        .arg("--guest")
+        .arg(format!("g=command:{guest}"))
+        .args(QUICK)
+        .arg("--json")
+        .arg(json)
+        .env("OSBENCH_GUEST_TIMEOUT", timeout_s)
+        .output()
+        .unwrap()
+}
+
+/// Processes whose environment carries `mark` (what a guest command sets).
+fn marked(mark: &str) -> Vec<String> {
+    let needle = format!("OSBENCH_TEST_MARK={mark}");
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let environ = fs::read(entry.path().join("environ")).ok()?;
+            let text = String::from_utf8_lossy(&environ);
+            text.split('\0')
+                .any(|kv| kv == needle)
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// A guest command carrying a unique mark, so a test can look for leftovers.
+fn marked_command(mark: &str, body: &str) -> String {
+    format!("export OSBENCH_TEST_MARK={mark}; {body}")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("g.json");
+    let mark = "ok-guest";
+    let out = run_with_guest(&marked_command(mark, "exec {osbench} agent"), &json, "60");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    assert_eq!(configs, ["native", "g"]);
+    assert!(doc.series.iter().all(|s| s.rounds.len() == 2));
+    assert_eq!(doc.run.guests.len(), 1);
+    let guest = &doc.run.guests[0];
+    assert_eq!(guest.config, "g");
+    assert_eq!(guest.version, env!("CARGO_PKG_VERSION"));
+    assert!(guest.boot_s > 0.0 && !guest.env.kernel.is_empty());
+    assert_eq!(doc.comparisons.len(), 1);
+    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+}
+
+/// Runs a broken guest; returns osbench's stderr after checking the exit
+/// status (2), that the configuration is named, and that nothing is left.
+fn broken(
+    mark: &str,
+    body: &str,
+    timeout_s: &str,
+) -> (String, std::path::PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = run_with_guest(&marked_command(mark, body), &json, timeout_s);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("osbench: error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(errors[0].contains("configuration 'g'"), "{err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+    (err, json, dir)
+}
+
+#[test]
+fn an_agent_of_another_version_is_refused() {
+    let ready = r#"{"ready":{"protocol":1,"version":"0.0.1"}}"#;
+    let (err, json, _dir) = broken("old", &format!("echo '{ready}'; sleep 60"), "10");
+    assert!(err.contains("osbench 0.0.1"), "{err}");
+    assert!(!json.exists(), "nothing was measured, so no document");
+}
+
+#[test]
+fn a_guest_that_never_answers_times_out() {
+    let (err, _, _dir) = broken("mute", "echo booting; sleep 60", "1.5");
+    assert!(err.contains("did not answer within 1.5 s"), "{err}");
+    assert!(err.contains("booting"), "the console is quoted: {err}");
+}
+
+#[test]
+fn a_malformed_reply_is_an_error() {
+    let ready = format!(
+        r#"{{"ready":{{"protocol":1,"version":"{}"}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    let body = format!("echo '{ready}'; read line; echo '{{garbage'; sleep 60");
+    let (err, _, _dir) = broken("garbage", &body, "10");
+    assert!(err.contains("malformed reply"), "{err}");
+}
+
+#[test]
+fn a_guest_that_dies_mid_run_keeps_what_was_measured() {
+    // The agent gets only the handshake and the first run request, then its
+    // input ends and it exits: the guest is gone at its second case.
+    let body = "{ read a; echo \"$a\"; read b; echo \"$b\"; } | {osbench} agent";
+    let (err, json, _dir) = broken("dies", body, "10");
+    assert!(
+        err.contains("the guest ended") || err.contains("closed its channel"),
+        "{err}"
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(!doc.run.complete);
+    // Round 1 ran the native case and the guest's first; both are kept.
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    assert_eq!(configs, ["native", "g"], "what was measured before is kept");
+}
+
+/// A UML kernel that boots here, or why the UML tests skip.
+fn uml_or_skip(test: &str) -> bool {
+    let required = std::env::var("OSBENCH_REQUIRE_UML").is_ok_and(|v| v == "1");
+    if let Err(why) = osbench::guest::uml::find_kernel(None) {
+        assert!(!required, "OSBENCH_REQUIRE_UML=1 but {why}");
+        eprintln!("{test}: skipped: {why}");
+        return false;
+    }
+    true
+}
+
+/// Whether `err` is the known host limit of old UML kernels on AMX hosts.
+fn host_limit(test: &str, err: &str) -> bool {
+    let limit = err.contains("ptrace set fp regs failed");
+    if limit {
+        eprintln!(
+            "{test}: skipped: this UML kernel cannot run on this host's CPU (its FPU buffer is \
+             smaller than the host's XSAVE area); set OSBENCH_UML_KERNEL to a newer UML: {err}"
+        );
+    }
+    limit
+}
+
+/// The UML tests look for any UML process left: they run one at a time.
+fn uml_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn uml_processes() -> Vec<String> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline);
+            (text.contains("rootfstype=hostfs") && text.contains("umid=osbench"))
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
+    if !uml_or_skip("uml_runs_a_case") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("uml.json");
+    let out = osbench()
+        .args([
+            "run",
+            "syscall:case=getpid",
+            "--no-perf",
+            "--config",
+            "native=",
+        ])
+        .args(["--guest", "uml=uml"])
+        .args(QUICK)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if !out.status.success() && host_limit("uml_runs_a_case", &err) {
+        assert!(uml_processes().is_empty());
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let doc = read_document(&json).unwrap();
+    let guest = &doc.run.guests[0];
+    assert_ne!(guest.env.kernel_version, doc.env.kernel_version);
+    assert!(
+        doc.run
+            .config_env_diff
+            .iter()
+            .any(|(k, _)| k == "kernel_version"),
+        "{:?}",
+        doc.run.config_env_diff
+    );
+    let uml = doc.series.iter().find(|s| s.config == "uml").unwrap();
+    assert_eq!(uml.rounds.len(), 2);
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+
+    // Ctrl-C in the middle: exit 130, no UML left, the document keeps what was measured.
+    let mut child = osbench()
+        .args([
+            "run",
+            "syscall:case=getpid",
+            "--no-perf",
+            "--config",
+            "native=",
+        ])
+        .args(["--guest", "uml=uml", "--rounds", "20", "--samples", "50"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+    assert!(!read_document(&json).unwrap().run.complete);
+}
+
+#[test]
+fn a_uml_guest_that_fails_to_boot_names_its_configuration() {
+    if !uml_or_skip("a_uml_guest_that_fails_to_boot") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("boot.json");
+    // Too little memory for the kernel to boot.
+    let out = osbench()
+        .args(["run", "spin:work=100", "--no-perf", "--config", "native="])
+        .args(["--guest", "tiny=uml:mem=1M"])
+        .args(QUICK)
+        .arg("--json")
+        .arg(&json)
+        .env("OSBENCH_GUEST_TIMEOUT", "20")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("configuration 'tiny'"), "{err}");
+    assert!(err.contains("last console lines"), "{err}");
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+}
