@@ -136,3 +136,21 @@ fn distribution_row(s: &Series, q: Quantiles) -> Vec<String> {
         s.summary.n.to_string(),
     ]
 }
+
+/// The guests a run's configurations ran in: what kernel and CPU their
+/// agents saw, their clock source, and how long each took to answer.
+pub fn guests(doc: &Document) -> Option<Body> {
+    if doc.run.guests.is_empty() {
+        return None;
+    }
+    let mut text = String::from("Guests (each measured with its own clocks):\n");
+    for g in &doc.run.guests {
+        let env = &g.env;
+        let clock = env.clocksource.as_deref().unwrap_or("unknown");
+        text.push_str(&format!(
+            "  {}: {} {} on {} ({} CPUs, clocksource {clock}), ready in {:.2} s\n",
+            g.config, env.kernel, env.arch, env.cpu_model, env.cpus, g.boot_s
+        ));
+    }
+    Some(Body::Text(text))
+}

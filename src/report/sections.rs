@@ -50,6 +50,7 @@ pub const RESULTS: &str = "results";
 #[rustfmt::skip]
 pub const SECTIONS: &[(&str, &str, Build)] = &[
     (RESULTS, "Results", results::results),
+    ("guests", "Guests", results::guests),
     ("lmbench-processor", "lmbench: Processor, Processes", anchors::lmbench_processor),
     ("distributions", "Latency distributions", results::distributions),
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
