@@ -299,3 +299,23 @@ fn a_uml_guest_that_fails_to_boot_names_its_configuration() {
     assert!(err.contains("last console lines"), "{err}");
     assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
 }
+
+#[test]
+fn a_pid_namespace_is_a_guest_too() {
+    let probe = Command::new("unshare")
+        .args(["--fork", "--pid", "--mount-proc", "true"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("a_pid_namespace_is_a_guest_too: skipped: unshare --pid is not permitted here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ns.json");
+    let mark = "pid-namespace";
+    let body = "exec unshare --fork --pid --mount-proc {osbench} agent";
+    let out = run_with_guest(&marked_command(mark, body), &json, "60");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.series.len(), 2);
+    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+}
