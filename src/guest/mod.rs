@@ -53,6 +53,8 @@ pub struct Guest {
     console: Arc<Mutex<VecDeque<String>>>,
     /// Boot time, version and environment, once the agent has answered.
     info: Option<GuestInfo>,
+    /// The leader's exit status, once [`Self::stop`] has reaped it.
+    ended: Option<String>,
     /// UML's directory (its memory file, its pid file); removed on drop.
     _dir: Option<tempfile::TempDir>,
 }
@@ -107,6 +109,7 @@ impl Guest {
             lines,
             console,
             info: None,
+            ended: None,
             _dir: dir,
         };
         guest.handshake(started, interrupt)?;
@@ -172,11 +175,48 @@ impl Guest {
     pub fn shutdown(mut self) {
         if self.send(&Request::Shutdown {}).is_ok() {
             let _ = self.reply(Duration::from_secs(5), &Interrupt::none(), "to shut down");
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            self.wait_exit(Duration::from_secs(5));
         }
+    }
+
+    /// Waits up to `limit` for the guest's leader to exit, without reaping
+    /// it (its pid, the group's id, stays ours until [`Self::stop`]).
+    fn wait_exit(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            // SAFETY: waitid on our own child with WNOWAIT only reads its
+            // state into `info`, a zeroed siginfo_t it may write.
+            let exited = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+                libc::waitid(libc::P_PID, self.child.id(), &mut info, flags) == 0
+                    && info.si_pid() != 0
+            };
+            if exited || Instant::now() >= deadline {
+                return exited;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the guest's whole process group and reaps its leader; its
+    /// exit status, in words. Safe to call more than once.
+    fn stop(&mut self) -> String {
+        if let Some(status) = &self.ended {
+            return status.clone();
+        }
+        let pgid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) on the guest's own process group: it was made the
+        // leader of a new group at spawn and only this function reaps it
+        // (once, `ended`), so its pid, hence the group id, cannot have been
+        // reused yet.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let status = self
+            .child
+            .wait()
+            .map_or_else(|e| format!("unknown ({e})"), |s| s.to_string());
+        self.ended = Some(status.clone());
+        status
     }
 
     fn send(&mut self, request: &Request) -> Result<()> {
@@ -189,13 +229,10 @@ impl Guest {
             return Ok(());
         };
         // A closed channel is a guest that has ended (or is ending).
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let status = match self.child.try_wait() {
-            Ok(Some(status)) => format!("the guest ended ({status})"),
-            _ => "the guest closed its channel".to_string(),
+        let status = if self.wait_exit(Duration::from_secs(1)) {
+            format!("the guest ended ({})", self.stop())
+        } else {
+            "the guest closed its channel".to_string()
         };
         Err(self.fail(format!("{status}: a request could not be sent ({e})")))
     }
@@ -260,12 +297,7 @@ impl Guest {
 
 impl Drop for Guest {
     fn drop(&mut self) {
-        let pgid = self.child.id() as libc::pid_t;
-        // SAFETY: kill(2) on the guest's own process group (it was made the
-        // leader of a new group at spawn, and is not reaped yet: its pid,
-        // hence the group id, cannot have been reused).
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
