@@ -147,8 +147,14 @@ pub fn guests(doc: &Document) -> Option<Body> {
     for g in &doc.run.guests {
         let env = &g.env;
         let clock = env.clocksource.as_deref().unwrap_or("unknown");
+        // What the guest's CPUID says it runs under (e.g. KVM, or TCG when emulated).
+        let under = env
+            .virtualization
+            .as_ref()
+            .and_then(|v| v.hypervisor.as_deref())
+            .map_or(String::new(), |h| format!(" under {h}"));
         text.push_str(&format!(
-            "  {}: {} {} on {} ({} CPUs, clocksource {clock}), ready in {:.2} s\n",
+            "  {}: {} {} on {}{under} ({} CPUs, clocksource {clock}), ready in {:.2} s\n",
             g.config, env.kernel, env.arch, env.cpu_model, env.cpus, g.boot_s
         ));
     }

@@ -95,6 +95,33 @@ mod tests {
     }
 
     #[test]
+    fn guests_are_listed_with_what_their_agents_saw() {
+        let mut doc = crate::report::fixture();
+        let mut env = doc.env.clone();
+        env.kernel = "6.1.0".into();
+        env.cpu_model = "UML".into();
+        if let Some(v) = env.virtualization.as_mut() {
+            v.hypervisor = Some("QEMU (TCG)".into());
+        }
+        doc.run.guests.push(crate::document::GuestInfo {
+            config: "uml".into(),
+            boot_s: 1.25,
+            version: "0.1.0".into(),
+            env,
+        });
+        let guests = of(&doc).into_iter().find(|s| s.name == "guests").unwrap();
+        let Body::Text(text) = guests.body else {
+            panic!("a text section");
+        };
+        assert!(text.contains("uml: 6.1.0"), "{text}");
+        assert!(text.contains("on UML"), "{text}");
+        assert!(text.contains("ready in 1.25 s"), "{text}");
+        if doc.env.virtualization.is_some() {
+            assert!(text.contains("under QEMU (TCG)"), "{text}");
+        }
+    }
+
+    #[test]
     fn section_keys_are_unique() {
         for (i, (name, _, _)) in SECTIONS.iter().enumerate() {
             assert!(
