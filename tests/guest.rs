@@ -319,3 +319,12 @@ fn a_pid_namespace_is_a_guest_too() {
     assert_eq!(doc.series.len(), 2);
     assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
 }
+
+#[test]
+fn the_seed_program_makes_its_calls_and_exits() {
+    let out = osbench().args(["loop", "100000"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    let bad = osbench().args(["loop", "lots"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -165,6 +165,11 @@ fn getpid_loop(iters: u64) -> bool {
     true
 }
 
+/// `count` raw getpid() calls (`osbench loop`, seed 000's program).
+pub fn getpid_calls(count: u64) {
+    getpid_loop(count);
+}
+
 /// `getppid()` through the `syscall` instruction, in a function of its own
 /// like libc's wrapper (see the module doc for why it is not inlined).
 #[inline(never)]

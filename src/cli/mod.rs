@@ -17,6 +17,7 @@ mod progress;
 mod report;
 mod run;
 mod save;
+mod syscall_loop;
 mod time;
 
 use std::process::ExitCode;
@@ -63,6 +64,9 @@ enum Command {
     /// Serve the agent protocol on stdin/stdout: osbench inside a guest (User-Mode Linux, a
     /// container, an SSH host) measuring what the host's `run` asks (docs/agent-protocol.md)
     Agent(agent::AgentArgs),
+    /// Make N getpid() system calls and exit: seed 000's program, to time whole with `time`
+    /// natively or as a UML guest's init (`init=OSBENCH -- loop N`)
+    Loop(syscall_loop::LoopArgs),
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -133,6 +137,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::html_report(args),
         Command::Time(args) => time::time(args),
         Command::Agent(args) => agent::agent(&args),
+        Command::Loop(args) => syscall_loop::run(&args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
