@@ -254,8 +254,10 @@ fn interrupted_run_keeps_what_it_measured_and_leaves_no_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     // Long enough that the signal arrives mid-run: 6 cases × 200 samples × 5 ms.
+    // 3 s: the first case is done even on a loaded machine (at 1.5 s, a CI run
+    // beside other builds had not finished calibrating it).
     let args = "run syscall -q --samples 200 --sample-time 5 --warmup 0 --json";
-    let status = interrupt_after(Duration::from_millis(1500), args, &json, || ());
+    let status = interrupt_after(Duration::from_millis(3000), args, &json, || ());
     assert_eq!(status.code(), Some(130));
     let doc = read_document(&json).unwrap();
     assert!(!doc.run.complete);
@@ -304,7 +306,8 @@ fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ctx.json");
     let args = "run ctx:procs=16,size=64 -q --samples 1000 --json";
-    let status = interrupt_after(Duration::from_millis(1500), args, &json, || {
+    // 3 s: past the calibration even on a loaded machine; the case lasts 10 s.
+    let status = interrupt_after(Duration::from_millis(3000), args, &json, || {
         let running = helper_processes();
         assert_eq!(running.len(), 15, "the ring should be running: {running:?}");
     });
