@@ -266,7 +266,8 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(4));
+    // Past the boot and the first round's cases, even with an old UML (60 µs a call).
+    std::thread::sleep(Duration::from_secs(8));
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     assert_eq!(child.wait().unwrap().code(), Some(130));

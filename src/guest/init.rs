@@ -11,7 +11,8 @@ use std::ffi::CString;
 use crate::error::{Error, Result};
 
 /// Mounts /proc, /sys, /dev (devtmpfs) and a tmpfs on /tmp; fails unless
-/// this process is PID 1. A mount point that is already mounted is fine.
+/// this process is PID 1 or /proc cannot be mounted. A mount point that is
+/// already mounted is fine.
 pub fn become_init() -> Result<()> {
     // SAFETY: getpid has no preconditions.
     if unsafe { libc::getpid() } != 1 {
@@ -20,13 +21,18 @@ pub fn become_init() -> Result<()> {
                 .into(),
         ));
     }
+    // /proc is needed (the environment, CPU times); the others are used by
+    // some benchmarks only, and a kernel may lack one: those failures are said
+    // on the console and the agent goes on.
+    mount("proc", "/proc", "")?;
     for (fstype, target, data) in [
-        ("proc", "/proc", ""),
         ("sysfs", "/sys", ""),
         ("devtmpfs", "/dev", ""),
         ("tmpfs", "/tmp", "size=128m,mode=1777"),
     ] {
-        mount(fstype, target, data)?;
+        if let Err(e) = mount(fstype, target, data) {
+            eprintln!("osbench agent: warning: {e}");
+        }
     }
     Ok(())
 }
