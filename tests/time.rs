@@ -305,3 +305,82 @@ fn command_names_label_the_series_and_keep_the_lines() {
         text(&out.stderr)
     );
 }
+
+/// `osbench time --warmup 0 ARGS` started in the background, in a process
+/// group of its own, with a private results store in `dir` and SIGINT,
+/// SIGTERM and SIGHUP as given (`ignore_hup`: as under `nohup`).
+fn spawn_time(args: &[&str], dir: &std::path::Path, ignore_hup: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env("OSBENCH_STORE", dir.join("store.sqlite"))
+        .args(["time", "--warmup", "0"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    // SAFETY: signal(2) is async-signal-safe; it only sets this child's dispositions.
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [libc::SIGINT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let hup = if ignore_hup {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            libc::signal(libc::SIGHUP, hup);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits up to 10 s for `path` to exist.
+fn wait_for_file(path: &std::path::Path) {
+    for _ in 0..200 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Sends `sig` to process `pid` (negative: a process group).
+fn signal(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill(2) on a child (or its group) this test started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// The output of a child whose stderr is piped, after it ended.
+fn finish(child: std::process::Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn a_hangup_ignored_at_start_stays_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let json = dir.path().join("t.json");
+    let prepare = format!("touch {}", started.display());
+    let child = spawn_time(
+        &[
+            "--runs",
+            "2",
+            "--prepare",
+            &prepare,
+            "sleep 0.6",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+        true,
+    );
+    wait_for_file(&started);
+    signal(child.id() as i32, libc::SIGHUP);
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(read_document(&json).unwrap().run.complete);
+}

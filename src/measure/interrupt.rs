@@ -1,6 +1,7 @@
 //! SIGINT, SIGTERM and SIGHUP become a flag that the harness polls between
 //! samples, so an interrupted run stops cleanly (helpers killed and reaped,
-//! temporary files removed) and keeps what it has measured.
+//! temporary files removed) and keeps what it has measured. A signal that
+//! was ignored when osbench started (`nohup osbench …`) stays ignored.
 //!
 //! The handlers are installed *without* SA_RESTART: a blocking wait (for
 //! example reaping 2,000 hackbench workers) returns EINTR, and code that can
@@ -112,6 +113,19 @@ pub fn leave_stop_signals_to_others() {
     }
 }
 
+/// Whether `sig` is ignored now (SIG_IGN), read without changing it.
+fn ignored(sig: libc::c_int) -> Result<bool> {
+    // SAFETY: a zeroed sigaction is valid to write into; a null new action
+    // makes sigaction only read the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut current) != 0 {
+            return Err(Error::last_os("reading a signal's disposition"));
+        }
+        Ok(current.sa_sigaction == libc::SIG_IGN)
+    }
+}
+
 /// A "stop soon" flag: the process-wide one set by signals, or a private one.
 #[derive(Debug, Clone)]
 pub struct Interrupt(Option<Arc<AtomicBool>>);
@@ -123,7 +137,9 @@ impl Interrupt {
     }
 
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP, and the one
-    /// for [`poke`].
+    /// for [`poke`]. A stop signal ignored when osbench started (`nohup`
+    /// ignores SIGHUP; a non-interactive shell's `&` ignores SIGINT) stays
+    /// ignored, as in every Unix tool.
     pub fn install() -> Result<Self> {
         let stop = on_signal as *const () as libc::sighandler_t;
         let poked = on_poke as *const () as libc::sighandler_t;
@@ -133,6 +149,9 @@ impl Interrupt {
             (libc::SIGHUP, stop),
             (POKE, poked),
         ] {
+            if handler == stop && ignored(sig)? {
+                continue;
+            }
             // SAFETY: a zeroed sigaction with an empty mask and no flags is valid;
             // the handlers only touch atomics and call kill and _exit.
             unsafe {
