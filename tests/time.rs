@@ -482,3 +482,35 @@ fn the_timeout_bounds_prepare() {
     );
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+#[test]
+fn a_killed_osbench_leaves_no_process_and_no_file_behind() {
+    // The set-up execs its sleep: a shell's own children are out of reach of
+    // the parent-death signal (only its process group holds them).
+    let cases: [(&[&str], &str); 2] = [
+        (&["sleep 100.511"], "sleep 100.511"),
+        (&["--setup", "exec sleep 100.512", "true"], "sleep 100.512"),
+    ];
+    for (args, sleeper) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let child = spawn_time(&[args, &["--runs", "2"]].concat(), dir.path(), false);
+        for _ in 0..200 {
+            if !running(sleeper).is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        signal(child.id() as i32, libc::SIGKILL);
+        let (code, _) = finish(child);
+        assert_eq!(code, None, "killed by a signal");
+        let left = running(sleeper);
+        kill_leftovers(&left);
+        assert!(left.is_empty(), "left running: {left:?}");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(files.is_empty(), "left in TMPDIR: {files:?}");
+    }
+}

@@ -1,7 +1,8 @@
 //! One timed run of a whole command, for `osbench time`.
 //!
-//! The clock is read just before the spawn (std's `posix_spawn`, the child in
-//! a process group of its own) and again as soon as `waitid(WNOWAIT)` reports
+//! The clock is read just before the spawn (std's fork + exec — a pre-exec
+//! step makes the child die with osbench, PR_SET_PDEATHSIG, which
+//! `posix_spawn` cannot do — the child in a process group of its own) and again as soon as `waitid(WNOWAIT)` reports
 //! the child's end — the wall time a user waiting for the command sees, like
 //! hyperfine's `-N`. Only then, untimed, is anything the command left in its
 //! process group killed and the child reaped with `wait4`, whose rusage is
@@ -47,6 +48,7 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
+    die_with_osbench(&mut cmd);
     if !opts.show_output {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
     }
