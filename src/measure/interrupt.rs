@@ -1,7 +1,8 @@
 //! SIGINT, SIGTERM and SIGHUP become a flag that the harness polls between
 //! samples, so an interrupted run stops cleanly (helpers killed and reaped,
-//! temporary files removed) and keeps what it has measured. A signal that
-//! was ignored when osbench started (`nohup osbench …`) stays ignored.
+//! temporary files removed) and keeps what it has measured. SIGHUP or
+//! SIGTERM ignored when osbench started (`nohup osbench …`) stays ignored
+//! (SIGINT is always caught: see [`Interrupt::install`]).
 //!
 //! The handlers are installed *without* SA_RESTART: a blocking wait (for
 //! example reaping 2,000 hackbench workers) returns EINTR, and code that can
@@ -170,9 +171,11 @@ impl Interrupt {
     }
 
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP, and the one
-    /// for [`poke`]. A stop signal ignored when osbench started (`nohup`
-    /// ignores SIGHUP; a non-interactive shell's `&` ignores SIGINT) stays
-    /// ignored, as in every Unix tool.
+    /// for [`poke`]. SIGHUP or SIGTERM ignored when osbench started
+    /// (`nohup` ignores SIGHUP) stays ignored, as in every Unix tool. SIGINT
+    /// is caught even then: a shell without job control ignores it in every
+    /// `&` job, which is how scripts and tests start osbench in the
+    /// background before stopping it with `kill -INT`.
     pub fn install() -> Result<Self> {
         let stop = on_signal as *const () as libc::sighandler_t;
         let poked = on_poke as *const () as libc::sighandler_t;
@@ -182,7 +185,7 @@ impl Interrupt {
             (libc::SIGHUP, stop),
             (POKE, poked),
         ] {
-            if handler == stop && ignored(sig)? {
+            if handler == stop && sig != libc::SIGINT && ignored(sig)? {
                 continue;
             }
             // SAFETY: a zeroed sigaction with an empty mask and no flags is valid;
