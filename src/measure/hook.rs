@@ -3,8 +3,12 @@
 //!
 //! Each runs as `sh -c COMMAND` with stdin closed, stdout discarded and
 //! stderr kept for the error message, in a process group of its own that
-//! dies with osbench (PR_SET_PDEATHSIG on the shell; the group is SIGKILLed
-//! by the signal handler if a second signal ends osbench at once). osbench
+//! dies with osbench, whatever ends osbench (even SIGKILL). A shell's own
+//! children do not inherit a parent-death signal, so the group's leader is a
+//! keeper: a fork of osbench that forks the shell, waits for it and exits as
+//! it did, and SIGKILLs its whole group when osbench dies (its own
+//! parent-death signal, caught). If a second signal ends osbench at once,
+//! the handler SIGKILLs the group too. osbench
 //! does not block on it: it checks every [`POLL`] whether the shell has
 //! ended, whether a stop was requested and whether the deadline passed. On a
 //! stop the group gets SIGTERM, then SIGKILL after [`GRACE`], and the
@@ -20,7 +24,6 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::die_with_osbench;
 use crate::measure::interrupt::{self, Interrupt};
 
 /// How often a running command is checked.
@@ -49,6 +52,7 @@ enum End {
 /// set-up of configuration 'on'"), which carry the exit status and the first
 /// line of stderr. `Err(Interrupted)` when `watch.stop` was set while it ran.
 pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watch) -> Result<()> {
+    let osbench = std::process::id() as libc::pid_t;
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
@@ -57,7 +61,9 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    die_with_osbench(&mut cmd);
+    // SAFETY: `keeper_or_shell` runs in the forked child before exec and
+    // makes only async-signal-safe calls.
+    unsafe { cmd.pre_exec(move || keeper_or_shell(osbench)) };
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::io(format!("running {what}"), e))?;
@@ -156,6 +162,74 @@ fn ended(pid: libc::pid_t) -> io::Result<bool> {
     }
     // SAFETY: waitid filled `info` (si_pid stays 0 when nothing has ended).
     Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// The keeper's parent-death signal (caught: it then kills its group).
+const OSBENCH_DIED: libc::c_int = libc::SIGUSR1;
+
+/// In the forked child, which leads the command's process group: forks the
+/// shell-to-be, which returns (std then execs `sh`), and stays as its keeper,
+/// never returning. `osbench` is the parent's pid.
+fn keeper_or_shell(osbench: libc::pid_t) -> io::Result<()> {
+    // SAFETY: fork in a just-forked child, which has a single thread; the
+    // shell-to-be only calls prctl before returning to std's exec.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            // SAFETY: prctl with integer arguments; the shell dies with its keeper.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            Ok(())
+        }
+        shell => keep(osbench, shell),
+    }
+}
+
+extern "C" fn kill_own_group(_: libc::c_int) {
+    // SAFETY: kill is async-signal-safe; 0 is the caller's own process group.
+    unsafe { libc::kill(0, libc::SIGKILL) };
+}
+
+/// The keeper: ignores the stop signals (osbench stops the shell), kills its
+/// group when osbench dies, waits for the shell and ends as it did.
+fn keep(osbench: libc::pid_t, shell: libc::pid_t) -> ! {
+    // SAFETY: only async-signal-safe calls (signal, prctl, getppid, kill,
+    // close, waitpid, _exit) with integer arguments and a local out-pointer.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::signal(
+            OSBENCH_DIED,
+            kill_own_group as *const () as libc::sighandler_t,
+        );
+        libc::prctl(libc::PR_SET_PDEATHSIG, OSBENCH_DIED);
+        if libc::getppid() != osbench {
+            kill_own_group(0); // osbench died before the signal was set
+        }
+        // Every descriptor, std's exec-error pipe included: osbench's spawn
+        // returns once the shell has exec'd, and the pipe then reads as ended.
+        let all = (0 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
+        if libc::syscall(libc::SYS_close_range, all.0, all.1, all.2) != 0 {
+            (0..1024).for_each(|fd| _ = libc::close(fd)); // Linux < 5.9
+        }
+        let mut status = 0;
+        while libc::waitpid(shell, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
 }
 
 /// Sends `sig` to the process group `pid` leads (ESRCH — nobody left — is fine).
