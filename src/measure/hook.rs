@@ -3,18 +3,20 @@
 //!
 //! Each runs as `sh -c COMMAND` with stdin closed, stdout discarded and
 //! stderr kept for the error message, in a process group of its own that
-//! dies with osbench, whatever ends osbench (even SIGKILL). A shell's own
-//! children do not inherit a parent-death signal, so the group's leader is a
-//! keeper: a fork of osbench that forks the shell, waits for it and exits as
-//! it did, and SIGKILLs its whole group when osbench dies (its own
-//! parent-death signal, caught). If a second signal ends osbench at once,
-//! the handler SIGKILLs the group too. osbench
-//! does not block on it: it checks every [`POLL`] whether the shell has
-//! ended, whether a stop was requested and whether the deadline passed. On a
-//! stop the group gets SIGTERM, then SIGKILL after [`GRACE`], and the
-//! caller gets `Error::Interrupted`; past the deadline it gets SIGKILL at once.
-//! A command that ends by itself may leave processes in its group (a server
-//! started with `&`): they are left running.
+//! dies with osbench, whatever ends osbench (even SIGKILL): the shell has a
+//! parent-death signal, which its own children do not inherit, so a keeper
+//! (a fork of osbench that joins the group and sleeps) SIGKILLs the whole
+//! group on osbench's death (its own parent-death signal, caught). The shell
+//! stays osbench's child: `$PPID` in a hook is osbench. If a second signal
+//! ends osbench at once, the handler SIGKILLs the group too.
+//!
+//! osbench does not block on the command: it checks every [`POLL`] whether
+//! the shell has ended, whether a stop was requested and whether the
+//! deadline passed. On a stop the group gets SIGTERM, then SIGKILL after
+//! [`GRACE`], and the caller gets `Error::Interrupted`; past the deadline it
+//! gets SIGKILL at once. A command that ends by itself may leave processes
+//! in its group (a server started with `&`): they are left running (and no
+//! longer kept: osbench's death does not end them).
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -24,6 +26,7 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::measure::command::die_with_osbench;
 use crate::measure::interrupt::{self, Interrupt};
 
 /// How often a running command is checked.
@@ -52,7 +55,6 @@ enum End {
 /// set-up of configuration 'on'"), which carry the exit status and the first
 /// line of stderr. `Err(Interrupted)` when `watch.stop` was set while it ran.
 pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watch) -> Result<()> {
-    let osbench = std::process::id() as libc::pid_t;
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
@@ -61,9 +63,7 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: `keeper_or_shell` runs in the forked child before exec and
-    // makes only async-signal-safe calls.
-    unsafe { cmd.pre_exec(move || keeper_or_shell(osbench)) };
+    die_with_osbench(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::io(format!("running {what}"), e))?;
@@ -71,7 +71,11 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
     interrupt::register_hook_group(pid);
     let mut stderr = Stderr::new(child.stderr.take());
     let deadline = watch.timeout.map(|t| Instant::now() + t);
-    let end = wait(pid, &mut stderr, watch.stop, deadline);
+    let end = Keeper::start(pid).and_then(|keeper| {
+        let end = wait(pid, &mut stderr, watch.stop, deadline);
+        drop(keeper);
+        end
+    });
     if end.is_err() {
         kill_group(pid, libc::SIGKILL);
     }
@@ -167,20 +171,34 @@ fn ended(pid: libc::pid_t) -> io::Result<bool> {
 /// The keeper's parent-death signal (caught: it then kills its group).
 const OSBENCH_DIED: libc::c_int = libc::SIGUSR1;
 
-/// In the forked child, which leads the command's process group: forks the
-/// shell-to-be, which returns (std then execs `sh`), and stays as its keeper,
-/// never returning. `osbench` is the parent's pid.
-fn keeper_or_shell(osbench: libc::pid_t) -> io::Result<()> {
-    // SAFETY: fork in a just-forked child, which has a single thread; the
-    // shell-to-be only calls prctl before returning to std's exec.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
-            // SAFETY: prctl with integer arguments; the shell dies with its keeper.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-            Ok(())
+/// A fork of osbench in a command's process group that SIGKILLs the group
+/// if osbench dies while the command runs; killed and reaped when dropped.
+struct Keeper(libc::pid_t);
+
+impl Keeper {
+    /// Forks the keeper of the group `group` (whose leader is not reaped).
+    fn start(group: libc::pid_t) -> io::Result<Self> {
+        let osbench = std::process::id() as libc::pid_t;
+        // SAFETY: the child runs `keep`, which makes only async-signal-safe
+        // calls (osbench may have other threads) and never returns.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => keep(osbench, group),
+            pid => Ok(Self(pid)),
         }
-        shell => keep(osbench, shell),
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        let mut status = 0;
+        // SAFETY: kill and waitpid of our own unreaped child, a local out-pointer.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            while libc::waitpid(self.0, &mut status, 0) < 0
+                && *libc::__errno_location() == libc::EINTR
+            {}
+        }
     }
 }
 
@@ -189,11 +207,13 @@ extern "C" fn kill_own_group(_: libc::c_int) {
     unsafe { libc::kill(0, libc::SIGKILL) };
 }
 
-/// The keeper: ignores the stop signals (osbench stops the shell), kills its
-/// group when osbench dies, waits for the shell and ends as it did.
-fn keep(osbench: libc::pid_t, shell: libc::pid_t) -> ! {
-    // SAFETY: only async-signal-safe calls (signal, prctl, getppid, kill,
-    // close, waitpid, _exit) with integer arguments and a local out-pointer.
+/// The keeper: joins `group`, ignores the stop signals (osbench stops the
+/// command) and sleeps until osbench dies (its parent-death signal, whose
+/// handler kills the group, itself included) or kills it.
+fn keep(osbench: libc::pid_t, group: libc::pid_t) -> ! {
+    // SAFETY: only async-signal-safe calls (signal, sigprocmask, setpgid,
+    // prctl, getppid, close, pause, _exit) with integer arguments and a
+    // local signal set.
     unsafe {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(sig, libc::SIG_IGN);
@@ -202,33 +222,23 @@ fn keep(osbench: libc::pid_t, shell: libc::pid_t) -> ! {
             OSBENCH_DIED,
             kill_own_group as *const () as libc::sighandler_t,
         );
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        if libc::setpgid(0, group) != 0 {
+            libc::_exit(0); // the group is gone already
+        }
         libc::prctl(libc::PR_SET_PDEATHSIG, OSBENCH_DIED);
         if libc::getppid() != osbench {
             kill_own_group(0); // osbench died before the signal was set
         }
-        // Every descriptor, std's exec-error pipe included: osbench's spawn
-        // returns once the shell has exec'd, and the pipe then reads as ended.
         let all = (0 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
         if libc::syscall(libc::SYS_close_range, all.0, all.1, all.2) != 0 {
             (0..1024).for_each(|fd| _ = libc::close(fd)); // Linux < 5.9
         }
-        let mut status = 0;
-        while libc::waitpid(shell, &mut status, 0) < 0 {
-            if *libc::__errno_location() != libc::EINTR {
-                libc::_exit(127);
-            }
+        loop {
+            libc::pause();
         }
-        if libc::WIFSIGNALED(status) {
-            let sig = libc::WTERMSIG(status);
-            let no_core = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-            libc::signal(sig, libc::SIG_DFL);
-            libc::kill(libc::getpid(), sig);
-        }
-        libc::_exit(libc::WEXITSTATUS(status))
     }
 }
 
