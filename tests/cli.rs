@@ -827,6 +827,92 @@ fn an_interrupt_runs_the_teardown() {
 }
 
 #[test]
+fn an_interrupt_stops_a_hung_setup_and_runs_its_teardown() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    fs::write(&state, "orig\n").unwrap();
+    let setup = format!("a=echo on > {}; sleep 1000.411", state.display());
+    let teardown = format!("a=echo orig > {}", state.display());
+    let mut cmd = osbench();
+    cmd.env("OSBENCH_STORE", dir.path().join("store.sqlite"))
+        .args(["run", "syscall:case=null", "-q", "--samples", "3"])
+        .args([
+            "--sample-time",
+            "5",
+            "--config",
+            &setup,
+            "--config",
+            "b=true",
+        ])
+        .args(["--teardown", &teardown])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    // SAFETY: signal(2) only resets this child's SIGINT to the default.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    while fs::read_to_string(&state).unwrap() != "on\n" {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut status = None;
+    for _ in 0..300 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hook_left = hung_hook_processes("sleep 1000.411");
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for (pid, _) in &hook_left {
+        // SAFETY: kill(2) of the set-up this test's osbench started.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(130),
+        "one SIGINT must stop it"
+    );
+    assert_eq!(fs::read_to_string(&state).unwrap(), "orig\n");
+    assert!(hook_left.is_empty(), "left running: {hook_left:?}");
+}
+
+/// Live processes whose command line contains `needle` (pid and line),
+/// after up to a second for killed ones to be reaped.
+fn hung_hook_processes(needle: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for _ in 0..20 {
+        found = fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid = e.file_name().to_str()?.parse().ok()?;
+                let cmdline = fs::read(e.path().join("cmdline")).ok()?;
+                let stat = fs::read_to_string(e.path().join("stat")).ok()?;
+                let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                (line.contains(needle) && !stat.contains(") Z ")).then_some((pid, line))
+            })
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    found
+}
+
+#[test]
 fn configuration_names_must_be_unique_and_paired() {
     for (args, want) in [
         (vec!["--config", "a=", "--config", "a=true"], "given twice"),

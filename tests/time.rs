@@ -305,3 +305,216 @@ fn command_names_label_the_series_and_keep_the_lines() {
         text(&out.stderr)
     );
 }
+
+/// `osbench time --warmup 0 ARGS` started in the background, in a process
+/// group of its own, with a private results store and TMPDIR (`tmp`) in `dir`, and SIGINT,
+/// SIGTERM and SIGHUP as given (`ignore_hup`: as under `nohup`).
+fn spawn_time(args: &[&str], dir: &std::path::Path, ignore_hup: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    cmd.env("OSBENCH_STORE", dir.join("store.sqlite"))
+        .env("TMPDIR", &tmp)
+        .args(["time", "--warmup", "0"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    // SAFETY: signal(2) is async-signal-safe; it only sets this child's dispositions.
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [libc::SIGINT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let hup = if ignore_hup {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            libc::signal(libc::SIGHUP, hup);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits up to 10 s for `path` to exist.
+fn wait_for_file(path: &std::path::Path) {
+    for _ in 0..200 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Sends `sig` to process `pid` (negative: a process group).
+fn signal(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill(2) on a child (or its group) this test started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// The output of a child whose stderr is piped, after it ended; a child
+/// still running after 15 s is killed and the test fails.
+fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    for _ in 0..300 {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            return (out.status.code(), text(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("osbench did not end within 15 s");
+}
+
+/// Live processes (not zombies) other than osbench itself whose command
+/// line contains `needle` (pid and line), after up to a second for killed
+/// ones to be reaped.
+fn running(needle: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for _ in 0..20 {
+        found = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid = e.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                let osbench = stat.contains("(osbench)");
+                (line.contains(needle) && !osbench && !stat.contains(") Z ")).then_some((pid, line))
+            })
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    found
+}
+
+/// Kills, by pid, what a failing test left running (found by [`running`]).
+fn kill_leftovers(left: &[(i32, String)]) {
+    for (pid, _) in left {
+        // SAFETY: kill(2) of a process this test's osbench started.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+}
+
+#[test]
+fn a_hangup_ignored_at_start_stays_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let json = dir.path().join("t.json");
+    let prepare = format!("touch {}", started.display());
+    let child = spawn_time(
+        &[
+            "--runs",
+            "2",
+            "--prepare",
+            &prepare,
+            "sleep 0.6",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+        true,
+    );
+    wait_for_file(&started);
+    signal(child.id() as i32, libc::SIGHUP);
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(read_document(&json).unwrap().run.complete);
+}
+
+/// `osbench time` with a hung hook (`flags` given a command that sleeps
+/// forever after touching `started`), interrupted once by `sig` sent to
+/// `target` (its pid, or minus its group: the terminal's Ctrl-C): the hook's
+/// group is stopped, `--cleanup` runs and osbench exits 130.
+fn interrupt_a_hung_hook(flag: &str, sleeper: &str, to_group: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let (started, cleaned) = (dir.path().join("started"), dir.path().join("cleaned"));
+    let hook = format!("touch {}; {sleeper}", started.display());
+    let cleanup = format!("touch {}", cleaned.display());
+    let args = [flag, &hook, "--cleanup", &cleanup, "--runs", "2", "true"];
+    let child = spawn_time(&args, dir.path(), false);
+    wait_for_file(&started);
+    let pid = child.id() as i32;
+    signal(if to_group { -pid } else { pid }, libc::SIGINT);
+    let (code, err) = finish(child);
+    let left = running(sleeper);
+    kill_leftovers(&left);
+    assert_eq!(code, Some(130), "{flag}: {err}");
+    assert!(cleaned.exists(), "{flag}: the clean-up did not run");
+    assert!(left.is_empty(), "{flag}: left running: {left:?}");
+}
+
+#[test]
+fn an_interrupt_stops_a_hung_setup_or_prepare_and_runs_the_cleanup() {
+    interrupt_a_hung_hook("--setup", "sleep 1000.311", false);
+    interrupt_a_hung_hook("--prepare", "sleep 1000.312", false);
+}
+
+#[test]
+fn ctrl_c_during_a_setup_is_an_interrupt_not_a_failed_setup() {
+    // The whole foreground group gets SIGINT, as from a terminal.
+    interrupt_a_hung_hook("--setup", "sleep 1000.321", true);
+}
+
+#[test]
+fn the_timeout_bounds_prepare() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--timeout", "0.3", "--prepare", "sleep 1000.331"];
+    let child = spawn_time(
+        &[&args[..], &["--runs", "2", "true"]].concat(),
+        dir.path(),
+        false,
+    );
+    let (code, err) = finish(child);
+    let left = running("sleep 1000.331");
+    kill_leftovers(&left);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--prepare (sleep 1000.331) was killed after reaching the timeout"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn a_killed_osbench_leaves_no_process_and_no_file_behind() {
+    // The set-up's sleep is a child of its shell (dash forks it).
+    let cases: [(&[&str], &str); 2] = [
+        (&["sleep 100.511"], "sleep 100.511"),
+        (&["--setup", "sleep 100.512", "true"], "sleep 100.512"),
+    ];
+    for (args, sleeper) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let child = spawn_time(&[args, &["--runs", "2"]].concat(), dir.path(), false);
+        for _ in 0..200 {
+            if running(sleeper)
+                .iter()
+                .any(|(_, line)| line.starts_with(sleeper))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        signal(child.id() as i32, libc::SIGKILL);
+        let (code, _) = finish(child);
+        assert_eq!(code, None, "killed by a signal");
+        let left = running(sleeper);
+        kill_leftovers(&left);
+        assert!(left.is_empty(), "left running: {left:?}");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(files.is_empty(), "left in TMPDIR: {files:?}");
+    }
+}

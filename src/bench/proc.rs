@@ -12,20 +12,25 @@
 //! - `thread`: pthread_create of an empty function + pthread_join.
 //!
 //! The tiny program is shipped inside osbench: a 165-byte static x86-64 ELF
-//! (below, hand-assembled) that writes "Hello world\n" and exits 0, written to
-//! `$TMPDIR` at set-up and removed afterwards. So `exec` measures the kernel's
-//! execve with no dynamic loader and no large binary; lmbench's `hello` is a
-//! dynamically linked C program, so its exec figure also includes ld.so.
+//! (below, hand-assembled) that writes "Hello world\n" and exits 0, written at
+//! set-up to a file in `$TMPDIR` that has no name (O_TMPFILE, or a name
+//! removed at once where the file system lacks it), so nothing is left
+//! behind even if osbench is killed. It is executed through a descriptor
+//! osbench keeps open, as `/proc/<osbench's pid>/fd/<n>` (a path that
+//! `proc:sh`'s shell and `osbench time --shell` can run too; execve's path
+//! walk goes through /proc). So `exec` measures the kernel's execve with no
+//! dynamic loader and no large binary; lmbench's `hello` is a dynamically
+//! linked C program, so its exec figure also includes ld.so.
 //! On other architectures the exec-family cases report an error. Children
 //! inherit the timing task's placement (pinned to one CPU by default).
 
 use std::ffi::CString;
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-use tempfile::TempPath;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
@@ -101,11 +106,13 @@ const TINY_ELF: [u8; 165] = [
     b'H', b'e', b'l', b'l', b'o', b' ', b'w', b'o', b'r', b'l', b'd', b'\n',
 ];
 
-/// The tiny program on disk, removed when dropped (also `osbench time`'s
-/// empty command: the floor of starting any process).
+/// The tiny program, gone when dropped (also `osbench time`'s empty
+/// command: the floor of starting any process).
 pub(crate) struct Tiny {
+    /// `/proc/<osbench's pid>/fd/<n>`: a path any process osbench starts can exec.
     pub(crate) path: CString,
-    _file: TempPath,
+    /// The unnamed file, read-only (exec refuses a file open for writing).
+    _file: File,
 }
 
 pub(crate) fn write_tiny() -> Result<Tiny> {
@@ -116,23 +123,42 @@ pub(crate) fn write_tiny() -> Result<Tiny> {
         ));
     }
     let ctx = "writing the tiny program to TMPDIR (set TMPDIR to a writable, executable directory)";
-    let mut file = tempfile::Builder::new()
-        .prefix("osbench-hello-")
-        .tempfile()
-        .map_err(|e| Error::io(ctx, e))?;
+    let mut file = tempfile::tempfile().map_err(|e| Error::io(ctx, e))?;
     file.write_all(&TINY_ELF).map_err(|e| Error::io(ctx, e))?;
-    file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o755))
+    file.set_permissions(std::fs::Permissions::from_mode(0o755))
         .map_err(|e| Error::io(ctx, e))?;
-    // Closing the file first: exec of a file open for writing fails with ETXTBSY.
-    let path = file.into_temp_path();
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::Measure("TMPDIR path contains a NUL byte".into()))?;
-    wait_until_executable(&path)?;
+    // A read-only descriptor of the same file; closing the writable one
+    // first: exec of a file open for writing fails with ETXTBSY.
+    let readonly = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|e| {
+        Error::io(
+            "reopening the tiny program through /proc (is /proc mounted?)",
+            e,
+        )
+    })?;
+    drop(file);
+    let readonly = out_of_the_way(readonly);
+    let path = format!("/proc/{}/fd/{}", std::process::id(), readonly.as_raw_fd());
+    wait_until_executable(Path::new(&path))?;
     Ok(Tiny {
-        path: c,
-        _file: path,
+        path: CString::new(path).expect("a /proc path has no NUL"),
+        _file: readonly,
     })
+}
+
+/// Moves `file` to a descriptor number ordinary opens will not soon take
+/// (they take the lowest free one), so a dropped program's path does not
+/// name another file at once. Left where it is when the limit on open files
+/// is too low for that.
+fn out_of_the_way(file: File) -> File {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let min = 512 + NEXT.fetch_add(1, Ordering::Relaxed) % 256;
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own; integer arguments only.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min as libc::c_int) };
+    if fd < 0 {
+        return file;
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    unsafe { File::from_raw_fd(fd) }
 }
 
 /// Runs the freshly written program once, retrying while exec fails with
@@ -182,7 +208,7 @@ enum Case {
 
 /// What execve needs, prepared once: NUL-terminated strings and pointer arrays.
 struct Exec {
-    /// Kept alive (and on disk) while the pointers below are in use.
+    /// Kept open while the pointers below are in use.
     _tiny: Tiny,
     program: CString,
     /// Owns the strings `argv` points into.
@@ -381,6 +407,8 @@ fn thread_create_join() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
     use super::*;
 
     #[test]

@@ -86,7 +86,8 @@ pub struct TimeArgs {
     /// Shell command run once after all runs, whatever happened
     #[arg(long, value_name = "CMD")]
     cleanup: Option<String>,
-    /// Kill a run (its whole process group) after SECS seconds; it then counts as failed
+    /// Kill a run (its whole process group) after SECS seconds; it then counts as failed.
+    /// A --prepare that takes longer is killed too, and stops the run
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     timeout: Option<f64>,
     /// Working directory of the commands

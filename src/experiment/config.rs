@@ -2,39 +2,22 @@
 //! applied by a set-up command before a configuration's block of a round and
 //! undone by a tear-down command after it.
 //!
-//! Commands run with `sh -c`, stdin closed, output captured. The tear-down is
-//! owned by a guard, so it runs whatever happens to the block — success,
-//! error, panic unwinding, or an interrupt (which stops measuring between
-//! samples) — and no toggle is left applied. Only a second Ctrl-C, which
-//! ends osbench at once, skips it.
+//! Commands run with `sh -c` in a process group of their own
+//! ([`crate::measure::hook`]). A set-up watches the stop flag: a signal
+//! while it runs stops its group (SIGTERM, then SIGKILL) and it returns
+//! `Interrupted`. The tear-down is owned by a guard, so it runs whatever
+//! happens to the block — success, error, panic unwinding, an interrupt
+//! (which stops measuring between samples) or a stopped set-up — and no
+//! toggle is left applied. A tear-down is not stopped by the flag (it is
+//! what undoes the toggle); only a second Ctrl-C, which ends osbench at
+//! once and kills the tear-down's group, skips it.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 
 pub use crate::document::{Config, GuestSpec, Override};
 use crate::error::{Error, Result};
-
-/// Runs `command` with `sh -c` and `env`; `what` names it in errors ("the
-/// set-up of configuration 'on'"), which carry the exit status and the first
-/// line of stderr.
-pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str) -> Result<()> {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .envs(env)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io(format!("running {what}"), e))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    Err(Error::Measure(format!(
-        "{what} ({command}) failed with {}: {}",
-        out.status,
-        stderr.lines().next().unwrap_or("no message")
-    )))
-}
+use crate::measure::Interrupt;
+pub use crate::measure::hook::{Watch, sh};
 
 /// A set-up that has run; dropping it runs the matching tear-down.
 pub struct Applied<'a> {
@@ -45,8 +28,9 @@ pub struct Applied<'a> {
 }
 
 impl<'a> Applied<'a> {
-    /// Runs a configuration's set-up. If it fails, the tear-down runs too and the error is returned.
-    pub fn apply(config: &'a Config) -> Result<Self> {
+    /// Runs a configuration's set-up, stopped by `stop`. If it fails (or is
+    /// stopped), the tear-down runs too and the error is returned.
+    pub fn apply(config: &'a Config, stop: &Interrupt) -> Result<Self> {
         let named = |what: &str, c: &'a Option<String>| {
             c.as_deref()
                 .map(|c| (format!("the {what} of configuration '{}'", config.name), c))
@@ -55,15 +39,17 @@ impl<'a> Applied<'a> {
             &config.env,
             named("set-up", &config.setup),
             named("tear-down", &config.teardown),
+            stop,
         )
     }
 
-    /// Runs `setup` (what it is called, its command), keeping `teardown` for
-    /// later; if the set-up fails, the tear-down runs too.
+    /// Runs `setup` (what it is called, its command), stopped by `stop`,
+    /// keeping `teardown` for later; if the set-up fails, the tear-down runs too.
     pub fn hooks(
         env: &'a BTreeMap<String, String>,
         setup: Option<(String, &str)>,
         teardown: Option<(String, &'a str)>,
+        stop: &Interrupt,
     ) -> Result<Self> {
         let applied = Applied {
             env,
@@ -71,7 +57,11 @@ impl<'a> Applied<'a> {
             torn_down: false,
         };
         if let Some((what, command)) = setup {
-            sh(&what, env, command)?; // `applied` drops here: tear-down runs
+            let watch = Watch {
+                stop: Some(stop),
+                timeout: None,
+            };
+            sh(&what, env, command, watch)?; // `applied` drops here: tear-down runs
         }
         Ok(applied)
     }
@@ -80,7 +70,7 @@ impl<'a> Applied<'a> {
     pub fn finish(mut self) -> Result<()> {
         self.torn_down = true;
         match &self.teardown {
-            Some((what, command)) => sh(what, self.env, command),
+            Some((what, command)) => sh(what, self.env, command, Watch::default()),
             None => Ok(()),
         }
     }
@@ -89,7 +79,7 @@ impl<'a> Applied<'a> {
 impl Drop for Applied<'_> {
     fn drop(&mut self) {
         if let (false, Some((what, command))) = (self.torn_down, &self.teardown) {
-            let _ = sh(what, self.env, command);
+            let _ = sh(what, self.env, command, Watch::default());
         }
     }
 }
@@ -159,21 +149,44 @@ mod tests {
         let mark = dir.path().join("torn");
         let touch = format!("echo done >> {}", mark.display());
         // Explicit finish.
-        Applied::apply(&config(Some("true"), &touch))
+        Applied::apply(&config(Some("true"), &touch), &Interrupt::none())
             .unwrap()
             .finish()
             .unwrap();
         // Dropped (an error or a panic in the block).
-        drop(Applied::apply(&config(None, &touch)).unwrap());
+        drop(Applied::apply(&config(None, &touch), &Interrupt::none()).unwrap());
         // Failing set-up: the error comes back and the tear-down still ran.
-        let err = Applied::apply(&config(Some("echo broken >&2; exit 3"), &touch))
-            .err()
-            .unwrap();
+        let err = Applied::apply(
+            &config(Some("echo broken >&2; exit 3"), &touch),
+            &Interrupt::none(),
+        )
+        .err()
+        .unwrap();
         assert!(
             err.to_string().contains("exit status: 3") && err.to_string().contains("broken"),
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(&mark).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn a_stopped_setup_is_the_interrupt_and_is_torn_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let on = format!("echo on > {}; sleep 1000", state.display());
+        let off = format!("echo orig > {}", state.display());
+        let stop = Interrupt::none();
+        let flag = stop.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            flag.set();
+        });
+        let err = Applied::apply(&config(Some(&on), &off), &stop)
+            .err()
+            .unwrap();
+        setter.join().unwrap();
+        assert!(matches!(err, Error::Interrupted), "{err}");
+        assert_eq!(std::fs::read_to_string(&state).unwrap(), "orig\n");
     }
 
     #[test]

@@ -336,7 +336,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         for &ci in order {
-            let applied = Applied::apply(&self.configs[ci])?;
+            let applied = Applied::apply(&self.configs[ci], self.harness.interrupt())?;
             // A guest's environment is its agent's, read when it started.
             if round == 0 && !self.plan.configs.is_empty() && self.guests[ci].is_none() {
                 self.config_envs[ci] =

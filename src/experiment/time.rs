@@ -5,8 +5,9 @@
 //! program — that measures the floor of starting any process, so drift of the
 //! machine hits all of them alike and the comparison can pair them round by
 //! round. `--setup` runs once before everything and `--cleanup` once after,
-//! whatever happens (error, Ctrl-C). Warm-up rounds are run the same way and
-//! not recorded. The rounds are `experiment::rounds`, shared with `osbench run`.
+//! whatever happens (error, Ctrl-C — which also stops a hung `--setup` or
+//! `--prepare`); `--timeout` bounds each `--prepare` as it bounds each run.
+//! Warm-up rounds are run the same way and not recorded. The rounds are `experiment::rounds`, shared with `osbench run`.
 //!
 //! How many rounds: `--runs N`; otherwise hyperfine's rule adapted to rounds
 //! (at least 10, and at least 3 s of the slowest command); or, with a
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::config::Applied;
+use super::config::{Applied, Watch};
 use super::rounds::{self, Observer, RoundBody, StopRule};
 use crate::bench::command::CommandSpec;
 use crate::document::{
@@ -139,6 +140,7 @@ pub fn run(
         plan.cleanup
             .as_deref()
             .map(|c| ("--cleanup".to_string(), c)),
+        interrupt,
     )?;
     let rounds = rounds::run(
         &mut body,
@@ -373,7 +375,11 @@ fn run_round(
         interrupt.check()?;
         let is_floor = i == plan.commands.len();
         if let (false, Some(prepare)) = (is_floor, &plan.prepare) {
-            crate::experiment::config::sh("--prepare", &env, prepare)?;
+            let watch = Watch {
+                stop: Some(interrupt),
+                timeout: plan.spawn.timeout,
+            };
+            crate::experiment::config::sh("--prepare", &env, prepare, watch)?;
         }
         let m = &mut members[i];
         let opts = if is_floor { quiet } else { &plan.spawn };

@@ -1,7 +1,8 @@
 //! One timed run of a whole command, for `osbench time`.
 //!
-//! The clock is read just before the spawn (std's `posix_spawn`, the child in
-//! a process group of its own) and again as soon as `waitid(WNOWAIT)` reports
+//! The clock is read just before the spawn (std's fork + exec — a pre-exec
+//! step makes the child die with osbench, PR_SET_PDEATHSIG, which
+//! `posix_spawn` cannot do — the child in a process group of its own) and again as soon as `waitid(WNOWAIT)` reports
 //! the child's end — the wall time a user waiting for the command sees, like
 //! hyperfine's `-N`. Only then, untimed, is anything the command left in its
 //! process group killed and the child reaped with `wait4`, whose rusage is
@@ -47,6 +48,7 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
+    die_with_osbench(&mut cmd);
     if !opts.show_output {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
     }
@@ -72,6 +74,29 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         &usage,
         timed_out,
     ))
+}
+
+/// Has the child `cmd` starts get SIGKILL when osbench ends, however it ends
+/// (even SIGKILL). The signal follows the thread that spawns: spawn from one
+/// that outlives the child (osbench's main thread). It is not inherited by
+/// the child's own children (a shell's commands): those are reached through
+/// the child's process group.
+pub fn die_with_osbench(cmd: &mut Command) {
+    let osbench = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, getppid) on plain integers.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // osbench died before the signal was set: the child was re-parented.
+            if libc::getppid() != osbench {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Waits until `pid` has ended without reaping it; `Ok(true)` when the

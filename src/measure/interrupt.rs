@@ -1,12 +1,16 @@
 //! SIGINT, SIGTERM and SIGHUP become a flag that the harness polls between
 //! samples, so an interrupted run stops cleanly (helpers killed and reaped,
-//! temporary files removed) and keeps what it has measured.
+//! temporary files removed) and keeps what it has measured. SIGHUP or
+//! SIGTERM ignored when osbench started (`nohup osbench …`) stays ignored
+//! (SIGINT is always caught: see [`Interrupt::install`]).
 //!
 //! The handlers are installed *without* SA_RESTART: a blocking wait (for
 //! example reaping 2,000 hackbench workers) returns EINTR, and code that can
 //! block for long checks [`requested`] when it does. A second signal while the
 //! first is pending ends the process at once (status 128 + signal), as users
-//! expect from a second Ctrl-C; helpers die with it (PR_SET_PDEATHSIG).
+//! expect from a second Ctrl-C; helpers die with it (PR_SET_PDEATHSIG), and
+//! the handler SIGKILLs the process groups of running set-up and tear-down
+//! commands ([`register_hook_group`]) first.
 //!
 //! A signal can also land while osbench is between system calls, just before
 //! a wait that then blocks until the helpers finish by themselves (a whole
@@ -34,18 +38,16 @@ pub fn requested() -> bool {
 /// a slot is still killed when its owner sees the flag.
 static HELPER_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 
+/// Process groups of running set-up and tear-down commands: their owner
+/// stops them gently after a first signal, so the handler kills them only
+/// when a second one ends osbench at once.
+static HOOK_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
 /// Has the signal handler SIGKILL process group `pgid` when a stop is
 /// requested (at once if one already was). The caller must unregister the
 /// group before its last member is reaped, so no reused pid is ever signalled.
 pub fn register_group(pgid: libc::pid_t) {
-    for slot in &HELPER_GROUPS {
-        if slot
-            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            break;
-        }
-    }
+    claim(&HELPER_GROUPS, pgid);
     // A signal that came before the slot was taken did not see it. (SeqCst on
     // both sides: the handler sets the flag, then reads the slots.)
     if REQUESTED.load(Ordering::SeqCst) {
@@ -55,8 +57,45 @@ pub fn register_group(pgid: libc::pid_t) {
 
 /// Forgets a group registered with [`register_group`].
 pub fn unregister_group(pgid: libc::pid_t) {
-    for slot in &HELPER_GROUPS {
+    release(&HELPER_GROUPS, pgid);
+}
+
+/// Has the signal handler SIGKILL process group `pgid` if osbench exits at
+/// once (a second signal). Same rule as [`register_group`]: unregister it
+/// before its leader is reaped.
+pub fn register_hook_group(pgid: libc::pid_t) {
+    claim(&HOOK_GROUPS, pgid);
+}
+
+/// Forgets a group registered with [`register_hook_group`].
+pub fn unregister_hook_group(pgid: libc::pid_t) {
+    release(&HOOK_GROUPS, pgid);
+}
+
+fn claim(slots: &[AtomicI32], pgid: libc::pid_t) {
+    for slot in slots {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            break;
+        }
+    }
+}
+
+fn release(slots: &[AtomicI32], pgid: libc::pid_t) {
+    for slot in slots {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// SIGKILLs every group registered in `slots` (async-signal-safe).
+fn kill_groups(slots: &[AtomicI32]) {
+    for slot in slots {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            kill_group(pgid);
+        }
     }
 }
 
@@ -68,15 +107,11 @@ fn kill_group(pgid: libc::pid_t) {
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if REQUESTED.swap(true, Ordering::SeqCst) {
+        kill_groups(&HOOK_GROUPS);
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
     }
-    for slot in &HELPER_GROUPS {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 0 {
-            kill_group(pgid);
-        }
-    }
+    kill_groups(&HELPER_GROUPS);
 }
 
 /// The signal [`poke`] sends: ignored by default, so harmless where the
@@ -112,6 +147,19 @@ pub fn leave_stop_signals_to_others() {
     }
 }
 
+/// Whether `sig` is ignored now (SIG_IGN), read without changing it.
+fn ignored(sig: libc::c_int) -> Result<bool> {
+    // SAFETY: a zeroed sigaction is valid to write into; a null new action
+    // makes sigaction only read the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut current) != 0 {
+            return Err(Error::last_os("reading a signal's disposition"));
+        }
+        Ok(current.sa_sigaction == libc::SIG_IGN)
+    }
+}
+
 /// A "stop soon" flag: the process-wide one set by signals, or a private one.
 #[derive(Debug, Clone)]
 pub struct Interrupt(Option<Arc<AtomicBool>>);
@@ -123,7 +171,11 @@ impl Interrupt {
     }
 
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP, and the one
-    /// for [`poke`].
+    /// for [`poke`]. SIGHUP or SIGTERM ignored when osbench started
+    /// (`nohup` ignores SIGHUP) stays ignored, as in every Unix tool. SIGINT
+    /// is caught even then: a shell without job control ignores it in every
+    /// `&` job, which is how scripts and tests start osbench in the
+    /// background before stopping it with `kill -INT`.
     pub fn install() -> Result<Self> {
         let stop = on_signal as *const () as libc::sighandler_t;
         let poked = on_poke as *const () as libc::sighandler_t;
@@ -133,6 +185,9 @@ impl Interrupt {
             (libc::SIGHUP, stop),
             (POKE, poked),
         ] {
+            if handler == stop && sig != libc::SIGINT && ignored(sig)? {
+                continue;
+            }
             // SAFETY: a zeroed sigaction with an empty mask and no flags is valid;
             // the handlers only touch atomics and call kill and _exit.
             unsafe {

@@ -41,6 +41,7 @@ pub mod energy;
 #[cfg(test)]
 mod fake;
 mod harness;
+pub mod hook;
 pub mod interrupt;
 pub mod meters;
 mod overhead;

@@ -1,0 +1,401 @@
+//! Shell commands run around measurements: a configuration's set-up and
+//! tear-down, `osbench time`'s `--setup`, `--prepare` and `--cleanup`.
+//!
+//! Each runs as `sh -c COMMAND` with stdin closed, stdout discarded and
+//! stderr kept for the error message, in a process group of its own that
+//! dies with osbench, whatever ends osbench (even SIGKILL): the shell has a
+//! parent-death signal, which its own children do not inherit, so a keeper
+//! (a fork of osbench that joins the group and sleeps) SIGKILLs the whole
+//! group on osbench's death (its own parent-death signal, caught). The shell
+//! stays osbench's child: `$PPID` in a hook is osbench. If a second signal
+//! ends osbench at once, the handler SIGKILLs the group too.
+//!
+//! osbench does not block on the command: it checks every [`POLL`] whether
+//! the shell has ended, whether a stop was requested and whether the
+//! deadline passed. On a stop the group gets SIGTERM, then SIGKILL after
+//! [`GRACE`], and the caller gets `Error::Interrupted`; past the deadline it
+//! gets SIGKILL at once. A command that ends by itself may leave processes
+//! in its group (a server started with `&`): they are left running (and no
+//! longer kept: osbench's death does not end them).
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStderr, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::measure::command::die_with_osbench;
+use crate::measure::interrupt::{self, Interrupt};
+
+/// How often a running command is checked.
+const POLL: Duration = Duration::from_millis(20);
+/// How long a stopped command's group has between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(2);
+/// How much of a command's stderr is kept (the rest is read and dropped).
+const KEPT_STDERR: usize = 64 * 1024;
+
+/// What may end a command before it ends by itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Watch<'a> {
+    /// A stop request (None: the command always runs to its end — tear-downs).
+    pub stop: Option<&'a Interrupt>,
+    pub timeout: Option<Duration>,
+}
+
+/// How the wait for a command ended.
+enum End {
+    Exited,
+    Stopped,
+    TimedOut,
+}
+
+/// Runs `command` with `sh -c` and `env`; `what` names it in errors ("the
+/// set-up of configuration 'on'"), which carry the exit status and the first
+/// line of stderr. `Err(Interrupted)` when `watch.stop` was set while it ran.
+pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watch) -> Result<()> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    die_with_osbench(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::io(format!("running {what}"), e))?;
+    let pid = child.id() as libc::pid_t;
+    interrupt::register_hook_group(pid);
+    let mut stderr = Stderr::new(child.stderr.take());
+    let deadline = watch.timeout.map(|t| Instant::now() + t);
+    let end = Keeper::start(pid).and_then(|keeper| {
+        let end = wait(pid, &mut stderr, watch.stop, deadline);
+        drop(keeper);
+        end
+    });
+    if end.is_err() {
+        kill_group(pid, libc::SIGKILL);
+    }
+    // The group is forgotten before its leader is reaped (no reused pid is signalled).
+    interrupt::unregister_hook_group(pid);
+    let status = child
+        .wait()
+        .map_err(|e| Error::io(format!("waiting for {what}"), e))?;
+    stderr.read_available();
+    let stopped = watch.stop.is_some_and(Interrupt::is_set);
+    match end.map_err(|e| Error::io(format!("waiting for {what}"), e))? {
+        End::Stopped => Err(Error::Interrupted),
+        End::TimedOut => Err(Error::Measure(format!(
+            "{what} ({command}) was killed after reaching the timeout of {} s (--timeout)",
+            watch.timeout.unwrap_or_default().as_secs_f64()
+        ))),
+        End::Exited => check_status(what, command, status, &stderr, stopped),
+    }
+}
+
+/// A command that ended by itself: `Ok` on success; a failure while a stop
+/// was requested is the stop's doing (`Interrupted`, e.g. the terminal's
+/// SIGINT reached it too).
+fn check_status(
+    what: &str,
+    command: &str,
+    status: ExitStatus,
+    stderr: &Stderr,
+    stopped: bool,
+) -> Result<()> {
+    if status.success() {
+        return Ok(());
+    }
+    if stopped {
+        return Err(Error::Interrupted);
+    }
+    Err(Error::Measure(format!(
+        "{what} ({command}) failed with {status}: {}",
+        stderr.first_line()
+    )))
+}
+
+/// Waits for the group led by `pid` (without reaping the leader) until it
+/// ends, `stop` is set or `deadline` passes; the group is then stopped.
+fn wait(
+    pid: libc::pid_t,
+    stderr: &mut Stderr,
+    stop: Option<&Interrupt>,
+    deadline: Option<Instant>,
+) -> io::Result<End> {
+    loop {
+        if ended(pid)? {
+            return Ok(End::Exited);
+        }
+        if stop.is_some_and(Interrupt::is_set) {
+            kill_group(pid, libc::SIGTERM);
+            let grace = Instant::now() + GRACE;
+            while !ended(pid)? && Instant::now() < grace {
+                stderr.wait(POLL);
+            }
+            kill_group(pid, libc::SIGKILL);
+            return Ok(End::Stopped);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            kill_group(pid, libc::SIGKILL);
+            return Ok(End::TimedOut);
+        }
+        stderr.wait(POLL);
+    }
+}
+
+/// Whether our child `pid` has ended; it is left unreaped (a zombie keeps
+/// its group id from being reused while the group is signalled).
+fn ended(pid: libc::pid_t) -> io::Result<bool> {
+    // SAFETY: siginfo_t is plain C data; all-zero is valid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer; `pid` is our unreaped child.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` (si_pid stays 0 when nothing has ended).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// The keeper's parent-death signal (caught: it then kills its group).
+const OSBENCH_DIED: libc::c_int = libc::SIGUSR1;
+
+/// A fork of osbench in a command's process group that SIGKILLs the group
+/// if osbench dies while the command runs; killed and reaped when dropped.
+struct Keeper(libc::pid_t);
+
+impl Keeper {
+    /// Forks the keeper of the group `group` (whose leader is not reaped).
+    fn start(group: libc::pid_t) -> io::Result<Self> {
+        let osbench = std::process::id() as libc::pid_t;
+        // SAFETY: the child runs `keep`, which makes only async-signal-safe
+        // calls (osbench may have other threads) and never returns.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => keep(osbench, group),
+            pid => Ok(Self(pid)),
+        }
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        let mut status = 0;
+        // SAFETY: kill and waitpid of our own unreaped child, a local out-pointer.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            while libc::waitpid(self.0, &mut status, 0) < 0
+                && *libc::__errno_location() == libc::EINTR
+            {}
+        }
+    }
+}
+
+extern "C" fn kill_own_group(_: libc::c_int) {
+    // SAFETY: kill is async-signal-safe; 0 is the caller's own process group.
+    unsafe { libc::kill(0, libc::SIGKILL) };
+}
+
+/// The keeper: joins `group`, ignores the stop signals (osbench stops the
+/// command) and sleeps until osbench dies (its parent-death signal, whose
+/// handler kills the group, itself included) or kills it.
+fn keep(osbench: libc::pid_t, group: libc::pid_t) -> ! {
+    // SAFETY: only async-signal-safe calls (signal, sigprocmask, setpgid,
+    // prctl, getppid, close, pause, _exit) with integer arguments and a
+    // local signal set.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::signal(
+            OSBENCH_DIED,
+            kill_own_group as *const () as libc::sighandler_t,
+        );
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        if libc::setpgid(0, group) != 0 {
+            libc::_exit(0); // the group is gone already
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, OSBENCH_DIED);
+        if libc::getppid() != osbench {
+            kill_own_group(0); // osbench died before the signal was set
+        }
+        let all = (0 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
+        if libc::syscall(libc::SYS_close_range, all.0, all.1, all.2) != 0 {
+            (0..1024).for_each(|fd| _ = libc::close(fd)); // Linux < 5.9
+        }
+        loop {
+            libc::pause();
+        }
+    }
+}
+
+/// Sends `sig` to the process group `pid` leads (ESRCH — nobody left — is fine).
+fn kill_group(pid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions; the group is the
+    // command's own (process_group(0)) and its leader is not reaped yet.
+    unsafe { libc::kill(-pid, sig) };
+}
+
+/// A command's stderr, read without blocking while it runs.
+struct Stderr {
+    /// None once it has ended (or could not be read).
+    pipe: Option<ChildStderr>,
+    kept: Vec<u8>,
+}
+
+impl Stderr {
+    fn new(pipe: Option<ChildStderr>) -> Self {
+        if let Some(p) = &pipe {
+            set_nonblocking(p.as_raw_fd());
+        }
+        Self {
+            pipe,
+            kept: Vec::new(),
+        }
+    }
+
+    /// Waits up to `wait` for output (a signal ends the wait early), then
+    /// reads what has arrived.
+    fn wait(&mut self, wait: Duration) {
+        let Some(pipe) = &self.pipe else {
+            std::thread::sleep(wait);
+            return;
+        };
+        let mut pfd = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; errors (EINTR) only end the wait early.
+        unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as libc::c_int) };
+        self.read_available();
+    }
+
+    /// Reads what is in the pipe now, keeping the first [`KEPT_STDERR`] bytes.
+    fn read_available(&mut self) {
+        let mut buf = [0u8; 4096];
+        while let Some(pipe) = &mut self.pipe {
+            match pipe.read(&mut buf) {
+                Ok(0) => self.pipe = None,
+                Ok(n) => {
+                    let room = KEPT_STDERR.saturating_sub(self.kept.len());
+                    self.kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => self.pipe = None,
+            }
+        }
+    }
+
+    fn first_line(&self) -> String {
+        let text = String::from_utf8_lossy(&self.kept);
+        text.lines().next().unwrap_or("no message").to_string()
+    }
+}
+
+fn set_nonblocking(fd: libc::c_int) {
+    // SAFETY: fcntl on a descriptor we own, with integer arguments only.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(command: &str, watch: Watch) -> Result<()> {
+        sh("the test hook", &BTreeMap::new(), command, watch)
+    }
+
+    #[test]
+    fn status_and_first_stderr_line_are_reported() {
+        run("true", Watch::default()).unwrap();
+        let err = run("echo one >&2; echo two >&2; exit 4", Watch::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("exit status: 4") && msg.contains(": one"),
+            "{msg}"
+        );
+        // Output larger than a pipe's buffer does not block the command.
+        run("head -c 300000 /dev/zero >&2", Watch::default()).unwrap();
+    }
+
+    #[test]
+    fn a_stop_ends_a_hung_command_and_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let stop = Interrupt::none();
+        let flag = stop.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.set();
+        });
+        let watch = Watch {
+            stop: Some(&stop),
+            timeout: None,
+        };
+        let command = format!("sleep 1000 & echo $! > {}; wait", pid_file.display());
+        let started = Instant::now();
+        let err = run(&command, watch).unwrap_err();
+        setter.join().unwrap();
+        assert!(matches!(err, Error::Interrupted), "{err}");
+        assert!(started.elapsed() < GRACE, "SIGTERM was enough");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        assert!(!running(pid.trim()), "the background sleep survived");
+    }
+
+    /// Whether process `pid` is alive (not gone, not a zombie), allowing a
+    /// second for a killed one to be reaped by its new parent.
+    fn running(pid: &str) -> bool {
+        let stat = std::path::Path::new("/proc").join(pid).join("stat");
+        for _ in 0..50 {
+            match std::fs::read_to_string(&stat) {
+                Ok(s) if !s.contains(") Z ") => {}
+                _ => return false,
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    #[test]
+    fn a_timeout_kills_the_command() {
+        let watch = Watch {
+            stop: None,
+            timeout: Some(Duration::from_millis(200)),
+        };
+        let err = run("sleep 1000", watch).unwrap_err();
+        assert!(err.to_string().contains("timeout of 0.2 s"), "{err}");
+    }
+
+    #[test]
+    fn a_failure_during_a_stop_is_the_interrupt() {
+        let stop = Interrupt::none();
+        stop.set();
+        let watch = Watch {
+            stop: Some(&stop),
+            timeout: None,
+        };
+        // Ended by itself (failing) before the flag was looked at, or
+        // terminated: either way the caller sees the stop.
+        let err = run("exit 130", watch).unwrap_err();
+        assert!(matches!(err, Error::Interrupted), "{err}");
+    }
+}
