@@ -12,25 +12,24 @@
 //! - `thread`: pthread_create of an empty function + pthread_join.
 //!
 //! The tiny program is shipped inside osbench: a 165-byte static x86-64 ELF
-//! (below, hand-assembled) that writes "Hello world\n" and exits 0, written at
-//! set-up to a file in `$TMPDIR` that has no name (O_TMPFILE, or a name
-//! removed at once where the file system lacks it), so nothing is left
-//! behind even if osbench is killed. It is executed through a descriptor
-//! osbench keeps open, as `/proc/<osbench's pid>/fd/<n>` (a path that
-//! `proc:sh`'s shell and `osbench time --shell` can run too; execve's path
-//! walk goes through /proc). So `exec` measures the kernel's execve with no
+//! (below, hand-assembled) that writes "Hello world\n" and exits 0, kept in
+//! `$TMPDIR` as one file per user (`osbench-hello-<uid>`, written once and
+//! checked before each use), so even a killed osbench leaves nothing new
+//! behind. (Executing it through `/proc/<pid>/fd/<n>` of an unnamed file was
+//! tried: it made exec ~10–20 % slower here, a procfs path walk lmbench does
+//! not pay.) So `exec` measures the kernel's execve with no
 //! dynamic loader and no large binary; lmbench's `hello` is a dynamically
 //! linked C program, so its exec figure also includes ld.so.
 //! On other architectures the exec-family cases report an error. Children
 //! inherit the timing task's placement (pinned to one CPU by default).
 
 use std::ffi::CString;
-use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tempfile::TempPath;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
@@ -106,15 +105,19 @@ const TINY_ELF: [u8; 165] = [
     b'H', b'e', b'l', b'l', b'o', b' ', b'w', b'o', b'r', b'l', b'd', b'\n',
 ];
 
-/// The tiny program, gone when dropped (also `osbench time`'s empty
-/// command: the floor of starting any process).
+/// The tiny program at a path any process osbench starts can exec (also
+/// `osbench time`'s empty command: the floor of starting any process).
 pub(crate) struct Tiny {
-    /// `/proc/<osbench's pid>/fd/<n>`: a path any process osbench starts can exec.
     pub(crate) path: CString,
-    /// The unnamed file, read-only (exec refuses a file open for writing).
-    _file: File,
+    /// A private copy, removed when dropped, when the shared one could not be used.
+    _private: Option<TempPath>,
 }
 
+/// The tiny program as one file per user in `$TMPDIR`
+/// (`osbench-hello-<uid>`), written once and kept: a killed osbench cannot
+/// leave more than that one file behind, and exec walks an ordinary path to
+/// an ordinary file, as lmbench's exec does. A file of that name that is not
+/// ours, or not the program, is left alone and a private copy used instead.
 pub(crate) fn write_tiny() -> Result<Tiny> {
     if !cfg!(target_arch = "x86_64") {
         return Err(Error::Measure(
@@ -122,43 +125,58 @@ pub(crate) fn write_tiny() -> Result<Tiny> {
                 .into(),
         ));
     }
-    let ctx = "writing the tiny program to TMPDIR (set TMPDIR to a writable, executable directory)";
-    let mut file = tempfile::tempfile().map_err(|e| Error::io(ctx, e))?;
-    file.write_all(&TINY_ELF).map_err(|e| Error::io(ctx, e))?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(ctx, e))?;
-    // A read-only descriptor of the same file; closing the writable one
-    // first: exec of a file open for writing fails with ETXTBSY.
-    let readonly = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|e| {
-        Error::io(
-            "reopening the tiny program through /proc (is /proc mounted?)",
-            e,
-        )
-    })?;
-    drop(file);
-    let readonly = out_of_the_way(readonly);
-    let path = format!("/proc/{}/fd/{}", std::process::id(), readonly.as_raw_fd());
-    wait_until_executable(Path::new(&path))?;
+    let dir = std::env::temp_dir();
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let shared = dir.join(format!("osbench-hello-{}", unsafe { libc::getuid() }));
+    let (path, private) = if is_the_program(&shared) {
+        (shared, None)
+    } else {
+        let ctx =
+            "writing the tiny program to TMPDIR (set TMPDIR to a writable, executable directory)";
+        let mut file = tempfile::Builder::new()
+            .prefix("osbench-hello-")
+            .tempfile_in(&dir)
+            .map_err(|e| Error::io(ctx, e))?;
+        file.write_all(&TINY_ELF).map_err(|e| Error::io(ctx, e))?;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io(ctx, e))?;
+        // Closing the file first: exec of a file open for writing fails with ETXTBSY.
+        let temp = file.into_temp_path();
+        // Published under the shared name only if nothing has that name (a
+        // link never replaces); another osbench may have won the race.
+        let _ = std::fs::hard_link(&temp, &shared);
+        if is_the_program(&shared) {
+            (shared, None)
+        } else {
+            (temp.to_path_buf(), Some(temp))
+        }
+    };
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::Measure("TMPDIR path contains a NUL byte".into()))?;
+    wait_until_executable(&path)?;
     Ok(Tiny {
-        path: CString::new(path).expect("a /proc path has no NUL"),
-        _file: readonly,
+        path: c,
+        _private: private,
     })
 }
 
-/// Moves `file` to a descriptor number ordinary opens will not soon take
-/// (they take the lowest free one), so a dropped program's path does not
-/// name another file at once. Left where it is when the limit on open files
-/// is too low for that.
-fn out_of_the_way(file: File) -> File {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let min = 512 + NEXT.fetch_add(1, Ordering::Relaxed) % 256;
-    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own; integer arguments only.
-    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min as libc::c_int) };
-    if fd < 0 {
-        return file;
-    }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    unsafe { File::from_raw_fd(fd) }
+/// Whether `path` is a regular file (not a link) of ours, not writable by
+/// others, executable, holding exactly the tiny program.
+fn is_the_program(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let ours = meta.uid() == unsafe { libc::getuid() };
+    let mode = meta.mode() & 0o777;
+    meta.is_file()
+        && ours
+        && mode & 0o022 == 0
+        && mode & 0o100 != 0
+        && meta.len() == TINY_ELF.len() as u64
+        && std::fs::read(path).is_ok_and(|bytes| bytes == TINY_ELF)
 }
 
 /// Runs the freshly written program once, retrying while exec fails with
@@ -435,11 +453,29 @@ mod tests {
     }
 
     #[test]
-    fn the_tiny_program_is_removed() {
-        let tiny = write_tiny().unwrap();
-        let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(tiny.path.as_bytes()));
-        assert!(path.exists());
-        drop(tiny);
-        assert!(!path.exists());
+    fn the_tiny_program_is_one_file_per_user_and_only_ever_that_one() {
+        let path =
+            |t: &Tiny| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
+        let (a, b) = (write_tiny().unwrap(), write_tiny().unwrap());
+        assert_eq!(path(&a), path(&b), "reused");
+        // SAFETY: getuid has no preconditions.
+        let name = format!("osbench-hello-{}", unsafe { libc::getuid() });
+        assert!(path(&a).ends_with(&name));
+        assert!(is_the_program(&path(&a)));
+        drop((a, b));
+        assert!(
+            path(&write_tiny().unwrap()).exists(),
+            "kept for the next run"
+        );
+        // A file that is not the program is never used.
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("prog");
+        std::fs::write(&other, b"#!/bin/sh\n").unwrap();
+        assert!(!is_the_program(&other));
+        std::os::unix::fs::symlink(path(&write_tiny().unwrap()), dir.path().join("link")).unwrap();
+        assert!(
+            !is_the_program(&dir.path().join("link")),
+            "not through a link"
+        );
     }
 }
