@@ -1,8 +1,8 @@
 //! One timed run of a whole command, for `osbench time`.
 //!
-//! The clock is read just before the spawn (std's fork + exec — a pre-exec
-//! step makes the child die with osbench, PR_SET_PDEATHSIG, which
-//! `posix_spawn` cannot do — the child in a process group of its own) and again as soon as `waitid(WNOWAIT)` reports
+//! The clock is read just before the spawn (std's `posix_spawn`, the child
+//! in a process group of its own, which the [`super::warden`] kills if
+//! osbench dies) and again as soon as `waitid(WNOWAIT)` reports
 //! the child's end — the wall time a user waiting for the command sees, like
 //! hyperfine's `-N`. Only then, untimed, is anything the command left in its
 //! process group killed and the child reaped with `wait4`, whose rusage is
@@ -25,7 +25,7 @@ pub use crate::document::CommandRun;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::counters::{Usage, getrusage};
-use crate::measure::interrupt;
+use crate::measure::{interrupt, warden};
 
 /// How every run is started.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +48,9 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
-    die_with_osbench(&mut cmd);
+    // posix_spawn, not a fork of osbench: the warden, not a parent-death
+    // signal, makes the command die with osbench.
+    warden::ensure_started();
     if !opts.show_output {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
     }
@@ -60,12 +62,14 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         .spawn()
         .map_err(|e| Error::io(format!("starting '{}'", program.display()), e))?;
     let pid = child.id() as libc::pid_t;
+    warden::guard(pid);
     // From here on `child` is ours to reap (std never waits for it on drop).
     let ended = wait_for_end(pid, opts.timeout.map(|t| Instant::now() + t));
     let end = monotonic_ns();
     // Untimed: whatever the command left behind in its group goes too. The
     // unreaped leader keeps the group id from being reused meanwhile.
     kill_group(pid);
+    warden::release(pid);
     let (status, usage) = reap(pid)?;
     let timed_out = ended?;
     Ok(run_record(

@@ -48,6 +48,7 @@ mod overhead;
 pub mod placement;
 mod sampler;
 pub mod supervise;
+pub mod warden;
 pub mod workload;
 
 pub use crate::document::{Overhead, Policy, RawSample};
