@@ -239,6 +239,54 @@ fn export_and_import_move_a_run_between_stores() {
 }
 
 #[test]
+fn exports_to_dev_stdout_and_through_symlinks_are_written_not_replaced() {
+    // /dev/stdout is a link to this osbench's standard output, here a pipe
+    // the test reads: it is written, not replaced (which as root would have
+    // turned /dev/stdout into a file, and as a user failed).
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let (stdout, stderr) = ok(osbench(&store)
+        .args(["export", FIXTURE, "--csv", "/dev/stdout"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap());
+    assert!(
+        stdout.starts_with("bench,case,config,"),
+        "the CSV is on stdout: {stdout:?} ({stderr})"
+    );
+    assert_eq!(
+        stdout,
+        fs::read_to_string(FIXTURE.replace(".json", ".csv")).unwrap()
+    );
+    assert!(
+        fs::symlink_metadata("/dev/stdout")
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // A symlink to a document: the document is replaced, the link stays.
+    let target = dir.path().join("doc.json");
+    fs::write(&target, "old").unwrap();
+    let link = dir.path().join("latest.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(osbench(&store)
+        .args(["export", FIXTURE, "--json"])
+        .arg(&link)
+        .output()
+        .unwrap());
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        read_document(&target).unwrap(),
+        read_document(Path::new(FIXTURE)).unwrap()
+    );
+}
+
+#[test]
 fn run_and_compare_write_markdown_and_csv() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("results.sqlite");
