@@ -195,6 +195,47 @@ impl PendingFile {
     }
 }
 
+/// Most names [`write_new`] tries before giving up.
+const MAX_NEW_NAMES: usize = 1000;
+
+/// Writes `bytes` to a new file in `dir`: `{stem}.{ext}`, or `{stem}-2.{ext}`,
+/// `{stem}-3.{ext}`, … when that name is taken. An existing file is never
+/// replaced (the name is claimed with an exclusive rename, `RENAME_NOREPLACE`
+/// or a hard link), and the file is complete and synced before it appears.
+/// Returns its path.
+pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let ctx = || format!("writing a new file {stem}*.{ext} in {}", dir.display());
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{stem}."))
+        .suffix(".osbench-tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(ctx(), e))?;
+    temp.write_all(bytes).map_err(|e| Error::io(ctx(), e))?;
+    use std::os::unix::fs::PermissionsExt;
+    temp.as_file()
+        .set_permissions(fs::Permissions::from_mode(0o644))
+        .map_err(|e| Error::io(ctx(), e))?;
+    temp.as_file().sync_all().map_err(|e| Error::io(ctx(), e))?;
+    for i in 1..=MAX_NEW_NAMES {
+        let name = match i {
+            1 => format!("{stem}.{ext}"),
+            _ => format!("{stem}-{i}.{ext}"),
+        };
+        let dest = dir.join(name);
+        match temp.persist_noclobber(&dest) {
+            Ok(_) => return Ok(dest),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => temp = e.file,
+            Err(e) => return Err(Error::io(ctx(), e.error)),
+        }
+    }
+    Err(Error::io(
+        ctx(),
+        std::io::Error::other(format!(
+            "{MAX_NEW_NAMES} names are taken; move the old files away"
+        )),
+    ))
+}
+
 /// Serialises a document as pretty JSON with a trailing newline.
 pub fn to_json(doc: &Document) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("a Document always serialises");
@@ -400,5 +441,38 @@ mod tests {
         std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
         let err = PendingFile::create(&a).unwrap_err();
         assert!(err.to_string().contains("symlinks (a loop?)"), "{err}");
+    }
+
+    #[test]
+    fn write_new_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("run.json"), "precious").unwrap();
+        let a = write_new(dir.path(), "run", "json", b"a").unwrap();
+        let b = write_new(dir.path(), "run", "json", b"b").unwrap();
+        assert_eq!(a, dir.path().join("run-2.json"));
+        assert_eq!(b, dir.path().join("run-3.json"));
+        assert_eq!(
+            fs::read_to_string(dir.path().join("run.json")).unwrap(),
+            "precious"
+        );
+        assert_eq!(fs::read_to_string(&a).unwrap(), "a");
+        assert_eq!(fs::read_to_string(&b).unwrap(), "b");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3, "no temp left");
+        // Many writers at once each get their own file.
+        let paths: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let dir = dir.path();
+                    s.spawn(move || write_new(dir, "many", "json", &[b'0' + i]).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut contents: Vec<String> = paths
+            .iter()
+            .map(|p| fs::read_to_string(p).unwrap())
+            .collect();
+        contents.sort();
+        assert_eq!(contents, ["0", "1", "2", "3", "4", "5", "6", "7"]);
     }
 }
