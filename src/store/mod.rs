@@ -8,8 +8,9 @@
 //! else that is not a directory — a FIFO, a character device, `/dev/stdout`
 //! or a shell's `>(cmd)` — is opened and written in place at `commit`, never
 //! replaced. A symlink is followed: the file it points to is replaced, the
-//! link stays. The results history (SQLite) is in [`db`]; [`resolve_document`]
-//! finds a document by file, run id or label.
+//! link stays. Documents are checked when read ([`parse_document`], the rules
+//! of [`crate::document::validate`]). The results history (SQLite) is in
+//! [`db`]; [`resolve_document`] finds a document by file, run id or label.
 
 pub mod db;
 
@@ -243,12 +244,12 @@ pub fn to_json(doc: &Document) -> Vec<u8> {
     bytes
 }
 
-/// Reads a document and checks its schema.
+/// Reads a document and checks its schema and contents.
 pub fn read_document(path: &Path) -> Result<Document> {
     read_document_text(path).map(|(_, doc)| doc)
 }
 
-/// Reads a document and checks its schema; also returns the text as read.
+/// Reads a document and checks its schema and contents; also returns the text as read.
 pub fn read_document_text(path: &Path) -> Result<(String, Document)> {
     let text = fs::read_to_string(path)
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
@@ -256,7 +257,9 @@ pub fn read_document_text(path: &Path) -> Result<(String, Document)> {
     Ok((text, doc))
 }
 
-/// Parses a document's JSON `text` (from `origin`, named in errors) and checks its schema.
+/// Parses a document's JSON `text` (from `origin`, named in errors), checks
+/// its schema and its contents ([`crate::document::validate`]). Every reader
+/// of documents (files and stored runs) comes through here.
 pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
     let bad = |message: String| Error::BadDocument {
         path: origin.to_string(),
@@ -273,7 +276,12 @@ pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
         }
         None => return Err(bad("no \"schema\" field".into())),
     }
-    serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+    let doc = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+    crate::document::validate::validate(&doc).map_err(|problem| Error::InvalidDocument {
+        path: origin.to_string(),
+        problem,
+    })?;
+    Ok(doc)
 }
 
 /// A document named on the command line: an existing file, else a run id in
