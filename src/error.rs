@@ -57,6 +57,14 @@ pub enum Error {
         message: String,
     },
 
+    /// A document that parses but cannot be right (an empty series, counts
+    /// that disagree, an impossible time): `problem` names the series.
+    #[error(
+        "{path}: {problem}; osbench cannot use this document: restore or re-export it, or re-run \
+         the benchmark (the rules: docs/result-document.md, \"What a reader checks\")"
+    )]
+    InvalidDocument { path: String, problem: String },
+
     /// The results store cannot be opened, read or written.
     #[error("results store {path}: {message}")]
     Store { path: String, message: String },

@@ -214,3 +214,126 @@ fn a_time_document_is_reported_with_its_commands() {
     assert!(page.contains("<figure id=\"doc-0-samples-command\">"));
     assert!(page.contains("wall time per run (s)"));
 }
+
+#[test]
+fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let fixture = fixture();
+    type Edit = fn(&mut serde_json::Value);
+    let damage: [(&str, Edit, &str); 6] = [
+        (
+            "empty.json",
+            |d| d["series"][0]["samples"] = serde_json::json!([]),
+            "samples is empty",
+        ),
+        (
+            "huge.json",
+            |d| d["series"][0]["samples"][3] = 1e308.into(),
+            "more than 1e6 s per operation",
+        ),
+        (
+            "negative.json",
+            // 20 ns of clock read and 0.27 ns of loop were subtracted (2 ops per
+            // iteration): −5 µs is far more negative than that.
+            |d| d["series"][0]["samples"][3] = (-5.0).into(),
+            "further below zero than",
+        ),
+        (
+            "count.json",
+            |d| d["series"][0]["summary"]["n"] = 12.into(),
+            "summary.n is 12 but there are 11 samples",
+        ),
+        (
+            "rounds.json",
+            |d| d["series"][0]["round_samples"] = serde_json::json!([5, 5]),
+            "round_samples adds up to 10 but samples has 11",
+        ),
+        (
+            "raw.json",
+            |d| d["series"][0]["raw"] = serde_json::json!([{"iters": 1, "elapsed_ns": 5}]),
+            "raw has 1 samples but samples has 11",
+        ),
+    ];
+    for (name, edit, problem) in damage {
+        let bad = edited_fixture(dir.path(), name, edit);
+        let bad = bad.to_str().unwrap();
+        let runs: [Vec<&str>; 5] = [
+            vec!["compare", fixture.to_str().unwrap(), bad],
+            vec!["report", bad, "--html", "r.html"],
+            vec!["plot", bad, "--out", "plots"],
+            vec!["export", bad, "--csv", "x.csv"],
+            vec!["import", bad],
+        ];
+        for args in runs {
+            let out = osbench()
+                .env("OSBENCH_STORE", &store)
+                .args(&args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+            for says in [
+                name,
+                "series 1 (bench ctx, case 2p/0K, config default)",
+                problem,
+            ] {
+                assert!(stderr.contains(says), "{args:?}: {says:?} not in {stderr}");
+            }
+        }
+    }
+    assert!(!store.exists(), "nothing was imported");
+    let written: Vec<String> = listing(dir.path())
+        .into_iter()
+        .filter(|n| !n.ends_with(".json"))
+        .collect();
+    assert!(written.is_empty(), "nothing was written: {written:?}");
+
+    // A damaged run already in a store is refused when read from there too.
+    let mut doc: osbench::document::Document =
+        serde_json::from_str(&fs::read_to_string(&fixture).unwrap()).unwrap();
+    doc.series[0].samples.clear();
+    osbench::store::Store::open(&store)
+        .unwrap()
+        .insert(&doc)
+        .unwrap();
+    let out = osbench()
+        .env("OSBENCH_STORE", &store)
+        .args(["compare", "1"])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("run 1: series 1 (bench ctx, case 2p/0K, config default): samples is empty"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_case_with_a_sample_that_is_not_positive_is_listed_not_compared() {
+    // Zero is within what a subtraction of overheads can leave: the document
+    // is valid, but there is no ratio of medians for the case.
+    let dir = tempfile::tempdir().unwrap();
+    let zero = edited_fixture(dir.path(), "zero.json", |d| {
+        d["series"][0]["samples"][0] = 0.0.into();
+    });
+    let out = succeed(osbench().arg("compare").arg(fixture()).arg(&zero));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("Not compared:"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "ctx 2p/0K: a sample in {} is 0 µs, not positive",
+            zero.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ctx 2p/16K"),
+        "the other cases are compared"
+    );
+}

@@ -239,6 +239,54 @@ fn export_and_import_move_a_run_between_stores() {
 }
 
 #[test]
+fn exports_to_dev_stdout_and_through_symlinks_are_written_not_replaced() {
+    // /dev/stdout is a link to this osbench's standard output, here a pipe
+    // the test reads: it is written, not replaced (which as root would have
+    // turned /dev/stdout into a file, and as a user failed).
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let (stdout, stderr) = ok(osbench(&store)
+        .args(["export", FIXTURE, "--csv", "/dev/stdout"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap());
+    assert!(
+        stdout.starts_with("bench,case,config,"),
+        "the CSV is on stdout: {stdout:?} ({stderr})"
+    );
+    assert_eq!(
+        stdout,
+        fs::read_to_string(FIXTURE.replace(".json", ".csv")).unwrap()
+    );
+    assert!(
+        fs::symlink_metadata("/dev/stdout")
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // A symlink to a document: the document is replaced, the link stays.
+    let target = dir.path().join("doc.json");
+    fs::write(&target, "old").unwrap();
+    let link = dir.path().join("latest.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(osbench(&store)
+        .args(["export", FIXTURE, "--json"])
+        .arg(&link)
+        .output()
+        .unwrap());
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        read_document(&target).unwrap(),
+        read_document(Path::new(FIXTURE)).unwrap()
+    );
+}
+
+#[test]
 fn run_and_compare_write_markdown_and_csv() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("results.sqlite");
@@ -378,6 +426,69 @@ fn a_store_that_cannot_be_written_never_loses_the_run() {
             .unwrap()
             .starts_with("some notes")
     );
+}
+
+#[test]
+fn runs_falling_back_to_files_at_once_never_overwrite_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_db = dir.path().join("notes.txt");
+    fs::write(&not_a_db, "not a database\n".repeat(100)).unwrap();
+    let work = dir.path().join("work");
+    fs::create_dir(&work).unwrap();
+    // Files with the one-second names of the next minute are there already:
+    // a fallback must never replace one of them.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let taken: Vec<PathBuf> = (now - 1..now + 60)
+        .map(|t| {
+            let stamp = osbench::document::rfc3339(t).replace(':', "");
+            let path = work.join(format!("osbench-{stamp}.json"));
+            fs::write(&path, "precious").unwrap();
+            path
+        })
+        .collect();
+    // Two runs that cannot reach their store, at once.
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            osbench(&not_a_db)
+                .current_dir(&work)
+                .args(["run", "syscall:case=null", "-q"])
+                .args(QUICK)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for path in &taken {
+        assert_eq!(
+            fs::read_to_string(path).unwrap(),
+            "precious",
+            "{} was replaced",
+            path.display()
+        );
+    }
+    let documents: Vec<PathBuf> = fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !taken.contains(p))
+        .collect();
+    assert_eq!(documents.len(), 2, "one file per run: {documents:?}");
+    let seeds: Vec<u64> = documents
+        .iter()
+        .map(|p| read_document(p).unwrap().run.seed)
+        .collect();
+    assert_ne!(seeds[0], seeds[1], "two different runs: {documents:?}");
 }
 
 #[test]

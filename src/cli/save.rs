@@ -259,15 +259,20 @@ impl Saving {
     }
 }
 
-/// Writes the document to `osbench-<start time>.json` in the current
-/// directory, or else in the temporary directory; returns where.
+/// Writes the document to a new file `osbench-<start time>-<pid>.json` (a
+/// counter is added if even that exists: no file is ever replaced) in the
+/// current directory, or else in the temporary directory; returns where.
 fn fallback_file(doc: &Document) -> anyhow::Result<PathBuf> {
-    let name = format!("osbench-{}.json", doc.run.started.replace(':', ""));
+    let stem = format!(
+        "osbench-{}-{}",
+        doc.run.started.replace(':', ""),
+        std::process::id()
+    );
+    let bytes = store::to_json(doc);
     let mut last = None;
     for dir in [PathBuf::from("."), std::env::temp_dir()] {
-        let dest = dir.join(&name);
-        match PendingFile::create(&dest).and_then(|f| f.commit(&store::to_json(doc))) {
-            Ok(()) => return Ok(dest),
+        match store::write_new(&dir, &stem, "json", &bytes) {
+            Ok(path) => return Ok(path),
             Err(e) => last = Some(e),
         }
     }

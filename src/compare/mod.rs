@@ -7,6 +7,9 @@
 //! a Mann–Whitney p-value adjusted across all comparisons (Holm), and a
 //! verdict with an equivalence margin. Cases missing from some document are
 //! listed, not dropped silently, and environment keys that differ are shown.
+//! A case with a sample that is not positive (possible when a cheap
+//! operation's overhead was subtracted) has no ratio of medians: it is listed
+//! as not compared, with the reason, as is one whose ratio would overflow.
 //! [`paired`] compares the configurations of one run round by round instead.
 
 use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document, Series, Unit};
@@ -83,6 +86,8 @@ pub struct Comparison {
     pub rows: Vec<CaseRow>,
     /// Cases not present in every document: "bench case [config]" and the labels lacking it.
     pub missing: Vec<(String, Vec<String>)>,
+    /// Cases in every document that have no ratio: "bench case [config]" and why.
+    pub not_compared: Vec<(String, String)>,
     /// Environment keys whose values differ between the documents, with each value.
     pub env_diff: Vec<(String, Vec<String>)>,
     /// The declared factor: environment keys (or prefixes, see [`crate::env::is_factor`])
@@ -107,6 +112,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
     let labels: Vec<String> = docs.iter().map(|(l, _)| l.clone()).collect();
     let mut rows = Vec::new();
     let mut missing = Vec::new();
+    let mut not_compared = Vec::new();
     let mut seen: Vec<(String, String, String)> = Vec::new();
     for (_, doc) in docs {
         for s in &doc.series {
@@ -141,8 +147,27 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                     sides[0].unit, other.unit
                 )));
             }
+            // A ratio of medians needs positive times (and bootstrap medians of
+            // positive samples are positive); documents are checked when read,
+            // so the samples are there and finite.
+            if let Some((label, s)) = labels
+                .iter()
+                .zip(&sides)
+                .find(|(_, s)| s.samples.iter().any(|&v| v <= 0.0))
+            {
+                let v = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
+                not_compared.push((
+                    name,
+                    format!(
+                        "a sample in {label} is {v} {}, not positive (the overhead subtracted \
+                         exceeds the operation), so there is no ratio of medians",
+                        s.unit.symbol()
+                    ),
+                ));
+                continue;
+            }
             let case_seed = options.seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let changes = sides[1..]
+            let changes: Vec<Change> = sides[1..]
                 .iter()
                 .enumerate()
                 .map(|(i, cand)| {
@@ -153,6 +178,22 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                     Change::unjudged(r, p)
                 })
                 .collect();
+            let usable = |x: f64| x.is_finite() && x > 0.0;
+            if let Some(ch) = changes.iter().find(|ch| {
+                let r = &ch.ci;
+                ![r.ratio, r.ci95.0, r.ci95.1, r.ci90.0, r.ci90.1]
+                    .into_iter()
+                    .all(usable)
+            }) {
+                not_compared.push((
+                    name,
+                    format!(
+                        "the ratio of medians ({:e}) or its interval is not a finite positive number",
+                        ch.ci.ratio
+                    ),
+                ));
+                continue;
+            }
             rows.push(CaseRow {
                 bench: k.0,
                 case: k.1,
@@ -162,6 +203,16 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                 changes,
             });
         }
+    }
+    if rows.is_empty() && !not_compared.is_empty() {
+        let why: Vec<String> = not_compared
+            .iter()
+            .map(|(case, why)| format!("{case}: {why}"))
+            .collect();
+        return Err(Error::Measure(format!(
+            "no case could be compared ({})",
+            why.join("; ")
+        )));
     }
     if rows.is_empty() {
         return Err(Error::Measure(format!(
@@ -178,6 +229,7 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         labels,
         rows,
         missing,
+        not_compared,
         env_diff,
         factors: Vec::new(),
         method,
@@ -243,6 +295,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         labels: names,
         rows,
         missing: Vec::new(),
+        not_compared: Vec::new(),
         // One environment for the whole run; what each configuration's set-up
         // changed in it is the factor itself.
         factors: doc
@@ -300,6 +353,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         labels: sides.iter().map(|s| s.case.clone()).collect(),
         rows,
         missing: Vec::new(),
+        not_compared: Vec::new(),
         factors: Vec::new(),
         env_diff: Vec::new(),
         method,

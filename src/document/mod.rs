@@ -17,6 +17,7 @@ use crate::stats::histogram::{Buckets, Quantiles};
 mod config;
 mod sample;
 mod unit;
+pub mod validate;
 
 pub use config::{Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, Override, TimeInfo};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};

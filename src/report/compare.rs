@@ -113,6 +113,12 @@ pub fn render(c: &Comparison) -> String {
             let _ = writeln!(out, "  {case}: missing from {}", lacking.join(", "));
         }
     }
+    if !c.not_compared.is_empty() {
+        out.push_str("\nNot compared:\n");
+        for (case, why) in &c.not_compared {
+            let _ = writeln!(out, "  {case}: {why}");
+        }
+    }
     out
 }
 

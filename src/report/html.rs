@@ -468,6 +468,13 @@ fn missing_html(out: &mut String, c: &Comparison) {
         }
         out.push_str("</ul>\n");
     }
+    if !c.not_compared.is_empty() {
+        out.push_str("<h3>Not compared</h3>\n<ul>\n");
+        for (case, why) in &c.not_compared {
+            let _ = writeln!(out, "<li>{}: {}</li>", escape(case), escape(why));
+        }
+        out.push_str("</ul>\n");
+    }
 }
 
 /// A plot inline, as element `id`: its SVG (without the XML namespace,

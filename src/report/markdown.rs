@@ -195,6 +195,12 @@ pub fn comparison(c: &Comparison) -> String {
             );
         }
     }
+    if !c.not_compared.is_empty() {
+        out.push_str("\nNot compared:\n\n");
+        for (case, why) in &c.not_compared {
+            let _ = writeln!(out, "- {}: {}", escape(case), escape(why));
+        }
+    }
     out
 }
 
@@ -349,6 +355,7 @@ pub(crate) mod tests {
                 }],
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
+            not_compared: Vec::new(),
             env_diff: vec![
                 (
                     "kernel".into(),

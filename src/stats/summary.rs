@@ -93,6 +93,9 @@ pub fn sorted(values: &[f64]) -> Vec<f64> {
 }
 
 /// Median of already sorted values; the mean of the two middle ones when n is even.
+/// Panics on no values: callers measure at least one sample, and documents
+/// with an empty series are refused when read (`document::validate`), so no
+/// document reaches it empty.
 pub fn median_of_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     assert!(n > 0, "median of no values");
