@@ -329,3 +329,101 @@ fn the_seed_program_makes_its_calls_and_exits() {
     let bad = osbench().args(["loop", "lots"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A throwaway sshd on a loopback port, with its own host key and one
+/// authorized user key; killed when dropped.
+struct Sshd {
+    child: std::process::Child,
+    port: u16,
+    key: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    fn start() -> Sshd {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name);
+        for key in ["host_key", "user_key"] {
+            let out = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(p(key))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        fs::copy(p("user_key.pub"), p("authorized_keys")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+             PidFile {}\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n",
+            p("host_key").display(),
+            p("authorized_keys").display(),
+            p("sshd.pid").display()
+        );
+        fs::write(p("sshd_config"), config).unwrap();
+        fs::create_dir_all("/run/sshd").unwrap(); // sshd's privilege-separation directory
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(p("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sshd {
+            child,
+            port,
+            key: p("user_key"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_ssh_host_is_a_guest() {
+    let required = std::env::var("OSBENCH_REQUIRE_SSH").is_ok_and(|v| v == "1");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !Path::new("/usr/sbin/sshd").exists() || !root {
+        assert!(
+            !required,
+            "OSBENCH_REQUIRE_SSH=1 but sshd is missing or this is not root"
+        );
+        eprintln!("an_ssh_host_is_a_guest: skipped: needs openssh-server and root");
+        return;
+    }
+    let sshd = Sshd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ssh.json");
+    let mark = "ssh-guest";
+    let ssh = format!(
+        "ssh -T -p {} -i {} -o BatchMode=yes -o StrictHostKeyChecking=no \
+         -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@127.0.0.1 \
+         OSBENCH_TEST_MARK={mark} {{osbench}} agent",
+        sshd.port,
+        sshd.key.display()
+    );
+    let out = run_with_guest(&marked_command(mark, &ssh), &json, "60");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.series.len(), 2);
+    assert_eq!(doc.run.guests[0].config, "g");
+    drop(sshd);
+    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+}
