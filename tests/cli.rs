@@ -1287,3 +1287,29 @@ fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
         "{text}"
     );
 }
+
+#[test]
+fn refused_values_are_named_on_one_line_as_given() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "--label", "a\nb"],
+            "invalid value 'a\\nb' for '--label <NAME>': a label cannot contain control characters",
+        ),
+        (&["run", "--samples", "-1"], "-1 is not in 1..=1000000"),
+        (
+            &["run", "--warmup", "-3"],
+            "'-3' is not a duration in milliseconds from 0 to 600000",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stderr, files) = run_in_empty_dir(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "{args:?}: not one line:\n{stderr}"
+        );
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(files, 0);
+    }
+}

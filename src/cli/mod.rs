@@ -161,6 +161,10 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
+            if let Some(line) = control_characters_escaped(&e) {
+                eprintln!("osbench: {line} (see osbench --help)");
+                return ExitCode::from(2);
+            }
             let text = e.render().to_string();
             // The first line, with the indented lines that continue it (the
             // names of missing arguments).
@@ -178,6 +182,26 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A refused value with control characters in it (`--label $'a\nb'`), as one
+/// line with them escaped; `None` for every other error.
+fn control_characters_escaped(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let (Some(ContextValue::String(value)), Some(ContextValue::String(arg))) = (
+        e.get(ContextKind::InvalidValue),
+        e.get(ContextKind::InvalidArg),
+    ) else {
+        return None;
+    };
+    if !value.contains(char::is_control) {
+        return None;
+    }
+    let why = std::error::Error::source(e).map_or(String::new(), |s| format!(": {s}"));
+    Some(format!(
+        "error: invalid value '{}' for '{arg}'{why}",
+        value.escape_debug()
+    ))
 }
 
 fn one_line(s: &str) -> String {

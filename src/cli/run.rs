@@ -32,7 +32,7 @@ pub struct RunArgs {
     #[command(flatten)]
     save: SaveArgs,
     /// Accepted samples per case (lmbench takes 11)
-    #[arg(long, value_name = "N", default_value_t = 11,
+    #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     samples: u32,
     /// Target duration of one sample, in milliseconds
@@ -106,10 +106,11 @@ fn parse_ms(s: &str) -> Result<f64, String> {
 }
 
 fn parse_ms_or_zero(s: &str) -> Result<f64, String> {
-    if s.parse::<f64>() == Ok(0.0) {
-        Ok(0.0)
-    } else {
-        parse_ms(s)
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=600_000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a duration in milliseconds from 0 to 600000"
+        )),
     }
 }
 
