@@ -131,7 +131,8 @@ pub fn run_with<C: Clock>(
             observer,
         ),
     };
-    let guests = body.shut_down_guests();
+    // After an error or a stop a guest may be busy measuring: it is killed at once.
+    let guests = body.shut_down_guests(rounds.error.is_none());
     crate::env::record_end(&mut env);
     for finding in crate::env::audit::after_run(&env) {
         observer.audit(&finding);
@@ -225,13 +226,16 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         Ok(())
     }
 
-    /// Shuts every guest down (each is killed if it does not go) and returns
-    /// what the document records of them.
-    fn shut_down_guests(&mut self) -> Vec<crate::document::GuestInfo> {
+    /// Ends every guest — asked to shut down when `gracefully`, killed if
+    /// it does not go or otherwise — and returns what the document records
+    /// of them.
+    fn shut_down_guests(&mut self, gracefully: bool) -> Vec<crate::document::GuestInfo> {
         let mut infos = Vec::new();
         for guest in self.guests.iter_mut().filter_map(Option::take) {
             infos.push(guest.info().clone());
-            guest.shutdown();
+            if gracefully {
+                guest.shutdown();
+            } // else dropped: its process group is killed and reaped
         }
         infos
     }

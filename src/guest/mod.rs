@@ -51,6 +51,8 @@ pub struct Guest {
     stdin: ChildStdin,
     lines: Receiver<String>,
     console: Arc<Mutex<VecDeque<String>>>,
+    /// The threads reading the guest's stdout and stderr.
+    readers: Vec<std::thread::JoinHandle<()>>,
     /// Boot time, version and environment, once the agent has answered.
     info: Option<GuestInfo>,
     /// The leader's exit status, once [`Self::stop`] has reaped it.
@@ -100,7 +102,7 @@ impl Guest {
             }
         };
         let started = Instant::now();
-        let (child, stdin, lines, console) = spawn(&mut cmd)
+        let (child, stdin, lines, console, readers) = spawn(&mut cmd)
             .map_err(|e| guest_error(config, format!("could not start the guest: {e}")))?;
         let mut guest = Guest {
             config: config.to_string(),
@@ -108,6 +110,7 @@ impl Guest {
             stdin,
             lines,
             console,
+            readers,
             info: None,
             ended: None,
             _dir: dir,
@@ -263,13 +266,22 @@ impl Guest {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    let status = self
-                        .child
-                        .wait()
-                        .map_or("unknown".into(), |s| s.to_string());
+                    // Its output ended: it has exited, or is about to.
+                    self.wait_exit(Duration::from_secs(1));
+                    let status = self.stop();
+                    self.drain_console(Duration::from_secs(1));
                     return Err(self.fail(format!("the guest ended ({status}) {what}")));
                 }
             }
+        }
+    }
+
+    /// Waits up to `limit` for the readers to take in the last of the
+    /// guest's output (they end once everything of it is gone).
+    fn drain_console(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && !self.readers.iter().all(|r| r.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -325,6 +337,7 @@ type Spawned = (
     ChildStdin,
     Receiver<String>,
     Arc<Mutex<VecDeque<String>>>,
+    Vec<std::thread::JoinHandle<()>>,
 );
 
 /// Spawns `cmd` in a new process group that dies with osbench, with a
@@ -351,9 +364,11 @@ fn spawn(cmd: &mut Command) -> std::io::Result<Spawned> {
     let stderr = child.stderr.take().expect("piped stderr");
     let console = Arc::new(Mutex::new(VecDeque::new()));
     let (tx, rx) = mpsc::channel();
-    read_lines(stdout, Some(tx), Arc::clone(&console));
-    read_lines(stderr, None, Arc::clone(&console));
-    Ok((child, stdin, rx, console))
+    let readers = vec![
+        read_lines(stdout, Some(tx), Arc::clone(&console)),
+        read_lines(stderr, None, Arc::clone(&console)),
+    ];
+    Ok((child, stdin, rx, console, readers))
 }
 
 /// Reads `stream` line by line on a thread until it ends.
@@ -361,7 +376,7 @@ fn read_lines(
     stream: impl Read + Send + 'static,
     protocol: Option<Sender<String>>,
     console: Arc<Mutex<VecDeque<String>>>,
-) {
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stream);
         let mut buf = Vec::new();
@@ -386,5 +401,5 @@ fn read_lines(
                 }
             }
         }
-    });
+    })
 }
