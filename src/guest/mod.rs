@@ -187,14 +187,9 @@ impl Guest {
     fn wait_exit(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         loop {
-            // SAFETY: waitid on our own child with WNOWAIT only reads its
-            // state into `info`, a zeroed siginfo_t it may write.
-            let exited = unsafe {
-                let mut info: libc::siginfo_t = std::mem::zeroed();
-                let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-                libc::waitid(libc::P_PID, self.child.id(), &mut info, flags) == 0
-                    && info.si_pid() != 0
-            };
+            let exited =
+                crate::measure::command::ended_unreaped(self.child.id() as libc::pid_t, false)
+                    .unwrap_or(true);
             if exited || Instant::now() >= deadline {
                 return exited;
             }

@@ -149,22 +149,23 @@ fn stop_if_requested(pid: libc::pid_t) -> Result<()> {
 
 /// `waitid(P_PID, pid, WEXITED | WNOWAIT)`: blocks until `pid` ends, leaves it a zombie.
 fn wait_no_reap(pid: libc::pid_t) -> io::Result<()> {
+    ended_unreaped(pid, true).map(|_| ())
+}
+
+/// Whether our child `pid` has ended (`block`: once it has), left unreaped
+/// (`waitid` with WNOWAIT), so its pid — and the process group it leads —
+/// cannot be reused while the group is signalled.
+pub(crate) fn ended_unreaped(pid: libc::pid_t, block: bool) -> io::Result<bool> {
+    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
     // SAFETY: siginfo_t is plain C data; all-zero is valid.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: `info` is a valid out-pointer; `pid` is our unreaped child.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
     }
+    // SAFETY: waitid filled `info` (si_pid stays 0 when nothing has ended).
+    Ok(unsafe { info.si_pid() } != 0)
 }
 
 /// SIGKILL to the process group `pid` leads (ESRCH — nobody left — is fine).

@@ -26,7 +26,7 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::die_with_osbench;
+use crate::measure::command::{die_with_osbench, ended_unreaped};
 use crate::measure::interrupt::{self, Interrupt};
 
 /// How often a running command is checked.
@@ -150,22 +150,7 @@ fn wait(
 /// Whether our child `pid` has ended; it is left unreaped (a zombie keeps
 /// its group id from being reused while the group is signalled).
 fn ended(pid: libc::pid_t) -> io::Result<bool> {
-    // SAFETY: siginfo_t is plain C data; all-zero is valid.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is a valid out-pointer; `pid` is our unreaped child.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: waitid filled `info` (si_pid stays 0 when nothing has ended).
-    Ok(unsafe { info.si_pid() } != 0)
+    ended_unreaped(pid, false)
 }
 
 /// The keeper's parent-death signal (caught: it then kills its group).
