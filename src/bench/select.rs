@@ -91,6 +91,17 @@ impl Case {
     pub fn name(&self) -> String {
         (self.def.case_name)(&self.params)
     }
+
+    /// The selector that names exactly this case (`bench:k=v,…` with every
+    /// parameter), as the agent protocol sends it; [`resolve`] reads it back.
+    pub fn selector(&self) -> String {
+        let params = self.params.to_string();
+        if params.is_empty() {
+            self.def.name.to_string()
+        } else {
+            format!("{}:{params}", self.def.name)
+        }
+    }
 }
 
 /// Validates the selectors and expands them into cases, in order, without
@@ -215,6 +226,16 @@ mod tests {
 
     fn sel(s: &str) -> Selector {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn every_case_is_named_exactly_by_its_selector() {
+        for case in resolve(&[sel("all")]).unwrap() {
+            let again = resolve(&[sel(&case.selector())]).unwrap();
+            assert_eq!(again.len(), 1, "{}", case.selector());
+            assert_eq!(again[0].params, case.params);
+            assert!(std::ptr::eq(again[0].def, case.def));
+        }
     }
 
     #[test]

@@ -245,13 +245,8 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let Some(guest) = self.guests[ci].as_mut() else {
             return case::run_case(case, pin, self.harness);
         };
-        let params = case.params.to_string();
         let request = RunRequest {
-            selector: if params.is_empty() {
-                case.def.name.to_string()
-            } else {
-                format!("{}:{params}", case.def.name)
-            },
+            selector: case.selector(),
             policy: self.plan.policy,
             pin: pin.map(|p| p.as_str().to_string()),
             perf: self.plan.perf,

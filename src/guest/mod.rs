@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use crate::document::{GuestInfo, GuestSpec, Series};
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
+use crate::measure::command::{die_with_osbench, ended_unreaped, kill_group};
 use protocol::{PROTOCOL, Reply, Request, RunRequest};
 
 /// How long a guest may take to say it is ready (and its agent to report
@@ -187,9 +188,7 @@ impl Guest {
     fn wait_exit(&self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         loop {
-            let exited =
-                crate::measure::command::ended_unreaped(self.child.id() as libc::pid_t, false)
-                    .unwrap_or(true);
+            let exited = ended_unreaped(self.child.id() as libc::pid_t, false).unwrap_or(true);
             if exited || Instant::now() >= deadline {
                 return exited;
             }
@@ -203,12 +202,9 @@ impl Guest {
         if let Some(status) = &self.ended {
             return status.clone();
         }
-        let pgid = self.child.id() as libc::pid_t;
-        // SAFETY: kill(2) on the guest's own process group: it was made the
-        // leader of a new group at spawn and only this function reaps it
-        // (once, `ended`), so its pid, hence the group id, cannot have been
-        // reused yet.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // The guest leads its group (spawned with process_group(0)) and only
+        // this function reaps it (once, `ended`): the group id is still ours.
+        kill_group(self.child.id() as libc::pid_t, libc::SIGKILL);
         let status = self
             .child
             .wait()
@@ -343,16 +339,7 @@ fn spawn(cmd: &mut Command) -> std::io::Result<Spawned> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no
-    // memory of the parent; the guest gets SIGKILL when osbench dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    die_with_osbench(cmd);
     let mut child = cmd.spawn()?;
     let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");

@@ -68,7 +68,7 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
     let end = monotonic_ns();
     // Untimed: whatever the command left behind in its group goes too. The
     // unreaped leader keeps the group id from being reused meanwhile.
-    kill_group(pid);
+    kill_group(pid, libc::SIGKILL);
     warden::release(pid);
     let (status, usage) = reap(pid)?;
     let timed_out = ended?;
@@ -121,7 +121,7 @@ fn wait_for_end(pid: libc::pid_t, deadline: Option<Instant>) -> Result<bool> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            kill_group(pid);
+            kill_group(pid, libc::SIGKILL);
             wait_no_reap(pid).map_err(|e| Error::io("waiting for a killed command", e))?;
             return Ok(true);
         }
@@ -141,7 +141,7 @@ fn wait_for_end(pid: libc::pid_t, deadline: Option<Instant>) -> Result<bool> {
 /// reports `Interrupted` (the caller reaps).
 fn stop_if_requested(pid: libc::pid_t) -> Result<()> {
     if interrupt::requested() {
-        kill_group(pid);
+        kill_group(pid, libc::SIGKILL);
         return Err(Error::Interrupted);
     }
     Ok(())
@@ -168,11 +168,12 @@ pub(crate) fn ended_unreaped(pid: libc::pid_t, block: bool) -> io::Result<bool> 
     Ok(unsafe { info.si_pid() } != 0)
 }
 
-/// SIGKILL to the process group `pid` leads (ESRCH — nobody left — is fine).
-fn kill_group(pid: libc::pid_t) {
-    // SAFETY: kill has no memory-safety preconditions; the group is the
-    // command's own (process_group(0) made `pid` its leader).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+/// Sends `sig` to process group `pgid` (ESRCH — nobody left — is fine). The
+/// caller owns the group and has not reaped its leader, so the id cannot have
+/// been reused.
+pub(crate) fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(-pgid, sig) };
 }
 
 /// `wait4(pid)`, retried on EINTR: the wait status and that child's rusage.

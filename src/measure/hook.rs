@@ -26,7 +26,7 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::{die_with_osbench, ended_unreaped};
+use crate::measure::command::{die_with_osbench, ended_unreaped, kill_group};
 use crate::measure::interrupt::{self, Interrupt};
 
 /// How often a running command is checked.
@@ -225,13 +225,6 @@ fn keep(osbench: libc::pid_t, group: libc::pid_t) -> ! {
             libc::pause();
         }
     }
-}
-
-/// Sends `sig` to the process group `pid` leads (ESRCH — nobody left — is fine).
-fn kill_group(pid: libc::pid_t, sig: libc::c_int) {
-    // SAFETY: kill has no memory-safety preconditions; the group is the
-    // command's own (process_group(0)) and its leader is not reaped yet.
-    unsafe { libc::kill(-pid, sig) };
 }
 
 /// A command's stderr, read without blocking while it runs.
