@@ -214,6 +214,11 @@ impl TimePlan {
         }
     }
 
+    /// Whether the commands run through `sh -c` (the empty command then does too).
+    fn shell(&self) -> bool {
+        self.commands.iter().any(|c| c.shell)
+    }
+
     /// The settings recorded in `run.time`.
     fn time_info(&self, env: BTreeMap<String, String>, floor: Option<ReferenceSeries>) -> TimeInfo {
         TimeInfo {
@@ -265,7 +270,7 @@ impl<'a> TimeRounds<'a> {
             .map(|(c, program)| member(program, c.argv.clone()))
             .collect();
         let line = tiny.to_string_lossy().into_owned();
-        members.push(if plan.commands.iter().any(|c| c.shell) {
+        members.push(if plan.shell() {
             let argv = vec!["sh".into(), "-c".into(), line];
             member(PathBuf::from("/bin/sh"), argv)
         } else {
@@ -286,13 +291,52 @@ impl<'a> TimeRounds<'a> {
         })
     }
 
+    /// Runs member `i` once (a command after `--prepare`, or the empty
+    /// command with the quiet options), recording it unless `warm`.
+    fn run_member(&mut self, i: usize, warm: bool) -> Result<()> {
+        let plan = self.plan;
+        self.interrupt.check()?;
+        let is_floor = i == plan.commands.len();
+        if let (false, Some(prepare)) = (is_floor, &plan.prepare) {
+            let env = plan.spawn.env.iter().cloned().collect();
+            let watch = Watch {
+                stop: Some(self.interrupt),
+                timeout: plan.spawn.timeout,
+            };
+            crate::experiment::config::sh("--prepare", &env, prepare, watch)?;
+        }
+        let m = &mut self.members[i];
+        let opts = if is_floor { &self.quiet } else { &plan.spawn };
+        // Energy is read just outside the run (RAPL counts the whole machine).
+        let rapl = self.rapl;
+        let before = rapl.and_then(Rapl::read);
+        let run = run_once(&m.program, &m.argv, opts)?;
+        let joules = match (rapl, before, rapl.and_then(Rapl::read)) {
+            (Some(r), Some(b), Some(a)) => r.joules(&b, &a),
+            _ => Vec::new(),
+        };
+        if !run.succeeded() && !plan.ignore_failure && !is_floor {
+            return Err(Error::Measure(format!(
+                "command '{}' {}{}; fix it, or time it anyway with --ignore-failure",
+                plan.commands[i].line,
+                run.outcome(),
+                if warm { " during warm-up" } else { "" }
+            )));
+        }
+        if !warm {
+            m.runs.push(run);
+            m.joules.push(joules);
+        }
+        Ok(())
+    }
+
     /// The commands' series (those that ran) and the empty command's.
     fn into_series(
         mut self,
         rapl: &std::result::Result<Rapl, String>,
     ) -> (Vec<Series>, Option<ReferenceSeries>) {
         let floor_runs = self.members.pop().map(|m| m.runs).unwrap_or_default();
-        let floor_op = if self.plan.commands.iter().any(|c| c.shell) {
+        let floor_op = if self.plan.shell() {
             "sh -c of a 165-byte static program that exits at once, spawn to reaped"
         } else {
             "spawn + exit + reap of a 165-byte static program (osbench's empty command)"
@@ -329,15 +373,7 @@ impl RoundBody for TimeRounds<'_> {
         _rng: &mut SplitMix64,
         _observer: &mut dyn Observer,
     ) -> Result<()> {
-        run_round(
-            self.plan,
-            &self.quiet,
-            self.rapl,
-            &mut self.members,
-            order,
-            warm,
-            self.interrupt,
-        )
+        order.iter().try_for_each(|&i| self.run_member(i, warm))
     }
 
     fn precision(&self) -> Option<f64> {
@@ -357,53 +393,6 @@ impl RoundBody for TimeRounds<'_> {
             _ => planned,
         }
     }
-}
-
-/// One round: every member once, in `order`, each command after `--prepare`
-/// (the empty command with `quiet` options).
-fn run_round(
-    plan: &TimePlan,
-    quiet: &SpawnOptions,
-    rapl: Option<&Rapl>,
-    members: &mut [Member],
-    order: &[usize],
-    warm: bool,
-    interrupt: &Interrupt,
-) -> Result<()> {
-    let env = plan.spawn.env.iter().cloned().collect();
-    for &i in order {
-        interrupt.check()?;
-        let is_floor = i == plan.commands.len();
-        if let (false, Some(prepare)) = (is_floor, &plan.prepare) {
-            let watch = Watch {
-                stop: Some(interrupt),
-                timeout: plan.spawn.timeout,
-            };
-            crate::experiment::config::sh("--prepare", &env, prepare, watch)?;
-        }
-        let m = &mut members[i];
-        let opts = if is_floor { quiet } else { &plan.spawn };
-        // Energy is read just outside the run (RAPL counts the whole machine).
-        let before = rapl.and_then(Rapl::read);
-        let run = run_once(&m.program, &m.argv, opts)?;
-        let joules = match (rapl, before, rapl.and_then(Rapl::read)) {
-            (Some(r), Some(b), Some(a)) => r.joules(&b, &a),
-            _ => Vec::new(),
-        };
-        if !run.succeeded() && !plan.ignore_failure && !is_floor {
-            return Err(Error::Measure(format!(
-                "command '{}' {}{}; fix it, or time it anyway with --ignore-failure",
-                plan.commands[i].line,
-                run.outcome(),
-                if warm { " during warm-up" } else { "" }
-            )));
-        }
-        if !warm {
-            m.runs.push(run);
-            m.joules.push(joules);
-        }
-    }
-    Ok(())
 }
 
 fn label_of(plan: &TimePlan, i: usize, members: usize) -> String {
