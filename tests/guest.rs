@@ -40,18 +40,28 @@ const QUICK: [&str; 8] = [
     "2",
 ];
 
-/// `osbench run spin:work=100 --config native= --guest g=command:GUEST QUICK --json JSON`.
-fn run_with_guest(guest: &str, json: &Path, timeout_s: &str) -> Output {
+/// `osbench run SELECTOR --config native= --guest GUEST QUICK --json JSON`,
+/// guests given `timeout_s` to answer.
+fn run_guest(selector: &str, guest: &str, json: &Path, timeout_s: &str) -> Output {
     osbench()
-        .args(["run", "spin:work=100", "--no-perf", "--config", "native="])
-        .arg("--guest")
-        .arg(format!("g=command:{guest}"))
+        .args(["run", selector, "--no-perf", "--config", "native="])
+        .args(["--guest", guest])
         .args(QUICK)
         .arg("--json")
         .arg(json)
         .env("OSBENCH_GUEST_TIMEOUT", timeout_s)
         .output()
         .unwrap()
+}
+
+/// [`run_guest`] of `spin:work=100` with the command guest `g` running `guest`.
+fn run_with_guest(guest: &str, json: &Path, timeout_s: &str) -> Output {
+    run_guest(
+        "spin:work=100",
+        &format!("g=command:{guest}"),
+        json,
+        timeout_s,
+    )
 }
 
 /// Processes whose environment carries `mark` (what a guest command sets).
@@ -215,20 +225,7 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
     let _serial = uml_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("uml.json");
-    let out = osbench()
-        .args([
-            "run",
-            "syscall:case=getpid",
-            "--no-perf",
-            "--config",
-            "native=",
-        ])
-        .args(["--guest", "uml=uml"])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let out = run_guest("syscall:case=getpid", "uml=uml", &json, "60");
     let err = stderr(&out);
     if !out.status.success() && host_limit("uml_runs_a_case", &err) {
         assert!(uml_processes().is_empty());
@@ -285,15 +282,7 @@ fn a_uml_guest_that_fails_to_boot_names_its_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("boot.json");
     // Too little memory for the kernel to boot.
-    let out = osbench()
-        .args(["run", "spin:work=100", "--no-perf", "--config", "native="])
-        .args(["--guest", "tiny=uml:mem=1M"])
-        .args(QUICK)
-        .arg("--json")
-        .arg(&json)
-        .env("OSBENCH_GUEST_TIMEOUT", "20")
-        .output()
-        .unwrap();
+    let out = run_guest("spin:work=100", "tiny=uml:mem=1M", &json, "20");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("configuration 'tiny'"), "{err}");
