@@ -462,14 +462,7 @@ fn runs_falling_back_to_files_at_once_never_overwrite_a_file() {
                 .unwrap()
         })
         .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    all_succeed(children);
     for path in &taken {
         assert_eq!(
             fs::read_to_string(path).unwrap(),
@@ -518,14 +511,7 @@ fn processes_storing_at_once_all_succeed() {
                 .unwrap()
         })
         .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    all_succeed(children);
     assert_eq!(stored_ids(&store).len(), 40);
 }
 
@@ -596,4 +582,16 @@ fn list_marks_the_default_suite_and_all_runs_everything() {
         text.contains("`osbench run all` runs every default case"),
         "{text}"
     );
+}
+
+/// Waits for processes started at once; each must succeed.
+fn all_succeed(children: Vec<std::process::Child>) {
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
