@@ -5,8 +5,8 @@
 //! ([`protocol`]) and stops it; it measures nothing itself: timing happens
 //! inside the guest with the guest's clocks.
 //!
-//! A guest runs in its own process group, dies with osbench
-//! (PR_SET_PDEATHSIG), and is killed as a whole group and reaped when it is
+//! A guest runs in its own process group, which dies with osbench (the
+//! `measure::warden`), and is killed as a whole group and reaped when it is
 //! dropped: on success after a `shutdown`, on an error, on Ctrl-C. Its
 //! console output (anything that is not a protocol line) is kept, and the
 //! last lines are quoted when it fails. Left out: guests that need a channel
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use crate::document::{GuestInfo, GuestSpec, Series};
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
-use crate::measure::command::{die_with_osbench, ended_unreaped, kill_group};
+use crate::measure::command::{ended_unreaped, kill_group};
 use protocol::{PROTOCOL, Reply, Request, RunRequest};
 
 /// How long a guest may take to say it is ready (and its agent to report
@@ -204,7 +204,9 @@ impl Guest {
         }
         // The guest leads its group (spawned with process_group(0)) and only
         // this function reaps it (once, `ended`): the group id is still ours.
-        kill_group(self.child.id() as libc::pid_t, libc::SIGKILL);
+        let pgid = self.child.id() as libc::pid_t;
+        kill_group(pgid, libc::SIGKILL);
+        crate::measure::warden::release(pgid);
         let status = self
             .child
             .wait()
@@ -339,8 +341,9 @@ fn spawn(cmd: &mut Command) -> std::io::Result<Spawned> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    die_with_osbench(cmd);
+    crate::measure::warden::ensure_started();
     let mut child = cmd.spawn()?;
+    crate::measure::warden::guard(child.id() as libc::pid_t);
     let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");

@@ -80,29 +80,6 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
     ))
 }
 
-/// Has the child `cmd` starts get SIGKILL when osbench ends, however it ends
-/// (even SIGKILL). The signal follows the thread that spawns: spawn from one
-/// that outlives the child (osbench's main thread). It is not inherited by
-/// the child's own children (a shell's commands): those are reached through
-/// the child's process group.
-pub fn die_with_osbench(cmd: &mut Command) {
-    let osbench = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, getppid) on plain integers.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // osbench died before the signal was set: the child was re-parented.
-            if libc::getppid() != osbench {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
 /// Waits until `pid` has ended without reaping it; `Ok(true)` when the
 /// deadline passed first (the group has then been killed).
 fn wait_for_end(pid: libc::pid_t, deadline: Option<Instant>) -> Result<bool> {

@@ -3,12 +3,11 @@
 //!
 //! Each runs as `sh -c COMMAND` with stdin closed, stdout discarded and
 //! stderr kept for the error message, in a process group of its own that
-//! dies with osbench, whatever ends osbench (even SIGKILL): the shell has a
-//! parent-death signal, which its own children do not inherit, so a keeper
-//! (a fork of osbench that joins the group and sleeps) SIGKILLs the whole
-//! group on osbench's death (its own parent-death signal, caught). The shell
-//! stays osbench's child: `$PPID` in a hook is osbench. If a second signal
-//! ends osbench at once, the handler SIGKILLs the group too.
+//! dies with osbench, whatever ends osbench (even SIGKILL): the
+//! [`super::warden`] SIGKILLs the whole group then, the shell's own children
+//! included. The shell stays osbench's child: `$PPID` in a hook is osbench.
+//! If a second signal ends osbench at once, the handler SIGKILLs the group
+//! too.
 //!
 //! osbench does not block on the command: it checks every [`POLL`] whether
 //! the shell has ended, whether a stop was requested and whether the
@@ -16,7 +15,7 @@
 //! [`GRACE`], and the caller gets `Error::Interrupted`; past the deadline it
 //! gets SIGKILL at once. A command that ends by itself may leave processes
 //! in its group (a server started with `&`): they are left running (and no
-//! longer kept: osbench's death does not end them).
+//! longer guarded: osbench's death does not end them).
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -26,8 +25,9 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::{die_with_osbench, ended_unreaped, kill_group};
+use crate::measure::command::{ended_unreaped, kill_group};
 use crate::measure::interrupt::{self, Interrupt};
+use crate::measure::warden;
 
 /// How often a running command is checked.
 const POLL: Duration = Duration::from_millis(20);
@@ -63,24 +63,22 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    die_with_osbench(&mut cmd);
+    warden::ensure_started();
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::io(format!("running {what}"), e))?;
     let pid = child.id() as libc::pid_t;
+    warden::guard(pid);
     interrupt::register_hook_group(pid);
     let mut stderr = Stderr::new(child.stderr.take());
     let deadline = watch.timeout.map(|t| Instant::now() + t);
-    let end = Keeper::start(pid).and_then(|keeper| {
-        let end = wait(pid, &mut stderr, watch.stop, deadline);
-        drop(keeper);
-        end
-    });
+    let end = wait(pid, &mut stderr, watch.stop, deadline);
     if end.is_err() {
         kill_group(pid, libc::SIGKILL);
     }
     // The group is forgotten before its leader is reaped (no reused pid is signalled).
     interrupt::unregister_hook_group(pid);
+    warden::release(pid);
     let status = child
         .wait()
         .map_err(|e| Error::io(format!("waiting for {what}"), e))?;
@@ -151,80 +149,6 @@ fn wait(
 /// its group id from being reused while the group is signalled).
 fn ended(pid: libc::pid_t) -> io::Result<bool> {
     ended_unreaped(pid, false)
-}
-
-/// The keeper's parent-death signal (caught: it then kills its group).
-const OSBENCH_DIED: libc::c_int = libc::SIGUSR1;
-
-/// A fork of osbench in a command's process group that SIGKILLs the group
-/// if osbench dies while the command runs; killed and reaped when dropped.
-struct Keeper(libc::pid_t);
-
-impl Keeper {
-    /// Forks the keeper of the group `group` (whose leader is not reaped).
-    fn start(group: libc::pid_t) -> io::Result<Self> {
-        let osbench = std::process::id() as libc::pid_t;
-        // SAFETY: the child runs `keep`, which makes only async-signal-safe
-        // calls (osbench may have other threads) and never returns.
-        match unsafe { libc::fork() } {
-            -1 => Err(io::Error::last_os_error()),
-            0 => keep(osbench, group),
-            pid => Ok(Self(pid)),
-        }
-    }
-}
-
-impl Drop for Keeper {
-    fn drop(&mut self) {
-        let mut status = 0;
-        // SAFETY: kill and waitpid of our own unreaped child, a local out-pointer.
-        unsafe {
-            libc::kill(self.0, libc::SIGKILL);
-            while libc::waitpid(self.0, &mut status, 0) < 0
-                && *libc::__errno_location() == libc::EINTR
-            {}
-        }
-    }
-}
-
-extern "C" fn kill_own_group(_: libc::c_int) {
-    // SAFETY: kill is async-signal-safe; 0 is the caller's own process group.
-    unsafe { libc::kill(0, libc::SIGKILL) };
-}
-
-/// The keeper: joins `group`, ignores the stop signals (osbench stops the
-/// command) and sleeps until osbench dies (its parent-death signal, whose
-/// handler kills the group, itself included) or kills it.
-fn keep(osbench: libc::pid_t, group: libc::pid_t) -> ! {
-    // SAFETY: only async-signal-safe calls (signal, sigprocmask, setpgid,
-    // prctl, getppid, close, pause, _exit) with integer arguments and a
-    // local signal set.
-    unsafe {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        libc::signal(
-            OSBENCH_DIED,
-            kill_own_group as *const () as libc::sighandler_t,
-        );
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        if libc::setpgid(0, group) != 0 {
-            libc::_exit(0); // the group is gone already
-        }
-        libc::prctl(libc::PR_SET_PDEATHSIG, OSBENCH_DIED);
-        if libc::getppid() != osbench {
-            kill_own_group(0); // osbench died before the signal was set
-        }
-        let all = (0 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
-        if libc::syscall(libc::SYS_close_range, all.0, all.1, all.2) != 0 {
-            (0..1024).for_each(|fd| _ = libc::close(fd)); // Linux < 5.9
-        }
-        loop {
-            libc::pause();
-        }
-    }
 }
 
 /// A command's stderr, read without blocking while it runs.

@@ -1,14 +1,15 @@
 //! The warden: one small process per osbench that kills the process groups
-//! of the whole commands still running (`osbench time`) if osbench dies,
-//! even by SIGKILL. osbench tells it, through a pipe, which groups are live;
+//! osbench started and has not ended yet — timed commands, set-up and
+//! tear-down shells, guests — if osbench dies, even by SIGKILL. osbench tells it, through a pipe, which groups are live;
 //! when osbench is gone the pipe's write end closes, the warden reads the end
 //! of the stream and SIGKILLs every group still listed, then exits.
 //!
-//! Why not a parent-death signal on each command: that needs a pre-exec step,
+//! Why not a parent-death signal on each child: it is not inherited by the
+//! child's own children (a shell's commands), and it needs a pre-exec step,
 //! which makes std fork the whole of osbench instead of using `posix_spawn`,
 //! ~70–100 µs more per timed run here (measured against `true`). Registering
-//! a group costs one 5-byte write. Left out: commands started while the
-//! warden cannot be forked (they run unguarded, as before).
+//! a group costs one 5-byte write. Left out: children started when the warden
+//! could not be forked (they run unguarded).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
