@@ -5,9 +5,8 @@
 //! stderr kept for the error message, in a process group of its own that
 //! dies with osbench, whatever ends osbench (even SIGKILL): the
 //! [`super::warden`] SIGKILLs the whole group then, the shell's own children
-//! included. The shell stays osbench's child: `$PPID` in a hook is osbench.
-//! If a second signal ends osbench at once, the handler SIGKILLs the group
-//! too.
+//! included (also when a second signal ends osbench at once). The shell
+//! stays osbench's child: `$PPID` in a hook is osbench.
 //!
 //! osbench does not block on the command: it checks every [`POLL`] whether
 //! the shell has ended, whether a stop was requested and whether the
@@ -26,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::measure::command::{ended_unreaped, kill_group};
-use crate::measure::interrupt::{self, Interrupt};
+use crate::measure::interrupt::Interrupt;
 use crate::measure::warden;
 
 /// How often a running command is checked.
@@ -69,7 +68,6 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         .map_err(|e| Error::io(format!("running {what}"), e))?;
     let pid = child.id() as libc::pid_t;
     warden::guard(pid);
-    interrupt::register_hook_group(pid);
     let mut stderr = Stderr::new(child.stderr.take());
     let deadline = watch.timeout.map(|t| Instant::now() + t);
     let end = wait(pid, &mut stderr, watch.stop, deadline);
@@ -77,7 +75,6 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         kill_group(pid, libc::SIGKILL);
     }
     // The group is forgotten before its leader is reaped (no reused pid is signalled).
-    interrupt::unregister_hook_group(pid);
     warden::release(pid);
     let status = child
         .wait()

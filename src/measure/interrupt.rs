@@ -9,8 +9,8 @@
 //! block for long checks [`requested`] when it does. A second signal while the
 //! first is pending ends the process at once (status 128 + signal), as users
 //! expect from a second Ctrl-C; helpers die with it (PR_SET_PDEATHSIG), and
-//! the handler SIGKILLs the process groups of running set-up and tear-down
-//! commands ([`register_hook_group`]) first.
+//! so do set-up shells, timed commands and guests (the `warden` sees osbench
+//! go and SIGKILLs their groups).
 //!
 //! A signal can also land while osbench is between system calls, just before
 //! a wait that then blocks until the helpers finish by themselves (a whole
@@ -38,11 +38,6 @@ pub fn requested() -> bool {
 /// a slot is still killed when its owner sees the flag.
 static HELPER_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 
-/// Process groups of running set-up and tear-down commands: their owner
-/// stops them gently after a first signal, so the handler kills them only
-/// when a second one ends osbench at once.
-static HOOK_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
-
 /// Has the signal handler SIGKILL process group `pgid` when a stop is
 /// requested (at once if one already was). The caller must unregister the
 /// group before its last member is reaped, so no reused pid is ever signalled.
@@ -58,18 +53,6 @@ pub fn register_group(pgid: libc::pid_t) {
 /// Forgets a group registered with [`register_group`].
 pub fn unregister_group(pgid: libc::pid_t) {
     release(&HELPER_GROUPS, pgid);
-}
-
-/// Has the signal handler SIGKILL process group `pgid` if osbench exits at
-/// once (a second signal). Same rule as [`register_group`]: unregister it
-/// before its leader is reaped.
-pub fn register_hook_group(pgid: libc::pid_t) {
-    claim(&HOOK_GROUPS, pgid);
-}
-
-/// Forgets a group registered with [`register_hook_group`].
-pub fn unregister_hook_group(pgid: libc::pid_t) {
-    release(&HOOK_GROUPS, pgid);
 }
 
 fn claim(slots: &[AtomicI32], pgid: libc::pid_t) {
@@ -107,7 +90,6 @@ fn kill_group(pgid: libc::pid_t) {
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if REQUESTED.swap(true, Ordering::SeqCst) {
-        kill_groups(&HOOK_GROUPS);
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
     }
