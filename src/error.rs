@@ -42,12 +42,17 @@ pub enum Error {
     #[error("{0}")]
     Measure(String),
 
+    /// The command line or a file asks for something that cannot be done.
+    #[error("{0}")]
+    Usage(String),
+
     #[error("interrupted by a signal")]
     Interrupted,
 
-    /// A guest (a configuration that runs elsewhere) failed to start, answer or run.
-    #[error("configuration '{config}': {message}")]
-    Guest { config: String, message: String },
+    /// A guest (a configuration or a fleet host that runs elsewhere) failed
+    /// to start, answer or run; `who` names it ("configuration 'uml'", "host 'a'").
+    #[error("{who}: {message}")]
+    Guest { who: String, message: String },
 
     /// A file osbench reads is malformed; `what` names the kind ("an osbench result document").
     #[error("{path}: not {what}: {message}")]

@@ -18,6 +18,7 @@ pub mod document;
 pub mod env;
 pub mod error;
 pub mod experiment;
+pub mod fleet;
 pub mod guest;
 pub mod measure;
 pub mod report;

@@ -6,9 +6,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use std::path::Path;
+
+use anyhow::{Context, anyhow, bail};
 use clap::Args;
 
+use osbench::document::Document;
 use osbench::report;
+use osbench::store::{Filter, Store};
 
 use super::VerdictArgs;
 use super::save::{self, ExportArgs, StoreArgs};
@@ -33,9 +38,17 @@ pub struct CompareArgs {
     /// repeat for several). Other differing keys are flagged as possible confounders
     #[arg(long = "factor", value_name = "KEY")]
     factors: Vec<String>,
+    /// Pair the runs by host (`fleet run`): BEFORE and AFTER are labels (the latest run with
+    /// it on each host), run ids (their label) or directories of documents (`fleet run
+    /// --out`); each host is compared, and the fleet judged with the hosts as replicates
+    #[arg(long, value_name = "WHAT", value_parser = ["host"])]
+    by: Option<String>,
 }
 
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if args.by.is_some() {
+        return compare_by_host(&args);
+    }
     let pending = args.exports.prepare()?;
     let docs = save::resolve_all(&args.runs, &args.store)?;
     let options = args.verdict.options(args.seed);
@@ -61,4 +74,95 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         || report::csv::comparison(&comparison),
     )?;
     Ok(args.verdict.exit_code(Some(&comparison)))
+}
+
+/// `compare BEFORE AFTER --by host`.
+fn compare_by_host(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let [before, after] = &args.runs[..] else {
+        bail!(
+            "--by host compares two sides, BEFORE and AFTER; {} were given",
+            args.runs.len()
+        );
+    };
+    if args.exports.markdown.is_some() || args.exports.csv.is_some() || !args.factors.is_empty() {
+        bail!("--by host writes no Markdown or CSV and takes no --factor; use --json");
+    }
+    let pending = args.exports.prepare()?;
+    let fleet = osbench::compare::fleet::compare_by_host(
+        (before, after),
+        runs_by_host(before, &args.store)?,
+        runs_by_host(after, &args.store)?,
+        args.verdict.options(args.seed),
+    )?;
+    print!("{}", report::compare::render_fleet(&fleet));
+    std::io::stdout().flush().ok();
+    pending.commit(
+        || {
+            let mut bytes = serde_json::to_vec_pretty(&report::compare::fleet_record(&fleet))
+                .expect("a comparison always serialises");
+            bytes.push(b'\n');
+            bytes
+        },
+        String::new,
+        String::new,
+    )?;
+    match args.verdict.gate {
+        Some(pct) if fleet.gate_tripped(pct) => {
+            eprintln!(
+                "osbench: regression gate: a case is significantly slower over the fleet by more than {pct}%"
+            );
+            Ok(ExitCode::from(1))
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// One side of a comparison by host: (host, document) for each host.
+fn runs_by_host(side: &str, store: &StoreArgs) -> anyhow::Result<Vec<(String, Document)>> {
+    let dir = Path::new(side);
+    if dir.is_dir() {
+        let mut docs = Vec::new();
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {side}"))? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let doc = osbench::store::read_document(&path)?;
+                docs.push((doc.host().to_string(), doc));
+            }
+        }
+        docs.sort_by(|a, b| a.0.cmp(&b.0));
+        return Ok(docs);
+    }
+    let path = osbench::store::location(store.store.as_deref())?;
+    let db = Store::open_existing(&path)?;
+    let label = if side.chars().all(|c| c.is_ascii_digit()) {
+        let id: i64 = side.parse().with_context(|| format!("run id {side}"))?;
+        let doc = db
+            .document(id)?
+            .ok_or_else(|| anyhow!("no run {id} in {}", path.display()))?;
+        doc.run.label.ok_or_else(|| {
+            anyhow!("run {id} has no label; --by host finds each host's run by label")
+        })?
+    } else {
+        side.to_string()
+    };
+    let rows = db.list(&Filter {
+        label: Some(label.clone()),
+        ..Filter::default()
+    })?;
+    let latest = osbench::store::latest_per_host(&rows);
+    if latest.is_empty() {
+        bail!(
+            "no stored run is labelled '{label}' (in {})",
+            path.display()
+        );
+    }
+    latest
+        .into_iter()
+        .map(|r| {
+            let doc = db
+                .document(r.id)?
+                .ok_or_else(|| anyhow!("run {} vanished", r.id))?;
+            Ok((r.hostname.clone(), doc))
+        })
+        .collect()
 }

@@ -11,6 +11,7 @@
 mod agent;
 mod compare;
 mod env;
+mod fleet;
 mod list;
 mod plot;
 mod progress;
@@ -64,6 +65,10 @@ enum Command {
     /// Serve the agent protocol on stdin/stdout: osbench inside a guest (User-Mode Linux, a
     /// container, an SSH host) measuring what the host's `run` asks (docs/agent-protocol.md)
     Agent(agent::AgentArgs),
+    /// Run on several hosts over ssh at once (`fleet run`): the same cases, each host's run
+    /// stored under its name; compare them with `compare BEFORE AFTER --by host`
+    #[command(subcommand)]
+    Fleet(fleet::FleetCommand),
     /// Make N getpid() system calls and exit: seed 000's program, to time whole with `time`
     /// natively or as a UML guest's init (`init=OSBENCH -- loop N`)
     Loop(syscall_loop::LoopArgs),
@@ -138,6 +143,7 @@ pub fn main() -> ExitCode {
         Command::Time(args) => time::time(args),
         Command::Agent(args) => agent::agent(&args),
         Command::Loop(args) => syscall_loop::run(&args),
+        Command::Fleet(command) => fleet::fleet(command),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));

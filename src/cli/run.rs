@@ -31,26 +31,8 @@ pub struct RunArgs {
     selectors: Vec<String>,
     #[command(flatten)]
     save: SaveArgs,
-    /// Accepted samples per case (lmbench takes 11)
-    #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    samples: u32,
-    /// Target duration of one sample, in milliseconds
-    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
-          allow_negative_numbers = true)]
-    sample_time: f64,
-    /// Unrecorded run time before sampling each case, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero,
-          allow_negative_numbers = true)]
-    warmup: f64,
-    /// Seed of the random case order (default: taken from the clock; always recorded)
-    #[arg(long, value_name = "N")]
-    seed: Option<u64>,
-    /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
-    /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
-    /// others unpinned
-    #[arg(long, value_name = "PLACEMENT", value_parser = parse_pin)]
-    pin: Option<Pin>,
+    #[command(flatten)]
+    measure: MeasureArgs,
     /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
     /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
     /// the first is the baseline; NAME= with no command runs nothing)
@@ -85,11 +67,60 @@ pub struct RunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// How each case is measured: `run`'s and `fleet run`'s options.
+#[derive(Args)]
+pub struct MeasureArgs {
+    /// Accepted samples per case (lmbench takes 11)
+    #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    samples: u32,
+    /// Target duration of one sample, in milliseconds
+    #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
+          allow_negative_numbers = true)]
+    sample_time: f64,
+    /// Unrecorded run time before sampling each case, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_ms_or_zero,
+          allow_negative_numbers = true)]
+    warmup: f64,
+    /// Seed of the random case order (default: taken from the clock; always recorded)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
+    /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
+    /// others unpinned
+    #[arg(long, value_name = "PLACEMENT", value_parser = parse_pin)]
+    pin: Option<Pin>,
     /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
     /// cycles, instructions; counted in a short pass after each case's timed samples);
     /// rusage counters are still read
     #[arg(long = "no-perf")]
     no_perf: bool,
+}
+
+impl MeasureArgs {
+    /// The plan of `cases`, measured as these options say, with no
+    /// configurations (callers add them).
+    pub fn plan(&self, cases: Vec<osbench::bench::select::Case>) -> Plan {
+        Plan {
+            cases,
+            seed: self.seed.unwrap_or_else(seed_from_clock),
+            pin: self.pin,
+            configs: Vec::new(),
+            rounds: 1,
+            target_ci: None,
+            max_time: None,
+            policy: Policy {
+                samples: self.samples as usize,
+                sample_time_ns: (self.sample_time * 1e6).round() as u64,
+                warmup_ns: (self.warmup * 1e6).round() as u64,
+            },
+            // Probed at the start; each case's counting pass opens them on its tasks.
+            perf: !self.no_perf,
+            remote: None,
+        }
+    }
 }
 
 fn parse_pin(s: &str) -> Result<Pin, String> {
@@ -152,9 +183,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (configs, selectors) = configs_and_selectors(args)?;
     Ok(Plan {
-        cases: resolve(&selectors)?,
-        seed: args.seed.unwrap_or_else(seed_from_clock),
-        pin: args.pin,
         configs,
         rounds: if args.target_ci.is_some() {
             osbench::stats::compare::MAX_ROUNDS
@@ -163,13 +191,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
-        policy: Policy {
-            samples: args.samples as usize,
-            sample_time_ns: (args.sample_time * 1e6).round() as u64,
-            warmup_ns: (args.warmup * 1e6).round() as u64,
-        },
-        // Probed at the start; each case's counting pass opens them on its tasks.
-        perf: !args.no_perf,
+        ..args.measure.plan(resolve(&selectors)?)
     })
 }
 

@@ -18,7 +18,7 @@ use osbench::report;
 use osbench::store::{self, Filter, Inserted, PendingFile, Store};
 
 /// `--store PATH`.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct StoreArgs {
     /// The results store (SQLite). Default: $OSBENCH_STORE, else
     /// $XDG_DATA_HOME/osbench/results.sqlite, else ~/.local/share/osbench/results.sqlite
@@ -123,7 +123,7 @@ pub struct SaveArgs {
     pub no_store: bool,
 }
 
-fn parse_label(s: &str) -> Result<String, String> {
+pub(super) fn parse_label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
         Err("a label cannot be empty".into())
     } else if s.chars().all(|c| c.is_ascii_digit()) {
@@ -291,6 +291,9 @@ pub struct HistoryArgs {
     /// Only runs on a kernel whose release contains TEXT (e.g. 6.18)
     #[arg(long, value_name = "TEXT")]
     kernel: Option<String>,
+    /// A case × host table of the medians of each host's latest (matching) run
+    #[arg(long, value_name = "WHAT", value_parser = ["host"])]
+    by: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -309,9 +312,19 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         label: args.label,
         kernel: args.kernel,
     };
-    let rows = Store::open_existing(&path)?.list(&filter)?;
+    let db = Store::open_existing(&path)?;
+    let rows = db.list(&filter)?;
     if rows.is_empty() {
         println!("No stored run matches (store: {}).", path.display());
+    } else if args.by.is_some() {
+        let mut runs = Vec::new();
+        for row in store::latest_per_host(&rows) {
+            if let Some(doc) = db.document(row.id)? {
+                runs.push((row.hostname.as_str(), doc));
+            }
+        }
+        let runs: Vec<(&str, &Document)> = runs.iter().map(|(h, d)| (*h, d)).collect();
+        print!("{}", report::history::by_host(&runs));
     } else {
         print!("{}", report::history::render(&rows));
     }

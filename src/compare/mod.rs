@@ -12,6 +12,8 @@
 //! as not compared, with the reason, as is one whose ratio would overflow.
 //! [`paired`] compares the configurations of one run round by round instead.
 
+pub mod fleet;
+
 use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document, Series, Unit};
 use crate::error::{Error, Result};
 use crate::stats::Summary;

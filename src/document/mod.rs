@@ -54,6 +54,11 @@ impl Document {
             comparisons: Vec::new(),
         }
     }
+
+    /// The host the run is filed under: its fleet name, else its hostname.
+    pub fn host(&self) -> &str {
+        self.run.host.as_deref().unwrap_or(&self.env.hostname)
+    }
 }
 
 /// One comparison as written into a document.
@@ -129,6 +134,10 @@ pub struct RunInfo {
     /// A name the user gave the run (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// `fleet run`: the host's name in the fleet (`--host NAME=…`), which the
+    /// store files the run under instead of `env.hostname`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Everything measured for one case under one configuration.

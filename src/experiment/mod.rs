@@ -55,6 +55,18 @@ pub struct Plan {
     /// Count perf events in a short pass after each case's timed samples
     /// (false: `--no-perf`; rusage is read either way).
     pub perf: bool,
+    /// A system that runs the whole plan in place of this one (a fleet
+    /// host): its agent measures every case, and its environment is the
+    /// run's. Only without configurations.
+    pub remote: Option<Remote>,
+}
+
+/// Another system the plan runs on, through its agent.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    /// Its name, in errors and as the document's `run.host`.
+    pub name: String,
+    pub guest: crate::document::GuestSpec,
 }
 
 impl Plan {
@@ -94,7 +106,9 @@ pub fn run(
     env: Environment,
     observer: &mut dyn Observer,
 ) -> Outcome {
-    let harness = Harness::new(plan.policy, interrupt).with_meters(Meters::open(plan.perf));
+    // A remote plan is measured there, with the remote's counters.
+    let local_perf = plan.perf && plan.remote.is_none();
+    let harness = Harness::new(plan.policy, interrupt).with_meters(Meters::open(local_perf));
     run_with(plan, &harness, env, observer)
 }
 
@@ -108,6 +122,7 @@ pub fn run_with<C: Clock>(
     let started = utc_now();
     let default = [Config {
         name: DEFAULT_CONFIG.into(),
+        guest: plan.remote.as_ref().map(|r| r.guest.clone()),
         ..Config::default()
     }];
     let configs: &[Config] = if plan.configs.is_empty() {
@@ -115,10 +130,14 @@ pub fn run_with<C: Clock>(
     } else {
         &plan.configs
     };
+    let mut body = RunRounds::new(plan, configs, harness);
+    let ready = body.check().and_then(|()| body.start_guests());
+    if let (Ok(()), Some(guest)) = (&ready, body.remote_guest()) {
+        env = guest.info().env.clone();
+    }
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
     audit.iter().for_each(|f| observer.audit(f));
-    let mut body = RunRounds::new(plan, configs, harness);
-    let rounds = match body.check().and_then(|()| body.start_guests()) {
+    let rounds = match ready {
         Err(e) => rounds::Rounds {
             error: Some(e),
             ..Default::default()
@@ -131,9 +150,9 @@ pub fn run_with<C: Clock>(
             observer,
         ),
     };
+    body.record_end(&mut env);
     // After an error or a stop a guest may be busy measuring: it is killed at once.
     let guests = body.shut_down_guests(rounds.error.is_none());
-    crate::env::record_end(&mut env);
     for finding in crate::env::audit::after_run(&env) {
         observer.audit(&finding);
         audit.push(finding);
@@ -159,6 +178,7 @@ pub fn run_with<C: Clock>(
         config_env_diff,
         guests,
         label: None,
+        host: plan.remote.as_ref().map(|r| r.name.clone()),
     };
     Outcome {
         document: Document::new(env, run, body.into_series()),
@@ -218,7 +238,11 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     fn start_guests(&mut self) -> Result<()> {
         for (ci, config) in self.configs.iter().enumerate() {
             if let Some(spec) = &config.guest {
-                let guest = Guest::start(&config.name, spec, self.harness.interrupt())?;
+                let who = match &self.plan.remote {
+                    Some(remote) => format!("host '{}'", remote.name),
+                    None => format!("configuration '{}'", config.name),
+                };
+                let guest = Guest::start(&config.name, &who, spec, self.harness.interrupt())?;
                 self.config_envs[ci] = Some(guest.info().env.clone());
                 self.guests[ci] = Some(guest);
             }
@@ -226,13 +250,33 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         Ok(())
     }
 
+    /// The guest that runs the whole plan, once started.
+    fn remote_guest(&self) -> Option<&Guest> {
+        self.plan.remote.as_ref().and(self.guests[0].as_ref())
+    }
+
+    /// Reads the load at the end of the run: here, or on the remote system
+    /// (if it still answers; else the end stays unrecorded).
+    fn record_end(&mut self, env: &mut Environment) {
+        if self.plan.remote.is_none() {
+            return crate::env::record_end(env);
+        }
+        let interrupt = Interrupt::none();
+        let end = self.guests[0].as_mut().and_then(|g| g.env(&interrupt).ok());
+        if let (Some(load), Some(end)) = (env.load.as_mut(), end.and_then(|e| e.load)) {
+            load.end = Some(end.start);
+        }
+    }
+
     /// Ends every guest — asked to shut down when `gracefully`, killed if
     /// it does not go or otherwise — and returns what the document records
-    /// of them.
+    /// of them (nothing of a remote system: its environment is the run's).
     fn shut_down_guests(&mut self, gracefully: bool) -> Vec<crate::document::GuestInfo> {
         let mut infos = Vec::new();
         for guest in self.guests.iter_mut().filter_map(Option::take) {
-            infos.push(guest.info().clone());
+            if self.plan.remote.is_none() {
+                infos.push(guest.info().clone());
+            }
             if gracefully {
                 guest.shutdown();
             } // else dropped: its process group is killed and reaped
@@ -260,6 +304,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// Privileges and devices, checked for every case under every
     /// configuration (its parameters may differ) before anything is measured.
     fn check(&self) -> Result<()> {
+        if self.plan.remote.is_some() {
+            return Ok(()); // its agent checks, there
+        }
         self.configs
             .iter()
             .flat_map(|config| {
@@ -499,6 +546,7 @@ mod tests {
                 warmup_ns: 0,
             },
             perf: false,
+            remote: None,
         }
     }
 

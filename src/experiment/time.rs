@@ -185,6 +185,7 @@ pub fn run(
         guests: Vec::new(),
         time: Some(plan.time_info(hook_env, floor)),
         label: None,
+        host: None,
     };
     let document = Document::new(env, run, series);
     Ok(TimeOutcome { document, error })

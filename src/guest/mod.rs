@@ -48,6 +48,8 @@ const CONSOLE_LINES: usize = 12;
 /// A started guest whose agent answered.
 pub struct Guest {
     config: String,
+    /// Names it in errors: "configuration 'uml'", "host 'a'".
+    who: String,
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -64,8 +66,14 @@ pub struct Guest {
 
 impl Guest {
     /// Starts the guest of configuration `config` and waits for its agent:
-    /// `ready` (same protocol and version), then its environment.
-    pub fn start(config: &str, spec: &GuestSpec, interrupt: &Interrupt) -> Result<Guest> {
+    /// `ready` (same protocol and version), then its environment. Errors
+    /// name it as `who`.
+    pub fn start(
+        config: &str,
+        who: &str,
+        spec: &GuestSpec,
+        interrupt: &Interrupt,
+    ) -> Result<Guest> {
         let exe = std::env::current_exe()
             .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
         let (mut cmd, dir) = match spec {
@@ -92,7 +100,7 @@ impl Guest {
                     osbench: &exe,
                     dir: dir.path(),
                 })
-                .map_err(|message| guest_error(config, message))?;
+                .map_err(|message| guest_error(who, message))?;
                 (cmd, Some(dir))
             }
             GuestSpec::Command { command } => {
@@ -104,9 +112,10 @@ impl Guest {
         };
         let started = Instant::now();
         let (child, stdin, lines, console, readers) = spawn(&mut cmd)
-            .map_err(|e| guest_error(config, format!("could not start the guest: {e}")))?;
+            .map_err(|e| guest_error(who, format!("could not start the guest: {e}")))?;
         let mut guest = Guest {
             config: config.to_string(),
+            who: who.to_string(),
             child,
             stdin,
             lines,
@@ -141,11 +150,7 @@ impl Guest {
             other => return Err(self.unexpected("ready", &other)),
         };
         let boot_s = started.elapsed().as_secs_f64();
-        self.send(&Request::Env {})?;
-        let env = match self.reply(boot_timeout(), interrupt, "to report its environment")? {
-            Reply::Env(env) => *env,
-            other => return Err(self.unexpected("env", &other)),
-        };
+        let env = self.env(interrupt)?;
         self.info = Some(GuestInfo {
             config: self.config.clone(),
             boot_s,
@@ -153,6 +158,15 @@ impl Guest {
             env,
         });
         Ok(())
+    }
+
+    /// The environment as the guest's agent sees it now.
+    pub fn env(&mut self, interrupt: &Interrupt) -> Result<crate::env::Environment> {
+        self.send(&Request::Env {})?;
+        match self.reply(boot_timeout(), interrupt, "to report its environment")? {
+            Reply::Env(env) => Ok(*env),
+            other => Err(self.unexpected("env", &other)),
+        }
     }
 
     /// Measures one case in the guest; `timeout` bounds the wait for its series.
@@ -167,7 +181,7 @@ impl Guest {
         match self.reply(timeout, interrupt, &format!("to measure {selector}"))? {
             Reply::Series(series) => Ok(*series),
             Reply::Error(message) => Err(guest_error(
-                &self.config,
+                &self.who,
                 format!("the guest's agent could not measure {selector}: {message}"),
             )),
             other => Err(self.unexpected("series", &other)),
@@ -290,11 +304,11 @@ impl Guest {
     fn fail(&self, message: String) -> Error {
         let console = self.console.lock().map(|c| c.clone()).unwrap_or_default();
         if console.is_empty() {
-            return guest_error(&self.config, message);
+            return guest_error(&self.who, message);
         }
         let last: Vec<String> = console.into_iter().collect();
         guest_error(
-            &self.config,
+            &self.who,
             format!("{message}; its last console lines: {}", last.join(" | ")),
         )
     }
@@ -318,9 +332,9 @@ fn is_stack_dump(line: &str) -> bool {
             .all(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
-fn guest_error(config: &str, message: String) -> Error {
+fn guest_error(who: &str, message: String) -> Error {
     Error::Guest {
-        config: config.to_string(),
+        who: who.to_string(),
         message,
     }
 }

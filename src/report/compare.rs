@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use super::decimals_for;
 use crate::compare::Comparison;
+use crate::compare::fleet::{FleetCase, FleetComparison};
 
 /// The comparison as text.
 pub fn render(c: &Comparison) -> String {
@@ -120,6 +121,145 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// A comparison by host: per case, each host's medians before and after
+/// with its own ratio and verdict, then the fleet's verdict over the hosts.
+pub fn render_fleet(f: &FleetComparison) -> String {
+    let mut out = format!(
+        "A = {} (before), B = {} (after), by host: {} host{} on both sides\n",
+        f.before,
+        f.after,
+        f.hosts.len(),
+        if f.hosts.len() == 1 { "" } else { "s" }
+    );
+    for (host, lacking) in &f.unpaired {
+        let _ = writeln!(out, "  host {host}: no run {lacking} (left out)");
+    }
+    let Some((_, first)) = f.hosts.first() else {
+        return out;
+    };
+    for row in &first.rows {
+        let name = format!(
+            "{} {}",
+            row.bench,
+            super::case_label(&row.case, &row.config)
+        );
+        let _ = writeln!(out, "\n{name} ({}, medians)", row.unit.symbol());
+        let header = ["host", "A", "B", "B/A", "95% CI", "change", "p", "verdict"];
+        let numeric = [false, true, true, true, true, true, true, false];
+        let mut cells: Vec<Vec<String>> = Vec::new();
+        for (host, c) in &f.hosts {
+            let Some(r) = c
+                .rows
+                .iter()
+                .find(|r| (&r.bench, &r.case, &r.config) == (&row.bench, &row.case, &row.config))
+            else {
+                cells.push(vec![
+                    host.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "not in both runs".into(),
+                ]);
+                continue;
+            };
+            let ch = &r.changes[0];
+            let d = decimals_for(r.summaries[0].median);
+            cells.push(vec![
+                host.clone(),
+                format!("{:.d$}", r.summaries[0].median),
+                format!("{:.d$}", r.summaries[1].median),
+                format!("{:.3}", ch.ci.ratio),
+                format!("[{:.3} – {:.3}]", ch.ci.ci95.0, ch.ci.ci95.1),
+                format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
+                fmt_p(ch.p_adjusted),
+                ch.verdict.as_str().into(),
+            ]);
+        }
+        out.push_str(&super::align(&header, &numeric, &cells));
+        if let Some(fc) = f.cases.iter().find(|c| c.name == name) {
+            out.push_str(&fleet_line(fc, f.options.alpha));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nEach host: {}. Fleet: hosts as replicates — geometric mean of the hosts' ratios with a \
+         t interval, exact sign-flip p over hosts, Holm-adjusted over cases; equivalent = 90% \
+         interval within ±{}%.",
+        first.method,
+        f.options.equivalence * 100.0
+    );
+    out
+}
+
+/// A comparison by host as JSON: each host's changes and the fleet's.
+pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
+    let hosts: Vec<serde_json::Value> = f
+        .hosts
+        .iter()
+        .map(|(host, c)| serde_json::json!({ "host": host, "comparisons": c.records() }))
+        .collect();
+    let fleet: Vec<serde_json::Value> = f
+        .cases
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "case": c.name,
+                "ratio": c.ci.ratio,
+                "ci_low": c.ci.ci95.0,
+                "ci_high": c.ci.ci95.1,
+                "p_value": c.p_adjusted,
+                "p_floor": c.p_floor,
+                "verdict": c.verdict.as_str(),
+                "hosts": c.hosts,
+                "slower_hosts": c.slower,
+                "faster_hosts": c.faster,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": crate::document::SCHEMA,
+        "tool": crate::document::Tool::this(),
+        "by": "host",
+        "before": f.before,
+        "after": f.after,
+        "unpaired": f.unpaired.iter().map(|(h, side)| serde_json::json!({"host": h, "lacks": side})).collect::<Vec<_>>(),
+        "hosts": hosts,
+        "fleet": fleet,
+    })
+}
+
+/// The fleet's verdict on one case, and when the fleet is too small for its test.
+fn fleet_line(c: &FleetCase, alpha: f64) -> String {
+    let mut line = format!(
+        "  fleet  B/A {:.3} [{:.3} – {:.3}]  {:+.1}%  p={}  → {}; slower on {} and faster on {} of {} hosts\n",
+        c.ci.ratio,
+        c.ci.ci95.0,
+        c.ci.ci95.1,
+        (c.ci.ratio - 1.0) * 100.0,
+        fmt_p(c.p_adjusted),
+        c.verdict.as_str(),
+        c.slower,
+        c.faster,
+        c.hosts
+    );
+    if c.p_floor >= alpha {
+        // The exact sign-flip test's smallest p with n replicates is 2/2^n.
+        let needed = (1..64).find(|n| 2.0 / 2f64.powi(*n) < alpha).unwrap_or(64);
+        let _ = writeln!(
+            line,
+            "         (too few hosts for the test: with {} it cannot give p below {}; a significant \
+             verdict needs at least {needed} hosts at the {}% level)",
+            c.hosts,
+            fmt_p(c.p_floor),
+            alpha * 100.0
+        );
+    }
+    line
 }
 
 /// How the comparison was computed and judged, in one sentence (every rendering says it).

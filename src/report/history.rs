@@ -1,9 +1,46 @@
 //! `osbench history`: one line per stored run — id, start time, label,
-//! whether it completed, kernel, host, how many cases, which benchmarks.
-//! Left out: the runs' results (they are in each run's document).
+//! whether it completed, kernel, host, how many cases, which benchmarks —
+//! and, by host (`history --by host`, `fleet run`), a case × host table of
+//! medians. Left out: the runs' other results (they are in each document).
 
-use super::align;
+use super::{align, case_label, fmt_sig};
+use crate::document::Document;
 use crate::store::RunRow;
+
+/// Each case's median on each host: one row per case (in first-seen
+/// order), one column per host (in the order given), "-" where a host has
+/// no such case. Each document is one host's run.
+pub fn by_host(runs: &[(&str, &Document)]) -> String {
+    let mut cases: Vec<String> = Vec::new();
+    let label =
+        |s: &crate::document::Series| format!("{} {}", s.bench, case_label(&s.case, &s.config));
+    for (_, doc) in runs {
+        for s in &doc.series {
+            let l = label(s);
+            if !cases.contains(&l) {
+                cases.push(l);
+            }
+        }
+    }
+    let mut header = vec!["case"];
+    header.extend(runs.iter().map(|(host, _)| *host));
+    let mut numeric = vec![false];
+    numeric.extend(runs.iter().map(|_| true));
+    let rows: Vec<Vec<String>> = cases
+        .iter()
+        .map(|case| {
+            let mut row = vec![case.clone()];
+            row.extend(runs.iter().map(|(_, doc)| {
+                doc.series.iter().find(|s| &label(s) == case).map_or_else(
+                    || "-".to_string(),
+                    |s| format!("{} {}", fmt_sig(s.summary.median), s.unit.symbol()),
+                )
+            }));
+            row
+        })
+        .collect();
+    align(&header, &numeric, &rows)
+}
 
 /// The runs as a table, in the order given.
 pub fn render(rows: &[RunRow]) -> String {

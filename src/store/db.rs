@@ -280,7 +280,7 @@ impl Store {
                 doc.run.finished,
                 doc.run.complete,
                 doc.env.kernel,
-                doc.env.hostname,
+                doc.host(),
                 doc.tool.version,
                 origin,
                 utc_now(),

@@ -324,6 +324,20 @@ pub fn resolve_document(arg: &str, store: Option<&Path>) -> Result<(String, Docu
     Ok((name, doc))
 }
 
+/// The latest of `rows` on each host (by start time, then id), by host name.
+pub fn latest_per_host(rows: &[RunRow]) -> Vec<&RunRow> {
+    let mut latest: Vec<&RunRow> = Vec::new();
+    for row in rows {
+        match latest.iter_mut().find(|r| r.hostname == row.hostname) {
+            Some(r) if (&row.started, row.id) > (&r.started, r.id) => *r = row,
+            Some(_) => {}
+            None => latest.push(row),
+        }
+    }
+    latest.sort_by(|a, b| a.hostname.cmp(&b.hostname));
+    latest
+}
+
 /// A small fixed document (two configurations, a sampled and a distribution
 /// case, comparisons, a label with markup) for tests and snapshots.
 #[cfg(test)]

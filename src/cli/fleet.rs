@@ -1,0 +1,256 @@
+//! `osbench fleet run`: the same selected cases on several hosts over ssh
+//! (`osbench::fleet`), one line of progress per host, each host's document
+//! stored under its name (and written to `--out DIR/NAME.json`), a case ×
+//! host table of medians at the end. A host that fails is named; the
+//! others' results are kept and the exit status (2) says the run was partial.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use clap::{Args, Subcommand};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use osbench::bench::select::{Case, Selector, resolve};
+use osbench::document::{Document, Series};
+use osbench::experiment::Observer;
+use osbench::fleet::{self, Host};
+use osbench::measure::Interrupt;
+use osbench::report::fmt_sig;
+
+use super::run::MeasureArgs;
+use super::save::{ExportArgs, SaveArgs, StoreArgs, parse_label};
+
+#[derive(Subcommand)]
+pub enum FleetCommand {
+    /// Run the selected cases on every host at once, each with its own `osbench agent`
+    /// reached over ssh; each host's run is stored under its name
+    Run(FleetRunArgs),
+}
+
+#[derive(Args)]
+pub struct FleetRunArgs {
+    /// BENCH or BENCH:key=value[,key=value...], as for `run`; none: the quick default suite
+    #[arg(value_name = "SELECTOR")]
+    selectors: Vec<String>,
+    /// A host, NAME=TARGET: TARGET is what ssh connects to (user@host, or a Host of the ssh
+    /// configuration); NAME is what its runs are filed under (repeat)
+    #[arg(long = "host", value_name = "NAME=TARGET")]
+    hosts: Vec<String>,
+    /// Hosts from a TOML file: [[host]] with name, target, optional ssh_options (each given
+    /// to ssh as -o) and osbench (its path on the host)
+    #[arg(long = "hosts", value_name = "FILE")]
+    hosts_file: Option<PathBuf>,
+    /// An ssh option for every host, as ssh's -o takes it (e.g. Port=2222, or
+    /// ControlMaster=auto with ControlPath and ControlPersist); repeat
+    #[arg(long = "ssh-option", value_name = "OPTION")]
+    ssh_options: Vec<String>,
+    /// Copy this osbench to each host's ~/.cache/osbench first (after checking that its
+    /// architecture and C library can run it); without it the hosts' own osbench runs
+    #[arg(long)]
+    install: bool,
+    /// Also write each host's document to DIR/NAME.json
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    measure: MeasureArgs,
+    /// Name the runs (every host's); compare and history accept the name
+    #[arg(long, value_name = "NAME", value_parser = parse_label)]
+    label: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Do not save the runs in the results store
+    #[arg(long, conflicts_with = "store")]
+    no_store: bool,
+    /// Print only the results: no progress, no warnings
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        FleetCommand::Run(args) => fleet_run(args),
+    }
+}
+
+fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
+    let hosts = hosts(&args)?;
+    let selectors: Vec<Selector> = args
+        .selectors
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
+    let plan = args.measure.plan(resolve(&selectors)?);
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow!("cannot create --out directory {}: {e}", dir.display()))?;
+    }
+    // Before measuring: a bad output path or store is found now.
+    let savings = hosts
+        .iter()
+        .map(|h| save_args(&args, h).prepare(args.quiet))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let interrupt = Interrupt::install()?;
+    let bars = Bars::new(args.quiet);
+    let make = |host: &Host| -> Box<dyn Observer + Send> { Box::new(bars.line(&host.name)) };
+    let runs = fleet::run(&plan, &hosts, args.install, &interrupt, &make);
+    bars.clear();
+
+    let mut stored: Vec<(String, Document)> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for (run, saving) in runs.into_iter().zip(savings) {
+        match run.result {
+            Ok(mut outcome) => {
+                outcome.document.run.label = args.label.clone();
+                saving.finish(&outcome.document, !outcome.document.series.is_empty())?;
+                if let Some(e) = outcome.error {
+                    failures.push(format!("host '{}' stopped early: {e}", run.host));
+                }
+                stored.push((run.host, outcome.document));
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if !stored.is_empty() {
+        let table: Vec<(&str, &Document)> = stored.iter().map(|(h, d)| (h.as_str(), d)).collect();
+        print!("{}", osbench::report::history::by_host(&table));
+    }
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for f in &failures {
+        eprintln!("osbench: error: {f}");
+    }
+    if interrupt.is_set() {
+        return Err(anyhow!(osbench::Error::Interrupted));
+    }
+    Err(anyhow!(
+        "fleet run partial: {} of {} hosts did not finish; what they measured and the other \
+         hosts' results are kept",
+        failures.len(),
+        hosts.len()
+    ))
+}
+
+/// The hosts of `--hosts` then `--host`, each with the `--ssh-option`s.
+fn hosts(args: &FleetRunArgs) -> anyhow::Result<Vec<Host>> {
+    let mut hosts = match &args.hosts_file {
+        Some(path) => fleet::load_hosts(path)?,
+        None => Vec::new(),
+    };
+    for spec in &args.hosts {
+        hosts.push(fleet::parse_host(spec)?);
+    }
+    for h in &mut hosts {
+        h.ssh_options.extend(args.ssh_options.iter().cloned());
+    }
+    fleet::check_hosts(&hosts)?;
+    Ok(hosts)
+}
+
+/// Where host `h`'s run is saved: the store, and `--out DIR/NAME.json`.
+fn save_args(args: &FleetRunArgs, h: &Host) -> SaveArgs {
+    SaveArgs {
+        exports: ExportArgs {
+            json: args
+                .out
+                .as_ref()
+                .map(|d| d.join(format!("{}.json", h.name))),
+            markdown: None,
+            csv: None,
+        },
+        label: args.label.clone(),
+        store: args.store.clone(),
+        no_store: args.no_store,
+    }
+}
+
+/// One progress line per host: bars on a terminal, else a line per case.
+struct Bars {
+    multi: Option<MultiProgress>,
+    quiet: bool,
+}
+
+impl Bars {
+    fn new(quiet: bool) -> Self {
+        let multi = (!quiet && std::io::stderr().is_terminal())
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Self { multi, quiet }
+    }
+
+    fn line(&self, host: &str) -> HostLine {
+        let bar = self.multi.as_ref().map(|m| {
+            let bar = m.add(ProgressBar::new(0));
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:>12} {elapsed:>4} [{bar:20}] {pos}/{len} {msg}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(host.to_string());
+            bar.set_message("connecting");
+            bar
+        });
+        HostLine {
+            host: host.to_string(),
+            bar,
+            quiet: self.quiet,
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+}
+
+struct HostLine {
+    host: String,
+    bar: Option<ProgressBar>,
+    quiet: bool,
+}
+
+impl HostLine {
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None if !self.quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+}
+
+impl Observer for HostLine {
+    fn case_started(&mut self, index: usize, total: usize, case: &Case) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(index as u64);
+            bar.set_message(format!("{} {}", case.def.name, case.name()));
+        }
+    }
+
+    fn case_finished(&mut self, s: &Series) {
+        match &self.bar {
+            Some(bar) => bar.inc(1),
+            None => self.say(&format!(
+                "{}: {} {}: {} {}",
+                self.host,
+                s.bench,
+                s.case,
+                fmt_sig(s.summary.median),
+                s.unit.symbol()
+            )),
+        }
+    }
+
+    fn case_failed(&mut self, error: &osbench::Error) {
+        self.say(&format!("osbench: {}: failed: {error}", self.host));
+    }
+
+    fn audit(&mut self, finding: &str) {
+        self.say(&format!("osbench: warning: {}: {finding}", self.host));
+    }
+}
