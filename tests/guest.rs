@@ -11,12 +11,15 @@
 //! on this host's CPU (UML before ~6.13 on hosts with AMX: "ptrace set fp
 //! regs failed, errno = 14") is a host limit: the test says so and skips.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
+use common::Sshd;
 use osbench::store::read_document;
 
 /// The osbench binary, storing nothing.
@@ -64,22 +67,6 @@ fn run_with_guest(guest: &str, json: &Path, timeout_s: &str) -> Output {
     )
 }
 
-/// Processes whose environment carries `mark` (what a guest command sets).
-fn marked(mark: &str) -> Vec<String> {
-    let needle = format!("OSBENCH_TEST_MARK={mark}");
-    fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let environ = fs::read(entry.path().join("environ")).ok()?;
-            let text = String::from_utf8_lossy(&environ);
-            text.split('\0')
-                .any(|kv| kv == needle)
-                .then(|| entry.file_name().to_string_lossy().into_owned())
-        })
-        .collect()
-}
-
 /// A guest command carrying a unique mark, so a test can look for leftovers.
 fn marked_command(mark: &str, body: &str) -> String {
     format!("export OSBENCH_TEST_MARK={mark}; {body}")
@@ -106,7 +93,11 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
     assert_eq!(guest.version, env!("CARGO_PKG_VERSION"));
     assert!(guest.boot_s > 0.0 && !guest.env.kernel.is_empty());
     assert_eq!(doc.comparisons.len(), 1);
-    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
 }
 
 /// Runs a broken guest; returns osbench's stderr after checking the exit
@@ -128,7 +119,11 @@ fn broken(
     assert_eq!(errors.len(), 1, "one error line: {err}");
     assert!(errors[0].contains("configuration 'g'"), "{err}");
     assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
-    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
     (err, json, dir)
 }
 
@@ -307,7 +302,11 @@ fn a_pid_namespace_is_a_guest_too() {
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = read_document(&json).unwrap();
     assert_eq!(doc.series.len(), 2);
-    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
 }
 
 #[test]
@@ -319,85 +318,12 @@ fn the_seed_program_makes_its_calls_and_exits() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
-/// A throwaway sshd on a loopback port, with its own host key and one
-/// authorized user key; killed when dropped.
-struct Sshd {
-    child: std::process::Child,
-    port: u16,
-    key: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Sshd {
-    fn start() -> Sshd {
-        let dir = tempfile::tempdir().unwrap();
-        let p = |name: &str| dir.path().join(name);
-        for key in ["host_key", "user_key"] {
-            let out = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(p(key))
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", stderr(&out));
-        }
-        fs::copy(p("user_key.pub"), p("authorized_keys")).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
-             PidFile {}\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n",
-            p("host_key").display(),
-            p("authorized_keys").display(),
-            p("sshd.pid").display()
-        );
-        fs::write(p("sshd_config"), config).unwrap();
-        fs::create_dir_all("/run/sshd").unwrap(); // sshd's privilege-separation directory
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(p("sshd_config"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Sshd {
-            child,
-            port,
-            key: p("user_key"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn an_ssh_host_is_a_guest() {
-    let required = std::env::var("OSBENCH_REQUIRE_SSH").is_ok_and(|v| v == "1");
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !Path::new("/usr/sbin/sshd").exists() || !root {
-        assert!(
-            !required,
-            "OSBENCH_REQUIRE_SSH=1 but sshd is missing or this is not root"
-        );
-        eprintln!("an_ssh_host_is_a_guest: skipped: needs openssh-server and root");
+    if !common::sshd_usable("an_ssh_host_is_a_guest") {
         return;
     }
-    let sshd = Sshd::start();
+    let sshd = Sshd::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ssh.json");
     let mark = "ssh-guest";
@@ -414,5 +340,9 @@ fn an_ssh_host_is_a_guest() {
     assert_eq!(doc.series.len(), 2);
     assert_eq!(doc.run.guests[0].config, "g");
     drop(sshd);
-    assert!(marked(mark).is_empty(), "left running: {:?}", marked(mark));
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
 }

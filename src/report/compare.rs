@@ -127,7 +127,7 @@ pub fn render(c: &Comparison) -> String {
 /// with its own ratio and verdict, then the fleet's verdict over the hosts.
 pub fn render_fleet(f: &FleetComparison) -> String {
     let mut out = format!(
-        "A = {} (before), B = {} (after), by host: {} host{} on both sides\n",
+        "A = {}, B = {}, by host: {} host{} on both sides\n",
         f.before,
         f.after,
         f.hosts.len(),

@@ -1,0 +1,134 @@
+//! What several integration test files share: a throwaway sshd on a
+//! loopback port (the guest and fleet tests reach "hosts" through it).
+//! Left out: anything osbench-specific.
+
+#![allow(dead_code)] // each test file uses a part
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Processes whose environment carries `OSBENCH_TEST_MARK=mark` (what a
+/// test's guest command or sshd sets), to look for leftovers.
+pub fn marked(mark: &str) -> Vec<String> {
+    let needle = format!("OSBENCH_TEST_MARK={mark}");
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let environ = fs::read(entry.path().join("environ")).ok()?;
+            String::from_utf8_lossy(&environ)
+                .split('\0')
+                .any(|kv| kv == needle)
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Whether a test that needs sshd and root can run; says why not when it
+/// skips, and fails when `OSBENCH_REQUIRE_SSH=1` (as `.ci/run` sets).
+pub fn sshd_usable(test: &str) -> bool {
+    let required = std::env::var("OSBENCH_REQUIRE_SSH").is_ok_and(|v| v == "1");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if Path::new("/usr/sbin/sshd").exists() && root {
+        return true;
+    }
+    assert!(
+        !required,
+        "OSBENCH_REQUIRE_SSH=1 but sshd is missing or this is not root"
+    );
+    eprintln!("{test}: skipped: needs openssh-server and root");
+    false
+}
+
+/// A throwaway sshd on a loopback port, with its own host key and one
+/// authorized user key; killed when dropped.
+pub struct Sshd {
+    child: std::process::Child,
+    pub port: u16,
+    /// The authorized client key (no passphrase).
+    pub key: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    /// Starts it; `extra` are more sshd_config lines (e.g. `SetEnv K=V`).
+    pub fn start(extra: &[&str]) -> Sshd {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name);
+        for key in ["host_key", "user_key"] {
+            let out = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(p(key))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        fs::copy(p("user_key.pub"), p("authorized_keys")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+             PidFile {}\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n",
+            p("host_key").display(),
+            p("authorized_keys").display(),
+            p("sshd.pid").display()
+        ) + &extra.join("\n")
+            + "\n";
+        fs::write(p("sshd_config"), config).unwrap();
+        fs::create_dir_all("/run/sshd").unwrap(); // sshd's privilege-separation directory
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(p("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sshd {
+            child,
+            port,
+            key: p("user_key"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Sshd {
+    /// A directory that lives as long as the server (for `SetEnv` paths).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    /// ssh `-o` options that reach it as root with its key, no host-key prompts.
+    pub fn ssh_options(&self) -> Vec<String> {
+        vec![
+            format!("Port={}", self.port),
+            format!("IdentityFile={}", self.key.display()),
+            "StrictHostKeyChecking=no".into(),
+            "UserKnownHostsFile=/dev/null".into(),
+            "LogLevel=ERROR".into(),
+        ]
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
