@@ -355,6 +355,25 @@ fn descriptor_limit_is_named_and_nothing_is_left_running() {
 }
 
 #[test]
+fn an_address_space_limit_stops_the_run_before_measuring_not_with_an_abort() {
+    let _serial = helper_lock();
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    // 400 threads do not fit in what ~58 MiB leaves; glibc used to abort (134) mid-case.
+    let out = Command::new("bash")
+        .env("OSBENCH_STORE", shared_store())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 60000 && exec '{}' run messaging:groups=10,mode=threads -q",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`ulimit -v` (60000 KiB)"), "{stderr}");
+}
+
+#[test]
 fn ipc_and_ctx_record_placement_and_mode() {
     let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();

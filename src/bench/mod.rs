@@ -147,11 +147,16 @@ impl Params {
     /// The value of parameter `name`. Panics if the family has no such parameter
     /// (a programming error: names come from the family's own spec).
     pub fn get(&self, name: &str) -> &str {
+        self.get_opt(name)
+            .unwrap_or_else(|| panic!("no parameter '{name}'"))
+    }
+
+    /// The value of parameter `name`, `None` when the family has none.
+    pub fn get_opt(&self, name: &str) -> Option<&str> {
         self.values
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
-            .unwrap_or_else(|| panic!("no parameter '{name}'"))
     }
 
     /// An integer parameter (validated at selection time).

@@ -34,7 +34,7 @@ use tempfile::TempPath;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{Exit, fork_error, thread_error, wait_child};
+use crate::measure::supervise::{Exit, fork_error, process_error, thread_error, wait_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",
@@ -179,6 +179,21 @@ fn is_the_program(path: &Path) -> bool {
         && std::fs::read(path).is_ok_and(|bytes| bytes == TINY_ELF)
 }
 
+/// The tiny program could not be run: a file system that forbids exec is
+/// only blamed when the errno says so.
+fn exec_error(path: &Path, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM | libc::ENOEXEC) => Error::io(
+            format!(
+                "running the tiny program in {} (set TMPDIR to a directory that allows exec)",
+                path.display()
+            ),
+            e,
+        ),
+        _ => process_error(0, e),
+    }
+}
+
 /// Runs the freshly written program once, retrying while exec fails with
 /// ETXTBSY: a child another thread forked while the file was open for
 /// writing holds a copy of that descriptor until it execs or exits (seen
@@ -194,7 +209,7 @@ fn wait_until_executable(path: &Path) -> Result<()> {
             Ok(status) if status.success() => return Ok(()),
             Ok(status) => {
                 return Err(Error::Measure(format!(
-                    "the tiny program in {} ended with {status}; is TMPDIR mounted noexec?",
+                    "the tiny program in {} ended with {status} instead of exiting 0",
                     path.display()
                 )));
             }
@@ -202,15 +217,7 @@ fn wait_until_executable(path: &Path) -> Result<()> {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            Err(e) => {
-                return Err(Error::io(
-                    format!(
-                        "running the tiny program in {} (set TMPDIR to a directory that allows exec)",
-                        path.display()
-                    ),
-                    e,
-                ));
-            }
+            Err(e) => return Err(exec_error(path, e)),
         }
     }
 }
@@ -357,11 +364,7 @@ fn spawn_wait(e: &Exec) -> Result<Exit> {
         );
         libc::posix_spawn_file_actions_destroy(&mut actions);
         if r != 0 {
-            return Err(if r == libc::EAGAIN {
-                fork_error(0)
-            } else {
-                Error::io("posix_spawn", std::io::Error::from_raw_os_error(r))
-            });
+            return Err(process_error(0, std::io::Error::from_raw_os_error(r)));
         }
         wait_child(pid)
     }
@@ -425,6 +428,19 @@ fn thread_create_join() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_exec_errors_blame_the_temporary_directory() {
+        let path = Path::new("/tmp/osbench-hello-0");
+        let msg = |errno| exec_error(path, std::io::Error::from_raw_os_error(errno)).to_string();
+        assert!(msg(libc::EACCES).contains("TMPDIR"));
+        let limit = msg(libc::EAGAIN);
+        assert!(
+            !limit.contains("TMPDIR") && limit.contains("ulimit -u"),
+            "{limit}"
+        );
+        assert!(msg(libc::ENOMEM).contains("ulimit -v"));
+    }
+
     use std::os::unix::ffi::OsStrExt;
 
     use super::*;

@@ -126,6 +126,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 }
 
 pub fn main() -> ExitCode {
+    osbench::measure::supervise::fit_address_space_limit();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),

@@ -90,6 +90,12 @@ pub(super) fn run_case<C: Clock>(
 ) -> Result<(Series, bool)> {
     let def = case.def;
     let tasks = (def.tasks)(&case.params);
+    let what = format!("{} {}", def.name, case.name());
+    let threads = match case.params.get_opt("mode") {
+        Some("threads") => tasks,
+        _ => 0,
+    };
+    crate::measure::supervise::check_address_space(&what, threads)?;
     let placement = match pin {
         Some(p) => Placement::new(p)?,
         None if tasks == 1 => Placement::new(Pin::Same)?,

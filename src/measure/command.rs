@@ -58,9 +58,10 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
         cmd.current_dir(dir);
     }
     let start = monotonic_ns();
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::io(format!("starting '{}'", program.display()), e))?;
+    let child = cmd.spawn().map_err(|e| {
+        let hint = super::supervise::limit_hint(&e).map_or(String::new(), |h| format!(": {h}"));
+        Error::io(format!("starting '{}'{hint}", program.display()), e)
+    })?;
     let pid = child.id() as libc::pid_t;
     warden::guard(pid);
     // From here on `child` is ours to reap (std never waits for it on drop).
