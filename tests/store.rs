@@ -429,6 +429,26 @@ fn a_store_that_cannot_be_written_never_loses_the_run() {
 }
 
 #[test]
+fn a_store_that_cannot_be_opened_for_want_of_descriptors_names_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.sqlite");
+    stored_run(&store, &[]);
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 4 && exec '{}' history --store '{}'",
+            bin.display(),
+            store.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ulimit -n is 4"), "{stderr}");
+}
+
+#[test]
 fn runs_falling_back_to_files_at_once_never_overwrite_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let not_a_db = dir.path().join("notes.txt");

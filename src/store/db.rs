@@ -422,8 +422,21 @@ fn store_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
             Some(rusqlite::ErrorCode::NotADatabase) => {
                 "not an SQLite database (give another --store)".into()
             }
+            // SQLite does not say why it could not open; a descriptor limit is one cause.
+            Some(rusqlite::ErrorCode::CannotOpen) => match descriptor_shortage() {
+                Some(hint) => format!("{e}: {hint}"),
+                None => e.to_string(),
+            },
             _ => e.to_string(),
         },
+    }
+}
+
+/// Why no file can be opened now, if that is the open-file limit.
+fn descriptor_shortage() -> Option<String> {
+    match std::fs::File::open("/dev/null") {
+        Ok(_) => None,
+        Err(e) => crate::measure::supervise::limit_hint(&e),
     }
 }
 
