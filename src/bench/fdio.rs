@@ -66,6 +66,41 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Reads what `fd` has (at most `buf.len()` bytes, 0 at end of file),
+/// waiting for it in 20 ms slices and giving up (`Interrupted`) once a stop
+/// is requested: the signal may have been delivered to another thread, so
+/// this thread's blocking read would not have been interrupted.
+pub fn read_or_stop(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        if crate::measure::interrupt::requested() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, 20) } {
+            0 => continue,
+            n if n > 0 => break,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    // SAFETY: the pointer and length describe `buf`.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Whether a failed call is retried: only when a signal interrupted it and
 /// no stop was requested.
 #[inline]

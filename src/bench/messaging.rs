@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::fdio::{pipe, read_exact, read_message, retry, socketpair, write_all};
+use super::fdio::{pipe, read_message, read_or_stop, retry, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
@@ -273,14 +273,18 @@ impl Messaging {
         let mut buf = [0u8; 512];
         while remaining > 0 {
             let want = remaining.min(buf.len());
-            if !read_exact(ready_r.as_raw_fd(), &mut buf[..want])
-                .map_err(|e| Error::io("waiting for workers", e))?
-            {
-                return Err(Error::Measure(
-                    "workers exited before signalling ready".into(),
-                ));
+            match read_or_stop(ready_r.as_raw_fd(), &mut buf[..want]) {
+                Ok(0) => {
+                    return Err(Error::Measure(
+                        "workers exited before signalling ready".into(),
+                    ));
+                }
+                Ok(n) => remaining -= n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    return Err(Error::Interrupted);
+                }
+                Err(e) => return Err(Error::io("waiting for workers", e)),
             }
-            remaining -= want;
         }
         Ok(())
     }

@@ -140,28 +140,35 @@ impl Drop for CountedOut {
 }
 
 impl Running {
-    /// Waits until every thread's body has returned. After a stop was
-    /// requested, pokes the unfinished ones every 20 ms (their blocking reads
-    /// and writes then fail) until they have; before that it looks for a stop
-    /// every 100 ms, as a signal may land just before it sleeps.
-    fn wait(&self, threads: &[JoinHandle<io::Result<()>>]) {
-        const POKE_EVERY: Duration = Duration::from_millis(20);
+    /// Waits until every thread's body has returned, looking for a stop
+    /// every 100 ms (a signal may land just before it sleeps). On a stop it
+    /// pokes the unfinished threads (their blocking reads and writes then
+    /// fail), gives them [`STOP_GRACE`] to return, and returns false: threads
+    /// still busy (hundreds of them on two CPUs take a while to be scheduled
+    /// and notice) are left to finish on their own or die with the process,
+    /// so a stop is not delayed by them.
+    fn wait(&self, threads: &[JoinHandle<io::Result<()>>]) -> bool {
         let mut poked: Option<Instant> = None;
         loop {
             let left = self.0.load(Ordering::Acquire);
             if left == 0 {
-                return;
+                return true;
             }
-            let stopping = interrupt::requested();
-            if stopping && poked.is_none_or(|at| at.elapsed() >= POKE_EVERY) {
-                threads
-                    .iter()
-                    .filter(|t| !t.is_finished())
-                    .for_each(interrupt::poke);
-                poked = Some(Instant::now());
+            if interrupt::requested() {
+                match poked {
+                    Some(at) if at.elapsed() >= STOP_GRACE => return false,
+                    Some(_) => {}
+                    None => {
+                        threads
+                            .iter()
+                            .filter(|t| !t.is_finished())
+                            .for_each(interrupt::poke);
+                        poked = Some(Instant::now());
+                    }
+                }
             }
-            let nap = if stopping {
-                POKE_EVERY
+            let nap = if poked.is_some() {
+                Duration::from_millis(5)
             } else {
                 Duration::from_millis(100)
             };
@@ -169,6 +176,9 @@ impl Running {
         }
     }
 }
+
+/// How long a stop waits for poked helper threads before leaving them.
+const STOP_GRACE: Duration = Duration::from_millis(50);
 
 /// How helper tasks are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,7 +305,10 @@ impl Helpers {
             Helpers::Threads {
                 handles, running, ..
             } => {
-                running.wait(handles);
+                if !running.wait(handles) {
+                    handles.clear(); // detached: they end on their own
+                    return Err(Error::Interrupted);
+                }
                 self.finish()
             }
         }
@@ -307,7 +320,14 @@ impl Helpers {
     pub fn finish(&mut self) -> Result<()> {
         match self {
             Helpers::Processes(sup) => check_exits(sup.wait_all(Duration::from_secs(10))?),
-            Helpers::Threads { handles, .. } => {
+            Helpers::Threads {
+                handles, running, ..
+            } => {
+                // After a stop, threads that do not return at once are left (detached).
+                if interrupt::requested() && !running.wait(handles) {
+                    handles.clear();
+                    return Ok(());
+                }
                 let mut result = Ok(());
                 for h in handles.drain(..) {
                     let outcome = match h.join() {
