@@ -3,15 +3,14 @@
 //! record in the export files, status 1 when `--gate` trips. The statistics
 //! are `osbench::compare`'s, the text `report::compare`'s.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use osbench::report;
 
-use super::VerdictArgs;
 use super::save::{self, ExportArgs, StoreArgs};
+use super::{Console, VerdictArgs};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -35,14 +34,20 @@ pub struct CompareArgs {
     factors: Vec<String>,
 }
 
-pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+impl CompareArgs {
+    /// Whether an output file is standard output (the table then goes to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        self.exports.stdout_taken()
+    }
+}
+
+pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     let pending = args.exports.prepare()?;
     let docs = save::resolve_all(&args.runs, &args.store)?;
     let options = args.verdict.options(args.seed);
     let mut comparison = osbench::compare::compare(&docs, options)?;
     comparison.factors = args.factors.clone();
-    print!("{}", report::compare::render(&comparison));
-    std::io::stdout().flush().ok();
+    console.print(&report::compare::render(&comparison, console.colour));
     pending.commit(
         || {
             let record = serde_json::json!({

@@ -6,7 +6,6 @@
 //! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
 //! timing and statistics are the library's.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,8 +23,8 @@ use osbench::report;
 use osbench::store::PendingFile;
 
 use super::progress::Progress;
-use super::save::SaveArgs;
-use super::{VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::save::{self, SaveArgs};
+use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
 pub struct TimeArgs {
@@ -113,8 +112,13 @@ pub struct TimeArgs {
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Also write FILE in hyperfine's --export-json layout (results[].command, mean,
-    /// stddev, median, user, system, min, max, times, exit_codes, parameters)
-    #[arg(long = "export-hyperfine", value_name = "FILE")]
+    /// stddev, median, user, system, min, max, times, exit_codes, parameters), which
+    /// hyperfine's scripts read; `-`: standard output
+    #[arg(
+        long = "export-hyperfine",
+        visible_alias = "export-json",
+        value_name = "FILE"
+    )]
     export_hyperfine: Option<PathBuf>,
     /// Where the runs go besides the terminal (the document has every run's wall, user,
     /// sys, RSS, …)
@@ -136,7 +140,25 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
     }
 }
 
-pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
+impl TimeArgs {
+    /// Whether an output file is standard output (the tables then go to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        self.outputs_to_stdout().unwrap_or(true)
+    }
+
+    /// Whether an output file is `-`; an error when several are.
+    fn outputs_to_stdout(&self) -> anyhow::Result<bool> {
+        let exports = self.save.exports.paths();
+        save::one_stdout(
+            exports
+                .into_iter()
+                .chain([self.export_hyperfine.as_deref()]),
+        )
+    }
+}
+
+pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
+    args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     let programs = timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
@@ -164,9 +186,13 @@ pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         osbench::compare::commands(doc, args.verdict.options(plan.seed))
     });
     let doc = &outcome.document;
-    print_results(doc, comparison.as_ref());
+    print_results(doc, comparison.as_ref(), console);
     if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+        let dest = save::shown(file.dest());
         file.commit(&report::hyperfine::render(doc))?;
+        if !args.quiet {
+            eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+        }
     }
     saving.finish(doc, !doc.series.is_empty())?;
     let code = args.verdict.exit_code(comparison.as_ref());
@@ -233,18 +259,19 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
 
 /// The per-command table, the comparison and its verdicts when there are
 /// several commands, and what stopped the runs early.
-fn print_results(doc: &Document, comparison: Option<&Comparison>) {
+fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Console) {
+    let mut out = String::new();
     if !doc.series.is_empty() {
-        print!("{}", report::time::render(doc));
+        out.push_str(&report::time::render(doc));
     }
     if let Some(c) = comparison {
-        println!();
-        print!("{}", report::compare::render(c));
-        println!();
-        print!("{}", report::time::verdict_lines(c));
+        out.push('\n');
+        out.push_str(&report::compare::render(c, console.colour));
+        out.push('\n');
+        out.push_str(&report::time::verdict_lines(c, console.colour));
     }
     if let Some(why) = &doc.run.stopped_by {
-        print!("{}", report::compare::precision_lines(comparison, why));
+        out.push_str(&report::compare::precision_lines(comparison, why));
     }
-    std::io::stdout().flush().ok();
+    console.print(&out);
 }

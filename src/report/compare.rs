@@ -9,8 +9,8 @@ use std::fmt::Write;
 use super::decimals_for;
 use crate::compare::Comparison;
 
-/// The comparison as text.
-pub fn render(c: &Comparison) -> String {
+/// The comparison as text; with `colour`, verdicts in their terminal colours ([`super::paint`]).
+pub fn render(c: &Comparison, colour: bool) -> String {
     let mut out = String::new();
     let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
     for (l, label) in letters.iter().zip(&c.labels) {
@@ -33,7 +33,7 @@ pub fn render(c: &Comparison) -> String {
         let width = c
             .env_diff
             .iter()
-            .map(|(k, _)| k.chars().count())
+            .map(|(k, _)| super::display_width(k))
             .max()
             .unwrap_or(0)
             .min(40);
@@ -48,7 +48,8 @@ pub fn render(c: &Comparison) -> String {
             } else {
                 "CONFOUNDER?"
             };
-            let _ = writeln!(out, "  {flag} {key:<width$} {}", shown.join("   "));
+            let key = super::pad_right(key, width);
+            let _ = writeln!(out, "  {flag} {key} {}", shown.join("   "));
         }
     }
     out.push('\n');
@@ -77,7 +78,7 @@ pub fn render(c: &Comparison) -> String {
                 ch.ci.ci95.1,
                 (ch.ci.ratio - 1.0) * 100.0,
                 fmt_p(ch.p_adjusted),
-                ch.verdict.as_str()
+                super::paint(ch.verdict, ch.verdict.as_str(), colour)
             );
         }
     }

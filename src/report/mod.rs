@@ -21,7 +21,10 @@ pub mod sections;
 pub mod table;
 pub mod time;
 
+use unicode_width::UnicodeWidthStr;
+
 use crate::document::{DEFAULT_CONFIG, Series};
+use crate::stats::compare::Verdict;
 pub use env::env_text;
 pub use table::render_run;
 
@@ -53,6 +56,33 @@ pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
+/// `text` (a verdict's words) in the verdict's terminal colour when `colour`:
+/// faster green, slower red, anything else as it is. Keyed on the verdict,
+/// never on its words.
+pub fn paint(verdict: Verdict, text: &str, colour: bool) -> String {
+    let sgr = match verdict {
+        Verdict::Faster => "32",
+        Verdict::Slower => "31",
+        _ => return text.to_string(),
+    };
+    if colour {
+        format!("\x1b[{sgr}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The columns `text` takes on a terminal (`µs` is 2, a CJK character 2 each).
+pub fn display_width(text: &str) -> usize {
+    text.width()
+}
+
+/// `text` padded with spaces on the right to `width` display columns.
+pub fn pad_right(text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(display_width(text));
+    format!("{text}{}", " ".repeat(pad))
+}
+
 /// A ctx series' mode: "processes" (lmbench's, and the default) or "threads".
 fn ctx_mode(s: &Series) -> &str {
     s.params
@@ -61,12 +91,13 @@ fn ctx_mode(s: &Series) -> &str {
         .unwrap_or("processes")
 }
 
-/// Columns two spaces apart: text left-aligned, `numeric` ones right-aligned.
+/// Columns two spaces apart: text left-aligned, `numeric` ones right-aligned,
+/// padded by display width so non-ASCII text (`µs`, names) lines up.
 fn align<R: AsRef<[String]>>(header: &[&str], numeric: &[bool], rows: &[R]) -> String {
     let width = |i: usize| {
         rows.iter()
-            .map(|r| r.as_ref()[i].chars().count())
-            .chain([header[i].chars().count()])
+            .map(|r| display_width(&r.as_ref()[i]))
+            .chain([display_width(header[i])])
             .max()
             .unwrap_or(0)
     };
@@ -75,7 +106,7 @@ fn align<R: AsRef<[String]>>(header: &[&str], numeric: &[bool], rows: &[R]) -> S
     let mut line = |cells: &[String]| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            let pad = widths[i] - cell.chars().count();
+            let pad = widths[i] - display_width(cell);
             let last = i + 1 == cells.len();
             if numeric[i] {
                 text.push_str(&" ".repeat(pad));

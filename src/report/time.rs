@@ -106,8 +106,9 @@ pub fn render(doc: &Document) -> String {
     out
 }
 
-/// One sentence per candidate command: which is faster, by how much, and the verdict.
-pub fn verdict_lines(c: &Comparison) -> String {
+/// One sentence per candidate command: which is faster, by how much, and the
+/// verdict (in its colour with `colour`).
+pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
     let mut out = String::new();
     let Some(row) = c.rows.first() else {
         return out;
@@ -118,7 +119,7 @@ pub fn verdict_lines(c: &Comparison) -> String {
             "slower" | "faster" => writeln!(
                 out,
                 "'{label}' is {} than '{}': {:.3} × its time [95% CI {:.3} – {:.3}].",
-                ch.verdict.as_str(),
+                super::paint(ch.verdict, ch.verdict.as_str(), colour),
                 c.labels[0],
                 r.ratio,
                 r.ci95.0,
