@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use clap::Args;
 
-use osbench::bench::command::{Parameter, build};
+use osbench::bench::command::{Parameter, build, unused};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
@@ -61,9 +61,10 @@ pub struct TimeArgs {
     #[arg(long = "parameter-list", short = 'L', num_args = 2,
           value_names = ["NAME", "VALUES"], action = clap::ArgAction::Append)]
     parameter_list: Vec<String>,
-    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest)
+    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest;
+    /// with 1 run there is no interval and no comparison)
     #[arg(long, short = 'r', value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     runs: Option<u32>,
     /// With the default run count: at least this many runs
     #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "runs",
@@ -206,7 +207,11 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
 /// with the run count, hooks and spawn options given. Warns (unless quiet)
 /// about commands with shell syntax that will run without a shell.
 fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
+    // -L lists in the order given, then the -P scan; the first varies fastest.
     let mut parameters = Vec::new();
+    for pair in args.parameter_list.chunks_exact(2) {
+        parameters.push(Parameter::list(&pair[0], &pair[1])?);
+    }
     if let Some([name, min, max]) = args.parameter_scan.as_deref() {
         parameters.push(Parameter::scan(
             name,
@@ -215,11 +220,14 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
             args.parameter_step.as_deref(),
         )?);
     }
-    for pair in args.parameter_list.chunks_exact(2) {
-        parameters.push(Parameter::list(&pair[0], &pair[1])?);
-    }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
     if !args.quiet {
+        for name in unused(&args.commands, &args.command_names, &parameters) {
+            eprintln!(
+                "osbench: warning: no command uses {{{name}}}: each is timed once, not once per \
+                 value of {name} as hyperfine would (the runs would be the same measurement)"
+            );
+        }
         for c in &commands {
             if let Some(ch) = c.shell_syntax() {
                 eprintln!(
