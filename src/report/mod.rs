@@ -160,6 +160,34 @@ mod tests {
     }
 
     #[test]
+    fn columns_align_by_display_width() {
+        let rows = [
+            vec!["a".to_string(), "µs".to_string(), "1.0".to_string()],
+            vec!["漢字".to_string(), "ns".to_string(), "10.0".to_string()],
+        ];
+        let text = align(&["name", "unit", "value"], &[false, false, true], &rows);
+        let widths: Vec<usize> = text.lines().map(display_width).collect();
+        assert_eq!(widths, [widths[0]; 3], "{text}");
+        // The unit column starts at the same terminal column on every line.
+        let lines: Vec<&str> = text.lines().collect();
+        let column = |line: &str, unit: &str| display_width(&line[..line.find(unit).unwrap()]);
+        assert_eq!(column(lines[0], "unit"), column(lines[1], "µs"), "{text}");
+        assert_eq!(column(lines[1], "µs"), column(lines[2], "ns"), "{text}");
+        assert_eq!(pad_right("µs", 4), "µs  ");
+    }
+
+    #[test]
+    fn verdicts_are_coloured_by_the_verdict_not_its_words() {
+        assert_eq!(
+            paint(Verdict::Faster, "faster", true),
+            "\x1b[32mfaster\x1b[0m"
+        );
+        assert_eq!(paint(Verdict::Slower, "x", true), "\x1b[31mx\x1b[0m");
+        assert_eq!(paint(Verdict::Equivalent, "equivalent", true), "equivalent");
+        assert_eq!(paint(Verdict::Slower, "slower", false), "slower");
+    }
+
+    #[test]
     fn four_significant_digits() {
         assert_eq!(fmt_sig(104.3456), "104.3");
         assert_eq!(fmt_sig(0.112345), "0.1123");
