@@ -464,6 +464,19 @@ mod tests {
     }
 
     #[test]
+    fn a_dash_is_standard_output_not_a_file() {
+        let pending = PendingFile::create(Path::new(STDOUT)).unwrap();
+        assert!(pending.is_stdout());
+        assert_eq!(pending.dest(), Path::new("-"));
+        // A path that merely ends in a dash is a file as usual.
+        let dir = tempfile::tempdir().unwrap();
+        let file = PendingFile::create(&dir.path().join("-")).unwrap();
+        assert!(!file.is_stdout());
+        file.commit(b"x").unwrap();
+        assert_eq!(fs::read(dir.path().join("-")).unwrap(), b"x");
+    }
+
+    #[test]
     fn a_directory_or_a_symlink_loop_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let err = PendingFile::create(dir.path()).unwrap_err();
