@@ -190,7 +190,7 @@ fn read_everywhere(text: &str, other: &Document, png: bool) {
         ],
     ] {
         if let Ok(c) = compare::compare(&pair, options) {
-            report::compare::render(&c);
+            report::compare::render(&c, false);
             report::markdown::comparison(&c);
             report::csv::comparison(&c);
             serde_json::to_vec(&c.records()).unwrap();

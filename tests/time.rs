@@ -255,13 +255,30 @@ fn parameter_scans_expand_and_export_in_hyperfines_layout() {
     assert_eq!(params["n"], "2");
     assert_eq!(params["word"], "b");
 
-    let out = time(&["-L", "n", "1,2", "sleep 0"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
+    // hyperfine times a command that does not use the parameter once per
+    // value; osbench times it once and says so (docs/design-notes.md).
+    let out = time(
+        &[
+            "--runs",
+            "2",
+            "-L",
+            "n",
+            "1,2",
+            "sleep 0",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("write {n} in a command"),
+        text(&out.stderr).contains("no command uses {n}: each is timed once"),
         "{}",
         text(&out.stderr)
     );
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.series.len(), 1);
+    assert!(doc.series[0].params.get("parameters").is_none());
 }
 
 #[test]
@@ -520,5 +537,150 @@ fn a_killed_osbench_leaves_no_process_and_no_file_behind() {
             .filter(|name| name.to_string_lossy() != kept)
             .collect();
         assert!(files.is_empty(), "left in TMPDIR: {files:?}");
+    }
+}
+
+/// hyperfine's own run of `args` with `--export-json FILE`, or `None` (said
+/// on stderr) where hyperfine is not installed (`apt-get install hyperfine`).
+fn hyperfine_export(args: &[&str], dir: &std::path::Path) -> Option<serde_json::Value> {
+    let file = dir.join("by-hyperfine.json");
+    let ran = Command::new("hyperfine")
+        .args(["-N", "--runs", "2", "--style", "none", "--export-json"])
+        .arg(&file)
+        .args(args)
+        .output();
+    match ran {
+        Ok(out) if out.status.success() => {
+            Some(serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap())
+        }
+        _ => {
+            eprintln!("skipped the comparison with hyperfine itself: it is not installed here");
+            None
+        }
+    }
+}
+
+/// osbench's `--export-json` (hyperfine's layout) of `time --runs 2 ARGS`.
+fn osbench_export(args: &[&str], dir: &std::path::Path) -> serde_json::Value {
+    let file = dir.join("by-osbench.json");
+    let mut all = vec!["--runs", "2", "--export-json", file.to_str().unwrap()];
+    all.extend(args);
+    let out = time(&all, dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "osbench: wrote {} (hyperfine's JSON layout)",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap()
+}
+
+fn commands_and_parameters(export: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    let results = export["results"].as_array().unwrap();
+    results
+        .iter()
+        .map(|r| {
+            (
+                r["command"].as_str().unwrap().to_string(),
+                r["parameters"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn several_parameter_lists_run_in_hyperfines_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-L", "a", "1,2", "-L", "b", "x,y", "echo {a} {b}"];
+    let ours = commands_and_parameters(&osbench_export(&args, dir.path()));
+    let lines: Vec<&str> = ours.iter().map(|(c, _)| c.as_str()).collect();
+    // hyperfine 1.15: the first parameter varies fastest.
+    assert_eq!(lines, ["echo 1 x", "echo 2 x", "echo 1 y", "echo 2 y"]);
+    assert_eq!(ours[1].1, serde_json::json!({"a": "2", "b": "x"}));
+    if let Some(theirs) = hyperfine_export(&args, dir.path()) {
+        assert_eq!(ours, commands_and_parameters(&theirs));
+    }
+}
+
+#[test]
+fn a_command_without_the_parameter_is_timed_once_without_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = commands_and_parameters(&osbench_export(
+        &["-L", "x", "1,2", "echo {x}", "true"],
+        dir.path(),
+    ));
+    // hyperfine times `true` once per value (x=1, x=2); osbench once, unlabelled.
+    let null = serde_json::Value::Null;
+    assert_eq!(
+        ours,
+        [
+            ("echo 1".to_string(), serde_json::json!({"x": "1"})),
+            ("true".to_string(), null),
+            ("echo 2".to_string(), serde_json::json!({"x": "2"})),
+        ]
+    );
+}
+
+#[test]
+fn one_run_is_allowed_as_in_hyperfine() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = time(
+        &["--runs", "1", "true", "--json", json.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("(no shell, 1 run)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(text(&out.stdout).contains("one run: no spread and no interval"));
+    assert_eq!(read_document(&json).unwrap().series[0].samples.len(), 1);
+}
+
+/// What hyperfine's scripts (scripts/ in its repository: advanced_statistics,
+/// plot_whisker, plot_histogram, plot_progression, welch_ttest,
+/// plot_parametrized, plot_benchmark_comparison) read from `--export-json`:
+/// `results[]` with `command`, `times`, `mean`, `stddev`, `median`, and
+/// `parameters` of string values that `float()` reads.
+#[test]
+fn the_hyperfine_export_has_what_hyperfines_scripts_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-P", "n", "1", "2", "echo {n}"];
+    let ours = osbench_export(&args, dir.path());
+    let results = ours["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert!(r["command"].is_string(), "{r}");
+        let times = r["times"].as_array().unwrap();
+        assert_eq!(times.len(), 2);
+        assert!(
+            times.iter().all(|t| t.as_f64().is_some_and(|t| t > 0.0)),
+            "{r}"
+        );
+        for key in ["mean", "stddev", "median", "user", "system", "min", "max"] {
+            assert!(r[key].is_number(), "{key}: {r}");
+        }
+        let exit_codes = r["exit_codes"].as_array().unwrap();
+        assert!(exit_codes.iter().all(|c| c == 0), "{r}");
+        let parameters = r["parameters"].as_object().unwrap();
+        assert_eq!(parameters.len(), 1);
+        assert!(
+            parameters["n"].as_str().unwrap().parse::<f64>().is_ok(),
+            "{r}"
+        );
+    }
+    // Every key hyperfine itself writes, of the same JSON type.
+    if let Some(theirs) = hyperfine_export(&args, dir.path()) {
+        for (theirs, ours) in theirs["results"].as_array().unwrap().iter().zip(results) {
+            for (key, value) in theirs.as_object().unwrap() {
+                let kind = |v: &serde_json::Value| std::mem::discriminant(v);
+                assert_eq!(kind(value), kind(&ours[key]), "{key}: {ours}");
+            }
+        }
     }
 }

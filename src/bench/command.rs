@@ -10,9 +10,10 @@
 //! `sh -c` for those. Timing the runs is `measure::command`'s job.
 //!
 //! hyperfine's parameter scans (`-P NAME MIN MAX [-D STEP]`, `-L NAME a,b`)
-//! expand the command templates here, before parsing; the values are
-//! substituted for `{NAME}` in the commands and their names (`-n`) only, not
-//! in the hooks.
+//! expand the command templates here, before parsing, in hyperfine's order;
+//! the values are substituted for `{NAME}` in the commands and their names
+//! (`-n`) only, not in the hooks. A command that does not use a parameter is
+//! timed once, not once per value as hyperfine does (see [`build`]).
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -244,13 +245,7 @@ pub fn build(
             templates.len()
         )));
     }
-    let lines = if parameters.is_empty() {
-        let plain = templates.iter().enumerate();
-        plain.map(|(i, t)| (i, t.clone(), Vec::new())).collect()
-    } else {
-        expand(templates, parameters)?
-    };
-    lines
+    expand(templates, names, parameters)?
         .into_iter()
         .map(|(template, line, values)| {
             let mut spec = CommandSpec::parse(&line, shell)?;
@@ -261,6 +256,25 @@ pub fn build(
         .collect()
 }
 
+/// The parameters that no command and no name uses (`{name}` appears
+/// nowhere): each command is then timed once, not once per value.
+pub fn unused<'a>(
+    templates: &[String],
+    names: &[String],
+    parameters: &'a [Parameter],
+) -> Vec<&'a str> {
+    parameters
+        .iter()
+        .filter(|p| !templates.iter().chain(names).any(|t| uses(t, &p.name)))
+        .map(|p| p.name.as_str())
+        .collect()
+}
+
+/// Whether `text` has `{name}` in it.
+fn uses(text: &str, name: &str) -> bool {
+    text.contains(&format!("{{{name}}}"))
+}
+
 /// `text` with every `{name}` of `values` replaced by its value.
 fn substitute(text: &str, values: &ParameterValues) -> String {
     values.iter().fold(text.to_string(), |text, (name, value)| {
@@ -269,26 +283,23 @@ fn substitute(text: &str, values: &ParameterValues) -> String {
 }
 
 /// Every command of `templates` for every combination of the parameters'
-/// values, `{name}` replaced by the value: combinations in order (the first
-/// parameter varies slowest), each with every template in turn, as hyperfine
-/// does — but a template that comes out the same again (it does not use every
-/// parameter) is kept once. Each result carries its template's index and its
-/// values.
+/// values, `{name}` replaced by the value: combinations in hyperfine's order
+/// (the first parameter varies fastest), each with every template in turn.
+/// Unlike hyperfine, a command is timed once per distinct name: one whose
+/// template and name (`names`, by template) do not use a parameter is not
+/// repeated for its values, and records only the parameters it uses — its
+/// runs would be the same measurement under the same name, which documents
+/// and comparisons could not tell apart. Each result carries its template's
+/// index and its values. Without parameters: the templates as they are.
 fn expand(
     templates: &[String],
+    names: &[String],
     parameters: &[Parameter],
 ) -> Result<Vec<(usize, String, ParameterValues)>> {
     for (i, p) in parameters.iter().enumerate() {
         if parameters[..i].iter().any(|q| q.name == p.name) {
             return Err(Error::Measure(format!(
                 "parameter {} is given twice",
-                p.name
-            )));
-        }
-        let placeholder = format!("{{{}}}", p.name);
-        if !templates.iter().any(|t| t.contains(&placeholder)) {
-            return Err(Error::Measure(format!(
-                "parameter {} is not used: write {placeholder} in a command",
                 p.name
             )));
         }
@@ -300,20 +311,31 @@ fn expand(
             combinations.saturating_mul(templates.len())
         )));
     }
-    let mut out = Vec::with_capacity(combinations * templates.len());
+    let mut out: Vec<(usize, String, ParameterValues)> = Vec::new();
+    let mut labels: Vec<(usize, String)> = Vec::new();
     for k in 0..combinations {
-        // Mixed-radix digits of k, the last parameter varying fastest.
+        // Mixed-radix digits of k, the first parameter varying fastest.
         let mut rest = k;
-        let mut chosen = vec![(String::new(), String::new()); parameters.len()];
-        for (slot, p) in chosen.iter_mut().zip(parameters).rev() {
-            *slot = (p.name.clone(), p.values[rest % p.values.len()].clone());
-            rest /= p.values.len();
-        }
+        let chosen: ParameterValues = parameters
+            .iter()
+            .map(|p| {
+                let value = p.values[rest % p.values.len()].clone();
+                rest /= p.values.len();
+                (p.name.clone(), value)
+            })
+            .collect();
         for (i, t) in templates.iter().enumerate() {
-            let line = substitute(t, &chosen);
-            // A template that does not use every parameter repeats: time it once.
-            if !out.iter().any(|(j, seen, _)| *j == i && *seen == line) {
-                out.push((i, line, chosen.clone()));
+            let name = names.get(i);
+            let used: ParameterValues = chosen
+                .iter()
+                .filter(|(p, _)| uses(t, p) || name.is_some_and(|n| uses(n, p)))
+                .cloned()
+                .collect();
+            let line = substitute(t, &used);
+            let label = name.map_or_else(|| line.clone(), |n| substitute(n, &used));
+            if !labels.contains(&(i, label.clone())) {
+                labels.push((i, label));
+                out.push((i, line, used));
             }
         }
     }
@@ -455,58 +477,62 @@ mod tests {
             Parameter::list("o", "0,2").unwrap(),
         ];
         let templates = ["{cc} -O{o} a.c".to_string(), "true {cc}".to_string()];
-        let lines: Vec<String> = expand(&templates, &params)
-            .unwrap()
-            .into_iter()
-            .map(|(_, line, _)| line)
-            .collect();
-        // "true {cc}" does not use o: once per cc.
+        let expanded = expand(&templates, &[], &params).unwrap();
+        let lines: Vec<&str> = expanded.iter().map(|(_, line, _)| line.as_str()).collect();
+        // hyperfine 1.15's order (`-L cc gcc,clang -L o 0,2`): the first
+        // parameter varies fastest; "true {cc}" does not use o: once per cc.
         assert_eq!(
             lines,
             [
                 "gcc -O0 a.c",
                 "true gcc",
-                "gcc -O2 a.c",
                 "clang -O0 a.c",
                 "true clang",
+                "gcc -O2 a.c",
                 "clang -O2 a.c",
             ]
         );
-        let (template, _, chosen) = &expand(&templates, &params).unwrap()[3];
+        let (template, _, chosen) = &expanded[4];
         assert_eq!(*template, 0);
-        assert_eq!(
-            chosen,
-            &[
-                ("cc".to_string(), "clang".to_string()),
-                ("o".to_string(), "0".to_string())
-            ]
-        );
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(chosen, &[pair("cc", "gcc"), pair("o", "2")]);
+        // A command records only the parameters it uses.
+        assert_eq!(expanded[3].2, [pair("cc", "clang")]);
     }
 
     #[test]
-    fn a_template_without_the_parameter_is_timed_once() {
+    fn a_template_without_the_parameter_is_timed_once_and_unlabelled() {
         let n = Parameter::list("n", "1,2").unwrap();
-        let templates = ["sleep 0".to_string(), "sleep {n}".to_string()];
-        let lines: Vec<(usize, String)> = expand(&templates, &[n])
-            .unwrap()
-            .into_iter()
-            .map(|(i, line, _)| (i, line))
+        let templates = ["sleep {n}".to_string(), "sleep 0".to_string()];
+        let expanded = expand(&templates, &[], std::slice::from_ref(&n)).unwrap();
+        let lines: Vec<(usize, &str, usize)> = expanded
+            .iter()
+            .map(|(i, line, values)| (*i, line.as_str(), values.len()))
             .collect();
         assert_eq!(
             lines,
-            [
-                (0, "sleep 0".into()),
-                (1, "sleep 1".into()),
-                (1, "sleep 2".into())
-            ]
+            [(0, "sleep 1", 1), (1, "sleep 0", 0), (0, "sleep 2", 1)]
         );
+        // A name that uses it makes each value its own command.
+        let names = ["a".to_string(), "zero {n}".to_string()];
+        let built = build(&templates, &names, std::slice::from_ref(&n), false).unwrap();
+        let labels: Vec<&str> = built.iter().map(CommandSpec::label).collect();
+        assert_eq!(labels, ["a", "zero 1", "zero 2"]);
     }
 
     #[test]
-    fn expansion_rejects_unused_and_repeated_parameters() {
+    fn a_parameter_no_command_uses_times_each_command_once() {
         let n = Parameter::list("n", "1,2").unwrap();
-        assert!(expand(&["sleep 1".to_string()], std::slice::from_ref(&n)).is_err());
-        assert!(expand(&["sleep {n}".to_string()], &[n.clone(), n]).is_err());
+        let templates = ["sleep 1".to_string()];
+        let lines: Vec<String> = expand(&templates, &[], std::slice::from_ref(&n))
+            .unwrap()
+            .into_iter()
+            .map(|(_, line, values)| format!("{line} {values:?}"))
+            .collect();
+        assert_eq!(lines, ["sleep 1 []"]);
+        assert_eq!(unused(&templates, &[], std::slice::from_ref(&n)), ["n"]);
+        assert!(unused(&templates, &["{n}".into()], std::slice::from_ref(&n)).is_empty());
+        assert!(expand(&["sleep {n}".to_string()], &[], &[n.clone(), n]).is_err());
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! record in the export files, status 1 when `--gate` trips. The statistics
 //! are `osbench::compare`'s, the text `report::compare`'s.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use std::path::Path;
@@ -15,8 +14,8 @@ use osbench::document::Document;
 use osbench::report;
 use osbench::store::{Filter, Store};
 
-use super::VerdictArgs;
 use super::save::{self, ExportArgs, StoreArgs};
+use super::{Console, VerdictArgs};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -45,17 +44,23 @@ pub struct CompareArgs {
     by: Option<String>,
 }
 
-pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+impl CompareArgs {
+    /// Whether an output file is standard output (the table then goes to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        self.exports.stdout_taken()
+    }
+}
+
+pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     if args.by.is_some() {
-        return compare_by_host(&args);
+        return compare_by_host(&args, console);
     }
     let pending = args.exports.prepare()?;
     let docs = save::resolve_all(&args.runs, &args.store)?;
     let options = args.verdict.options(args.seed);
     let mut comparison = osbench::compare::compare(&docs, options)?;
     comparison.factors = args.factors.clone();
-    print!("{}", report::compare::render(&comparison));
-    std::io::stdout().flush().ok();
+    console.print(&report::compare::render(&comparison, console.colour));
     pending.commit(
         || {
             let record = serde_json::json!({
@@ -77,7 +82,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `compare BEFORE AFTER --by host`.
-fn compare_by_host(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     let [before, after] = &args.runs[..] else {
         bail!(
             "--by host compares two sides, BEFORE and AFTER; {} were given",
@@ -94,8 +99,7 @@ fn compare_by_host(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         runs_by_host(after, &args.store)?,
         args.verdict.options(args.seed),
     )?;
-    print!("{}", report::compare::render_fleet(&fleet));
-    std::io::stdout().flush().ok();
+    console.print(&report::compare::render_fleet(&fleet, console.colour));
     pending.commit(
         || {
             let mut bytes = serde_json::to_vec_pretty(&report::compare::fleet_record(&fleet))

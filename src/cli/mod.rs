@@ -1,17 +1,20 @@
 //! The command line (clap, derive): the subcommands, the argument groups
 //! several of them share ([`VerdictArgs`]), the small value parsers they
 //! share, and the dispatch from a parsed command to its glue. Errors print as
-//! one line, `osbench: error: …`, and exit with status 2 (130 when
-//! interrupted); progress and warnings go to stderr, tables to stdout.
+//! one line, `osbench: error: …` (followed by clap's `tip:` lines when it has
+//! a suggestion), and exit with status 2 (130 when interrupted); progress and
+//! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
+//! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
-//! and the export files in `save`, progress in `progress`); the work itself
-//! is the library's.
+//! and the export files in `save`, progress in `progress`, completions and
+//! the man page in `generate`); the work itself is the library's.
 
 mod agent;
 mod compare;
 mod env;
 mod fleet;
+mod generate;
 mod list;
 mod plot;
 mod progress;
@@ -21,21 +24,82 @@ mod save;
 mod syscall_loop;
 mod time;
 
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
 #[command(
     name = "osbench",
-    version,
+    version = env!("OSBENCH_VERSION_LINE"),
     about = "Measure operating-system primitives and tell whether a change made them faster",
     max_term_width = 100
 )]
 struct Cli {
+    /// Colour the verdicts (faster green, slower red): auto (on a terminal, unless NO_COLOR
+    /// is set), always, never
+    #[arg(long, value_name = "WHEN", default_value = "auto", global = true)]
+    color: ColorWhen,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour text for a destination that is (or is not) a terminal:
+    /// `auto` colours a terminal unless `NO_COLOR` is set to something
+    /// (no-color.org) or `TERM` is `dumb`.
+    fn enabled(self, terminal: bool) -> bool {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => terminal && !no_color && !dumb,
+        }
+    }
+}
+
+/// Where a command's tables go: standard output, or standard error when an
+/// output file is `-` (standard output then holds that file alone); and
+/// whether they are coloured.
+#[derive(Clone, Copy)]
+pub struct Console {
+    to_stderr: bool,
+    pub colour: bool,
+}
+
+impl Console {
+    fn new(when: ColorWhen, stdout_taken: bool) -> Self {
+        let terminal = if stdout_taken {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        };
+        Self {
+            to_stderr: stdout_taken,
+            colour: when.enabled(terminal),
+        }
+    }
+
+    /// Prints `text` (tables, results) where the tables go.
+    pub fn print(&self, text: &str) {
+        if self.to_stderr {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+            std::io::stdout().flush().ok();
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -72,6 +136,21 @@ enum Command {
     /// Make N getpid() system calls and exit: seed 000's program, to time whole with `time`
     /// natively or as a UML guest's init (`init=OSBENCH -- loop N`)
     Loop(syscall_loop::LoopArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell), e.g.
+    /// `osbench completions bash > /etc/bash_completion.d/osbench`
+    Completions(generate::CompletionsArgs),
+    /// Print the man page (roff) of osbench or of one subcommand, e.g. `osbench man | man -l -`
+    Man(generate::ManArgs),
+}
+
+/// The command line as parsed: the derive definitions, with hyperfine's
+/// option names added to `time` as aliases. Completions and the man page are
+/// generated from this too.
+pub(crate) fn command() -> clap::Command {
+    Cli::command().mut_subcommand("time", |time| {
+        time.mut_arg("csv", |a| a.visible_alias("export-csv"))
+            .mut_arg("markdown", |a| a.visible_alias("export-markdown"))
+    })
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -127,24 +206,39 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 
 pub fn main() -> ExitCode {
     osbench::measure::supervise::fit_address_space_limit();
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
+    let console = |stdout_taken: bool| Console::new(cli.color, stdout_taken);
     let result = match cli.command {
         Command::List => list::list(),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => {
+            let console = console(args.stdout_taken());
+            run::run(args, console)
+        }
         Command::Env(args) => env::show_env(&args),
-        Command::Compare(args) => compare::compare(args),
+        Command::Compare(args) => {
+            let console = console(args.stdout_taken());
+            compare::compare(args, console)
+        }
         Command::History(args) => save::history(args),
         Command::Export(args) => save::export(args),
         Command::Import(args) => save::import(args),
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
-        Command::Time(args) => time::time(args),
+        Command::Time(args) => {
+            let console = console(args.stdout_taken());
+            time::time(args, console)
+        }
         Command::Agent(args) => agent::agent(&args),
         Command::Loop(args) => syscall_loop::run(&args),
         Command::Fleet(command) => fleet::fleet(command),
+        Command::Completions(args) => generate::completions(&args),
+        Command::Man(args) => generate::man(&args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
@@ -168,26 +262,54 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
+            let help = help_command(std::env::args_os());
             if let Some(line) = control_characters_escaped(&e) {
-                eprintln!("osbench: {line} (see osbench --help)");
+                eprintln!("osbench: {line} (see {help})");
                 return ExitCode::from(2);
             }
-            let text = e.render().to_string();
-            // The first line, with the indented lines that continue it (the
-            // names of missing arguments).
-            let mut lines = text.lines();
-            let mut first = lines
-                .next()
-                .unwrap_or("invalid command line")
-                .trim()
-                .to_string();
-            for more in lines.take_while(|l| l.starts_with("  ")) {
-                first.push(' ');
-                first.push_str(more.trim());
+            let (first, tips) = error_lines(&e.render().to_string());
+            eprintln!("osbench: {first} (see {help})");
+            for tip in tips {
+                eprintln!("  {tip}");
             }
-            eprintln!("osbench: {first} (see osbench --help)");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error's first line, with the indented lines that continue it (the
+/// names of missing arguments), and clap's suggestions (`tip: a similar
+/// argument exists: '--samples'`), each one line.
+fn error_lines(text: &str) -> (String, Vec<String>) {
+    let mut lines = text.lines().peekable();
+    let mut first = lines
+        .next()
+        .unwrap_or("invalid command line")
+        .trim()
+        .to_string();
+    while let Some(more) = lines.next_if(|l| l.starts_with("  ") && !is_tip(l)) {
+        first.push(' ');
+        first.push_str(more.trim());
+    }
+    let tips = lines.filter(|l| is_tip(l)).map(|l| l.trim().to_string());
+    (first, tips.collect())
+}
+
+fn is_tip(line: &str) -> bool {
+    line.trim_start().starts_with("tip:")
+}
+
+/// The help to point to after a usage error: the subcommand's (`osbench run
+/// --help`) when the command line names one, else osbench's.
+fn help_command(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let cli = command();
+    let named = args.skip(1).find_map(|a| {
+        let a = a.to_str()?;
+        cli.find_subcommand(a).map(|c| c.get_name().to_string())
+    });
+    match named {
+        Some(sub) => format!("osbench {sub} --help"),
+        None => "osbench --help".into(),
     }
 }
 

@@ -21,7 +21,7 @@ pub struct ReportArgs {
     /// compared, the first being the baseline
     #[arg(value_name = "RUN", num_args = 1.., required = true)]
     runs: Vec<String>,
-    /// Write the report to FILE, atomically
+    /// Write the report to FILE, atomically; `-`: standard output
     #[arg(long, value_name = "FILE")]
     html: PathBuf,
     /// Several documents: call a change "equivalent" when its 90% interval lies within ±PCT %
@@ -48,6 +48,6 @@ pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .flatten();
     let html = report::html::render(&docs, comparison.as_ref())?;
     pending.commit(html.as_bytes())?;
-    eprintln!("osbench: wrote {}", args.html.display());
+    eprintln!("osbench: wrote {}", save::shown(&args.html));
     Ok(ExitCode::SUCCESS)
 }

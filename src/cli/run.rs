@@ -4,7 +4,6 @@
 //! saved, status 1 when `--gate` trips. Scheduling, measuring, comparing and
 //! rendering are the library's; this only reads the arguments and reports.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,7 +20,7 @@ use osbench::report;
 
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::{VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -145,7 +144,14 @@ fn parse_ms_or_zero(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+impl RunArgs {
+    /// Whether an output file is standard output (the tables then go to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        self.save.exports.stdout_taken()
+    }
+}
+
+pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
@@ -166,7 +172,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         osbench::compare::paired(doc, args.verdict.options(plan.seed))
     });
     let doc = &outcome.document;
-    print_results(doc, comparison.as_ref());
+    print_results(doc, comparison.as_ref(), console);
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
@@ -223,18 +229,19 @@ fn configs_and_selectors(args: &RunArgs) -> anyhow::Result<(Vec<Config>, Vec<Sel
 
 /// The tables on stdout; with a comparison, the comparison too, and after a
 /// precision target what stopped the rounds and how precise each comparison got.
-fn print_results(doc: &Document, comparison: Option<&Comparison>) {
+fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Console) {
+    let mut out = String::new();
     if !doc.series.is_empty() {
-        print!("{}", report::render_run(doc));
+        out.push_str(&report::render_run(doc));
     }
     if let Some(c) = comparison {
-        println!();
-        print!("{}", report::compare::render(c));
+        out.push('\n');
+        out.push_str(&report::compare::render(c, console.colour));
     }
     if let Some(why) = &doc.run.stopped_by {
-        print!("{}", report::compare::precision_lines(comparison, why));
+        out.push_str(&report::compare::precision_lines(comparison, why));
     }
-    std::io::stdout().flush().ok();
+    console.print(&out);
 }
 
 /// The run's error, saying how far it got and where what it measured was kept.

@@ -3,11 +3,12 @@
 //! `--markdown`, `--csv`), and the commands that work on the store
 //! (`history`, `export`, `import`). [`SaveArgs`] is flattened into every
 //! command that measures: `prepare` before measuring (bad paths fail before
-//! anything is measured), `finish` after. A store that cannot be opened or
+//! anything is measured), `finish` after. Any output file may be `-`,
+//! standard output (at most one of them per command). A store that cannot be opened or
 //! written never loses a run: the document then goes to a JSON file and the
 //! warning says which.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -37,16 +38,42 @@ impl StoreArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// Also write JSON to FILE (run, time, export: the result document with every raw
-    /// sample; compare: the comparisons)
+    /// sample; compare: the comparisons); `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also write Markdown tables to FILE
+    /// Also write Markdown tables to FILE; `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Also write tidy CSV to FILE (run, time, export: one row per sample with bench, case,
-    /// config, round, sample, value, unit; compare: one row per change)
+    /// config, round, sample, value, unit; time adds each run's user, sys, max RSS, exit
+    /// status and parameters; compare: one row per change); `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+}
+
+/// How a destination is named in messages: `-` is "standard output".
+pub fn shown(path: &Path) -> String {
+    if path == Path::new(store::STDOUT) {
+        "standard output".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Fails when more than one of `outputs` is `-`: standard output holds one file.
+pub fn one_stdout<'a>(outputs: impl IntoIterator<Item = Option<&'a Path>>) -> anyhow::Result<bool> {
+    let to_stdout = outputs
+        .into_iter()
+        .flatten()
+        .filter(|p| *p == Path::new(store::STDOUT))
+        .count();
+    if to_stdout > 1 {
+        anyhow::bail!(
+            "{to_stdout} output files are '-' (standard output), which can hold only one; \
+             write the others to files"
+        );
+    }
+    Ok(to_stdout == 1)
 }
 
 /// The export files, created (empty, hidden) and waiting for their content.
@@ -58,7 +85,8 @@ pub struct PendingExports {
 
 impl ExportArgs {
     /// Creates the files' temporaries now, so a bad path fails before any work.
-    pub fn prepare(&self) -> osbench::Result<PendingExports> {
+    pub fn prepare(&self) -> anyhow::Result<PendingExports> {
+        one_stdout(self.paths())?;
         let create = |p: &Option<PathBuf>| p.as_deref().map(PendingFile::create).transpose();
         Ok(PendingExports {
             json: create(&self.json)?,
@@ -69,6 +97,16 @@ impl ExportArgs {
 
     fn is_empty(&self) -> bool {
         self.json.is_none() && self.markdown.is_none() && self.csv.is_none()
+    }
+
+    /// The requested files, in the order they are written.
+    pub fn paths(&self) -> [Option<&Path>; 3] {
+        [&self.json, &self.markdown, &self.csv].map(Option::as_deref)
+    }
+
+    /// Whether one of them is standard output (an error when several are).
+    pub fn stdout_taken(&self) -> bool {
+        one_stdout(self.paths()).unwrap_or(true)
     }
 }
 
@@ -215,13 +253,9 @@ impl Saving {
         {
             for f in files {
                 if Some(f) == json_dest.as_ref() {
-                    eprintln!(
-                        "osbench: wrote {} ({} series)",
-                        f.display(),
-                        doc.series.len()
-                    );
+                    eprintln!("osbench: wrote {} ({} series)", shown(f), doc.series.len());
                 } else {
-                    eprintln!("osbench: wrote {}", f.display());
+                    eprintln!("osbench: wrote {}", shown(f));
                 }
             }
         }
@@ -237,8 +271,9 @@ impl Saving {
             }
             Some(Err(why)) => {
                 // Said even with --quiet: it is about where the results are.
+                // A document sent to standard output is not kept: write a file too.
                 let file = match (&written, json_dest) {
-                    (Ok(_), Some(json)) => json,
+                    (Ok(_), Some(json)) if json != Path::new(store::STDOUT) => json,
                     _ => {
                         let file = fallback_file(doc)?;
                         saved.documents.push(file.clone());
@@ -350,7 +385,7 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
     let pending = args.exports.prepare()?;
     let (name, doc) = store::resolve_document(&args.run, args.store.location().as_deref())?;
     for f in pending.commit_document(&doc)? {
-        eprintln!("osbench: wrote {} ({name})", f.display());
+        eprintln!("osbench: wrote {} ({name})", shown(&f));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,6 @@
 //! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
 //! timing and statistics are the library's.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,7 +13,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use clap::Args;
 
-use osbench::bench::command::{Parameter, build};
+use osbench::bench::command::{Parameter, build, unused};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
@@ -24,8 +23,8 @@ use osbench::report;
 use osbench::store::PendingFile;
 
 use super::progress::Progress;
-use super::save::SaveArgs;
-use super::{VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::save::{self, SaveArgs};
+use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
 pub struct TimeArgs {
@@ -62,9 +61,10 @@ pub struct TimeArgs {
     #[arg(long = "parameter-list", short = 'L', num_args = 2,
           value_names = ["NAME", "VALUES"], action = clap::ArgAction::Append)]
     parameter_list: Vec<String>,
-    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest)
+    /// Timed runs of each command (default: at least 10 and at least 3 s of the slowest;
+    /// with 1 run there is no interval and no comparison)
     #[arg(long, short = 'r', value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     runs: Option<u32>,
     /// With the default run count: at least this many runs
     #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "runs",
@@ -113,8 +113,13 @@ pub struct TimeArgs {
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Also write FILE in hyperfine's --export-json layout (results[].command, mean,
-    /// stddev, median, user, system, min, max, times, exit_codes, parameters)
-    #[arg(long = "export-hyperfine", value_name = "FILE")]
+    /// stddev, median, user, system, min, max, times, exit_codes, parameters), which
+    /// hyperfine's scripts read; `-`: standard output
+    #[arg(
+        long = "export-hyperfine",
+        visible_alias = "export-json",
+        value_name = "FILE"
+    )]
     export_hyperfine: Option<PathBuf>,
     /// Where the runs go besides the terminal (the document has every run's wall, user,
     /// sys, RSS, …)
@@ -136,7 +141,25 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
     }
 }
 
-pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
+impl TimeArgs {
+    /// Whether an output file is standard output (the tables then go to stderr).
+    pub fn stdout_taken(&self) -> bool {
+        self.outputs_to_stdout().unwrap_or(true)
+    }
+
+    /// Whether an output file is `-`; an error when several are.
+    fn outputs_to_stdout(&self) -> anyhow::Result<bool> {
+        let exports = self.save.exports.paths();
+        save::one_stdout(
+            exports
+                .into_iter()
+                .chain([self.export_hyperfine.as_deref()]),
+        )
+    }
+}
+
+pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
+    args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     let programs = timing::check(&plan)?;
     let saving = args.save.prepare(args.quiet)?;
@@ -164,9 +187,13 @@ pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
         osbench::compare::commands(doc, args.verdict.options(plan.seed))
     });
     let doc = &outcome.document;
-    print_results(doc, comparison.as_ref());
+    print_results(doc, comparison.as_ref(), console);
     if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+        let dest = save::shown(file.dest());
         file.commit(&report::hyperfine::render(doc))?;
+        if !args.quiet {
+            eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+        }
     }
     saving.finish(doc, !doc.series.is_empty())?;
     let code = args.verdict.exit_code(comparison.as_ref());
@@ -180,7 +207,11 @@ pub fn time(args: TimeArgs) -> anyhow::Result<ExitCode> {
 /// with the run count, hooks and spawn options given. Warns (unless quiet)
 /// about commands with shell syntax that will run without a shell.
 fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
+    // -L lists in the order given, then the -P scan; the first varies fastest.
     let mut parameters = Vec::new();
+    for pair in args.parameter_list.chunks_exact(2) {
+        parameters.push(Parameter::list(&pair[0], &pair[1])?);
+    }
     if let Some([name, min, max]) = args.parameter_scan.as_deref() {
         parameters.push(Parameter::scan(
             name,
@@ -189,11 +220,14 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
             args.parameter_step.as_deref(),
         )?);
     }
-    for pair in args.parameter_list.chunks_exact(2) {
-        parameters.push(Parameter::list(&pair[0], &pair[1])?);
-    }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
     if !args.quiet {
+        for name in unused(&args.commands, &args.command_names, &parameters) {
+            eprintln!(
+                "osbench: warning: no command uses {{{name}}}: each is timed once, not once per \
+                 value of {name} as hyperfine would (the runs would be the same measurement)"
+            );
+        }
         for c in &commands {
             if let Some(ch) = c.shell_syntax() {
                 eprintln!(
@@ -233,18 +267,19 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
 
 /// The per-command table, the comparison and its verdicts when there are
 /// several commands, and what stopped the runs early.
-fn print_results(doc: &Document, comparison: Option<&Comparison>) {
+fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Console) {
+    let mut out = String::new();
     if !doc.series.is_empty() {
-        print!("{}", report::time::render(doc));
+        out.push_str(&report::time::render(doc));
     }
     if let Some(c) = comparison {
-        println!();
-        print!("{}", report::compare::render(c));
-        println!();
-        print!("{}", report::time::verdict_lines(c));
+        out.push('\n');
+        out.push_str(&report::compare::render(c, console.colour));
+        out.push('\n');
+        out.push_str(&report::time::verdict_lines(c, console.colour));
     }
     if let Some(why) = &doc.run.stopped_by {
-        print!("{}", report::compare::precision_lines(comparison, why));
+        out.push_str(&report::compare::precision_lines(comparison, why));
     }
-    std::io::stdout().flush().ok();
+    console.print(&out);
 }

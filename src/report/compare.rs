@@ -10,8 +10,8 @@ use super::decimals_for;
 use crate::compare::Comparison;
 use crate::compare::fleet::{FleetCase, FleetComparison};
 
-/// The comparison as text.
-pub fn render(c: &Comparison) -> String {
+/// The comparison as text; with `colour`, verdicts in their terminal colours ([`super::paint`]).
+pub fn render(c: &Comparison, colour: bool) -> String {
     let mut out = String::new();
     let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
     for (l, label) in letters.iter().zip(&c.labels) {
@@ -34,7 +34,7 @@ pub fn render(c: &Comparison) -> String {
         let width = c
             .env_diff
             .iter()
-            .map(|(k, _)| k.chars().count())
+            .map(|(k, _)| super::display_width(k))
             .max()
             .unwrap_or(0)
             .min(40);
@@ -49,7 +49,8 @@ pub fn render(c: &Comparison) -> String {
             } else {
                 "CONFOUNDER?"
             };
-            let _ = writeln!(out, "  {flag} {key:<width$} {}", shown.join("   "));
+            let key = super::pad_right(key, width);
+            let _ = writeln!(out, "  {flag} {key} {}", shown.join("   "));
         }
     }
     out.push('\n');
@@ -78,7 +79,7 @@ pub fn render(c: &Comparison) -> String {
                 ch.ci.ci95.1,
                 (ch.ci.ratio - 1.0) * 100.0,
                 fmt_p(ch.p_adjusted),
-                ch.verdict.as_str()
+                super::paint(ch.verdict, ch.verdict.as_str(), colour)
             );
         }
     }
@@ -125,7 +126,7 @@ pub fn render(c: &Comparison) -> String {
 
 /// A comparison by host: per case, each host's medians before and after
 /// with its own ratio and verdict, then the fleet's verdict over the hosts.
-pub fn render_fleet(f: &FleetComparison) -> String {
+pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
     let mut out = format!(
         "A = {}, B = {}, by host: {} host{} on both sides\n",
         f.before,
@@ -182,7 +183,7 @@ pub fn render_fleet(f: &FleetComparison) -> String {
         }
         out.push_str(&super::align(&header, &numeric, &cells));
         if let Some(fc) = f.cases.iter().find(|c| c.name == name) {
-            out.push_str(&fleet_line(fc, f.options.alpha));
+            out.push_str(&fleet_line(fc, f.options.alpha, colour));
         }
     }
     let _ = writeln!(
@@ -234,7 +235,7 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
 }
 
 /// The fleet's verdict on one case, and when the fleet is too small for its test.
-fn fleet_line(c: &FleetCase, alpha: f64) -> String {
+fn fleet_line(c: &FleetCase, alpha: f64, colour: bool) -> String {
     let mut line = format!(
         "  fleet  B/A {:.3} [{:.3} – {:.3}]  {:+.1}%  p={}  → {}; slower on {} and faster on {} of {} hosts\n",
         c.ci.ratio,
@@ -242,7 +243,7 @@ fn fleet_line(c: &FleetCase, alpha: f64) -> String {
         c.ci.ci95.1,
         (c.ci.ratio - 1.0) * 100.0,
         fmt_p(c.p_adjusted),
-        c.verdict.as_str(),
+        super::paint(c.verdict, c.verdict.as_str(), colour),
         c.slower,
         c.faster,
         c.hosts

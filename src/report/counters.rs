@@ -5,28 +5,25 @@
 //! for all cases; joules per op and watts per RAPL zone. Means, not medians:
 //! CPU time is sampled at each tick and rare events have a median of 0
 //! (getppid: 5 % user by the medians of 10 ms samples, 26 % with 200 ms
-//! ones); the mean is what `time` and `perf stat` report. One text block of
-//! [`super::sections`]. Left out: the medians and per-sample values (both in
+//! ones); the mean is what `time` and `perf stat` report. One section of
+//! [`super::sections`], its tables and lines as blocks. Left out: the medians and per-sample values (both in
 //! the document).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
-use super::sections::Body;
-use super::{align, case_label, fmt_sig};
+use super::sections::{Block, Body, Table};
+use super::{case_label, fmt_sig};
 use crate::document::{Document, Series};
 
-/// The counters section of `doc`, if anything was counted or found unavailable.
+/// The counters section of `doc`, if anything was counted or found
+/// unavailable: the counters table with its caption, one line per reason a
+/// counter was not counted, the energy line or table.
 pub fn section(doc: &Document) -> Option<Body> {
-    counters_section(&doc.series).map(Body::Text)
-}
-
-/// The counters table, the unavailable counters and energy, or `None` when nothing was counted.
-pub fn counters_section(series: &[Series]) -> Option<String> {
+    let series = &doc.series;
+    let mut blocks = Vec::new();
     let counted: Vec<&Series> = series.iter().filter(|s| !s.counters.is_empty()).collect();
-    let mut out = String::new();
     if !counted.is_empty() {
-        let header = [
+        let header = vec![
             "counters/op",
             "case",
             "user",
@@ -40,17 +37,25 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
             "ctx sw",
             "migr",
         ];
-        let rows: Vec<[String; 12]> = counted.iter().map(|s| row(s)).collect();
-        let mut numeric = [true; 12];
+        let mut numeric = vec![true; 12];
         numeric[0] = false;
         numeric[1] = false;
         numeric[5] = false;
-        out.push_str(
+        blocks.push(Block::Text(
             "Counters per op (means over the samples; user/sys: CPU time of every task of the case, in \
              its unit; switches and faults from rusage; ctx sw and migr from perf, counted in a separate \
-             pass after the timed samples):\n",
-        );
-        out.push_str(&align(&header, &numeric, &rows));
+             pass after the timed samples):\n"
+                .into(),
+        ));
+        blocks.push(Block::Table(Table {
+            header,
+            numeric,
+            rows: counted.iter().map(|s| row(s).to_vec()).collect(),
+            cases: counted
+                .iter()
+                .map(|s| (s.case.clone(), s.config.clone()))
+                .collect(),
+        }));
     }
     // Reasons are the same for every case of a run: say each once.
     let mut reasons: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -60,35 +65,48 @@ pub fn counters_section(series: &[Series]) -> Option<String> {
         }
     }
     for (why, names) in reasons {
-        let _ = writeln!(out, "Not counted: {}: {why}", names.join(", "));
+        blocks.push(Block::Text(format!(
+            "Not counted: {}: {why}\n",
+            names.join(", ")
+        )));
     }
     if let Some(why) = series.iter().find_map(|s| s.energy_unavailable.as_deref()) {
-        let _ = writeln!(out, "Energy: {why}");
+        blocks.push(Block::Text(format!("Energy: {why}\n")));
     }
+    blocks.extend(energy(series));
+    (!blocks.is_empty()).then_some(Body::Blocks(blocks))
+}
+
+/// RAPL energy per case and zone, a caption and a table, where measured.
+fn energy(series: &[Series]) -> Vec<Block> {
     let with_energy: Vec<&Series> = series.iter().filter(|s| !s.energy.is_empty()).collect();
-    if !with_energy.is_empty() {
-        let rows: Vec<[String; 5]> = with_energy
-            .iter()
-            .flat_map(|s| {
-                s.energy.iter().map(|(zone, e)| {
-                    [
-                        s.bench.clone(),
-                        case_label(&s.case, &s.config),
-                        zone.clone(),
-                        fmt_sig(e.joules_per_op.mean),
-                        fmt_sig(e.watts.mean),
-                    ]
-                })
-            })
-            .collect();
-        out.push_str("Energy (RAPL, whole machine during each sample; means):\n");
-        out.push_str(&align(
-            &["energy", "case", "zone", "J/op", "W"],
-            &[false, false, false, true, true],
-            &rows,
-        ));
+    if with_energy.is_empty() {
+        return Vec::new();
     }
-    (!out.is_empty()).then_some(out)
+    let (rows, cases): (Vec<Vec<String>>, Vec<(String, String)>) = with_energy
+        .iter()
+        .flat_map(|s| {
+            s.energy.iter().map(|(zone, e)| {
+                let row = vec![
+                    s.bench.clone(),
+                    case_label(&s.case, &s.config),
+                    zone.clone(),
+                    fmt_sig(e.joules_per_op.mean),
+                    fmt_sig(e.watts.mean),
+                ];
+                (row, (s.case.clone(), s.config.clone()))
+            })
+        })
+        .unzip();
+    vec![
+        Block::Text("Energy (RAPL, whole machine during each sample; means):\n".into()),
+        Block::Table(Table {
+            header: vec!["energy", "case", "zone", "J/op", "W"],
+            numeric: vec![false, false, false, true, true],
+            rows,
+            cases,
+        }),
+    ]
 }
 
 fn row(s: &Series) -> [String; 12] {

@@ -12,13 +12,13 @@ pub fn env_text(env: &Environment) -> String {
     let flat = flatten(env);
     let width = flat
         .keys()
-        .map(|k| k.chars().count())
+        .map(|k| super::display_width(k))
         .max()
         .unwrap_or(0)
         .min(40);
     let mut out = String::new();
     for (key, value) in &flat {
-        let _ = writeln!(out, "{key:<width$} {value}");
+        let _ = writeln!(out, "{} {value}", super::pad_right(key, width));
     }
     out
 }

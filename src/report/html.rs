@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::decimals_for;
 use super::plot::{self, Plot};
-use super::sections::{self, Body, Section, Table};
+use super::sections::{self, Block, Body, Section, Table};
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, Document};
 use crate::error::Result;
@@ -182,6 +182,16 @@ fn results_html(out: &mut String, doc: &Document) {
         match &section.body {
             Body::Table(t) => table_html(out, t),
             Body::Text(text) => pre(out, text),
+            Body::Blocks(blocks) => {
+                for block in blocks {
+                    match block {
+                        Block::Text(text) => {
+                            let _ = writeln!(out, "<p>{}</p>", escape(text.trim_end()));
+                        }
+                        Block::Table(t) => table_html(out, t),
+                    }
+                }
+            }
         }
     }
     if doc.run.time.is_some() {

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
 use super::decimals_for;
-use super::sections::{self, Body, Table};
+use super::sections::{self, Block, Body, Table};
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document};
 
@@ -26,6 +26,17 @@ pub fn run(doc: &Document) -> String {
             Body::Table(t) => out.push_str(&section_table(t, configs)),
             Body::Text(text) => {
                 let _ = write!(out, "```\n{text}```\n");
+            }
+            Body::Blocks(blocks) => {
+                for (i, block) in blocks.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                    }
+                    match block {
+                        Block::Text(text) => out.push_str(&escape_lines(&text)),
+                        Block::Table(t) => out.push_str(&section_table(t, configs)),
+                    }
+                }
             }
         }
     }
@@ -308,13 +319,24 @@ fn table(header: &[String], numeric: &[bool], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `text` as one table cell that renders as written: pipes, markup characters
-/// and backslashes escaped, line breaks turned into spaces.
+/// Lines of prose, each escaped (as [`escape`]) and ending in a newline.
+fn escape_lines(text: &str) -> String {
+    text.lines().map(|l| format!("{}\n", escape(l))).collect()
+}
+
+/// `text` as one table cell that renders as written: `<`, `>` and `&` as
+/// HTML entities (a backslash before `<` is no escape in Python-Markdown,
+/// which shows it), pipes, other markup characters and backslashes escaped
+/// with a backslash (CommonMark's and Python-Markdown's escapes), line
+/// breaks turned into spaces.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
         match ch {
-            '\\' | '|' | '<' | '>' | '`' | '*' | '[' | ']' => {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '|' | '`' | '*' | '[' | ']' => {
                 out.push('\\');
                 out.push(ch);
             }
@@ -394,7 +416,13 @@ pub(crate) mod tests {
             .insert("cycles".into(), "no hardware PMU (ENOENT)".into());
         let text = run(&doc);
         assert!(text.contains("## Counters per op"), "{text}");
-        assert!(text.contains("vol sw"), "{text}");
+        // A pipe table, not a code block.
+        assert!(
+            text.contains("| bench | case | config | user | sys | sys % | unit | vol sw |"),
+            "{text}"
+        );
+        let section = &text[text.find("## Counters per op").unwrap()..];
+        assert!(!section.contains("```"), "{section}");
         assert!(
             text.contains("Not counted: cycles: no hardware PMU (ENOENT)"),
             "{text}"
@@ -436,8 +464,8 @@ pub(crate) mod tests {
     #[test]
     fn outside_text_stays_in_its_cell_and_renders_as_written() {
         assert_eq!(
-            escape("a|b <script>alert(1)</script> `x` *y* [z] \\ line\nbreak"),
-            "a\\|b \\<script\\>alert(1)\\</script\\> \\`x\\` \\*y\\* \\[z\\] \\\\ line break"
+            escape("a|b <script>alert(1)</script> `x` *y* [z] \\ &lt; line\nbreak"),
+            "a\\|b &lt;script&gt;alert(1)&lt;/script&gt; \\`x\\` \\*y\\* \\[z\\] \\\\ &amp;lt; line break"
         );
         let mut doc = crate::store::fixture().1;
         doc.series[0].config = "evil | config\nname".into();

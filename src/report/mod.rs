@@ -21,7 +21,10 @@ pub mod sections;
 pub mod table;
 pub mod time;
 
+use unicode_width::UnicodeWidthStr;
+
 use crate::document::{DEFAULT_CONFIG, Series};
+use crate::stats::compare::Verdict;
 pub use env::env_text;
 pub use table::render_run;
 
@@ -53,6 +56,33 @@ pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
+/// `text` (a verdict's words) in the verdict's terminal colour when `colour`:
+/// faster green, slower red, anything else as it is. Keyed on the verdict,
+/// never on its words.
+pub fn paint(verdict: Verdict, text: &str, colour: bool) -> String {
+    let sgr = match verdict {
+        Verdict::Faster => "32",
+        Verdict::Slower => "31",
+        _ => return text.to_string(),
+    };
+    if colour {
+        format!("\x1b[{sgr}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The columns `text` takes on a terminal (`µs` is 2, a CJK character 2 each).
+pub fn display_width(text: &str) -> usize {
+    text.width()
+}
+
+/// `text` padded with spaces on the right to `width` display columns.
+pub fn pad_right(text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(display_width(text));
+    format!("{text}{}", " ".repeat(pad))
+}
+
 /// A ctx series' mode: "processes" (lmbench's, and the default) or "threads".
 fn ctx_mode(s: &Series) -> &str {
     s.params
@@ -61,12 +91,13 @@ fn ctx_mode(s: &Series) -> &str {
         .unwrap_or("processes")
 }
 
-/// Columns two spaces apart: text left-aligned, `numeric` ones right-aligned.
+/// Columns two spaces apart: text left-aligned, `numeric` ones right-aligned,
+/// padded by display width so non-ASCII text (`µs`, names) lines up.
 fn align<R: AsRef<[String]>>(header: &[&str], numeric: &[bool], rows: &[R]) -> String {
     let width = |i: usize| {
         rows.iter()
-            .map(|r| r.as_ref()[i].chars().count())
-            .chain([header[i].chars().count()])
+            .map(|r| display_width(&r.as_ref()[i]))
+            .chain([display_width(header[i])])
             .max()
             .unwrap_or(0)
     };
@@ -75,7 +106,7 @@ fn align<R: AsRef<[String]>>(header: &[&str], numeric: &[bool], rows: &[R]) -> S
     let mut line = |cells: &[String]| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            let pad = widths[i] - cell.chars().count();
+            let pad = widths[i] - display_width(cell);
             let last = i + 1 == cells.len();
             if numeric[i] {
                 text.push_str(&" ".repeat(pad));
@@ -126,6 +157,34 @@ mod tests {
         }
         assert!(doc.series.iter().any(|s| s.config != "default"));
         assert_eq!(case_label("null", "default"), "null");
+    }
+
+    #[test]
+    fn columns_align_by_display_width() {
+        let rows = [
+            vec!["a".to_string(), "µs".to_string(), "1.0".to_string()],
+            vec!["漢字".to_string(), "ns".to_string(), "10.0".to_string()],
+        ];
+        let text = align(&["name", "unit", "value"], &[false, false, true], &rows);
+        let widths: Vec<usize> = text.lines().map(display_width).collect();
+        assert_eq!(widths, [widths[0]; 3], "{text}");
+        // The unit column starts at the same terminal column on every line.
+        let lines: Vec<&str> = text.lines().collect();
+        let column = |line: &str, unit: &str| display_width(&line[..line.find(unit).unwrap()]);
+        assert_eq!(column(lines[0], "unit"), column(lines[1], "µs"), "{text}");
+        assert_eq!(column(lines[1], "µs"), column(lines[2], "ns"), "{text}");
+        assert_eq!(pad_right("µs", 4), "µs  ");
+    }
+
+    #[test]
+    fn verdicts_are_coloured_by_the_verdict_not_its_words() {
+        assert_eq!(
+            paint(Verdict::Faster, "faster", true),
+            "\x1b[32mfaster\x1b[0m"
+        );
+        assert_eq!(paint(Verdict::Slower, "x", true), "\x1b[31mx\x1b[0m");
+        assert_eq!(paint(Verdict::Equivalent, "equivalent", true), "equivalent");
+        assert_eq!(paint(Verdict::Slower, "slower", false), "slower");
     }
 
     #[test]

@@ -27,6 +27,16 @@ pub enum Body {
     Table(Table),
     /// Preformatted lines, each ending in a newline (an anchor's own layout).
     Text(String),
+    /// Lines and tables in turn (captions, notes): the counters.
+    Blocks(Vec<Block>),
+}
+
+/// One part of a [`Body::Blocks`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// Lines of prose, each ending in a newline.
+    Text(String),
+    Table(Table),
 }
 
 /// One section of a run's report.

@@ -5,7 +5,7 @@
 //! the registry).
 
 use super::align;
-use super::sections::{self, Body, Table};
+use super::sections::{self, Block, Body, Table};
 use crate::document::Document;
 
 impl Table {
@@ -27,6 +27,14 @@ pub fn render_run(doc: &Document) -> String {
         match &section.body {
             Body::Table(t) => out.push_str(&t.to_text()),
             Body::Text(text) => out.push_str(text),
+            Body::Blocks(blocks) => {
+                for block in blocks {
+                    match block {
+                        Block::Text(text) => out.push_str(text),
+                        Block::Table(t) => out.push_str(&t.to_text()),
+                    }
+                }
+            }
         }
     }
     out

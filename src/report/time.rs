@@ -24,7 +24,7 @@ pub fn render(doc: &Document) -> String {
         };
         let _ = writeln!(
             out,
-            "Command {}: {name}   ({}, {} runs{})",
+            "Command {}: {name}   ({}, {} run{}{})",
             i + 1,
             if s.params.get("shell").and_then(|v| v.as_bool()) == Some(true) {
                 "sh -c"
@@ -32,6 +32,7 @@ pub fn render(doc: &Document) -> String {
                 "no shell"
             },
             s.runs.len(),
+            if s.runs.len() == 1 { "" } else { "s" },
             if failed > 0 {
                 format!(", {failed} failed")
             } else {
@@ -77,13 +78,17 @@ pub fn render(doc: &Document) -> String {
             let _ = writeln!(out, "  energy: {why}");
         }
         let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
-        let _ = writeln!(
-            out,
-            "  95% CI of the real median: {} – {} {}",
-            fmt_in(lo, scale),
-            fmt_in(hi, scale),
-            scale.1
-        );
+        if s.summary.n < 2 {
+            let _ = writeln!(out, "  one run: no spread and no interval");
+        } else {
+            let _ = writeln!(
+                out,
+                "  95% CI of the real median: {} – {} {}",
+                fmt_in(lo, scale),
+                fmt_in(hi, scale),
+                scale.1
+            );
+        }
         for w in &s.warnings {
             let _ = writeln!(out, "  warning: {w}");
         }
@@ -106,8 +111,9 @@ pub fn render(doc: &Document) -> String {
     out
 }
 
-/// One sentence per candidate command: which is faster, by how much, and the verdict.
-pub fn verdict_lines(c: &Comparison) -> String {
+/// One sentence per candidate command: which is faster, by how much, and the
+/// verdict (in its colour with `colour`).
+pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
     let mut out = String::new();
     let Some(row) = c.rows.first() else {
         return out;
@@ -118,7 +124,7 @@ pub fn verdict_lines(c: &Comparison) -> String {
             "slower" | "faster" => writeln!(
                 out,
                 "'{label}' is {} than '{}': {:.3} × its time [95% CI {:.3} – {:.3}].",
-                ch.verdict.as_str(),
+                super::paint(ch.verdict, ch.verdict.as_str(), colour),
                 c.labels[0],
                 r.ratio,
                 r.ci95.0,

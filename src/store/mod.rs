@@ -8,7 +8,8 @@
 //! else that is not a directory — a FIFO, a character device, `/dev/stdout`
 //! or a shell's `>(cmd)` — is opened and written in place at `commit`, never
 //! replaced. A symlink is followed: the file it points to is replaced, the
-//! link stays. Documents are checked when read ([`parse_document`], the rules
+//! link stays. The name `-` ([`STDOUT`]) is standard output, written
+//! through osbench's own handle at `commit`. Documents are checked when read ([`parse_document`], the rules
 //! of [`crate::document::validate`]). The results history (SQLite) is in
 //! [`db`]; [`resolve_document`] finds a document by file, run id or label.
 
@@ -26,6 +27,9 @@ use tempfile::NamedTempFile;
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
 pub use db::{Filter, Inserted, RunRow, Store, location};
+
+/// The destination that means standard output, as in most Unix tools.
+pub const STDOUT: &str = "-";
 
 /// Most symlinks followed from a destination (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
@@ -47,6 +51,8 @@ enum Target {
     /// block device, a socket, or whatever `/dev/stdout`, `/dev/fd/N` and
     /// `/proc/…/fd/N` stand for (a pipe, a terminal, a redirected file).
     Stream,
+    /// `-`: osbench's standard output, written and flushed at `commit`.
+    Stdout,
 }
 
 /// What a destination path turned out to be once its symlinks were followed.
@@ -104,6 +110,12 @@ impl PendingFile {
     /// Prepares to write `dest`; fails now if its directory is missing or not
     /// writable, or (a FIFO, a device) it cannot be written.
     pub fn create(dest: &Path) -> Result<Self> {
+        if dest == Path::new(STDOUT) {
+            return Ok(Self {
+                dest: dest.to_path_buf(),
+                how: Target::Stdout,
+            });
+        }
         let refuse = |why: String| {
             Error::io(
                 format!("cannot write {}", dest.display()),
@@ -165,12 +177,24 @@ impl PendingFile {
         &self.dest
     }
 
+    /// Whether this is standard output (`-`).
+    pub fn is_stdout(&self) -> bool {
+        matches!(self.how, Target::Stdout)
+    }
+
     /// Writes `bytes`: into the temporary file, flushed to disk and renamed
     /// into place; or, for a FIFO or a device, straight into it.
     pub fn commit(self, bytes: &[u8]) -> Result<()> {
         let ctx = || format!("writing {}", self.dest.display());
         let (path, mut temp) = match self.how {
             Target::Replace { path, temp } => (path, temp),
+            Target::Stdout => {
+                let mut out = std::io::stdout().lock();
+                return out
+                    .write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| Error::io("writing to standard output".to_string(), e));
+            }
             Target::Stream => {
                 let mut file = fs::OpenOptions::new()
                     .append(true)
@@ -451,6 +475,19 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("the reader got the bytes");
         assert_eq!(read, "through the fifo");
+    }
+
+    #[test]
+    fn a_dash_is_standard_output_not_a_file() {
+        let pending = PendingFile::create(Path::new(STDOUT)).unwrap();
+        assert!(pending.is_stdout());
+        assert_eq!(pending.dest(), Path::new("-"));
+        // A path that merely ends in a dash is a file as usual.
+        let dir = tempfile::tempdir().unwrap();
+        let file = PendingFile::create(&dir.path().join("-")).unwrap();
+        assert!(!file.is_stdout());
+        file.commit(b"x").unwrap();
+        assert_eq!(fs::read(dir.path().join("-")).unwrap(), b"x");
     }
 
     #[test]
