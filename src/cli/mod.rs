@@ -5,12 +5,14 @@
 //! interrupted); progress and warnings go to stderr, tables to stdout.
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
-//! and the export files in `save`, progress in `progress`); the work itself
+//! and the export files in `save`, a case's history in `history_changes`,
+//! progress in `progress`); the work itself
 //! is the library's.
 
 mod agent;
 mod compare;
 mod env;
+mod history_changes;
 mod list;
 mod plot;
 mod progress;

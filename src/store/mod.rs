@@ -25,7 +25,7 @@ use tempfile::NamedTempFile;
 
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
-pub use db::{Filter, Inserted, RunRow, Store, location};
+pub use db::{CaseRun, Filter, Inserted, RunRow, Store, location};
 
 /// Most symlinks followed from a destination (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
