@@ -46,8 +46,8 @@ pub fn span(h: &CaseHistory) -> String {
 /// How change points are found, in one line.
 pub fn method(c: &Changes) -> String {
     format!(
-        "E-divisive means (Matteson & James 2014): a split is a change point when a \
-         permutation test ({} shuffles within segments, seed {}) gives p ≤ {}",
+        "E-divisive means (Matteson & James 2014); a split counts when its permutation \
+         test ({} shuffles, seed {}) gives p ≤ {}",
         c.options.permutations, c.options.seed, c.options.alpha
     )
 }
@@ -98,8 +98,8 @@ fn points(h: &CaseHistory) -> &[ChangePoint] {
     }
 }
 
-/// The runs in time order; "change" (when change points were looked for)
-/// holds the size of a level that starts there.
+/// The runs in time order; "change" (when the runs were tested for change
+/// points) holds the size of a level that starts there.
 pub fn runs_table(h: &CaseHistory) -> Table {
     let points = points(h);
     let d = decimals(h);
@@ -140,7 +140,7 @@ pub fn runs_table(h: &CaseHistory) -> Table {
         rows,
         cases: Vec::new(),
     };
-    if h.detection.is_none() {
+    if !matches!(h.detection, Some(Detection::Tested(_))) {
         table.header.pop();
         table.numeric.pop();
         for row in &mut table.rows {
@@ -229,7 +229,7 @@ pub fn render(histories: &[CaseHistory]) -> String {
         };
         out.push('\n');
         if let Some(Detection::Tested(c)) = &h.detection {
-            out.push_str(&format!("Change points by {}.\n", method(c)));
+            out.push_str(&format!("Change points by {}:\n", method(c)));
         }
         if let Some(t) = changes_table(h) {
             out.push_str(&t.to_text());

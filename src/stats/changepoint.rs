@@ -420,6 +420,22 @@ mod tests {
             assert!(c.points.is_empty(), "seed {seed}: {c:?}");
             assert!(c.rejected.is_some());
         }
+        // Over many flat histories, false alarms stay near the level asked for.
+        let alarms = |alpha: f64| {
+            let options = Options {
+                alpha,
+                ..Options::default()
+            };
+            (100..200)
+                .filter(|&seed| {
+                    let values = series(seed, 1.0, &[(100.0, 30)]);
+                    !tested(detect(&values, &options)).points.is_empty()
+                })
+                .count()
+        };
+        let (at_5, at_1) = (alarms(0.05), alarms(0.01));
+        eprintln!("false alarms in 100 flat histories: {at_5} at p ≤ 0.05, {at_1} at p ≤ 0.01");
+        assert!(at_5 <= 10 && at_1 <= 4 && at_1 <= at_5, "{at_5}, {at_1}");
     }
 
     #[test]
