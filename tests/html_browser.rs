@@ -1,8 +1,9 @@
 //! The HTML report in a real browser: headless Chromium (Debian's `chromium`
 //! package) loads the report of a small real run, takes a screenshot and
-//! dumps the DOM it built; the tables, the plots and a hostile label (as
-//! text) must be in it. Without Chromium the test is skipped with the reason
-//! printed, unless `OSBENCH_REQUIRE_BROWSER=1` (set by .ci/run): then it fails.
+//! dumps the DOM it built; the tables, the plots (a case's history from the
+//! store among them) and a hostile label (as text) must be in it. Without
+//! Chromium the test is skipped with the reason printed, unless
+//! `OSBENCH_REQUIRE_BROWSER=1` (set by .ci/run): then it fails.
 
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
@@ -117,7 +118,11 @@ fn report_renders_in_headless_chromium() {
     doc["run"]["label"] = LABEL.into();
     fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
     let html = dir.path().join("report.html");
-    osbench(&format!("report {} --html", json.display()), &html);
+    // With the history of a case from the store the run was saved in.
+    osbench(
+        &format!("report {} --history syscall:null --html", json.display()),
+        &html,
+    );
     let url = format!("file://{}", html.display());
     let profile = dir.path().join("profile");
     fs::create_dir(&profile).unwrap();
@@ -173,6 +178,8 @@ fn report_renders_in_headless_chromium() {
         "<figure id=\"doc-0-latency-cdf-wakeup\">",
         "<figure id=\"doc-0-comparison\">",
         "<figure id=\"doc-0-samples-syscall\">",
+        "<section id=\"history\">",
+        "<figure id=\"history-0\">",
     ] {
         assert!(dom.contains(needle), "the page lacks {needle}");
     }

@@ -7,14 +7,16 @@
 //! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
-//! and the export files in `save`, progress in `progress`, completions and
-//! the man page in `generate`); the work itself is the library's.
+//! and the export files in `save`, a case's history in `history_changes`,
+//! fleet runs in `fleet`, progress in `progress`, completions and the man
+//! page in `generate`); the work itself is the library's.
 
 mod agent;
 mod compare;
 mod env;
 mod fleet;
 mod generate;
+mod history_changes;
 mod list;
 mod plot;
 mod progress;
@@ -113,15 +115,17 @@ enum Command {
     Env(env::EnvArgs),
     /// Compare runs (files, stored run ids or labels): the first is the baseline
     Compare(compare::CompareArgs),
-    /// List the runs in the results store
+    /// List the runs in the results store, or one case's runs in time order and where its
+    /// level changed (BENCH:CASE --changes)
     History(save::HistoryArgs),
     /// Write a stored run to files (JSON document, Markdown, CSV)
     Export(save::ExportCmd),
     /// Add result documents (e.g. from another machine) to the results store
     Import(save::ImportCmd),
-    /// Draw a result document's plots, each as SVG and PNG
+    /// Draw a result document's plots, and cases' histories (--history), each as SVG and PNG
     Plot(plot::PlotArgs),
-    /// Write one self-contained HTML page with the tables, plots, comparison and environment
+    /// Write one self-contained HTML page with the tables, plots, comparison and environment,
+    /// and cases' histories (--history)
     Report(report::ReportArgs),
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
     /// peak RSS per run, and a comparison when there are several

@@ -1,5 +1,6 @@
 //! `osbench report`: one self-contained HTML page for stored runs or
-//! document files, with their comparison when there are several. The page is
+//! document files, with their comparison when there are several, and with
+//! `--history BENCH:CASE` that case's stored runs and change points. The page is
 //! `report::html`'s; this finds the documents, compares them when it can
 //! (a comparison that cannot be made is a warning, not an error) and writes
 //! the file atomically.
@@ -13,13 +14,14 @@ use osbench::report;
 use osbench::store::PendingFile;
 
 use super::parse_pct;
+use super::plot::HistoryPlotArgs;
 use super::save::{self, StoreArgs};
 
 #[derive(Args)]
 pub struct ReportArgs {
     /// Stored runs (ids or labels) or result document files; given several, they are also
     /// compared, the first being the baseline
-    #[arg(value_name = "RUN", num_args = 1.., required = true)]
+    #[arg(value_name = "RUN", num_args = 1.., required_unless_present = "history")]
     runs: Vec<String>,
     /// Write the report to FILE, atomically; `-`: standard output
     #[arg(long, value_name = "FILE")]
@@ -28,11 +30,14 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
     equivalence: f64,
     #[command(flatten)]
+    history: HistoryPlotArgs,
+    #[command(flatten)]
     store: StoreArgs,
 }
 
 pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let docs = save::resolve_all(&args.runs, &args.store)?;
+    let histories = args.history.load(&args.store)?;
     let pending = PendingFile::create(&args.html)?;
     // Documents that cannot be compared are still reported, each on its own.
     let comparison = (docs.len() >= 2)
@@ -46,7 +51,7 @@ pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 .ok()
         })
         .flatten();
-    let html = report::html::render(&docs, comparison.as_ref())?;
+    let html = report::html::render_with_history(&docs, comparison.as_ref(), &histories)?;
     pending.commit(html.as_bytes())?;
     eprintln!("osbench: wrote {}", save::shown(&args.html));
     Ok(ExitCode::SUCCESS)

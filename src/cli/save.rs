@@ -330,10 +330,15 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "WHAT", value_parser = ["host"])]
     by: Option<String>,
     #[command(flatten)]
+    case: super::history_changes::CaseArgs,
+    #[command(flatten)]
     store: StoreArgs,
 }
 
 pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+    if let Some(done) = super::history_changes::history(&args.case, &args.store) {
+        return done;
+    }
     let path = store::location(args.store.store.as_deref())?;
     if !path.exists() {
         println!(

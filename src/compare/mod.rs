@@ -10,7 +10,10 @@
 //! A case with a sample that is not positive (possible when a cheap
 //! operation's overhead was subtracted) has no ratio of medians: it is listed
 //! as not compared, with the reason, as is one whose ratio would overflow.
-//! [`paired`] compares the configurations of one run round by round instead.
+//! [`paired`] compares the configurations of one run round by round instead;
+//! [`history`] looks for changes over time in a case's stored runs.
+
+pub mod history;
 
 pub mod fleet;
 

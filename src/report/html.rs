@@ -2,7 +2,8 @@
 //! no external URL) with, per document, the run, the results tables (the same
 //! cells as the terminal's), the case parameters, the comparison of its
 //! configurations, the plots and the environment; and, given several
-//! documents, their comparison first.
+//! documents, their comparison first; then, when asked for, cases' histories
+//! with their change points.
 //!
 //! Every string that comes from outside osbench's source (labels, case names,
 //! parameters, commands, environment values, file names) goes through
@@ -14,12 +15,15 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::case_history;
 use super::decimals_for;
 use super::plot::{self, Plot};
 use super::sections::{self, Block, Body, Section, Table};
 use crate::compare::Comparison;
+use crate::compare::history::CaseHistory;
 use crate::document::{ComparisonRecord, Document};
 use crate::error::Result;
+use crate::stats::changepoint::Detection;
 
 /// `text` safe in HTML text and in quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -73,9 +77,25 @@ ul.warnings li { margin: 3px 0; }
 /// The report of `docs` (source, document); `comparison` is theirs when
 /// several are reported (the first document is its baseline).
 pub fn render(docs: &[(String, Document)], comparison: Option<&Comparison>) -> Result<String> {
+    render_with_history(docs, comparison, &[])
+}
+
+/// The report of `docs` and `comparison` as [`render`] makes it, with a
+/// History section for `histories` (cases' stored runs and their change
+/// points) after the comparison.
+pub fn render_with_history(
+    docs: &[(String, Document)],
+    comparison: Option<&Comparison>,
+    histories: &[CaseHistory],
+) -> Result<String> {
     let names: Vec<String> = docs
         .iter()
         .map(|(source, doc)| doc_name(source, doc))
+        .chain(
+            histories
+                .iter()
+                .map(|h| format!("history of {}", case_history::title(h))),
+        )
         .collect();
     let mut out = String::new();
     let _ = write!(
@@ -86,19 +106,34 @@ pub fn render(docs: &[(String, Document)], comparison: Option<&Comparison>) -> R
         escape(&names.join(", "))
     );
     let _ = writeln!(out, "<h1>osbench report</h1>");
+    let mut counts = Vec::new();
+    if !docs.is_empty() || histories.is_empty() {
+        counts.push(format!(
+            "{} document{}",
+            docs.len(),
+            if docs.len() == 1 { "" } else { "s" }
+        ));
+    }
+    match histories.len() {
+        0 => {}
+        1 => counts.push("1 case history".into()),
+        n => counts.push(format!("{n} case histories")),
+    }
     let _ = writeln!(
         out,
-        "<p class=\"meta\">{} document{} · written by osbench {}</p>",
-        docs.len(),
-        if docs.len() == 1 { "" } else { "s" },
+        "<p class=\"meta\">{} · written by osbench {}</p>",
+        counts.join(" · "),
         escape(env!("CARGO_PKG_VERSION"))
     );
-    if docs.len() > 1 || comparison.is_some() {
+    if docs.len() + usize::from(!histories.is_empty()) > 1 || comparison.is_some() {
         out.push_str("<nav><ul>\n");
         if comparison.is_some() {
             out.push_str("<li><a href=\"#comparison\">Comparison</a></li>\n");
         }
-        for (i, name) in names.iter().enumerate() {
+        if !histories.is_empty() {
+            out.push_str("<li><a href=\"#history\">History</a></li>\n");
+        }
+        for (i, name) in names.iter().take(docs.len()).enumerate() {
             let _ = writeln!(out, "<li><a href=\"#doc-{i}\">{}</a></li>", escape(name));
         }
         out.push_str("</ul></nav>\n");
@@ -106,11 +141,48 @@ pub fn render(docs: &[(String, Document)], comparison: Option<&Comparison>) -> R
     if let Some(c) = comparison {
         comparison_section(&mut out, c)?;
     }
+    if !histories.is_empty() {
+        history_section(&mut out, histories)?;
+    }
     for (i, ((source, doc), name)) in docs.iter().zip(&names).enumerate() {
         document_section(&mut out, i, source, doc, name)?;
     }
     out.push_str("</main>\n</body>\n</html>\n");
     Ok(out)
+}
+
+/// Each case history: its plot, its change points with their evidence, what
+/// the detection concluded, and the runs (folded).
+fn history_section(out: &mut String, histories: &[CaseHistory]) -> Result<()> {
+    out.push_str("<section id=\"history\">\n<h2>History</h2>\n");
+    for (i, h) in histories.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<h3>{}</h3>\n<p class=\"meta\">{}</p>",
+            escape(&case_history::title(h)),
+            escape(&case_history::span(h))
+        );
+        let plot = plot::history_plot(h)?;
+        figure(out, &format!("history-{i}"), &plot);
+        if let Some(Detection::Tested(c)) = &h.detection {
+            let _ = writeln!(
+                out,
+                "<p>Change points by {}.</p>",
+                escape(&case_history::method(c))
+            );
+        }
+        if let Some(t) = case_history::changes_table(h) {
+            table_html(out, &t);
+        }
+        if let Some(conclusion) = case_history::conclusion(h) {
+            let _ = writeln!(out, "<p><strong>{}</strong></p>", escape(&conclusion));
+        }
+        out.push_str("<details><summary>The runs, oldest first</summary>\n");
+        table_html(out, &case_history::runs_table(h));
+        out.push_str("</details>\n");
+    }
+    out.push_str("</section>\n");
+    Ok(())
 }
 
 /// What a document is called: its label, else where it came from.
@@ -562,6 +634,48 @@ mod tests {
         let mut doc = fixture();
         doc.run.label = Some(label.into());
         doc
+    }
+
+    #[test]
+    fn a_case_history_gets_its_plot_change_points_and_runs() {
+        use crate::compare::history::case_histories;
+        use crate::compare::history::tests::stepped;
+        use crate::stats::changepoint::Options;
+        let mut runs = stepped();
+        for r in &mut runs {
+            r.hostname = "<b>vm</b>".into();
+        }
+        let histories = case_histories("syscall", "null", runs, Some(&Options::default()));
+        let page = render_with_history(&[], None, &histories).unwrap();
+        assert!(
+            page.contains("<p class=\"meta\">1 case history · written by"),
+            "{page}"
+        );
+        let section = &page[page.find("<section id=\"history\">").unwrap()..];
+        for text in [
+            "<h3>syscall null on &lt;b&gt;vm&lt;/b&gt;</h3>",
+            "<figure id=\"history-0\">",
+            "Change points by E-divisive means (Matteson &amp; James 2014)",
+            "<td class=\"num\">#13</td>",
+            "<td class=\"num\">+10.0%</td>",
+            "<p><strong>1 change point; the strongest split left",
+            "<details><summary>The runs, oldest first</summary>",
+        ] {
+            assert!(section.contains(text), "lacks {text}");
+        }
+        assert!(!page.contains("<b>vm"), "the host is escaped");
+        // 20 runs in the folded table, after its header row.
+        let runs = &section[section.find("<details>").unwrap()..];
+        assert_eq!(runs.matches("<tr>").count(), 21);
+        // With documents too, the history comes before them and both are in the menu.
+        let page = render_with_history(&[("f.json".into(), fixture())], None, &histories).unwrap();
+        let (nav, history, doc) = (
+            page.find("<a href=\"#history\">").unwrap(),
+            page.find("<section id=\"history\">").unwrap(),
+            page.find("<section id=\"doc-0\">").unwrap(),
+        );
+        assert!(nav < history && history < doc);
+        assert!(page.contains("1 document · 1 case history"));
     }
 
     #[test]

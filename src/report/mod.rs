@@ -7,6 +7,7 @@
 //! registry.
 
 pub mod anchors;
+pub mod case_history;
 pub mod compare;
 pub mod counters;
 pub mod csv;

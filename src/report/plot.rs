@@ -7,7 +7,8 @@
 //! size, one line per process count, with the 95 % interval of each median);
 //! latency CDFs of the distribution families (wakeup, timer) from their HDR
 //! buckets; comparison bars (change against the baseline, 95 % whiskers); the
-//! samples of every sampled case in run order (drift). Pure: a document in,
+//! samples of every sampled case in run order (drift); a case's history over
+//! stored runs with its change points. Pure: a document (or a history) in,
 //! SVG text out; every number drawn was computed elsewhere. Left out:
 //! distribution series in run order (thousands of single events; their CDF
 //! shows them) and ctx series without `procs`/`size` parameters.
@@ -22,9 +23,12 @@ use resvg::{tiny_skia, usvg};
 use serde_json::Value;
 
 use crate::compare::Comparison;
+use crate::compare::history::CaseHistory;
 use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document, Series, SeriesKind};
 use crate::error::{Error, Result};
 use crate::stats::Summary;
+use crate::stats::changepoint::{ChangePoint, Detection};
+use crate::store::CaseRun;
 
 /// DejaVu Sans, the font PNGs are drawn with (licence: assets/DejaVuSans-LICENSE.txt).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -655,6 +659,143 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     }))
 }
 
+/// A case's history: each stored run's median with its 95 % interval, oldest
+/// first; the change points as dashed lines labelled with the run and the size
+/// of the change, and the median of each segment between them as a grey line.
+pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
+    let title = format!(
+        "History: {} (median, 95% CI)",
+        super::case_history::title(h)
+    );
+    let name = format!(
+        "history-{}-{}-{}{}",
+        file_safe(&h.bench),
+        file_safe(&h.case),
+        file_safe(&h.host),
+        if h.config == DEFAULT_CONFIG {
+            String::new()
+        } else {
+            format!("-{}", file_safe(&h.config))
+        }
+    );
+    let runs = &h.runs;
+    let n = runs.len();
+    let interval = |r: &CaseRun| r.ci.unwrap_or((r.median, r.median));
+    let lo = runs
+        .iter()
+        .map(|r| interval(r).0.min(r.median))
+        .fold(f64::INFINITY, f64::min);
+    let hi = runs
+        .iter()
+        .map(|r| interval(r).1.max(r.median))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (points, segments) = match &h.detection {
+        Some(Detection::Tested(c)) => (&c.points[..], segment_levels(&c.points, n)),
+        _ => (&[][..], Vec::new()),
+    };
+    let y_desc = if h.bench == crate::document::COMMAND_BENCH {
+        format!("wall time per run ({})", super::case_history::unit(h))
+    } else {
+        format!("median per op ({})", super::case_history::unit(h))
+    };
+    let svg = draw_svg(&name, (900, 480), |root| {
+        let y_range = padded(lo, hi, 0.12);
+        let (bottom, top) = (y_range.start, y_range.end);
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, (SANS, TITLE_PX - 2))
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.5..n as f64 + 0.5, y_range)?;
+        mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
+            .x_desc("stored run, oldest first (#)")
+            .y_desc(y_desc.as_str())
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .x_labels(n.min(12))
+            .draw()?;
+        let grey = BLACK.mix(0.45);
+        for &(from, to, level) in &segments {
+            chart.draw_series([PathElement::new(
+                vec![(from as f64 + 0.5, level), (to as f64 + 0.5, level)],
+                grey.stroke_width(2),
+            )])?;
+        }
+        let c = color(0);
+        chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
+            let (low, high) = interval(r);
+            PathElement::new(
+                vec![(i as f64 + 1.0, low), (i as f64 + 1.0, high)],
+                c.stroke_width(1),
+            )
+        }))?;
+        let radius = if n <= 100 { 4 } else { 2 };
+        chart.draw_series(
+            runs.iter()
+                .enumerate()
+                .map(|(i, r)| Circle::new((i as f64 + 1.0, r.median), radius, c.filled())),
+        )?;
+        let mark = PALETTE[2];
+        let font = (SANS, LABEL_PX - 1)
+            .into_font()
+            .color(&mark)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        for p in points {
+            let x = p.index as f64 + 0.5;
+            chart.draw_series(DashedLineSeries::new(
+                [(x, bottom), (x, top)],
+                6,
+                4,
+                mark.stroke_width(2),
+            ))?;
+            let text = format!(
+                " #{} (run {}): {:+.1}%",
+                p.index + 1,
+                runs[p.index].run_id,
+                p.relative * 100.0
+            );
+            chart.draw_series([Text::new(text, (x, top), font.clone())])?;
+        }
+        Ok(())
+    })?;
+    let note = match &h.detection {
+        Some(Detection::Tested(c)) => format!(
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first. Red dashed \
+             lines: change points, labelled with the run where the new level starts and the change \
+             of the segment medians (E-divisive means, permutation test, p ≤ {}); grey lines: the \
+             median of each segment.",
+            c.options.alpha
+        ),
+        Some(Detection::TooFew { n, needed }) => format!(
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first. \
+             {n} runs are too few to look for change points (at least {needed} are needed)."
+        ),
+        None => {
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first.".into()
+        }
+    };
+    Ok(Plot {
+        name,
+        title,
+        note,
+        svg,
+    })
+}
+
+/// The segments between change points (0-based first run, last run, and the
+/// median of the segment, which each change point carries).
+fn segment_levels(points: &[ChangePoint], n: usize) -> Vec<(usize, usize, f64)> {
+    let Some(first) = points.first() else {
+        return Vec::new();
+    };
+    let mut segments = vec![(0, first.index, first.before)];
+    for (i, p) in points.iter().enumerate() {
+        let end = points.get(i + 1).map_or(n, |next| next.index);
+        segments.push((p.index, end, p.after));
+    }
+    segments
+}
+
 /// The sampled series of `bench` with samples, grouped by case in order of
 /// first appearance.
 fn cases_of<'a>(doc: &'a Document, bench: &str) -> Vec<(String, Vec<&'a Series>)> {
@@ -839,6 +980,36 @@ mod tests {
                 .svg
                 .contains("&lt;script&gt;alert(1)&lt;/script&gt;")
         );
+    }
+
+    #[test]
+    fn a_history_plot_marks_its_change_point_and_segments() {
+        use crate::compare::history::case_histories;
+        use crate::compare::history::tests::stepped;
+        use crate::stats::changepoint::Options;
+        let h = case_histories("syscall", "null", stepped(), Some(&Options::default())).remove(0);
+        let p = history_plot(&h).unwrap();
+        assert_eq!(p.name, "history-syscall-null-vm");
+        for text in [
+            "History: syscall null on vm (median, 95% CI)",
+            "stored run, oldest first (#)",
+            "median per op (ns)",
+            "#13 (run 13): +10.0%",
+        ] {
+            assert!(p.svg.contains(text), "lacks '{text}'");
+        }
+        assert!(p.note.contains("p ≤ 0.05"), "{}", p.note);
+        // 20 runs: 20 dots; the dashed change line is drawn as short pieces.
+        assert_eq!(p.svg.matches("<circle").count(), 20);
+        let dashes = |svg: &str| svg.matches("stroke=\"#E15759\"").count();
+        assert!(dashes(&p.svg) > 5, "{}", p.svg);
+        // Without detection: the same dots, no change line, no level lines.
+        let plain = case_histories("syscall", "null", stepped(), None).remove(0);
+        let p = history_plot(&plain).unwrap();
+        assert_eq!(p.svg.matches("<circle").count(), 20);
+        assert_eq!(dashes(&p.svg), 0);
+        assert!(!p.svg.contains("(run 13)"));
+        png(&p).unwrap();
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
-//! bimodality check, a seeded PRNG.
+//! bimodality check, change points in a history, a seeded PRNG.
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
 //! numbers and returns plain numbers, so each can be checked against values
 //! worked out independently (see the unit tests next to each function).
 
+pub mod changepoint;
 pub mod ci;
 pub mod compare;
 pub mod histogram;

@@ -154,6 +154,27 @@ pub struct RunRow {
     pub cases: Vec<String>,
 }
 
+/// One stored run's result for one case (one series), as a case's history
+/// reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseRun {
+    pub run_id: i64,
+    /// UTC, RFC 3339: the run's start.
+    pub started: String,
+    pub label: Option<String>,
+    pub hostname: String,
+    pub kernel: String,
+    pub config: String,
+    /// The series' unit as documents name it ("ns", "us", "s").
+    pub unit: String,
+    /// Samples behind the median.
+    pub n: i64,
+    pub median: f64,
+    /// The 95 % interval of the median, from the stored document's summary
+    /// (`None` where the document has none).
+    pub ci: Option<(f64, f64)>,
+}
+
 /// Which runs to list; every given field must match.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -371,6 +392,52 @@ impl Store {
         super::parse_document(&text, &origin).map(Some)
     }
 
+    /// The series of `bench` `case` in every stored run (of `config` and on
+    /// `host` when given), oldest start first.
+    pub fn case_history(
+        &self,
+        bench: &str,
+        case: &str,
+        config: Option<&str>,
+        host: Option<&str>,
+    ) -> Result<Vec<CaseRun>> {
+        let summary = |field: &str| {
+            format!(
+                "json_extract(runs.document, '$.series[' || series.position || '].summary.{field}')"
+            )
+        };
+        let sql = format!(
+            "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel, series.config,
+                    series.unit, series.n, series.median, {}, {}
+             FROM series JOIN runs ON runs.id = series.run_id
+             WHERE series.bench = ?1 AND series.case_name = ?2
+               AND (?3 IS NULL OR series.config = ?3)
+               AND (?4 IS NULL OR runs.hostname = ?4)
+             ORDER BY runs.started, runs.id, series.position",
+            summary("ci_low"),
+            summary("ci_high")
+        );
+        let fail = store_error(&self.path);
+        let mut st = self.conn.prepare(&sql).map_err(fail)?;
+        st.query_map(params![bench, case, config, host], |r| {
+            let (low, high): (Option<f64>, Option<f64>) = (r.get(9)?, r.get(10)?);
+            Ok(CaseRun {
+                run_id: r.get(0)?,
+                started: r.get(1)?,
+                label: r.get(2)?,
+                hostname: r.get(3)?,
+                kernel: r.get(4)?,
+                config: r.get(5)?,
+                unit: r.get(6)?,
+                n: r.get(7)?,
+                median: r.get(8)?,
+                ci: low.zip(high),
+            })
+        })
+        .and_then(|it| it.collect())
+        .map_err(fail)
+    }
+
     /// The latest run (by start time) with `label`.
     pub fn latest_with_label(&self, label: &str) -> Result<Option<i64>> {
         self.conn
@@ -570,6 +637,60 @@ mod tests {
         store.insert(&earlier).unwrap(); // stored second, measured first
         assert_eq!(store.latest_with_label("x").unwrap(), Some(1));
         assert_eq!(store.latest_with_label("y").unwrap(), None);
+    }
+
+    #[test]
+    fn a_case_history_is_in_time_order_with_each_runs_interval() {
+        let (_dir, path) = temp_store();
+        let mut store = Store::open(&path).unwrap();
+        // Stored out of order: run 1 started last.
+        let mut late = variant(9);
+        late.env.hostname = "other".into();
+        store.insert(&late).unwrap();
+        store.insert(&variant(3)).unwrap();
+        store.insert(&variant(5)).unwrap();
+        let (_, fixture) = super::super::fixture();
+        let base = fixture
+            .series
+            .iter()
+            .find(|s| s.case == "null" && s.config == "base")
+            .unwrap();
+        let all = store.case_history("syscall", "null", None, None).unwrap();
+        let ids: Vec<(i64, &str)> = all.iter().map(|r| (r.run_id, r.config.as_str())).collect();
+        assert_eq!(
+            ids,
+            [
+                (2, "base"),
+                (2, "patched, \"v2\""),
+                (3, "base"),
+                (3, "patched, \"v2\""),
+                (1, "base"),
+                (1, "patched, \"v2\"")
+            ]
+        );
+        let first = &all[0];
+        assert_eq!(first.label.as_deref(), Some("v3"));
+        assert_eq!(first.unit, "ns");
+        assert_eq!(first.n, base.summary.n as i64);
+        assert_eq!(first.median, base.summary.median);
+        assert_eq!(first.ci, Some((base.summary.ci_low, base.summary.ci_high)));
+        let base_only = store
+            .case_history("syscall", "null", Some("base"), Some("testhost"))
+            .unwrap();
+        let ids: Vec<i64> = base_only.iter().map(|r| r.run_id).collect();
+        assert_eq!(ids, [2, 3]);
+        assert!(
+            store
+                .case_history("syscall", "nope", None, None)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .case_history("ctx", "null", None, None)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

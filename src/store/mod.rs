@@ -26,7 +26,7 @@ use tempfile::NamedTempFile;
 
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
-pub use db::{Filter, Inserted, RunRow, Store, location};
+pub use db::{CaseRun, Filter, Inserted, RunRow, Store, location};
 
 /// The destination that means standard output, as in most Unix tools.
 pub const STDOUT: &str = "-";

@@ -1,0 +1,193 @@
+//! A case's history on the command line: `osbench history BENCH:CASE
+//! [--changes] [--host H] [--config C]` (its stored runs in time order, and
+//! where its level changed), and the `--history BENCH:CASE` of `plot` and
+//! `report`. The store reads the runs, `compare::history` finds the change
+//! points, `report::case_history` lays them out; this parses the arguments
+//! and joins them. Left out: the run list of plain `osbench history`
+//! (in `save`).
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::compare::history::{CaseHistory, case_histories};
+use osbench::report;
+use osbench::stats::changepoint::Options;
+use osbench::store::{self, Filter, Store};
+
+use super::save::StoreArgs;
+
+/// A stored case: its benchmark and its name as tables show it.
+#[derive(Debug, Clone)]
+pub struct CaseName {
+    pub bench: String,
+    pub case: String,
+}
+
+pub fn parse_case(s: &str) -> Result<CaseName, String> {
+    match s.split_once(':') {
+        Some((bench, case)) if !bench.is_empty() && !case.is_empty() => Ok(CaseName {
+            bench: bench.to_string(),
+            case: case.to_string(),
+        }),
+        _ => Err(format!(
+            "'{s}' is not BENCH:CASE (a case as history and the tables name it, e.g. \
+             syscall:null or ctx:2p/0K)"
+        )),
+    }
+}
+
+fn parse_p(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!("'{s}' is not a p-value between 0 and 1")),
+    }
+}
+
+/// Which runs make a case's history: flattened into `history`.
+#[derive(Args)]
+pub struct CaseArgs {
+    /// Show one case's history instead of the run list: its stored runs in time order, with
+    /// the median and 95% interval of each (BENCH:CASE as tables name it, e.g. syscall:null)
+    #[arg(value_name = "BENCH:CASE", value_parser = parse_case,
+          conflicts_with_all = ["bench", "label", "kernel"])]
+    pub case: Option<CaseName>,
+    /// With BENCH:CASE: find the runs where its level changed (E-divisive means with a
+    /// permutation test), per host and configuration
+    #[arg(long, requires = "case")]
+    pub changes: bool,
+    #[command(flatten)]
+    pub only: OnlyArgs,
+    /// With --changes: the largest p-value that makes a change point
+    #[arg(long, value_name = "P", default_value_t = Options::default().alpha,
+          value_parser = parse_p, requires = "changes")]
+    pub max_p: f64,
+}
+
+/// `--host`, `--config`: which host's runs, which configuration.
+#[derive(Args)]
+pub struct OnlyArgs {
+    /// Case histories: only runs on this host (its hostname as history lists it); without
+    /// it each host is a history of its own
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Case histories: only this configuration; without it each configuration is a history
+    /// of its own
+    #[arg(long, value_name = "NAME")]
+    pub config: Option<String>,
+}
+
+impl OnlyArgs {
+    /// An error when `--host` or `--config` is given without a case (`flag`) to apply to.
+    pub fn check(&self, has_case: bool, flag: &str) -> anyhow::Result<()> {
+        if !has_case && (self.host.is_some() || self.config.is_some()) {
+            anyhow::bail!("--host and --config choose the runs of a case history: give {flag}");
+        }
+        Ok(())
+    }
+}
+
+/// `osbench history BENCH:CASE …`; `None` when no case was given (the run list then).
+pub fn history(args: &CaseArgs, store: &StoreArgs) -> Option<anyhow::Result<ExitCode>> {
+    if let Err(e) = args.only.check(args.case.is_some(), "BENCH:CASE") {
+        return Some(Err(e));
+    }
+    let case = args.case.as_ref()?;
+    Some(print_history(args, case, store))
+}
+
+fn print_history(args: &CaseArgs, case: &CaseName, store: &StoreArgs) -> anyhow::Result<ExitCode> {
+    let path = store::location(store.store.as_deref())?;
+    if !path.exists() {
+        println!(
+            "No runs stored yet ({} does not exist; osbench run saves every run there).",
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let db = Store::open_existing(&path)?;
+    let options = Options {
+        alpha: args.max_p,
+        ..Options::default()
+    };
+    let histories = read(&db, case, &args.only, args.changes.then_some(&options))?;
+    if histories.is_empty() {
+        println!("{}", nothing_stored(&db, case, &args.only)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", report::case_history::render(&histories));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The histories of `case` in the store at `store` (for `plot` and
+/// `report`), each with its change points; an error when it has no run.
+pub fn load(
+    case: &CaseName,
+    only: &OnlyArgs,
+    store: &StoreArgs,
+) -> anyhow::Result<Vec<CaseHistory>> {
+    let path = store::location(store.store.as_deref())?;
+    let db = Store::open_existing(&path)?;
+    let histories = read(&db, case, only, Some(&Options::default()))?;
+    if histories.is_empty() {
+        anyhow::bail!("{}", nothing_stored(&db, case, only)?);
+    }
+    Ok(histories)
+}
+
+fn read(
+    db: &Store,
+    case: &CaseName,
+    only: &OnlyArgs,
+    options: Option<&Options>,
+) -> anyhow::Result<Vec<CaseHistory>> {
+    let runs = db.case_history(
+        &case.bench,
+        &case.case,
+        only.config.as_deref(),
+        only.host.as_deref(),
+    )?;
+    Ok(case_histories(&case.bench, &case.case, runs, options))
+}
+
+/// Why `case` has no history here, and the cases of its benchmark that are stored.
+fn nothing_stored(db: &Store, case: &CaseName, only: &OnlyArgs) -> anyhow::Result<String> {
+    let mut which = format!("{}:{}", case.bench, case.case);
+    if let Some(host) = &only.host {
+        which.push_str(&format!(" on host {host}"));
+    }
+    if let Some(config) = &only.config {
+        which.push_str(&format!(" in configuration {config}"));
+    }
+    let filter = Filter {
+        bench: Some(case.bench.clone()),
+        ..Filter::default()
+    };
+    let mut stored: Vec<String> = Vec::new();
+    for row in db.list(&filter)? {
+        for name in row.cases {
+            // "bench case [config]" → "bench:case"
+            let Some(rest) = name.strip_prefix(&format!("{} ", case.bench)) else {
+                continue;
+            };
+            let bare = rest.split(" [").next().unwrap_or(rest);
+            let name = format!("{}:{bare}", case.bench);
+            if !stored.contains(&name) {
+                stored.push(name);
+            }
+        }
+    }
+    Ok(if stored.is_empty() {
+        format!(
+            "No stored run has {which} (no run of {} is stored at {}).",
+            case.bench,
+            db.path().display()
+        )
+    } else {
+        format!(
+            "No stored run has {which}; stored cases of {}: {}.",
+            case.bench,
+            stored.join(", ")
+        )
+    })
+}

@@ -1,0 +1,299 @@
+//! `osbench history BENCH:CASE --changes` as a user meets it: stores built
+//! from synthetic documents (the small real document in tests/data, its
+//! `syscall null` medians moved night by night) are imported, then the
+//! history must place a planted step at the right run, find nothing in a flat
+//! history, say when there are too few runs, keep hosts apart, and `plot` and
+//! `report --history` must draw it. Every osbench here gets a store in a
+//! temporary directory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run.json");
+
+/// osbench with its store at `store` (and no other way to find one).
+fn osbench(store: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env("OSBENCH_STORE", store);
+    cmd
+}
+
+fn ok(out: Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Exits 2 with one line on stderr, which is returned.
+fn fails(out: Output) -> String {
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+/// The fixture as night `day`'s run on `host`: its syscall series moved by `shift` ns.
+fn night(dir: &Path, day: usize, host: &str, shift: f64) -> PathBuf {
+    let mut doc: Value = serde_json::from_str(&fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    doc["run"]["started"] = format!("2026-11-{day:02}T02:00:00Z").into();
+    doc["run"]["finished"] = format!("2026-11-{day:02}T02:05:00Z").into();
+    doc["run"]["label"] = format!("nightly-{day}").into();
+    doc["env"]["hostname"] = host.into();
+    for s in doc["series"].as_array_mut().unwrap() {
+        if s["bench"] != "syscall" {
+            continue;
+        }
+        for v in s["samples"].as_array_mut().unwrap() {
+            *v = (v.as_f64().unwrap() + shift).into();
+        }
+        for key in ["median", "mean", "min", "max", "ci_low", "ci_high"] {
+            let moved = s["summary"][key].as_f64().unwrap() + shift;
+            s["summary"][key] = moved.into();
+        }
+    }
+    let path = dir.join(format!("{host}-{day:02}.json"));
+    fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+/// Nights 1..=`nights` on `host`, each moved by `level(day)` plus a small
+/// wobble, imported newest first (so run ids run against time).
+fn import_nights(store: &Path, host: &str, nights: usize, level: impl Fn(usize) -> f64) {
+    let dir = store.parent().unwrap();
+    let wobble = [0.0, 0.4, -0.3, 0.2, -0.1];
+    let files: Vec<PathBuf> = (1..=nights)
+        .rev()
+        .map(|day| night(dir, day, host, level(day) + wobble[day % 5]))
+        .collect();
+    ok(osbench(store).arg("import").args(&files).output().unwrap());
+}
+
+/// `osbench history CASE --changes` with `extra` arguments.
+fn changes(store: &Path, case: &str, extra: &[&str]) -> String {
+    ok(osbench(store)
+        .args(["history", case, "--changes"])
+        .args(extra)
+        .output()
+        .unwrap())
+}
+
+#[test]
+fn a_planted_step_is_found_at_the_run_where_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    // +10 ns from night 13 of 20 on; run ids are 21 - night.
+    import_nights(
+        &store,
+        "testhost",
+        20,
+        |day| if day >= 13 { 10.0 } else { 0.0 },
+    );
+    let text = changes(&store, "syscall:null", &["--config", "base"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "syscall null [base] on testhost: 20 runs, 2026-11-01T02:00:00Z to \
+         2026-11-20T02:00:00Z, medians in ns",
+        "{text}"
+    );
+    // The runs in time order, the change marked on night 13 (run 8).
+    let rows: Vec<Vec<&str>> = lines[3..23]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], (i + 1).to_string(), "{text}");
+        assert_eq!(row[1], (20 - i).to_string(), "{text}");
+        assert_eq!(row[3], format!("nightly-{}", i + 1), "{text}");
+    }
+    assert_eq!(rows[12].last(), Some(&"+10.0%"), "{text}");
+    assert!(rows.iter().filter(|r| r.len() == 9).count() == 1, "{text}");
+    // The change point: night 13, run 8, the segments' medians, the evidence.
+    let point: Vec<&str> = lines
+        .iter()
+        .find(|l| l.starts_with("#13"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &point[..7],
+        [
+            "#13",
+            "8",
+            "2026-11-13T02:00:00Z",
+            "nightly-13",
+            "100.25",
+            "110.25",
+            "+10.0%"
+        ],
+        "{text}"
+    );
+    assert!(point[7].parse::<f64>().unwrap() <= 0.01, "{text}");
+    assert!(text.contains("E-divisive means (Matteson & James 2014)"));
+    assert!(
+        lines.last().unwrap().starts_with("1 change point;"),
+        "{text}"
+    );
+    // The same answer every time (the shuffles are seeded).
+    assert_eq!(changes(&store, "syscall:null", &["--config", "base"]), text);
+    // Without --changes: the runs alone.
+    let plain = ok(osbench(&store)
+        .args(["history", "syscall:null", "--config", "base"])
+        .output()
+        .unwrap());
+    assert_eq!(plain.lines().count(), 23, "{plain}");
+    assert!(plain.lines().nth(2).unwrap().ends_with("95% CI"), "{plain}");
+    assert!(
+        !plain.contains("+10.0%") && !plain.contains("change"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_flat_history_has_none_and_a_short_one_cannot_tell() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    import_nights(&store, "testhost", 20, |_| 0.0);
+    import_nights(&store, "tiny", 3, |day| day as f64 * 30.0);
+    let text = changes(&store, "syscall:null", &[]);
+    // Two configurations on testhost, one history each, then tiny's two.
+    let titles: Vec<&str> = text.lines().filter(|l| l.contains(" runs, ")).collect();
+    assert_eq!(titles.len(), 4, "{text}");
+    assert!(titles[0].starts_with("syscall null [base] on testhost: 20 runs"));
+    assert!(titles[2].starts_with("syscall null [base] on tiny: 3 runs"));
+    let conclusions: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("No change point") || l.starts_with("Cannot tell"))
+        .collect();
+    assert_eq!(conclusions.len(), 4, "{text}");
+    for c in &conclusions[..2] {
+        assert!(
+            c.starts_with("No change point; the strongest split tested"),
+            "{c}"
+        );
+    }
+    for c in &conclusions[2..] {
+        assert_eq!(
+            *c,
+            "Cannot tell yet: 3 runs; with fewer than 8 no split can be significant."
+        );
+    }
+    assert!(
+        !text.lines().any(|l| l.ends_with('%')),
+        "no change marked: {text}"
+    );
+    // --host keeps one host's runs.
+    let one = changes(
+        &store,
+        "syscall:null",
+        &["--host", "tiny", "--config", "base"],
+    );
+    assert_eq!(
+        one.lines().filter(|l| l.contains(" runs, ")).count(),
+        1,
+        "{one}"
+    );
+    // A case that is not stored says which are.
+    let none = changes(&store, "syscall:nul", &[]);
+    assert_eq!(
+        none,
+        "No stored run has syscall:nul; stored cases of syscall: syscall:null.\n"
+    );
+}
+
+#[test]
+fn plot_and_report_draw_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    import_nights(
+        &store,
+        "testhost",
+        16,
+        |day| if day >= 9 { -8.0 } else { 0.0 },
+    );
+    let plots = dir.path().join("plots");
+    let out = ok(osbench(&store)
+        .args([
+            "plot",
+            "--history",
+            "syscall:null",
+            "--config",
+            "base",
+            "--out",
+        ])
+        .arg(&plots)
+        .output()
+        .unwrap());
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let svg = fs::read_to_string(plots.join("history-syscall-null-testhost-base.svg")).unwrap();
+    assert!(svg.contains("#9 (run 8): -8."), "{svg}");
+    assert!(
+        plots
+            .join("history-syscall-null-testhost-base.png")
+            .is_file()
+    );
+
+    let html = dir.path().join("r.html");
+    ok(osbench(&store)
+        .args([
+            "report",
+            "nightly-16",
+            "--history",
+            "syscall:null",
+            "--html",
+        ])
+        .arg(&html)
+        .output()
+        .unwrap());
+    let page = fs::read_to_string(&html).unwrap();
+    let history = &page[page.find("<section id=\"history\">").unwrap()..];
+    assert_eq!(history.matches("<figure id=\"history-").count(), 2);
+    assert!(history.contains("<td class=\"num\">#9</td>"), "{history}");
+    assert!(
+        page.contains("<section id=\"doc-0\">"),
+        "the run is reported too"
+    );
+}
+
+#[test]
+fn case_arguments_without_a_case_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    import_nights(&store, "testhost", 2, |_| 0.0);
+    let plots = dir.path().join("plots");
+    for (args, says) in [
+        (&["history", "--changes"][..], "<BENCH:CASE>"),
+        (&["history", "--host", "x"][..], "give BENCH:CASE"),
+        (&["history", "syscall"][..], "is not BENCH:CASE"),
+        (
+            &["history", "syscall:null", "--label", "x"][..],
+            "cannot be used with",
+        ),
+        (
+            &["history", "syscall:null", "--changes", "--max-p", "1.5"][..],
+            "p-value",
+        ),
+        (
+            &["plot", "1", "--host", "x", "--out", "p"][..],
+            "give --history BENCH:CASE",
+        ),
+        (
+            &["plot", "--history", "ctx:2p/0K", "--out", "p"][..],
+            "No stored run has ctx:2p/0K",
+        ),
+    ] {
+        let stderr = fails(
+            osbench(&store)
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap(),
+        );
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!plots.exists() && !dir.path().join("p").exists());
+}
