@@ -235,17 +235,23 @@ fn run_host(
     Ok(outcome)
 }
 
-/// A host without osbench ends its session with status 127 ("not found"):
-/// the error then says how to get it there.
+/// A host without osbench ends its session with status 127 ("not found"),
+/// one with another version is refused at the handshake: the error then
+/// says how to get this one there.
 fn with_hint(e: Error, installing: bool) -> Error {
     match e {
-        Error::Guest { who, message } if !installing && message.contains("exit status: 127") => {
+        Error::Guest { who, message } if !installing => {
+            let hint = if message.contains("exit status: 127") {
+                "; osbench was not found on the host: give --install to copy this one there, or \
+                 name it with `osbench = \"PATH\"` in a hosts file"
+            } else if message.contains("the guest's agent is osbench") {
+                "; give --install to copy this osbench to the host"
+            } else {
+                ""
+            };
             Error::Guest {
                 who,
-                message: format!(
-                    "{message}; osbench is not on the host's PATH: give --install to copy this \
-                     one there, or name it with `osbench = \"PATH\"` in a hosts file"
-                ),
+                message: format!("{message}{hint}"),
             }
         }
         e => e,
