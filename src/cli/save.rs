@@ -15,20 +15,21 @@ use clap::Args;
 
 use osbench::document::Document;
 use osbench::report;
-use osbench::store::{self, Filter, Inserted, PendingFile, Store};
+use osbench::store::{self, Filter, Inserted, Location, PendingFile, Store};
 
-/// `--store PATH`.
+/// `--store PATH|URL`.
 #[derive(Args)]
 pub struct StoreArgs {
-    /// The results store (SQLite). Default: $OSBENCH_STORE, else
+    /// The results store: an SQLite file, or a PostgreSQL database
+    /// (postgresql://USER@HOST[:PORT]/DB[?sslmode=require]). Default: $OSBENCH_STORE, else
     /// $XDG_DATA_HOME/osbench/results.sqlite, else ~/.local/share/osbench/results.sqlite
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub store: Option<PathBuf>,
 }
 
 impl StoreArgs {
-    /// The store's path, `None` when no location can be determined (no HOME).
-    pub fn location(&self) -> Option<PathBuf> {
+    /// The store's location, `None` when none can be determined (no HOME).
+    pub fn location(&self) -> Option<Location> {
         store::location(self.store.as_deref()).ok()
     }
 }
@@ -141,7 +142,7 @@ fn parse_label(s: &str) -> Result<String, String> {
 enum StoreState {
     Off,
     /// Opened (created, migrated) before the run; closed while measuring.
-    Ready(PathBuf),
+    Ready(Location),
     /// Why it cannot be used (the run then goes to a JSON file).
     Failed(String),
 }
@@ -171,7 +172,7 @@ impl SaveArgs {
             StoreState::Off
         } else {
             match store::location(self.store.store.as_deref())
-                .and_then(|p| Store::open(&p).map(|_| p))
+                .and_then(|l| Store::open(&l).map(|_| l))
             {
                 Ok(p) => StoreState::Ready(p),
                 Err(e) => {
@@ -200,10 +201,10 @@ impl Saving {
         }
         let stored = match self.store {
             StoreState::Off => None,
-            StoreState::Ready(path) => Some(
-                Store::open(&path)
+            StoreState::Ready(location) => Some(
+                Store::open(&location)
                     .and_then(|mut s| s.insert(doc))
-                    .map(|i| (i.id(), path))
+                    .map(|i| (i.id(), location))
                     .map_err(|e| e.to_string()),
             ),
             StoreState::Failed(why) => Some(Err(why)),
@@ -291,6 +292,9 @@ pub struct HistoryArgs {
     /// Only runs on a kernel whose release contains TEXT (e.g. 6.18)
     #[arg(long, value_name = "TEXT")]
     kernel: Option<String>,
+    /// Only runs measured on the host with exactly this name
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -308,6 +312,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         bench: args.bench,
         label: args.label,
         kernel: args.kernel,
+        host: args.host,
     };
     let rows = Store::open_existing(&path)?.list(&filter)?;
     if rows.is_empty() {
@@ -335,7 +340,7 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
     }
     let pending = args.exports.prepare()?;
-    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_deref())?;
+    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
     for f in pending.commit_document(&doc)? {
         eprintln!("osbench: wrote {} ({name})", f.display());
     }
@@ -382,6 +387,6 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
 pub fn resolve_all(runs: &[String], store: &StoreArgs) -> anyhow::Result<Vec<(String, Document)>> {
     let location = store.location();
     runs.iter()
-        .map(|r| Ok(store::resolve_document(r, location.as_deref())?))
+        .map(|r| Ok(store::resolve_document(r, location.as_ref())?))
         .collect()
 }

@@ -9,10 +9,13 @@
 //! or a shell's `>(cmd)` — is opened and written in place at `commit`, never
 //! replaced. A symlink is followed: the file it points to is replaced, the
 //! link stays. Documents are checked when read ([`parse_document`], the rules
-//! of [`crate::document::validate`]). The results history (SQLite) is in
-//! [`db`]; [`resolve_document`] finds a document by file, run id or label.
+//! of [`crate::document::validate`]). The results history is in [`db`] (one
+//! interface over the [`sqlite`] and [`postgres`] back ends);
+//! [`resolve_document`] finds a document by file, run id or label.
 
 pub mod db;
+mod postgres;
+mod sqlite;
 
 use std::ffi::CString;
 use std::fs;
@@ -25,7 +28,11 @@ use tempfile::NamedTempFile;
 
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
-pub use db::{Filter, Inserted, RunRow, Store, location};
+pub use db::{
+    Filter, Inserted, Location, MedianRow, RunRow, SCHEMA_VERSION, STORE_ENV, SeriesKey, Store,
+    location,
+};
+pub use sqlite::BUSY_TIMEOUT;
 
 /// Most symlinks followed from a destination (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
@@ -289,7 +296,7 @@ pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
 /// label. Returns a name for tables (the path, "run 3 (label)" or
 /// "label (run 3)") and the document. `store` is `None` when no store location
 /// could be determined.
-pub fn resolve_document(arg: &str, store: Option<&Path>) -> Result<(String, Document)> {
+pub fn resolve_document(arg: &str, store: Option<&Location>) -> Result<(String, Document)> {
     let path = Path::new(arg);
     if path.exists() {
         return Ok((arg.to_string(), read_document(path)?));
