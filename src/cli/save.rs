@@ -300,11 +300,11 @@ pub struct HistoryArgs {
 }
 
 pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
-    let path = store::location(args.store.store.as_deref())?;
-    if !path.exists() {
+    let location = store::location(args.store.store.as_deref())?;
+    if !location.exists() {
         println!(
             "No runs stored yet ({} does not exist; osbench run saves every run there).",
-            path.display()
+            location
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -314,9 +314,9 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         kernel: args.kernel,
         host: args.host,
     };
-    let rows = Store::open_existing(&path)?.list(&filter)?;
+    let rows = Store::open_existing(&location)?.list(&filter)?;
     if rows.is_empty() {
-        println!("No stored run matches (store: {}).", path.display());
+        println!("No stored run matches (store: {}).", location);
     } else {
         print!("{}", report::history::render(&rows));
     }
@@ -364,8 +364,7 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| store::read_document_text(f))
         .collect::<osbench::Result<Vec<_>>>()?;
-    let path = store::location(args.store.store.as_deref())?;
-    let mut db = Store::open(&path)?;
+    let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
     for (file, (text, doc)) in args.files.iter().zip(&docs) {
         let label = doc
             .run

@@ -842,6 +842,8 @@ mod tests {
         assert!(matches!(pg, Location::Postgres(_)));
         assert_eq!(pg.to_string(), "postgresql://me@db.example:5433/osbench");
         assert!(Location::new(Path::new("POSTGRES://h/db")).exists());
+        let typo = Location::new(Path::new("postgresql:/h/db"));
+        assert!(matches!(typo, Location::Postgres(_)), "{typo:?}");
         // A relative directory that happens to be called postgres is a path.
         assert!(matches!(
             Location::new(Path::new("postgres/results.sqlite")),

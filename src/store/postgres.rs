@@ -46,9 +46,11 @@ const MIGRATION_LOCK: i64 = 0x006f_7362_656e_6368;
 pub struct PgUrl(String);
 
 impl PgUrl {
-    /// `given` as a PostgreSQL URL, if it is one.
+    /// `given` as a PostgreSQL URL, if it is one (or means to be: a
+    /// misspelt `postgresql:/host` is refused when connecting, not taken for
+    /// a file name).
     pub(super) fn recognise(given: &str) -> Option<Self> {
-        let scheme = given.split_once("://")?.0.to_ascii_lowercase();
+        let scheme = given.split_once(':')?.0.to_ascii_lowercase();
         matches!(scheme.as_str(), "postgresql" | "postgres").then(|| PgUrl(given.to_string()))
     }
 }
@@ -68,7 +70,11 @@ impl fmt::Debug for PgUrl {
 /// `url` without a password, in the user part or as a `password=` parameter.
 fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
+        // Not a URL the client takes; still never show what may be a password.
+        return match (url.split_once(':'), url.rsplit_once('@')) {
+            (Some((scheme, _)), Some((_, host))) => format!("{scheme}:…@{host}"),
+            _ => url.to_string(),
+        };
     };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
@@ -529,6 +535,7 @@ mod tests {
                 "postgresql://h/db?sslmode=require&x=1",
             ),
             ("postgresql://h", "postgresql://h"),
+            ("postgresql:me:pw@h/db", "postgresql:…@h/db"),
         ] {
             assert_eq!(redacted(url), shown, "{url}");
         }
