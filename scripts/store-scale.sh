@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the results store at scale, on SQLite and on PostgreSQL: the wall
-# time of `osbench import` of 1,000 documents (into an empty store, and into
+# time (and osbench's CPU time) of `osbench import` of 1,000 documents (into an empty store, and into
 # one that holds 9,000 runs) and of `osbench history` over 10,000 stored runs
 # (all runs, and one host's). The documents are tests/data/small-run.json
 # (7.9 kB, 4 series) relabelled, so each is a different document. Prints a
@@ -38,11 +38,12 @@ for batch in range(10):
         json.dump(doc, open(f"{work}/docs{batch}/{i:04}.json", "w"), indent=2)
 EOF
 
-# The seconds `$@` takes (wall clock), its output discarded.
+# The seconds `$@` takes (wall clock), and the CPU time osbench used (user +
+# system; the server's is not in it), its output discarded.
 seconds() {
-    local t0=$EPOCHREALTIME
-    "$@" >/dev/null
-    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'
+    local TIMEFORMAT='%R %U %S' times
+    times=$({ time "$@" >/dev/null; } 2>&1)
+    awk '{ printf "%.2f s (cpu %.2f s)", $1, $2 + $3 }' <<<"$times"
 }
 
 # The median of three timings of `$@`.
@@ -63,6 +64,8 @@ measure() {
     echo "| $name | $first s | $last s | $all s | $one s |"
 }
 
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 echo "| store | import 1,000 (empty store) | import 1,000 (9,000 stored) | history, 10,000 runs | history --host (1,250 of 10,000) |"
 echo "|---|---|---|---|---|"
 measure "$work/results.sqlite" SQLite
@@ -73,3 +76,5 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 "${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
     -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$work" start >/dev/null
 measure "postgresql://osbench@127.0.0.1:$port/postgres" "PostgreSQL $(basename "$(dirname "$pgbin")")"
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -97,7 +97,12 @@ impl Cluster {
     /// `localhost`, in [`Cluster::cert`]).
     fn start(tls: bool) -> Self {
         let bin = pg_bin().expect("checked by have_postgres");
-        let dir = tempfile::tempdir().unwrap();
+        // The postgres user must reach it: under /tmp, whatever TMPDIR says, when root.
+        let dir = match is_root() {
+            true => tempfile::tempdir_in("/tmp"),
+            false => tempfile::tempdir(),
+        }
+        .unwrap();
         let pw = dir.path().join("pw");
         fs::write(&pw, PASSWORD).unwrap();
         let cluster = Cluster { dir, bin, port: 0 };
