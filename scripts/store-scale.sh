@@ -61,7 +61,7 @@ measure() {
     all=$(median3 "$bin" history)
     one=$(median3 "$bin" history --host host3)
     [ "$("$bin" history | wc -l)" = 10001 ] || { echo "expected 10,000 runs in $name" >&2; exit 2; }
-    echo "| $name | $first s | $last s | $all s | $one s |"
+    echo "| $name | $first | $last | $all | $one |"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -534,8 +534,24 @@ fn the_same_document_imported_twice_is_stored_once() {
         2,
         "{again}"
     );
+    // One import: one transaction; the same document twice in it is stored once.
+    let other = dir.path().join("other.json");
+    let mut relabelled = value.clone();
+    relabelled["run"]["label"] = "other".into();
+    fs::write(&other, relabelled.to_string()).unwrap();
+    let (both, _) = ok(osbench(&url)
+        .arg("import")
+        .arg(&other)
+        .arg(&other)
+        .output()
+        .unwrap());
+    assert!(
+        both.contains("stored as run 2 'other'")
+            && both.contains("already stored as run 2 'other'"),
+        "{both}"
+    );
     let (history, _) = ok(osbench(&url).arg("history").output().unwrap());
-    assert_eq!(history.lines().count(), 2, "{history}");
+    assert_eq!(history.lines().count(), 3, "{history}");
     // Stored as written.
     let text = Store::open(PathBuf::from(&url))
         .unwrap()

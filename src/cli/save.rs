@@ -358,20 +358,22 @@ pub struct ImportCmd {
 }
 
 pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
-    // Every file is read and checked before anything is stored.
+    // Every file is read and checked before anything is stored; then all are
+    // stored in one transaction (all or, on an error, none).
     let docs = args
         .files
         .iter()
         .map(|f| store::read_document_text(f))
         .collect::<osbench::Result<Vec<_>>>()?;
     let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
-    for (file, (text, doc)) in args.files.iter().zip(&docs) {
+    let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
+    for ((file, (_, doc)), inserted) in args.files.iter().zip(&docs).zip(stored) {
         let label = doc
             .run
             .label
             .as_deref()
             .map_or_else(String::new, |l| format!(" '{l}'"));
-        match db.import(doc, text)? {
+        match inserted {
             Inserted::New(id) => println!("{}: stored as run {id}{label}", file.display()),
             Inserted::Existing(id) => println!(
                 "{}: already stored as run {id}{label}; not added again",

@@ -585,61 +585,23 @@ impl Store {
         self.insert_text(doc, text, "import")
     }
 
-    fn insert_text(&mut self, doc: &Document, text: &str, origin: &str) -> Result<Inserted> {
-        let print = fingerprint(text);
-        let params = [
-            (&doc.run.label).into(),
-            doc.run.started.as_str().into(),
-            doc.run.finished.as_str().into(),
-            Param::Bool(doc.run.complete),
-            doc.env.kernel.as_str().into(),
-            doc.env.hostname.as_str().into(),
-            doc.tool.version.as_str().into(),
-            origin.into(),
-            utc_now().as_str().into(),
-            print.as_str().into(),
-            text.into(),
-        ];
+    /// Stores documents read from files (as [`Store::import`] does) in one
+    /// transaction: all of them, or (on an error) none.
+    pub fn import_all<'a>(
+        &mut self,
+        docs: impl IntoIterator<Item = (&'a Document, &'a str)>,
+    ) -> Result<Vec<Inserted>> {
         let mut conn = self.conn();
-        let name = conn.name();
         transaction(conn.as_mut(), |conn| {
-            let stored = |conn: &mut (dyn Conn + Send)| -> Result<Option<i64>> {
-                let rows = conn.query(
-                    "SELECT id FROM runs WHERE fingerprint = $1",
-                    &[print.as_str().into()],
-                )?;
-                rows.first()
-                    .map(|r| r.int(0))
-                    .transpose()
-                    .map_err(|m| bad_row(&name, m))
-            };
-            // Looked up first so that a duplicate uses up no id.
-            if let Some(id) = stored(conn)? {
-                return Ok(Inserted::Existing(id));
-            }
-            // A concurrent writer of the same document makes this insert
-            // nothing (the unique fingerprint), never a second copy.
-            let new = conn.query(
-                "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
-                                   osbench_version, origin, stored, fingerprint, document)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                 ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
-                &params,
-            )?;
-            if let Some(row) = new.first() {
-                let id = row.int(0).map_err(|m| bad_row(&name, m))?;
-                let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-                index_series(conn, id, &value)?;
-                return Ok(Inserted::New(id));
-            }
-            match stored(conn)? {
-                Some(id) => Ok(Inserted::Existing(id)),
-                None => Err(Error::Store {
-                    path: name.clone(),
-                    message: "the document was neither stored nor found stored; try again".into(),
-                }),
-            }
+            docs.into_iter()
+                .map(|(doc, text)| store_one(conn, doc, text, "import"))
+                .collect()
         })
+    }
+
+    fn insert_text(&mut self, doc: &Document, text: &str, origin: &str) -> Result<Inserted> {
+        let mut conn = self.conn();
+        transaction(conn.as_mut(), |conn| store_one(conn, doc, text, origin))
     }
 
     /// The runs matching `filter`, oldest id first.
@@ -741,6 +703,67 @@ impl Store {
             })
             .collect::<std::result::Result<_, String>>()
             .map_err(|m| bad_row(&name, m))
+    }
+}
+
+/// Stores one document inside the caller's transaction; the same document
+/// already stored (or being stored by a concurrent writer) is not stored again.
+fn store_one(
+    conn: &mut (dyn Conn + Send),
+    doc: &Document,
+    text: &str,
+    origin: &str,
+) -> Result<Inserted> {
+    let print = fingerprint(text);
+    let params = [
+        (&doc.run.label).into(),
+        doc.run.started.as_str().into(),
+        doc.run.finished.as_str().into(),
+        Param::Bool(doc.run.complete),
+        doc.env.kernel.as_str().into(),
+        doc.env.hostname.as_str().into(),
+        doc.tool.version.as_str().into(),
+        origin.into(),
+        utc_now().as_str().into(),
+        print.as_str().into(),
+        text.into(),
+    ];
+    let name = conn.name();
+    let stored = |conn: &mut (dyn Conn + Send)| -> Result<Option<i64>> {
+        let rows = conn.query(
+            "SELECT id FROM runs WHERE fingerprint = $1",
+            &[print.as_str().into()],
+        )?;
+        rows.first()
+            .map(|r| r.int(0))
+            .transpose()
+            .map_err(|m| bad_row(&name, m))
+    };
+    // Looked up first so that a duplicate uses up no id.
+    if let Some(id) = stored(conn)? {
+        return Ok(Inserted::Existing(id));
+    }
+    // A concurrent writer of the same document makes this insert
+    // nothing (the unique fingerprint), never a second copy.
+    let new = conn.query(
+        "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
+                               osbench_version, origin, stored, fingerprint, document)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
+        &params,
+    )?;
+    if let Some(row) = new.first() {
+        let id = row.int(0).map_err(|m| bad_row(&name, m))?;
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        index_series(conn, id, &value)?;
+        return Ok(Inserted::New(id));
+    }
+    match stored(conn)? {
+        Some(id) => Ok(Inserted::Existing(id)),
+        None => Err(Error::Store {
+            path: name.clone(),
+            message: "the document was neither stored nor found stored; try again".into(),
+        }),
     }
 }
 
