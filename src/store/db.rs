@@ -492,15 +492,20 @@ fn refingerprint<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
     Ok(())
 }
 
-/// Adds the `series` rows of run `id` from its document.
+/// Most series rows one statement inserts (8 parameters each, far below
+/// either back end's limit).
+const SERIES_PER_INSERT: usize = 100;
+
+/// Adds the `series` rows of run `id` from its document (several rows per
+/// statement: one round trip to a server for a document's series).
 fn index_series<C: Conn + ?Sized>(conn: &mut C, id: i64, doc: &Value) -> Result<()> {
     let series = doc["series"].as_array().map_or(&[][..], Vec::as_slice);
-    for (position, s) in series.iter().enumerate() {
-        let text = |key: &str| Param::Text(Some(s[key].as_str().unwrap_or("").to_string()));
-        conn.execute(
-            "INSERT INTO series (run_id, position, bench, case_name, config, unit, n, median)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
+    let rows: Vec<[Param; 8]> = series
+        .iter()
+        .enumerate()
+        .map(|(position, s)| {
+            let text = |key: &str| Param::Text(Some(s[key].as_str().unwrap_or("").to_string()));
+            [
                 Param::Int(id),
                 Param::Int(position as i64),
                 text("bench"),
@@ -509,7 +514,23 @@ fn index_series<C: Conn + ?Sized>(conn: &mut C, id: i64, doc: &Value) -> Result<
                 text("unit"),
                 Param::Int(s["summary"]["n"].as_i64().unwrap_or(0)),
                 Param::Float(s["summary"]["median"].as_f64().unwrap_or(f64::NAN)),
-            ],
+            ]
+        })
+        .collect();
+    for chunk in rows.chunks(SERIES_PER_INSERT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let n: Vec<String> = (1..=8).map(|c| format!("${}", r * 8 + c)).collect();
+                format!("({})", n.join(", "))
+            })
+            .collect();
+        conn.execute(
+            &format!(
+                "INSERT INTO series (run_id, position, bench, case_name, config, unit, n, median)
+                 VALUES {}",
+                values.join(", ")
+            ),
+            &chunk.concat(),
         )?;
     }
     Ok(())
