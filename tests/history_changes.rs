@@ -267,7 +267,7 @@ fn case_arguments_without_a_case_are_refused() {
     let plots = dir.path().join("plots");
     for (args, says) in [
         (&["history", "--changes"][..], "<BENCH:CASE>"),
-        (&["history", "--host", "x"][..], "give BENCH:CASE"),
+        (&["history", "--config", "x"][..], "give BENCH:CASE"),
         (&["history", "syscall"][..], "is not BENCH:CASE"),
         (
             &["history", "syscall:null", "--label", "x"][..],

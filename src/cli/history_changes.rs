@@ -67,8 +67,8 @@ pub struct CaseArgs {
 /// `--host`, `--config`: which host's runs, which configuration.
 #[derive(Args)]
 pub struct OnlyArgs {
-    /// Case histories: only runs on this host (its hostname as history lists it); without
-    /// it each host is a history of its own
+    /// Only runs on this host (its name as history lists it); in a case history, without it
+    /// each host is a history of its own
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// Case histories: only this configuration; without it each configuration is a history
@@ -89,8 +89,11 @@ impl OnlyArgs {
 
 /// `osbench history BENCH:CASE …`; `None` when no case was given (the run list then).
 pub fn history(args: &CaseArgs, store: &StoreArgs) -> Option<anyhow::Result<ExitCode>> {
-    if let Err(e) = args.only.check(args.case.is_some(), "BENCH:CASE") {
-        return Some(Err(e));
+    // --host also filters the run list; --config only chooses in a case history.
+    if args.case.is_none() && args.only.config.is_some() {
+        return Some(Err(anyhow::anyhow!(
+            "--config chooses the runs of a case history: give BENCH:CASE"
+        )));
     }
     let case = args.case.as_ref()?;
     Some(print_history(args, case, store))
@@ -181,7 +184,7 @@ fn nothing_stored(db: &Store, case: &CaseName, only: &OnlyArgs) -> anyhow::Resul
         format!(
             "No stored run has {which} (no run of {} is stored at {}).",
             case.bench,
-            db.path().display()
+            db.location()
         )
     } else {
         format!(

@@ -16,20 +16,21 @@ use clap::Args;
 
 use osbench::document::Document;
 use osbench::report;
-use osbench::store::{self, Filter, Inserted, PendingFile, Store};
+use osbench::store::{self, Filter, Inserted, Location, PendingFile, Store};
 
-/// `--store PATH`.
+/// `--store PATH|URL`.
 #[derive(Args, Clone)]
 pub struct StoreArgs {
-    /// The results store (SQLite). Default: $OSBENCH_STORE, else
+    /// The results store: an SQLite file, or a PostgreSQL database
+    /// (postgresql://USER@HOST[:PORT]/DB[?sslmode=require]). Default: $OSBENCH_STORE, else
     /// $XDG_DATA_HOME/osbench/results.sqlite, else ~/.local/share/osbench/results.sqlite
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub store: Option<PathBuf>,
 }
 
 impl StoreArgs {
-    /// The store's path, `None` when no location can be determined (no HOME).
-    pub fn location(&self) -> Option<PathBuf> {
+    /// The store's location, `None` when none can be determined (no HOME).
+    pub fn location(&self) -> Option<Location> {
         store::location(self.store.as_deref()).ok()
     }
 }
@@ -179,7 +180,7 @@ pub(super) fn parse_label(s: &str) -> Result<String, String> {
 enum StoreState {
     Off,
     /// Opened (created, migrated) before the run; closed while measuring.
-    Ready(PathBuf),
+    Ready(Location),
     /// Why it cannot be used (the run then goes to a JSON file).
     Failed(String),
 }
@@ -209,7 +210,7 @@ impl SaveArgs {
             StoreState::Off
         } else {
             match store::location(self.store.store.as_deref())
-                .and_then(|p| Store::open(&p).map(|_| p))
+                .and_then(|l| Store::open(&l).map(|_| l))
             {
                 Ok(p) => StoreState::Ready(p),
                 Err(e) => {
@@ -238,10 +239,10 @@ impl Saving {
         }
         let stored = match self.store {
             StoreState::Off => None,
-            StoreState::Ready(path) => Some(
-                Store::open(&path)
+            StoreState::Ready(location) => Some(
+                Store::open(&location)
                     .and_then(|mut s| s.insert(doc))
-                    .map(|i| (i.id(), path))
+                    .map(|i| (i.id(), location))
                     .map_err(|e| e.to_string()),
             ),
             StoreState::Failed(why) => Some(Err(why)),
@@ -339,11 +340,11 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     if let Some(done) = super::history_changes::history(&args.case, &args.store) {
         return done;
     }
-    let path = store::location(args.store.store.as_deref())?;
-    if !path.exists() {
+    let location = store::location(args.store.store.as_deref())?;
+    if !location.exists() {
         println!(
             "No runs stored yet ({} does not exist; osbench run saves every run there).",
-            path.display()
+            location
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -351,11 +352,12 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         bench: args.bench,
         label: args.label,
         kernel: args.kernel,
+        host: args.case.only.host.clone(),
     };
-    let db = Store::open_existing(&path)?;
+    let db = Store::open_existing(&location)?;
     let rows = db.list(&filter)?;
     if rows.is_empty() {
-        println!("No stored run matches (store: {}).", path.display());
+        println!("No stored run matches (store: {location}).");
     } else if args.by.is_some() {
         let mut runs = Vec::new();
         for row in store::latest_per_host(&rows) {
@@ -388,7 +390,7 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
     }
     let pending = args.exports.prepare()?;
-    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_deref())?;
+    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
     for f in pending.commit_document(&doc)? {
         eprintln!("osbench: wrote {} ({name})", shown(&f));
     }
@@ -406,21 +408,22 @@ pub struct ImportCmd {
 }
 
 pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
-    // Every file is read and checked before anything is stored.
+    // Every file is read and checked before anything is stored; then all are
+    // stored in one transaction (all or, on an error, none).
     let docs = args
         .files
         .iter()
         .map(|f| store::read_document_text(f))
         .collect::<osbench::Result<Vec<_>>>()?;
-    let path = store::location(args.store.store.as_deref())?;
-    let mut db = Store::open(&path)?;
-    for (file, (text, doc)) in args.files.iter().zip(&docs) {
+    let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
+    let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
+    for ((file, (_, doc)), inserted) in args.files.iter().zip(&docs).zip(stored) {
         let label = doc
             .run
             .label
             .as_deref()
             .map_or_else(String::new, |l| format!(" '{l}'"));
-        match db.import(doc, text)? {
+        match inserted {
             Inserted::New(id) => println!("{}: stored as run {id}{label}", file.display()),
             Inserted::Existing(id) => println!(
                 "{}: already stored as run {id}{label}; not added again",
@@ -435,6 +438,6 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
 pub fn resolve_all(runs: &[String], store: &StoreArgs) -> anyhow::Result<Vec<(String, Document)>> {
     let location = store.location();
     runs.iter()
-        .map(|r| Ok(store::resolve_document(r, location.as_deref())?))
+        .map(|r| Ok(store::resolve_document(r, location.as_ref())?))
         .collect()
 }

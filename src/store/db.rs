@@ -1,125 +1,111 @@
-//! The results history: an SQLite database (rusqlite with its bundled SQLite)
-//! that keeps every stored run's whole result document as JSON text, plus
-//! indexed columns to list and find runs (label, times, kernel, host, and one
-//! row per series in `series`).
+//! The results store as the rest of osbench sees it: [`Store`] (open, insert,
+//! import, list, documents, labels, per-run medians), wherever it lives — an
+//! SQLite file ([`super::sqlite`], the embedded default) or a PostgreSQL
+//! database ([`super::postgres`], shared by many hosts). Which one is decided
+//! by the [`Location`] alone; nothing outside `store/` knows.
 //!
-//! Keeping the document whole means new document fields need no schema
-//! change; the schema version (`PRAGMA user_version`) moves only when the
-//! indexed columns do, through [`MIGRATIONS`], each applied in one transaction.
-//! Every write is one transaction; the journal is WAL and connections wait up
-//! to [`BUSY_TIMEOUT`] for a lock, so concurrent osbench processes all succeed
-//! and a process killed mid-write leaves the earlier runs intact.
-//! Left out: deleting or editing runs (SQL on the file does that).
+//! The schema, its versioned migrations and every query are written once
+//! here, in one SQL spelling (`$N` parameters, dialect words in braces that
+//! [`Dialect::sql`] fills in), and run by both back ends through the small
+//! [`Conn`] interface. Each stored run keeps its whole result document as
+//! text plus the columns `history` filters on and one row per series.
+//! Importing the same document twice stores it once: runs carry the SHA-256 of
+//! the canonical JSON under a unique constraint, so two writers racing to
+//! store it cannot both succeed.
+//! Left out: deleting or editing runs (SQL on the store does that).
 
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::document::{DEFAULT_CONFIG, Document, utc_now};
 use crate::error::{Error, Result};
 
-/// How long a connection waits for another process's write to finish.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+use super::postgres::{self, PgUrl};
+use super::sqlite;
 
 /// The environment variable naming the store when `--store` is not given.
 pub const STORE_ENV: &str = "OSBENCH_STORE";
 
-/// One schema step: from version `i` (its index) to `i + 1`.
-type Migration = fn(&Transaction) -> rusqlite::Result<()>;
-
-/// Every migration in order; the schema version is `MIGRATIONS.len()`.
-const MIGRATIONS: &[Migration] = &[create_runs, add_series_index];
-
-/// The schema version this osbench writes.
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
-/// Version 1: one row per run with the document and what history lists.
-fn create_runs(tx: &Transaction) -> rusqlite::Result<()> {
-    tx.execute_batch(
-        "CREATE TABLE runs (
-             id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused
-             label TEXT,
-             started TEXT NOT NULL,                 -- UTC, RFC 3339
-             finished TEXT NOT NULL,
-             complete INTEGER NOT NULL,
-             kernel TEXT NOT NULL,
-             hostname TEXT NOT NULL,
-             osbench_version TEXT NOT NULL,
-             origin TEXT NOT NULL,                  -- 'run' or 'import'
-             stored TEXT NOT NULL,                  -- UTC, when it was stored
-             fingerprint TEXT NOT NULL,             -- of the canonical JSON, to find duplicates
-             document TEXT NOT NULL                 -- the result document, as written
-         );
-         CREATE INDEX runs_label ON runs(label);
-         CREATE INDEX runs_fingerprint ON runs(fingerprint);",
-    )
+/// Where a store lives: an SQLite file, or a PostgreSQL database named by a
+/// `postgresql://` (or `postgres://`) URL. Shown, the URL has no password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    File(PathBuf),
+    Postgres(PgUrl),
 }
 
-/// Version 2: one row per series (bench, case, config, unit, n, median),
-/// filled from the documents already stored.
-fn add_series_index(tx: &Transaction) -> rusqlite::Result<()> {
-    tx.execute_batch(
-        "CREATE TABLE series (
-             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-             position INTEGER NOT NULL,
-             bench TEXT NOT NULL,
-             case_name TEXT NOT NULL,
-             config TEXT NOT NULL,
-             unit TEXT NOT NULL,
-             n INTEGER NOT NULL,
-             median REAL NOT NULL,
-             PRIMARY KEY (run_id, position)
-         );
-         CREATE INDEX series_bench ON series(bench);",
-    )?;
-    let stored: Vec<(i64, String)> = tx
-        .prepare("SELECT id, document FROM runs")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    for (id, text) in stored {
-        // Stored documents were valid when stored; read them as plain JSON so
-        // this step keeps working whatever the document type becomes.
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        index_series(tx, id, &value)?;
+impl Location {
+    /// A store path or URL as given on the command line or in `OSBENCH_STORE`.
+    pub fn new(given: &Path) -> Self {
+        match given.to_str().and_then(PgUrl::recognise) {
+            Some(url) => Location::Postgres(url),
+            None => Location::File(given.to_path_buf()),
+        }
     }
-    Ok(())
+
+    /// Whether there may be runs stored here: the file exists, or (a
+    /// server) always — connecting tells.
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::File(path) => path.exists(),
+            Location::Postgres(_) => true,
+        }
+    }
+
+    /// For messages: the path, or the URL without its password.
+    pub fn display(&self) -> &Self {
+        self
+    }
 }
 
-/// Adds the `series` rows of run `id` from its document.
-fn index_series(tx: &Transaction, id: i64, doc: &Value) -> rusqlite::Result<()> {
-    let mut insert = tx.prepare(
-        "INSERT INTO series (run_id, position, bench, case_name, config, unit, n, median)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    let series = doc["series"].as_array().map_or(&[][..], Vec::as_slice);
-    for (position, s) in series.iter().enumerate() {
-        let text = |key: &str| s[key].as_str().unwrap_or("").to_string();
-        insert.execute(params![
-            id,
-            position as i64,
-            text("bench"),
-            text("case"),
-            s["config"].as_str().unwrap_or(DEFAULT_CONFIG),
-            text("unit"),
-            s["summary"]["n"].as_i64().unwrap_or(0),
-            s["summary"]["median"].as_f64().unwrap_or(f64::NAN),
-        ])?;
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => write!(f, "{url}"),
+        }
     }
-    Ok(())
+}
+
+impl From<&Path> for Location {
+    fn from(path: &Path) -> Self {
+        Location::new(path)
+    }
+}
+
+impl From<&PathBuf> for Location {
+    fn from(path: &PathBuf) -> Self {
+        Location::new(path)
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(path: PathBuf) -> Self {
+        Location::new(&path)
+    }
+}
+
+impl From<&Location> for Location {
+    fn from(location: &Location) -> Self {
+        location.clone()
+    }
 }
 
 /// Where the store is: `explicit` (`--store`), else `$OSBENCH_STORE`, else
 /// `$XDG_DATA_HOME/osbench/results.sqlite`, else
-/// `~/.local/share/osbench/results.sqlite`.
-pub fn location(explicit: Option<&Path>) -> Result<PathBuf> {
+/// `~/.local/share/osbench/results.sqlite`. A `postgresql://` URL in either
+/// of the first two names a PostgreSQL database.
+pub fn location(explicit: Option<&Path>) -> Result<Location> {
     if let Some(p) = explicit {
-        return Ok(p.to_path_buf());
+        return Ok(Location::new(p));
     }
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(p) = var(STORE_ENV) {
-        return Ok(PathBuf::from(p));
+        return Ok(Location::new(Path::new(&p)));
     }
     // The XDG base directory spec ignores relative values.
     let data_home = var("XDG_DATA_HOME")
@@ -127,7 +113,7 @@ pub fn location(explicit: Option<&Path>) -> Result<PathBuf> {
         .filter(|p| p.is_absolute())
         .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".local/share")));
     match data_home {
-        Some(dir) => Ok(dir.join("osbench").join("results.sqlite")),
+        Some(dir) => Ok(Location::File(dir.join("osbench").join("results.sqlite"))),
         None => Err(Error::Store {
             path: "(none)".into(),
             message: format!(
@@ -184,6 +170,8 @@ pub struct Filter {
     pub label: Option<String>,
     /// Runs whose kernel release contains this text.
     pub kernel: Option<String>,
+    /// Runs measured on exactly this host name.
+    pub host: Option<String>,
 }
 
 /// What [`Store::insert`] did.
@@ -203,59 +191,425 @@ impl Inserted {
     }
 }
 
+/// A query parameter, as both back ends bind it.
+#[derive(Debug, Clone)]
+pub(super) enum Param {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(Option<String>),
+}
+
+impl From<&str> for Param {
+    fn from(s: &str) -> Self {
+        Param::Text(Some(s.to_string()))
+    }
+}
+
+impl From<&Option<String>> for Param {
+    fn from(s: &Option<String>) -> Self {
+        Param::Text(s.clone())
+    }
+}
+
+impl From<Option<&str>> for Param {
+    fn from(s: Option<&str>) -> Self {
+        Param::Text(s.map(str::to_string))
+    }
+}
+
+/// A value read from a row.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Cell {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+}
+
+/// One row of a result, its cells in column order.
+pub(super) struct Row(pub Vec<Cell>);
+
+impl Row {
+    fn cell(&self, i: usize) -> &Cell {
+        self.0.get(i).unwrap_or(&Cell::Null)
+    }
+    fn int(&self, i: usize) -> std::result::Result<i64, String> {
+        match self.cell(i) {
+            Cell::Int(v) => Ok(*v),
+            other => Err(format!("column {i}: expected an integer, found {other:?}")),
+        }
+    }
+    fn float(&self, i: usize) -> std::result::Result<f64, String> {
+        match self.cell(i) {
+            Cell::Float(v) => Ok(*v),
+            Cell::Int(v) => Ok(*v as f64),
+            // SQLite stores NaN as NULL.
+            Cell::Null => Ok(f64::NAN),
+            other => Err(format!("column {i}: expected a number, found {other:?}")),
+        }
+    }
+    fn bool(&self, i: usize) -> std::result::Result<bool, String> {
+        match self.cell(i) {
+            Cell::Bool(v) => Ok(*v),
+            Cell::Int(v) => Ok(*v != 0),
+            other => Err(format!("column {i}: expected a boolean, found {other:?}")),
+        }
+    }
+    fn opt_text(&self, i: usize) -> std::result::Result<Option<String>, String> {
+        match self.cell(i) {
+            Cell::Text(v) => Ok(Some(v.clone())),
+            Cell::Null => Ok(None),
+            other => Err(format!("column {i}: expected text, found {other:?}")),
+        }
+    }
+    fn text(&self, i: usize) -> std::result::Result<String, String> {
+        self.opt_text(i)?
+            .ok_or_else(|| format!("column {i}: expected text, found NULL"))
+    }
+}
+
+/// The SQL spelling of a back end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// `shared` SQL in this dialect: `{id}` (an identity primary key), `{int}`
+    /// (64-bit), `{float}` (double), `{bool}` and `{instr}` (the 1-based
+    /// position of a substring) are replaced; SQLite gets `?N` for `$N`.
+    pub(super) fn sql(self, shared: &str) -> String {
+        let words: [(&str, &str); 5] = match self {
+            Dialect::Sqlite => [
+                ("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"),
+                ("{int}", "INTEGER"),
+                ("{float}", "REAL"),
+                ("{bool}", "INTEGER"),
+                ("{instr}", "instr"),
+            ],
+            Dialect::Postgres => [
+                (
+                    "{id}",
+                    "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+                ),
+                ("{int}", "BIGINT"),
+                ("{float}", "DOUBLE PRECISION"),
+                ("{bool}", "BOOLEAN"),
+                ("{instr}", "strpos"),
+            ],
+        };
+        let mut sql = shared.to_string();
+        for (word, spelled) in words {
+            sql = sql.replace(word, spelled);
+        }
+        // {summary:FIELD}: the stored document's `series[position].summary.FIELD`
+        // (SQLite's JSON path is built with char(36), '$', which would be
+        // taken for a parameter below).
+        while let Some(start) = sql.find("{summary:") {
+            let end = start + sql[start..].find('}').expect("a closed {summary:FIELD}");
+            let field = sql[start + "{summary:".len()..end].to_string();
+            let spelled = match self {
+                Dialect::Sqlite => format!(
+                    "json_extract(runs.document, char(36) || '.series[' || series.position || \
+                     '].summary.{field}')"
+                ),
+                Dialect::Postgres => format!(
+                    "((runs.document::jsonb) #>> ARRAY['series', series.position::text, \
+                     'summary', '{field}'])::float8"
+                ),
+            };
+            sql.replace_range(start..=end, &spelled);
+        }
+        if self == Dialect::Sqlite {
+            sql = sql.replace('$', "?");
+        }
+        sql
+    }
+}
+
+/// A connection to one back end, speaking the shared SQL.
+pub(super) trait Conn {
+    fn dialect(&self) -> Dialect;
+    /// The store's name for messages (path, or URL without password).
+    fn name(&self) -> String;
+    fn query(&mut self, sql: &str, params: &[Param]) -> Result<Vec<Row>>;
+    fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64>;
+    /// Several statements, no parameters.
+    fn batch(&mut self, sql: &str) -> Result<()>;
+    /// Starts a write transaction; SQLite takes its write lock at once.
+    fn begin(&mut self) -> Result<()>;
+    /// Waits until no other process migrates this store (before the
+    /// migration's transaction begins, so that it sees what they did).
+    fn lock_migrations(&mut self) -> Result<()>;
+    fn unlock_migrations(&mut self);
+    fn commit(&mut self) -> Result<()>;
+    fn rollback(&mut self);
+    /// The schema version stored (0: a new, empty store).
+    fn schema_version(&mut self) -> Result<i64>;
+    fn set_schema_version(&mut self, version: i64) -> Result<()>;
+}
+
+/// Runs `work` inside a transaction; rolls back on error.
+fn transaction<C: Conn + ?Sized, T>(
+    conn: &mut C,
+    work: impl FnOnce(&mut C) -> Result<T>,
+) -> Result<T> {
+    conn.begin()?;
+    match work(conn) {
+        Ok(value) => {
+            conn.commit()?;
+            Ok(value)
+        }
+        Err(e) => {
+            conn.rollback();
+            Err(e)
+        }
+    }
+}
+
+/// A data step some migrations need after their SQL.
+#[derive(Debug, Clone, Copy)]
+enum Backfill {
+    /// Fill `series` from the stored documents.
+    IndexSeries,
+    /// Recompute every run's fingerprint (SHA-256 of the canonical JSON).
+    Refingerprint,
+}
+
+/// One schema step: `before`, then the data step, then `after`.
+struct Migration {
+    before: &'static str,
+    backfill: Option<Backfill>,
+    after: &'static str,
+}
+
+/// Every migration in order; the schema version is `MIGRATIONS.len()`.
+const MIGRATIONS: &[Migration] = &[
+    // Version 1: one row per run with the document and what history lists.
+    Migration {
+        before: "CREATE TABLE runs (
+             id {id},  -- never reused
+             label TEXT,
+             started TEXT NOT NULL,                 -- UTC, RFC 3339
+             finished TEXT NOT NULL,
+             complete {bool} NOT NULL,
+             kernel TEXT NOT NULL,
+             hostname TEXT NOT NULL,
+             osbench_version TEXT NOT NULL,
+             origin TEXT NOT NULL,                  -- 'run' or 'import'
+             stored TEXT NOT NULL,                  -- UTC, when it was stored
+             fingerprint TEXT NOT NULL,             -- of the canonical JSON, to find duplicates
+             document TEXT NOT NULL                 -- the result document, as written
+         );
+         CREATE INDEX runs_label ON runs(label);
+         CREATE INDEX runs_fingerprint ON runs(fingerprint);",
+        backfill: None,
+        after: "",
+    },
+    // Version 2: one row per series (bench, case, config, unit, n, median).
+    Migration {
+        before: "CREATE TABLE series (
+             run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+             position {int} NOT NULL,
+             bench TEXT NOT NULL,
+             case_name TEXT NOT NULL,
+             config TEXT NOT NULL,
+             unit TEXT NOT NULL,
+             n {int} NOT NULL,
+             median {float} NOT NULL,
+             PRIMARY KEY (run_id, position)
+         );
+         CREATE INDEX series_bench ON series(bench);",
+        backfill: Some(Backfill::IndexSeries),
+        after: "",
+    },
+    // Version 3: fingerprints become SHA-256 and unique (concurrent writers
+    // of one document store it once); hosts and series over time are indexed.
+    Migration {
+        before: "DROP INDEX runs_fingerprint;",
+        backfill: Some(Backfill::Refingerprint),
+        after: "CREATE UNIQUE INDEX runs_fingerprint ON runs(fingerprint);
+         CREATE INDEX runs_hostname ON runs(hostname);
+         CREATE INDEX series_case ON series(bench, case_name, config);",
+    },
+];
+
+/// The schema version this osbench writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the store to [`SCHEMA_VERSION`]; the version is read and the steps
+/// applied inside one transaction, while other processes wait to migrate.
+pub(super) fn migrate<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    if conn.schema_version()? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    conn.lock_migrations()?;
+    let done = migrate_locked(conn);
+    conn.unlock_migrations();
+    done
+}
+
+fn migrate_locked<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    transaction(conn, |conn| {
+        let from = conn.schema_version()?;
+        if from > SCHEMA_VERSION {
+            return Err(Error::Store {
+                path: conn.name(),
+                message: format!(
+                    "schema version {from} was written by a newer osbench (this one knows up to \
+                     {SCHEMA_VERSION}); use that osbench or another --store"
+                ),
+            });
+        }
+        let dialect = conn.dialect();
+        for step in &MIGRATIONS[from.max(0) as usize..] {
+            conn.batch(&dialect.sql(step.before))?;
+            match step.backfill {
+                Some(Backfill::IndexSeries) => index_stored_series(conn)?,
+                Some(Backfill::Refingerprint) => refingerprint(conn)?,
+                None => {}
+            }
+            if !step.after.is_empty() {
+                conn.batch(&dialect.sql(step.after))?;
+            }
+        }
+        conn.set_schema_version(SCHEMA_VERSION)
+    })
+}
+
+/// Every stored run's id and document text.
+fn stored_documents<C: Conn + ?Sized>(conn: &mut C) -> Result<Vec<(i64, String)>> {
+    let name = conn.name();
+    conn.query("SELECT id, document FROM runs ORDER BY id", &[])?
+        .iter()
+        .map(|r| Ok((r.int(0)?, r.text(1)?)))
+        .collect::<std::result::Result<_, String>>()
+        .map_err(|m| bad_row(&name, m))
+}
+
+fn index_stored_series<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        // Stored documents were valid when stored; read them as plain JSON so
+        // this step keeps working whatever the document type becomes.
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        index_series(conn, id, &value)?;
+    }
+    Ok(())
+}
+
+fn refingerprint<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        conn.execute(
+            "UPDATE runs SET fingerprint = $1 WHERE id = $2",
+            &[Param::Text(Some(fingerprint(&text))), Param::Int(id)],
+        )?;
+    }
+    Ok(())
+}
+
+/// Most series rows one statement inserts (8 parameters each, far below
+/// either back end's limit).
+const SERIES_PER_INSERT: usize = 100;
+
+/// Adds the `series` rows of run `id` from its document (several rows per
+/// statement: one round trip to a server for a document's series).
+fn index_series<C: Conn + ?Sized>(conn: &mut C, id: i64, doc: &Value) -> Result<()> {
+    let series = doc["series"].as_array().map_or(&[][..], Vec::as_slice);
+    let rows: Vec<[Param; 8]> = series
+        .iter()
+        .enumerate()
+        .map(|(position, s)| {
+            let text = |key: &str| Param::Text(Some(s[key].as_str().unwrap_or("").to_string()));
+            [
+                Param::Int(id),
+                Param::Int(position as i64),
+                text("bench"),
+                text("case"),
+                s["config"].as_str().unwrap_or(DEFAULT_CONFIG).into(),
+                text("unit"),
+                Param::Int(s["summary"]["n"].as_i64().unwrap_or(0)),
+                Param::Float(s["summary"]["median"].as_f64().unwrap_or(f64::NAN)),
+            ]
+        })
+        .collect();
+    for chunk in rows.chunks(SERIES_PER_INSERT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let n: Vec<String> = (1..=8).map(|c| format!("${}", r * 8 + c)).collect();
+                format!("({})", n.join(", "))
+            })
+            .collect();
+        conn.execute(
+            &format!(
+                "INSERT INTO series (run_id, position, bench, case_name, config, unit, n, median)
+                 VALUES {}",
+                values.join(", ")
+            ),
+            &chunk.concat(),
+        )?;
+    }
+    Ok(())
+}
+
+fn bad_row(name: &str, message: String) -> Error {
+    Error::Store {
+        path: name.to_string(),
+        message: format!("unexpected data ({message}); is this an osbench store?"),
+    }
+}
+
+/// The runs a [`Filter`] selects (`$1` label, `$2` kernel text, `$3` bench, `$4` host).
+const FILTER: &str = "(CAST($1 AS TEXT) IS NULL OR label = $1)
+       AND (CAST($2 AS TEXT) IS NULL OR {instr}(kernel, $2) > 0)
+       AND (CAST($3 AS TEXT) IS NULL OR EXISTS
+             (SELECT 1 FROM series WHERE run_id = runs.id AND bench = $3))
+       AND (CAST($4 AS TEXT) IS NULL OR hostname = $4)";
+
 /// An open results store.
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    /// Behind a lock so that reading needs only `&self` (a PostgreSQL
+    /// client needs `&mut` even to read).
+    conn: Mutex<Box<dyn Conn + Send>>,
+    location: Location,
 }
 
 impl Store {
-    /// Opens the store at `path`, creating it (and its directory) if missing,
-    /// and migrates it to [`SCHEMA_VERSION`].
-    pub fn open(path: &Path) -> Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Store {
-                path: path.display().to_string(),
-                message: format!("cannot create directory {}: {e}", dir.display()),
-            })?;
-        }
-        Self::connect(path)
+    /// Opens the store at `location`, creating it (an SQLite file and its
+    /// directory, or the tables in a PostgreSQL database) if missing, and
+    /// migrates it to [`SCHEMA_VERSION`].
+    pub fn open(location: impl Into<Location>) -> Result<Self> {
+        Self::connect(location.into(), true)
     }
 
-    /// Opens an existing store; a missing file is an error that says so.
-    pub fn open_existing(path: &Path) -> Result<Self> {
-        if !path.exists() {
-            return Err(Error::Store {
-                path: path.display().to_string(),
-                message: "no results store here yet (osbench run saves every run to it; \
-                          --store PATH or OSBENCH_STORE chooses another)"
-                    .into(),
-            });
-        }
-        Self::connect(path)
+    /// Opens an existing store; a missing SQLite file is an error that says so.
+    pub fn open_existing(location: impl Into<Location>) -> Result<Self> {
+        Self::connect(location.into(), false)
     }
 
-    fn connect(path: &Path) -> Result<Self> {
-        let fail = store_error(path);
-        let mut conn = Connection::open(path).map_err(fail)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        // WAL: readers never wait for a writer, and a killed writer's
-        // uncommitted pages are ignored on the next open. Where WAL is not
-        // possible (a read-only file, some network file systems) the store
-        // keeps its rollback journal, which is as safe, only less concurrent.
-        let _journal: rusqlite::Result<String> =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(fail)?;
-        migrate(&mut conn, path)?;
+    fn connect(location: Location, create: bool) -> Result<Self> {
+        let mut conn: Box<dyn Conn + Send> = match &location {
+            Location::File(path) => Box::new(sqlite::SqliteConn::open(path, create)?),
+            Location::Postgres(url) => Box::new(postgres::PgConn::connect(url)?),
+        };
+        migrate(conn.as_mut())?;
         Ok(Self {
-            conn,
-            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            location,
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The connection (a panic elsewhere while it was held leaves it usable:
+    /// every write is a transaction the server rolls back).
+    fn conn(&self) -> MutexGuard<'_, Box<dyn Conn + Send>> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where this store is.
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
     /// Stores a run measured here (as compact JSON).
@@ -270,117 +624,63 @@ impl Store {
         self.insert_text(doc, text, "import")
     }
 
+    /// Stores documents read from files (as [`Store::import`] does) in one
+    /// transaction: all of them, or (on an error) none.
+    pub fn import_all<'a>(
+        &mut self,
+        docs: impl IntoIterator<Item = (&'a Document, &'a str)>,
+    ) -> Result<Vec<Inserted>> {
+        let mut conn = self.conn();
+        transaction(conn.as_mut(), |conn| {
+            docs.into_iter()
+                .map(|(doc, text)| store_one(conn, doc, text, "import"))
+                .collect()
+        })
+    }
+
     fn insert_text(&mut self, doc: &Document, text: &str, origin: &str) -> Result<Inserted> {
-        let fail = store_error(&self.path);
-        let canonical = canonical_json(text);
-        let fingerprint = format!("{:016x}", fnv1a64(canonical.as_bytes()));
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let candidates: Vec<(i64, String)> = tx
-            .prepare("SELECT id, document FROM runs WHERE fingerprint = ?1")
-            .and_then(|mut st| {
-                st.query_map([&fingerprint], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect()
-            })
-            .map_err(fail)?;
-        if let Some((id, _)) = candidates
-            .iter()
-            .find(|(_, stored)| canonical_json(stored) == canonical)
-        {
-            return Ok(Inserted::Existing(*id));
-        }
-        tx.execute(
-            "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
-                               osbench_version, origin, stored, fingerprint, document)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                doc.run.label,
-                doc.run.started,
-                doc.run.finished,
-                doc.run.complete,
-                doc.env.kernel,
-                doc.host(),
-                doc.tool.version,
-                origin,
-                utc_now(),
-                fingerprint,
-                text,
-            ],
-        )
-        .map_err(fail)?;
-        let id = tx.last_insert_rowid();
-        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        index_series(&tx, id, &value).map_err(fail)?;
-        tx.commit().map_err(fail)?;
-        Ok(Inserted::New(id))
+        let mut conn = self.conn();
+        transaction(conn.as_mut(), |conn| store_one(conn, doc, text, origin))
     }
 
     /// The runs matching `filter`, oldest id first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
-        let fail = store_error(&self.path);
-        let mut st = self
-            .conn
-            .prepare(
+        let params = [
+            (&filter.label).into(),
+            (&filter.kernel).into(),
+            (&filter.bench).into(),
+            (&filter.host).into(),
+        ];
+        let mut conn = self.conn();
+        let runs = conn.query(
+            &format!(
                 "SELECT id, label, started, finished, complete, kernel, hostname,
                         osbench_version, origin
-                 FROM runs
-                 WHERE (?1 IS NULL OR label = ?1)
-                   AND (?2 IS NULL OR instr(kernel, ?2) > 0)
-                   AND (?3 IS NULL OR EXISTS
-                         (SELECT 1 FROM series WHERE run_id = runs.id AND bench = ?3))
-                 ORDER BY id",
-            )
-            .map_err(fail)?;
-        let mut rows: Vec<RunRow> = st
-            .query_map(params![filter.label, filter.kernel, filter.bench], |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    label: r.get(1)?,
-                    started: r.get(2)?,
-                    finished: r.get(3)?,
-                    complete: r.get(4)?,
-                    kernel: r.get(5)?,
-                    hostname: r.get(6)?,
-                    osbench_version: r.get(7)?,
-                    origin: r.get(8)?,
-                    cases: Vec::new(),
-                })
-            })
-            .and_then(|it| it.collect())
-            .map_err(fail)?;
-        let mut cases = self
-            .conn
-            .prepare(
-                "SELECT bench, case_name, config FROM series WHERE run_id = ?1 ORDER BY position",
-            )
-            .map_err(fail)?;
-        for row in &mut rows {
-            row.cases = cases
-                .query_map([row.id], |r| {
-                    let (bench, case, config): (String, String, String) =
-                        (r.get(0)?, r.get(1)?, r.get(2)?);
-                    Ok(if config == DEFAULT_CONFIG {
-                        format!("{bench} {case}")
-                    } else {
-                        format!("{bench} {case} [{config}]")
-                    })
-                })
-                .and_then(|it| it.collect())
-                .map_err(fail)?;
-        }
-        Ok(rows)
+                 FROM runs WHERE {FILTER} ORDER BY id"
+            ),
+            &params,
+        )?;
+        let cases = conn.query(
+            &format!(
+                "SELECT run_id, bench, case_name, config FROM series
+                 WHERE run_id IN (SELECT id FROM runs WHERE {FILTER})
+                 ORDER BY run_id, position"
+            ),
+            &params,
+        )?;
+        let name = conn.name();
+        run_rows(&runs, &cases).map_err(|m| bad_row(&name, m))
     }
 
     /// The document of run `id` as stored (JSON text), if there is such a run.
     pub fn document_text(&self, id: i64) -> Result<Option<String>> {
-        self.conn
-            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(store_error(&self.path))
+        let mut conn = self.conn();
+        let rows = conn.query("SELECT document FROM runs WHERE id = $1", &[Param::Int(id)])?;
+        let name = conn.name();
+        rows.first()
+            .map(|r| r.text(0))
+            .transpose()
+            .map_err(|m| bad_row(&name, m))
     }
 
     /// The document of run `id`, if there is such a run.
@@ -388,12 +688,27 @@ impl Store {
         let Some(text) = self.document_text(id)? else {
             return Ok(None);
         };
-        let origin = format!("{} run {id}", self.path.display());
+        let origin = format!("{} run {id}", self.location);
         super::parse_document(&text, &origin).map(Some)
     }
 
+    /// The latest run (by start time) with `label`.
+    pub fn latest_with_label(&self, label: &str) -> Result<Option<i64>> {
+        let mut conn = self.conn();
+        let rows = conn.query(
+            "SELECT id FROM runs WHERE label = $1 ORDER BY started DESC, id DESC LIMIT 1",
+            &[label.into()],
+        )?;
+        let name = conn.name();
+        rows.first()
+            .map(|r| r.int(0))
+            .transpose()
+            .map_err(|m| bad_row(&name, m))
+    }
+
     /// The series of `bench` `case` in every stored run (of `config` and on
-    /// `host` when given), oldest start first.
+    /// `host` when given), oldest start first, with each median's interval
+    /// read from the stored document.
     pub fn case_history(
         &self,
         bench: &str,
@@ -401,402 +716,204 @@ impl Store {
         config: Option<&str>,
         host: Option<&str>,
     ) -> Result<Vec<CaseRun>> {
-        let summary = |field: &str| {
-            format!(
-                "json_extract(runs.document, '$.series[' || series.position || '].summary.{field}')"
-            )
-        };
-        let sql = format!(
+        let mut conn = self.conn();
+        let rows = conn.query(
             "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel, series.config,
-                    series.unit, series.n, series.median, {}, {}
+                    series.unit, series.n, series.median, {summary:ci_low}, {summary:ci_high}
              FROM series JOIN runs ON runs.id = series.run_id
-             WHERE series.bench = ?1 AND series.case_name = ?2
-               AND (?3 IS NULL OR series.config = ?3)
-               AND (?4 IS NULL OR runs.hostname = ?4)
+             WHERE series.bench = $1 AND series.case_name = $2
+               AND (CAST($3 AS TEXT) IS NULL OR series.config = $3)
+               AND (CAST($4 AS TEXT) IS NULL OR runs.hostname = $4)
              ORDER BY runs.started, runs.id, series.position",
-            summary("ci_low"),
-            summary("ci_high")
-        );
-        let fail = store_error(&self.path);
-        let mut st = self.conn.prepare(&sql).map_err(fail)?;
-        st.query_map(params![bench, case, config, host], |r| {
-            let (low, high): (Option<f64>, Option<f64>) = (r.get(9)?, r.get(10)?);
-            Ok(CaseRun {
-                run_id: r.get(0)?,
-                started: r.get(1)?,
-                label: r.get(2)?,
-                hostname: r.get(3)?,
-                kernel: r.get(4)?,
-                config: r.get(5)?,
-                unit: r.get(6)?,
-                n: r.get(7)?,
-                median: r.get(8)?,
-                ci: low.zip(high),
+            &[bench.into(), case.into(), config.into(), host.into()],
+        )?;
+        let name = conn.name();
+        rows.iter()
+            .map(|r| {
+                let (low, high) = (r.float(9)?, r.float(10)?);
+                Ok(CaseRun {
+                    run_id: r.int(0)?,
+                    started: r.text(1)?,
+                    label: r.opt_text(2)?,
+                    hostname: r.text(3)?,
+                    kernel: r.text(4)?,
+                    config: r.text(5)?,
+                    unit: r.text(6)?,
+                    n: r.int(7)?,
+                    median: r.float(8)?,
+                    ci: (low.is_finite() && high.is_finite()).then_some((low, high)),
+                })
             })
-        })
-        .and_then(|it| it.collect())
-        .map_err(fail)
-    }
-
-    /// The latest run (by start time) with `label`.
-    pub fn latest_with_label(&self, label: &str) -> Result<Option<i64>> {
-        self.conn
-            .query_row(
-                "SELECT id FROM runs WHERE label = ?1 ORDER BY started DESC, id DESC LIMIT 1",
-                [label],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(store_error(&self.path))
+            .collect::<std::result::Result<_, String>>()
+            .map_err(|m| bad_row(&name, m))
     }
 }
 
-/// Brings the store to [`SCHEMA_VERSION`]; the version is read and the steps
-/// applied inside one write transaction, so concurrent openers migrate once.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
-    let fail = store_error(path);
-    let version =
-        |c: &Connection| c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0));
-    if version(conn).map_err(fail)? == SCHEMA_VERSION {
-        return Ok(());
+/// Stores one document inside the caller's transaction; the same document
+/// already stored (or being stored by a concurrent writer) is not stored again.
+fn store_one(
+    conn: &mut (dyn Conn + Send),
+    doc: &Document,
+    text: &str,
+    origin: &str,
+) -> Result<Inserted> {
+    let print = fingerprint(text);
+    let params = [
+        (&doc.run.label).into(),
+        doc.run.started.as_str().into(),
+        doc.run.finished.as_str().into(),
+        Param::Bool(doc.run.complete),
+        doc.env.kernel.as_str().into(),
+        doc.host().into(),
+        doc.tool.version.as_str().into(),
+        origin.into(),
+        utc_now().as_str().into(),
+        print.as_str().into(),
+        text.into(),
+    ];
+    let name = conn.name();
+    let stored = |conn: &mut (dyn Conn + Send)| -> Result<Option<i64>> {
+        let rows = conn.query(
+            "SELECT id FROM runs WHERE fingerprint = $1",
+            &[print.as_str().into()],
+        )?;
+        rows.first()
+            .map(|r| r.int(0))
+            .transpose()
+            .map_err(|m| bad_row(&name, m))
+    };
+    // Looked up first so that a duplicate uses up no id.
+    if let Some(id) = stored(conn)? {
+        return Ok(Inserted::Existing(id));
     }
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(fail)?;
-    let from = version(&tx).map_err(fail)?;
-    if from > SCHEMA_VERSION {
-        return Err(Error::Store {
-            path: path.display().to_string(),
-            message: format!(
-                "schema version {from} was written by a newer osbench (this one knows up to \
-                 {SCHEMA_VERSION}); use that osbench or another --store"
-            ),
-        });
+    // A concurrent writer of the same document makes this insert
+    // nothing (the unique fingerprint), never a second copy.
+    let new = conn.query(
+        "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
+                               osbench_version, origin, stored, fingerprint, document)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
+        &params,
+    )?;
+    if let Some(row) = new.first() {
+        let id = row.int(0).map_err(|m| bad_row(&name, m))?;
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        index_series(conn, id, &value)?;
+        return Ok(Inserted::New(id));
     }
-    for step in &MIGRATIONS[from.max(0) as usize..] {
-        step(&tx).map_err(fail)?;
+    match stored(conn)? {
+        Some(id) => Ok(Inserted::Existing(id)),
+        None => Err(Error::Store {
+            path: name.clone(),
+            message: "the document was neither stored nor found stored; try again".into(),
+        }),
     }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-        .map_err(fail)?;
-    tx.commit().map_err(fail)
 }
 
-/// Turns an SQLite error into one naming the store.
-fn store_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
-    move |e| Error::Store {
-        path: path.display().to_string(),
-        message: match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::NotADatabase) => {
-                "not an SQLite database (give another --store)".into()
+/// Runs (id, label, started, finished, complete, kernel, hostname, version,
+/// origin) and their series (run id, bench, case, config; ordered by run id)
+/// as [`RunRow`]s.
+fn run_rows(runs: &[Row], cases: &[Row]) -> std::result::Result<Vec<RunRow>, String> {
+    let mut cases = cases.iter().peekable();
+    let mut out = Vec::with_capacity(runs.len());
+    for r in runs {
+        let mut row = RunRow {
+            id: r.int(0)?,
+            label: r.opt_text(1)?,
+            started: r.text(2)?,
+            finished: r.text(3)?,
+            complete: r.bool(4)?,
+            kernel: r.text(5)?,
+            hostname: r.text(6)?,
+            osbench_version: r.text(7)?,
+            origin: r.text(8)?,
+            cases: Vec::new(),
+        };
+        while let Some(c) = cases.next_if(|c| c.int(0).is_ok_and(|id| id <= row.id)) {
+            if c.int(0)? < row.id {
+                continue;
             }
-            // SQLite does not say why it could not open; a descriptor limit is one cause.
-            Some(rusqlite::ErrorCode::CannotOpen) => match descriptor_shortage() {
-                Some(hint) => format!("{e}: {hint}"),
-                None => e.to_string(),
-            },
-            _ => e.to_string(),
-        },
+            let (bench, case, config) = (c.text(1)?, c.text(2)?, c.text(3)?);
+            row.cases.push(if config == DEFAULT_CONFIG {
+                format!("{bench} {case}")
+            } else {
+                format!("{bench} {case} [{config}]")
+            });
+        }
+        out.push(row);
     }
+    Ok(out)
 }
 
-/// Why no file can be opened now, if that is the open-file limit.
-fn descriptor_shortage() -> Option<String> {
-    match std::fs::File::open("/dev/null") {
-        Ok(_) => None,
-        Err(e) => crate::measure::supervise::limit_hint(&e),
-    }
-}
-
-/// The JSON `text` with keys sorted and no spaces, so equal documents compare equal.
-fn canonical_json(text: &str) -> String {
-    serde_json::from_str::<Value>(text).map_or_else(|_| text.to_string(), |v| v.to_string())
-}
-
-/// 64-bit FNV-1a: a stable fingerprint to find candidate duplicates (equality is then checked).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// The SHA-256 (hex) of the JSON `text` with keys sorted and no spaces, so
+/// equal documents have equal fingerprints however they were written.
+pub(super) fn fingerprint(text: &str) -> String {
+    let canonical =
+        serde_json::from_str::<Value>(text).map_or_else(|_| text.to_string(), |v| v.to_string());
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn temp_store() -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub").join("results.sqlite");
-        (dir, path)
-    }
-
-    /// The fixture with another start time and label (a different run).
-    fn variant(i: usize) -> Document {
-        let mut doc = super::super::fixture().1;
-        doc.run.started = format!("2026-11-30T09:00:{:02}Z", i % 60);
-        doc.run.label = Some(format!("v{i}"));
-        doc
-    }
-
     #[test]
-    fn a_stored_run_reads_back_identical_and_is_listed() {
-        let (_dir, path) = temp_store();
-        let (_, doc) = super::super::fixture();
-        let mut store = Store::open(&path).unwrap();
-        let id = store.insert(&doc).unwrap();
-        assert_eq!(id, Inserted::New(1));
-        assert_eq!(store.document(1).unwrap().unwrap(), doc);
-        assert_eq!(store.document(2).unwrap(), None);
-        let rows = store.list(&Filter::default()).unwrap();
-        assert_eq!(rows.len(), 1);
-        let row = &rows[0];
-        assert_eq!(row.label.as_deref(), Some("fixture | <b>run</b>"));
-        assert_eq!(
-            (row.kernel.as_str(), row.hostname.as_str(), row.complete),
-            ("6.18.44-test", "testhost", true)
-        );
-        assert_eq!(
-            row.cases,
-            [
-                "syscall null [base]",
-                "wakeup futex/threads [base]",
-                "syscall null [patched, \"v2\"]",
-                "wakeup futex/threads [patched, \"v2\"]"
-            ]
-        );
-        // The file is SQLite, at the schema version.
-        drop(store);
-        let head = std::fs::read(&path).unwrap();
-        assert!(head.starts_with(b"SQLite format 3\0"));
-        let conn = Connection::open(&path).unwrap();
-        let v: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
-    }
-
-    #[test]
-    fn the_same_document_is_stored_once_whatever_its_whitespace() {
-        let (_dir, path) = temp_store();
-        let (text, doc) = super::super::fixture();
-        let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.import(&doc, text).unwrap(), Inserted::New(1));
-        assert_eq!(store.import(&doc, text).unwrap(), Inserted::Existing(1));
-        let compact = serde_json::to_string(&serde_json::from_str::<Value>(text).unwrap()).unwrap();
-        assert_eq!(store.import(&doc, &compact).unwrap(), Inserted::Existing(1));
-        // The run measured here serialises the same document: also a duplicate.
-        assert_eq!(store.insert(&doc).unwrap(), Inserted::Existing(1));
-        // Another label is another document.
-        let mut relabelled = doc.clone();
-        relabelled.run.label = Some("other".into());
-        assert_eq!(store.insert(&relabelled).unwrap(), Inserted::New(2));
-        // Imported text is kept as written.
-        assert_eq!(store.document_text(1).unwrap().unwrap(), text);
-    }
-
-    #[test]
-    fn filters_select_by_bench_label_and_kernel() {
-        let (_dir, path) = temp_store();
-        let mut store = Store::open(&path).unwrap();
-        let mut a = variant(1);
-        a.env.kernel = "6.1.0-old".into();
-        a.series.retain(|s| s.bench == "syscall");
-        store.insert(&a).unwrap();
-        store.insert(&variant(2)).unwrap();
-        store.insert(&variant(3)).unwrap();
-        let ids =
-            |f: Filter| -> Vec<i64> { store.list(&f).unwrap().iter().map(|r| r.id).collect() };
-        assert_eq!(ids(Filter::default()), [1, 2, 3]);
-        let bench = |b: &str| Filter {
-            bench: Some(b.into()),
-            ..Filter::default()
-        };
-        assert_eq!(ids(bench("wakeup")), [2, 3]);
-        assert_eq!(ids(bench("syscall")), [1, 2, 3]);
-        assert_eq!(ids(bench("ctx")), Vec::<i64>::new());
-        let label = Filter {
-            label: Some("v2".into()),
-            ..Filter::default()
-        };
-        assert_eq!(ids(label), [2]);
-        let kernel = Filter {
-            kernel: Some("6.1.".into()),
-            ..Filter::default()
-        };
-        assert_eq!(ids(kernel), [1]);
-    }
-
-    #[test]
-    fn the_latest_run_of_a_label_wins() {
-        let (_dir, path) = temp_store();
-        let mut store = Store::open(&path).unwrap();
-        let mut later = variant(5);
-        later.run.label = Some("x".into());
-        let mut earlier = variant(4);
-        earlier.run.label = Some("x".into());
-        store.insert(&later).unwrap();
-        store.insert(&earlier).unwrap(); // stored second, measured first
-        assert_eq!(store.latest_with_label("x").unwrap(), Some(1));
-        assert_eq!(store.latest_with_label("y").unwrap(), None);
-    }
-
-    #[test]
-    fn a_case_history_is_in_time_order_with_each_runs_interval() {
-        let (_dir, path) = temp_store();
-        let mut store = Store::open(&path).unwrap();
-        // Stored out of order: run 1 started last.
-        let mut late = variant(9);
-        late.env.hostname = "other".into();
-        store.insert(&late).unwrap();
-        store.insert(&variant(3)).unwrap();
-        store.insert(&variant(5)).unwrap();
-        let (_, fixture) = super::super::fixture();
-        let base = fixture
-            .series
-            .iter()
-            .find(|s| s.case == "null" && s.config == "base")
-            .unwrap();
-        let all = store.case_history("syscall", "null", None, None).unwrap();
-        let ids: Vec<(i64, &str)> = all.iter().map(|r| (r.run_id, r.config.as_str())).collect();
-        assert_eq!(
-            ids,
-            [
-                (2, "base"),
-                (2, "patched, \"v2\""),
-                (3, "base"),
-                (3, "patched, \"v2\""),
-                (1, "base"),
-                (1, "patched, \"v2\"")
-            ]
-        );
-        let first = &all[0];
-        assert_eq!(first.label.as_deref(), Some("v3"));
-        assert_eq!(first.unit, "ns");
-        assert_eq!(first.n, base.summary.n as i64);
-        assert_eq!(first.median, base.summary.median);
-        assert_eq!(first.ci, Some((base.summary.ci_low, base.summary.ci_high)));
-        let base_only = store
-            .case_history("syscall", "null", Some("base"), Some("testhost"))
-            .unwrap();
-        let ids: Vec<i64> = base_only.iter().map(|r| r.run_id).collect();
-        assert_eq!(ids, [2, 3]);
+    fn shared_sql_is_spelled_per_dialect() {
+        let shared = "CREATE TABLE t (id {id}, n {int}, x {float}, b {bool});
+                      SELECT {instr}(a, $1) FROM t WHERE n = $2";
+        let lite = Dialect::Sqlite.sql(shared);
+        assert!(lite.contains("id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER, x REAL"));
         assert!(
-            store
-                .case_history("syscall", "nope", None, None)
-                .unwrap()
-                .is_empty()
+            lite.contains("SELECT instr(a, ?1) FROM t WHERE n = ?2"),
+            "{lite}"
+        );
+        let pg = Dialect::Postgres.sql(shared);
+        assert!(
+            pg.contains("n BIGINT, x DOUBLE PRECISION, b BOOLEAN"),
+            "{pg}"
         );
         assert!(
-            store
-                .case_history("ctx", "null", None, None)
-                .unwrap()
-                .is_empty()
+            pg.contains("SELECT strpos(a, $1) FROM t WHERE n = $2"),
+            "{pg}"
         );
+        for step in MIGRATIONS {
+            for sql in [step.before, step.after] {
+                for d in [Dialect::Sqlite, Dialect::Postgres] {
+                    assert!(!d.sql(sql).contains('{'), "unspelled word in {sql}");
+                }
+            }
+        }
     }
 
     #[test]
-    fn a_version_1_store_is_migrated_and_its_series_indexed() {
-        let (_dir, path) = temp_store();
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let (text, _) = super::super::fixture();
-        {
-            // A version 1 store as osbench 0.1 wrote it, made by hand.
-            let mut conn = Connection::open(&path).unwrap();
-            let tx = conn.transaction().unwrap();
-            create_runs(&tx).unwrap();
-            tx.execute(
-                "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
-                    osbench_version, origin, stored, fingerprint, document)
-                 VALUES ('old', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 1, 'k', 'h',
-                    '0.1.0', 'run', '2026-01-01T00:00:02Z', 'x', ?1)",
-                [text],
-            )
-            .unwrap();
-            tx.pragma_update(None, "user_version", 1).unwrap();
-            tx.commit().unwrap();
-        }
-        let store = Store::open(&path).unwrap();
-        let v: i64 = store
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
-        let rows = store.list(&Filter::default()).unwrap();
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].label.as_deref(), Some("old"));
+    fn fingerprints_ignore_whitespace_and_key_order() {
+        let a = fingerprint(r#"{"b": 1, "a": [1, 2]}"#);
+        assert_eq!(a, fingerprint(r#"{"a":[1,2],"b":1}"#));
+        assert_ne!(a, fingerprint(r#"{"a":[2,1],"b":1}"#));
+        // SHA-256 of the empty string (FIPS 180-2 test vector), for non-JSON text.
         assert_eq!(
-            rows[0].cases.len(),
-            4,
-            "series indexed from the stored document"
+            fingerprint(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-        let median: f64 = store
-            .conn
-            .query_row(
-                "SELECT median FROM series WHERE run_id = 1 AND position = 2",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(median, 90.25);
-        let wakeup = Filter {
-            bench: Some("wakeup".into()),
-            ..Filter::default()
-        };
-        assert_eq!(store.list(&wakeup).unwrap().len(), 1);
     }
 
     #[test]
-    fn a_newer_schema_or_another_file_is_refused_with_a_reason() {
-        let (_dir, path) = temp_store();
-        drop(Store::open(&path).unwrap());
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
-        let e = Store::open(&path).err().unwrap().to_string();
-        assert!(e.contains("newer osbench"), "{e}");
-
-        let text = path.with_file_name("notes.txt");
-        std::fs::write(
-            &text,
-            "not a database, just some text that is long enough ".repeat(20),
-        )
-        .unwrap();
-        let e = Store::open(&text).err().unwrap().to_string();
-        assert!(e.contains("not an SQLite database"), "{e}");
-        let e = Store::open_existing(&path.with_file_name("none.sqlite"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("no results store here yet"), "{e}");
-    }
-
-    #[test]
-    fn concurrent_writers_all_succeed() {
-        let (_dir, path) = temp_store();
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let path = path.clone();
-                std::thread::spawn(move || {
-                    // Each thread opens its own connection, as separate processes would,
-                    // including the first open that creates and migrates the store.
-                    let mut store = Store::open(&path).unwrap();
-                    for i in 0..10 {
-                        store.insert(&variant(t * 10 + i)).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.list(&Filter::default()).unwrap().len(), 40);
-    }
-
-    #[test]
-    fn fingerprints_are_stable() {
-        // FNV-1a 64 reference values (draft-eastlake-fnv).
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    fn locations_tell_urls_from_paths_and_hide_passwords() {
+        let file = Location::new(Path::new("results.sqlite"));
+        assert_eq!(file, Location::File("results.sqlite".into()));
+        let pg = Location::new(Path::new("postgresql://me:s3cret@db.example:5433/osbench"));
+        assert!(matches!(pg, Location::Postgres(_)));
+        assert_eq!(pg.to_string(), "postgresql://me@db.example:5433/osbench");
+        assert!(Location::new(Path::new("POSTGRES://h/db")).exists());
+        let typo = Location::new(Path::new("postgresql:/h/db"));
+        assert!(matches!(typo, Location::Postgres(_)), "{typo:?}");
+        // A relative directory that happens to be called postgres is a path.
+        assert!(matches!(
+            Location::new(Path::new("postgres/results.sqlite")),
+            Location::File(_)
+        ));
     }
 }

@@ -9,11 +9,15 @@
 //! or a shell's `>(cmd)` — is opened and written in place at `commit`, never
 //! replaced. A symlink is followed: the file it points to is replaced, the
 //! link stays. The name `-` ([`STDOUT`]) is standard output, written
-//! through osbench's own handle at `commit`. Documents are checked when read ([`parse_document`], the rules
-//! of [`crate::document::validate`]). The results history (SQLite) is in
-//! [`db`]; [`resolve_document`] finds a document by file, run id or label.
+//! through osbench's own handle at `commit`. Documents are checked when read
+//! ([`parse_document`], the rules of [`crate::document::validate`]). The
+//! results history is in [`db`] (one interface over the [`sqlite`] and
+//! [`postgres`] back ends); [`resolve_document`] finds a document by file,
+//! run id or label.
 
 pub mod db;
+mod postgres;
+mod sqlite;
 
 use std::ffi::CString;
 use std::fs;
@@ -26,7 +30,10 @@ use tempfile::NamedTempFile;
 
 use crate::document::{Document, SCHEMA};
 use crate::error::{Error, Result};
-pub use db::{CaseRun, Filter, Inserted, RunRow, Store, location};
+pub use db::{
+    CaseRun, Filter, Inserted, Location, RunRow, SCHEMA_VERSION, STORE_ENV, Store, location,
+};
+pub use sqlite::BUSY_TIMEOUT;
 
 /// The destination that means standard output, as in most Unix tools.
 pub const STDOUT: &str = "-";
@@ -313,7 +320,7 @@ pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
 /// label. Returns a name for tables (the path, "run 3 (label)" or
 /// "label (run 3)") and the document. `store` is `None` when no store location
 /// could be determined.
-pub fn resolve_document(arg: &str, store: Option<&Path>) -> Result<(String, Document)> {
+pub fn resolve_document(arg: &str, store: Option<&Location>) -> Result<(String, Document)> {
     let path = Path::new(arg);
     if path.exists() {
         return Ok((arg.to_string(), read_document(path)?));
