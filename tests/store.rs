@@ -449,6 +449,55 @@ fn a_store_that_cannot_be_opened_for_want_of_descriptors_names_the_limit() {
     assert!(stderr.contains("ulimit -n is 4"), "{stderr}");
 }
 
+/// A tiny tmpfs mounted on a temporary directory, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    /// `None` (the test then skips, saying so) where mounting is not allowed.
+    fn mount(test: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=2M", "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("{test}: skipped: cannot mount a tmpfs here (needs root)");
+            return None;
+        }
+        Some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_store_on_a_full_disk_can_still_be_read() {
+    let Some(disk) = SmallDisk::mount("a_store_on_a_full_disk_can_still_be_read") else {
+        return;
+    };
+    let store = disk.0.path().join("s.sqlite");
+    stored_run(&store, &["--label", "kept"]);
+    // Fill the disk: dd ends with "No space left on device".
+    let _ = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", disk.0.path().join("fill").display()))
+        .arg("bs=64k")
+        .stderr(Stdio::null())
+        .status();
+    let (history, _) = ok(osbench(&store).arg("history").output().unwrap());
+    assert!(history.contains("kept"), "{history}");
+    ok(osbench(&store)
+        .args(["compare", "kept", "kept"])
+        .output()
+        .unwrap());
+}
+
 #[test]
 fn runs_falling_back_to_files_at_once_never_overwrite_a_file() {
     let dir = tempfile::tempdir().unwrap();

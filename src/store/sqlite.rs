@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
 use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{Connection, OpenFlags};
 
 use super::db::{Cell, Conn, Dialect, Param, Row};
 use crate::error::{Error, Result};
@@ -50,6 +50,9 @@ impl SqliteConn {
         let fail = store_error(&name);
         let conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        if !create && let Some(conn) = read_only_fallback(&conn, path) {
+            return Ok(Self { conn, name });
+        }
         // WAL: readers never wait for a writer, and a killed writer's
         // uncommitted pages are ignored on the next open. Where WAL is not
         // possible (a read-only file, some network file systems) the store
@@ -60,6 +63,40 @@ impl SqliteConn {
             .map_err(fail)?;
         Ok(Self { conn, name })
     }
+}
+
+/// An existing store that cannot be read the usual way — a full disk where
+/// the WAL's shared-memory file cannot be made, a read-only directory —
+/// opened read-only as an immutable file, so that reading needs no free
+/// space and no write access (`None` when the usual way works). Only for
+/// reading: an immutable file is not locked, so a writer at the same time
+/// could make this reader see a half-written page.
+fn read_only_fallback(conn: &Connection, path: &Path) -> Option<Connection> {
+    let probe: rusqlite::Result<i64> = conn.pragma_query_value(None, "user_version", |r| r.get(0));
+    let code = probe.err()?.sqlite_error_code();
+    if !matches!(
+        code,
+        Some(
+            rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+        )
+    ) {
+        return None;
+    }
+    let absolute = std::path::absolute(path).ok()?;
+    const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'/')
+        .remove(b'.')
+        .remove(b'-')
+        .remove(b'_');
+    let encoded = percent_encoding::utf8_percent_encode(absolute.to_str()?, PATH);
+    Connection::open_with_flags(
+        format!("file:{encoded}?immutable=1"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .ok()
 }
 
 fn bind(params: &[Param]) -> Vec<SqlValue> {
