@@ -77,7 +77,7 @@ pub fn render(c: &Comparison) -> String {
                 ch.ci.ci95.1,
                 (ch.ci.ratio - 1.0) * 100.0,
                 fmt_p(ch.p_adjusted),
-                ch.verdict.as_str()
+                ch.words(&c.options)
             );
         }
     }
