@@ -193,6 +193,10 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
         parameters.push(Parameter::list(&pair[0], &pair[1])?);
     }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
+    if commands.len() < 2 {
+        args.verdict
+            .refuse_without_comparison("one command is timed alone")?;
+    }
     if !args.quiet {
         for c in &commands {
             if let Some(ch) = c.shell_syntax() {

@@ -417,9 +417,15 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let Some(max) = self.plan.max_time else {
             return DEFAULT_CASE_LIMIT;
         };
-        let elapsed = self.harness.clock().now_ns().saturating_sub(self.started_ns);
+        let elapsed = self
+            .harness
+            .clock()
+            .now_ns()
+            .saturating_sub(self.started_ns);
         let left = max.saturating_sub(Duration::from_nanos(elapsed));
-        let cases_left = (self.plan.steps() + 1).saturating_sub(self.order.len()).max(1);
+        let cases_left = (self.plan.steps() + 1)
+            .saturating_sub(self.order.len())
+            .max(1);
         left / cases_left as u32
     }
 
@@ -715,5 +721,57 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&mark).unwrap(), "b\n");
         // Whatever configuration "a" measured before "b" failed is kept.
         assert!(out.document.series.iter().all(|s| s.config == "a"));
+    }
+
+    #[test]
+    fn perf_is_counted_once_per_configuration_and_case_after_the_rounds() {
+        use crate::measure::fake::{FakePerf, FakeSource};
+        let perf = std::sync::Arc::new(FakePerf::default());
+        let p = Plan {
+            perf: true,
+            ..plan(7, two_configs())
+        };
+        let source = FakeSource(std::sync::Arc::clone(&perf));
+        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
+            .with_meters(Meters::with_perf(Box::new(source)))
+            .counting_later();
+        let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        // 10 rounds of 2 configurations × 2 cases timed; 4 passes in all.
+        assert_eq!(out.document.run.order.len(), 40);
+        let log = perf.log.lock().unwrap();
+        assert_eq!(log.iter().filter(|e| *e == "open").count(), 4, "{log:?}");
+        for s in &out.document.series {
+            assert_eq!(
+                s.perf_pass.len(),
+                crate::measure::PERF_PASS_BATCHES,
+                "{s:?}"
+            );
+            assert_eq!(s.counter_samples["context_switches"].len(), 3);
+            assert!(s.counters.contains_key("context_switches"));
+            assert!(s.counters_unavailable.is_empty(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn each_case_of_a_plain_run_says_whether_it_reached_the_target() {
+        let p = Plan {
+            target_ci: Some(0.01),
+            ..plan(7, Vec::new())
+        };
+        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
+            .with_target(Target {
+                ci: 0.01,
+                max_samples: 100,
+            });
+        let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(out.document.run.stopped_by.is_none());
+        for s in &out.document.series {
+            // Fake time is exact: no width at the first look.
+            let t = s.target.as_ref().unwrap();
+            assert!(t.reached, "{t:?}");
+            assert_eq!(t.stopped_by, "reached ±0.00% with 3 samples");
+        }
     }
 }

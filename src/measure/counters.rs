@@ -712,6 +712,11 @@ mod tests {
     }
 
     #[test]
+    fn the_perf_names_are_the_events_opened() {
+        assert_eq!(PERF_EVENTS.map(|e| e.0), PERF_NAMES);
+    }
+
+    #[test]
     fn multiplexed_counts_are_scaled_as_perf_stat_does() {
         let count = |value, enabled_ns, running_ns| PerfCount {
             value,

@@ -738,11 +738,15 @@ mod tests {
         interrupt_at: Option<(usize, Interrupt)>,
         /// Causes one perf event per iteration and logs whether counting was on.
         perf: Option<Arc<FakePerf>>,
+        /// Each call's iterations cost `cost_ns` plus 0..=jitter ns more, in a
+        /// cycle (7 × call mod (jitter + 1)): noise inside the acceptance window.
+        jitter: u64,
     }
 
     impl Workload for FakeBench {
         fn run(&mut self, iters: u64) -> Result<()> {
-            let mut t = iters * self.cost_ns;
+            let extra = (self.calls as u64 * 7) % (self.jitter + 1);
+            let mut t = iters * (self.cost_ns + extra);
             if self.spikes.contains(&self.calls) {
                 t *= self.spike_factor;
             }
@@ -788,6 +792,7 @@ mod tests {
             log: Rc::default(),
             interrupt_at: None,
             perf: None,
+            jitter: 0,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
@@ -798,7 +803,10 @@ mod tests {
     #[test]
     fn calibrates_to_the_target_and_subtracts_overheads() {
         let (h, mut b) = setup(100, vec![]);
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(m.rejected.is_empty());
         for s in &m.accepted {
@@ -818,7 +826,10 @@ mod tests {
         // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
         // (3 ms), sampling starts at call 8: spike two of the sampling batches.
         let (h, mut b) = setup(100, vec![10, 14]);
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert_eq!(m.rejected.len(), 2);
         assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
@@ -828,7 +839,10 @@ mod tests {
     #[test]
     fn one_iteration_longer_than_the_target_is_accepted() {
         let (h, mut b) = setup(5_000_000, vec![]);
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(
             m.accepted
@@ -840,7 +854,9 @@ mod tests {
     #[test]
     fn warms_up_before_sampling() {
         let (h, mut b) = setup(100, vec![]);
-        h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        h.batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         // 11 samples of 10 000 plus at least 3 ms of warm-up (30 000 iterations).
         assert!(
             b.iterations_run >= 11 * 10_000 + 30_000,
@@ -852,7 +868,10 @@ mod tests {
     #[test]
     fn persistent_noise_gives_up_with_a_warning() {
         let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(!m.rejected.is_empty());
         assert!(!m.warnings.is_empty(), "noise this heavy must be reported");
     }
@@ -890,7 +909,10 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         // Calls 0–7 calibrate and warm up; sampling starts at call 8.
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(m.interrupted);
         assert_eq!(m.accepted.len(), 5);
         assert!(m.warnings[0].contains("interrupted after 5 of 11"));
@@ -954,7 +976,10 @@ mod tests {
     #[test]
     fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
         let (h, mut b, perf) = setup_perf(100);
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         let log = perf.log.lock().unwrap().clone();
         // Calibration, warm-up and every timed sample: no perf event open.
         let open = log.iter().position(|e| e == "open").unwrap();
@@ -1009,7 +1034,10 @@ mod tests {
     fn an_interrupted_case_says_it_was_not_counted() {
         let (h, mut b, perf) = setup_perf(100);
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(m.interrupted);
         assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
@@ -1023,7 +1051,10 @@ mod tests {
             crate::measure::meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20),
         );
         assert!(h.meters.perf_hooks_on());
-        let m = h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         // Calibration (5 batches), then warm-up batches although no warm-up time
         // was asked for, then 11 samples and the 3 batches of the pass.
         assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
@@ -1084,5 +1115,106 @@ mod tests {
         );
         let log = perf.log.lock().unwrap();
         assert_eq!(*log, ["open", "enable", "disable", "close"]);
+    }
+
+    #[test]
+    fn a_run_counting_later_times_quietly_and_counts_once_when_asked() {
+        let (h, mut b, perf) = setup_perf(100);
+        let h = h.counting_later();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        assert_eq!(m.perf, PerfPass::Later);
+        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
+        let how = Sampling::Batched {
+            stand_in: None,
+            ops_per_iter: 1.0,
+        };
+        let PerfPass::Counted { raw, deltas } = h.count(&mut b, how).unwrap() else {
+            panic!("not counted");
+        };
+        assert_eq!(raw.len(), PERF_PASS_BATCHES);
+        assert!(raw.iter().all(|s| s.iters == 10_000), "{raw:?}");
+        assert!(deltas.iter().all(|d| d.perf_running.is_empty()));
+        let log = perf.log.lock().unwrap();
+        assert_eq!(log.iter().filter(|e| *e == "open").count(), 1);
+        let counted = log.iter().filter(|e| *e == "counted run").count();
+        assert_eq!(counted, PERF_PASS_BATCHES);
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_and_say_so() {
+        let (h, mut b, perf) = setup_perf(100);
+        // On the PMU a quarter of the time: 2 500 of 10 000 events seen, scaled back.
+        perf.multiplexed.store(4, Ordering::SeqCst);
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let PerfPass::Counted { deltas, .. } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        for d in deltas {
+            assert_eq!(d.counters, [("context_switches", 10_000.0)]);
+            assert_eq!(d.perf_running, [("context_switches", 0.25)]);
+        }
+    }
+
+    #[test]
+    fn a_precision_target_takes_samples_until_the_interval_is_narrow() {
+        let (h, mut b) = setup(100, vec![]);
+        b.jitter = 10;
+        let h = h.with_target(Target {
+            ci: 0.01,
+            max_samples: 10_000,
+        });
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let why = m.target_stop.clone().unwrap();
+        assert!(why.starts_with("reached ±"), "{why}");
+        assert!(m.accepted.len() > 11, "{}", m.accepted.len());
+        let values = m.per_op_ns(1.0);
+        assert!(relative_half_width(&values) <= 0.01);
+        assert!(
+            why.ends_with(&format!("with {} samples", values.len())),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_precision_target_stops_on_the_case_time_limit() {
+        let (h, mut b) = setup(100, vec![]);
+        b.jitter = 10;
+        let h = h.with_target(Target {
+            ci: 0.0001,
+            max_samples: 10_000,
+        });
+        h.set_case_limit(std::time::Duration::from_millis(40));
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let why = m.target_stop.unwrap();
+        assert!(
+            why.starts_with("stopped on the time limit (0.0 s)"),
+            "{why}"
+        );
+        // Calibration and warm-up (about 4 ms) and samples of about 1 ms, looked at in steps.
+        assert!((30..60).contains(&m.accepted.len()), "{}", m.accepted.len());
+        // The same for whole runs: 5 ms each, so about 8 in the limit.
+        let clock = h.clock.clone();
+        let mut runs = FakeRuns {
+            clock,
+            prepared: 0,
+            runs: 0,
+        };
+        h.set_case_limit(std::time::Duration::from_secs(3));
+        let m = h.whole_runs(&mut runs).unwrap();
+        // Every run takes exactly 5 ms: the interval has no width at the first look.
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.target_stop.unwrap().starts_with("reached ±0.00%"));
     }
 }

@@ -39,7 +39,7 @@ pub mod command;
 pub mod counters;
 pub mod energy;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod harness;
 pub mod hook;
 pub mod interrupt;

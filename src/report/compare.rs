@@ -174,6 +174,40 @@ pub fn precision_lines(c: Option<&Comparison>, stopped_by: &str) -> String {
     out
 }
 
+/// Which cases of a run sampled to a precision target reached it and which
+/// stopped on a limit, each with what ended it; nothing without a target.
+pub fn target_lines(doc: &crate::document::Document) -> String {
+    let targeted: Vec<_> = doc
+        .series
+        .iter()
+        .filter_map(|s| Some((s, s.target.as_ref()?)))
+        .collect();
+    let Some((_, first)) = targeted.first() else {
+        return String::new();
+    };
+    let reached = targeted.iter().filter(|(_, t)| t.reached).count();
+    let mut out = format!(
+        "\nTarget: 95% interval of each median within ±{}%: {reached} of {} cases reached it.\n",
+        first.target * 100.0,
+        targeted.len()
+    );
+    for (s, t) in &targeted {
+        let _ = writeln!(
+            out,
+            "  {} {} {}: {}",
+            if t.reached {
+                "reached    "
+            } else {
+                "NOT reached"
+            },
+            s.bench,
+            super::case_label(&s.case, &s.config),
+            t.stopped_by
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
