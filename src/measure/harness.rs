@@ -415,8 +415,9 @@ impl<C: Clock> Harness<C> {
 
     /// With a precision target: `None` without one; `Ok(n)` to take n more
     /// samples (the interval narrows as 1/√n: up to what that predicts,
-    /// between a fifth more and twice as many); `Err(why)` when the target
-    /// is reached or the case's time or sample limit stops it.
+    /// between a fifth more and twice as many, and no more than fit in the
+    /// case's time left); `Err(why)` when the target is reached or the
+    /// case's time or sample limit stops it.
     fn more_wanted(
         &self,
         values: &[f64],
@@ -446,7 +447,10 @@ impl<C: Clock> Harness<C> {
         }
         let predicted = (n as f64 * (half / target.ci).powi(2)).ceil() as usize;
         let extra = predicted.saturating_sub(n).clamp((n / 5).max(5), n.max(5));
-        Some(Ok(extra.min(target.max_samples - n)))
+        // No more than fit in the time left at the pace so far (a stand-in's turns included).
+        let left = self.case_limit_ns.get() - elapsed;
+        let fit = (left as f64 / (elapsed as f64 / n.max(1) as f64)).ceil() as usize;
+        Some(Ok(extra.min(fit.max(1)).min(target.max_samples - n)))
     }
 
     /// Samples a workload whose every sample is one whole run:
