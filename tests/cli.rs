@@ -701,6 +701,77 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     assert!(compare_self(&["--equivalence", "50"]).contains("→ equivalent"));
 }
 
+/// A flag that would do nothing in its context is refused, never silently accepted.
+#[test]
+fn flags_that_would_do_nothing_are_refused() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "syscall", "--rounds", "3"],
+            "--rounds repeats configurations",
+        ),
+        (
+            &["run", "syscall", "--max-time", "5"],
+            "give --target-ci PCT too",
+        ),
+        (
+            &["run", "syscall", "--gate", "5"],
+            "--gate judges comparisons",
+        ),
+        (
+            &["run", "syscall", "--equivalence", "2", "--gate", "5"],
+            "--equivalence and --gate judge comparisons",
+        ),
+        (
+            &["run", "syscall", "--config", "a=", "--target-ci", "1"],
+            "one configuration has nothing to be compared with",
+        ),
+        (
+            &["time", "true", "--gate", "5"],
+            "one command is timed alone",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stderr, files) = run_in_empty_dir(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}:\n{stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(files, 0, "{args:?} left a file behind");
+    }
+}
+
+/// `--target-ci` without configurations: each case samples until its
+/// interval is narrow enough, and the output says which cases reached it.
+#[test]
+fn a_plain_run_samples_each_case_to_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = quick_run(
+        &[
+            "run",
+            "syscall:case=null",
+            "spin:work=100",
+            "--target-ci",
+            "50",
+            "--no-perf",
+        ],
+        &json,
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(doc.run.stopped_by.is_none());
+    for s in &doc.series {
+        let t = s.target.as_ref().unwrap();
+        assert!(t.reached, "{t:?}");
+        assert_eq!(t.target, 0.5);
+        assert!(t.stopped_by.starts_with("reached ±"), "{t:?}");
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("±50%: 2 of 2 cases reached it.")
+            && text.contains("reached     syscall null"),
+        "{text}"
+    );
+}
+
 #[test]
 fn compare_rejects_bad_documents_with_one_line() {
     let dir = tempfile::tempdir().unwrap();

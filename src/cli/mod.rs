@@ -160,9 +160,10 @@ pub(crate) fn command() -> clap::Command {
 /// How comparisons (of configurations, or of saved documents) are judged.
 #[derive(Args)]
 struct VerdictArgs {
-    /// Comparisons: call a change "equivalent" when its 90% interval lies within ±PCT %
-    #[arg(long, value_name = "PCT", default_value_t = 1.0, value_parser = parse_pct)]
-    equivalence: f64,
+    /// Comparisons: call a change "equivalent" when its 90% interval lies within ±PCT %, and
+    /// a significant change within it "slower/faster …, within ±PCT%" [default: 1]
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    equivalence: Option<f64>,
     /// Comparisons: exit with status 1 when any case is significantly slower than the
     /// baseline by more than PCT %
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
@@ -172,10 +173,30 @@ struct VerdictArgs {
 impl VerdictArgs {
     fn options(&self, seed: u64) -> osbench::compare::Options {
         osbench::compare::Options {
-            equivalence: self.equivalence / 100.0,
+            equivalence: self.equivalence.unwrap_or(1.0) / 100.0,
             seed,
             ..Default::default()
         }
+    }
+
+    /// An error when `--equivalence` or `--gate` was given where nothing is
+    /// compared (`why` says what makes it so): they would do nothing.
+    fn refuse_without_comparison(&self, why: &str) -> anyhow::Result<()> {
+        let given: Vec<&str> = [
+            ("--equivalence", self.equivalence.is_some()),
+            ("--gate", self.gate.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+        if given.is_empty() {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "{} judge{} comparisons, and {why}: nothing is compared",
+            given.join(" and "),
+            if given.len() == 1 { "s" } else { "" }
+        )
     }
 
     /// Status 1, said on stderr, when the gate is set and `comparison` trips it.

@@ -50,15 +50,19 @@ pub struct RunArgs {
     /// env, params ("bench.key" = value), pin; see docs/design-notes.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
-    /// Rounds when comparing configurations (each runs every configuration once per case)
-    #[arg(long, value_name = "N", default_value_t = 10,
+    /// Rounds when comparing configurations (each runs every configuration once per case);
+    /// with --target-ci the most rounds [default: 10; with --target-ci 20]
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
-    rounds: u32,
-    /// With configurations: add rounds (up to 20) until every ratio's 95% interval is within
-    /// ±PCT %, instead of running --rounds
+    rounds: Option<u32>,
+    /// Precision on demand. Without configurations: each case takes more samples (past
+    /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
+    /// (10 s, or its share of --max-time); the output says which cases reached it. With
+    /// configurations: add rounds until every ratio's 95% interval is within ±PCT %
     #[arg(long = "target-ci", value_name = "PCT", value_parser = parse_pct)]
     target_ci: Option<f64>,
-    /// With --target-ci: stop adding rounds after SECS seconds
+    /// Time limit of the whole run, in seconds: for --target-ci without configurations,
+    /// shared out among the cases left; with configurations, no round starts after it
     #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
     max_time: Option<f64>,
     #[command(flatten)]
@@ -92,8 +96,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "PLACEMENT", value_parser = parse_pin)]
     pin: Option<Pin>,
     /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
-    /// cycles, instructions; counted in a short pass after each case's timed samples);
-    /// rusage counters are still read
+    /// cycles, instructions; counted in a short pass per case and configuration after all
+    /// rounds); rusage counters are still read
     #[arg(long = "no-perf")]
     no_perf: bool,
 }
@@ -188,17 +192,50 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
 /// checked here, before anything is prepared or measured.
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (configs, selectors) = configs_and_selectors(args)?;
+    refuse_idle_flags(args, configs.len())?;
     Ok(Plan {
         configs,
-        rounds: if args.target_ci.is_some() {
-            osbench::stats::compare::MAX_ROUNDS
-        } else {
-            args.rounds as usize
+        rounds: match (args.rounds, args.target_ci) {
+            (Some(n), _) => n as usize,
+            (None, Some(_)) => osbench::stats::compare::MAX_ROUNDS,
+            (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
         ..args.measure.plan(resolve(&selectors)?)
     })
+}
+
+/// Refuses flags that would do nothing with `configs` configurations,
+/// rather than accept them silently.
+fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
+    if configs >= 2 {
+        return Ok(());
+    }
+    let why = if configs == 1 {
+        "one configuration has nothing to be compared with"
+    } else {
+        "a run without configurations measures each case once"
+    };
+    if args.rounds.is_some() {
+        anyhow::bail!(
+            "--rounds repeats configurations (--config, --guest, --experiment) to compare them, \
+             and {why}; for more precision use --samples N or --target-ci PCT"
+        );
+    }
+    if configs == 1 {
+        if args.target_ci.is_some() || args.max_time.is_some() {
+            anyhow::bail!(
+                "--target-ci and --max-time work on the rounds of two or more configurations, \
+                 or on each case of a run without configurations; {why}"
+            );
+        }
+    } else if args.max_time.is_some() && args.target_ci.is_none() {
+        anyhow::bail!(
+            "--max-time limits the sampling for --target-ci, and {why}: give --target-ci PCT too"
+        );
+    }
+    args.verdict.refuse_without_comparison(why)
 }
 
 /// The configurations and selectors: from the experiment file, or from
@@ -241,6 +278,7 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
     if let Some(why) = &doc.run.stopped_by {
         out.push_str(&report::compare::precision_lines(comparison, why));
     }
+    out.push_str(&report::compare::target_lines(doc));
     console.print(&out);
 }
 

@@ -221,6 +221,10 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
         )?);
     }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
+    if commands.len() < 2 {
+        args.verdict
+            .refuse_without_comparison("one command is timed alone")?;
+    }
     if !args.quiet {
         for name in unused(&args.commands, &args.command_names, &parameters) {
             eprintln!(

@@ -16,7 +16,7 @@ use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
 use crate::stats::compare::{
-    MAX_ROUNDS, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
+    MAX_ROUNDS, Power, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
 };
 
 /// Every host's comparison and, per case, the fleet's.
@@ -43,8 +43,8 @@ pub struct FleetCase {
     pub ci: RatioCi,
     /// Exact sign-flip p over hosts (blocks of hosts beyond 20), Holm-adjusted over cases.
     pub p_adjusted: f64,
-    /// The smallest p the test can give with this many hosts.
-    pub p_floor: f64,
+    /// How small a p the test can give with this many hosts (blocks beyond 20).
+    pub power: Power,
     pub verdict: Verdict,
     /// Hosts whose own verdict is slower, faster, and how many hosts.
     pub slower: usize,
@@ -130,8 +130,8 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
             name: key,
             ci,
             p_adjusted: p,
-            p_floor: 2.0 / (1u64 << replicates.len()) as f64,
-            verdict: Verdict::NoChange,
+            power: Power::sign_flip(replicates.len(), options.alpha, "hosts", "a fleet of"),
+            verdict: Verdict::Inconclusive,
             slower: changes
                 .iter()
                 .filter(|c| c.verdict == Verdict::Slower)
@@ -146,9 +146,17 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
     let adjusted = holm(&cases.iter().map(|c| c.p_adjusted).collect::<Vec<_>>());
     for (case, p) in cases.iter_mut().zip(adjusted) {
         case.p_adjusted = p;
-        case.verdict = verdict(&case.ci, p, options.alpha, options.equivalence);
+        case.verdict = verdict(&case.ci, p, options.alpha, options.equivalence, &case.power);
     }
     cases
+}
+
+impl FleetCase {
+    /// The fleet's verdict in words ([`Verdict::words`]).
+    pub fn words(&self, options: &Options) -> String {
+        self.verdict
+            .words(self.ci.ratio, options.equivalence, &self.power)
+    }
 }
 
 impl FleetComparison {
@@ -218,8 +226,8 @@ mod tests {
     fn two_hosts_cannot_be_significant_and_the_floor_says_so() {
         let f = fleet(&[100.0, 200.0], &[150.0, 300.0]);
         let case = &f.cases[0];
-        assert_eq!(case.p_floor, 0.5);
-        assert_ne!(case.verdict, Verdict::Slower);
+        assert_eq!(case.power.min_p, 0.5);
+        assert_eq!(case.verdict, Verdict::TooFew);
         assert_eq!(case.slower, 2);
     }
 
@@ -250,7 +258,7 @@ mod tests {
         let after: Vec<f64> = (0..25).map(|i| 100.0 * (1.05 + 0.001 * i as f64)).collect();
         let case = &fleet(&before, &after).cases[0];
         assert_eq!(case.hosts, 25);
-        assert!((case.p_floor - 2.0 / f64::from(1u32 << 20)).abs() < 1e-15);
+        assert!((case.power.min_p - 2.0 / f64::from(1u32 << 20)).abs() < 1e-15);
         assert_eq!(case.verdict, Verdict::Slower);
     }
 }

@@ -21,8 +21,8 @@ use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document,
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::stats::compare::{
-    RatioCi, Verdict, block_medians, holm, mann_whitney_p, paired_log_ratio, ratio_of_medians,
-    verdict,
+    Power, RatioCi, Verdict, block_medians, holm, mann_whitney_p, paired_log_ratio,
+    ratio_of_medians, verdict,
 };
 
 /// How to compare.
@@ -70,17 +70,26 @@ pub struct Change {
     /// After Holm's adjustment over every change of the comparison.
     pub p_adjusted: f64,
     pub verdict: Verdict,
+    /// How small a p-value the test could give with this data.
+    pub power: Power,
 }
 
 impl Change {
     /// A change before the multiple-comparison adjustment and the verdict.
-    fn unjudged(ci: RatioCi, p_value: f64) -> Self {
+    fn unjudged(ci: RatioCi, p_value: f64, power: Power) -> Self {
         Self {
             ci,
             p_value,
             p_adjusted: p_value,
-            verdict: Verdict::NoChange,
+            verdict: Verdict::Inconclusive,
+            power,
         }
+    }
+
+    /// The verdict in words ([`Verdict::words`]), the same in every rendering.
+    pub fn words(&self, options: &Options) -> String {
+        self.verdict
+            .words(self.ci.ratio, options.equivalence, &self.power)
     }
 }
 
@@ -180,7 +189,8 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
                     let r =
                         ratio_of_medians(&sides[0].samples, &cand.samples, seed, options.resamples);
                     let p = mann_whitney_p(&sides[0].samples, &cand.samples);
-                    Change::unjudged(r, p)
+                    let (n1, n2) = (sides[0].samples.len(), cand.samples.len());
+                    Change::unjudged(r, p, Power::rank_test(n1, n2, options.alpha))
                 })
                 .collect();
             let usable = |x: f64| x.is_finite() && x > 0.0;
@@ -273,7 +283,8 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             .iter()
             .map(|cand| {
                 let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
-                Change::unjudged(r, p)
+                let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
+                Change::unjudged(r, p, power)
             })
             .collect();
         rows.push(CaseRow {
@@ -337,7 +348,11 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         .iter()
         .map(|cand| {
             let (r, p) = paired_log_ratio(&base, &blocks(cand));
-            Change::unjudged(r, p)
+            Change::unjudged(
+                r,
+                p,
+                Power::sign_flip(base.len(), options.alpha, "runs", "--runs"),
+            )
         })
         .collect();
     let mut rows = vec![CaseRow {
@@ -380,6 +395,7 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
             change.p_adjusted,
             options.alpha,
             options.equivalence,
+            &change.power,
         );
     }
 }
@@ -403,6 +419,7 @@ impl Comparison {
                         ci_high: ch.ci.ci95.1,
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict.as_str().to_string(),
+                        verdict_words: ch.words(&self.options),
                     })
             })
             .collect()

@@ -74,8 +74,25 @@ pub struct ComparisonRecord {
     pub ci_high: f64,
     /// Holm-adjusted.
     pub p_value: f64,
-    /// "faster", "slower", "no-change" or "equivalent".
+    /// One of [`crate::stats::compare::Verdict`]'s values: "faster", "slower",
+    /// "faster-within-margin", "slower-within-margin", "equivalent",
+    /// "inconclusive", "too-few" ("no-change" in documents before them).
     pub verdict: String,
+    /// The verdict in the words the terminal shows ("slower, +1.0%, within ±1%");
+    /// absent from documents before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub verdict_words: String,
+}
+
+/// A case sampled to a precision target (`run --target-ci` without configurations).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetOutcome {
+    /// The relative half-width of the median's 95 % interval asked for (0.01: ±1 %).
+    pub target: f64,
+    /// Whether the series' interval is within it.
+    pub reached: bool,
+    /// What ended the sampling, in words ("reached ±0.41% with 37 samples").
+    pub stopped_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -221,6 +238,15 @@ pub struct Series {
     /// elapsed with counting on. Their `counter_samples` follow this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perf_pass: Vec<RawSample>,
+    /// Perf counters the kernel multiplexed during the counting pass → the
+    /// smallest fraction of its enabled time one counted in a batch; their
+    /// values were scaled up by enabled ÷ running time, as `perf stat` does.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub perf_scaled: BTreeMap<String, f64>,
+    /// With `run --target-ci` (no configurations): whether this case's
+    /// interval reached the target, and what ended its sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetOutcome>,
     /// RAPL energy per zone (`package-0`, `package-0/core`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub energy: BTreeMap<String, EnergyDomain>,
@@ -264,6 +290,8 @@ impl Series {
             counters: BTreeMap::new(),
             counter_samples: BTreeMap::new(),
             counters_unavailable: BTreeMap::new(),
+            perf_scaled: BTreeMap::new(),
+            target: None,
             perf_pass: Vec::new(),
             energy: BTreeMap::new(),
             energy_unavailable: None,

@@ -7,11 +7,11 @@
 use super::series_meters;
 use crate::bench::select::Case;
 use crate::bench::{self, BenchDef, Params, StandIn};
-use crate::document::{ReferenceSeries, Series, SeriesKind};
+use crate::document::{ReferenceSeries, Series, SeriesKind, TargetOutcome};
 use crate::error::{Error, Result};
-use crate::measure::placement::{Pin, Placement, pin_current_thread};
+use crate::measure::placement::{Pin, PinGuard, Placement, pin_current_thread};
 use crate::measure::{
-    Clock, Events, Harness, Measured, Measurement, Meters, RawSample, Sampling, Workload,
+    Clock, Events, Harness, Measured, Measurement, Meters, PerfPass, RawSample, Sampling, Workload,
 };
 use crate::stats::{bimodal, histogram, summarize};
 
@@ -89,19 +89,13 @@ pub(super) fn run_case<C: Clock>(
     harness: &Harness<C>,
 ) -> Result<(Series, bool)> {
     let def = case.def;
-    let tasks = (def.tasks)(&case.params);
-    let what = format!("{} {}", def.name, case.name());
     let threads = match case.params.get_opt("mode") {
-        Some("threads") => tasks,
+        Some("threads") => (def.tasks)(&case.params),
         _ => 0,
     };
+    let what = format!("{} {}", def.name, case.name());
     crate::measure::supervise::check_address_space(&what, threads)?;
-    let placement = match pin {
-        Some(p) => Placement::new(p)?,
-        None if tasks == 1 => Placement::new(Pin::Same)?,
-        None => Placement::unpinned(),
-    };
-    let _timing_thread = placement.cpu_of(0).map(pin_current_thread).transpose()?;
+    let (placement, _timing_thread) = place(case, pin)?;
     let mut workload = (def.setup)(&case.params, &placement)?;
     let stand_in_def = match &def.sampling {
         bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
@@ -112,6 +106,7 @@ pub(super) fn run_case<C: Clock>(
     let how = match def.sampling {
         bench::Sampling::Batched { .. } => Sampling::Batched {
             stand_in: stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
+            ops_per_iter: (def.ops_per_iter)(&case.params),
         },
         bench::Sampling::WholeRuns => Sampling::WholeRuns,
         bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
@@ -123,13 +118,69 @@ pub(super) fn run_case<C: Clock>(
         .and(stand_in.map_or(Ok(()), Workload::teardown));
     let measured = measured?;
     torn_down?;
-    match measured {
+    let (mut series, interrupted, stop) = match measured {
         Measured::Samples { case: m, stand_in } => {
             let stand_in = stand_in.zip(stand_in_def);
-            sampled(case, &placement, harness.meters(), m, stand_in)
+            let stop = m.target_stop.clone();
+            let (series, interrupted) = sampled(case, &placement, harness.meters(), m, stand_in)?;
+            (series, interrupted, stop)
         }
-        Measured::Events(e) => distribution(case, &placement, harness, e),
+        Measured::Events(e) => {
+            let (series, interrupted) = distribution(case, &placement, harness, e)?;
+            let why = "not sampled to the target: a latency distribution records its set \
+                       number of events";
+            (series, interrupted, Some(why.to_string()))
+        }
+    };
+    if let Some(target) = harness.target() {
+        let s = &series.summary;
+        let half = (s.ci_high - s.ci_low) / 2.0 / s.median.abs();
+        series.target = Some(TargetOutcome {
+            target: target.ci,
+            reached: half <= target.ci,
+            stopped_by: stop.unwrap_or_else(|| "interrupted".into()),
+        });
     }
+    Ok((series, interrupted))
+}
+
+/// Where `case` runs under `pin` (one-task cases on one CPU when none is
+/// given), with this (the timing) thread pinned to its first CPU until the
+/// guard drops.
+fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<PinGuard>)> {
+    let placement = match pin {
+        Some(p) => Placement::new(p)?,
+        None if (case.def.tasks)(&case.params) == 1 => Placement::new(Pin::Same)?,
+        None => Placement::unpinned(),
+    };
+    let guard = placement.cpu_of(0).map(pin_current_thread).transpose()?;
+    Ok((placement, guard))
+}
+
+/// The perf counting pass of `case` alone ([`Harness::count`]): placed and
+/// set up as for its samples, counted, torn down. For a run that counts
+/// each configuration × case once, after its rounds.
+pub(super) fn count_case<C: Clock>(
+    case: &Case,
+    pin: Option<Pin>,
+    harness: &Harness<C>,
+) -> Result<PerfPass> {
+    let def = case.def;
+    let (placement, _timing_thread) = place(case, pin)?;
+    let mut workload = (def.setup)(&case.params, &placement)?;
+    let how = match def.sampling {
+        bench::Sampling::Batched { .. } => Sampling::Batched {
+            stand_in: None,
+            ops_per_iter: 1.0,
+        },
+        bench::Sampling::WholeRuns => Sampling::WholeRuns,
+        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
+    };
+    let counted = harness.count(workload.as_mut(), how);
+    let torn_down = workload.teardown();
+    let counted = counted?;
+    torn_down?;
+    Ok(counted)
 }
 
 /// A series of samples that each time many operations (less the stand-in's

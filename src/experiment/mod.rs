@@ -18,6 +18,8 @@ pub mod rounds;
 mod series_meters;
 pub mod time;
 
+use std::time::Duration;
+
 use crate::bench::select::Case;
 use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
 use crate::env::Environment;
@@ -25,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::guest::Guest;
 use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
-use crate::measure::{Clock, Harness, Interrupt, Meters, Policy};
+use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
 use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio};
 pub use case::NOISY_CV;
@@ -33,6 +35,12 @@ use config::Applied;
 pub use config::Config;
 pub use rounds::{Observer, Silent};
 use rounds::{RoundBody, StopRule};
+
+/// How long one case of a run without configurations may sample for
+/// `--target-ci` when no `--max-time` shares out the run's time.
+pub const DEFAULT_CASE_LIMIT: Duration = Duration::from_secs(10);
+/// The most samples one case takes for `--target-ci`.
+pub const MAX_TARGET_SAMPLES: usize = 10_000;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -52,8 +60,8 @@ pub struct Plan {
     pub max_time: Option<std::time::Duration>,
     /// How much to measure per case.
     pub policy: Policy,
-    /// Count perf events in a short pass after each case's timed samples
-    /// (false: `--no-perf`; rusage is read either way).
+    /// Count perf events in a short pass per configuration × case, after
+    /// all rounds (false: `--no-perf`; rusage is read either way).
     pub perf: bool,
     /// A system that runs the whole plan in place of this one (a fleet
     /// host): its agent measures every case, and its environment is the
@@ -108,7 +116,15 @@ pub fn run(
 ) -> Outcome {
     // A remote plan is measured there, with the remote's counters.
     let local_perf = plan.perf && plan.remote.is_none();
-    let harness = Harness::new(plan.policy, interrupt).with_meters(Meters::open(local_perf));
+    let mut harness = Harness::new(plan.policy, interrupt)
+        .with_meters(Meters::open(local_perf))
+        .counting_later();
+    if let (Some(ci), true) = (plan.target_ci, plan.configs.is_empty()) {
+        harness = harness.with_target(Target {
+            ci,
+            max_samples: MAX_TARGET_SAMPLES,
+        });
+    }
     run_with(plan, &harness, env, observer)
 }
 
@@ -137,7 +153,7 @@ pub fn run_with<C: Clock>(
     }
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
     audit.iter().for_each(|f| observer.audit(f));
-    let rounds = match ready {
+    let mut rounds = match ready {
         Err(e) => rounds::Rounds {
             error: Some(e),
             ..Default::default()
@@ -150,6 +166,11 @@ pub fn run_with<C: Clock>(
             observer,
         ),
     };
+    if rounds.error.is_none() {
+        rounds.error = body.count_perf().err();
+    } else {
+        body.not_counted("not counted: the run stopped before its perf counting pass");
+    }
     body.record_end(&mut env);
     // After an error or a stop a guest may be busy measuring: it is killed at once.
     let guests = body.shut_down_guests(rounds.error.is_none());
@@ -189,17 +210,16 @@ pub fn run_with<C: Clock>(
 impl Plan {
     /// When the rounds stop: one round without configurations; with them,
     /// `rounds`, or fewer when the precision target or the time limit is met.
+    /// (Without configurations the target and the time limit are each
+    /// case's, in the harness: see [`RunRounds::run_case`].)
     fn stop_rule(&self) -> StopRule {
+        let plain = self.configs.is_empty();
         StopRule {
             warmup: 0,
-            planned: if self.configs.is_empty() {
-                1
-            } else {
-                self.rounds.max(1)
-            },
-            target_ci: self.target_ci,
+            planned: if plain { 1 } else { self.rounds.max(1) },
+            target_ci: self.target_ci.filter(|_| !plain),
             first_look: 3,
-            max_time: self.max_time,
+            max_time: self.max_time.filter(|_| !plain),
         }
     }
 }
@@ -219,6 +239,8 @@ struct RunRounds<'a, C: Clock> {
     config_envs: Vec<Option<Environment>>,
     /// The started guest of each configuration that runs in one.
     guests: Vec<Option<Guest>>,
+    /// When the rounds began, on the harness's clock.
+    started_ns: u64,
 }
 
 impl<'a, C: Clock> RunRounds<'a, C> {
@@ -231,6 +253,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             order: Vec::new(),
             config_envs: vec![None; configs.len()],
             guests: configs.iter().map(|_| None).collect(),
+            started_ns: harness.clock().now_ns(),
         }
     }
 
@@ -289,16 +312,98 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let Some(guest) = self.guests[ci].as_mut() else {
             return case::run_case(case, pin, self.harness);
         };
+        // Perf is counted once, after the rounds ([`Self::count_perf`]).
         let request = RunRequest {
             selector: case.selector(),
             policy: self.plan.policy,
             pin: pin.map(|p| p.as_str().to_string()),
-            perf: self.plan.perf,
+            perf: false,
         };
-        // Guests can be hundreds of times slower than the host (UML's system calls).
-        let timeout = std::time::Duration::from_secs(600).max(self.plan.expected_per_case() * 200);
+        let timeout = guest_timeout(self.plan);
         let series = guest.run(request, timeout, self.harness.interrupt())?;
         Ok((series, false))
+    }
+
+    /// The perf counting pass of every configuration × case measured, once,
+    /// after the rounds (so the kernel's perf hooks, on for a second after
+    /// each pass, slow no timed sample): each configuration applied once
+    /// more, each of its cases set up and counted ([`case::count_case`]) —
+    /// or, in a guest, measured once more with perf on and its counters
+    /// taken. A failure leaves the cases not yet counted saying why.
+    fn count_perf(&mut self) -> Result<()> {
+        if !self.plan.perf {
+            return Ok(());
+        }
+        let mut keys: Vec<(usize, usize)> = self.done.iter().map(|(k, _)| *k).collect();
+        keys.sort_unstable();
+        let mut configs: Vec<usize> = keys.iter().map(|k| k.0).collect();
+        configs.dedup();
+        for ci in configs {
+            let counted =
+                Applied::apply(&self.configs[ci], self.harness.interrupt()).and_then(|applied| {
+                    for &(_, idx) in keys.iter().filter(|k| k.0 == ci) {
+                        self.count_one(ci, idx)?;
+                    }
+                    applied.finish()
+                });
+            if let Err(e) = counted {
+                self.not_counted(&format!("not counted: the perf counting pass failed: {e}"));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts case `idx` under configuration `ci` (applied), into its series.
+    fn count_one(&mut self, ci: usize, idx: usize) -> Result<()> {
+        let config = &self.configs[ci];
+        let case = with_overrides(&self.plan.cases[idx], config);
+        let pin = config.pin.as_deref().and_then(Pin::parse).or(self.plan.pin);
+        let counted = match self.guests[ci].as_mut() {
+            Some(guest) => {
+                let request = RunRequest {
+                    selector: case.selector(),
+                    policy: self.plan.policy,
+                    pin: pin.map(|p| p.as_str().to_string()),
+                    perf: true,
+                };
+                let timeout = guest_timeout(self.plan);
+                let in_guest = guest.run(request, timeout, self.harness.interrupt())?;
+                series_meters::take_perf(self.series_mut((ci, idx)), &in_guest);
+                return Ok(());
+            }
+            None => case::count_case(&case, pin, self.harness)?,
+        };
+        let meters = self.harness.meters();
+        let series = self.series_mut((ci, idx));
+        let ops = series.ops_per_iter;
+        series_meters::attach_perf(series, meters, ops, &counted);
+        Ok(())
+    }
+
+    /// Says why every series not counted yet has no perf counters.
+    fn not_counted(&mut self, why: &str) {
+        if !self.plan.perf {
+            return;
+        }
+        for (_, series) in &mut self.done {
+            if series.perf_pass.is_empty() {
+                for name in crate::measure::counters::PERF_NAMES {
+                    series.counter_samples.remove(name);
+                    series.counters_unavailable.insert(name.into(), why.into());
+                }
+                series_meters::summarize_counters(series);
+            }
+        }
+    }
+
+    fn series_mut(&mut self, key: (usize, usize)) -> &mut Series {
+        let (_, series) = self
+            .done
+            .iter_mut()
+            .find(|(k, _)| *k == key)
+            .expect("a series for every case measured");
+        series
     }
 
     /// Privileges and devices, checked for every case under every
@@ -335,6 +440,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             format!("{} {}: {bench} {name}", round + 1, config.name)
         });
         observer.case_started(self.order.len() - 1, plan.steps(), case);
+        if plan.configs.is_empty() {
+            self.harness.set_case_limit(self.case_limit());
+        }
         let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
         let (mut series, interrupted) = self
             .measure(ci, case, pin)
@@ -347,6 +455,25 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             return Err(Error::Interrupted);
         }
         Ok(())
+    }
+
+    /// How long the next case of a run without configurations may sample for
+    /// the precision target: an equal share of what is left of `--max-time`
+    /// among the cases not yet run, or [`DEFAULT_CASE_LIMIT`].
+    fn case_limit(&self) -> Duration {
+        let Some(max) = self.plan.max_time else {
+            return DEFAULT_CASE_LIMIT;
+        };
+        let elapsed = self
+            .harness
+            .clock()
+            .now_ns()
+            .saturating_sub(self.started_ns);
+        let left = max.saturating_sub(Duration::from_nanos(elapsed));
+        let cases_left = (self.plan.steps() + 1)
+            .saturating_sub(self.order.len())
+            .max(1);
+        left / cases_left as u32
     }
 
     /// The environment keys the configurations' set-ups changed.
@@ -423,6 +550,12 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         }
         Some(widest)
     }
+}
+
+/// How long a guest may take for one case: guests can be hundreds of times
+/// slower than the host (UML's system calls).
+fn guest_timeout(plan: &Plan) -> std::time::Duration {
+    std::time::Duration::from_secs(600).max(plan.expected_per_case() * 200)
 }
 
 /// Whether some case runs several tasks with no pinning (the scheduler places them).
@@ -636,5 +769,57 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&mark).unwrap(), "b\n");
         // Whatever configuration "a" measured before "b" failed is kept.
         assert!(out.document.series.iter().all(|s| s.config == "a"));
+    }
+
+    #[test]
+    fn perf_is_counted_once_per_configuration_and_case_after_the_rounds() {
+        use crate::measure::fake::{FakePerf, FakeSource};
+        let perf = std::sync::Arc::new(FakePerf::default());
+        let p = Plan {
+            perf: true,
+            ..plan(7, two_configs())
+        };
+        let source = FakeSource(std::sync::Arc::clone(&perf));
+        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
+            .with_meters(Meters::with_perf(Box::new(source)))
+            .counting_later();
+        let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        // 10 rounds of 2 configurations × 2 cases timed; 4 passes in all.
+        assert_eq!(out.document.run.order.len(), 40);
+        let log = perf.log.lock().unwrap();
+        assert_eq!(log.iter().filter(|e| *e == "open").count(), 4, "{log:?}");
+        for s in &out.document.series {
+            assert_eq!(
+                s.perf_pass.len(),
+                crate::measure::PERF_PASS_BATCHES,
+                "{s:?}"
+            );
+            assert_eq!(s.counter_samples["context_switches"].len(), 3);
+            assert!(s.counters.contains_key("context_switches"));
+            assert!(s.counters_unavailable.is_empty(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn each_case_of_a_plain_run_says_whether_it_reached_the_target() {
+        let p = Plan {
+            target_ci: Some(0.01),
+            ..plan(7, Vec::new())
+        };
+        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
+            .with_target(Target {
+                ci: 0.01,
+                max_samples: 100,
+            });
+        let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(out.document.run.stopped_by.is_none());
+        for s in &out.document.series {
+            // Fake time is exact: no width at the first look.
+            let t = s.target.as_ref().unwrap();
+            assert!(t.reached, "{t:?}");
+            assert_eq!(t.stopped_by, "reached ±0.00% with 3 samples");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The counters and energy of a series: per-operation values of each sample
 //! (rusage and energy from the harness's [`MeterDelta`]s of the timed
-//! samples, perf from its counting pass) and their summaries, kept in step
+//! samples, perf from its counting pass — right after the samples, or once
+//! for the whole run after its rounds) and their summaries, kept in step
 //! when the rounds of a configuration run are merged.
 
 use std::collections::BTreeMap;
@@ -25,19 +26,10 @@ pub(super) fn attach(
     let domains = meters.energy_domains();
     let per_op = meters::per_op(deltas, raw, ops_per_iter, &domains);
     series.counter_samples = per_op.counters;
-    series.counters_unavailable = meters.counters_unavailable().clone();
-    match perf {
-        PerfPass::Counted { raw, deltas } => {
-            let counted = meters::per_op(deltas, raw, ops_per_iter, &[]);
-            series.counter_samples.extend(counted.counters);
-            series.perf_pass = raw.clone();
-        }
-        PerfPass::Skipped(why) => {
-            for name in meters.perf_names() {
-                series.counters_unavailable.insert(name.into(), why.clone());
-            }
-        }
-        PerfPass::NotRun => {}
+    series.counters_unavailable.clear();
+    // A pass counted later is attached then; asking now would probe the events.
+    if *perf != PerfPass::Later {
+        attach_perf(series, meters, ops_per_iter, perf);
     }
     series.energy = per_op
         .energy
@@ -50,6 +42,71 @@ pub(super) fn attach(
             Some("unavailable: a RAPL zone could not be read during the case".into());
     }
     summarize_counters(series);
+}
+
+/// Sets the series' perf counters from a counting pass (per batch), the
+/// fraction of time multiplexed ones counted, and why the others are
+/// missing; then summarizes every counter.
+pub(super) fn attach_perf(
+    series: &mut Series,
+    meters: &Meters,
+    ops_per_iter: f64,
+    perf: &PerfPass,
+) {
+    match perf {
+        PerfPass::Counted { raw, deltas } => {
+            let counted = meters::per_op(deltas, raw, ops_per_iter, &[]);
+            series.counter_samples.extend(counted.counters);
+            series.perf_pass = raw.clone();
+            for (name, running) in deltas.iter().flat_map(|d| &d.perf_running) {
+                note_scaled(series, name, *running);
+                if *running == 0.0 {
+                    let why = "not counted: the kernel multiplexed the PMU's counters and this \
+                               event never ran in a batch of the counting pass";
+                    series
+                        .counters_unavailable
+                        .insert(name.to_string(), why.into());
+                }
+            }
+        }
+        PerfPass::Skipped(why) => {
+            for name in meters.perf_names() {
+                series.counters_unavailable.insert(name.into(), why.clone());
+            }
+        }
+        PerfPass::NotRun | PerfPass::Later => {}
+    }
+    for (name, why) in meters.counters_unavailable() {
+        series.counters_unavailable.entry(name).or_insert(why);
+    }
+    summarize_counters(series);
+}
+
+/// The perf counters, counting pass and scaling of `from` (a guest's series
+/// of the same case, measured with perf on) in place of `into`'s.
+pub(super) fn take_perf(into: &mut Series, from: &Series) {
+    let is_perf = |name: &str| crate::measure::counters::PERF_NAMES.contains(&name);
+    into.counter_samples.retain(|name, _| !is_perf(name));
+    into.counters_unavailable.retain(|name, _| !is_perf(name));
+    for (name, values) in from.counter_samples.iter().filter(|(n, _)| is_perf(n)) {
+        into.counter_samples.insert(name.clone(), values.clone());
+    }
+    for (name, why) in from.counters_unavailable.iter().filter(|(n, _)| is_perf(n)) {
+        into.counters_unavailable.insert(name.clone(), why.clone());
+    }
+    into.perf_pass = from.perf_pass.clone();
+    into.perf_scaled = from.perf_scaled.clone();
+    summarize_counters(into);
+}
+
+/// Records that perf counter `name` counted only `running` of its enabled
+/// time in some batch (the smallest such fraction is kept).
+fn note_scaled(series: &mut Series, name: &str, running: f64) {
+    let least = series
+        .perf_scaled
+        .entry(name.to_string())
+        .or_insert(running);
+    *least = least.min(running);
 }
 
 /// Appends `new`'s per-sample counter and energy values to `into`'s (the same case, a later round).
@@ -72,6 +129,9 @@ pub(super) fn merge(into: &mut Series, new: &Series) {
         into.perf_pass.clear();
     } else {
         into.perf_pass.extend(&new.perf_pass);
+    }
+    for (name, running) in &new.perf_scaled {
+        note_scaled(into, name, *running);
     }
     let zones: Vec<String> = into.energy.keys().cloned().collect();
     for zone in zones {

@@ -35,6 +35,7 @@
 //! the [`PerfSource`] and [`PerfEvents`] traits (its tests pass a fake);
 //! [`TreePerf`] is the real, `perf_event_open` implementation.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
@@ -43,6 +44,15 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::env::activity::clock_ticks_per_second;
 use crate::env::probe::{Sys, status_switches};
+
+/// The counters the perf counting pass reads (the others are rusage's).
+pub const PERF_NAMES: [&str; 5] = [
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "cycles",
+    "instructions",
+];
 
 /// Every counter, in the order they are reported.
 pub const NAMES: [&str; 11] = [
@@ -71,6 +81,10 @@ const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// perf_event_attr.read_format bits: a read returns the count, then the time
+/// the event was enabled, then the time it was actually counting.
+const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
 /// `_IO('$', 0)` and `_IO('$', 1)` (include/uapi/linux/perf_event.h).
 const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
@@ -133,25 +147,82 @@ pub trait PerfSource: fmt::Debug {
     /// Opens every event, disabled, on every task of the case (osbench's
     /// tree), for one counting pass.
     fn open(&self) -> io::Result<Box<dyn PerfEvents>>;
+
+    /// Event name → why it cannot be opened.
+    fn unavailable(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    /// Whether the events were probed yet (probing opens and closes them,
+    /// which leaves the kernel's perf hooks on for a while).
+    fn probed(&self) -> bool {
+        true
+    }
+
+    /// Whether any event is to be tried (false: perf is off; no probe).
+    fn wanted(&self) -> bool {
+        !self.names().is_empty()
+    }
 }
 
 /// The perf events of one counting pass, open and disabled until enabled.
 /// Dropping them closes them, so timed samples run with no perf event open.
 pub trait PerfEvents {
-    /// Each counter now, summed over the tasks (and their inherited
-    /// children): its total over the periods it was enabled.
-    fn read(&self) -> Reading;
+    /// Each event on each task now (with its inherited children), in an
+    /// order that stays the same between reads of these events.
+    fn read(&self) -> PerfReading;
 
     /// Enables (`true`) or disables every event, with the inherited events
     /// of the tasks forked since it was opened.
     fn set_enabled(&self, enabled: bool) -> io::Result<()>;
 }
 
-/// The real [`PerfSource`]: the perf events that opened when probed (name,
-/// type, config), opened by `perf_event_open` on every task of osbench's tree.
+/// The real [`PerfSource`]: the perf events that open (name, type,
+/// config), opened by `perf_event_open` on every task of osbench's tree.
+/// Which ones open is learnt when first asked — not before, because probing
+/// leaves the kernel's perf hooks on for a second, and a run's timed samples
+/// should not pay for them: a run asks at its counting pass, after them.
 #[derive(Debug, Default)]
 pub struct TreePerf {
+    /// The events to try (none: perf is off).
+    wanted: Vec<(&'static str, u32, u64)>,
+    /// The events that opened, and why the others did not.
+    probe: OnceCell<Probe>,
+}
+
+/// What probing the perf events found.
+#[derive(Debug)]
+struct Probe {
     events: Vec<(&'static str, u32, u64)>,
+    unavailable: BTreeMap<String, String>,
+}
+
+impl TreePerf {
+    /// Each wanted event opened once on this thread to learn whether it can
+    /// be (and why not), then closed. (Probing on a short-lived thread
+    /// instead made every later fork slower: see docs/design-notes.md,
+    /// "Counters per operation".)
+    fn probe(&self) -> &Probe {
+        self.probe.get_or_init(|| {
+            let paranoid = Sys::real()
+                .read("/proc/sys/kernel/perf_event_paranoid")
+                .unwrap_or_else(|_| "unknown".into());
+            let mut probe = Probe {
+                events: Vec::new(),
+                unavailable: BTreeMap::new(),
+            };
+            for &(name, type_, config) in &self.wanted {
+                match perf_open(type_, config, 0) {
+                    Ok(_closed_on_drop) => probe.events.push((name, type_, config)),
+                    Err(e) => {
+                        let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
+                        probe.unavailable.insert(name.into(), why);
+                    }
+                }
+            }
+            probe
+        })
+    }
 }
 
 /// The real [`PerfEvents`]: every event open, disabled, on every task of
@@ -166,6 +237,68 @@ struct TreeEvents {
 /// Cumulative counter values at one moment, by name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading(pub Vec<(&'static str, u64)>);
+
+/// One perf event's cumulative count on one task, with the time it was
+/// enabled and the time it was counting (less when the kernel multiplexed
+/// more events than the PMU has counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PerfCount {
+    pub value: u64,
+    pub enabled_ns: u64,
+    pub running_ns: u64,
+}
+
+/// Every open perf event at one moment: (name, count), one entry per event and task.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerfReading(pub Vec<(&'static str, PerfCount)>);
+
+/// What the perf events counted between two readings, scaled.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerfDelta {
+    /// Each event's increment, summed over the tasks, each task's scaled by
+    /// enabled ÷ running time as `perf stat` does. An event that was enabled
+    /// but never counted is left out (its count is unknown).
+    pub counters: Vec<(&'static str, f64)>,
+    /// The events that did not count the whole time they were enabled:
+    /// running ÷ enabled time over all tasks (0: never counted).
+    pub running: Vec<(&'static str, f64)>,
+}
+
+/// `after − before` of each perf event, scaled for multiplexing: per task
+/// Δcount × Δenabled ÷ Δrunning (perf stat's `avg_running` scaling), then
+/// summed by name. The readings must come from the same open events.
+pub fn perf_delta(before: &PerfReading, after: &PerfReading) -> PerfDelta {
+    // name → (scaled sum, Σ Δenabled, Σ Δrunning)
+    let mut sums: Vec<(&'static str, f64, u64, u64)> = Vec::new();
+    for ((name, b), (_, a)) in before.0.iter().zip(&after.0) {
+        let value = a.value.saturating_sub(b.value);
+        let enabled = a.enabled_ns.saturating_sub(b.enabled_ns);
+        let running = a.running_ns.saturating_sub(b.running_ns);
+        let scaled = if running == 0 || running >= enabled {
+            value as f64
+        } else {
+            value as f64 * enabled as f64 / running as f64
+        };
+        match sums.iter_mut().find(|(n, ..)| n == name) {
+            Some(entry) => {
+                entry.1 += scaled;
+                entry.2 += enabled;
+                entry.3 += running;
+            }
+            None => sums.push((*name, scaled, enabled, running)),
+        }
+    }
+    let mut delta = PerfDelta::default();
+    for (name, scaled, enabled, running) in sums {
+        if running < enabled {
+            delta.running.push((name, running as f64 / enabled as f64));
+        }
+        if running > 0 || enabled == 0 {
+            delta.counters.push((name, scaled));
+        }
+    }
+    delta
+}
 
 /// Whether a reading starts a sample (read the measuring process last) or ends it (first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,40 +323,40 @@ impl Counters {
         }
     }
 
-    /// rusage, and the perf events when `perf` is true: each is opened once
-    /// on this thread to learn whether it can be (and why not), then closed;
-    /// [`Self::open_perf`] opens them for a counting pass. (Probing on a
-    /// short-lived thread instead made every later fork slower: see
-    /// docs/design-notes.md, "Counters per operation".)
+    /// rusage, and the perf events when `perf` is true, probed when first
+    /// asked about ([`TreePerf`]); [`Self::open_perf`] opens them for a counting pass.
     pub fn open(perf: bool) -> Self {
         let mut unavailable = BTreeMap::new();
-        let mut probed = TreePerf::default();
-        let paranoid = Sys::real()
-            .read("/proc/sys/kernel/perf_event_paranoid")
-            .unwrap_or_else(|_| "unknown".into());
-        for (name, type_, config) in PERF_EVENTS {
-            if !perf {
+        let mut tree = TreePerf::default();
+        for event @ (name, _, _) in PERF_EVENTS {
+            if perf {
+                tree.wanted.push(event);
+            } else {
                 unavailable.insert(name.into(), "not opened (--no-perf)".into());
-                continue;
-            }
-            match perf_open(type_, config, 0) {
-                Ok(_probe) => probed.events.push((name, type_, config)),
-                Err(e) => {
-                    let why = open_error(&e, type_ == PERF_TYPE_HARDWARE, &paranoid);
-                    unavailable.insert(name.into(), why);
-                }
             }
         }
         Self {
             rusage: true,
-            perf: Box::new(probed),
+            perf: Box::new(tree),
             unavailable,
         }
     }
 
-    /// Counter name → why it cannot be read.
-    pub fn unavailable(&self) -> &BTreeMap<String, String> {
-        &self.unavailable
+    /// Counter name → why it cannot be read (probes the perf events).
+    pub fn unavailable(&self) -> BTreeMap<String, String> {
+        let mut all = self.unavailable.clone();
+        all.extend(self.perf.unavailable());
+        all
+    }
+
+    /// Whether perf events are wanted at all (no probe needed to tell).
+    pub fn perf_wanted(&self) -> bool {
+        self.perf.wanted()
+    }
+
+    /// Whether the perf events were probed yet.
+    pub fn perf_probed(&self) -> bool {
+        self.perf.probed()
     }
 
     /// The rusage counters now (perf events are read through
@@ -252,19 +385,45 @@ impl Counters {
 
 impl PerfSource for TreePerf {
     fn names(&self) -> Vec<&'static str> {
-        self.events.iter().map(|(name, _, _)| *name).collect()
+        if self.wanted.is_empty() {
+            return Vec::new();
+        }
+        self.probe()
+            .events
+            .iter()
+            .map(|(name, _, _)| *name)
+            .collect()
+    }
+
+    fn unavailable(&self) -> BTreeMap<String, String> {
+        if self.wanted.is_empty() {
+            return BTreeMap::new();
+        }
+        self.probe().unavailable.clone()
+    }
+
+    fn probed(&self) -> bool {
+        self.wanted.is_empty() || self.probe.get().is_some()
+    }
+
+    fn wanted(&self) -> bool {
+        !self.wanted.is_empty()
     }
 
     /// A task that exits meanwhile is skipped; any other failure is returned
     /// (the events already opened are then closed).
     fn open(&self) -> io::Result<Box<dyn PerfEvents>> {
-        let tasks = if self.events.is_empty() {
+        if self.wanted.is_empty() {
+            return Ok(Box::new(TreeEvents { events: Vec::new() }));
+        }
+        let probed = &self.probe().events;
+        let tasks = if probed.is_empty() {
             Vec::new()
         } else {
             tree_tasks()
         };
         let mut events = Vec::new();
-        for &(name, type_, config) in &self.events {
+        for &(name, type_, config) in probed {
             for &tid in &tasks {
                 match perf_open(type_, config, tid) {
                     Ok(file) => events.push((name, file)),
@@ -278,21 +437,27 @@ impl PerfSource for TreePerf {
 }
 
 impl PerfEvents for TreeEvents {
-    fn read(&self) -> Reading {
-        let mut sums: Vec<(&'static str, u64)> = Vec::new();
-        for (name, file) in &self.events {
-            let mut buf = [0u8; 8];
-            // A failed read (never seen) leaves this task out of the sum.
-            if (&*file).read_exact(&mut buf).is_err() {
-                continue;
-            }
-            let value = u64::from_ne_bytes(buf);
-            match sums.iter_mut().find(|(n, _)| n == name) {
-                Some((_, sum)) => *sum += value,
-                None => sums.push((*name, value)),
-            }
-        }
-        Reading(sums)
+    fn read(&self) -> PerfReading {
+        let counts = self.events.iter().map(|(name, file)| {
+            // value, time enabled, time running (read_format); a failed read
+            // (never seen) counts nothing, so the entries stay aligned.
+            let mut buf = [0u8; 24];
+            let count = match (&*file).read_exact(&mut buf) {
+                Ok(()) => {
+                    let word = |i: usize| {
+                        u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+                    };
+                    PerfCount {
+                        value: word(0),
+                        enabled_ns: word(1),
+                        running_ns: word(2),
+                    }
+                }
+                Err(_) => PerfCount::default(),
+            };
+            (*name, count)
+        });
+        PerfReading(counts.collect())
     }
 
     fn set_enabled(&self, enabled: bool) -> io::Result<()> {
@@ -454,6 +619,7 @@ fn perf_open(type_: u32, config: u64, tid: libc::pid_t) -> io::Result<File> {
         type_,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
+        read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
         flags: FLAG_DISABLED | FLAG_INHERIT | FLAG_EXCLUDE_HV,
         ..Default::default()
     };
@@ -546,6 +712,39 @@ mod tests {
     }
 
     #[test]
+    fn the_perf_names_are_the_events_opened() {
+        assert_eq!(PERF_EVENTS.map(|e| e.0), PERF_NAMES);
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_as_perf_stat_does() {
+        let count = |value, enabled_ns, running_ns| PerfCount {
+            value,
+            enabled_ns,
+            running_ns,
+        };
+        let before = PerfReading(vec![
+            ("cycles", count(0, 0, 0)),
+            ("cycles", count(100, 10, 10)),
+            ("context_switches", count(5, 10, 10)),
+            ("instructions", count(0, 0, 0)),
+        ]);
+        // Task 1 counted 1000 cycles in a quarter of 400 ns enabled: 4000
+        // scaled; task 2, 100 in all its 100 ns; switches never multiplexed;
+        // instructions enabled 50 ns and never counting.
+        let after = PerfReading(vec![
+            ("cycles", count(1000, 400, 100)),
+            ("cycles", count(200, 110, 110)),
+            ("context_switches", count(8, 30, 30)),
+            ("instructions", count(0, 50, 0)),
+        ]);
+        let d = perf_delta(&before, &after);
+        assert_eq!(d.counters, [("cycles", 4100.0), ("context_switches", 3.0)]);
+        // Running ÷ enabled over both tasks: 200 of 500 ns.
+        assert_eq!(d.running, [("cycles", 0.4), ("instructions", 0.0)]);
+    }
+
+    #[test]
     fn errors_are_worded_by_cause() {
         let e = |c| io::Error::from_raw_os_error(c);
         assert_eq!(
@@ -584,8 +783,8 @@ mod tests {
         }
     }
 
-    fn switches(a: &Reading, b: &Reading) -> f64 {
-        let d: BTreeMap<&str, f64> = delta(a, b).into_iter().collect();
+    fn switches(a: &PerfReading, b: &PerfReading) -> f64 {
+        let d: BTreeMap<&str, f64> = perf_delta(a, b).counters.into_iter().collect();
         d["context_switches"]
     }
 

@@ -6,14 +6,19 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use super::counters::{PerfEvents, PerfSource, Reading};
+use super::counters::{PerfCount, PerfEvents, PerfReading, PerfSource};
 
 /// A stand-in perf event: counts only while enabled, and logs every open,
-/// enable, disable and close.
+/// enable, disable and close. Time is one ns per event caused while
+/// enabled; with `multiplexed` set to k, the event is on the PMU only every
+/// k-th ns, so it counts 1 event in k (as a multiplexed hardware counter).
 #[derive(Debug, Default)]
 pub struct FakePerf {
     pub enabled: AtomicBool,
     pub count: AtomicU64,
+    pub enabled_ns: AtomicU64,
+    pub running_ns: AtomicU64,
+    pub multiplexed: AtomicU64,
     pub log: Mutex<Vec<String>>,
 }
 
@@ -21,7 +26,10 @@ impl FakePerf {
     /// What a fake workload calls for each event it causes.
     pub fn add(&self, n: u64) {
         if self.enabled.load(SeqCst) {
-            self.count.fetch_add(n, SeqCst);
+            let share = self.multiplexed.load(SeqCst).max(1);
+            self.count.fetch_add(n / share, SeqCst);
+            self.enabled_ns.fetch_add(n, SeqCst);
+            self.running_ns.fetch_add(n / share, SeqCst);
         }
     }
 
@@ -50,8 +58,13 @@ impl PerfSource for FakeSource {
 }
 
 impl PerfEvents for FakeEvents {
-    fn read(&self) -> Reading {
-        Reading(vec![("context_switches", self.0.count.load(SeqCst))])
+    fn read(&self) -> PerfReading {
+        let count = PerfCount {
+            value: self.0.count.load(SeqCst),
+            enabled_ns: self.0.enabled_ns.load(SeqCst),
+            running_ns: self.0.running_ns.load(SeqCst),
+        };
+        PerfReading(vec![("context_switches", count)])
     }
 
     fn set_enabled(&self, enabled: bool) -> io::Result<()> {

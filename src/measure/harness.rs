@@ -4,6 +4,8 @@
 //! method. Left out: the bookkeeping of accepted and rejected samples
 //! ([`super::sampler`]) and the overheads ([`super::overhead`]).
 
+use std::cell::Cell;
+
 use super::clock::{Clock, Monotonic};
 use super::counters::{self, Edge, PerfEvents};
 use super::interrupt::Interrupt;
@@ -54,6 +56,21 @@ pub struct Harness<C: Clock = Monotonic> {
     overhead: Overhead,
     interrupt: Interrupt,
     meters: Meters,
+    /// The counting pass is left to [`Harness::count`] (a run's, after its rounds).
+    count_later: bool,
+    /// Sample each case until its median's interval is this narrow (`--target-ci`).
+    target: Option<Target>,
+    /// How long the next case may sample for the target (set per case by the run).
+    case_limit_ns: Cell<u64>,
+}
+
+/// A precision target for every case of a run without configurations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    /// The relative half-width of the median's 95 % interval to reach (0.01: ±1 %).
+    pub ci: f64,
+    /// The most samples one case takes.
+    pub max_samples: usize,
 }
 
 impl Harness<Monotonic> {
@@ -72,7 +89,37 @@ impl<C: Clock> Harness<C> {
             overhead,
             interrupt,
             meters: Meters::none(),
+            count_later: false,
+            target: None,
+            case_limit_ns: Cell::new(u64::MAX),
         }
+    }
+
+    /// This harness taking more samples of each batched or whole-run case,
+    /// past the policy's count, until the 95 % interval of its median is
+    /// within `target` or the case's time limit ([`Self::set_case_limit`]).
+    pub fn with_target(mut self, target: Target) -> Self {
+        self.target = Some(target);
+        self
+    }
+
+    /// How long the next cases may sample (calibration and warm-up included) to reach the target.
+    pub fn set_case_limit(&self, limit: std::time::Duration) {
+        let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        self.case_limit_ns.set(ns);
+    }
+
+    pub fn target(&self) -> Option<Target> {
+        self.target
+    }
+
+    /// This harness leaving the perf counting pass out of [`Self::sample`]
+    /// (its measurements say [`PerfPass::Later`]): the caller counts each
+    /// case once with [`Self::count`] when nothing more is timed, so the
+    /// kernel's perf hooks, on for a second after a pass, slow no timed sample.
+    pub fn counting_later(mut self) -> Self {
+        self.count_later = true;
+        self
     }
 
     /// This harness reading `meters` around every recorded sample.
@@ -158,9 +205,11 @@ impl<C: Clock> Harness<C> {
             iters: ran?,
             elapsed_ns: t1.saturating_sub(t0),
         };
+        let counted = counters::perf_delta(&before, &after);
         let used = MeterDelta {
-            counters: counters::delta(&before, &after),
+            counters: counted.counters,
             energy_j: None,
+            perf_running: counted.running,
         };
         Ok((sample, used))
     }
@@ -233,8 +282,11 @@ impl<C: Clock> Harness<C> {
     /// batches (with the stand-in sampled alternately), whole runs, or events.
     pub fn sample(&self, workload: &mut dyn Workload, how: Sampling) -> Result<Measured> {
         match how {
-            Sampling::Batched { stand_in: None } => {
-                let mut all = self.batched(&mut [workload])?;
+            Sampling::Batched {
+                stand_in: None,
+                ops_per_iter,
+            } => {
+                let mut all = self.batched(&mut [workload], ops_per_iter)?;
                 Ok(Measured::Samples {
                     case: all.remove(0),
                     stand_in: None,
@@ -242,8 +294,9 @@ impl<C: Clock> Harness<C> {
             }
             Sampling::Batched {
                 stand_in: Some(stand_in),
+                ops_per_iter,
             } => {
-                let mut all = self.batched(&mut [workload, stand_in])?;
+                let mut all = self.batched(&mut [workload, stand_in], ops_per_iter)?;
                 Ok(Measured::Samples {
                     stand_in: all.pop(),
                     case: all.remove(0),
@@ -261,8 +314,15 @@ impl<C: Clock> Harness<C> {
     /// alternately — one attempt each per round — so slow drift of the machine
     /// affects all of them alike (a case, then its stand-in). On an
     /// interrupt, each keeps the samples taken so far; if the first has none
-    /// yet, the result is `Err(Interrupted)`.
-    fn batched(&self, benches: &mut [&mut dyn Workload]) -> Result<Vec<Measurement>> {
+    /// yet, the result is `Err(Interrupted)`. With a precision target, all
+    /// take more samples until the case's interval (`ops_per_iter`
+    /// operations per iteration, less its stand-in) is narrow enough.
+    fn batched(
+        &self,
+        benches: &mut [&mut dyn Workload],
+        ops_per_iter: f64,
+    ) -> Result<Vec<Measurement>> {
+        let started = self.clock.now_ns();
         let target = self.policy.sample_time_ns as f64;
         let mut samplers = Vec::with_capacity(benches.len());
         for bench in benches.iter_mut() {
@@ -274,27 +334,17 @@ impl<C: Clock> Harness<C> {
             })?;
             samplers.push(Sampler::new(iters, self.policy.samples));
         }
-
-        let mut interrupted = false;
-        'rounds: while samplers.iter().any(|s| !s.done()) {
-            if self.interrupt.is_set() {
-                interrupted = true;
-                break;
+        let (interrupted, stopped_by) = loop {
+            if self.sample_alternately(benches, &mut samplers)? {
+                break (true, None);
             }
-            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
-                if !sampler.done() {
-                    match self.time_metered(*bench, sampler.iters) {
-                        Ok((elapsed, used)) => sampler.record(elapsed, target, used),
-                        // A workload that noticed the signal while blocked: keep what we have.
-                        Err(Error::Interrupted) => {
-                            interrupted = true;
-                            break 'rounds;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+            let values = self.target_values(&samplers, ops_per_iter);
+            match self.more_wanted(&values, started) {
+                Some(Ok(extra)) => samplers.iter_mut().for_each(|s| s.want_more(extra)),
+                Some(Err(why)) => break (false, Some(why)),
+                None => break (false, None),
             }
-        }
+        };
         if interrupted && samplers[0].accepted.is_empty() {
             return Err(Error::Interrupted);
         }
@@ -303,11 +353,104 @@ impl<C: Clock> Harness<C> {
             .into_iter()
             .map(|s| s.finish(target, interrupted, self.overhead))
             .collect::<Result<Vec<_>>>()?;
-        let case = &mut *benches[0];
-        measured[0].perf = self.perf_pass(PERF_PASS_BATCHES, |perf| {
-            self.counted(perf, || case.run(iters).map(|()| iters))
-        })?;
+        measured[0].target_stop = stopped_by;
+        measured[0].perf = if self.count_later && self.meters.perf_wanted() {
+            PerfPass::Later
+        } else {
+            self.batch_pass(&mut *benches[0], iters)?
+        };
         Ok(measured)
+    }
+
+    /// Times one attempt of each workload whose sampler is not done, in
+    /// turn, until all are; true when an interrupt stopped it (the samples
+    /// taken are kept).
+    fn sample_alternately(
+        &self,
+        benches: &mut [&mut dyn Workload],
+        samplers: &mut [Sampler],
+    ) -> Result<bool> {
+        let target = self.policy.sample_time_ns as f64;
+        while samplers.iter().any(|s| !s.done()) {
+            if self.interrupt.is_set() {
+                return Ok(true);
+            }
+            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
+                if !sampler.done() {
+                    match self.time_metered(*bench, sampler.iters) {
+                        Ok((elapsed, used)) => sampler.record(elapsed, target, used),
+                        // A workload that noticed the signal while blocked: keep what we have.
+                        Err(Error::Interrupted) => return Ok(true),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The case's per-operation times so far (ns), less its stand-in's median,
+    /// as the series will hold them; empty without a precision target.
+    fn target_values(&self, samplers: &[Sampler], ops_per_iter: f64) -> Vec<f64> {
+        if self.target.is_none() {
+            return Vec::new();
+        }
+        let per_op = |s: &Sampler, ops: f64| -> Vec<f64> {
+            s.accepted
+                .iter()
+                .map(|r| super::per_op_ns(*r, self.overhead, ops))
+                .collect()
+        };
+        let subtract = match samplers.get(1) {
+            Some(stand_in) if !stand_in.accepted.is_empty() => {
+                crate::stats::summary::median(&per_op(stand_in, 1.0))
+            }
+            _ => 0.0,
+        };
+        per_op(&samplers[0], ops_per_iter)
+            .into_iter()
+            .map(|v| v - subtract)
+            .collect()
+    }
+
+    /// With a precision target: `None` without one; `Ok(n)` to take n more
+    /// samples (the interval narrows as 1/√n: up to what that predicts,
+    /// between a fifth more and twice as many, and no more than fit in the
+    /// case's time left); `Err(why)` when the target is reached or the
+    /// case's time or sample limit stops it.
+    fn more_wanted(
+        &self,
+        values: &[f64],
+        started: u64,
+    ) -> Option<std::result::Result<usize, String>> {
+        let target = self.target?;
+        let n = values.len();
+        let half = relative_half_width(values);
+        let pct = |x: f64| format!("±{:.2}%", x * 100.0);
+        if half <= target.ci {
+            return Some(Err(format!("reached {} with {n} samples", pct(half))));
+        }
+        let elapsed = self.clock.now_ns().saturating_sub(started);
+        if elapsed >= self.case_limit_ns.get() {
+            return Some(Err(format!(
+                "stopped on the time limit ({:.1} s) at {} with {n} samples",
+                self.case_limit_ns.get() as f64 / 1e9,
+                pct(half)
+            )));
+        }
+        if n >= target.max_samples {
+            return Some(Err(format!(
+                "stopped on the sample limit ({}) at {}",
+                target.max_samples,
+                pct(half)
+            )));
+        }
+        let predicted = (n as f64 * (half / target.ci).powi(2)).ceil() as usize;
+        let extra = predicted.saturating_sub(n).clamp((n / 5).max(5), n.max(5));
+        // No more than fit in the time left at the pace so far (a stand-in's turns included).
+        let left = self.case_limit_ns.get() - elapsed;
+        let fit = (left as f64 / (elapsed as f64 / n.max(1) as f64)).ceil() as usize;
+        Some(Ok(extra.min(fit.max(1)).min(target.max_samples - n)))
     }
 
     /// Samples a workload whose every sample is one whole run:
@@ -315,13 +458,27 @@ impl<C: Clock> Harness<C> {
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
     fn whole_runs(&self, bench: &mut dyn Workload) -> Result<Measurement> {
+        let started = self.clock.now_ns();
         self.warm_up(|| {
             bench.prepare()?;
             bench.run(1)
         })?;
         let mut sampler = Sampler::new(1, self.policy.samples);
         let mut interrupted = false;
-        while sampler.accepted.len() < self.policy.samples {
+        let mut wanted = self.policy.samples;
+        let mut stopped_by = None;
+        loop {
+            if sampler.accepted.len() >= wanted {
+                let values = self.target_values(std::slice::from_ref(&sampler), 1.0);
+                match self.more_wanted(&values, started) {
+                    Some(Ok(extra)) => wanted += extra,
+                    Some(Err(why)) => {
+                        stopped_by = Some(why);
+                        break;
+                    }
+                    None => break,
+                }
+            }
             let outcome = self
                 .interrupt
                 .check()
@@ -342,17 +499,18 @@ impl<C: Clock> Harness<C> {
                 Err(e) => return Err(e),
             }
         }
+        sampler.want_more(wanted - self.policy.samples);
         let mut measured = sampler.finish(
             self.policy.sample_time_ns as f64,
             interrupted,
             self.overhead,
         )?;
-        // One whole run: a run is long, and counts per run vary little.
-        measured.perf = self.perf_pass(1, |perf| {
-            self.interrupt.check()?;
-            bench.prepare()?;
-            self.counted(perf, || bench.run(1).map(|()| 1))
-        })?;
+        measured.target_stop = stopped_by;
+        measured.perf = if self.count_later && self.meters.perf_wanted() {
+            PerfPass::Later
+        } else {
+            self.whole_run_pass(bench)?
+        };
         Ok(measured)
     }
 
@@ -401,15 +559,11 @@ impl<C: Clock> Harness<C> {
             });
         }
         let meters = self.meters.delta(&meters_before, &meters_after);
-        // One batch of events, not recorded as latencies: at tens of µs per
-        // event it is over in milliseconds (one batch takes 64 × interval_us
-        // for timers).
-        let perf = self.perf_pass(1, |perf| {
-            self.counted(perf, || {
-                bench.run(BATCH)?;
-                Ok(bench.take_events().len() as u64)
-            })
-        })?;
+        let perf = if self.count_later && self.meters.perf_wanted() {
+            PerfPass::Later
+        } else {
+            self.event_pass(bench)?
+        };
         Ok(Events {
             latencies_ns,
             cpu_ns,
@@ -425,19 +579,96 @@ impl<C: Clock> Harness<C> {
     /// once unless the warm-up time is zero) and the kernel's perf hooks,
     /// left on for a while after the last counting pass, are off again
     /// ([`Meters::perf_hooks_on`]), stopping on an interrupt.
-    fn warm_up(&self, mut step: impl FnMut() -> Result<()>) -> Result<()> {
-        if self.policy.warmup_ns == 0 && !self.meters.perf_hooks_on() {
+    fn warm_up(&self, step: impl FnMut() -> Result<()>) -> Result<()> {
+        self.warm_up_until(step, || self.meters.perf_hooks_on())
+    }
+
+    /// [`Self::warm_up`] going on while `hooks_on()` says the perf hooks are on.
+    fn warm_up_until(
+        &self,
+        mut step: impl FnMut() -> Result<()>,
+        hooks_on: impl Fn() -> bool,
+    ) -> Result<()> {
+        if self.policy.warmup_ns == 0 && !hooks_on() {
             return Ok(());
         }
         let start = self.clock.now_ns();
         loop {
             self.interrupt.check()?;
             self.unless_stopped(step())?;
-            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns
-                && !self.meters.perf_hooks_on()
-            {
+            if self.clock.now_ns().saturating_sub(start) >= self.policy.warmup_ns && !hooks_on() {
                 return Ok(());
             }
+        }
+    }
+
+    /// The counting pass of a batched case: [`PERF_PASS_BATCHES`] batches of `iters`.
+    fn batch_pass(&self, case: &mut dyn Workload, iters: u64) -> Result<PerfPass> {
+        self.perf_pass(PERF_PASS_BATCHES, |perf| {
+            self.counted(perf, || case.run(iters).map(|()| iters))
+        })
+    }
+
+    /// The counting pass of a whole-run case: one whole run (a run is long,
+    /// and counts per run vary little), prepared uncounted.
+    fn whole_run_pass(&self, bench: &mut dyn Workload) -> Result<PerfPass> {
+        self.perf_pass(1, |perf| {
+            self.interrupt.check()?;
+            bench.prepare()?;
+            self.counted(perf, || bench.run(1).map(|()| 1))
+        })
+    }
+
+    /// The counting pass of a latency case: one batch of events, not recorded
+    /// as latencies (at tens of µs per event it is over in milliseconds; one
+    /// batch takes 64 × interval_us for timers).
+    fn event_pass(&self, bench: &mut dyn Workload) -> Result<PerfPass> {
+        self.perf_pass(1, |perf| {
+            self.counted(perf, || {
+                bench.run(EVENT_BATCH)?;
+                Ok(bench.take_events().len() as u64)
+            })
+        })
+    }
+
+    /// The counting pass alone, for a run that counts each case once after
+    /// its rounds ([`Self::counting_later`]): `workload` (set up; a batched
+    /// one's stand-in is not counted) is calibrated if batched and warmed up
+    /// for the warm-up time — not waiting for the perf hooks to go off, since
+    /// nothing timed here is kept — then counted as [`Self::sample`] would.
+    /// An interrupt before or during it gives [`PerfPass::Skipped`].
+    pub fn count(&self, workload: &mut dyn Workload, how: Sampling) -> Result<PerfPass> {
+        if self.meters.perf_names().is_empty() {
+            return Ok(PerfPass::NotRun);
+        }
+        let counted = match how {
+            Sampling::Batched { .. } => {
+                let target = self.policy.sample_time_ns as f64;
+                let mut iters = self.calibrate(workload, target)?;
+                let warm = || -> Result<()> {
+                    let elapsed = self.time(workload, iters)?;
+                    iters = rescale(iters, elapsed, target);
+                    Ok(())
+                };
+                self.warm_up_until(warm, || false)
+                    .and_then(|()| self.batch_pass(workload, iters))
+            }
+            Sampling::WholeRuns => self
+                .warm_up_until(
+                    || workload.prepare().and_then(|()| workload.run(1)),
+                    || false,
+                )
+                .and_then(|()| self.whole_run_pass(workload)),
+            Sampling::Events(_) => self
+                .warm_up_until(|| workload.run(EVENT_BATCH), || false)
+                .and_then(|()| {
+                    workload.take_events();
+                    self.event_pass(workload)
+                }),
+        };
+        match counted {
+            Err(Error::Interrupted) => Ok(self.pass_interrupted()),
+            other => other,
         }
     }
 
@@ -464,6 +695,15 @@ impl<C: Clock> Harness<C> {
                 )));
             }
         }
+    }
+}
+
+/// Half the width of the 95 % interval of the median of `values`, relative
+/// to the median (infinite with no values or a zero median).
+fn relative_half_width(values: &[f64]) -> f64 {
+    match crate::stats::summarize(values) {
+        Some(s) if s.median != 0.0 => (s.ci_high - s.ci_low) / 2.0 / s.median.abs(),
+        _ => f64::INFINITY,
     }
 }
 
@@ -502,11 +742,15 @@ mod tests {
         interrupt_at: Option<(usize, Interrupt)>,
         /// Causes one perf event per iteration and logs whether counting was on.
         perf: Option<Arc<FakePerf>>,
+        /// Each call's iterations cost `cost_ns` plus 0..=jitter ns more, in a
+        /// cycle (7 × call mod (jitter + 1)): noise inside the acceptance window.
+        jitter: u64,
     }
 
     impl Workload for FakeBench {
         fn run(&mut self, iters: u64) -> Result<()> {
-            let mut t = iters * self.cost_ns;
+            let extra = (self.calls as u64 * 7) % (self.jitter + 1);
+            let mut t = iters * (self.cost_ns + extra);
             if self.spikes.contains(&self.calls) {
                 t *= self.spike_factor;
             }
@@ -552,6 +796,7 @@ mod tests {
             log: Rc::default(),
             interrupt_at: None,
             perf: None,
+            jitter: 0,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
@@ -562,7 +807,10 @@ mod tests {
     #[test]
     fn calibrates_to_the_target_and_subtracts_overheads() {
         let (h, mut b) = setup(100, vec![]);
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(m.rejected.is_empty());
         for s in &m.accepted {
@@ -582,7 +830,10 @@ mod tests {
         // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
         // (3 ms), sampling starts at call 8: spike two of the sampling batches.
         let (h, mut b) = setup(100, vec![10, 14]);
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert_eq!(m.rejected.len(), 2);
         assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
@@ -592,7 +843,10 @@ mod tests {
     #[test]
     fn one_iteration_longer_than_the_target_is_accepted() {
         let (h, mut b) = setup(5_000_000, vec![]);
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(
             m.accepted
@@ -604,7 +858,9 @@ mod tests {
     #[test]
     fn warms_up_before_sampling() {
         let (h, mut b) = setup(100, vec![]);
-        h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        h.batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         // 11 samples of 10 000 plus at least 3 ms of warm-up (30 000 iterations).
         assert!(
             b.iterations_run >= 11 * 10_000 + 30_000,
@@ -616,7 +872,10 @@ mod tests {
     #[test]
     fn persistent_noise_gives_up_with_a_warning() {
         let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(!m.rejected.is_empty());
         assert!(!m.warnings.is_empty(), "noise this heavy must be reported");
     }
@@ -626,7 +885,7 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         h.interrupt.set();
         assert!(matches!(
-            h.batched(&mut [&mut b]).map(|mut m| m.remove(0)),
+            h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)),
             Err(Error::Interrupted)
         ));
     }
@@ -640,7 +899,7 @@ mod tests {
             ..setup(300, vec![]).1
         };
         b.clock = a.clock.clone();
-        let ms = h.batched(&mut [&mut a, &mut b]).unwrap();
+        let ms = h.batched(&mut [&mut a, &mut b], 1.0).unwrap();
         assert_eq!(ms.len(), 2);
         assert!(ms.iter().all(|m| m.accepted.len() == 11));
         assert_eq!(ms[1].accepted[0].iters, 3_333, "1 ms / 300 ns");
@@ -654,7 +913,10 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         // Calls 0–7 calibrate and warm up; sampling starts at call 8.
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(m.interrupted);
         assert_eq!(m.accepted.len(), 5);
         assert!(m.warnings[0].contains("interrupted after 5 of 11"));
@@ -718,7 +980,10 @@ mod tests {
     #[test]
     fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
         let (h, mut b, perf) = setup_perf(100);
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         let log = perf.log.lock().unwrap().clone();
         // Calibration, warm-up and every timed sample: no perf event open.
         let open = log.iter().position(|e| e == "open").unwrap();
@@ -755,7 +1020,7 @@ mod tests {
             ..setup(300, vec![]).1
         };
         b.clock = a.clock.clone();
-        let ms = h.batched(&mut [&mut a, &mut b]).unwrap();
+        let ms = h.batched(&mut [&mut a, &mut b], 1.0).unwrap();
         assert!(matches!(ms[0].perf, PerfPass::Counted { .. }));
         assert_eq!(ms[1].perf, PerfPass::NotRun);
         // The pass runs the case only, after both were sampled.
@@ -773,7 +1038,10 @@ mod tests {
     fn an_interrupted_case_says_it_was_not_counted() {
         let (h, mut b, perf) = setup_perf(100);
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         assert!(m.interrupted);
         assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
@@ -787,7 +1055,10 @@ mod tests {
             crate::measure::meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20),
         );
         assert!(h.meters.perf_hooks_on());
-        let m = h.batched(&mut [&mut b]).map(|mut m| m.remove(0)).unwrap();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
         // Calibration (5 batches), then warm-up batches although no warm-up time
         // was asked for, then 11 samples and the 3 batches of the pass.
         assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
@@ -798,7 +1069,7 @@ mod tests {
     fn without_perf_events_there_is_no_pass() {
         let (h, mut b) = setup(100, vec![]);
         assert_eq!(
-            h.batched(&mut [&mut b])
+            h.batched(&mut [&mut b], 1.0)
                 .map(|mut m| m.remove(0))
                 .unwrap()
                 .perf,
@@ -848,5 +1119,106 @@ mod tests {
         );
         let log = perf.log.lock().unwrap();
         assert_eq!(*log, ["open", "enable", "disable", "close"]);
+    }
+
+    #[test]
+    fn a_run_counting_later_times_quietly_and_counts_once_when_asked() {
+        let (h, mut b, perf) = setup_perf(100);
+        let h = h.counting_later();
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        assert_eq!(m.perf, PerfPass::Later);
+        assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
+        let how = Sampling::Batched {
+            stand_in: None,
+            ops_per_iter: 1.0,
+        };
+        let PerfPass::Counted { raw, deltas } = h.count(&mut b, how).unwrap() else {
+            panic!("not counted");
+        };
+        assert_eq!(raw.len(), PERF_PASS_BATCHES);
+        assert!(raw.iter().all(|s| s.iters == 10_000), "{raw:?}");
+        assert!(deltas.iter().all(|d| d.perf_running.is_empty()));
+        let log = perf.log.lock().unwrap();
+        assert_eq!(log.iter().filter(|e| *e == "open").count(), 1);
+        let counted = log.iter().filter(|e| *e == "counted run").count();
+        assert_eq!(counted, PERF_PASS_BATCHES);
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_and_say_so() {
+        let (h, mut b, perf) = setup_perf(100);
+        // On the PMU a quarter of the time: 2 500 of 10 000 events seen, scaled back.
+        perf.multiplexed.store(4, Ordering::SeqCst);
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let PerfPass::Counted { deltas, .. } = &m.perf else {
+            panic!("no counting pass: {:?}", m.perf);
+        };
+        for d in deltas {
+            assert_eq!(d.counters, [("context_switches", 10_000.0)]);
+            assert_eq!(d.perf_running, [("context_switches", 0.25)]);
+        }
+    }
+
+    #[test]
+    fn a_precision_target_takes_samples_until_the_interval_is_narrow() {
+        let (h, mut b) = setup(100, vec![]);
+        b.jitter = 10;
+        let h = h.with_target(Target {
+            ci: 0.01,
+            max_samples: 10_000,
+        });
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let why = m.target_stop.clone().unwrap();
+        assert!(why.starts_with("reached ±"), "{why}");
+        assert!(m.accepted.len() > 11, "{}", m.accepted.len());
+        let values = m.per_op_ns(1.0);
+        assert!(relative_half_width(&values) <= 0.01);
+        assert!(
+            why.ends_with(&format!("with {} samples", values.len())),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_precision_target_stops_on_the_case_time_limit() {
+        let (h, mut b) = setup(100, vec![]);
+        b.jitter = 10;
+        let h = h.with_target(Target {
+            ci: 0.0001,
+            max_samples: 10_000,
+        });
+        h.set_case_limit(std::time::Duration::from_millis(40));
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        let why = m.target_stop.unwrap();
+        assert!(
+            why.starts_with("stopped on the time limit (0.0 s)"),
+            "{why}"
+        );
+        // Calibration and warm-up (about 4 ms) and samples of about 1 ms, looked at in steps.
+        assert!((30..60).contains(&m.accepted.len()), "{}", m.accepted.len());
+        // The same for whole runs: 5 ms each, so about 8 in the limit.
+        let clock = h.clock.clone();
+        let mut runs = FakeRuns {
+            clock,
+            prepared: 0,
+            runs: 0,
+        };
+        h.set_case_limit(std::time::Duration::from_secs(3));
+        let m = h.whole_runs(&mut runs).unwrap();
+        // Every run takes exactly 5 ms: the interval has no width at the first look.
+        assert_eq!(m.accepted.len(), 11);
+        assert!(m.target_stop.unwrap().starts_with("reached ±0.00%"));
     }
 }

@@ -46,6 +46,9 @@ pub struct Snapshot {
 pub struct MeterDelta {
     pub counters: Vec<(&'static str, f64)>,
     pub energy_j: Option<Vec<f64>>,
+    /// Counting pass only: the perf events that were multiplexed, with the
+    /// fraction of their enabled time they counted (their counts are scaled).
+    pub perf_running: Vec<(&'static str, f64)>,
 }
 
 /// The perf counting pass of a case: a few batches of the timed size, run
@@ -63,6 +66,9 @@ pub enum PerfPass {
     },
     /// Why the pass did not run although perf events are open.
     Skipped(String),
+    /// Not run with the samples: the run counts every configuration × case
+    /// once, after its rounds ([`super::Harness::count`]).
+    Later,
 }
 
 /// Per-operation values of a series' samples: counter name → one value per
@@ -83,16 +89,30 @@ impl Meters {
         }
     }
 
-    /// rusage, perf events (unless `perf` is false; probed now, opened for
-    /// each counting pass) and RAPL.
+    /// rusage, perf events (unless `perf` is false; probed when first asked
+    /// about, opened for each counting pass) and RAPL.
     pub fn open(perf: bool) -> Self {
-        let counters = Counters::open(perf);
-        let probed = (!counters.perf_names().is_empty()).then(Instant::now);
         Self {
-            counters,
+            counters: Counters::open(perf),
             energy: Some(Rapl::open(&Sys::real())),
-            perf_closed_at: Cell::new(probed),
+            perf_closed_at: Cell::new(None),
         }
+    }
+
+    /// Notes when the perf events were first probed (which closes them),
+    /// for [`Self::perf_hooks_on`].
+    fn note_probe(&self) {
+        if self.perf_closed_at.get().is_none()
+            && self.counters.perf_wanted()
+            && self.counters.perf_probed()
+        {
+            self.perf_closed_at.set(Some(Instant::now()));
+        }
+    }
+
+    /// Whether perf events are wanted (`--no-perf` not given); asks no probe.
+    pub fn perf_wanted(&self) -> bool {
+        self.counters.perf_wanted()
     }
 
     /// rusage and energy now (not perf: it is read by the counting pass).
@@ -130,6 +150,7 @@ impl Meters {
         MeterDelta {
             counters: counters::delta(&before.counters, &after.counters),
             energy_j,
+            perf_running: Vec::new(),
         }
     }
 
@@ -143,9 +164,11 @@ impl Meters {
         }
     }
 
-    /// The perf events that are open (none: no counting pass).
+    /// The perf events that open (none: no counting pass); probes them.
     pub fn perf_names(&self) -> Vec<&'static str> {
-        self.counters.perf_names()
+        let names = self.counters.perf_names();
+        self.note_probe();
+        names
     }
 
     /// The perf events, open (disabled) on every task of osbench's tree, for one counting pass.
@@ -179,9 +202,11 @@ impl Meters {
         self.perf_closed_at.set(Some(Instant::now() - ago));
     }
 
-    /// Counter name → why it cannot be read.
-    pub fn counters_unavailable(&self) -> &BTreeMap<String, String> {
-        self.counters.unavailable()
+    /// Counter name → why it cannot be read (probes the perf events).
+    pub fn counters_unavailable(&self) -> BTreeMap<String, String> {
+        let unavailable = self.counters.unavailable();
+        self.note_probe();
+        unavailable
     }
 
     /// Why energy cannot be read (`None` when it can, or was not looked at).
@@ -270,10 +295,12 @@ mod tests {
             MeterDelta {
                 counters: vec![("voluntary_switches", 200.0), ("cycles", 1.0)],
                 energy_j: Some(vec![10.0, 2.0]),
+                perf_running: Vec::new(),
             },
             MeterDelta {
                 counters: vec![("voluntary_switches", 400.0)],
                 energy_j: Some(vec![20.0, 4.0]),
+                perf_running: Vec::new(),
             },
         ];
         let domains = ["package-0".to_string(), "package-0/core".to_string()];

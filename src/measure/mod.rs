@@ -39,7 +39,7 @@ pub mod command;
 pub mod counters;
 pub mod energy;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod harness;
 pub mod hook;
 pub mod interrupt;
@@ -53,7 +53,7 @@ pub mod workload;
 
 pub use crate::document::{Overhead, Policy, RawSample};
 pub use clock::{Clock, Monotonic};
-pub use harness::{Events, Harness, Measured, PERF_PASS_BATCHES};
+pub use harness::{Events, Harness, Measured, PERF_PASS_BATCHES, Target};
 pub use interrupt::Interrupt;
 pub use meters::{MeterDelta, Meters, PerfPass};
 pub use overhead::per_op_ns;

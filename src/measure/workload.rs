@@ -43,6 +43,8 @@ pub enum Sampling<'a> {
     /// being measured, lmbench's `ovr`) is sampled alternately with the case.
     Batched {
         stand_in: Option<&'a mut dyn Workload>,
+        /// Operations per iteration (for a precision target's interval).
+        ops_per_iter: f64,
     },
     /// Every sample is one whole run: `prepare()` untimed, then `run(1)` timed.
     WholeRuns,

@@ -79,7 +79,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
                 ch.ci.ci95.1,
                 (ch.ci.ratio - 1.0) * 100.0,
                 fmt_p(ch.p_adjusted),
-                super::paint(ch.verdict, ch.verdict.as_str(), colour)
+                super::paint(ch.verdict, &ch.words(&c.options), colour)
             );
         }
     }
@@ -178,12 +178,12 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
                 format!("[{:.3} – {:.3}]", ch.ci.ci95.0, ch.ci.ci95.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
-                ch.verdict.as_str().into(),
+                ch.words(&c.options),
             ]);
         }
         out.push_str(&super::align(&header, &numeric, &cells));
         if let Some(fc) = f.cases.iter().find(|c| c.name == name) {
-            out.push_str(&fleet_line(fc, f.options.alpha, colour));
+            out.push_str(&fleet_line(fc, &f.options, colour));
         }
     }
     let _ = writeln!(
@@ -214,8 +214,9 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
                 "ci_low": c.ci.ci95.0,
                 "ci_high": c.ci.ci95.1,
                 "p_value": c.p_adjusted,
-                "p_floor": c.p_floor,
+                "p_floor": c.power.min_p,
                 "verdict": c.verdict.as_str(),
+                "verdict_words": c.words(&f.options),
                 "hosts": c.hosts,
                 "slower_hosts": c.slower,
                 "faster_hosts": c.faster,
@@ -234,33 +235,20 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
     })
 }
 
-/// The fleet's verdict on one case, and when the fleet is too small for its test.
-fn fleet_line(c: &FleetCase, alpha: f64, colour: bool) -> String {
-    let mut line = format!(
+/// The fleet's verdict on one case.
+fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) -> String {
+    format!(
         "  fleet  B/A {:.3} [{:.3} – {:.3}]  {:+.1}%  p={}  → {}; slower on {} and faster on {} of {} hosts\n",
         c.ci.ratio,
         c.ci.ci95.0,
         c.ci.ci95.1,
         (c.ci.ratio - 1.0) * 100.0,
         fmt_p(c.p_adjusted),
-        super::paint(c.verdict, c.verdict.as_str(), colour),
+        super::paint(c.verdict, &c.words(options), colour),
         c.slower,
         c.faster,
         c.hosts
-    );
-    if c.p_floor >= alpha {
-        // The exact sign-flip test's smallest p with n replicates is 2/2^n.
-        let needed = (1..64).find(|n| 2.0 / 2f64.powi(*n) < alpha).unwrap_or(64);
-        let _ = writeln!(
-            line,
-            "         (too few hosts for the test: with {} it cannot give p below {}; a significant \
-             verdict needs at least {needed} hosts at the {}% level)",
-            c.hosts,
-            fmt_p(c.p_floor),
-            alpha * 100.0
-        );
-    }
-    line
+    )
 }
 
 /// How the comparison was computed and judged, in one sentence (every rendering says it).
@@ -311,6 +299,40 @@ pub fn precision_lines(c: Option<&Comparison>, stopped_by: &str) -> String {
             let half = ch.ci.relative_half_width() * 100.0;
             let _ = writeln!(out, "  {} {} {label}: ±{half:.2}%", row.bench, row.case);
         }
+    }
+    out
+}
+
+/// Which cases of a run sampled to a precision target reached it and which
+/// stopped on a limit, each with what ended it; nothing without a target.
+pub fn target_lines(doc: &crate::document::Document) -> String {
+    let targeted: Vec<_> = doc
+        .series
+        .iter()
+        .filter_map(|s| Some((s, s.target.as_ref()?)))
+        .collect();
+    let Some((_, first)) = targeted.first() else {
+        return String::new();
+    };
+    let reached = targeted.iter().filter(|(_, t)| t.reached).count();
+    let mut out = format!(
+        "\nTarget: 95% interval of each median within ±{}%: {reached} of {} cases reached it.\n",
+        first.target * 100.0,
+        targeted.len()
+    );
+    for (s, t) in &targeted {
+        let _ = writeln!(
+            out,
+            "  {} {} {}: {}",
+            if t.reached {
+                "reached    "
+            } else {
+                "NOT reached"
+            },
+            s.bench,
+            super::case_label(&s.case, &s.config),
+            t.stopped_by
+        );
     }
     out
 }

@@ -415,8 +415,9 @@ fn fmt_ratio(x: f64) -> String {
     format!("{x:.3}")
 }
 
-fn verdict_cell(verdict: &str) -> String {
-    format!("<td class=\"{0}\">{0}</td>", escape(verdict))
+/// A verdict's words in a cell whose class is its value (for the colour).
+fn verdict_cell(verdict: &str, words: &str) -> String {
+    format!("<td class=\"{}\">{}</td>", escape(verdict), escape(words))
 }
 
 /// The comparisons written into a document (its configurations).
@@ -439,7 +440,7 @@ fn records_table(out: &mut String, records: &[ComparisonRecord]) {
             fmt_ratio(r.ci_high),
             (r.ratio - 1.0) * 100.0,
             super::compare::fmt_p(r.p_value),
-            verdict_cell(&r.verdict)
+            verdict_cell(&r.verdict, super::verdict_words(r))
         );
     }
     out.push_str("</tbody>\n</table></div>\n");
@@ -492,7 +493,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 fmt_ratio(ch.ci.ci95.1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
-                verdict_cell(ch.verdict.as_str())
+                verdict_cell(ch.verdict.as_str(), &ch.words(&c.options))
             );
         }
     }

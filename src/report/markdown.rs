@@ -168,7 +168,7 @@ fn records(records: &[ComparisonRecord]) -> String {
                 format!("{:.3} – {:.3}", r.ci_low, r.ci_high),
                 format!("{:+.1}%", (r.ratio - 1.0) * 100.0),
                 fmt_p(r.p_value),
-                escape(&r.verdict),
+                escape(super::verdict_words(r)),
             ]
         })
         .collect();
@@ -290,7 +290,7 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
                 format!("{:.3} – {:.3}", ch.ci.ci95.0, ch.ci.ci95.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
-                ch.verdict.as_str().to_string(),
+                escape(&ch.words(&c.options)),
                 escape(row.unit.symbol()),
             ]);
         }
@@ -351,7 +351,7 @@ pub fn escape(text: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::compare::{CaseRow, Change, Options};
-    use crate::stats::compare::{RatioCi, Verdict};
+    use crate::stats::compare::{Power, RatioCi, Verdict};
 
     /// A fixed comparison of two documents, one faster case, one missing case.
     pub(crate) fn fixed_comparison() -> Comparison {
@@ -374,6 +374,7 @@ pub(crate) mod tests {
                     p_value: 0.0286,
                     p_adjusted: 0.0286,
                     verdict: Verdict::Faster,
+                    power: Power::rank_test(11, 11, 0.05),
                 }],
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],

@@ -52,6 +52,15 @@ pub fn case_label(case: &str, config: &str) -> String {
     }
 }
 
+/// A saved comparison's verdict in words (its value, in documents before the words were kept).
+pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
+    if r.verdict_words.is_empty() {
+        &r.verdict
+    } else {
+        &r.verdict_words
+    }
+}
+
 /// A percentage with one decimal.
 pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)

@@ -414,11 +414,12 @@ fn cdf_points(s: &Series, per_unit: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The colour of a verdict: faster green, slower red, equivalent blue, no change grey.
+/// The colour of a verdict: faster green, slower red (beyond the margin or
+/// within it), equivalent blue, inconclusive (and the old no-change) grey.
 fn verdict_color(verdict: &str) -> RGBColor {
     match verdict {
-        "faster" => PALETTE[4],
-        "slower" => PALETTE[2],
+        "faster" | "faster-within-margin" => PALETTE[4],
+        "slower" | "slower-within-margin" => PALETTE[2],
         "equivalent" => PALETTE[0],
         _ => PALETTE[9],
     }
@@ -433,7 +434,7 @@ pub struct Bar {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
-    /// "faster", "slower", "no-change" or "equivalent".
+    /// A [`crate::stats::compare::Verdict`] value ("no-change" in old documents).
     pub verdict: String,
 }
 

@@ -120,31 +120,15 @@ pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
     };
     for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
         let r = &ch.ci;
-        let _ = match ch.verdict.as_str() {
-            "slower" | "faster" => writeln!(
-                out,
-                "'{label}' is {} than '{}': {:.3} × its time [95% CI {:.3} – {:.3}].",
-                super::paint(ch.verdict, ch.verdict.as_str(), colour),
-                c.labels[0],
-                r.ratio,
-                r.ci95.0,
-                r.ci95.1
-            ),
-            "equivalent" => writeln!(
-                out,
-                "'{label}' takes the same time as '{}' within ±{}% ({:.3} × [{:.3} – {:.3}]).",
-                c.labels[0],
-                c.options.equivalence * 100.0,
-                r.ratio,
-                r.ci95.0,
-                r.ci95.1
-            ),
-            _ => writeln!(
-                out,
-                "'{label}' and '{}' differ by no significant amount ({:.3} × [{:.3} – {:.3}]).",
-                c.labels[0], r.ratio, r.ci95.0, r.ci95.1
-            ),
-        };
+        let _ = writeln!(
+            out,
+            "'{label}' against '{}': {} ({:.3} × its time [95% CI {:.3} – {:.3}]).",
+            c.labels[0],
+            super::paint(ch.verdict, &ch.words(&c.options), colour),
+            r.ratio,
+            r.ci95.0,
+            r.ci95.1
+        );
     }
     out
 }
