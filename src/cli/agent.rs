@@ -12,8 +12,8 @@ use osbench::measure::Interrupt;
 
 #[derive(Args)]
 pub struct AgentArgs {
-    /// Be the init (PID 1) of a User-Mode Linux guest: mount /proc, /sys, /dev and a tmpfs on
-    /// /tmp first, and power the guest off at the end
+    /// Be the init (PID 1) of a guest (User-Mode Linux, a VM booted from `guest-image`): mount
+    /// /proc, /sys, /dev and a tmpfs on /tmp first, and power the guest off at the end
     #[arg(long)]
     init: bool,
     /// What a kernel passes its init besides (e.g. root=98:0 console=tty0): ignored

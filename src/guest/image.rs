@@ -32,11 +32,22 @@ pub struct Written {
 /// Writes the initramfs for `binary` to `out`, atomically (a temporary file
 /// beside it, renamed when complete; removed on an error).
 pub fn write_initramfs(binary: &Path, out: &Path) -> Result<Written> {
-    let libraries = libraries(binary)?;
     let dir = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    if out.is_dir() || !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "cannot write the initramfs to {}: {}; name a file in an existing directory",
+            out.display(),
+            if out.is_dir() {
+                "it is a directory"
+            } else {
+                "its directory does not exist"
+            }
+        )));
+    }
+    let libraries = libraries(binary)?;
     let io_err = |what: &str, e: io::Error| Error::io(format!("{what} {}", out.display()), e);
     let temp = tempfile::Builder::new()
         .prefix(".osbench-initramfs-")
@@ -317,6 +328,12 @@ mod tests {
         let out = dir.path().join("osbench.cpio");
         let e = write_initramfs(&dir.path().join("no-such-binary"), &out).unwrap_err();
         assert!(e.to_string().contains("no-such-binary"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let binary = std::env::current_exe().unwrap();
+        let e = write_initramfs(&binary, dir.path()).unwrap_err();
+        assert!(e.to_string().contains("it is a directory"), "{e}");
+        let e = write_initramfs(&binary, &dir.path().join("no/such.cpio")).unwrap_err();
+        assert!(e.to_string().contains("directory does not exist"), "{e}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -1,6 +1,7 @@
-//! What `osbench agent --init` does as PID 1 of a User-Mode Linux guest
+//! What `osbench agent --init` does as PID 1 of a User-Mode Linux guest (or
+//! of a virtual machine booted from `osbench guest-image`'s initramfs)
 //! before serving, and at the end: mount what the benchmarks need on a
-//! read-only hostfs root (/proc, /sys, /dev, a tmpfs on /tmp), put the
+//! read-only hostfs root or an initramfs (/proc, /sys, /dev, a tmpfs on /tmp), put the
 //! console in raw mode (no echo of requests, no CR added to replies), and
 //! power the guest off when the agent is done. Any agent whose channel is a
 //! terminal also gets the raw mode. Left out: everything else an init does
