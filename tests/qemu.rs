@@ -4,7 +4,8 @@
 //! no KVM needed, and this machine's KVM runs only PVM guest kernels). One
 //! quick case is measured and the document must say the guest was emulated;
 //! a kernel that cannot find its init must fail naming the configuration and
-//! quoting its console. Nothing may be left running. Correctness only.
+//! quoting its console. Nothing may be left running. And the initramfs's
+//! init outside a guest must refuse, not power the host off. Correctness only.
 //!
 //! Needs `qemu-system-x86_64` (Debian: qemu-system-x86) and a kernel in
 //! `$OSBENCH_QEMU_KERNEL` (`scripts/qemu-kernel.sh` extracts Debian's);
@@ -149,4 +150,31 @@ fn a_qemu_guest_without_its_init_fails_naming_its_configuration() {
     assert!(err.contains("configuration 'vm'"), "{err}");
     assert!(err.contains("Kernel panic"), "the console is quoted: {err}");
     assert_nothing_left(mark);
+}
+
+/// `osbench agent --init`, and osbench run as `/init`, outside a guest:
+/// refused (status 2), the host left running. Run as PID 2 of a new PID
+/// namespace, so that even a broken guard could not power the host off.
+#[test]
+fn init_outside_a_guest_is_refused() {
+    let probe = Command::new("unshare")
+        .args(["--fork", "--pid", "true"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("init_outside_a_guest_is_refused: skipped: unshare --pid is not permitted here");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    for how in ["\"$0\" agent --init", "exec -a /init \"$0\""] {
+        let script = format!("({how}); echo status=$?");
+        let out = Command::new("unshare")
+            .args(["--fork", "--pid", "bash", "-c", &script])
+            .arg(&bin)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let err = stderr(&out);
+        assert!(said.contains("status=2"), "{how}: {said} {err}");
+        assert!(err.contains("the init of a guest (PID 1)"), "{how}: {err}");
+    }
 }

@@ -23,7 +23,9 @@ pub struct AgentArgs {
 
 pub fn agent(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     let served = serve(args.init);
-    if args.init {
+    // Not PID 1 (`agent --init` run by hand on a host): the error is all;
+    // powering off would stop the host.
+    if args.init && init::is_pid1() {
         // PID 1 must not exit (the guest's kernel would panic): say why on
         // the console, which the host quotes, and power off.
         if let Err(e) = &served {
