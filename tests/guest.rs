@@ -18,18 +18,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
 use common::Sshd;
 use osbench::store::read_document;
 
-/// The osbench binary, storing nothing.
+/// The osbench binary, storing in a test store.
 fn osbench() -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env(
-        "OSBENCH_STORE",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("guest-tests.sqlite"),
-    );
-    cmd
+    common::osbench("guest-tests.sqlite")
 }
 
 const QUICK: [&str; 8] = [

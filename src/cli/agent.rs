@@ -12,8 +12,8 @@ use osbench::measure::Interrupt;
 
 #[derive(Args)]
 pub struct AgentArgs {
-    /// Be the init (PID 1) of a User-Mode Linux guest: mount /proc, /sys, /dev and a tmpfs on
-    /// /tmp first, and power the guest off at the end
+    /// Be the init (PID 1) of a guest (User-Mode Linux, a VM booted from `guest-image`): mount
+    /// /proc, /sys, /dev and a tmpfs on /tmp first, and power the guest off at the end
     #[arg(long)]
     init: bool,
     /// What a kernel passes its init besides (e.g. root=98:0 console=tty0): ignored
@@ -23,7 +23,9 @@ pub struct AgentArgs {
 
 pub fn agent(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     let served = serve(args.init);
-    if args.init {
+    // Not PID 1 (`agent --init` run by hand on a host): the error is all;
+    // powering off would stop the host.
+    if args.init && init::is_pid1() {
         // PID 1 must not exit (the guest's kernel would panic): say why on
         // the console, which the host quotes, and power off.
         if let Err(e) = &served {

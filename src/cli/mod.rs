@@ -8,7 +8,7 @@
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
 //! and the export files in `save`, a case's history in `history_changes`,
-//! fleet runs in `fleet`, progress in `progress`, completions and the man
+//! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
 //! page in `generate`); the work itself is the library's.
 
 mod agent;
@@ -16,6 +16,7 @@ mod compare;
 mod env;
 mod fleet;
 mod generate;
+mod guest_image;
 mod history_changes;
 mod list;
 mod plot;
@@ -133,6 +134,9 @@ enum Command {
     /// Serve the agent protocol on stdin/stdout: osbench inside a guest (User-Mode Linux, a
     /// container, an SSH host) measuring what the host's `run` asks (docs/agent-protocol.md)
     Agent(agent::AgentArgs),
+    /// Write an initramfs that boots a virtual machine (QEMU) into `osbench agent` on its
+    /// serial console, and print the --guest option that runs it
+    GuestImage(guest_image::GuestImageArgs),
     /// Run on several hosts over ssh at once (`fleet run`): the same cases, each host's run
     /// stored under its name; compare them with `compare BEFORE AFTER --by host`
     #[command(subcommand)]
@@ -232,7 +236,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 pub fn main() -> ExitCode {
     osbench::measure::supervise::fit_address_space_limit();
     let cli = match command()
-        .try_get_matches()
+        .try_get_matches_from(arguments())
         .and_then(|m| Cli::from_arg_matches(&m))
     {
         Ok(cli) => cli,
@@ -260,6 +264,7 @@ pub fn main() -> ExitCode {
             time::time(args, console)
         }
         Command::Agent(args) => agent::agent(&args),
+        Command::GuestImage(args) => guest_image::guest_image(&args),
         Command::Loop(args) => syscall_loop::run(&args),
         Command::Fleet(command) => fleet::fleet(command),
         Command::Completions(args) => generate::completions(&args),
@@ -273,6 +278,17 @@ pub fn main() -> ExitCode {
         // 128 + SIGINT, as shells report a process stopped by Ctrl-C.
         ExitCode::from(if interrupted { 130 } else { 2 })
     })
+}
+
+/// The command line; as the `/init` of a guest's initramfs (`osbench
+/// guest-image`), which the kernel starts without arguments of ours, it is
+/// `osbench agent --init` followed by what the kernel passed.
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.first().is_some_and(|a| a == "/init") {
+        args.splice(1..1, ["agent".into(), "--init".into()]);
+    }
+    args
 }
 
 /// Help and version go to stdout with status 0; usage errors become one line and status 2.

@@ -11,6 +11,8 @@
 //! halt-polling off or absent (`haltpoll.guest_halt_poll_ns` = 0 or no
 //! haltpoll) wakes an idle vCPU through the host, which on the development VM
 //! costs about 30 µs instead of about 5 µs and flips between the two.
+//! A guest whose CPU is emulated (QEMU's TCG) is a finding too: its clocks
+//! and costs are the emulator's.
 
 use super::{Activity, Environment};
 
@@ -88,6 +90,16 @@ fn busy_line(a: &Activity, when: &str) -> Option<String> {
     ))
 }
 
+/// The finding for `who` (a guest) whose environment says its CPU is emulated.
+pub fn emulated_guest(who: &str, env: &Environment) -> Option<String> {
+    let v = env.virtualization.as_ref().filter(|v| v.emulated())?;
+    Some(format!(
+        "{who} runs emulated ({}): its clocks and costs are an emulator's, comparable only with \
+         the same emulator's, not with the host or hardware (use KVM for kernel timings)",
+        v.hypervisor.as_deref().unwrap_or("TCG")
+    ))
+}
+
 /// Why cross-CPU wake-ups are likely bimodal here, if they are (see the module comment).
 pub fn bimodal_wakeups(env: &Environment) -> Option<String> {
     let v = env.virtualization.as_ref()?;
@@ -139,6 +151,27 @@ mod tests {
         let env = quiet_env();
         assert!(before_run(&env, true).is_empty());
         assert!(after_run(&env).is_empty());
+    }
+
+    #[test]
+    fn an_emulated_guest_is_a_finding_and_a_virtualized_one_is_not() {
+        let mut env = quiet_env();
+        let under = |hypervisor: &str| Virtualization {
+            hypervisor_flag: true,
+            hypervisor: Some(hypervisor.into()),
+            dmi_vendor: Some("QEMU".into()),
+            dmi_product: None,
+            container: vec![],
+        };
+        assert_eq!(emulated_guest("configuration 'vm'", &env), None);
+        env.virtualization = Some(under("KVM"));
+        assert_eq!(emulated_guest("configuration 'vm'", &env), None);
+        env.virtualization = Some(under("QEMU (TCG)"));
+        let found = emulated_guest("configuration 'vm'", &env).unwrap();
+        assert!(
+            found.starts_with("configuration 'vm' runs emulated (QEMU (TCG))"),
+            "{found}"
+        );
     }
 
     #[test]

@@ -152,6 +152,17 @@ pub struct Virtualization {
     pub container: Vec<String>,
 }
 
+impl Virtualization {
+    /// Whether the CPU is emulated rather than virtualized: QEMU's TCG says
+    /// so in its CPUID signature (a VM under KVM says KVM; emulation that
+    /// hides itself cannot be told apart).
+    pub fn emulated(&self) -> bool {
+        self.hypervisor
+            .as_deref()
+            .is_some_and(|h| h.contains("TCG"))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Perf {
     /// /proc/sys/kernel/perf_event_paranoid.

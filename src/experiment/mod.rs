@@ -152,6 +152,7 @@ pub fn run_with<C: Clock>(
         env = guest.info().env.clone();
     }
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
+    audit.extend(body.emulated_guests());
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
         Err(e) => rounds::Rounds {
@@ -261,16 +262,32 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     fn start_guests(&mut self) -> Result<()> {
         for (ci, config) in self.configs.iter().enumerate() {
             if let Some(spec) = &config.guest {
-                let who = match &self.plan.remote {
-                    Some(remote) => format!("host '{}'", remote.name),
-                    None => format!("configuration '{}'", config.name),
-                };
+                let who = self.who(config);
                 let guest = Guest::start(&config.name, &who, spec, self.harness.interrupt())?;
                 self.config_envs[ci] = Some(guest.info().env.clone());
                 self.guests[ci] = Some(guest);
             }
         }
         Ok(())
+    }
+
+    /// How errors and findings name `config`'s guest.
+    fn who(&self, config: &Config) -> String {
+        match &self.plan.remote {
+            Some(remote) => format!("host '{}'", remote.name),
+            None => format!("configuration '{}'", config.name),
+        }
+    }
+
+    /// The audit's findings for guests that run emulated.
+    fn emulated_guests(&self) -> Vec<String> {
+        let started = self.configs.iter().zip(&self.guests);
+        started
+            .filter_map(|(config, guest)| {
+                let env = &guest.as_ref()?.info().env;
+                crate::env::audit::emulated_guest(&self.who(config), env)
+            })
+            .collect()
     }
 
     /// The guest that runs the whole plan, once started.

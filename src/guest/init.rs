@@ -1,6 +1,7 @@
-//! What `osbench agent --init` does as PID 1 of a User-Mode Linux guest
+//! What `osbench agent --init` does as PID 1 of a User-Mode Linux guest (or
+//! of a virtual machine booted from `osbench guest-image`'s initramfs)
 //! before serving, and at the end: mount what the benchmarks need on a
-//! read-only hostfs root (/proc, /sys, /dev, a tmpfs on /tmp), put the
+//! read-only hostfs root or an initramfs (/proc, /sys, /dev, a tmpfs on /tmp), put the
 //! console in raw mode (no echo of requests, no CR added to replies), and
 //! power the guest off when the agent is done. Any agent whose channel is a
 //! terminal also gets the raw mode. Left out: everything else an init does
@@ -14,8 +15,7 @@ use crate::error::{Error, Result};
 /// this process is PID 1 or /proc cannot be mounted. A mount point that is
 /// already mounted is fine.
 pub fn become_init() -> Result<()> {
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } != 1 {
+    if !is_pid1() {
         return Err(Error::Measure(
             "agent --init is the init of a guest (PID 1); run `osbench agent` without --init"
                 .into(),
@@ -35,6 +35,12 @@ pub fn become_init() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether this process is PID 1 (of the system, or of a PID namespace).
+pub fn is_pid1() -> bool {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() == 1 }
 }
 
 /// mount(2) of a pseudo file system; EBUSY (already mounted) is not an error.
@@ -76,9 +82,13 @@ pub fn raw_if_terminal(fd: libc::c_int) {
     }
 }
 
-/// Flushes the file systems and powers the guest off (PID 1 only; it does
-/// not return). Exiting PID 1 instead would panic the guest's kernel.
+/// Flushes the file systems and powers the guest off; it does not return.
+/// Exiting PID 1 instead would panic the guest's kernel. Anything but PID 1
+/// just exits (status 1): a root process would power the host off.
 pub fn power_off() -> ! {
+    if !is_pid1() {
+        std::process::exit(1);
+    }
     // SAFETY: sync and reboot take no pointers; reboot(RB_POWER_OFF) ends
     // the (guest) system, which is what PID 1 of a guest is asked for.
     unsafe {

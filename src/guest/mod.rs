@@ -9,10 +9,13 @@
 //! `measure::warden`), and is killed as a whole group and reaped when it is
 //! dropped: on success after a `shutdown`, on an error, on Ctrl-C. Its
 //! console output (anything that is not a protocol line) is kept, and the
-//! last lines are quoted when it fails. Left out: guests that need a channel
-//! other than stdin/stdout (a QEMU serial socket can be bridged with `socat`
-//! in a command guest).
+//! last lines are quoted when it fails. A virtual machine is a command guest
+//! whose serial console is its stdin/stdout (QEMU's `-serial stdio`), booted
+//! from the initramfs [`image`] writes. Left out: guests that need a channel
+//! other than stdin/stdout (a socket can be bridged with `socat` in a command
+//! guest).
 
+pub mod image;
 pub mod init;
 pub mod protocol;
 pub mod uml;
@@ -320,14 +323,38 @@ impl Drop for Guest {
     }
 }
 
-/// Lines of a kernel's stack dump (`[<6004b1ca>] ? put_fp_registers+0x10`,
-/// rows of hex words, "Call Trace:"), which would push the message that
-/// explains a failure out of the quoted console lines.
+/// Lines of a kernel's stack dump (UML's `[<6004b1ca>] ? put_fp_registers+0x10`,
+/// rows of hex words, "Call Trace:"; x86's `[ 2.61] ? rest_init+0xd0/0xd0`,
+/// `<TASK>`, registers), which would push the message that explains a
+/// failure ("Kernel panic - not syncing: …") out of the quoted console lines.
 fn is_stack_dump(line: &str) -> bool {
     let t = line.trim();
-    t.starts_with("[<")
-        || t == "Call Trace:"
-        || t == "Stack:"
+    if t.starts_with("[<") {
+        return true;
+    }
+    // x86 kernels stamp each line with the time: `[    2.613171] `.
+    let t = match t.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest.trim(),
+        _ => t,
+    };
+    const MARKERS: [&str; 7] = [
+        "Call Trace:",
+        "Stack:",
+        "<TASK>",
+        "</TASK>",
+        "<IRQ>",
+        "</IRQ>",
+        "Kernel Offset:",
+    ];
+    const REGISTERS: [&str; 12] = [
+        "RIP:", "RSP:", "RAX:", "RDX:", "RBP:", "R10:", "R13:", "FS:", "CS:", "CR2:", "DR0:",
+        "DR3:",
+    ];
+    let first = t.split_whitespace().next().unwrap_or("");
+    let frame = |w: &str| w.contains("+0x") && w.contains("/0x");
+    MARKERS.iter().any(|m| t.starts_with(m))
+        || REGISTERS.contains(&first)
+        || t.split_whitespace().find(|w| *w != "?").is_some_and(frame)
         || t.split_whitespace()
             .all(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
 }
@@ -401,4 +428,31 @@ fn read_lines(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_stack_dump;
+
+    #[test]
+    fn a_kernel_panic_keeps_its_message_and_drops_its_stack_dump() {
+        // A stock x86 kernel's panic on QEMU's serial console (Debian 6.1).
+        let panic = "[    2.610111] Kernel panic - not syncing: VFS: Unable to mount root fs on \
+                     unknown-block(0,0)\n\
+                     [    2.611012] CPU: 0 PID: 1 Comm: swapper/0 Not tainted 6.1.0-57-amd64 #1\n\
+                     [    2.611434] Call Trace:\n\
+                     [    2.612194]  <TASK>\n\
+                     [    2.612564]  dump_stack_lvl+0x44/0x5c\n\
+                     [    2.613171]  ? rest_init+0xd0/0xd0\n\
+                     [    2.613348]  </TASK>\n\
+                     [    2.614062] Kernel Offset: 0x12600000 from 0xffffffff81000000\n\
+                     [<6004b1ca>] ? put_fp_registers+0x10\n\
+                     6004b1ca 00000000 60a1b2c3\n\
+                     Run /init as init process";
+        let kept: Vec<&str> = panic.lines().filter(|l| !is_stack_dump(l)).collect();
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(kept[0].contains("Kernel panic - not syncing"));
+        assert!(kept[1].contains("CPU: 0 PID: 1"));
+        assert_eq!(kept[2], "Run /init as init process");
+    }
 }

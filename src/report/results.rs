@@ -153,8 +153,13 @@ pub fn guests(doc: &Document) -> Option<Body> {
             .as_ref()
             .and_then(|v| v.hypervisor.as_deref())
             .map_or(String::new(), |h| format!(" under {h}"));
+        let emulated = if env.virtualization.as_ref().is_some_and(|v| v.emulated()) {
+            " — emulated: its clocks and costs are the emulator's"
+        } else {
+            ""
+        };
         text.push_str(&format!(
-            "  {}: {} {} on {}{under} ({} CPUs, clocksource {clock}), ready in {:.2} s\n",
+            "  {}: {} {} on {}{under} ({} CPUs, clocksource {clock}), ready in {:.2} s{emulated}\n",
             g.config, env.kernel, env.arch, env.cpu_model, env.cpus, g.boot_s
         ));
     }

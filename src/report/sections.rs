@@ -128,6 +128,7 @@ mod tests {
         assert!(text.contains("ready in 1.25 s"), "{text}");
         if doc.env.virtualization.is_some() {
             assert!(text.contains("under QEMU (TCG)"), "{text}");
+            assert!(text.contains("emulated"), "{text}");
         }
     }
 

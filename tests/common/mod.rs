@@ -9,6 +9,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use assert_cmd::cargo::CommandCargoExt;
+
+/// The osbench binary under test, with its results store in `store`, a
+/// file in Cargo's temporary directory for tests (not the user's store).
+pub fn osbench(store: &str) -> Command {
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(store);
+    cmd.env("OSBENCH_STORE", path);
+    cmd
+}
+
 /// Processes whose environment carries `OSBENCH_TEST_MARK=mark` (what a
 /// test's guest command or sshd sets), to look for leftovers.
 pub fn marked(mark: &str) -> Vec<String> {
