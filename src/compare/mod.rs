@@ -21,8 +21,8 @@ use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document,
 use crate::error::{Error, Result};
 use crate::stats::Summary;
 use crate::stats::compare::{
-    Power, RatioCi, Verdict, block_medians, holm, mann_whitney_p, paired_log_ratio,
-    ratio_of_medians, verdict,
+    BOOTSTRAP_MAX_SAMPLES, Power, RatioCi, Verdict, block_medians, holm, mann_whitney_p,
+    paired_log_ratio, ratio_of_medians, verdict,
 };
 
 /// How to compare.
@@ -237,9 +237,22 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
     }
     apply_verdicts(&mut rows, options);
     let env_diff = crate::env::diff(&docs.iter().map(|(_, d)| &d.env).collect::<Vec<_>>());
-    let method = "Unpaired: ratios of medians (candidate ÷ A, above 1: slower) with 95% percentile-bootstrap \
-                  intervals, two-sided Mann–Whitney U p"
-        .to_string();
+    let large = rows.iter().any(|r| {
+        let n = |i: usize| r.summaries[i].n;
+        (1..r.summaries.len()).any(|i| n(0) + n(i) > BOOTSTRAP_MAX_SAMPLES)
+    });
+    let method = format!(
+        "Unpaired: ratios of medians (candidate ÷ A, above 1: slower) with 95% percentile-bootstrap \
+         intervals{}, two-sided Mann–Whitney U p",
+        if large {
+            format!(
+                " (large-sample intervals from the medians' order statistics where two sides hold \
+                 over {BOOTSTRAP_MAX_SAMPLES} samples)"
+            )
+        } else {
+            String::new()
+        }
+    );
     Ok(Comparison {
         labels,
         rows,
