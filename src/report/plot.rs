@@ -628,10 +628,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
             for s in list {
                 let i = configs.iter().position(|c| *c == s.config).unwrap_or(0);
                 let c = color(i);
-                let points: Vec<(f64, f64)> = (1..)
-                    .map(f64::from)
-                    .zip(s.samples.iter().copied())
-                    .collect();
+                let points = decimate(&s.samples);
                 let line = chart
                     .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(1)))?;
                 if configs.len() > 1 {
@@ -653,11 +650,40 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
         name,
         title,
         note:
-            "Every accepted sample in the order it was taken, one line per configuration: a trend \
-               or a step is drift during the run, a lone spike an interruption."
+            "Every accepted sample in the order it was taken, one line per configuration (over \
+               2000 samples: each bucket's lowest and highest): a trend or a step is drift during \
+               the run, a lone spike an interruption."
                 .into(),
         svg,
     }))
+}
+
+/// Most samples a run-order line draws one by one; longer series are drawn
+/// through each bucket's minimum and maximum.
+const MAX_LINE_POINTS: usize = 2000;
+
+/// `samples` as (sample number from 1, value) points: all of them up to
+/// [`MAX_LINE_POINTS`], else the smallest and largest of each of about
+/// `MAX_LINE_POINTS / 2` buckets of consecutive samples, in the order they
+/// were taken, so that spikes and steps stay visible in a picture of fixed
+/// width at a cost linear in the samples.
+fn decimate(samples: &[f64]) -> Vec<(f64, f64)> {
+    let numbered = samples.iter().enumerate().map(|(i, &v)| ((i + 1) as f64, v));
+    if samples.len() <= MAX_LINE_POINTS {
+        return numbered.collect();
+    }
+    let bucket = samples.len().div_ceil(MAX_LINE_POINTS / 2);
+    let numbered: Vec<(f64, f64)> = numbered.collect();
+    let mut points = Vec::with_capacity(MAX_LINE_POINTS + 2);
+    for chunk in numbered.chunks(bucket) {
+        let by_value = |a: &&(f64, f64), b: &&(f64, f64)| a.1.total_cmp(&b.1);
+        let (lo, hi) = (
+            chunk.iter().min_by(by_value).expect("a chunk is not empty"),
+            chunk.iter().max_by(by_value).expect("a chunk is not empty"),
+        );
+        points.extend(if lo.0 <= hi.0 { [*lo, *hi] } else { [*hi, *lo] });
+    }
+    points
 }
 
 /// A case's history: each stored run's median with its 95 % interval, oldest
@@ -1058,4 +1084,17 @@ mod tests {
             "the label is not vertical"
         );
     }
+
+    #[test]
+    fn long_series_are_drawn_through_each_buckets_extremes() {
+        let short: Vec<f64> = (0..10).map(f64::from).collect();
+        assert_eq!(decimate(&short).len(), 10);
+        let mut long = vec![1.0; 1_000_000];
+        long[123_456] = 50.0; // one spike
+        let points = decimate(&long);
+        assert!(points.len() <= MAX_LINE_POINTS + 2, "{}", points.len());
+        assert!(points.contains(&(123_457.0, 50.0)), "the spike is kept");
+        assert!(points.windows(2).all(|w| w[0].0 <= w[1].0), "in run order");
+    }
+
 }
