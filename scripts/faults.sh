@@ -10,7 +10,7 @@
 # scratch directory changed. Rows that need root (a tmpfs, another user)
 # say "skipped" without it.
 #
-#   cargo build --release && scripts/faults.sh > docs/faults.md
+#   cargo build --release && scripts/faults.sh    # the table on stdout
 set -uo pipefail
 B=${OSBENCH:-$(cd "$(dirname "$0")/.." && pwd)/target/release/osbench}
 [ -x "$B" ] || { echo "faults.sh: no $B (cargo build --release)" >&2; exit 2; }
