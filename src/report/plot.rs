@@ -649,11 +649,10 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     Ok(Some(Plot {
         name,
         title,
-        note:
-            "Every accepted sample in the order it was taken, one line per configuration (over \
+        note: "Every accepted sample in the order it was taken, one line per configuration (over \
                2000 samples: each bucket's lowest and highest): a trend or a step is drift during \
                the run, a lone spike an interruption."
-                .into(),
+            .into(),
         svg,
     }))
 }
@@ -668,7 +667,10 @@ const MAX_LINE_POINTS: usize = 2000;
 /// were taken, so that spikes and steps stay visible in a picture of fixed
 /// width at a cost linear in the samples.
 fn decimate(samples: &[f64]) -> Vec<(f64, f64)> {
-    let numbered = samples.iter().enumerate().map(|(i, &v)| ((i + 1) as f64, v));
+    let numbered = samples
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| ((i + 1) as f64, v));
     if samples.len() <= MAX_LINE_POINTS {
         return numbered.collect();
     }
@@ -1096,5 +1098,4 @@ mod tests {
         assert!(points.contains(&(123_457.0, 50.0)), "the spike is kept");
         assert!(points.windows(2).all(|w| w[0].0 <= w[1].0), "in run order");
     }
-
 }
