@@ -1,70 +1,202 @@
 #!/usr/bin/env bash
-# Runs osbench and an anchor alternately ROUNDS times (default 5) and prints
-# each figure, both medians, their ratio, and the CV of each tool's figures
-# across its invocations. Needs a release build (cargo build --release) and
-# Debian's linux-perf for the perf anchors.
+# Cross-checks osbench against its anchors on this machine: for each check,
+# osbench and the anchor run alternately ROUNDS times (default 5; the one that
+# goes first swaps every round), each round waiting until the CPUs are quiet
+# (other tasks under 10 % busy over a second, up to 60 s; the busy share seen
+# is printed). Prints every figure, each side's median and CV across its
+# invocations, and the ratio osbench median / anchor median, then a Markdown
+# summary with a 95 % bootstrap interval of each ratio (both sides
+# resampled). Not a test: figures are measurements, nothing is asserted.
+# Needs a release build (cargo build --release), rt-tests (hackbench) and
+# linux-perf (perf bench): apt-get install -y rt-tests linux-perf.
 #
-#   scripts/crosscheck.sh syscall [ROUNDS]   null syscall vs `perf bench syscall basic` (ns)
-#   scripts/crosscheck.sh pipe [ROUNDS]      ipc:kind=pipe --pin same vs `taskset -c CPU perf bench sched pipe` (µs)
-#   scripts/crosscheck.sh ctx [ROUNDS]       ctx:procs=2,size=0 --pin same, alone (its anchor, lmbench, is not packaged)
-#   scripts/crosscheck.sh messaging PARAMS [ROUNDS]
-#                                            messaging:PARAMS (e.g. groups=10,transport=pipe) vs the same
-#                                            `hackbench` (Debian rt-tests), Time: in seconds
+#   scripts/crosscheck.sh [-r ROUNDS] CHECK...
 #
-# CPU (default 0) is where both tools run for `pipe` and `ctx` (osbench under taskset).
+# CHECK is one of
+#   syscall              syscall:case=null vs `perf bench syscall basic` (ns per getppid)
+#   pipe                 ipc:kind=pipe --pin same vs `perf bench sched pipe`, both under taskset -c CPU (µs)
+#   ctx                  ctx:procs=2,size=0 --pin same alone: its CV across invocations (µs)
+#   messaging:PARAMS     messaging:PARAMS vs the hackbench command osbench names for it (s),
+#                        e.g. messaging:groups=10,transport=pipe,mode=threads
+#   table                every row of issue 17's table (messaging groups=10 in processes,
+#                        threads and pipe form, groups=50, pipe, syscall) and ctx
+#   spread               a spread of hackbench option combinations, both modes and transports
+#
+# CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
+# (default target/release/osbench). osbench runs with its defaults (11 samples;
+# for messaging one sample is one whole hackbench run; the perf counting pass
+# comes after the timed samples), and never stores its runs.
 set -euo pipefail
-what=${1:?usage: crosscheck.sh syscall|pipe|ctx [ROUNDS] or crosscheck.sh messaging PARAMS [ROUNDS]}
-if [ "$what" = messaging ]; then params=${2:?messaging needs PARAMS, e.g. groups=10}; shift; fi
-rounds=${2:-5}
+rounds=5
+while getopts r: opt; do
+    case $opt in
+    r) rounds=$OPTARG ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { sed -n '13,24p' "$0" >&2; exit 2; }
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
-need_perf() { command -v perf >/dev/null || { echo "perf not found: apt-get install -y linux-perf" >&2; exit 2; }; }
-median_of() { awk -v b="$1" -v c="$2" '$1 == b && $2 == c { if (!seen++) print $3 }'; }
+need() { command -v "$1" >/dev/null || { echo "$1 not found: apt-get install -y $2" >&2; exit 2; }; }
 
-case $what in
-syscall) need_perf
-    ours() { "$bin" run syscall:case=null -q --no-store | median_of syscall null; }
-    anchor() { perf bench syscall basic | awk '/usecs\/op/ { printf "%.1f", $1 * 1000 }'; }
-    unit=ns anchor_name="perf bench syscall basic" ;;
-pipe) need_perf
-    ours() { taskset -c "$cpu" "$bin" run ipc:kind=pipe --pin same -q --no-store | median_of ipc pipe; }
-    anchor() { taskset -c "$cpu" perf bench sched pipe | awk '/usecs\/op/ { print $1 }'; }
-    unit=µs anchor_name="taskset -c $cpu perf bench sched pipe" ;;
-ctx)
-    ours() { taskset -c "$cpu" "$bin" run ctx:procs=2,size=0 --pin same -q --no-store | median_of ctx 2p/0K; }
-    anchor() { :; }
-    unit=µs anchor_name="" ;;
-messaging)
-    command -v hackbench >/dev/null || { echo "hackbench not found: apt-get install -y rt-tests" >&2; exit 2; }
-    # osbench prints the equivalent hackbench command in front of its Time: line.
-    line=$("$bin" run "messaging:$params" -q --no-store --samples 3 --warmup 0 | grep 'Time:')
-    hb=$(echo "$line" | sed 's/ *Time:.*//')
-    ours() { "$bin" run "messaging:$params" -q --no-store | awk '$1 == "messaging" { if (!seen++) print $3 }'; }
-    anchor() { $hb | awk '/^Time:/ { print $2 }'; }
-    unit=s anchor_name="$hb" ;;
-*) echo "unknown check '$what': syscall, pipe, ctx or messaging" >&2; exit 2 ;;
-esac
-
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for ((i = 1; i <= rounds; i++)); do
-    a=$(anchor) o=$(ours)
-    echo "round $i: ${anchor_name:+$anchor_name $a $unit   }osbench $o $unit"
-    if [ -n "$a" ]; then echo "$a" >> "$tmp/anchor"; fi
-    echo "$o" >> "$tmp/ours"
+# The spread of hackbench option combinations: groups, fds, loops, datasize,
+# both transports, both modes.
+spread_checks=(
+    messaging:groups=1
+    messaging:groups=4,fds=5,loops=500
+    messaging:groups=10,datasize=1000
+    messaging:groups=10,datasize=16,transport=pipe
+    messaging:groups=20,transport=pipe,mode=threads
+    messaging:groups=5,fds=40,mode=threads
+    messaging:groups=2,loops=1000,datasize=512,transport=pipe
+    messaging:groups=10,fds=10,loops=300,mode=threads
+    messaging:groups=3,datasize=4096,transport=pipe,mode=threads
+)
+table_checks=(
+    messaging:groups=10
+    messaging:groups=10,mode=threads
+    messaging:groups=10,transport=pipe
+    messaging:groups=50
+    pipe
+    syscall
+    ctx
+)
+checks=()
+for c in "$@"; do
+    case $c in
+    table) checks+=("${table_checks[@]}") ;;
+    spread) checks+=("${spread_checks[@]}") ;;
+    *) checks+=("$c") ;;
+    esac
 done
-python3 - "$tmp" "$unit" "$anchor_name" <<'PY'
+
+# Waits until other tasks use under 10 % of the CPUs over one second (at most
+# 60 tries) and prints the busy percentage of the last second.
+quiet() {
+    local busy=100 _ a b c d e f g h s1 i1
+    for ((try = 0; try < 60; try++)); do
+        read -r _ a b c d e f g h _ </proc/stat
+        s1=$((a + b + c + d + e + f + g + h)) i1=$((d + e))
+        sleep 1
+        read -r _ a b c d e f g h _ </proc/stat
+        busy=$((100 - 100 * (d + e - i1) / (a + b + c + d + e + f + g + h - s1)))
+        [ "$busy" -lt 10 ] && break
+    done
+    echo "$busy"
+}
+
+# The first field 3 of the results line of BENCH (the median).
+median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
+
+# Sets ours/anchor (commands), unit and anchor_name for one check.
+define() {
+    case $1 in
+    syscall)
+        need perf linux-perf
+        ours=("$bin" run syscall:case=null -q --no-store)
+        bench=syscall unit=ns anchor_name="perf bench syscall basic"
+        anchor() { perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; }
+        scale=1 ;;
+    pipe)
+        need perf linux-perf
+        ours=(taskset -c "$cpu" "$bin" run ipc:kind=pipe --pin same -q --no-store)
+        bench=ipc unit=µs anchor_name="taskset -c $cpu perf bench sched pipe"
+        anchor() { taskset -c "$cpu" perf bench sched pipe | awk '/usecs\/op/ { print $1 }'; }
+        scale=1 ;;
+    ctx)
+        ours=(taskset -c "$cpu" "$bin" run ctx:procs=2,size=0 --pin same -q --no-store)
+        bench=ctx unit=µs anchor_name="" scale=1
+        anchor() { :; } ;;
+    messaging:*)
+        need hackbench rt-tests
+        ours=("$bin" run "$1" -q --no-store)
+        bench=messaging unit=s scale=1
+        # osbench prints the equivalent hackbench command in front of its Time: line.
+        anchor_name=$("$bin" run "$1" -q --no-store --no-perf --samples 1 --warmup 0 |
+            sed -n 's/ *Time:.*//p')
+        [ -n "$anchor_name" ] || { echo "no hackbench line for $1" >&2; exit 2; }
+        anchor() { $anchor_name | awk '/^Time:/ { print $2 }'; }
+        ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table or spread" >&2; exit 2 ;;
+    esac
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check"
+echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, kernel $(uname -r)"
+echo "# $("$bin" --version); hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
+    "$(perf version 2>/dev/null || echo 'perf: absent')"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+n=0
+for check in "${checks[@]}"; do
+    n=$((n + 1))
+    define "$check"
+    echo
+    echo "## $check${anchor_name:+ vs $anchor_name}"
+    : >"$tmp/ours.$n"
+    : >"$tmp/anchor.$n"
+    for ((i = 1; i <= rounds; i++)); do
+        busy=$(quiet)
+        if ((i % 2)); then
+            a=$(anchor)
+            o=$("${ours[@]}" | median_of "$bench")
+        else
+            o=$("${ours[@]}" | median_of "$bench")
+            a=$(anchor)
+        fi
+        o=$(awk -v o="$o" -v s="$scale" 'BEGIN { printf "%.6g\n", o * s }')
+        echo "round $i (others busy ${busy}%, load $(cut -d' ' -f1 /proc/loadavg)):" \
+            "${anchor_name:+anchor $a $unit   }osbench $o $unit"
+        [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$n"
+        echo "$o" >>"$tmp/ours.$n"
+    done
+    printf '%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" >"$tmp/name.$n"
+    python3 - "$tmp" "$n" <<'PY'
 import os, statistics as st, sys
-tmp, unit, anchor_name = sys.argv[1:]
-def read(name):
-    path = os.path.join(tmp, name)
-    return [float(x) for x in open(path)] if os.path.exists(path) else []
+tmp, n = sys.argv[1:]
+check, anchor_name, unit = open(f"{tmp}/name.{n}").read().rstrip("\n").split("\t")
+read = lambda side: [float(x) for x in open(f"{tmp}/{side}.{n}")]
 ours, anchor = read("ours"), read("anchor")
 cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
-mo = st.median(ours)
-print(f"osbench: median {mo:.4g} {unit}, CV across invocations {cv(ours):.2f}%")
+print(f"osbench: median {st.median(ours):.4g} {unit}, CV across invocations {cv(ours):.1f}%")
 if anchor:
-    ma = st.median(anchor)
-    print(f"{anchor_name}: median {ma:.4g} {unit}, CV across invocations {cv(anchor):.2f}%")
-    print(f"ratio osbench / anchor: {mo / ma:.3f}")
+    print(f"anchor:  median {st.median(anchor):.4g} {unit}, CV across invocations {cv(anchor):.1f}%")
+    print(f"ratio osbench / anchor: {st.median(ours) / st.median(anchor):.3f}")
+PY
+done
+
+echo
+echo "## Summary"
+echo
+echo "| check | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % |"
+echo "|---|---|---|---|---|---|---|"
+python3 - "$tmp" "$n" <<'PY'
+import random, statistics as st, sys
+tmp, n = sys.argv[1], int(sys.argv[2])
+cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
+def ratio_ci(ours, anchor):
+    """Percentile bootstrap of median(ours) / median(anchor), both sides resampled."""
+    rng = random.Random(17)
+    rs = sorted(
+        st.median(rng.choices(ours, k=len(ours))) / st.median(rng.choices(anchor, k=len(anchor)))
+        for _ in range(4000)
+    )
+    return rs[int(0.025 * len(rs))], rs[int(0.975 * len(rs)) - 1]
+for i in range(1, n + 1):
+    check, anchor_name, unit = open(f"{tmp}/name.{i}").read().rstrip("\n").split("\t")
+    ours = [float(x) for x in open(f"{tmp}/ours.{i}")]
+    anchor = [float(x) for x in open(f"{tmp}/anchor.{i}")]
+    o = f"{st.median(ours):.4g} ({cv(ours):.1f} %)"
+    if anchor:
+        r = st.median(ours) / st.median(anchor)
+        lo, hi = ratio_ci(ours, anchor)
+        a = f"{st.median(anchor):.4g} ({cv(anchor):.1f} %)"
+        ok = "yes" if abs(r - 1) <= 0.05 else "**no**"
+        print(f"| `{check}` | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} [{lo:.3f} – {hi:.3f}] | {ok} |")
+    else:
+        ok = "yes" if cv(ours) <= 3 else "**no**"
+        print(f"| `{check}` | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |")
 PY
