@@ -10,17 +10,10 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use assert_cmd::cargo::CommandCargoExt;
-use common::Sshd;
+use common::{Sshd, osbench_at as osbench};
 use osbench::store::read_document;
-
-fn osbench(store: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store);
-    cmd
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -4,34 +4,21 @@
 //! cannot be written, concurrent writers, and SIGKILL in the middle of a run.
 //! Every osbench here gets a store in a temporary directory, never the user's.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
+use common::{ok, osbench_at as osbench};
 use osbench::store::{Filter, Store, read_document};
 
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run.json");
-
-/// osbench with its store at `store` (and no other way to find one).
-fn osbench(store: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store);
-    cmd
-}
-
-fn ok(out: Output) -> (String, String) {
-    let (stdout, stderr) = (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    );
-    assert!(out.status.success(), "{stderr}");
-    (stdout, stderr)
-}
 
 /// A quick `syscall:case=null` run stored in `store` with `extra` arguments.
 fn stored_run(store: &Path, extra: &[&str]) -> (String, String) {
@@ -627,7 +614,7 @@ fn sigkill_during_a_run_leaves_the_earlier_runs_readable() {
 #[test]
 fn list_marks_the_default_suite_and_all_runs_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let (text, _) = ok(osbench(&dir.path().join("s.sqlite"))
+    let (text, _) = ok(osbench(dir.path().join("s.sqlite"))
         .arg("list")
         .output()
         .unwrap());

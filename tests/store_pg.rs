@@ -11,12 +11,14 @@
 //! in a file. Without PostgreSQL these tests say so and pass, unless
 //! `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
 
+mod common;
+
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
+use common::ok;
 use osbench::document::Document;
 use osbench::store::{Filter, Inserted, Store, read_document};
 
@@ -283,18 +285,9 @@ impl Drop for Cluster {
 
 /// osbench with its store at `store` (a path or URL) and nothing else to find one.
 fn osbench(store: &str) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store).env_remove("PGPASSWORD");
+    let mut cmd = common::osbench_at(store);
+    cmd.env_remove("PGPASSWORD");
     cmd
-}
-
-fn ok(out: Output) -> (String, String) {
-    let (stdout, stderr) = (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    );
-    assert!(out.status.success(), "{stderr}");
-    (stdout, stderr)
 }
 
 /// The fixture as run `i` of host `host`: another start time, label and host.

@@ -20,6 +20,24 @@ pub fn osbench(store: &str) -> Command {
     cmd
 }
 
+/// The osbench binary under test with its results store at `store` (a path
+/// or a URL) and no other way to find one.
+pub fn osbench_at(store: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::cargo_bin("osbench").unwrap();
+    cmd.env("OSBENCH_STORE", store);
+    cmd
+}
+
+/// The standard output and error of a command that must have succeeded.
+pub fn ok(out: std::process::Output) -> (String, String) {
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert!(out.status.success(), "{stderr}");
+    (stdout, stderr)
+}
+
 /// Processes whose environment carries `OSBENCH_TEST_MARK=mark` (what a
 /// test's guest command or sshd sets), to look for leftovers.
 pub fn marked(mark: &str) -> Vec<String> {
