@@ -6,10 +6,13 @@
 //! pandas duckdb markdown`); where it is not, the test says so and skips it.
 //! The same rules are encoded without Python in `report::csv`'s unit tests.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
+use common::ok;
 
 const STORED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run.json");
 
@@ -27,33 +30,23 @@ fn python_has(module: &str) -> bool {
 
 /// Runs `script` with python3 and `file` as its argument; its stdout.
 fn python(script: &str, file: &Path) -> String {
-    let out = Command::new("python3")
+    ok(Command::new("python3")
         .args(["-c", script])
         .arg(file)
         .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+        .unwrap())
+    .0
 }
 
 /// `osbench export STORED OPTION FILE`, returning FILE.
 fn export(option: &str, name: &str, dir: &Path) -> std::path::PathBuf {
     let file = dir.join(name);
-    let out = Command::cargo_bin("osbench")
+    ok(Command::cargo_bin("osbench")
         .unwrap()
         .args(["export", STORED, option])
         .arg(&file)
         .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .unwrap());
     file
 }
 

@@ -71,15 +71,11 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             );
         }
         for (l, ch) in letters[1..].iter().zip(&row.changes) {
+            let words = super::paint(ch.verdict, &ch.words(&c.options), colour);
             let _ = writeln!(
                 out,
-                "  {l}/A  {:.3}  [{:.3} – {:.3}]  {:+.1}%  p={}  → {}",
-                ch.ci.ratio,
-                ch.ci.ci95.0,
-                ch.ci.ci95.1,
-                (ch.ci.ratio - 1.0) * 100.0,
-                fmt_p(ch.p_adjusted),
-                super::paint(ch.verdict, &ch.words(&c.options), colour)
+                "  {l}/A  {}",
+                change_text(&ch.ci, ch.p_adjusted, &words)
             );
         }
     }
@@ -237,17 +233,26 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
 
 /// The fleet's verdict on one case.
 fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) -> String {
+    let words = super::paint(c.verdict, &c.words(options), colour);
     format!(
-        "  fleet  B/A {:.3} [{:.3} – {:.3}]  {:+.1}%  p={}  → {}; slower on {} and faster on {} of {} hosts\n",
-        c.ci.ratio,
-        c.ci.ci95.0,
-        c.ci.ci95.1,
-        (c.ci.ratio - 1.0) * 100.0,
-        fmt_p(c.p_adjusted),
-        super::paint(c.verdict, &c.words(options), colour),
+        "  fleet  B/A  {}; slower on {} and faster on {} of {} hosts\n",
+        change_text(&c.ci, c.p_adjusted, &words),
         c.slower,
         c.faster,
         c.hosts
+    )
+}
+
+/// A change as the text comparisons print it: ratio, 95% interval, change in
+/// %, adjusted p and the verdict's `words`.
+fn change_text(ci: &crate::stats::compare::RatioCi, p: f64, words: &str) -> String {
+    format!(
+        "{:.3}  [{:.3} – {:.3}]  {:+.1}%  p={}  → {words}",
+        ci.ratio,
+        ci.ci95.0,
+        ci.ci95.1,
+        (ci.ratio - 1.0) * 100.0,
+        fmt_p(p)
     )
 }
 
