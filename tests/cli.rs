@@ -53,6 +53,15 @@ fn list_shows_every_case_parameter_and_op() {
     assert!(text.contains("default null"), "{text}");
     assert!(text.contains("one getppid() system call"), "{text}");
     assert!(text.contains("unit: ns per op"), "{text}");
+    // Each family names its anchor and what it measures differently on purpose.
+    assert!(text.contains("anchor: hackbench -g 10"), "{text}");
+    assert!(text.contains("anchor: lat_ctx -s 0 2"), "{text}");
+    let differs = |family: &str| {
+        let block = text.split("\n\n").find(|b| b.starts_with(family)).unwrap();
+        block.contains("differs from it on purpose: ")
+    };
+    assert!(differs("ipc —") && differs("syscall —") && differs("messaging —"));
+    assert!(!differs("spin —"), "spin has no anchor to differ from");
 }
 
 #[test]
@@ -474,8 +483,8 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
     let status = interrupt_after(Duration::from_millis(1500), args, &json, || {
         assert_eq!(
             helper_processes().len(),
-            160,
-            "all workers should be running"
+            161,
+            "the run's conductor and all its workers should be running"
         );
     });
     assert_eq!(status.code(), Some(130));

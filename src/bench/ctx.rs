@@ -71,6 +71,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("lat_ctx -s {} {}", p.int("size"), p.int("procs")),
+    differs: "the token is checked after every lap, ovr is measured for each case with `procs` pipes (lmbench: once, with the largest count), and mode=threads runs the ring as threads.",
     ops_per_iter: |p| p.int("procs") as f64,
     tasks: |p| p.int("procs") as usize,
     setup,

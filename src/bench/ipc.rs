@@ -75,6 +75,7 @@ pub static DEF: BenchDef = BenchDef {
         "pipe" => "lat_pipe; perf bench sched pipe".to_string(),
         kind => format!("lat_{kind}"),
     },
+    differs: "a median of 10 ms batches after a warm-up, each reply checked by sequence number; `perf bench sched pipe` reports the mean of one 1,000,000-round-trip run with the peer's fork and exit inside (`--samples 1 --sample-time 3000 --warmup 0` is that definition).",
     tasks: |_| 2,
     setup,
     ..BenchDef::DEFAULTS

@@ -23,13 +23,16 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use super::fdio::{pipe, read_message, read_or_stop, retry, socketpair, write_all};
+use super::fdio::{pipe, read_exact, read_message, read_or_stop, retry, socketpair, write_all};
 use super::ring::{Helpers, Mode, SharedCounters};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::interrupt;
 use crate::measure::placement::Placement;
+use crate::measure::supervise::{Exit, Supervisor};
 
 pub static DEF: BenchDef = BenchDef {
     name: "messaging",
@@ -94,6 +97,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("hackbench {}", hackbench_args(p)),
+    differs: "every worker's message count is checked after the run, outside the timed interval; the timed interval, tasks, messages and thread stacks are hackbench's.",
     tasks,
     setup,
     sampling: Sampling::WholeRuns,
@@ -171,15 +175,27 @@ struct Messaging {
     run: Option<Run>,
 }
 
-/// The workers of one run, started and waiting for the wake byte.
+/// One run: its conductor, started, with every worker ready.
 struct Run {
-    helpers: Helpers,
-    /// Every worker has been woken and reaped.
-    reaped: bool,
-    wake: OwnedFd,
-    /// Threads only: set before waking workers that must not work (a failed start).
-    abort: Arc<AtomicBool>,
-    counters: Arc<SharedCounters>,
+    /// The conductor, in a process group of its own that its worker
+    /// processes join; the signal handler SIGKILLs that group on a stop.
+    conductor: Supervisor,
+    /// One byte here starts the run.
+    go: OwnedFd,
+    /// The conductor's reports (see [`Report`]).
+    reports: OwnedFd,
+    /// The conductor reported the run's end: every worker reaped, counts right.
+    done: bool,
+}
+
+/// What a conductor writes to osbench: one byte each, and after [`Report::FAILED`]
+/// the error message, up to end of file.
+struct Report;
+
+impl Report {
+    const READY: u8 = b'R';
+    const DONE: u8 = b'D';
+    const FAILED: u8 = b'E';
 }
 
 fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
@@ -199,24 +215,234 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
 }
 
 impl Messaging {
-    /// Starts every worker and waits until each has said it is ready.
+    /// Starts the next run's conductor and waits until it reports every worker ready.
     fn start(&mut self) -> Result<()> {
         self.run = None;
-        let shape = self.shape;
+        // A conductor killed on a stop leaves its worker processes to osbench
+        // (they die of the same SIGKILL), so that osbench, not init, reaps them.
+        // SAFETY: prctl with an integer argument only changes this process's flag.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+        let (go_r, go_w) = pipe()?;
+        let (reports_r, reports_w) = pipe()?;
+        let mut conductor = Supervisor::new("messaging").killed_on_stop();
+        let (shape, mode, placement) = (self.shape, self.mode, self.placement.clone());
+        let keep = [go_r.as_raw_fd(), reports_w.as_raw_fd()];
+        // The closure owns the conductor's ends; the parent's copies close when fork drops it.
+        conductor.fork(self.placement.cpu_of(0), &keep, move || {
+            conduct(shape, mode, &placement, go_r, reports_w)
+        })?;
+        let run = self.run.insert(Run {
+            conductor,
+            go: go_w,
+            reports: reports_r,
+            done: false,
+        });
+        match run.report(read_or_stop)? {
+            Report::READY => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Starts the run and waits for its end; this is the timed part.
+    fn go(&mut self) -> Result<()> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| Error::Measure("messaging run without prepare".into()))?;
+        write_all(run.go.as_raw_fd(), &[1]).map_err(|e| Error::io("starting the run", e))?;
+        match run.report(|fd, buf| read_exact(fd, buf).map(usize::from))? {
+            Report::DONE => {
+                run.done = true;
+                Ok(())
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Ends the current run, untimed: a finished one's conductor exits by
+    /// itself; one never started is stopped by `Run`'s drop.
+    fn finish(&mut self) -> Result<()> {
+        match self.run.take() {
+            Some(mut run) if run.done => {
+                check_exits(run.conductor.wait_all(Duration::from_secs(10))?)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Run {
+    /// The conductor's next report byte, read with `read`; its error message
+    /// when it failed; `Interrupted` on a stop; an error naming how it ended
+    /// when it ended without a word.
+    fn report(&mut self, read: fn(RawFd, &mut [u8]) -> io::Result<usize>) -> Result<u8> {
+        let mut byte = [0u8; 1];
+        let n = match read(self.reports.as_raw_fd(), &mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(Error::Interrupted),
+            Err(e) => return Err(Error::io("waiting for the hackbench conductor", e)),
+            Ok(n) => n,
+        };
+        if interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
+        if n == 1 && byte[0] != Report::FAILED {
+            return Ok(byte[0]);
+        }
+        let mut message = Vec::new();
+        let mut chunk = [0u8; 512];
+        while let Ok(n @ 1..) = read_or_stop(self.reports.as_raw_fd(), &mut chunk) {
+            message.extend_from_slice(&chunk[..n]);
+        }
+        let exits = self.conductor.wait_all(Duration::from_secs(10))?;
+        if n == 1 {
+            return Err(Error::Measure(
+                String::from_utf8_lossy(&message).into_owned(),
+            ));
+        }
+        Err(Error::Measure(format!(
+            "the hackbench conductor ended without a report ({:?})",
+            exits.first()
+        )))
+    }
+}
+
+fn unexpected(byte: u8) -> Error {
+    Error::Measure(format!(
+        "the hackbench conductor sent {:?} out of turn",
+        byte as char
+    ))
+}
+
+fn check_exits(exits: Vec<Exit>) -> Result<()> {
+    match exits.first() {
+        Some(Exit::Code(0)) | None => Ok(()),
+        Some(other) => Err(Error::Measure(format!(
+            "the hackbench conductor ended badly after its run ({other:?})"
+        ))),
+    }
+}
+
+impl Workload for Messaging {
+    /// Untimed: ends the previous run and starts the next run's conductor and workers.
+    fn prepare(&mut self) -> Result<()> {
+        self.finish()?;
+        self.start()
+    }
+
+    /// Timed: start the run `prepare` set up and wait for its conductor to
+    /// report every worker reaped. Further runs (never asked for by the
+    /// harness, which times one at a time) set up their own.
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for i in 0..iters {
+            if i > 0 || self.run.is_none() {
+                self.prepare()?;
+            }
+            self.go()?;
+        }
+        Ok(())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<()> {
+        self.finish()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // A run never started or cut short: SIGKILL the conductor's group
+        // (conductor and worker processes; threads die with the conductor),
+        // reap the conductor, then the workers it left to osbench.
+        let group = self.conductor.pgid();
+        self.conductor.kill_all();
+        if let Some(pgid) = group {
+            reap_group(pgid);
+        }
+    }
+}
+
+/// Reaps every child of osbench in process group `pgid` until none is left
+/// (a killed conductor's workers, re-parented to osbench as a subreaper).
+fn reap_group(pgid: libc::pid_t) {
+    loop {
+        // SAFETY: waiting for our own children of one group; no status wanted.
+        let r = unsafe { libc::waitpid(-pgid, std::ptr::null_mut(), 0) };
+        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return; // ECHILD: none left
+        }
+    }
+}
+
+/// The conductor: hackbench's main process, one fresh process per run (see
+/// the module doc). Starts the workers, reports ready, waits for the go
+/// byte, wakes the workers, reaps them, checks every worker's message count
+/// and reports the end; or reports what failed. osbench is single-threaded
+/// when it forks the conductor, so the conductor may allocate and start
+/// threads. Its exit status is 0 when it reported the end.
+fn conduct(shape: Shape, mode: Mode, placement: &Placement, go: OwnedFd, reports: OwnedFd) -> i32 {
+    match conduct_run(shape, mode, placement, go.as_raw_fd(), reports.as_raw_fd()) {
+        Ok(()) => 0,
+        Err(e) => {
+            let mut message = vec![Report::FAILED];
+            message.extend_from_slice(e.to_string().as_bytes());
+            let _ = write_all(reports.as_raw_fd(), &message);
+            1
+        }
+    }
+}
+
+fn conduct_run(
+    shape: Shape,
+    mode: Mode,
+    placement: &Placement,
+    go: RawFd,
+    reports: RawFd,
+) -> Result<()> {
+    let mut workers = Workers::start(shape, mode, placement)?;
+    write_all(reports, &[Report::READY]).map_err(|e| Error::io("reporting ready", e))?;
+    let mut byte = [0u8; 1];
+    if !read_exact(go, &mut byte).map_err(|e| Error::io("waiting for the go byte", e))? {
+        return Ok(()); // osbench abandoned the run; the workers are killed on the way out
+    }
+    write_all(workers.wake.as_raw_fd(), &[1]).map_err(|e| Error::io("waking the workers", e))?;
+    workers.helpers.join_all()?;
+    check_counts(&workers.counters.values(), shape.messages_per_worker())?;
+    write_all(reports, &[Report::DONE]).map_err(|e| Error::io("reporting the end", e))
+}
+
+/// Every worker must have passed exactly `want` messages.
+fn check_counts(counts: &[u64], want: u64) -> Result<()> {
+    match counts.iter().position(|&c| c != want) {
+        None => Ok(()),
+        Some(i) => Err(Error::Measure(format!(
+            "worker {i} passed {} messages, expected {want}",
+            counts[i]
+        ))),
+    }
+}
+
+/// The workers of one run, in the conductor: started and waiting for the wake byte.
+struct Workers {
+    helpers: Helpers,
+    wake: OwnedFd,
+    counters: Arc<SharedCounters>,
+}
+
+impl Workers {
+    /// Starts every worker and waits until each has said it is ready.
+    fn start(shape: Shape, mode: Mode, placement: &Placement) -> Result<Self> {
         let (ready_r, ready_w) = fdpair(shape.pipes)?;
         let (wake_r, wake_w) = fdpair(shape.pipes)?;
         let (ready_w, wake_r) = (Arc::new(ready_w), Arc::new(wake_r));
         // hackbench -T uses PTHREAD_STACK_MIN stacks; 16 KiB on x86-64 glibc.
-        // Killed by the signal handler on a stop: the timed wait is for their exit.
-        let helpers = Helpers::new(self.mode, "messaging", 16 * 1024).killed_on_stop();
-        let counters = Arc::new(SharedCounters::new(shape.workers())?);
-        let run = self.run.insert(Run {
-            helpers,
-            reaped: false,
+        // Worker processes join the conductor's group, killed with it.
+        let mut workers = Workers {
+            helpers: Helpers::new(mode, "messaging", 16 * 1024).in_callers_group(),
             wake: wake_w,
-            abort: Arc::new(AtomicBool::new(false)),
-            counters,
-        });
+            counters: Arc::new(SharedCounters::new(shape.workers())?),
+        };
 
         let mut task = 1; // task 0 is the timing thread
         for _ in 0..shape.groups {
@@ -225,19 +451,17 @@ impl Messaging {
                 let (r, w) = fdpair(shape.pipes)?;
                 write_ends.push(w);
                 let slot = task - 1;
-                let (ready, wake, abort, counters) = (
+                let (ready, wake, counters) = (
                     Arc::clone(&ready_w),
                     Arc::clone(&wake_r),
-                    Arc::clone(&run.abort),
-                    Arc::clone(&run.counters),
+                    Arc::clone(&workers.counters),
                 );
                 let keep = [r.as_raw_fd(), ready.as_raw_fd(), wake.as_raw_fd()];
                 let mut msg = vec![0u8; shape.datasize];
-                run.helpers
-                    .spawn(self.placement.cpu_of(task), &keep, move || {
-                        if !ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd(), &abort)? {
-                            return Ok(());
-                        }
+                workers
+                    .helpers
+                    .spawn(placement.cpu_of(task), &keep, move || {
+                        ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd())?;
                         receive(r.as_raw_fd(), &mut msg, shape, counters.get(slot))
                     })?;
                 task += 1;
@@ -247,24 +471,22 @@ impl Messaging {
             keep.extend([ready_w.as_raw_fd(), wake_r.as_raw_fd()]);
             for _ in 0..shape.fds {
                 let slot = task - 1;
-                let (ready, wake, abort, counters, outs) = (
+                let (ready, wake, counters, outs) = (
                     Arc::clone(&ready_w),
                     Arc::clone(&wake_r),
-                    Arc::clone(&run.abort),
-                    Arc::clone(&run.counters),
+                    Arc::clone(&workers.counters),
                     Arc::clone(&write_ends),
                 );
                 let msg = vec![0u8; shape.datasize];
-                run.helpers
-                    .spawn(self.placement.cpu_of(task), &keep, move || {
-                        if !ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd(), &abort)? {
-                            return Ok(());
-                        }
+                workers
+                    .helpers
+                    .spawn(placement.cpu_of(task), &keep, move || {
+                        ready_then_wait(ready.as_raw_fd(), wake.as_raw_fd())?;
                         send(&outs, &msg, shape, counters.get(slot))
                     })?;
                 task += 1;
             }
-            // Process mode: the parent's copies of this group's write ends close here.
+            // Process mode: the conductor's copies of this group's write ends close here.
         }
         drop((ready_w, wake_r));
 
@@ -280,113 +502,30 @@ impl Messaging {
                     ));
                 }
                 Ok(n) => remaining -= n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    return Err(Error::Interrupted);
-                }
                 Err(e) => return Err(Error::io("waiting for workers", e)),
             }
         }
-        Ok(())
-    }
-
-    /// Wakes every worker and reaps them all; this is the timed part.
-    fn wake_and_reap(&mut self) -> Result<()> {
-        let run = self
-            .run
-            .as_mut()
-            .ok_or_else(|| Error::Measure("messaging run without prepare".into()))?;
-        write_all(run.wake.as_raw_fd(), &[1]).map_err(|e| Error::io("waking the workers", e))?;
-        run.helpers.join_all()?;
-        run.reaped = true;
-        Ok(())
-    }
-
-    /// Ends the current run, untimed: once it was reaped, checks that every
-    /// receiver got, and every sender sent, `fds × loops` messages; a run that
-    /// was never woken is abandoned (its workers stopped by `Run`'s drop).
-    fn check_counts(&mut self) -> Result<()> {
-        let Some(run) = self.run.take().filter(|r| r.reaped) else {
-            return Ok(());
-        };
-        let want = self.shape.messages_per_worker();
-        let counts = run.counters.values();
-        match counts.iter().position(|&c| c != want) {
-            None => Ok(()),
-            Some(i) => Err(Error::Measure(format!(
-                "worker {i} passed {} messages, expected {want}",
-                counts[i]
-            ))),
-        }
-    }
-}
-
-impl Workload for Messaging {
-    /// Untimed: checks the previous run's message counts and starts the next run's workers.
-    fn prepare(&mut self) -> Result<()> {
-        self.check_counts()?;
-        self.start()
-    }
-
-    /// Timed: wake the workers `prepare` started and reap them — nothing else,
-    /// the counts are checked by the next `prepare` or `teardown`. Further runs
-    /// (never asked for by the harness, which times one at a time) set up their own.
-    fn run(&mut self, iters: u64) -> Result<()> {
-        for i in 0..iters {
-            if i > 0 || self.run.is_none() {
-                self.prepare()?;
-            }
-            self.wake_and_reap()?;
-        }
-        Ok(())
-    }
-
-    fn teardown(mut self: Box<Self>) -> Result<()> {
-        self.check_counts()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        // Processes are killed by their supervisor. Threads waiting for the
-        // wake byte are told to return without working, then woken and joined.
-        if let Helpers::Threads { .. } = self.helpers {
-            self.abort.store(true, Ordering::SeqCst);
-            let _ = write_all(self.wake.as_raw_fd(), &[1]);
-            let _ = self.helpers.finish();
-        }
+        Ok(workers)
     }
 }
 
 /// hackbench's ready(): one byte to the ready pair, then wait until the wake
-/// pair is readable. False when the run is being abandoned (threads only).
-fn ready_then_wait(ready: RawFd, wake: RawFd, abort: &AtomicBool) -> io::Result<bool> {
+/// pair is readable.
+fn ready_then_wait(ready: RawFd, wake: RawFd) -> io::Result<()> {
     write_all(ready, &[0])?;
     let mut pfd = libc::pollfd {
         fd: wake,
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd; retried on EINTR unless a stop was requested.
+    // SAFETY: one valid pollfd; retried on EINTR.
     while unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
         let e = io::Error::last_os_error();
         if !retry(&e) {
             return Err(e);
         }
     }
-    Ok(!abort.load(Ordering::SeqCst))
-}
-
-/// Where a worker thread gives up once a stop was requested: a thread that
-/// never blocks would not see the poke meant to stop it (one relaxed load
-/// of a flag no one writes during a run, next to a system call of about a µs).
-/// A worker process never sees the flag set: the signal handler kills it.
-#[inline]
-fn stop_point() -> io::Result<()> {
-    if crate::measure::interrupt::requested() {
-        Err(io::ErrorKind::Interrupted.into())
-    } else {
-        Ok(())
-    }
+    Ok(())
 }
 
 /// A sender: `loops` rounds of one message to each receiver of the group.
@@ -402,7 +541,6 @@ fn send(
     let mut sent = 0;
     for _ in 0..shape.loops {
         for out in outs {
-            stop_point()?;
             write_all(out.as_raw_fd(), msg)?;
             sent += 1;
         }
@@ -420,7 +558,6 @@ fn receive(
 ) -> io::Result<()> {
     let mut received = 0;
     for _ in 0..shape.messages_per_worker() {
-        stop_point()?;
         read_message(input, msg)?;
         received += 1;
     }
@@ -460,24 +597,61 @@ mod tests {
                     ("transport", transport),
                     ("mode", mode),
                 ]);
+                // The workers alone, in this process, to see their counts.
+                let mut w = Workers::start(m.shape, m.mode, &m.placement).unwrap();
+                assert_eq!(w.helpers.len(), 12, "all workers started");
+                write_all(w.wake.as_raw_fd(), &[1]).unwrap();
+                w.helpers.join_all().unwrap();
+                assert_eq!(
+                    w.counters.values(),
+                    vec![21; 12],
+                    "{transport} {mode}: 3 fds × 7 loops each"
+                );
+                // Whole runs, each under a conductor of its own.
                 for _ in 0..3 {
                     m.prepare().unwrap();
-                    assert_eq!(
-                        m.run.as_ref().unwrap().helpers.len(),
-                        12,
-                        "all workers started"
-                    );
-                    m.wake_and_reap().unwrap();
-                    let counts = m.run.as_ref().unwrap().counters.values();
-                    assert_eq!(
-                        counts,
-                        vec![21; 12],
-                        "{transport} {mode}: 3 fds × 7 loops each"
-                    );
-                    m.check_counts().unwrap();
+                    m.go().unwrap();
+                    assert!(m.run.as_ref().unwrap().done);
                 }
+                m.finish().unwrap();
             }
         }
+    }
+
+    #[test]
+    fn a_wrong_count_names_the_worker() {
+        assert!(check_counts(&[5, 5, 5], 5).is_ok());
+        let e = check_counts(&[5, 4, 5], 5).unwrap_err().to_string();
+        assert!(e.contains("worker 1 passed 4 messages, expected 5"), "{e}");
+    }
+
+    #[test]
+    fn a_conductors_failure_reaches_osbench_with_its_message() {
+        let (go_r, go_w) = pipe().unwrap();
+        let (reports_r, reports_w) = pipe().unwrap();
+        let mut conductor = Supervisor::new("messaging");
+        let keep = [reports_w.as_raw_fd()];
+        conductor
+            .fork(None, &keep, move || {
+                let mut message = vec![Report::FAILED];
+                message.extend_from_slice(b"starting a child process after 7 children: boom");
+                let _ = write_all(reports_w.as_raw_fd(), &message);
+                1
+            })
+            .unwrap();
+        let mut run = Run {
+            conductor,
+            go: go_w,
+            reports: reports_r,
+            done: false,
+        };
+        drop(go_r);
+        let e = run.report(read_or_stop).unwrap_err().to_string();
+        assert!(e.contains("after 7 children: boom"), "{e}");
+        assert!(
+            run.conductor.children().is_empty(),
+            "the conductor was reaped"
+        );
     }
 
     #[test]
@@ -499,7 +673,11 @@ mod tests {
         for mode in ["processes", "threads"] {
             let mut m = case(&[("groups", "1"), ("fds", "4"), ("mode", mode)]);
             m.prepare().unwrap();
-            drop(m); // never woken: the workers must still go away
+            let group = m.run.as_ref().unwrap().conductor.pgid().unwrap();
+            drop(m); // never started: conductor and workers must still go away
+            // SAFETY: signal 0 only asks whether the group has members.
+            let alive = unsafe { libc::kill(-group, 0) } == 0;
+            assert!(!alive, "{mode}: processes of group {group} remain");
         }
     }
 

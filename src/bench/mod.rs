@@ -202,6 +202,9 @@ pub struct BenchDef {
     /// The anchor command that measures the same thing, to set results beside
     /// (e.g. "lat_syscall null", "hackbench -g 10 -p").
     pub anchor: fn(&Params) -> String,
+    /// What the family measures differently from its anchor on purpose, in a
+    /// sentence or two for `osbench list` ("" when nothing differs).
+    pub differs: &'static str,
     /// How many of the family's operations one harness iteration performs.
     pub ops_per_iter: fn(&Params) -> f64,
     /// How many tasks (processes or threads) a case runs, the timing one included.
@@ -232,6 +235,7 @@ impl BenchDef {
         case_name: |_| String::new(),
         op: |_| String::new(),
         anchor: |_| String::new(),
+        differs: "",
         ops_per_iter: |_| 1.0,
         tasks: |_| 1,
         setup: |_, _| {

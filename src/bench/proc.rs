@@ -65,6 +65,7 @@ pub static DEF: BenchDef = BenchDef {
         "sh" => "lat_proc shell".to_string(),
         case => format!("(none: {case})"),
     },
+    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so).",
     setup,
     ..BenchDef::DEFAULTS
 };

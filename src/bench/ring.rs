@@ -220,6 +220,15 @@ impl Helpers {
         }
     }
 
+    /// Helper processes join the caller's process group (see
+    /// [`Supervisor::in_callers_group`]); threads are unaffected.
+    pub fn in_callers_group(self) -> Self {
+        match self {
+            Helpers::Processes(sup) => Helpers::Processes(sup.in_callers_group()),
+            threads => threads,
+        }
+    }
+
     /// How many helpers were started and not yet finished.
     pub fn len(&self) -> usize {
         match self {

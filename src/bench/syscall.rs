@@ -53,6 +53,7 @@ pub static DEF: BenchDef = BenchDef {
     case_name: |p| p.get("case").to_string(),
     op,
     anchor: |p| format!("lat_syscall {}", p.get("case")),
+    differs: "a median of 10 ms batches after a warm-up, pinned to the last allowed CPU; `perf bench syscall basic` reports the mean of one unpinned 10,000,000-call loop. The call and its return path are the same (raw getppid in a non-inlined function).",
     setup,
     ..BenchDef::DEFAULTS
 };

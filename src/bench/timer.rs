@@ -91,6 +91,7 @@ pub static DEF: BenchDef = BenchDef {
         }
         a
     },
+    differs: "one thread, latencies in an HDR histogram (cyclictest: 1-µs buckets), and /dev/cpu_dma_latency held only with dma_latency=0 (cyclictest holds it by default).",
     setup,
     sampling: Sampling::Events(|p| p.int("count") as u64),
     check,

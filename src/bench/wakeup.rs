@@ -91,6 +91,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |_| "schbench wake-up latency (different workload); cyclictest for timers".to_string(),
+    differs: "a two-task wake-up ping-pong in user space, not schbench's workers and message threads: its figures are not schbench's.",
     tasks: |_| 2,
     setup,
     sampling: Sampling::Events(|p| 2 * p.int("count") as u64),

@@ -1,7 +1,9 @@
 //! `osbench list`: the benchmark registry as text, every family with its
 //! unit, its parameters (default, allowed values in
 //! [`Notation::Short`](osbench::bench::Notation::Short)) and its default
-//! cases (`*` marks the quick default suite) with what one op is. It only
+//! cases (`*` marks the quick default suite) with what one op is, its anchor
+//! (for the first default case) and what it measures differently from that
+//! anchor on purpose. It only
 //! reads the registry; selecting and validating cases is `bench::select`'s.
 
 use std::fmt::Write;
@@ -33,6 +35,11 @@ fn render() -> String {
 fn describe(out: &mut String, def: &BenchDef) {
     let _ = writeln!(out, "{} — {}", def.name, def.summary);
     let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
+    let first = def.default_cases().into_iter().next().unwrap_or_default();
+    let _ = writeln!(out, "  anchor: {}", (def.anchor)(&Params::new(def, &first)));
+    if !def.differs.is_empty() {
+        let _ = writeln!(out, "  differs from it on purpose: {}", def.differs);
+    }
     let _ = writeln!(out, "  parameters:");
     for p in def.params {
         let _ = writeln!(

@@ -27,6 +27,9 @@ pub struct Supervisor {
     children: Vec<libc::pid_t>,
     /// The signal handler kills the children itself (see [`Self::killed_on_stop`]).
     killed_on_stop: bool,
+    /// The children's group is this supervisor's own (not its caller's, see
+    /// [`Self::in_callers_group`]), so it may be signalled as a whole.
+    owns_group: bool,
 }
 
 /// How a child ended.
@@ -44,7 +47,19 @@ impl Supervisor {
             pgid: None,
             children: Vec::new(),
             killed_on_stop: false,
+            owns_group: true,
         }
+    }
+
+    /// Children join the caller's own process group instead of a new one, so
+    /// whoever kills that group kills them too (a messaging conductor's
+    /// workers). The group is not this supervisor's to signal: it kills its
+    /// children one by one.
+    pub fn in_callers_group(mut self) -> Self {
+        // SAFETY: getpgrp has no preconditions and cannot fail.
+        self.pgid = Some(unsafe { libc::getpgrp() });
+        self.owns_group = false;
+        self
     }
 
     /// Has the signal handler SIGKILL the children the moment a stop is
@@ -191,7 +206,7 @@ impl Supervisor {
     pub fn kill_all(&mut self) {
         let group = self.pgid;
         self.release_group();
-        if let (Some(pgid), false) = (group, self.children.is_empty()) {
+        if let (Some(pgid), false, true) = (group, self.children.is_empty(), self.owns_group) {
             // SAFETY: signalling our own process group, which has unreaped members.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
