@@ -309,7 +309,7 @@ mod tests {
         let mut r = ring("3", "0", "processes");
         let pid = match &r.helpers {
             Helpers::Processes(sup) => sup.children()[0],
-            Helpers::Threads { .. } => unreachable!(),
+            _ => unreachable!("a process ring"),
         };
         // SAFETY: killing our own helper child.
         unsafe { libc::kill(pid, libc::SIGKILL) };
