@@ -410,7 +410,7 @@ fn plain_thread(stack_bytes: usize, body: PlainBody) -> io::Result<libc::pthread
     extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
         // SAFETY: `arg` is the `Box<PlainBody>` leaked by `plain_thread` for this thread alone.
         let body = unsafe { Box::from_raw(arg.cast::<PlainBody>()) };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || body()))
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
             .unwrap_or_else(|_| Err(io::Error::other("a helper thread panicked")));
         match outcome {
             Ok(()) => std::ptr::null_mut(),
