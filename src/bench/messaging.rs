@@ -14,8 +14,11 @@
 //! children or threads), each of which writes one byte to a "ready" pair and
 //! waits in poll() on a "wake" pair; it then tells osbench it is ready
 //! (untimed). Timed: osbench writes a go byte; the conductor writes the single
-//! (never consumed) wake byte, reaps (or joins) every worker and reports the
-//! end — hackbench's interval plus two pipe wake-ups of a few µs. Workers
+//! (never consumed) wake byte, reaps (or joins) every worker, checks their
+//! message counts, reports the end and exits; osbench reaps it — hackbench's
+//! interval plus a pipe wake-up and the conductor's exit (well under a
+//! millisecond; reaping it brings the workers' CPU time, which the conductor
+//! collected, into osbench's accounts). Workers
 //! started by a process that had already run a hackbench run are up to 45 %
 //! faster on pipe-heavy shapes (measured on the development VM with a
 //! C program too, so it is the kernel's doing, not osbench's), which is why
@@ -108,7 +111,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("hackbench {}", hackbench_args(p)),
-    differs: "every worker's message count is checked after the run, outside the timed interval; the timed interval (plus two pipe wake-ups between osbench and the run's conductor), tasks, messages and thread stacks are hackbench's, and each run has a fresh conductor process, as each hackbench invocation is one.",
+    differs: "each run has a fresh conductor process, as each hackbench invocation is one, and the timed interval adds a pipe wake-up, a check of every worker's message count and the conductor's exit (well under a millisecond); tasks, messages and thread stacks are hackbench's.",
     tasks,
     setup,
     sampling: Sampling::WholeRuns,
@@ -197,13 +200,13 @@ struct Run {
     go: OwnedFd,
     /// The conductor's reports (see [`Report`]).
     reports: OwnedFd,
-    /// The conductor reported the run's end: every worker reaped, counts right.
-    done: bool,
+    /// How the conductor ended, once the run was timed and it was reaped.
+    exit: Option<Exit>,
 }
 
-/// What a conductor writes to osbench: one byte each — ready, then done —
-/// and at any point [`Report::FAILED`] followed by the error message, up to
-/// end of file.
+/// What a conductor writes to osbench: one byte each — ready, then done
+/// (every worker reaped, every count right) — and at any point
+/// [`Report::FAILED`] followed by the error message, up to end of file.
 struct Report;
 
 impl Report {
@@ -253,44 +256,51 @@ impl Messaging {
             conductor,
             go: go_w,
             reports: reports_r,
-            done: false,
+            exit: None,
         });
-        run.expect(Report::READY, read_or_stop)
+        run.expect(Report::READY)
     }
 
-    /// Starts the run and waits for its end; this is the timed part.
+    /// Starts the run and waits until its conductor has reaped every worker
+    /// and exited; this is the timed part. Reaping the conductor makes the
+    /// workers' CPU time, which it collected, osbench's children's.
     fn go(&mut self) -> Result<()> {
         let run = self
             .run
             .as_mut()
             .ok_or_else(|| Error::Measure("messaging run without prepare".into()))?;
         write_all(run.go.as_raw_fd(), &[1]).map_err(|e| Error::io("starting the run", e))?;
-        run.expect(Report::DONE, |fd, buf| read_exact(fd, buf).map(usize::from))?;
-        run.done = true;
+        run.exit = run.conductor.reap_all()?.first().copied();
         Ok(())
     }
 
-    /// Ends the current run, untimed: a finished one's conductor says
-    /// whether every worker's count was right and exits; one never started
+    /// Ends the current run, untimed: a timed one's conductor must have
+    /// reported its end (every count right) and exited 0; one never started
     /// is stopped by `Run`'s drop.
     fn finish(&mut self) -> Result<()> {
-        match self.run.take() {
-            Some(mut run) if run.done => match run.report(read_or_stop)? {
-                None => check_exits(run.conductor.wait_all(Duration::from_secs(10))?),
-                Some(other) => Err(unexpected(other)),
-            },
-            _ => Ok(()),
+        let Some(mut run) = self.run.take() else {
+            return Ok(());
+        };
+        let Some(exit) = run.exit else {
+            return Ok(());
+        };
+        match run.report()? {
+            Some(Report::DONE) if exit == Exit::Code(0) => Ok(()),
+            Some(other) if other != Report::DONE => Err(unexpected(other)),
+            _ => Err(Error::Measure(format!(
+                "the hackbench conductor ended without reporting the end of its run ({exit:?})"
+            ))),
         }
     }
 }
 
 impl Run {
-    /// The conductor's next report byte, read with `read`, or `None` at end
-    /// of file; its error message when it reported a failure (it is reaped
-    /// then); `Interrupted` on a stop.
-    fn report(&mut self, read: fn(RawFd, &mut [u8]) -> io::Result<usize>) -> Result<Option<u8>> {
+    /// The conductor's next report byte, or `None` at end of file; its error
+    /// message when it reported a failure (it is reaped then); `Interrupted`
+    /// on a stop.
+    fn report(&mut self) -> Result<Option<u8>> {
         let mut byte = [0u8; 1];
-        let n = match read(self.reports.as_raw_fd(), &mut byte) {
+        let n = match read_or_stop(self.reports.as_raw_fd(), &mut byte) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(Error::Interrupted),
             Err(e) => return Err(Error::io("waiting for the hackbench conductor", e)),
             Ok(n) => n,
@@ -317,8 +327,8 @@ impl Run {
 
     /// The next report, which must be `want`; a conductor that ended without
     /// it is reaped and its end named.
-    fn expect(&mut self, want: u8, read: fn(RawFd, &mut [u8]) -> io::Result<usize>) -> Result<()> {
-        match self.report(read)? {
+    fn expect(&mut self, want: u8) -> Result<()> {
+        match self.report()? {
             Some(byte) if byte == want => Ok(()),
             Some(other) => Err(unexpected(other)),
             None => {
@@ -337,15 +347,6 @@ fn unexpected(byte: u8) -> Error {
         "the hackbench conductor sent {:?} out of turn",
         byte as char
     ))
-}
-
-fn check_exits(exits: Vec<Exit>) -> Result<()> {
-    match exits.first() {
-        Some(Exit::Code(0)) | None => Ok(()),
-        Some(other) => Err(Error::Measure(format!(
-            "the hackbench conductor ended badly after its run ({other:?})"
-        ))),
-    }
 }
 
 impl Workload for Messaging {
@@ -375,8 +376,8 @@ impl Workload for Messaging {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if self.done {
-            return;
+        if self.exit.is_some() {
+            return; // reaped after its run
         }
         // A run never started or cut short: SIGKILL the conductor's group
         // (conductor and worker processes; threads die with the conductor),
@@ -475,8 +476,9 @@ fn reap_group(pgid: libc::pid_t) {
 
 /// The conductor: hackbench's main process, one fresh process per run (see
 /// the module doc). Starts the workers, reports ready, waits for the go
-/// byte, wakes the workers, reaps them and reports the end, then checks every
-/// worker's message count; or reports what failed. osbench is single-threaded
+/// byte, wakes the workers, reaps them, checks every worker's message count
+/// and reports the end, or reports what failed; then exits, which ends the
+/// timed run. osbench is single-threaded
 /// when it forks the conductor, so the conductor may allocate and start
 /// threads. Its exit status is 0 when it reported the end.
 fn conduct(shape: Shape, mode: Mode, placement: &Placement, go: OwnedFd, reports: OwnedFd) -> i32 {
@@ -506,9 +508,8 @@ fn conduct_run(
     }
     write_all(workers.wake.as_raw_fd(), &[1]).map_err(|e| Error::io("waking the workers", e))?;
     workers.helpers.join_all()?;
-    write_all(reports, &[Report::DONE]).map_err(|e| Error::io("reporting the end", e))?;
-    // After the timed end: a wrong count is reported to osbench's untimed check.
-    check_counts(&workers.counters.values(), shape.messages_per_worker())
+    check_counts(&workers.counters.values(), shape.messages_per_worker())?;
+    write_all(reports, &[Report::DONE]).map_err(|e| Error::io("reporting the end", e))
 }
 
 /// Every worker must have passed exactly `want` messages.
@@ -714,7 +715,7 @@ mod tests {
                 for _ in 0..3 {
                     m.prepare().unwrap();
                     m.go().unwrap();
-                    assert!(m.run.as_ref().unwrap().done);
+                    assert_eq!(m.run.as_ref().unwrap().exit, Some(Exit::Code(0)));
                 }
                 m.finish().unwrap();
             }
@@ -769,10 +770,10 @@ mod tests {
             conductor,
             go: go_w,
             reports: reports_r,
-            done: false,
+            exit: None,
         };
         drop(go_r);
-        let e = run.report(read_or_stop).unwrap_err().to_string();
+        let e = run.report().unwrap_err().to_string();
         assert!(e.contains("after 7 children: boom"), "{e}");
         assert!(
             run.conductor.children().is_empty(),
