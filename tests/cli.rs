@@ -441,6 +441,17 @@ fn messaging_prints_hackbench_time_and_counts_every_message() {
             .iter()
             .all(|s| s.unit == "s" && s.raw.iter().all(|r| r.iters == 1))
     );
+    // The workers' CPU time is counted (their conductor collects it and is
+    // reaped inside the run): far more than osbench's own few system calls.
+    for s in &doc.series {
+        let cpu_ns = s.counters["user_ns"].median + s.counters["sys_ns"].median;
+        let wall_ns = s.summary.median * 1e9;
+        assert!(
+            cpu_ns > 0.05 * wall_ns,
+            "{}: {cpu_ns} ns of CPU in {wall_ns} ns",
+            s.case
+        );
+    }
     assert!(helper_processes().is_empty());
 }
 
