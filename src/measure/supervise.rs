@@ -175,6 +175,39 @@ impl Supervisor {
         Ok(exits.into_iter().flatten().collect())
     }
 
+    /// Waits until every child has exited, without reaping any: their pids,
+    /// the group's among them, stay taken, so the group stays registered and
+    /// safe to signal until [`Self::reap_all`]. Gives up with `Interrupted`
+    /// when a signal asks to stop.
+    pub fn await_exits(&self) -> Result<()> {
+        for &pid in &self.children {
+            loop {
+                // SAFETY: waitid on our own unreaped child; WNOWAIT leaves it
+                // waitable, so nothing is reaped; `info` is a valid out-pointer.
+                let r = unsafe {
+                    let mut info: libc::siginfo_t = std::mem::zeroed();
+                    libc::waitid(
+                        libc::P_PID,
+                        pid as libc::id_t,
+                        &mut info,
+                        libc::WEXITED | libc::WNOWAIT,
+                    )
+                };
+                if r == 0 {
+                    break;
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(Error::io("waiting for a helper process", e));
+                }
+                if interrupt::requested() {
+                    return Err(Error::Interrupted);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reaps every child in fork order, blocking as long as it takes — the end
     /// of a timed run — but giving up with `Interrupted` when a signal asks to
     /// stop (the caller then drops the supervisor, which kills the rest).
