@@ -270,8 +270,6 @@ impl Messaging {
             .as_mut()
             .ok_or_else(|| Error::Measure("messaging run without prepare".into()))?;
         write_all(run.go.as_raw_fd(), &[1]).map_err(|e| Error::io("starting the run", e))?;
-        // Until the conductor is reaped, a stop kills its group (its workers too).
-        run.conductor.await_exits()?;
         run.exit = run.conductor.reap_all()?.first().copied();
         Ok(())
     }

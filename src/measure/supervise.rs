@@ -175,39 +175,6 @@ impl Supervisor {
         Ok(exits.into_iter().flatten().collect())
     }
 
-    /// Waits until every child has exited, without reaping any: their pids,
-    /// the group's among them, stay taken, so the group stays registered and
-    /// safe to signal until [`Self::reap_all`]. Gives up with `Interrupted`
-    /// when a signal asks to stop.
-    pub fn await_exits(&self) -> Result<()> {
-        for &pid in &self.children {
-            loop {
-                // SAFETY: waitid on our own unreaped child; WNOWAIT leaves it
-                // waitable, so nothing is reaped; `info` is a valid out-pointer.
-                let r = unsafe {
-                    let mut info: libc::siginfo_t = std::mem::zeroed();
-                    libc::waitid(
-                        libc::P_PID,
-                        pid as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOWAIT,
-                    )
-                };
-                if r == 0 {
-                    break;
-                }
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(Error::io("waiting for a helper process", e));
-                }
-                if interrupt::requested() {
-                    return Err(Error::Interrupted);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Reaps every child in fork order, blocking as long as it takes — the end
     /// of a timed run — but giving up with `Interrupted` when a signal asks to
     /// stop (the caller then drops the supervisor, which kills the rest).
@@ -216,6 +183,14 @@ impl Supervisor {
         let mut result = Ok(());
         for i in 0..self.children.len() {
             if i + 1 == self.children.len() {
+                // The group leaves the handler's list only once its last
+                // member has exited (not yet reaped, so its pid stays
+                // taken): until then a stop still kills the group, and with
+                // it any processes that member started in it.
+                if let Err(e) = await_exit(self.children[i]) {
+                    result = Err(e);
+                    break;
+                }
                 self.release_group();
             }
             match waitpid(self.children[i], 0, true) {
@@ -271,6 +246,34 @@ impl Drop for Supervisor {
 /// Waits for our child `pid` to end (blocking, retried when a signal interrupts).
 pub fn wait_child(pid: libc::pid_t) -> Result<Exit> {
     waitpid(pid, 0, false).map(|e| e.expect("a blocking wait always returns an exit"))
+}
+
+/// Waits until our child `pid` has exited, without reaping it; gives up
+/// with `Interrupted` when a signal asks to stop.
+fn await_exit(pid: libc::pid_t) -> Result<()> {
+    loop {
+        // SAFETY: waitid on our own unreaped child; WNOWAIT leaves it
+        // waitable, so nothing is reaped; `info` is a valid out-pointer.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::io("waiting for a helper process", e));
+        }
+        if interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
+    }
 }
 
 /// Non-blocking waitpid: `None` while the child runs.
