@@ -40,6 +40,7 @@ fn serve(init: bool) -> anyhow::Result<ExitCode> {
     if init {
         init::become_init()?;
     }
+    offset_heap();
     init::raw_if_terminal(0);
     init::raw_if_terminal(1);
     let interrupt = Interrupt::install()?;
@@ -49,4 +50,17 @@ fn serve(init: bool) -> anyhow::Result<ExitCode> {
         &interrupt,
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// An invocation of `run --invocations` moves its heap by the bytes its
+/// parent chose (`OSBENCH_HEAP_OFFSET`): allocated, touched and kept before
+/// anything else, so every later allocation lands elsewhere.
+fn offset_heap() {
+    let bytes = std::env::var(osbench::experiment::invocations::HEAP_OFFSET_ENV)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n <= osbench::experiment::invocations::MAX_HEAP_OFFSET);
+    if let Some(n) = bytes.filter(|&n| n > 0) {
+        std::mem::forget(std::hint::black_box(vec![1u8; n]));
+    }
 }

@@ -10,11 +10,12 @@ use std::path::Path;
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
 
+use osbench::compare::{Priors, Side};
 use osbench::document::Document;
 use osbench::report;
 use osbench::store::{Filter, Store};
 
-use super::save::{self, ExportArgs, StoreArgs};
+use super::save::{ExportArgs, StoreArgs};
 use super::{Console, VerdictArgs};
 
 #[derive(Args)]
@@ -56,9 +57,22 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         return compare_by_host(&args, console);
     }
     let pending = args.exports.prepare()?;
-    let docs = save::resolve_all(&args.runs, &args.store)?;
+    let location = args.store.location();
+    let resolved = args
+        .runs
+        .iter()
+        .map(|r| osbench::store::resolve_side(r, location.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sides: Vec<Side> = resolved
+        .iter()
+        .map(|(label, docs)| Side {
+            label: label.clone(),
+            docs: docs.iter().map(|(_, d)| d).collect(),
+        })
+        .collect();
+    let priors = priors(&sides, &resolved, location.as_ref())?;
     let options = args.verdict.options(args.seed);
-    let mut comparison = osbench::compare::compare(&docs, options)?;
+    let mut comparison = osbench::compare::compare_sides(&sides, &priors, options)?;
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
     pending.commit(
@@ -79,6 +93,54 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         || report::csv::comparison(&comparison),
     )?;
     Ok(args.verdict.exit_code(Some(&comparison)))
+}
+
+/// The stored spread of single invocations for the cases that every side
+/// holds in one invocation, when all sides ran on one host and kernel.
+fn priors(
+    sides: &[Side],
+    resolved: &[(String, Vec<(Option<i64>, Document)>)],
+    location: Option<&osbench::store::Location>,
+) -> anyhow::Result<Priors> {
+    let Some(location) = location.filter(|l| l.exists()) else {
+        return Ok(Priors::new());
+    };
+    let docs: Vec<&Document> = sides.iter().flat_map(|s| s.docs.iter().copied()).collect();
+    let (host, kernel) = (docs[0].host(), docs[0].env.kernel.as_str());
+    if docs
+        .iter()
+        .any(|d| d.host() != host || d.env.kernel != kernel)
+    {
+        return Ok(Priors::new()); // the stored spread of one host says nothing of another
+    }
+    let single = |k: &osbench::compare::CaseKey| {
+        sides.iter().all(|side| {
+            let series = side.docs.iter().flat_map(|d| &d.series);
+            series
+                .filter(|s| osbench::compare::key(s) == *k)
+                .map(|s| s.replicates().len())
+                .sum::<usize>()
+                == 1
+        })
+    };
+    let mut keys: Vec<osbench::compare::CaseKey> = docs[0]
+        .series
+        .iter()
+        .map(osbench::compare::key)
+        .filter(single)
+        .collect();
+    keys.dedup();
+    if keys.is_empty() {
+        return Ok(Priors::new());
+    }
+    let exclude: Vec<i64> = resolved
+        .iter()
+        .flat_map(|(_, d)| d.iter().filter_map(|(id, _)| *id))
+        .collect();
+    let db = Store::open_existing(location)?;
+    Ok(osbench::store::invocation_priors(
+        &db, &keys, host, kernel, &exclude, &docs,
+    )?)
 }
 
 /// `compare BEFORE AFTER --by host`.

@@ -22,6 +22,9 @@ use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
+/// Invocations of a run without configurations unless `--invocations` says otherwise.
+pub const DEFAULT_INVOCATIONS: usize = 3;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
@@ -65,6 +68,14 @@ pub struct RunArgs {
     /// shared out among the cases left; with configurations, no round starts after it
     #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
     max_time: Option<f64>,
+    /// Fresh osbench processes to measure every case in, one after another, each with its
+    /// own case order and its layout varied (environment size, heap offset); --samples is
+    /// shared out among them. Separate runs are compared invocation by invocation, so more
+    /// invocations make saved runs comparable [default: 3; 1 with configurations or
+    /// --target-ci]
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    invocations: Option<u32>,
     #[command(flatten)]
     verdict: VerdictArgs,
     /// Print only the results: no progress, no warnings
@@ -112,6 +123,7 @@ impl MeasureArgs {
             pin: self.pin,
             configs: Vec::new(),
             rounds: 1,
+            invocations: 1,
             target_ci: None,
             max_time: None,
             policy: Policy {
@@ -193,8 +205,20 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (configs, selectors) = configs_and_selectors(args)?;
     refuse_idle_flags(args, configs.len())?;
+    let single = !configs.is_empty() || args.target_ci.is_some();
+    let invocations = match args.invocations {
+        Some(n) if n > 1 && single => anyhow::bail!(
+            "--invocations measures a run without configurations in several processes; \
+             configurations are compared round by round in one run, and --target-ci samples \
+             each case in one process: drop --invocations, or the configurations and --target-ci"
+        ),
+        Some(n) => n as usize,
+        None if single => 1,
+        None => DEFAULT_INVOCATIONS,
+    };
     Ok(Plan {
         configs,
+        invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
             (None, Some(_)) => osbench::stats::compare::MAX_ROUNDS,

@@ -1,29 +1,57 @@
 //! Turning result documents into comparisons and verdicts.
 //!
-//! The first document is the baseline; every case present in all documents
-//! (matched by benchmark, case and configuration) is compared, each later
-//! document against the baseline, with the unpaired statistics of
-//! [`crate::stats::compare`]: ratio of medians with a bootstrap 95 % interval,
-//! a Mann–Whitney p-value adjusted across all comparisons (Holm), and a
-//! verdict with an equivalence margin. Cases missing from some document are
-//! listed, not dropped silently, and environment keys that differ are shown.
-//! A case with a sample that is not positive (possible when a cheap
-//! operation's overhead was subtracted) has no ratio of medians: it is listed
-//! as not compared, with the reason, as is one whose ratio would overflow.
-//! [`paired`] compares the configurations of one run round by round instead;
-//! [`history`] looks for changes over time in a case's stored runs.
+//! Separately saved runs ([`compare_sides`]): the first side is the baseline;
+//! a side is one document or several (the stored runs that share a label,
+//! which are replicates of each other). Every case present on every side
+//! (matched by benchmark, case and configuration) is compared, each later side
+//! against the baseline, at the level that is replicated: the invocation
+//! (`stats::replicates`) — each invocation's median is one value, a run of one
+//! invocation is one. One invocation a side says nothing about how far
+//! separate invocations land, so the spread then comes from stored runs of
+//! the same case ([`Priors`]), or there is no test (too few). p-values are
+//! Holm-adjusted across all comparisons; verdicts have an equivalence
+//! margin. Cases missing from some side are listed, environment keys that
+//! differ are shown, and so is a change of the machine's own speed that the
+//! drift sentinels saw. A case with a sample that is not positive (possible
+//! when a cheap operation's overhead was subtracted) is listed as not
+//! compared, with the reason. [`paired`] compares the configurations of one
+//! run round by round instead; [`history`] looks for changes over time in a
+//! case's stored runs.
 
 pub mod history;
 
 pub mod fleet;
 
-use crate::document::{COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document, Series, Unit};
-use crate::error::{Error, Result};
-use crate::stats::Summary;
-use crate::stats::compare::{
-    BOOTSTRAP_MAX_SAMPLES, Power, RatioCi, Verdict, block_medians, holm, mann_whitney_p,
-    paired_log_ratio, ratio_of_medians, verdict,
+use std::collections::BTreeMap;
+
+use crate::document::{
+    COMMAND_BENCH, ComparisonRecord, DEFAULT_CONFIG, Document, ReplicateUnit, Replication, Series,
+    Unit,
 };
+use crate::error::{Error, Result};
+use crate::stats::compare::{
+    Power, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
+};
+use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, replicate_interval};
+use crate::stats::{Summary, summarize};
+
+/// One side of a comparison of saved runs: a name and its runs (replicates).
+#[derive(Debug, Clone)]
+pub struct Side<'a> {
+    pub label: String,
+    pub docs: Vec<&'a Document>,
+}
+
+/// The key a series is matched by: benchmark, case, configuration.
+pub type CaseKey = (String, String, String);
+
+/// The spread of single invocations of each case, from stored runs of it on
+/// the same host and kernel ([`Prior::from_runs`]), for comparisons whose
+/// sides hold one invocation each.
+pub type Priors = BTreeMap<CaseKey, Prior>;
+
+/// A relative change of a drift sentinel beyond this, significant, is flagged.
+pub const DRIFT_FLAG: f64 = 0.03;
 
 /// How to compare.
 #[derive(Debug, Clone, Copy)]
@@ -72,24 +100,61 @@ pub struct Change {
     pub verdict: Verdict,
     /// How small a p-value the test could give with this data.
     pub power: Power,
+    /// What the test was replicated over.
+    pub replication: Replication,
+    /// False when no spread between replicates is known (one invocation a
+    /// side, no stored runs): no interval, no test, the verdict too-few.
+    pub testable: bool,
 }
 
 impl Change {
     /// A change before the multiple-comparison adjustment and the verdict.
-    fn unjudged(ci: RatioCi, p_value: f64, power: Power) -> Self {
+    fn unjudged(ci: RatioCi, p_value: f64, power: Power, replication: Replication) -> Self {
         Self {
             ci,
             p_value,
             p_adjusted: p_value,
             verdict: Verdict::Inconclusive,
             power,
+            replication,
+            testable: true,
         }
     }
 
-    /// The verdict in words ([`Verdict::words`]), the same in every rendering.
+    /// One invocation a side and no spread known: the ratio alone.
+    fn untestable(ratio: f64, replication: Replication) -> Self {
+        let point = RatioCi {
+            ratio,
+            ci95: (ratio, ratio),
+            ci90: (ratio, ratio),
+        };
+        let power = Power {
+            min_p: 1.0,
+            n: 1,
+            what: "invocations",
+            flag: "--invocations",
+            needs: 2,
+        };
+        Self {
+            testable: false,
+            ..Self::unjudged(point, 1.0, power, replication)
+        }
+    }
+
+    /// The verdict in words ([`Verdict::words`]) with what it was
+    /// replicated over, the same in every rendering.
     pub fn words(&self, options: &Options) -> String {
-        self.verdict
-            .words(self.ci.ratio, options.equivalence, &self.power)
+        if !self.testable {
+            return "inconclusive: one invocation a side, and no stored runs of this case on \
+                    this host and kernel tell how far separate invocations differ; run each \
+                    side with --invocations 5 (or label several runs alike), or compare \
+                    configurations in one run"
+                .into();
+        }
+        let words = self
+            .verdict
+            .words(self.ci.ratio, options.equivalence, &self.power);
+        format!("{words} {}", self.replication.words())
     }
 }
 
@@ -110,114 +175,159 @@ pub struct Comparison {
     /// How ratios, intervals and p-values were computed, in words.
     pub method: String,
     pub options: Options,
+    /// What the drift sentinels say of the machine's own speed on each side
+    /// against the baseline, where it changed ("the machine itself ran …").
+    pub drift: Vec<String>,
 }
 
-fn key(s: &Series) -> (String, String, String) {
+pub fn key(s: &Series) -> CaseKey {
     (s.bench.clone(), s.case.clone(), s.config.clone())
 }
 
-/// Compares `docs` (label, document), the first being the baseline.
+/// Compares `docs` (label, document), the first being the baseline, each
+/// document a side of its own, with no stored runs to draw on.
 pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparison> {
-    if docs.len() < 2 {
+    let sides: Vec<Side> = docs
+        .iter()
+        .map(|(label, doc)| Side {
+            label: label.clone(),
+            docs: vec![doc],
+        })
+        .collect();
+    compare_sides(&sides, &Priors::new(), options)
+}
+
+/// One side's series of a case (one per run that has it), its summary and
+/// its replicates.
+struct SideCase<'a> {
+    series: Vec<&'a Series>,
+    summary: Summary,
+    replicates: Vec<f64>,
+}
+
+impl<'a> SideCase<'a> {
+    fn of(side: &Side<'a>, k: &CaseKey) -> Option<Self> {
+        let series: Vec<&Series> = side
+            .docs
+            .iter()
+            .filter_map(|d| d.series.iter().find(|t| key(t) == *k))
+            .collect();
+        let replicates: Vec<f64> = series.iter().flat_map(|s| s.replicates()).collect();
+        let summary = match &series[..] {
+            [] => return None,
+            [one] => one.summary.clone(),
+            many => {
+                let all: Vec<f64> = many
+                    .iter()
+                    .flat_map(|s| s.samples.iter().copied())
+                    .collect();
+                let mut summary = summarize(&all)?;
+                if let Some((lo, hi)) = replicate_interval(summary.median, &replicates) {
+                    (summary.ci_low, summary.ci_high) = (lo, hi);
+                }
+                summary
+            }
+        };
+        Some(Self {
+            series,
+            summary,
+            replicates,
+        })
+    }
+}
+
+/// Compares `sides`, the first being the baseline, by invocation; `priors`
+/// gives the spread of cases whose sides hold one invocation each.
+pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Result<Comparison> {
+    if sides.len() < 2 {
         return Err(Error::Measure(
             "compare needs at least two documents".into(),
         ));
     }
-    let labels: Vec<String> = docs.iter().map(|(l, _)| l.clone()).collect();
+    let labels: Vec<String> = sides.iter().map(|s| s.label.clone()).collect();
     let mut rows = Vec::new();
     let mut missing = Vec::new();
     let mut not_compared = Vec::new();
-    let mut seen: Vec<(String, String, String)> = Vec::new();
-    for (_, doc) in docs {
-        for s in &doc.series {
-            let k = key(s);
-            if seen.contains(&k) {
-                continue;
-            }
-            seen.push(k.clone());
-            let found: Vec<Option<&Series>> = docs
-                .iter()
-                .map(|(_, d)| d.series.iter().find(|t| key(t) == k))
-                .collect();
-            let name = if k.2 == DEFAULT_CONFIG {
-                format!("{} {}", k.0, k.1)
-            } else {
-                format!("{} {} [{}]", k.0, k.1, k.2)
-            };
-            if found.iter().any(Option::is_none) {
-                let lacking = labels
-                    .iter()
-                    .zip(&found)
-                    .filter(|(_, f)| f.is_none())
-                    .map(|(l, _)| l.clone())
-                    .collect();
-                missing.push((name, lacking));
-                continue;
-            }
-            let sides: Vec<&Series> = found.into_iter().flatten().collect();
-            if let Some(other) = sides.iter().find(|t| t.unit != sides[0].unit) {
-                return Err(Error::Measure(format!(
-                    "{name} is in {} in one document and {} in another; they cannot be compared",
-                    sides[0].unit, other.unit
-                )));
-            }
-            // A ratio of medians needs positive times (and bootstrap medians of
-            // positive samples are positive); documents are checked when read,
-            // so the samples are there and finite.
-            if let Some((label, s)) = labels
-                .iter()
-                .zip(&sides)
-                .find(|(_, s)| s.samples.iter().any(|&v| v <= 0.0))
-            {
-                let v = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
-                not_compared.push((
-                    name,
-                    format!(
-                        "a sample in {label} is {v} {}, not positive (the overhead subtracted \
-                         exceeds the operation), so there is no ratio of medians",
-                        s.unit.symbol()
-                    ),
-                ));
-                continue;
-            }
-            let case_seed = options.seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let changes: Vec<Change> = sides[1..]
-                .iter()
-                .enumerate()
-                .map(|(i, cand)| {
-                    let seed = case_seed.wrapping_add(i as u64);
-                    let r =
-                        ratio_of_medians(&sides[0].samples, &cand.samples, seed, options.resamples);
-                    let p = mann_whitney_p(&sides[0].samples, &cand.samples);
-                    let (n1, n2) = (sides[0].samples.len(), cand.samples.len());
-                    Change::unjudged(r, p, Power::rank_test(n1, n2, options.alpha))
-                })
-                .collect();
-            let usable = |x: f64| x.is_finite() && x > 0.0;
-            if let Some(ch) = changes.iter().find(|ch| {
-                let r = &ch.ci;
-                ![r.ratio, r.ci95.0, r.ci95.1, r.ci90.0, r.ci90.1]
-                    .into_iter()
-                    .all(usable)
-            }) {
-                not_compared.push((
-                    name,
-                    format!(
-                        "the ratio of medians ({:e}) or its interval is not a finite positive number",
-                        ch.ci.ratio
-                    ),
-                ));
-                continue;
-            }
-            rows.push(CaseRow {
-                bench: k.0,
-                case: k.1,
-                config: k.2,
-                unit: sides[0].unit,
-                summaries: sides.iter().map(|s| s.summary.clone()).collect(),
-                changes,
-            });
+    let mut seen: Vec<CaseKey> = Vec::new();
+    let all_series = sides
+        .iter()
+        .flat_map(|side| &side.docs)
+        .flat_map(|d| &d.series);
+    for s in all_series {
+        let k = key(s);
+        if seen.contains(&k) {
+            continue;
         }
+        seen.push(k.clone());
+        let found: Vec<Option<SideCase>> =
+            sides.iter().map(|side| SideCase::of(side, &k)).collect();
+        let name = crate::report::case_label(&format!("{} {}", k.0, k.1), &k.2);
+        if found.iter().any(Option::is_none) {
+            let lacking = labels
+                .iter()
+                .zip(&found)
+                .filter(|(_, f)| f.is_none())
+                .map(|(l, _)| l.clone())
+                .collect();
+            missing.push((name, lacking));
+            continue;
+        }
+        let found: Vec<SideCase> = found.into_iter().flatten().collect();
+        let every = || found.iter().flat_map(|f| &f.series);
+        let first_unit = found[0].series[0].unit;
+        if let Some(other) = every().find(|t| t.unit != first_unit) {
+            return Err(Error::Measure(format!(
+                "{name} is in {first_unit} in one document and {} in another; they cannot be compared",
+                other.unit
+            )));
+        }
+        // A ratio needs positive times; documents are checked when read, so
+        // the samples are there and finite.
+        if let Some((label, s)) = labels.iter().zip(&found).find_map(|(label, f)| {
+            f.series
+                .iter()
+                .find(|s| s.samples.iter().any(|&v| v <= 0.0))
+                .map(|s| (label, s))
+        }) {
+            let v = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
+            not_compared.push((
+                name,
+                format!(
+                    "a sample in {label} is {v} {}, not positive (the overhead subtracted \
+                     exceeds the operation), so there is no ratio",
+                    s.unit.symbol()
+                ),
+            ));
+            continue;
+        }
+        let prior = priors.get(&k).copied();
+        let changes: Vec<Change> = found[1..]
+            .iter()
+            .map(|cand| replicate_change(&found[0].replicates, &cand.replicates, prior))
+            .collect();
+        if let Some(ch) = changes.iter().find(|ch| {
+            let r = &ch.ci;
+            ![r.ratio, r.ci95.0, r.ci95.1, r.ci90.0, r.ci90.1]
+                .into_iter()
+                .all(|x| x.is_finite() && x > 0.0)
+        }) {
+            not_compared.push((
+                name,
+                format!(
+                    "the ratio ({:e}) or its interval is not a finite positive number",
+                    ch.ci.ratio
+                ),
+            ));
+            continue;
+        }
+        rows.push(CaseRow {
+            bench: k.0,
+            case: k.1,
+            config: k.2,
+            unit: first_unit,
+            summaries: found.iter().map(|f| f.summary.clone()).collect(),
+            changes,
+        });
     }
     if rows.is_empty() && !not_compared.is_empty() {
         let why: Vec<String> = not_compared
@@ -236,23 +346,14 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         )));
     }
     apply_verdicts(&mut rows, options);
-    let env_diff = crate::env::diff(&docs.iter().map(|(_, d)| &d.env).collect::<Vec<_>>());
-    let large = rows.iter().any(|r| {
-        let n = |i: usize| r.summaries[i].n;
-        (1..r.summaries.len()).any(|i| n(0) + n(i) > BOOTSTRAP_MAX_SAMPLES)
-    });
-    let method = format!(
-        "Unpaired: ratios of medians (candidate ÷ A, above 1: slower) with 95% percentile-bootstrap \
-         intervals{}, two-sided Mann–Whitney U p",
-        if large {
-            format!(
-                " (large-sample intervals from the medians' order statistics where two sides hold \
-                 over {BOOTSTRAP_MAX_SAMPLES} samples)"
-            )
-        } else {
-            String::new()
-        }
-    );
+    let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
+    let env_diff = crate::env::diff(&firsts.iter().map(|d| &d.env).collect::<Vec<_>>());
+    let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
+                  invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
+                  with Student t 95% intervals on their logs, variance pooled over both sides \
+                  (one invocation a side: the spread of stored runs of the case on the same host \
+                  and kernel), two-sided t p"
+        .to_string();
     Ok(Comparison {
         labels,
         rows,
@@ -262,7 +363,76 @@ pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparis
         factors: Vec::new(),
         method,
         options,
+        drift: drift_findings(sides),
     })
+}
+
+/// The change of one candidate side's replicates against the baseline's.
+fn replicate_change(baseline: &[f64], candidate: &[f64], prior: Option<Prior>) -> Change {
+    let mut replication = Replication {
+        unit: ReplicateUnit::Invocations,
+        baseline: baseline.len(),
+        candidate: candidate.len(),
+        prior_runs: None,
+    };
+    match compare_replicates(baseline, candidate, prior) {
+        Some(t) => {
+            if let SpreadSource::Prior(p) = t.source {
+                replication.prior_runs = Some(p.runs);
+            }
+            let power = Power {
+                min_p: 0.0,
+                n: baseline.len().min(candidate.len()),
+                what: "invocations",
+                flag: "--invocations",
+                needs: 2,
+            };
+            Change::unjudged(t.ci, t.p_value, power, replication)
+        }
+        None => {
+            let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+            Change::untestable(gm(candidate) / gm(baseline), replication)
+        }
+    }
+}
+
+/// Each candidate side's drift sentinels against the baseline's: a change of
+/// the machine's own speed beyond [`DRIFT_FLAG`], significant, in words.
+fn drift_findings(sides: &[Side]) -> Vec<String> {
+    let readings = |side: &Side, name: &str| -> Vec<f64> {
+        side.docs
+            .iter()
+            .flat_map(|d| &d.run.invocations)
+            .flat_map(|i| i.sentinels_before.iter().chain(&i.sentinels_after))
+            .filter(|r| r.name == name)
+            .map(|r| r.ns_per_step)
+            .collect()
+    };
+    let mut findings = Vec::new();
+    for cand in &sides[1..] {
+        for name in ["register-loop", "pointer-chase"] {
+            let (a, b) = (readings(&sides[0], name), readings(cand, name));
+            let Some(t) = compare_replicates(&a, &b, None) else {
+                continue;
+            };
+            let change = t.ci.ratio - 1.0;
+            if t.p_value < 0.05 && change.abs() > DRIFT_FLAG {
+                findings.push(format!(
+                    "the machine itself ran {:.1}% {} during {} than during {} (the {name} \
+                     sentinel, timed outside every case, took {:.2} vs {:.2} ns per step): \
+                     differences of that size may be the machine's, not the change's; \
+                     re-run both sides",
+                    change.abs() * 100.0,
+                    if change > 0.0 { "slower" } else { "faster" },
+                    cand.label,
+                    sides[0].label,
+                    crate::stats::summary::median(&b),
+                    crate::stats::summary::median(&a),
+                ));
+            }
+        }
+    }
+    findings
 }
 
 /// Compares the configurations of one run round by round (paired): the
@@ -297,7 +467,12 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             .map(|cand| {
                 let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
                 let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
-                Change::unjudged(r, p, power)
+                Change::unjudged(
+                    r,
+                    p,
+                    power,
+                    paired_replication(ReplicateUnit::Rounds, rounds),
+                )
             })
             .collect();
         rows.push(CaseRow {
@@ -336,6 +511,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         env_diff: doc.run.config_env_diff.clone(),
         method,
         options,
+        drift: Vec::new(),
     })
 }
 
@@ -365,6 +541,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
                 r,
                 p,
                 Power::sign_flip(base.len(), options.alpha, "runs", "--runs"),
+                paired_replication(ReplicateUnit::Blocks, base.len()),
             )
         })
         .collect();
@@ -391,7 +568,18 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         env_diff: Vec::new(),
         method,
         options,
+        drift: Vec::new(),
     })
+}
+
+/// `n` paired replicates a side.
+fn paired_replication(unit: ReplicateUnit, n: usize) -> Replication {
+    Replication {
+        unit,
+        baseline: n,
+        candidate: n,
+        prior_runs: None,
+    }
 }
 
 /// Holm-adjusts every change's p-value and gives each its verdict.
@@ -403,6 +591,10 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
     let mut adjusted = holm(&raw).into_iter();
     for change in rows.iter_mut().flat_map(|r| r.changes.iter_mut()) {
         change.p_adjusted = adjusted.next().expect("one adjusted p per change");
+        if !change.testable {
+            change.verdict = Verdict::TooFew;
+            continue;
+        }
         change.verdict = verdict(
             &change.ci,
             change.p_adjusted,
@@ -433,6 +625,7 @@ impl Comparison {
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict.as_str().to_string(),
                         verdict_words: ch.words(&self.options),
+                        replicated: Some(ch.replication),
                     })
             })
             .collect()

@@ -15,11 +15,13 @@ use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
 
 mod config;
+mod invocation;
 mod sample;
 mod unit;
 pub mod validate;
 
 pub use config::{Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, Override, TimeInfo};
+pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
 pub use unit::{SeriesKind, Unit};
 
@@ -82,6 +84,9 @@ pub struct ComparisonRecord {
     /// absent from documents before it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub verdict_words: String,
+    /// What the test was replicated over; absent from documents before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicated: Option<Replication>,
 }
 
 /// A case sampled to a precision target (`run --target-ci` without configurations).
@@ -155,6 +160,15 @@ pub struct RunInfo {
     /// store files the run under instead of `env.hostname`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The invocations the run was measured in (`--invocations`), with their
+    /// layouts and drift sentinels; empty in documents before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invocations: Vec<Invocation>,
+    /// How long the run waited at its end for the kernel's perf hooks to
+    /// switch off after its counting pass, so that they slow nothing timed
+    /// next (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_hooks_wait_ms: Option<f64>,
 }
 
 /// Everything measured for one case under one configuration.
@@ -197,6 +211,16 @@ pub struct Series {
     /// samples are stored round after round).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_samples: Vec<usize>,
+    /// The median of each invocation, in invocation order (runs of several
+    /// invocations): the replicates a comparison of saved runs tests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invocations: Vec<f64>,
+    /// How many of `samples` each invocation contributed (stored invocation after invocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invocation_samples: Vec<usize>,
+    /// With several invocations: the spread between them and within them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation_spread: Option<InvocationSpread>,
     /// "samples" (each sample times many operations) or "distribution" (each
     /// sample is one event's latency; see `quantiles` and `histogram`).
     #[serde(default)]
@@ -256,6 +280,16 @@ pub struct Series {
 }
 
 impl Series {
+    /// The replicates a comparison of saved runs tests: each invocation's
+    /// median, or the one median of a run measured in one invocation.
+    pub fn replicates(&self) -> Vec<f64> {
+        if self.invocations.is_empty() {
+            vec![self.summary.median]
+        } else {
+            self.invocations.clone()
+        }
+    }
+
     /// A series of `samples` (per operation, in `unit`) summarized by
     /// `summary`, under no configuration, with everything else empty: one
     /// operation per iteration, no placement, nothing subtracted.
@@ -279,6 +313,9 @@ impl Series {
             slot: None,
             rounds: Vec::new(),
             round_samples: Vec::new(),
+            invocations: Vec::new(),
+            invocation_samples: Vec::new(),
+            invocation_spread: None,
             kind: SeriesKind::Samples,
             quantiles: None,
             histogram: None,

@@ -32,6 +32,13 @@ pub(super) fn merge(
     };
     s.rounds.push(new.summary.median);
     s.round_samples.push(new.samples.len());
+    let label = format!("round {}", s.rounds.len());
+    append(s, new, &label);
+}
+
+/// Appends `new`'s samples, counters, noise flags and warnings (prefixed
+/// with `label`: "round 3") to `s`, the same case measured earlier.
+pub(super) fn append(s: &mut Series, new: Series, label: &str) {
     series_meters::merge(s, &new);
     if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
         let (na, nb) = (s.samples.len() as f64, new.samples.len() as f64);
@@ -45,16 +52,14 @@ pub(super) fn merge(
             s.noise.push(flag);
         }
     }
-    s.warnings.extend(
-        new.warnings
-            .into_iter()
-            .map(|w| format!("round {}: {w}", s.rounds.len())),
-    );
+    s.warnings
+        .extend(new.warnings.into_iter().map(|w| format!("{label}: {w}")));
 }
 
-/// Recomputes the summary (and quantiles) of a series merged over several rounds.
+/// Recomputes the summary (and quantiles) of a series merged over several
+/// rounds or invocations.
 pub(super) fn resummarize(mut s: Series) -> Series {
-    if s.rounds.len() < 2 {
+    if s.rounds.len() < 2 && s.invocations.len() < 2 {
         return s;
     }
     if let Some(summary) = summarize(&s.samples) {

@@ -14,6 +14,7 @@ pub mod agent;
 mod case;
 pub mod config;
 pub mod file;
+pub mod invocations;
 pub mod rounds;
 mod series_meters;
 pub mod time;
@@ -54,6 +55,9 @@ pub struct Plan {
     /// Rounds; each runs every configuration once per case, in a fresh random order.
     /// With `target_ci`, the most rounds to run.
     pub rounds: usize,
+    /// Fresh processes the cases are measured in, one after another
+    /// ([`invocations`]); 1: this process. Only without configurations.
+    pub invocations: usize,
     /// Stop adding rounds once every paired ratio's 95 % interval is narrower
     /// than ± this fraction (at least 3 rounds), or at `max_time`.
     pub target_ci: Option<f64>,
@@ -82,7 +86,7 @@ impl Plan {
     /// configuration and round.
     pub fn steps(&self) -> usize {
         match self.configs.len() {
-            0 => self.cases.len(),
+            0 => self.cases.len() * self.invocations.max(1),
             n => self.cases.len() * n * self.rounds,
         }
     }
@@ -92,10 +96,11 @@ impl Plan {
         self.expected_per_case() * self.steps() as u32
     }
 
-    /// One case's warm-up and samples' target time.
+    /// One case's warm-up and samples' target time (in one invocation).
     fn expected_per_case(&self) -> std::time::Duration {
         let p = &self.policy;
-        std::time::Duration::from_nanos(p.warmup_ns + p.samples as u64 * p.sample_time_ns)
+        let samples = invocations::samples_per_invocation(p.samples, self.invocations) as u64;
+        std::time::Duration::from_nanos(p.warmup_ns + samples * p.sample_time_ns)
     }
 }
 
@@ -114,6 +119,9 @@ pub fn run(
     env: Environment,
     observer: &mut dyn Observer,
 ) -> Outcome {
+    if plan.invocations > 1 {
+        return invocations::run(plan, interrupt, env, observer);
+    }
     // A remote plan is measured there, with the remote's counters.
     let local_perf = plan.perf && plan.remote.is_none();
     let mut harness = Harness::new(plan.policy, interrupt)
@@ -125,7 +133,13 @@ pub fn run(
             max_samples: MAX_TARGET_SAMPLES,
         });
     }
-    run_with(plan, &harness, env, observer)
+    let mut outcome = run_with(plan, &harness, env, observer);
+    if local_perf {
+        // Whatever is timed next (another osbench, say) must not run with the hooks on.
+        let waited = invocations::wait_for_perf_hooks(harness.meters());
+        outcome.document.run.perf_hooks_wait_ms = Some(waited);
+    }
+    outcome
 }
 
 /// Runs `plan` with `harness` (tests give it a fake clock).
@@ -201,6 +215,8 @@ pub fn run_with<C: Clock>(
         guests,
         label: None,
         host: plan.remote.as_ref().map(|r| r.name.clone()),
+        invocations: Vec::new(),
+        perf_hooks_wait_ms: None,
     };
     Outcome {
         document: Document::new(env, run, body.into_series()),
@@ -688,6 +704,7 @@ mod tests {
             pin: None,
             configs,
             rounds: 10,
+            invocations: 1,
             target_ci: None,
             max_time: None,
             policy: Policy {

@@ -186,6 +186,8 @@ pub fn run(
         time: Some(plan.time_info(hook_env, floor)),
         label: None,
         host: None,
+        invocations: Vec::new(),
+        perf_hooks_wait_ms: None,
     };
     let document = Document::new(env, run, series);
     Ok(TimeOutcome { document, error })

@@ -47,6 +47,7 @@ pub mod meters;
 mod overhead;
 pub mod placement;
 mod sampler;
+pub mod sentinel;
 pub mod supervise;
 pub mod warden;
 pub mod workload;

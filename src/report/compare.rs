@@ -80,6 +80,9 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
     }
     let _ = writeln!(out, "\n{}", method_line(c));
+    for finding in &c.drift {
+        let _ = writeln!(out, "Drift: {finding}");
+    }
 
     // The seed-002 layout: summary with mean ± standard deviation and speedup.
     out.push('\n');
@@ -246,12 +249,16 @@ fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) ->
 /// A change as the text comparisons print it: ratio, 95% interval, change in
 /// %, adjusted p and the verdict's `words`.
 fn change_text(ci: &crate::stats::compare::RatioCi, p: f64, words: &str) -> String {
+    let change = (ci.ratio - 1.0) * 100.0;
+    if ci.ci95.0 == ci.ci95.1 {
+        // No spread between replicates known: a ratio without an interval or a test.
+        return format!("{:.3}  [no interval]  {change:+.1}%  → {words}", ci.ratio);
+    }
     format!(
-        "{:.3}  [{:.3} – {:.3}]  {:+.1}%  p={}  → {words}",
+        "{:.3}  [{:.3} – {:.3}]  {change:+.1}%  p={}  → {words}",
         ci.ratio,
         ci.ci95.0,
         ci.ci95.1,
-        (ci.ratio - 1.0) * 100.0,
         fmt_p(p)
     )
 }

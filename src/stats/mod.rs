@@ -10,6 +10,7 @@ pub mod ci;
 pub mod compare;
 pub mod histogram;
 pub mod noise;
+pub mod replicates;
 pub mod rng;
 pub mod summary;
 

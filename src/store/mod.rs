@@ -355,6 +355,97 @@ pub fn resolve_document(arg: &str, store: Option<&Location>) -> Result<(String, 
     Ok((name, doc))
 }
 
+/// One side of a comparison named on the command line: an existing file,
+/// a run id, or a label — every stored run with that label, the replicates
+/// of one side. Returns a name for tables and each document with its run id
+/// (none for a file).
+pub fn resolve_side(
+    arg: &str,
+    store: Option<&Location>,
+) -> Result<(String, Vec<(Option<i64>, Document)>)> {
+    let labelled = store.filter(|s| s.exists()).and_then(|s| {
+        if Path::new(arg).exists() || arg.parse::<i64>().is_ok() {
+            return None;
+        }
+        Some(s)
+    });
+    let Some(location) = labelled else {
+        let (name, doc) = resolve_document(arg, store)?;
+        let id = (!Path::new(arg).exists())
+            .then(|| arg.parse::<i64>().ok())
+            .flatten();
+        return Ok((name, vec![(id, doc)]));
+    };
+    let db = Store::open_existing(location)?;
+    let rows = db.list(&Filter {
+        label: Some(arg.to_string()),
+        ..Filter::default()
+    })?;
+    if rows.len() < 2 {
+        let (name, doc) = resolve_document(arg, store)?;
+        return Ok((name, vec![(rows.first().map(|r| r.id), doc)]));
+    }
+    let mut docs = Vec::new();
+    for row in &rows {
+        if let Some(doc) = db.document(row.id)? {
+            docs.push((Some(row.id), doc));
+        }
+    }
+    let ids: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
+    Ok((format!("{arg} (runs {})", ids.join(", ")), docs))
+}
+
+/// Most stored runs a prior spread is taken from (the latest ones).
+pub const PRIOR_RUNS: usize = 20;
+
+/// The spread of single invocations of each case in `keys` (benchmark,
+/// case, configuration) on `host` with `kernel`, from the latest
+/// [`PRIOR_RUNS`] stored runs of it, leaving out the runs `exclude` names by
+/// id and any document started at the same instant with the same seed as one
+/// of `compared`. Cases with fewer than two such values get none.
+pub fn invocation_priors(
+    db: &Store,
+    keys: &[(String, String, String)],
+    host: &str,
+    kernel: &str,
+    exclude: &[i64],
+    compared: &[&Document],
+) -> Result<std::collections::BTreeMap<(String, String, String), crate::stats::replicates::Prior>> {
+    let mut priors = std::collections::BTreeMap::new();
+    for (bench, case, config) in keys {
+        let runs = db.case_history(bench, case, Some(config), Some(host))?;
+        let mut groups = Vec::new();
+        for run in runs
+            .iter()
+            .rev()
+            .filter(|r| r.kernel == kernel && !exclude.contains(&r.run_id))
+        {
+            if groups.len() == PRIOR_RUNS {
+                break;
+            }
+            let Some(doc) = db.document(run.run_id)? else {
+                continue;
+            };
+            let same =
+                |d: &&Document| d.run.started == doc.run.started && d.run.seed == doc.run.seed;
+            if compared.iter().any(|d| same(d)) {
+                continue;
+            }
+            let series = doc
+                .series
+                .iter()
+                .find(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
+            if let Some(s) = series {
+                groups.push(s.replicates());
+            }
+        }
+        if let Some(prior) = crate::stats::replicates::Prior::from_runs(&groups) {
+            priors.insert((bench.clone(), case.clone(), config.clone()), prior);
+        }
+    }
+    Ok(priors)
+}
+
 /// The latest of `rows` on each host (by start time, then id), by host name.
 pub fn latest_per_host(rows: &[RunRow]) -> Vec<&RunRow> {
     let mut latest: Vec<&RunRow> = Vec::new();
