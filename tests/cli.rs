@@ -656,6 +656,9 @@ fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
         for v in s["samples"].as_array_mut().unwrap() {
             *v = (v.as_f64().unwrap() * factor).into();
         }
+        for v in s["invocations"].as_array_mut().into_iter().flatten() {
+            *v = (v.as_f64().unwrap() * factor).into();
+        }
         for k in [
             "median", "mean", "stddev", "min", "max", "mad", "ci_low", "ci_high",
         ] {

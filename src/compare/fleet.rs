@@ -182,6 +182,8 @@ mod tests {
             .collect();
         s.summary = crate::stats::summary::summarize(&s.samples).unwrap();
         d.series = vec![s];
+        // Three invocations a host, so that each host's own verdict can be significant.
+        crate::compare::split_into_invocations(&mut d, 3);
         d
     }
 

@@ -644,3 +644,19 @@ impl Comparison {
         self.rows.iter().map(|r| r.changes.len()).sum()
     }
 }
+
+/// Test documents as if measured in `k` invocations: each series' samples
+/// cut into `k` consecutive invocations, each with its median.
+#[cfg(test)]
+pub(crate) fn split_into_invocations(doc: &mut Document, k: usize) {
+    for s in &mut doc.series {
+        let n = s.samples.len();
+        let bounds: Vec<(usize, usize)> = (0..k).map(|i| (i * n / k, (i + 1) * n / k)).collect();
+        s.invocations = bounds
+            .iter()
+            .map(|&(a, b)| crate::stats::summary::median(&s.samples[a..b]))
+            .collect();
+        s.invocation_samples = bounds.iter().map(|&(a, b)| b - a).collect();
+    }
+}
+

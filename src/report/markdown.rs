@@ -375,6 +375,13 @@ pub(crate) mod tests {
                     p_adjusted: 0.0286,
                     verdict: Verdict::Faster,
                     power: Power::rank_test(11, 11, 0.05),
+                    replication: crate::document::Replication {
+                        unit: crate::document::ReplicateUnit::Invocations,
+                        baseline: 5,
+                        candidate: 5,
+                        prior_runs: None,
+                    },
+                    testable: true,
                 }],
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
@@ -389,6 +396,7 @@ pub(crate) mod tests {
             factors: vec!["kernel".into()],
             method: "Unpaired: ratios of medians".into(),
             options: Options::default(),
+            drift: Vec::new(),
         }
     }
 

@@ -139,6 +139,32 @@ fn distribution_row(s: &Series, q: Quantiles) -> Vec<String> {
 
 /// The guests a run's configurations ran in: what kernel and CPU their
 /// agents saw, their clock source, and how long each took to answer.
+/// A run of several invocations: how many, and each case's spread between
+/// invocations beside its spread within one (the interval of the results
+/// table covers both).
+pub fn invocations(doc: &Document) -> Option<Body> {
+    let n = doc.run.invocations.len();
+    if n < 2 {
+        return None;
+    }
+    let mut text = format!(
+        "Measured in {n} invocations (fresh processes, layouts varied); the 95% CI covers the \
+         spread between them. Spread (CV) between invocations / within one:\n"
+    );
+    for s in doc.series.iter() {
+        if let Some(spread) = &s.invocation_spread {
+            text.push_str(&format!(
+                "  {} {}: {:.1}% / {:.1}%\n",
+                s.bench,
+                case_label(&s.case, &s.config),
+                spread.between_cv * 100.0,
+                spread.within_cv * 100.0
+            ));
+        }
+    }
+    Some(Body::Text(text))
+}
+
 pub fn guests(doc: &Document) -> Option<Body> {
     if doc.run.guests.is_empty() {
         return None;

@@ -60,6 +60,7 @@ pub const RESULTS: &str = "results";
 #[rustfmt::skip]
 pub const SECTIONS: &[(&str, &str, Build)] = &[
     (RESULTS, "Results", results::results),
+    ("invocations", "Invocations", results::invocations),
     ("guests", "Guests", results::guests),
     ("lmbench-processor", "lmbench: Processor, Processes", anchors::lmbench_processor),
     ("distributions", "Latency distributions", results::distributions),
