@@ -679,6 +679,8 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
             "syscall:case=null",
             "-q",
             "--no-perf",
+            "--invocations",
+            "3",
             "--samples",
             "11",
             "--sample-time",

@@ -40,7 +40,10 @@ fn compare_json(store: &Path, runs: &[&str]) -> serde_json::Value {
 fn a_run_of_several_invocations_keeps_each_one_and_its_layout() {
     let dir = tempfile::tempdir().unwrap();
     let (store, file) = (dir.path().join("r.sqlite"), dir.path().join("run.json"));
-    let (stdout, _) = spin(&store, &["--invocations", "3", "--json", file.to_str().unwrap()]);
+    let (stdout, _) = spin(
+        &store,
+        &["--invocations", "3", "--json", file.to_str().unwrap()],
+    );
     let doc = read_document(&file).unwrap();
     let s = &doc.series[0];
     assert_eq!(s.invocations.len(), 3, "{:?}", s.invocations);
@@ -69,7 +72,10 @@ fn a_run_of_several_invocations_keeps_each_one_and_its_layout() {
         layouts.windows(2).any(|w| w[0] != w[1]),
         "layouts are varied: {layouts:?}"
     );
-    assert!(doc.run.host.is_none(), "the run is this host's, not a remote's");
+    assert!(
+        doc.run.host.is_none(),
+        "the run is this host's, not a remote's"
+    );
     // The perf counting pass ran here, after the invocations, and its hooks were waited out.
     assert!(doc.run.perf_hooks_wait_ms.is_some());
 }
@@ -80,7 +86,16 @@ fn one_invocation_a_side_is_not_evidence() {
     let store = dir.path().join("none.sqlite");
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
     for f in [&a, &b] {
-        spin(&store, &["--invocations", "1", "--no-store", "--json", f.to_str().unwrap()]);
+        spin(
+            &store,
+            &[
+                "--invocations",
+                "1",
+                "--no-store",
+                "--json",
+                f.to_str().unwrap(),
+            ],
+        );
     }
     let (stdout, _) = ok(osbench(&store)
         .arg("compare")
@@ -95,7 +110,13 @@ fn one_invocation_a_side_is_not_evidence() {
     let c = &record["comparisons"][0];
     assert_eq!(c["verdict"], "too-few", "{c}");
     assert_eq!(c["replicated"]["unit"], "invocations");
-    assert_eq!((c["replicated"]["baseline"].as_u64(), c["replicated"]["candidate"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (
+            c["replicated"]["baseline"].as_u64(),
+            c["replicated"]["candidate"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
 }
 
 #[test]
@@ -139,5 +160,8 @@ fn several_invocations_are_refused_with_configurations() {
         .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--invocations") && stderr.contains("round by round"), "{stderr}");
+    assert!(
+        stderr.contains("--invocations") && stderr.contains("round by round"),
+        "{stderr}"
+    );
 }

@@ -22,8 +22,11 @@ use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
-/// Invocations of a run without configurations unless `--invocations` says otherwise.
-pub const DEFAULT_INVOCATIONS: usize = 3;
+/// Invocations of a run without configurations unless `--invocations` says
+/// otherwise: one, so that a run stays one process (its Ctrl-C, limits and
+/// event counts as ever); `compare` then takes the spread of one invocation
+/// from the store, or says too few.
+pub const DEFAULT_INVOCATIONS: usize = 1;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -70,9 +73,8 @@ pub struct RunArgs {
     max_time: Option<f64>,
     /// Fresh osbench processes to measure every case in, one after another, each with its
     /// own case order and its layout varied (environment size, heap offset); --samples is
-    /// shared out among them. Separate runs are compared invocation by invocation, so more
-    /// invocations make saved runs comparable [default: 3; 1 with configurations or
-    /// --target-ci]
+    /// shared out among them. Separate runs are compared invocation by invocation, so give
+    /// 3 or more to make a saved run comparable on its own [default: 1]
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     invocations: Option<u32>,

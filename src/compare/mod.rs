@@ -659,4 +659,3 @@ pub(crate) fn split_into_invocations(doc: &mut Document, k: usize) {
         s.invocation_samples = bounds.iter().map(|&(a, b)| b - a).collect();
     }
 }
-

@@ -63,6 +63,7 @@ pub fn run(
         };
     }
     let sentinels = Sentinels::new();
+    let read = || sentinels.as_ref().map(Sentinels::read).unwrap_or_default();
     let mut layouts = SplitMix64::new(plan.seed ^ 0x1a70_07e5);
     let mut merged: Vec<Series> = Vec::new();
     let mut records = Vec::new();
@@ -75,7 +76,7 @@ pub fn run(
             env_pad: layouts.below(MAX_ENV_PAD),
             heap_offset: 16 * layouts.below(MAX_HEAP_OFFSET / 16),
             seed: plan.seed.wrapping_add(k as u64),
-            sentinels_before: sentinels.read(),
+            sentinels_before: read(),
             sentinels_after: Vec::new(),
         };
         let sub = Plan {
@@ -100,7 +101,7 @@ pub fn run(
         };
         let outcome = super::run(&sub, interrupt.clone(), env.clone(), &mut offset);
         let mut record = record;
-        record.sentinels_after = sentinels.read();
+        record.sentinels_after = read();
         records.push(record);
         first_env.get_or_insert(outcome.document.env);
         for series in outcome.document.series {
@@ -203,6 +204,24 @@ fn count_perf(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Resu
         series_meters::attach_perf(s, harness.meters(), ops, &counted);
     }
     Ok(wait_for_perf_hooks(harness.meters()))
+}
+
+/// The record of a run measured in this one process: its seed and the
+/// drift sentinels read before and after it (none when `sentinels` could not
+/// be built).
+pub(super) fn this_process(
+    seed: u64,
+    sentinels: Option<&Sentinels>,
+    before: Vec<crate::document::SentinelReading>,
+) -> Invocation {
+    Invocation {
+        index: 1,
+        env_pad: 0,
+        heap_offset: 0,
+        seed,
+        sentinels_before: before,
+        sentinels_after: sentinels.map(Sentinels::read).unwrap_or_default(),
+    }
 }
 
 /// Sleeps until the perf hooks of `meters`' last counting pass are off; the ms waited.

@@ -32,21 +32,26 @@ pub struct Sentinels {
 
 impl Sentinels {
     /// Builds the working set: a single random cycle through all its lines
-    /// (Sattolo's algorithm), every page touched.
-    pub fn new() -> Self {
+    /// (Sattolo's algorithm), every page touched. `None` when the memory
+    /// cannot be had (`ulimit -v`): then there are no sentinels, and no abort.
+    pub fn new() -> Option<Self> {
         let bytes = (llc_bytes().unwrap_or(32 << 20) * 2).min(256 << 20);
         let n = bytes / LINE;
-        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut order: Vec<u32> = Vec::new();
+        order.try_reserve_exact(n).ok()?;
+        let mut lines: Vec<[u32; LINE / 4]> = Vec::new();
+        lines.try_reserve_exact(n).ok()?;
+        order.extend(0..n as u32);
         let mut rng = SplitMix64::new(0x5e17_1e1);
         for i in (1..n).rev() {
             let j = rng.below(i);
             order.swap(i, j);
         }
-        let mut lines = vec![[0u32; LINE / 4]; n];
+        lines.resize(n, [0u32; LINE / 4]);
         for w in 0..n {
             lines[order[w] as usize][0] = order[(w + 1) % n];
         }
-        Self { lines }
+        Some(Self { lines })
     }
 
     /// One reading of both sentinels, in ns per step.
@@ -75,12 +80,6 @@ impl Sentinels {
         let elapsed = monotonic_ns() - start;
         std::hint::black_box(at);
         elapsed as f64
-    }
-}
-
-impl Default for Sentinels {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -145,7 +144,7 @@ mod tests {
 
     #[test]
     fn the_chase_is_one_cycle_through_every_line() {
-        let s = Sentinels::new();
+        let s = Sentinels::new().expect("64 MiB");
         let n = s.lines.len();
         let (mut at, mut steps) = (0u32, 0usize);
         loop {
