@@ -96,7 +96,8 @@ impl Replication {
         };
         match self.prior_runs {
             Some(runs) => format!(
-                "({count}; how far separate invocations differ taken from {runs} stored runs)"
+                "({count}; how far separate invocations differ taken from {runs} stored runs \
+                 and these)"
             ),
             None => format!("({count})"),
         }

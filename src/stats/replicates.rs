@@ -30,7 +30,7 @@ use super::summary::{mean, median, stddev};
 pub struct Prior {
     pub sum_squares: f64,
     pub df: usize,
-    /// How many stored runs it comes from.
+    /// How many stored runs it comes from, besides the ones compared.
     pub runs: usize,
 }
 

@@ -399,10 +399,13 @@ pub fn resolve_side(
 pub const PRIOR_RUNS: usize = 20;
 
 /// The spread of single invocations of each case in `keys` (benchmark,
-/// case, configuration) on `host` with `kernel`, from the latest
-/// [`PRIOR_RUNS`] stored runs of it, leaving out the runs `exclude` names by
-/// id and any document started at the same instant with the same seed as one
-/// of `compared`. Cases with fewer than two such values get none.
+/// case, configuration) on `host` with `kernel`: the latest [`PRIOR_RUNS`]
+/// stored runs of it other than the `compared` ones (by id in `exclude`, or
+/// started at the same instant with the same seed), together with the
+/// compared runs themselves — all taken as draws of one invocation, as they
+/// are if nothing changed, so that an outlier among the compared widens the
+/// spread instead of being measured against a spread it is not part of.
+/// Cases with fewer than two other stored runs get none.
 pub fn invocation_priors(
     db: &Store,
     keys: &[(String, String, String)],
@@ -439,7 +442,16 @@ pub fn invocation_priors(
                 groups.push(s.replicates());
             }
         }
-        if let Some(prior) = crate::stats::replicates::Prior::from_runs(&groups) {
+        if groups.len() < 2 {
+            continue;
+        }
+        let others = groups.len();
+        for doc in compared {
+            let series = doc.series.iter().filter(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
+            groups.extend(series.map(|s| s.replicates()));
+        }
+        if let Some(mut prior) = crate::stats::replicates::Prior::from_runs(&groups) {
+            prior.runs = others;
             priors.insert((bench.clone(), case.clone(), config.clone()), prior);
         }
     }
