@@ -99,7 +99,7 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
 /// holds in one invocation, when all sides ran on one host and kernel.
 fn priors(
     sides: &[Side],
-    resolved: &[(String, Vec<(Option<i64>, Document)>)],
+    resolved: &[osbench::store::ResolvedSide],
     location: Option<&osbench::store::Location>,
 ) -> anyhow::Result<Priors> {
     let Some(location) = location.filter(|l| l.exists()) else {

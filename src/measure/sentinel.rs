@@ -42,7 +42,7 @@ impl Sentinels {
         let mut lines: Vec<[u32; LINE / 4]> = Vec::new();
         lines.try_reserve_exact(n).ok()?;
         order.extend(0..n as u32);
-        let mut rng = SplitMix64::new(0x5e17_1e1);
+        let mut rng = SplitMix64::new(0x05e1_71e1);
         for i in (1..n).rev() {
             let j = rng.below(i);
             order.swap(i, j);

@@ -355,14 +355,14 @@ pub fn resolve_document(arg: &str, store: Option<&Location>) -> Result<(String, 
     Ok((name, doc))
 }
 
+/// A side of a comparison: its name and its documents, each with its run id.
+pub type ResolvedSide = (String, Vec<(Option<i64>, Document)>);
+
 /// One side of a comparison named on the command line: an existing file,
 /// a run id, or a label — every stored run with that label, the replicates
 /// of one side. Returns a name for tables and each document with its run id
 /// (none for a file).
-pub fn resolve_side(
-    arg: &str,
-    store: Option<&Location>,
-) -> Result<(String, Vec<(Option<i64>, Document)>)> {
+pub fn resolve_side(arg: &str, store: Option<&Location>) -> Result<ResolvedSide> {
     let labelled = store.filter(|s| s.exists()).and_then(|s| {
         if Path::new(arg).exists() || arg.parse::<i64>().is_ok() {
             return None;
@@ -431,7 +431,7 @@ pub fn invocation_priors(
             };
             let same =
                 |d: &&Document| d.run.started == doc.run.started && d.run.seed == doc.run.seed;
-            if compared.iter().any(|d| same(d)) {
+            if compared.iter().any(same) {
                 continue;
             }
             let series = doc
@@ -447,7 +447,10 @@ pub fn invocation_priors(
         }
         let others = groups.len();
         for doc in compared {
-            let series = doc.series.iter().filter(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
+            let series = doc
+                .series
+                .iter()
+                .filter(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
             groups.extend(series.map(|s| s.replicates()));
         }
         if let Some(mut prior) = crate::stats::replicates::Prior::from_runs(&groups) {
