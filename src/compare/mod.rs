@@ -236,6 +236,15 @@ impl<'a> SideCase<'a> {
     }
 }
 
+/// What became of one case of a comparison of saved runs.
+enum CaseOutcome {
+    Row(CaseRow),
+    /// Absent from these sides.
+    Missing(Vec<String>),
+    /// In every side, but with no ratio, and why.
+    NotCompared(String),
+}
+
 /// Compares `sides`, the first being the baseline, by invocation; `priors`
 /// gives the spread of cases whose sides hold one invocation each.
 pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Result<Comparison> {
@@ -259,91 +268,15 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
             continue;
         }
         seen.push(k.clone());
-        let found: Vec<Option<SideCase>> =
-            sides.iter().map(|side| SideCase::of(side, &k)).collect();
         let name = crate::report::case_label(&format!("{} {}", k.0, k.1), &k.2);
-        if found.iter().any(Option::is_none) {
-            let lacking = labels
-                .iter()
-                .zip(&found)
-                .filter(|(_, f)| f.is_none())
-                .map(|(l, _)| l.clone())
-                .collect();
-            missing.push((name, lacking));
-            continue;
+        match compare_case(sides, &labels, &name, k, priors)? {
+            CaseOutcome::Row(row) => rows.push(row),
+            CaseOutcome::Missing(lacking) => missing.push((name, lacking)),
+            CaseOutcome::NotCompared(why) => not_compared.push((name, why)),
         }
-        let found: Vec<SideCase> = found.into_iter().flatten().collect();
-        let every = || found.iter().flat_map(|f| &f.series);
-        let first_unit = found[0].series[0].unit;
-        if let Some(other) = every().find(|t| t.unit != first_unit) {
-            return Err(Error::Measure(format!(
-                "{name} is in {first_unit} in one document and {} in another; they cannot be compared",
-                other.unit
-            )));
-        }
-        // A ratio needs positive times; documents are checked when read, so
-        // the samples are there and finite.
-        if let Some((label, s)) = labels.iter().zip(&found).find_map(|(label, f)| {
-            f.series
-                .iter()
-                .find(|s| s.samples.iter().any(|&v| v <= 0.0))
-                .map(|s| (label, s))
-        }) {
-            let v = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
-            not_compared.push((
-                name,
-                format!(
-                    "a sample in {label} is {v} {}, not positive (the overhead subtracted \
-                     exceeds the operation), so there is no ratio",
-                    s.unit.symbol()
-                ),
-            ));
-            continue;
-        }
-        let prior = priors.get(&k).copied();
-        let changes: Vec<Change> = found[1..]
-            .iter()
-            .map(|cand| replicate_change(&found[0].replicates, &cand.replicates, prior))
-            .collect();
-        if let Some(ch) = changes.iter().find(|ch| {
-            let r = &ch.ci;
-            ![r.ratio, r.ci95.0, r.ci95.1, r.ci90.0, r.ci90.1]
-                .into_iter()
-                .all(|x| x.is_finite() && x > 0.0)
-        }) {
-            not_compared.push((
-                name,
-                format!(
-                    "the ratio ({:e}) or its interval is not a finite positive number",
-                    ch.ci.ratio
-                ),
-            ));
-            continue;
-        }
-        rows.push(CaseRow {
-            bench: k.0,
-            case: k.1,
-            config: k.2,
-            unit: first_unit,
-            summaries: found.iter().map(|f| f.summary.clone()).collect(),
-            changes,
-        });
-    }
-    if rows.is_empty() && !not_compared.is_empty() {
-        let why: Vec<String> = not_compared
-            .iter()
-            .map(|(case, why)| format!("{case}: {why}"))
-            .collect();
-        return Err(Error::Measure(format!(
-            "no case could be compared ({})",
-            why.join("; ")
-        )));
     }
     if rows.is_empty() {
-        return Err(Error::Measure(format!(
-            "the documents have no case in common ({}); nothing to compare",
-            labels.join(", ")
-        )));
+        return Err(nothing_compared(&labels, &not_compared));
     }
     apply_verdicts(&mut rows, options);
     let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
@@ -365,6 +298,91 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         options,
         drift: drift_findings(sides),
     })
+}
+
+/// Case `k` (shown as `name`) on every side: its row, or why it has none.
+/// Units that differ between the sides are an error.
+fn compare_case(
+    sides: &[Side],
+    labels: &[String],
+    name: &str,
+    k: CaseKey,
+    priors: &Priors,
+) -> Result<CaseOutcome> {
+    let found: Vec<Option<SideCase>> = sides.iter().map(|side| SideCase::of(side, &k)).collect();
+    if found.iter().any(Option::is_none) {
+        let lacking = labels.iter().zip(&found).filter(|(_, f)| f.is_none());
+        return Ok(CaseOutcome::Missing(
+            lacking.map(|(l, _)| l.clone()).collect(),
+        ));
+    }
+    let found: Vec<SideCase> = found.into_iter().flatten().collect();
+    let first_unit = found[0].series[0].unit;
+    if let Some(other) = found
+        .iter()
+        .flat_map(|f| &f.series)
+        .find(|t| t.unit != first_unit)
+    {
+        return Err(Error::Measure(format!(
+            "{name} is in {first_unit} in one document and {} in another; they cannot be compared",
+            other.unit
+        )));
+    }
+    // A ratio needs positive times; documents are checked when read, so
+    // the samples are there and finite.
+    if let Some((label, s)) = labels.iter().zip(&found).find_map(|(label, f)| {
+        f.series
+            .iter()
+            .find(|s| s.samples.iter().any(|&v| v <= 0.0))
+            .map(|s| (label, s))
+    }) {
+        let v = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
+        return Ok(CaseOutcome::NotCompared(format!(
+            "a sample in {label} is {v} {}, not positive (the overhead subtracted \
+             exceeds the operation), so there is no ratio",
+            s.unit.symbol()
+        )));
+    }
+    let prior = priors.get(&k).copied();
+    let changes: Vec<Change> = found[1..]
+        .iter()
+        .map(|cand| replicate_change(&found[0].replicates, &cand.replicates, prior))
+        .collect();
+    if let Some(ch) = changes.iter().find(|ch| {
+        let r = &ch.ci;
+        ![r.ratio, r.ci95.0, r.ci95.1, r.ci90.0, r.ci90.1]
+            .into_iter()
+            .all(|x| x.is_finite() && x > 0.0)
+    }) {
+        return Ok(CaseOutcome::NotCompared(format!(
+            "the ratio ({:e}) or its interval is not a finite positive number",
+            ch.ci.ratio
+        )));
+    }
+    Ok(CaseOutcome::Row(CaseRow {
+        bench: k.0,
+        case: k.1,
+        config: k.2,
+        unit: first_unit,
+        summaries: found.iter().map(|f| f.summary.clone()).collect(),
+        changes,
+    }))
+}
+
+/// The error of a comparison with no row: why no case could be compared,
+/// or that the sides share none.
+fn nothing_compared(labels: &[String], not_compared: &[(String, String)]) -> Error {
+    if not_compared.is_empty() {
+        return Error::Measure(format!(
+            "the documents have no case in common ({}); nothing to compare",
+            labels.join(", ")
+        ));
+    }
+    let why: Vec<String> = not_compared
+        .iter()
+        .map(|(case, why)| format!("{case}: {why}"))
+        .collect();
+    Error::Measure(format!("no case could be compared ({})", why.join("; ")))
 }
 
 /// The change of one candidate side's replicates against the baseline's.

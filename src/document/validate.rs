@@ -154,6 +154,15 @@ fn reference(r: &ReferenceSeries, unit: Unit, allowance: f64) -> Result<(), Stri
 }
 
 fn series(s: &Series) -> Result<(), String> {
+    let allowance = allowance(s)?;
+    let n = samples_and_summary(s, allowance)?;
+    parts(s, n, allowance)?;
+    measures(s)
+}
+
+/// Checks the overheads and the stand-in, and returns how far below zero a
+/// per-operation value may lie once they were subtracted.
+fn allowance(s: &Series) -> Result<f64, String> {
     let unit = s.unit;
     if !(s.ops_per_iter.is_finite() && s.ops_per_iter > 0.0) {
         return Err(format!(
@@ -181,6 +190,12 @@ fn series(s: &Series) -> Result<(), String> {
         SeriesKind::Samples => per_iter / s.ops_per_iter + stand_in,
     };
 
+    Ok(allowance)
+}
+
+/// Checks the samples and their summary; returns how many samples there are.
+fn samples_and_summary(s: &Series, allowance: f64) -> Result<usize, String> {
+    let unit = s.unit;
     if s.samples.is_empty() {
         return Err("samples is empty; a series needs at least one sample".into());
     }
@@ -217,6 +232,11 @@ fn series(s: &Series) -> Result<(), String> {
     ] {
         time(&format!("summary.{name}"), v, unit, allowance)?;
     }
+    Ok(n)
+}
+
+/// Checks how the `n` samples divide into raw samples, rounds and invocations.
+fn parts(s: &Series, n: usize, allowance: f64) -> Result<(), String> {
     if !s.raw.is_empty() && s.raw.len() != n {
         return Err(format!(
             "raw has {} samples but samples has {n}",
@@ -226,26 +246,48 @@ fn series(s: &Series) -> Result<(), String> {
     if let Some(k) = s.raw.iter().position(|r| r.iters == 0) {
         return Err(format!("raw[{k}] has 0 iterations"));
     }
-    if !s.round_samples.is_empty() {
-        let total = s
-            .round_samples
-            .iter()
-            .try_fold(0usize, |sum, &k| sum.checked_add(k));
-        if total != Some(n) {
-            return Err(format!(
-                "round_samples adds up to {} but samples has {n}",
-                total.map_or_else(|| "more than can be counted".into(), |t| t.to_string())
-            ));
-        }
-        if !s.rounds.is_empty() && s.rounds.len() != s.round_samples.len() {
-            return Err(format!(
-                "rounds has {} medians but round_samples {} rounds",
-                s.rounds.len(),
-                s.round_samples.len()
-            ));
-        }
+    counts_add_up("round_samples", &s.round_samples, n)?;
+    if !s.round_samples.is_empty()
+        && !s.rounds.is_empty()
+        && s.rounds.len() != s.round_samples.len()
+    {
+        return Err(format!(
+            "rounds has {} medians but round_samples {} rounds",
+            s.rounds.len(),
+            s.round_samples.len()
+        ));
     }
-    times("rounds", &s.rounds, unit, allowance)?;
+    counts_add_up("invocation_samples", &s.invocation_samples, n)?;
+    if !s.invocations.is_empty() && s.invocations.len() != s.invocation_samples.len() {
+        return Err(format!(
+            "invocations has {} medians but invocation_samples {} invocations",
+            s.invocations.len(),
+            s.invocation_samples.len()
+        ));
+    }
+    times("rounds", &s.rounds, s.unit, allowance)?;
+    times("invocations", &s.invocations, s.unit, allowance)?;
+    Ok(())
+}
+
+/// `counts` (samples per round or invocation), when given, add up to `n`.
+fn counts_add_up(name: &str, counts: &[usize], n: usize) -> Result<(), String> {
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let total = counts.iter().try_fold(0usize, |sum, &k| sum.checked_add(k));
+    if total != Some(n) {
+        return Err(format!(
+            "{name} adds up to {} but samples has {n}",
+            total.map_or_else(|| "more than can be counted".into(), |t| t.to_string())
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the quantiles, CPU time, counters, energy and command runs.
+fn measures(s: &Series) -> Result<(), String> {
+    let unit = s.unit;
     if let Some(q) = &s.quantiles {
         for (name, v) in [
             ("p50", q.p50),

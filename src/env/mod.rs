@@ -232,18 +232,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
         "vulnerabilities",
         sys.read_dir_files("/sys/devices/system/cpu/vulnerabilities"),
     );
-    let mut thp = BTreeMap::new();
-    for knob in ["enabled", "defrag"] {
-        let path = format!("/sys/kernel/mm/transparent_hugepage/{knob}");
-        match sys.read(&path) {
-            Ok(v) => {
-                thp.insert(knob.to_string(), probe::selected(&v));
-            }
-            Err(why) => {
-                absent.insert(format!("thp.{knob}"), why);
-            }
-        }
-    }
+    let thp = thp(sys, &mut absent);
     let cpu = cpu_identity(&cpuinfo);
     let online = sys
         .read("/sys/devices/system/cpu/online")
@@ -282,6 +271,30 @@ pub fn capture_from(sys: &Sys) -> Environment {
         absent,
     };
     env.topology = topology(sys, &online, &mut env.absent);
+    devices(sys, &online, &mut env);
+    env
+}
+
+/// Transparent huge pages: the mode in force of each knob, or why it is absent.
+fn thp(sys: &Sys, absent: &mut BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut thp = BTreeMap::new();
+    for knob in ["enabled", "defrag"] {
+        let path = format!("/sys/kernel/mm/transparent_hugepage/{knob}");
+        match sys.read(&path) {
+            Ok(v) => {
+                thp.insert(knob.to_string(), probe::selected(&v));
+            }
+            Err(why) => {
+                absent.insert(format!("thp.{knob}"), why);
+            }
+        }
+    }
+    thp
+}
+
+/// NUMA nodes, cpufreq and cpuidle of the `online` CPUs, the perf settings
+/// and the powercap zones, into `env`.
+fn devices(sys: &Sys, online: &[usize], env: &mut Environment) {
     env.numa_nodes = match sys.list("/sys/devices/system/node") {
         Ok(names) => Some(names.iter().filter(|n| is_numbered(n, "node")).count()),
         Err(why) => {
@@ -289,7 +302,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
             None
         }
     };
-    env.cpufreq = cpufreq(sys, &online, &mut env.absent);
+    env.cpufreq = cpufreq(sys, online, &mut env.absent);
     env.cpuidle = cpuidle(sys, &mut env.absent);
     env.perf = Some(Perf {
         paranoid: sys
@@ -313,7 +326,6 @@ pub fn capture_from(sys: &Sys) -> Environment {
             );
         }
     }
-    env
 }
 
 fn get_map(

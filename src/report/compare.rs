@@ -21,6 +21,58 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             if l == "A" { " (baseline)" } else { "" }
         );
     }
+    out.push_str(&env_differences(c, &letters));
+    out.push('\n');
+    for row in &c.rows {
+        let unit = row.unit.symbol();
+        let d = decimals_for(row.summaries[0].median);
+        let _ = writeln!(
+            out,
+            "{} {} ({unit}, median and 95% CI)",
+            row.bench,
+            super::case_label(&row.case, &row.config)
+        );
+        for (l, s) in letters.iter().zip(&row.summaries) {
+            let _ = writeln!(
+                out,
+                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}",
+                s.median, s.ci_low, s.ci_high, s.n
+            );
+        }
+        for (l, ch) in letters[1..].iter().zip(&row.changes) {
+            let words = super::paint(ch.verdict, &ch.words(&c.options), colour);
+            let _ = writeln!(
+                out,
+                "  {l}/A  {}",
+                change_text(&ch.ci, ch.p_adjusted, &words)
+            );
+        }
+    }
+    let _ = writeln!(out, "\n{}", method_line(c));
+    for finding in &c.drift {
+        let _ = writeln!(out, "Drift: {finding}");
+    }
+
+    out.push_str(&summary_table(c, &letters));
+    if !c.missing.is_empty() {
+        out.push_str("\nNot in every document (not compared):\n");
+        for (case, lacking) in &c.missing {
+            let _ = writeln!(out, "  {case}: missing from {}", lacking.join(", "));
+        }
+    }
+    if !c.not_compared.is_empty() {
+        out.push_str("\nNot compared:\n");
+        for (case, why) in &c.not_compared {
+            let _ = writeln!(out, "  {case}: {why}");
+        }
+    }
+    out
+}
+
+/// The environment keys that differ between the sides, each flagged as the
+/// declared factor or a possible confounder.
+fn env_differences(c: &Comparison, letters: &[String]) -> String {
+    let mut out = String::new();
     if !c.env_diff.is_empty() {
         let _ = writeln!(
             out,
@@ -53,39 +105,12 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(out, "  {flag} {key} {}", shown.join("   "));
         }
     }
-    out.push('\n');
-    for row in &c.rows {
-        let unit = row.unit.symbol();
-        let d = decimals_for(row.summaries[0].median);
-        let _ = writeln!(
-            out,
-            "{} {} ({unit}, median and 95% CI)",
-            row.bench,
-            super::case_label(&row.case, &row.config)
-        );
-        for (l, s) in letters.iter().zip(&row.summaries) {
-            let _ = writeln!(
-                out,
-                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}",
-                s.median, s.ci_low, s.ci_high, s.n
-            );
-        }
-        for (l, ch) in letters[1..].iter().zip(&row.changes) {
-            let words = super::paint(ch.verdict, &ch.words(&c.options), colour);
-            let _ = writeln!(
-                out,
-                "  {l}/A  {}",
-                change_text(&ch.ci, ch.p_adjusted, &words)
-            );
-        }
-    }
-    let _ = writeln!(out, "\n{}", method_line(c));
-    for finding in &c.drift {
-        let _ = writeln!(out, "Drift: {finding}");
-    }
+    out
+}
 
-    // The seed-002 layout: summary with mean ± standard deviation and speedup.
-    out.push('\n');
+/// The seed-002 layout: each side's mean ± standard deviation and the change.
+fn summary_table(c: &Comparison, letters: &[String]) -> String {
+    let mut out = String::from("\n");
     let mut header = vec!["benchmark".to_string()];
     header.extend(letters.iter().cloned());
     header.extend(letters[1..].iter().map(|l| format!("{l} vs A")));
@@ -108,18 +133,6 @@ pub fn render(c: &Comparison, colour: bool) -> String {
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
     out.push_str(&super::align(&header, &numeric, &rows));
-    if !c.missing.is_empty() {
-        out.push_str("\nNot in every document (not compared):\n");
-        for (case, lacking) in &c.missing {
-            let _ = writeln!(out, "  {case}: missing from {}", lacking.join(", "));
-        }
-    }
-    if !c.not_compared.is_empty() {
-        out.push_str("\nNot compared:\n");
-        for (case, why) in &c.not_compared {
-            let _ = writeln!(out, "  {case}: {why}");
-        }
-    }
     out
 }
 

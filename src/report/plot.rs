@@ -692,41 +692,16 @@ fn decimate(samples: &[f64]) -> Vec<(f64, f64)> {
 /// first; the change points as dashed lines labelled with the run and the size
 /// of the change, and the median of each segment between them as a grey line.
 pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
-    let title = format!(
-        "History: {} (median, 95% CI)",
-        super::case_history::title(h)
-    );
-    let name = format!(
-        "history-{}-{}-{}{}",
-        file_safe(&h.bench),
-        file_safe(&h.case),
-        file_safe(&h.host),
-        if h.config == DEFAULT_CONFIG {
-            String::new()
-        } else {
-            format!("-{}", file_safe(&h.config))
-        }
-    );
+    let title = history_title(h);
+    let name = history_name(h);
     let runs = &h.runs;
     let n = runs.len();
-    let interval = |r: &CaseRun| r.ci.unwrap_or((r.median, r.median));
-    let lo = runs
-        .iter()
-        .map(|r| interval(r).0.min(r.median))
-        .fold(f64::INFINITY, f64::min);
-    let hi = runs
-        .iter()
-        .map(|r| interval(r).1.max(r.median))
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = history_range(runs);
     let (points, segments) = match &h.detection {
         Some(Detection::Tested(c)) => (&c.points[..], segment_levels(&c.points, n)),
         _ => (&[][..], Vec::new()),
     };
-    let y_desc = if h.bench == crate::document::COMMAND_BENCH {
-        format!("wall time per run ({})", super::case_history::unit(h))
-    } else {
-        format!("median per op ({})", super::case_history::unit(h))
-    };
+    let y_desc = history_y_desc(h);
     let svg = draw_svg(&name, (900, 480), |root| {
         let y_range = padded(lo, hi, 0.12);
         let (bottom, top) = (y_range.start, y_range.end);
@@ -752,7 +727,7 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
         }
         let c = color(0);
         chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
-            let (low, high) = interval(r);
+            let (low, high) = history_interval(r);
             PathElement::new(
                 vec![(i as f64 + 1.0, low), (i as f64 + 1.0, high)],
                 c.stroke_width(1),
@@ -787,7 +762,68 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
         }
         Ok(())
     })?;
-    let note = match &h.detection {
+    let note = history_note(h);
+    Ok(Plot {
+        name,
+        title,
+        note,
+        svg,
+    })
+}
+
+/// The title of `h`'s plot.
+fn history_title(h: &CaseHistory) -> String {
+    format!(
+        "History: {} (median, 95% CI)",
+        super::case_history::title(h)
+    )
+}
+
+/// The file name of `h`'s plot: case, host and configuration.
+fn history_name(h: &CaseHistory) -> String {
+    format!(
+        "history-{}-{}-{}{}",
+        file_safe(&h.bench),
+        file_safe(&h.case),
+        file_safe(&h.host),
+        if h.config == DEFAULT_CONFIG {
+            String::new()
+        } else {
+            format!("-{}", file_safe(&h.config))
+        }
+    )
+}
+
+/// A run's 95 % interval, or its median alone where the document has none.
+fn history_interval(r: &CaseRun) -> (f64, f64) {
+    r.ci.unwrap_or((r.median, r.median))
+}
+
+/// The lowest and highest of the runs' medians and interval ends.
+fn history_range(runs: &[CaseRun]) -> (f64, f64) {
+    let lo = runs
+        .iter()
+        .map(|r| history_interval(r).0.min(r.median))
+        .fold(f64::INFINITY, f64::min);
+    let hi = runs
+        .iter()
+        .map(|r| history_interval(r).1.max(r.median))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
+/// What the y axis of `h`'s plot shows.
+fn history_y_desc(h: &CaseHistory) -> String {
+    if h.bench == crate::document::COMMAND_BENCH {
+        format!("wall time per run ({})", super::case_history::unit(h))
+    } else {
+        format!("median per op ({})", super::case_history::unit(h))
+    }
+}
+
+/// The note under `h`'s plot: what its marks are, and why there are no change points.
+fn history_note(h: &CaseHistory) -> String {
+    match &h.detection {
         Some(Detection::Tested(c)) => format!(
             "Dots: each stored run's median, whiskers its 95% interval, oldest run first. Red dashed \
              lines: change points, labelled with the run where the new level starts and the change \
@@ -802,13 +838,7 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
         None => {
             "Dots: each stored run's median, whiskers its 95% interval, oldest run first.".into()
         }
-    };
-    Ok(Plot {
-        name,
-        title,
-        note,
-        svg,
-    })
+    }
 }
 
 /// The segments between change points (0-based first run, last run, and the

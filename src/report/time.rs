@@ -8,91 +8,15 @@
 use std::fmt::Write;
 
 use crate::compare::Comparison;
-use crate::document::Document;
+use crate::document::{Document, Series};
 use crate::stats::Summary;
 
 /// `doc`'s commands, from their summaries and per-run counters.
 pub fn render(doc: &Document) -> String {
     let mut out = String::new();
     for (i, s) in doc.series.iter().enumerate() {
-        let failed = s.runs.iter().filter(|r| !r.succeeded()).count();
-        // A named command (--command-name) shows its line too.
-        let line = s.params.get("command").and_then(|v| v.as_str());
-        let name = match line {
-            Some(line) if line != s.case => format!("{} = {line}", s.case),
-            _ => s.case.clone(),
-        };
-        let _ = writeln!(
-            out,
-            "Command {}: {name}   ({}, {} run{}{})",
-            i + 1,
-            if s.params.get("shell").and_then(|v| v.as_bool()) == Some(true) {
-                "sh -c"
-            } else {
-                "no shell"
-            },
-            s.runs.len(),
-            if s.runs.len() == 1 { "" } else { "s" },
-            if failed > 0 {
-                format!(", {failed} failed")
-            } else {
-                String::new()
-            }
-        );
-        let scale = time_scale(s.summary.median);
-        // real, user and sys share the decimals that suit real.
-        let d = super::decimals_for(s.summary.median * scale.0).min(3);
-        let counter = |name: &str| s.counters.get(name);
-        let mut rows = vec![summary_row("real", &s.summary.scaled(scale.0), d, scale.1)];
-        for (name, key) in [("user", "user_ns"), ("sys", "sys_ns")] {
-            if let Some(c) = counter(key) {
-                rows.push(summary_row(name, &c.scaled(1e-9 * scale.0), d, scale.1));
-            }
-        }
-        if let Some(c) = counter("max_rss_kb") {
-            rows.push(summary_row("max RSS", &c.scaled(1.0 / 1024.0), 1, "MiB"));
-        }
-        let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
-        let numeric = [false, true, true, true, true, false];
-        for line in super::align(&header, &numeric, &rows).lines() {
-            let _ = writeln!(out, "  {line}");
-        }
-        let median_of = |name: &str| counter(name).map_or(f64::NAN, |c| c.median);
-        let _ = writeln!(
-            out,
-            "  per run (medians): {} voluntary + {} involuntary context switches, {} minor + {} major faults",
-            median_of("voluntary_switches"),
-            median_of("involuntary_switches"),
-            median_of("minor_faults"),
-            median_of("major_faults"),
-        );
-        for (zone, e) in &s.energy {
-            let _ = writeln!(
-                out,
-                "  energy {zone}: {} J per run, {} W (medians)",
-                super::fmt_sig(e.joules_per_op.median),
-                super::fmt_sig(e.watts.median)
-            );
-        }
-        if let Some(why) = &s.energy_unavailable {
-            let _ = writeln!(out, "  energy: {why}");
-        }
-        let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
-        if s.summary.n < 2 {
-            let _ = writeln!(out, "  one run: no spread and no interval");
-        } else {
-            let _ = writeln!(
-                out,
-                "  95% CI of the real median: {} – {} {}",
-                fmt_in(lo, scale),
-                fmt_in(hi, scale),
-                scale.1
-            );
-        }
-        for w in &s.warnings {
-            let _ = writeln!(out, "  warning: {w}");
-        }
-        out.push('\n');
+        let _ = writeln!(out, "{}", heading(i, s));
+        command(&mut out, s);
     }
     if let Some(floor) = doc.run.time.as_ref().and_then(|t| t.floor.as_ref()) {
         let f = &floor.summary;
@@ -109,6 +33,91 @@ pub fn render(doc: &Document) -> String {
         );
     }
     out
+}
+
+/// The heading of command `i`: its name, shell, runs and failures.
+fn heading(i: usize, s: &Series) -> String {
+    let failed = s.runs.iter().filter(|r| !r.succeeded()).count();
+    // A named command (--command-name) shows its line too.
+    let line = s.params.get("command").and_then(|v| v.as_str());
+    let name = match line {
+        Some(line) if line != s.case => format!("{} = {line}", s.case),
+        _ => s.case.clone(),
+    };
+    format!(
+        "Command {}: {name}   ({}, {} run{}{})",
+        i + 1,
+        if s.params.get("shell").and_then(|v| v.as_bool()) == Some(true) {
+            "sh -c"
+        } else {
+            "no shell"
+        },
+        s.runs.len(),
+        if s.runs.len() == 1 { "" } else { "s" },
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Command `s`'s table (real, user, sys, peak RSS) and what else each run cost.
+fn command(out: &mut String, s: &Series) {
+    let scale = time_scale(s.summary.median);
+    // real, user and sys share the decimals that suit real.
+    let d = super::decimals_for(s.summary.median * scale.0).min(3);
+    let counter = |name: &str| s.counters.get(name);
+    let mut rows = vec![summary_row("real", &s.summary.scaled(scale.0), d, scale.1)];
+    for (name, key) in [("user", "user_ns"), ("sys", "sys_ns")] {
+        if let Some(c) = counter(key) {
+            rows.push(summary_row(name, &c.scaled(1e-9 * scale.0), d, scale.1));
+        }
+    }
+    if let Some(c) = counter("max_rss_kb") {
+        rows.push(summary_row("max RSS", &c.scaled(1.0 / 1024.0), 1, "MiB"));
+    }
+    let header = ["", "median", "mean ± stddev", "min", "max", "unit"];
+    let numeric = [false, true, true, true, true, false];
+    for line in super::align(&header, &numeric, &rows).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let median_of = |name: &str| counter(name).map_or(f64::NAN, |c| c.median);
+    let _ = writeln!(
+        out,
+        "  per run (medians): {} voluntary + {} involuntary context switches, {} minor + {} major faults",
+        median_of("voluntary_switches"),
+        median_of("involuntary_switches"),
+        median_of("minor_faults"),
+        median_of("major_faults"),
+    );
+    for (zone, e) in &s.energy {
+        let _ = writeln!(
+            out,
+            "  energy {zone}: {} J per run, {} W (medians)",
+            super::fmt_sig(e.joules_per_op.median),
+            super::fmt_sig(e.watts.median)
+        );
+    }
+    if let Some(why) = &s.energy_unavailable {
+        let _ = writeln!(out, "  energy: {why}");
+    }
+    let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
+    if s.summary.n < 2 {
+        let _ = writeln!(out, "  one run: no spread and no interval");
+    } else {
+        let _ = writeln!(
+            out,
+            "  95% CI of the real median: {} – {} {}",
+            fmt_in(lo, scale),
+            fmt_in(hi, scale),
+            scale.1
+        );
+    }
+    for w in &s.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+    out.push('\n');
 }
 
 /// One sentence per candidate command: which is faster, by how much, and the
