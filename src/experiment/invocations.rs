@@ -207,20 +207,18 @@ fn count_perf(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Resu
 }
 
 /// The record of a run measured in this one process: its seed and the
-/// drift sentinels read before and after it (none when `sentinels` could not
-/// be built).
-pub(super) fn this_process(
-    seed: u64,
-    sentinels: Option<&Sentinels>,
-    before: Vec<crate::document::SentinelReading>,
-) -> Invocation {
+/// drift sentinels read now, after it (none when their memory cannot be had).
+pub(super) fn this_process(seed: u64) -> Invocation {
     Invocation {
         index: 1,
         env_pad: 0,
         heap_offset: 0,
         seed,
-        sentinels_before: before,
-        sentinels_after: sentinels.map(Sentinels::read).unwrap_or_default(),
+        sentinels_before: Vec::new(),
+        sentinels_after: Sentinels::new()
+            .as_ref()
+            .map(Sentinels::read)
+            .unwrap_or_default(),
     }
 }
 

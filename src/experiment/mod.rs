@@ -133,19 +133,13 @@ pub fn run(
             max_samples: MAX_TARGET_SAMPLES,
         });
     }
-    // The drift sentinels of this one process, read outside every case.
-    let sentinels = plan
-        .remote
-        .is_none()
-        .then(crate::measure::sentinel::Sentinels::new)
-        .flatten();
-    let before = sentinels.as_ref().map(|s| s.read()).unwrap_or_default();
     let mut outcome = run_with(plan, &harness, env, observer);
-    if plan.remote.is_none() {
-        let record = invocations::this_process(plan.seed, sentinels.as_ref(), before);
-        outcome.document.run.invocations = vec![record];
+    // The drift sentinels of this one process, read once its cases are done
+    // (so nothing delays the first case), and only after a run that ended
+    // well (so nothing delays a stop).
+    if plan.remote.is_none() && outcome.error.is_none() {
+        outcome.document.run.invocations = vec![invocations::this_process(plan.seed)];
     }
-    drop(sentinels);
     if local_perf {
         // Whatever is timed next (another osbench, say) must not run with the hooks on.
         let waited = invocations::wait_for_perf_hooks(harness.meters());
