@@ -170,6 +170,9 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
+    // First: a signal while the store opens (it may wait for a lock held by
+    // another run) stops the run before it measures, never kills it outright.
+    let interrupt = Interrupt::install()?;
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
@@ -179,7 +182,6 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
              probability; the CI shown is min–max with its true coverage"
         );
     }
-    let interrupt = Interrupt::install()?;
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
     let mut outcome = experiment::run(&plan, interrupt, osbench::env::capture(), &mut progress);
     progress.finish();
@@ -312,9 +314,16 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
 fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
     // Each series holds one median per round it completed (one without configurations).
     let measured: usize = doc.series.iter().map(|s| s.rounds.len().max(1)).sum();
+    let progress = if measured < plan.steps() {
+        format!(
+            "run stopped early after {measured} of {} cases",
+            plan.steps()
+        )
+    } else {
+        format!("run stopped after all {measured} cases were measured")
+    };
     anyhow!(e).context(format!(
-        "run stopped early after {measured} of {} cases{}",
-        plan.steps(),
+        "{progress}{}",
         match (saved.run_id, saved.documents.first()) {
             (Some(id), _) => format!(" (stored run {id} keeps what was measured)"),
             (None, Some(_)) => " (the document keeps what was measured)".into(),

@@ -159,6 +159,8 @@ impl TimeArgs {
 }
 
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
+    // First, as in `run`: a signal during the set-up stops, never kills.
+    let interrupt = Interrupt::install()?;
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     let programs = timing::check(&plan)?;
@@ -168,7 +170,6 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(PendingFile::create)
         .transpose()?;
-    let interrupt = Interrupt::install()?;
     // The length is not known yet (it follows the first round or a precision
     // target): the bar appears after a second and learns it as rounds end.
     let mut progress = Progress::new(args.quiet, 0, Duration::ZERO);

@@ -203,7 +203,7 @@ fn count_perf(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Resu
         let ops = s.ops_per_iter;
         series_meters::attach_perf(s, harness.meters(), ops, &counted);
     }
-    Ok(wait_for_perf_hooks(harness.meters()))
+    Ok(wait_for_perf_hooks(harness.meters(), interrupt))
 }
 
 /// The record of a run measured in this one process: its seed and the
@@ -222,10 +222,11 @@ pub(super) fn this_process(seed: u64) -> Invocation {
     }
 }
 
-/// Sleeps until the perf hooks of `meters`' last counting pass are off; the ms waited.
-pub(super) fn wait_for_perf_hooks(meters: &Meters) -> f64 {
+/// Sleeps until the perf hooks of `meters`' last counting pass are off, or
+/// a stop is requested; the ms waited.
+pub(super) fn wait_for_perf_hooks(meters: &Meters, interrupt: &Interrupt) -> f64 {
     let start = std::time::Instant::now();
-    while meters.perf_hooks_on() {
+    while meters.perf_hooks_on() && !interrupt.is_set() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     start.elapsed().as_secs_f64() * 1e3

@@ -124,6 +124,7 @@ pub fn run(
     }
     // A remote plan is measured there, with the remote's counters.
     let local_perf = plan.perf && plan.remote.is_none();
+    let stop = interrupt.clone();
     let mut harness = Harness::new(plan.policy, interrupt)
         .with_meters(Meters::open(local_perf))
         .counting_later();
@@ -137,13 +138,18 @@ pub fn run(
     // The drift sentinels of this one process, read once its cases are done
     // (so nothing delays the first case), and only after a run that ended
     // well (so nothing delays a stop).
-    if plan.remote.is_none() && outcome.error.is_none() {
+    if plan.remote.is_none() && outcome.error.is_none() && !stop.is_set() {
         outcome.document.run.invocations = vec![invocations::this_process(plan.seed)];
     }
     if local_perf {
         // Whatever is timed next (another osbench, say) must not run with the hooks on.
-        let waited = invocations::wait_for_perf_hooks(harness.meters());
+        let waited = invocations::wait_for_perf_hooks(harness.meters(), &stop);
         outcome.document.run.perf_hooks_wait_ms = Some(waited);
+    }
+    // A stop after the last sample still counts as one: the samples are
+    // kept, and the exit status says the run was interrupted.
+    if outcome.error.is_none() && stop.is_set() {
+        outcome.error = Some(Error::Interrupted);
     }
     outcome
 }
