@@ -102,6 +102,18 @@ pub static DEF: BenchDef = BenchDef {
     ..BenchDef::DEFAULTS
 };
 
+/// LEBench's name for a size: small, mid, big and huge are 1, 10, 1,000 and
+/// 10,000 pages (other sizes are named by their pages).
+pub(crate) fn lebench_size(pages: i64) -> String {
+    match pages {
+        1 => "small ".into(),
+        10 => "mid ".into(),
+        1000 => "big ".into(),
+        10000 => "huge ".into(),
+        n => format!("({n} pages) "),
+    }
+}
+
 /// Faults one timed run takes: one per page, except LEBench's single read.
 fn ops_per_run(p: &Params) -> f64 {
     match p.get("case") {

@@ -27,7 +27,9 @@ use std::os::fd::AsRawFd;
 
 use tempfile::NamedTempFile;
 
-use super::fault::{PAGES, Region, cached_file, check_memory, map_error, page_size, write_every};
+use super::fault::{
+    PAGES, Region, cached_file, check_memory, lebench_size, map_error, page_size, write_every,
+};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -73,8 +75,8 @@ pub static DEF: BenchDef = BenchDef {
     anchor: |p| {
         let pages = p.int("pages");
         match p.get("case") {
-            "mmap" => format!("LEBench mmap ({pages} pages)"),
-            "munmap" => format!("LEBench munmap ({pages} pages)"),
+            "mmap" => format!("LEBench {}mmap", lebench_size(pages)),
+            "munmap" => format!("LEBench {}munmap", lebench_size(pages)),
             "lat_mmap" => format!("lat_mmap {}k FILE", pages * 4),
             _ => "(none: mprotect)".to_string(),
         }
