@@ -89,10 +89,10 @@ for c in "$@"; do
 done
 
 # Waits until other tasks use under 10 % of the CPUs over one second (at most
-# 60 tries) and prints the busy percentage of the last second.
+# QUIET_TRIES tries, default 60) and prints the busy percentage of the last second.
 quiet() {
     local busy=100 _ a b c d e f g h s1 i1
-    for ((try = 0; try < 60; try++)); do
+    for ((try = 0; try < ${QUIET_TRIES:-60}; try++)); do
         read -r _ a b c d e f g h _ </proc/stat
         s1=$((a + b + c + d + e + f + g + h)) i1=$((d + e))
         sleep 1
@@ -121,7 +121,7 @@ scratch() {
 # lmbench's catch (catch − send) or prot (prot − catch + send).
 signal_derived() {
     "$bin" run signal -q --no-store | awk -v want="$1" '
-        $1 == "signal" { m[$2] = $3 }
+        $1 == "signal" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
         END { v = (want == "catch") ? m["catch"] - m["send"] : m["prot"] - m["catch"] + m["send"]
               printf "signal %s %.6g\n", want, v }'
 }

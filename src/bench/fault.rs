@@ -7,7 +7,9 @@
 //!
 //! - `anon`: a private anonymous mapping of `pages` pages (MADV_NOHUGEPAGE, so
 //!   every page is its own 4 KiB fault), one byte written per page in order:
-//!   one op = one zero-fill fault (will-it-scale page_fault1's fault);
+//!   one op = one zero-fill fault (will-it-scale page_fault1's fault). With
+//!   `thp=system` the mapping is left to the system's transparent huge page
+//!   mode, so one fault may fill 512 pages (examples/thp.toml flips the mode);
 //! - `file`: lmbench's method: a page-cached temporary file of `pages` pages,
 //!   mapped MAP_SHARED read-only, `msync(MS_INVALIDATE)` after mapping, one
 //!   byte read per page in a random permutation (a new one per run): one op =
@@ -27,7 +29,7 @@
 //!   writes one byte per page: one op = one fault that copies a page. The
 //!   child is killed before the next run's mapping (untimed).
 //!
-//! Left out: transparent huge pages (a THP-backed case), will-it-scale's
+//! Left out: a case that asks for huge pages itself (MADV_HUGEPAGE), will-it-scale's
 //! parallel copies and page_fault3 (shared file writes), and stress-ng's
 //! major faults. Sizes beyond `ulimit -v`, the memory available or (for
 //! `mmap`) vm.max_map_count stop the run before measuring (see [`check_memory`]).
@@ -70,6 +72,12 @@ pub static DEF: BenchDef = BenchDef {
             default: "anon",
         },
         PAGES,
+        ParamSpec {
+            name: "thp",
+            help: "anon and cow: off sets MADV_NOHUGEPAGE (one fault per 4 KiB page); system leaves the mapping to transparent_hugepage/enabled",
+            kind: ParamKind::Choice(&["off", "system"]),
+            default: "off",
+        },
     ],
     default_cases: DefaultCases::Listed(&[
         &[("case", "anon")],
@@ -78,7 +86,10 @@ pub static DEF: BenchDef = BenchDef {
         &[("case", "private"), ("pages", "1000")],
         &[("case", "cow")],
     ]),
-    case_name: |p| format!("{}/{}p", p.get("case"), p.int("pages")),
+    case_name: |p| {
+        let thp = if p.get("thp") == "system" { "/thp" } else { "" };
+        format!("{}/{}p{thp}", p.get("case"), p.int("pages"))
+    },
     op: |p| {
         match p.get("case") {
             "anon" => "the first write to one page of a private anonymous mapping (zero-fill fault)",
@@ -297,6 +308,8 @@ enum Kind {
 
 struct Fault {
     kind: Kind,
+    /// MADV_NOHUGEPAGE on anonymous mappings (thp=off).
+    no_huge_pages: bool,
     bytes: usize,
     page: usize,
     region: Option<Region>,
@@ -328,6 +341,7 @@ fn make(p: &Params) -> Result<Fault> {
     };
     Ok(Fault {
         kind,
+        no_huge_pages: p.get("thp") == "off",
         bytes,
         page,
         region: None,
@@ -336,17 +350,30 @@ fn make(p: &Params) -> Result<Fault> {
 }
 
 impl Fault {
+    /// Anonymous memory for `anon` and `cow`, without huge pages for thp=off.
+    fn anonymous(&self) -> Result<Region> {
+        let r = Region::anonymous(self.bytes)
+            .map_err(|e| map_error("mapping the pages to fault", e))?;
+        if self.no_huge_pages {
+            r.advise(libc::MADV_NOHUGEPAGE)
+                .map_err(|e| Error::io("madvise(MADV_NOHUGEPAGE)", e))?;
+        }
+        Ok(r)
+    }
+
     /// A fresh mapping for the next run (the previous one unmapped first).
     fn remap(&mut self) -> Result<()> {
+        if let Kind::Cow { children } = &mut self.kind {
+            children.kill_all();
+        }
         self.region = None;
         let what = "mapping the pages to fault";
+        let fresh = match &self.kind {
+            Kind::Anon | Kind::Cow { .. } => Some(self.anonymous()?),
+            _ => None,
+        };
         let region = match &mut self.kind {
-            Kind::Anon => {
-                let r = Region::anonymous(self.bytes).map_err(|e| map_error(what, e))?;
-                r.advise(libc::MADV_NOHUGEPAGE)
-                    .map_err(|e| Error::io("madvise(MADV_NOHUGEPAGE)", e))?;
-                r
-            }
+            Kind::Anon => fresh.expect("made above"),
             Kind::File { file, order, rng } => {
                 let r = map_file(file.as_file(), self.bytes, libc::MAP_SHARED)
                     .map_err(|e| map_error(what, e))?;
@@ -360,11 +387,8 @@ impl Fault {
             Kind::Private { file } => map_file(file.as_file(), self.bytes, libc::MAP_PRIVATE)
                 .map_err(|e| map_error(what, e))?,
             Kind::Cow { children } => {
-                // The previous run's child ends before its pages are unmapped.
-                children.kill_all();
-                let r = Region::anonymous(self.bytes).map_err(|e| map_error(what, e))?;
-                r.advise(libc::MADV_NOHUGEPAGE)
-                    .map_err(|e| Error::io("madvise(MADV_NOHUGEPAGE)", e))?;
+                // The last run's child was killed before its pages were unmapped.
+                let r = fresh.expect("made above");
                 write_every(&r, self.page, 1);
                 // Holds the pages shared until it is killed before the next run.
                 children.fork(None, &[], || {
@@ -500,5 +524,40 @@ mod tests {
             .to_string();
         assert!(e.contains("MemAvailable") && e.contains("MiB"), "{e}");
         assert!(check_memory("fault:x", 1 << 20, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn the_thp_example_flips_the_mode_and_puts_the_old_one_back() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/thp.toml");
+        let (select, configs) = crate::experiment::file::load(&path).unwrap();
+        for s in &select {
+            assert!(crate::bench::select::resolve(&[s.parse().unwrap()]).is_ok(), "{s}");
+        }
+        // The commands, run against a stand-in for the sysfs file.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("enabled");
+        std::fs::write(&fake, "always [madvise] never\n").unwrap();
+        let sh = |cmd: &Option<String>| {
+            let cmd = cmd
+                .as_deref()
+                .unwrap()
+                .replace("/sys/kernel/mm/transparent_hugepage/enabled", fake.to_str().unwrap());
+            let ok = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .env("TMPDIR", dir.path())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        };
+        let mode = || std::fs::read_to_string(&fake).unwrap();
+        for (config, want) in configs.iter().zip(["never", "always"]) {
+            sh(&config.setup);
+            assert_eq!(mode().trim(), want);
+            sh(&config.teardown);
+            assert_eq!(mode().trim(), "madvise");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no saved copy left");
     }
 }

@@ -306,6 +306,7 @@ mod tests {
                 "ctx 2p/16K",
                 "ipc pipe",
                 "proc fork",
+                "fault anon/2048p",
                 "messaging g10/socket/processes",
                 "wakeup futex/threads"
             ]

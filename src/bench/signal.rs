@@ -1,7 +1,8 @@
 //! `signal`: the cost of installing and delivering a signal in one task,
 //! lmbench `lat_sig install|catch|prot`'s cases (will-it-scale `signal1`).
 //!
-//! - `install`: one sigaction() of a handler for SIGUSR1 (lmbench);
+//! - `install`: one sigaction() of a handler for SIGUSR1, the old action
+//!   read back as lmbench's does;
 //! - `send`: tgkill(pid, tid, 0), a signal send that delivers nothing —
 //!   lmbench's `kill(pid, 0)`, which it subtracts from `catch`;
 //! - `catch`: tgkill(pid, tid, SIGUSR1) to the timing thread itself,
@@ -46,7 +47,7 @@ pub static DEF: BenchDef = BenchDef {
     case_name: |p| p.get("case").to_string(),
     op: |p| {
         match p.get("case") {
-            "install" => "one sigaction(SIGUSR1) installing a handler",
+            "install" => "one sigaction(SIGUSR1) installing a handler (the old action read back)",
             "send" => "one tgkill(self, 0): a send that delivers nothing (lmbench's kill(pid, 0))",
             "catch" => "tgkill(self, SIGUSR1) + delivery to an empty handler + sigreturn",
             _ => "a write to a read-only page + SIGSEGV delivery to a handler + sigreturn",
@@ -210,8 +211,10 @@ impl Workload for Signal {
         match &self.case {
             Case::Install => {
                 let handler = count_caught as extern "C" fn(libc::c_int) as usize;
+                // SAFETY: an all-zero sigaction is a valid value of this C struct.
+                let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
                 for _ in 0..iters {
-                    set_action(libc::SIGUSR1, handler, 0, None)?;
+                    set_action(libc::SIGUSR1, handler, 0, Some(&mut old))?;
                 }
             }
             Case::Send => send_loop(self.pid, self.tid, 0, iters)?,
