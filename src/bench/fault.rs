@@ -531,17 +531,20 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/thp.toml");
         let (select, configs) = crate::experiment::file::load(&path).unwrap();
         for s in &select {
-            assert!(crate::bench::select::resolve(&[s.parse().unwrap()]).is_ok(), "{s}");
+            assert!(
+                crate::bench::select::resolve(&[s.parse().unwrap()]).is_ok(),
+                "{s}"
+            );
         }
         // The commands, run against a stand-in for the sysfs file.
         let dir = tempfile::tempdir().unwrap();
         let fake = dir.path().join("enabled");
         std::fs::write(&fake, "always [madvise] never\n").unwrap();
         let sh = |cmd: &Option<String>| {
-            let cmd = cmd
-                .as_deref()
-                .unwrap()
-                .replace("/sys/kernel/mm/transparent_hugepage/enabled", fake.to_str().unwrap());
+            let cmd = cmd.as_deref().unwrap().replace(
+                "/sys/kernel/mm/transparent_hugepage/enabled",
+                fake.to_str().unwrap(),
+            );
             let ok = std::process::Command::new("sh")
                 .arg("-c")
                 .arg(cmd)
@@ -558,6 +561,10 @@ mod tests {
             sh(&config.teardown);
             assert_eq!(mode().trim(), "madvise");
         }
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no saved copy left");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no saved copy left"
+        );
     }
 }

@@ -9,7 +9,9 @@
 //! - `lat_mmap` (lmbench `lat_mmap`): mmap() of `pages` pages of the file
 //!   MAP_SHARED read-write, a write every 16 KiB over the first tenth, and
 //!   munmap(); lmbench's `Mmap Latency` column is its largest size, `$MB`
-//!   (8 MiB = 2048 pages, its default);
+//!   (8 MiB = 2048 pages, its default). The file is the mapping's size;
+//!   lmbench's script maps prefixes of one `$MB` file, which made its
+//!   512 KiB figure three times slower here (see docs/crosscheck.md);
 //! - `mprotect`: mprotect() of the middle page of a populated anonymous
 //!   mapping of `pages` pages, alternately read-only and read-write, so
 //!   every call splits or merges the mapping and changes one PTE.
@@ -81,7 +83,7 @@ pub static DEF: BenchDef = BenchDef {
             _ => "(none: mprotect)".to_string(),
         }
     },
-    differs: "mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here.",
+    differs: "the file is the mapping's size, where lmbench's script maps prefixes of one $MB (8 MiB) file: lat_mmap 512k took 55-59 µs on an 8 MiB file and 18-19 µs on a 512 KiB one here (osbench 17-20 µs); mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here.",
     ops_per_iter,
     setup,
     sampling: Sampling::WholeRuns,
