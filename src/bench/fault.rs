@@ -176,15 +176,15 @@ pub(crate) fn check_memory(what: &str, address: u64, resident: u64) -> Result<()
             )));
         }
     }
-    if let Some(available) = meminfo_kib("MemAvailable:") {
-        if resident > (available << 10) / 10 * 9 {
-            return Err(Error::Measure(format!(
-                "{what} needs {} MiB of memory, but MemAvailable in /proc/meminfo is {} MiB: \
-                 ask for fewer pages",
-                mib(resident),
-                available >> 10
-            )));
-        }
+    if let Some(available) = meminfo_kib("MemAvailable:")
+        && resident > (available << 10) / 10 * 9
+    {
+        return Err(Error::Measure(format!(
+            "{what} needs {} MiB of memory, but MemAvailable in /proc/meminfo is {} MiB: \
+             ask for fewer pages",
+            mib(resident),
+            available >> 10
+        )));
     }
     Ok(())
 }
