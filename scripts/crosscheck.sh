@@ -26,9 +26,17 @@
 #   table                every row of issue 17's table (messaging groups=10 in processes,
 #                        threads and pipe form, groups=50, pipe, syscall) and ctx
 #   spread               a spread of hackbench option combinations, both modes and transports
+#   sig-install          signal:case=install vs `lat_sig install` (µs)
+#   sig-catch            signal catch − send vs `lat_sig catch`, which subtracts kill(pid, 0) (µs)
+#   sig-prot             signal prot − (catch − send) vs `lat_sig prot`, which subtracts its catch (µs)
+#   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page)
+#   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file (µs)
+#   vm                   all five lmbench rows above, lat_mmap at 128 and 2048 pages
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
-# (default target/release/osbench). osbench runs with its defaults (11 samples;
+# (default target/release/osbench); LMBENCH the directory of lmbench's
+# binaries (default /tmp/anchor-lmbench/bin: intel/lmbench built outside the
+# repository, see docs/crosscheck.md). osbench runs with its defaults (11 samples;
 # for messaging one sample is one whole hackbench run; the perf counting pass
 # comes after the timed samples), and never stores its runs.
 set -euo pipefail
@@ -41,7 +49,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,29p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,35p' "$0" >&2; exit 2; }
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
@@ -69,20 +77,22 @@ table_checks=(
     syscall
     ctx
 )
+vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
 checks=()
 for c in "$@"; do
     case $c in
     table) checks+=("${table_checks[@]}") ;;
+    vm) checks+=("${vm_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
 
 # Waits until other tasks use under 10 % of the CPUs over one second (at most
-# 60 tries) and prints the busy percentage of the last second.
+# QUIET_TRIES tries, default 60) and prints the busy percentage of the last second.
 quiet() {
     local busy=100 _ a b c d e f g h s1 i1
-    for ((try = 0; try < 60; try++)); do
+    for ((try = 0; try < ${QUIET_TRIES:-60}; try++)); do
         read -r _ a b c d e f g h _ </proc/stat
         s1=$((a + b + c + d + e + f + g + h)) i1=$((d + e))
         sleep 1
@@ -95,6 +105,26 @@ quiet() {
 
 # The first field 3 of the results line of BENCH (the median).
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
+
+lmbench=${LMBENCH:-/tmp/anchor-lmbench/bin}
+# An lmbench binary, or a message saying how to build it.
+lm() {
+    [ -x "$lmbench/$1" ] || { echo "$lmbench/$1 not found: build intel/lmbench (docs/crosscheck.md)" >&2; exit 2; }
+    echo "$lmbench/$1"
+}
+# The 8 MiB scratch file lat_pagefault and lat_mmap work on (lmbench's $FILE of $MB).
+scratch() {
+    [ -s "$tmp/scratch" ] || dd if=/dev/urandom of="$tmp/scratch" bs=1M count=8 status=none
+    echo "$tmp/scratch"
+}
+# The signal medians of one osbench run, as a results line for BENCH `signal`:
+# lmbench's catch (catch − send) or prot (prot − catch + send).
+signal_derived() {
+    "$bin" run signal -q --no-store | awk -v want="$1" '
+        $1 == "signal" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
+        END { v = (want == "catch") ? m["catch"] - m["send"] : m["prot"] - m["catch"] + m["send"]
+              printf "signal %s %.6g\n", want, v }'
+}
 
 # Sets ours/anchor (commands), unit and anchor_name for one check.
 define() {
@@ -130,7 +160,28 @@ define() {
                 awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
         }
         ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table or spread" >&2; exit 2 ;;
+    sig-install)
+        ours=("$bin" run signal:case=install -q --no-store)
+        bench=signal unit=µs scale=1 anchor_name="lat_sig install"
+        anchor() { "$(lm lat_sig)" install 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+    sig-catch)
+        ours=(signal_derived catch)
+        bench=signal unit=µs scale=1 anchor_name="lat_sig catch"
+        anchor() { "$(lm lat_sig)" catch 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+    sig-prot)
+        ours=(signal_derived prot)
+        bench=signal unit=µs scale=1 anchor_name="lat_sig prot lat_sig"
+        anchor() { "$(lm lat_sig)" prot "$(lm lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+    pagefault)
+        ours=("$bin" run fault:case=file,pages=2048 -q --no-store)
+        bench=fault unit=µs scale=1 anchor_name="lat_pagefault FILE (8 MiB)"
+        anchor() { "$(lm lat_pagefault)" "$(scratch)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+    lat_mmap:*)
+        pages=${1#lat_mmap:}
+        ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
+        bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
+        anchor() { "$(lm lat_mmap)" "$((pages * 4))k" "$(scratch)" 2>&1 | awk '{ print $2 }'; } ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, sig-install, sig-catch, sig-prot, pagefault, lat_mmap:PAGES or vm" >&2; exit 2 ;;
     esac
 }
 

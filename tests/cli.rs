@@ -383,6 +383,64 @@ fn an_address_space_limit_stops_the_run_before_measuring_not_with_an_abort() {
 }
 
 #[test]
+fn a_mapping_beyond_ulimit_v_stops_the_run_before_measuring() {
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    // 4 GiB of pages under a 1 GiB limit: refused by the family's check, naming the limit.
+    let out = Command::new("bash")
+        .env("OSBENCH_STORE", shared_store())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1000000 && exec '{}' run syscall:case=null fault:case=anon,pages=1048576 -q",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("needs 4096 MiB of address space, but `ulimit -v` is 1000000 KiB"),
+        "{stderr}"
+    );
+    // Checked before anything ran: no results table.
+    assert!(String::from_utf8(out.stdout).unwrap().is_empty());
+}
+
+#[test]
+fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples() {
+    let _serial = helper_lock();
+    for (args, helpers) in [
+        // A copy-on-write run keeps one forked child alive.
+        (
+            "run fault:case=cow,pages=64 -q --samples 10000000 --json",
+            1,
+        ),
+        (
+            "run sigqueue:mode=processes,count=100000000,gap_us=0 -q --json",
+            1,
+        ),
+        ("run signal:case=prot -q --samples 100000 --json", 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("out.json");
+        let status = interrupt_after(Duration::from_millis(2500), args, &json, || {
+            let running = helper_processes();
+            assert_eq!(running.len(), helpers, "{args}: {running:?}");
+        });
+        assert_eq!(status.code(), Some(130), "{args}");
+        assert!(
+            helper_processes().is_empty(),
+            "{args}: {:?}",
+            helper_processes()
+        );
+        let doc = read_document(&json).unwrap();
+        assert!(
+            !doc.run.complete && !doc.series[0].samples.is_empty(),
+            "{args}"
+        );
+    }
+}
+
+#[test]
 fn ipc_and_ctx_record_placement_and_mode() {
     let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();

@@ -10,13 +10,17 @@
 pub mod atomic;
 pub mod command;
 pub mod ctx;
+pub mod fault;
 pub mod fdio;
 pub mod futex;
 pub mod ipc;
 pub mod messaging;
+pub mod mmap;
 pub mod proc;
 pub mod ring;
 pub mod select;
+pub mod signal;
+pub mod sigqueue;
 pub mod spin;
 pub mod syscall;
 pub mod timer;
@@ -317,8 +321,12 @@ pub static REGISTRY: &[&BenchDef] = &[
     &ctx::DEF,
     &ipc::DEF,
     &proc::DEF,
+    &signal::DEF,
+    &fault::DEF,
+    &mmap::DEF,
     &messaging::DEF,
     &wakeup::DEF,
+    &sigqueue::DEF,
     &timer::DEF,
     &spin::DEF,
 ];

@@ -11,6 +11,11 @@
 //!   execve of the tiny program + wait;
 //! - `thread`: pthread_create of an empty function + pthread_join.
 //!
+//! `vmas=N` maps N extra single-page MAP_SHARED anonymous mappings (never
+//! touched, so each is a VMA of its own and no page) before the case, as
+//! LEBench's "big fork" (6,000) and "huge fork" (12,000) do; fork then copies
+//! them. LEBench also times the child's first instruction; osbench does not.
+//!
 //! The tiny program is shipped inside osbench: a 165-byte static x86-64 ELF
 //! (below, hand-assembled) that writes "Hello world\n" and exits 0, kept in
 //! `$TMPDIR` as one file per user (`osbench-hello-<uid>`, written once and
@@ -31,6 +36,7 @@ use std::path::Path;
 
 use tempfile::TempPath;
 
+use super::fault::{Region, map_error, page_size};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -40,14 +46,28 @@ pub static DEF: BenchDef = BenchDef {
     name: "proc",
     summary: "creating a process or thread and waiting for its end (lmbench lat_proc: fork, exec, sh; and more)",
     unit: Unit::Us,
-    params: &[ParamSpec {
-        name: "case",
-        help: "how the task is created",
-        kind: ParamKind::Choice(&["fork", "exec", "sh", "spawn", "vfork", "thread"]),
-        default: "fork",
-    }],
+    params: &[
+        ParamSpec {
+            name: "case",
+            help: "how the task is created",
+            kind: ParamKind::Choice(&["fork", "exec", "sh", "spawn", "vfork", "thread"]),
+            default: "fork",
+        },
+        ParamSpec {
+            name: "vmas",
+            help: "extra single-page mappings the process holds (LEBench big fork: 6000, huge: 12000)",
+            kind: ParamKind::Int {
+                min: 0,
+                max: 60_000,
+            },
+            default: "0",
+        },
+    ],
     default_cases: DefaultCases::EachOf("case"),
-    case_name: |p| p.get("case").to_string(),
+    case_name: |p| match p.int("vmas") {
+        0 => p.get("case").to_string(),
+        n => format!("{}/{n}vmas", p.get("case")),
+    },
     op: |p| {
         match p.get("case") {
             "fork" => "fork() + child _exit + waitpid",
@@ -59,14 +79,23 @@ pub static DEF: BenchDef = BenchDef {
         }
         .to_string()
     },
-    anchor: |p| match p.get("case") {
-        "fork" => "lat_proc fork".to_string(),
-        "exec" => "lat_proc exec".to_string(),
-        "sh" => "lat_proc shell".to_string(),
-        case => format!("(none: {case})"),
+    anchor: |p| match (p.get("case"), p.int("vmas")) {
+        ("fork", 6000) => "LEBench big fork (parent's side)".to_string(),
+        ("fork", 12000) => "LEBench huge fork (parent's side)".to_string(),
+        (case, n) if n > 0 => format!("(none: {case} with {n} extra mappings)"),
+        (case, _) => match case {
+            "fork" => "lat_proc fork".to_string(),
+            "exec" => "lat_proc exec".to_string(),
+            "sh" => "lat_proc shell".to_string(),
+            case => format!("(none: {case})"),
+        },
     },
     differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so).",
     setup,
+    check: |p| {
+        let vmas = p.int("vmas") as usize;
+        super::mmap::check_map_count(&format!("proc:{p}"), vmas)
+    },
     ..BenchDef::DEFAULTS
 };
 
@@ -274,6 +303,8 @@ impl Exec {
 
 struct Proc {
     case: Case,
+    /// The extra mappings of `vmas`, unmapped when the case ends.
+    _vmas: Vec<Region>,
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
@@ -285,7 +316,18 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
         "vfork" => Case::Vfork(Exec::new(false)?, vec![0u8; 64 * 1024]),
         _ => Case::Thread,
     };
-    let mut bench = Proc { case };
+    let vmas = (0..p.int("vmas"))
+        .map(|_| {
+            Region::map(
+                page_size(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+            )
+            .map_err(|e| map_error("mapping the extra single-page VMAs", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut bench = Proc { case, _vmas: vmas };
     // Fail at set-up, not while timing, if the program cannot run. A few
     // retries: in a multi-threaded process (the test harness) a child forked
     // by another thread may briefly hold the file's write descriptor, and
@@ -456,6 +498,25 @@ mod tests {
             .unwrap();
             b.run(3).unwrap();
         }
+    }
+
+    #[test]
+    fn extra_vmas_are_held_for_the_case_and_unmapped_after() {
+        let maps = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .count()
+        };
+        let p = Params::new(&DEF, &[("case", "fork"), ("vmas", "3000")]);
+        assert_eq!((DEF.case_name)(&p), "fork/3000vmas");
+        let before = maps();
+        let mut b = setup(&p, &Placement::unpinned()).unwrap();
+        // Other tests map and unmap meanwhile: a margin, far below 3,000.
+        assert!(maps() > before + 2500, "{} vs {before}", maps());
+        b.run(2).unwrap();
+        drop(b);
+        assert!(maps() < before + 500, "{} vs {before}", maps());
     }
 
     #[test]

@@ -19,13 +19,14 @@ use crate::error::{Error, Result};
 /// The quick representative suite `osbench run` runs with no selector: one
 /// case of each kind of primitive (lmbench's null call, its 2-process context
 /// switches with and without a working set, a pipe round trip, fork,
-/// hackbench's default load, a futex wake-up).
+/// anonymous page faults, hackbench's default load, a futex wake-up).
 pub const DEFAULT_SUITE: &[&str] = &[
     "syscall:case=null",
     "ctx:procs=2,size=0",
     "ctx:procs=2,size=16",
     "ipc:kind=pipe",
     "proc:case=fork",
+    "fault:case=anon",
     "messaging:groups=10",
     "wakeup:wait=futex",
 ];
@@ -305,6 +306,7 @@ mod tests {
                 "ctx 2p/16K",
                 "ipc pipe",
                 "proc fork",
+                "fault anon/2048p",
                 "messaging g10/socket/processes",
                 "wakeup futex/threads"
             ]

@@ -2,8 +2,8 @@
 //! unit, its parameters (default, allowed values in
 //! [`Notation::Short`](osbench::bench::Notation::Short)) and its default
 //! cases (`*` marks the quick default suite) with what one op is, its anchor
-//! (for the first default case) and what it measures differently from that
-//! anchor on purpose. It only
+//! (once, or per case when the cases' anchors differ) and what it measures
+//! differently from its anchors on purpose. It only
 //! reads the registry; selecting and validating cases is `bench::select`'s.
 
 use std::fmt::Write;
@@ -35,8 +35,18 @@ fn render() -> String {
 fn describe(out: &mut String, def: &BenchDef) {
     let _ = writeln!(out, "{} — {}", def.name, def.summary);
     let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
-    let first = def.default_cases().into_iter().next().unwrap_or_default();
-    let _ = writeln!(out, "  anchor: {}", (def.anchor)(&Params::new(def, &first)));
+    let cases: Vec<Params> = def
+        .default_cases()
+        .iter()
+        .map(|fixed| Params::new(def, fixed))
+        .collect();
+    let anchors: Vec<String> = cases.iter().map(|p| (def.anchor)(p)).collect();
+    let one_anchor = anchors.windows(2).all(|w| w[0] == w[1]);
+    if one_anchor {
+        let _ = writeln!(out, "  anchor: {}", anchors[0]);
+    } else {
+        let _ = writeln!(out, "  anchors: each case's, after its op");
+    }
     if !def.differs.is_empty() {
         let _ = writeln!(out, "  differs from it on purpose: {}", def.differs);
     }
@@ -52,18 +62,22 @@ fn describe(out: &mut String, def: &BenchDef) {
         );
     }
     let _ = writeln!(out, "  default cases and what one op is:");
-    for fixed in def.default_cases() {
-        let params = Params::new(def, &fixed);
+    for (params, anchor) in cases.iter().zip(&anchors) {
         let _ = writeln!(
             out,
-            "  {} {:<10} {}",
-            if in_default_suite(def, &params) {
+            "  {} {:<10} {}{}",
+            if in_default_suite(def, params) {
                 '*'
             } else {
                 ' '
             },
-            (def.case_name)(&params),
-            (def.op)(&params)
+            (def.case_name)(params),
+            (def.op)(params),
+            if one_anchor {
+                String::new()
+            } else {
+                format!(" (anchor: {anchor})")
+            }
         );
     }
     out.push('\n');

@@ -67,6 +67,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
     ("hackbench", "hackbench", anchors::hackbench),
     ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
+    ("lmbench-vm", "lmbench: File & VM system latencies", anchors::lmbench_vm),
     ("counters", "Counters per op", counters::section),
 ];
 
