@@ -32,9 +32,15 @@ pub struct Config {
     pub pin: Option<String>,
     /// Where this configuration's cases run when not here: another system
     /// running `osbench agent` (a User-Mode Linux kernel, a container, a host
-    /// over SSH). Absent: the native system.
+    /// over SSH). Absent: the native system. Its set-up and tear-down then
+    /// run inside the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSpec>,
+    /// The name of a guest this configuration shares with others (booted
+    /// once, each configuration's set-up run in it before its block); its
+    /// spec is `guest`. Absent: a guest of its own, if any.
+    #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
+    pub in_guest: Option<String>,
 }
 
 /// Another system that runs a configuration's cases.
@@ -70,6 +76,37 @@ pub struct GuestInfo {
     /// The agent's osbench version.
     pub version: String,
     pub env: Environment,
+    /// The configurations that ran in it, when several shared it (`in = "NAME"`;
+    /// `config` is then the guest's name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<String>,
+    /// What its kernel handed the agent as init (absent: the agent is not an init).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitHandOff>,
+    /// What became of each boot parameter the configuration asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_parameters: Vec<BootParameter>,
+}
+
+/// One boot parameter a guest was asked to boot with, and who took it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootParameter {
+    pub word: String,
+    /// Whether it is on the guest kernel's /proc/cmdline.
+    pub in_cmdline: bool,
+    /// "kernel" (it never reached init), "uml" (it reached init, but UML's
+    /// own options name it: UML reads it early and leaves it on the command
+    /// line), or "nobody" (it reached init and nothing recognised it).
+    pub taken_by: String,
+}
+
+/// What the kernel handed the agent as init: the words of its command line
+/// it did not take for itself (init's arguments) and its `KEY=VALUE` words
+/// (init's environment, with the kernel's own `HOME` and `TERM`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitHandOff {
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
 }
 
 /// `bench.key = value`: a parameter a configuration sets for one benchmark.

@@ -102,6 +102,32 @@ pub fn parse_assignment(s: &str) -> Result<(String, Option<String>)> {
     ))
 }
 
+/// Gives every configuration that names a guest configuration (`in`, from
+/// `--config NAME@GUEST=…`) that configuration's guest, shared: the guest
+/// configuration is marked as sharing its guest under its own name.
+pub fn share_guests(configs: &mut [Config]) -> Result<()> {
+    for i in 0..configs.len() {
+        let Some(host) = configs[i].in_guest.clone() else {
+            continue;
+        };
+        let spec = configs
+            .iter()
+            .find(|c| c.name == host && c.in_guest.as_deref().is_none_or(|n| n == host))
+            .and_then(|c| c.guest.clone())
+            .ok_or_else(|| {
+                Error::Measure(format!(
+                    "configuration '{}' runs in '{host}', which no --guest {host}=… defines",
+                    configs[i].name
+                ))
+            })?;
+        configs[i].guest = Some(spec);
+        for c in configs.iter_mut().filter(|c| c.name == host) {
+            c.in_guest = Some(host.clone());
+        }
+    }
+    Ok(())
+}
+
 /// Parses `NAME=uml[:KERNEL-PARAMETERS]` or `NAME=command:COMMAND` (`--guest`).
 pub fn parse_guest(s: &str) -> Result<(String, GuestSpec)> {
     let (name, spec) = parse_assignment(s)?;
@@ -206,6 +232,33 @@ mod tests {
         for bad in ["x=", "x=qemu", "x=command:", "x=umlx"] {
             assert!(parse_guest(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn configurations_share_the_guest_they_name() {
+        let named = |name: &str, in_guest: Option<&str>, guest: Option<GuestSpec>| Config {
+            name: name.into(),
+            in_guest: in_guest.map(String::from),
+            guest,
+            ..Config::default()
+        };
+        let uml = parse_guest("uml=uml:nosysemu").unwrap().1;
+        let mut configs = vec![
+            named("native", None, None),
+            named("one", Some("uml"), None),
+            named("uml", None, Some(uml.clone())),
+        ];
+        share_guests(&mut configs).unwrap();
+        assert_eq!(configs[0].guest, None);
+        for c in &configs[1..] {
+            assert_eq!(
+                (c.guest.as_ref(), c.in_guest.as_deref()),
+                (Some(&uml), Some("uml"))
+            );
+        }
+        let mut orphan = vec![named("one", Some("vm"), None)];
+        let e = share_guests(&mut orphan).unwrap_err().to_string();
+        assert!(e.contains("'one' runs in 'vm'"), "{e}");
     }
 
     #[test]
