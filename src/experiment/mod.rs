@@ -627,9 +627,12 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         for &ci in order {
+            let config_has_setup = self.configs[ci].setup.is_some();
             self.in_config(ci, |body| {
-                // Each configuration's environment as its first set-up left it.
-                if round == 0 && !body.plan.configs.is_empty() {
+                // Each configuration's environment as its first set-up left it
+                // (a guest's, without one, is the one it reported when it started).
+                let has_guest = body.guest_of[ci].is_some();
+                if round == 0 && !body.plan.configs.is_empty() && (!has_guest || config_has_setup) {
                     body.config_envs[ci] = Some(body.env_of(ci)?);
                 }
                 let mut case_order: Vec<usize> = (0..body.plan.cases.len()).collect();

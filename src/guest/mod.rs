@@ -383,7 +383,7 @@ impl Guest {
                     self.wait_exit(Duration::from_secs(1));
                     let status = self.stop();
                     self.drain_console(Duration::from_secs(1));
-                    return Err(self.fail(format!("the guest ended ({status}) {what}")));
+                    return Err(self.fail(format!("the guest ended ({status}) when asked {what}")));
                 }
             }
         }
@@ -455,7 +455,18 @@ fn is_stack_dump(line: &str) -> bool {
     ];
     let first = t.split_whitespace().next().unwrap_or("");
     let frame = |w: &str| w.contains("+0x") && w.contains("/0x");
+    // UML's register dump after a failed trap: `EFLAGS\t(18): 202`, `\t\t(19): 7fbf8e6d38`.
+    let register_row = t.split_once("): ").is_some_and(|(name, value)| {
+        let index = name.rsplit('(').next().unwrap_or("").trim();
+        name.contains('(')
+            && index.parse::<u32>().is_ok()
+            && value
+                .trim_start_matches("0x")
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+    });
     MARKERS.iter().any(|m| t.starts_with(m))
+        || register_row
         || REGISTERS.contains(&first)
         || t.split_whitespace().find(|w| *w != "?").is_some_and(frame)
         || t.split_whitespace()
@@ -593,9 +604,15 @@ mod tests {
                      [    2.614062] Kernel Offset: 0x12600000 from 0xffffffff81000000\n\
                      [<6004b1ca>] ? put_fp_registers+0x10\n\
                      6004b1ca 00000000 60a1b2c3\n\
+                     \tEFLAGS\t(18): 202\n\
+                     \t\t(19): 7fbf8e6d38\n\
+                     \tR9\t( 8): 552aacb921\n\
                      Run /init as init process";
         let kept: Vec<&str> = panic.lines().filter(|l| !is_stack_dump(l)).collect();
         assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(!is_stack_dump(
+            "handle_trap - failed to wait at end of syscall, errno = 25"
+        ));
         assert!(kept[0].contains("Kernel panic - not syncing"));
         assert!(kept[1].contains("CPU: 0 PID: 1"));
         assert_eq!(kept[2], "Run /init as init process");
