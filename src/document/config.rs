@@ -60,6 +60,24 @@ pub enum GuestSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         kernel: Option<String>,
     },
+    /// A QEMU virtual machine booting `kernel` with osbench's initramfs
+    /// (written and cached by osbench), its serial port as the channel.
+    Qemu {
+        /// The kernel (a vmlinuz; default `$OSBENCH_QEMU_KERNEL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<String>,
+        /// Kernel parameters after osbench's `console=ttyS0 quiet panic=-1`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        append: Option<String>,
+        /// "auto" (default: KVM where it runs stock kernels, else TCG), "kvm" or "tcg".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accel: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpus: Option<u32>,
+        /// QEMU's `-m` (default "1G").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory: Option<String>,
+    },
     /// A shell command whose stdin and stdout end up connected to
     /// `osbench agent` (`{osbench}` in it is this osbench's path).
     Command { command: String },
@@ -80,6 +98,9 @@ pub struct GuestInfo {
     /// `config` is then the guest's name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<String>,
+    /// A virtual machine's accelerator and why it was chosen ("tcg: /dev/kvm is kvm_pvm, …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
     /// What its kernel handed the agent as init (absent: the agent is not an init).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<InitHandOff>,

@@ -13,6 +13,8 @@
 //! pin = "same"                 # optional
 //! guest = "uml"                # optional: run this configuration's cases in a guest,
 //! # or guest = { kind = "uml", cmdline = "nosysemu", mem = "512M", kernel = "/path/linux" }
+//! # or guest = { kind = "qemu", kernel = "/path/vmlinuz", append = "mitigations=off",
+//! #              accel = "auto", cpus = 1, memory = "1G" }   # all but kernel optional
 //! # or guest = { kind = "command", command = "ssh host osbench agent" }
 //! # or in = "vm": run in the guest [guests.vm] declares, booted once and
 //! # shared with every configuration naming it

@@ -18,6 +18,7 @@
 pub mod image;
 pub mod init;
 pub mod protocol;
+pub mod qemu;
 pub mod uml;
 
 use std::collections::VecDeque;
@@ -83,6 +84,7 @@ impl Guest {
         let exe = std::env::current_exe()
             .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
         let mut uml_kernel = None;
+        let mut accelerator = None;
         let (mut cmd, dir) = match spec {
             GuestSpec::Uml {
                 cmdline,
@@ -111,6 +113,26 @@ impl Guest {
                 uml_kernel = Some(std::path::PathBuf::from(cmd.get_program()));
                 (cmd, Some(dir))
             }
+            GuestSpec::Qemu {
+                kernel,
+                append,
+                accel,
+                cpus,
+                memory,
+            } => {
+                let initrd = qemu::initramfs(&exe)?;
+                let boot = qemu::Boot {
+                    kernel: kernel.as_deref(),
+                    append: append.as_deref(),
+                    accel: accel.as_deref(),
+                    cpus: *cpus,
+                    memory: memory.as_deref(),
+                    initrd: &initrd,
+                };
+                let (cmd, accel) = qemu::command(&boot).map_err(|m| guest_error(who, m))?;
+                accelerator = Some(accel);
+                (cmd, None)
+            }
             GuestSpec::Command { command } => {
                 let mut cmd = Command::new("sh");
                 let line = command.replace("{osbench}", &exe.to_string_lossy());
@@ -135,10 +157,20 @@ impl Guest {
             _dir: dir,
         };
         guest.handshake(started, interrupt)?;
-        if let (GuestSpec::Uml { cmdline, .. }, Some(info)) = (spec, guest.info.as_mut()) {
-            // UML's own options, which it reads early and leaves on the command line.
-            let own = uml::own_options(uml_kernel.as_deref().expect("a UML guest has a kernel"));
-            info.boot_parameters = boot_parameters(cmdline.as_deref().unwrap_or(""), info, &own);
+        let info = guest.info.as_mut().expect("a started guest has answered");
+        info.accelerator = accelerator;
+        match spec {
+            GuestSpec::Uml { cmdline, .. } => {
+                // UML's own options, which it reads early and leaves on the command line.
+                let kernel = uml_kernel.as_deref().expect("a UML guest has a kernel");
+                let own = uml::own_options(kernel);
+                info.boot_parameters =
+                    boot_parameters(cmdline.as_deref().unwrap_or(""), info, &own);
+            }
+            GuestSpec::Qemu { append, .. } => {
+                info.boot_parameters = boot_parameters(append.as_deref().unwrap_or(""), info, &[]);
+            }
+            GuestSpec::Command { .. } => {}
         }
         Ok(guest)
     }
@@ -197,6 +229,7 @@ impl Guest {
             version,
             env,
             configs: Vec::new(),
+            accelerator: None,
             init,
             boot_parameters: Vec::new(),
         });

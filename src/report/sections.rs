@@ -119,6 +119,7 @@ mod tests {
             version: "0.1.0".into(),
             env,
             configs: Vec::new(),
+            accelerator: None,
             init: None,
             boot_parameters: Vec::new(),
         });
