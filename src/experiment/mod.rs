@@ -468,7 +468,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             applied.finish()?;
             return Ok(out);
         }
-        let who = format!("configuration '{}'", config.name);
+        let who = self.who(config);
         if let Some(setup) = &config.setup {
             let interrupt = self.harness.interrupt().clone();
             let guest = self.guest(ci).expect("a guest configuration has its guest");
