@@ -2,6 +2,10 @@
 //! applied by a set-up command before a configuration's block of a round and
 //! undone by a tear-down command after it.
 //!
+//! A configuration that runs in a guest has its set-up and tear-down run
+//! inside the guest instead (`RunRounds::in_config`, through the agent);
+//! [`share_guests`] lets several configurations share one guest.
+//!
 //! Commands run with `sh -c` in a process group of their own
 //! ([`crate::measure::hook`]). A set-up watches the stop flag: a signal
 //! while it runs stops its group (SIGTERM, then SIGKILL) and it returns

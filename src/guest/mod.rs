@@ -9,9 +9,11 @@
 //! `measure::warden`), and is killed as a whole group and reaped when it is
 //! dropped: on success after a `shutdown`, on an error, on Ctrl-C. Its
 //! console output (anything that is not a protocol line) is kept, and the
-//! last lines are quoted when it fails. A virtual machine is a command guest
-//! whose serial console is its stdin/stdout (QEMU's `-serial stdio`), booted
-//! from the initramfs [`image`] writes. Left out: guests that need a channel
+//! last lines are quoted when it fails. A virtual machine ([`qemu`]) has its
+//! serial console as its stdin/stdout (`-serial stdio`) and boots from the
+//! initramfs [`image`] writes. The client also runs configurations' set-ups
+//! and tear-downs inside the guest (`sh`), and checks the boot parameters a
+//! configuration asked for against what reached the guest's init. Left out: guests that need a channel
 //! other than stdin/stdout (a socket can be bridged with `socat` in a command
 //! guest).
 
