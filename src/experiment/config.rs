@@ -304,8 +304,6 @@ mod tests {
         );
         for bad in [
             "x=",
-            "x=qemu",
-            "x=qemu:append=quiet",
             "x=qemu:kernel=/k,cpus=0",
             "x=qemu:k",
             "x=command:",
