@@ -340,3 +340,339 @@ fn an_ssh_host_is_a_guest() {
         common::marked(mark)
     );
 }
+
+/// `osbench run --experiment FILE QUICK --json JSON` with `toml` as the file.
+fn run_experiment(toml: &str, dir: &Path, extra: &[&str]) -> (Output, std::path::PathBuf) {
+    let file = dir.join("experiment.toml");
+    fs::write(&file, toml).unwrap();
+    let json = dir.join("run.json");
+    let out = osbench()
+        .args(["run", "--no-perf", "--experiment"])
+        .arg(&file)
+        .args(QUICK)
+        .args(extra)
+        .arg("--json")
+        .arg(&json)
+        .env("OSBENCH_GUEST_TIMEOUT", "60")
+        .output()
+        .unwrap();
+    (out, json)
+}
+
+/// An experiment: `native` on the host, then configurations `a` and `b`
+/// sharing the command guest `g` (the agent as a plain child, marked), each
+/// set-up and tear-down appending its name to `log`; `b_setup` replaces b's.
+fn shared_command_guest(mark: &str, log: &Path, b_setup: &str, selector: &str) -> String {
+    let log = log.display();
+    format!(
+        r#"
+        select = ["{selector}"]
+        [guests]
+        g = {{ kind = "command", command = "export OSBENCH_TEST_MARK={mark}; exec {{osbench}} agent" }}
+        [[config]]
+        name = "native"
+        [[config]]
+        name = "a"
+        in = "g"
+        setup = "echo 'a on' >> {log}"
+        teardown = "echo 'a off' >> {log}"
+        [[config]]
+        name = "b"
+        in = "g"
+        setup = "echo 'b on' >> {log}; {b_setup}"
+        teardown = "echo 'b off' >> {log}"
+        "#
+    )
+}
+
+/// Each configuration's set-up was followed by its own tear-down, `blocks` times in all.
+fn assert_paired(log: &Path, blocks: usize) {
+    let text = fs::read_to_string(log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * blocks, "{text}");
+    for pair in lines.chunks(2) {
+        let name = pair[0].strip_suffix(" on").expect(&text);
+        assert_eq!(pair[1], format!("{name} off"), "{text}");
+    }
+}
+
+#[test]
+fn configurations_share_a_guest_and_set_it_up_inside_interleaved_with_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hooks.log");
+    let mark = "shared-guest";
+    let toml = shared_command_guest(mark, &log, "true", "spin:work=100");
+    let (out, json) = run_experiment(&toml, dir.path(), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Two rounds of a and b, each set up and torn down in the guest around its block.
+    assert_paired(&log, 4);
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.run.guests.len(), 1, "one guest booted for both");
+    let guest = &doc.run.guests[0];
+    assert_eq!(
+        (guest.config.as_str(), guest.configs.clone()),
+        ("g", vec!["a".into(), "b".into()])
+    );
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    assert_eq!(configs, ["native", "a", "b"]);
+    assert!(doc.run.schedule.iter().all(|round| round.len() == 3));
+    assert!(
+        common::marked(mark).is_empty(),
+        "left: {:?}",
+        common::marked(mark)
+    );
+}
+
+#[test]
+fn a_failing_set_up_in_a_guest_names_its_configuration_quotes_it_and_is_torn_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hooks.log");
+    let mark = "failing-guest-setup";
+    let failing = "echo 'no such toggle here' >&2; exit 3";
+    let toml = shared_command_guest(mark, &log, failing, "spin:work=100");
+    let (out, _) = run_experiment(&toml, dir.path(), &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("configuration 'b'"), "{err}");
+    assert!(
+        err.contains("failed inside the guest with exit status: 3"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no such toggle here"),
+        "the guest's output is quoted: {err}"
+    );
+    // b's failed set-up was torn down too, and every block before it.
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.ends_with("b on\nb off\n"), "{text}");
+    assert!(
+        common::marked(mark).is_empty(),
+        "left: {:?}",
+        common::marked(mark)
+    );
+
+    // A set-up that hangs is killed at the guest timeout, and named.
+    let hung = shared_command_guest(mark, &log, "echo stuck; sleep 600", "spin:work=100");
+    let file = dir.path().join("hung.toml");
+    fs::write(&file, hung).unwrap();
+    let out = osbench()
+        .args(["run", "--no-perf", "--experiment"])
+        .arg(&file)
+        .args(QUICK)
+        .env("OSBENCH_GUEST_TIMEOUT", "2")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("configuration 'b'") && err.contains("timeout of 2 s"),
+        "{err}"
+    );
+    assert!(err.contains("stuck"), "{err}");
+    assert!(
+        common::marked(mark).is_empty(),
+        "left: {:?}",
+        common::marked(mark)
+    );
+}
+
+#[test]
+fn ctrl_c_in_a_shared_guest_tears_its_configuration_down_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hooks.log");
+    let mark = "interrupted-guest";
+    let toml = shared_command_guest(mark, &log, "true", "spin:work=100000");
+    let file = dir.path().join("long.toml");
+    fs::write(&file, toml).unwrap();
+    let mut child = osbench()
+        .args(["run", "--no-perf", "--experiment"])
+        .arg(&file)
+        .args(["--rounds", "20", "--samples", "200", "--warmup", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until a guest configuration is set up, then interrupt its block.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !fs::read_to_string(&log).is_ok_and(|t| t.contains(" on")) {
+        assert!(std::time::Instant::now() < deadline, "no set-up ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let text = fs::read_to_string(&log).unwrap();
+    let blocks = text.lines().count().div_ceil(2);
+    assert_paired(&log, blocks);
+    assert!(
+        common::marked(mark).is_empty(),
+        "left: {:?}",
+        common::marked(mark)
+    );
+}
+
+#[test]
+fn uml_init_takes_what_the_kernel_hands_it_and_unknown_words_are_named() {
+    if !uml_or_skip("uml_init_takes_what_the_kernel_hands_it") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("init.json");
+    let guest = "off=uml:nosysemu OSBENCH_MADE_UP=value";
+    let out = osbench()
+        .args([
+            "run",
+            "syscall:case=getpid",
+            "--no-perf",
+            "--config",
+            "native=",
+        ])
+        .args(["--guest", guest, "--allow-unknown-boot-parameters"])
+        .args(QUICK)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if !out.status.success() && host_limit("uml_init_takes_what_the_kernel_hands_it", &err) {
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: configuration 'off'") && err.contains("'OSBENCH_MADE_UP=value'"),
+        "{err}"
+    );
+    let doc = read_document(&json).unwrap();
+    let guest = &doc.run.guests[0];
+    let init = guest.init.as_ref().expect("the agent was the guest's init");
+    assert!(init.args.iter().any(|a| a == "nosysemu"), "{init:?}");
+    assert_eq!(
+        init.env.get("OSBENCH_MADE_UP").map(String::as_str),
+        Some("value")
+    );
+    let taken: Vec<(&str, &str, bool)> = guest
+        .boot_parameters
+        .iter()
+        .map(|p| (p.word.as_str(), p.taken_by.as_str(), p.in_cmdline))
+        .collect();
+    assert_eq!(
+        taken,
+        [
+            ("nosysemu", "uml", true),
+            ("OSBENCH_MADE_UP=value", "nobody", true)
+        ]
+    );
+    // nosysemu did what it says: UML's switch reads 0 (it boots at 2).
+    assert_eq!(guest.env.uml_sysemu.as_deref(), Some("0"));
+    assert!(
+        doc.run
+            .audit
+            .iter()
+            .any(|f| f.contains("'OSBENCH_MADE_UP=value'"))
+    );
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+
+    // A made-up word, without the flag: an error naming it, nothing measured.
+    let out = run_guest(
+        "syscall:case=getpid",
+        "typo=uml:nosysemu frobnicate",
+        &json,
+        "60",
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("configuration 'typo'") && err.contains("'frobnicate'"),
+        "{err}"
+    );
+    assert!(!err.contains("'nosysemu'"), "nosysemu is UML's own: {err}");
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+}
+
+/// Native, then UML's /proc/sysemu set to each of `values` by in-guest set-ups of one UML.
+fn sysemu_experiment(values: &[&str]) -> String {
+    let mut toml = String::from(
+        "select = [\"syscall:case=getpid\"]\n[guests]\numl = \"uml\"\n[[config]]\nname = \"native\"\n",
+    );
+    for v in values {
+        toml.push_str(&format!(
+            "[[config]]\nname = \"sysemu-{v}\"\nin = \"uml\"\nsetup = \"echo {v} > /proc/sysemu\"\n\
+             teardown = \"echo 2 > /proc/sysemu\"\n"
+        ));
+    }
+    toml
+}
+
+#[test]
+fn uml_sysemu_set_inside_one_guest_shows_in_each_configurations_environment() {
+    if !uml_or_skip("uml_sysemu_set_inside_one_guest") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, json) = run_experiment(&sysemu_experiment(&["2", "1"]), dir.path(), &[]);
+    let err = stderr(&out);
+    if !out.status.success() && host_limit("uml_sysemu_set_inside_one_guest", &err) {
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.run.guests.len(), 1, "one UML for both");
+    let sysemu = doc
+        .run
+        .config_env_diff
+        .iter()
+        .find(|(k, _)| k == "uml_sysemu");
+    let values = sysemu.map(|(_, v)| v.clone());
+    assert_eq!(
+        values,
+        Some(vec!["absent".into(), "2".into(), "1".into()]),
+        "{:?}",
+        doc.run.config_env_diff
+    );
+    assert!(doc.series.iter().all(|s| s.rounds.len() == 2));
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+}
+
+#[test]
+fn uml_crashing_at_sysemu_0_stops_the_run_naming_it_and_keeps_what_was_measured() {
+    if !uml_or_skip("uml_crashing_at_sysemu_0") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    // Seed 9 puts sysemu-0 last in the first round: native and sysemu-2 are measured first.
+    let (out, json) = run_experiment(
+        &sysemu_experiment(&["2", "0"]),
+        dir.path(),
+        &["--seed", "9"],
+    );
+    let err = stderr(&out);
+    if !out.status.success() && host_limit("uml_crashing_at_sysemu_0", &err) {
+        return;
+    }
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+    let doc = read_document(&json).unwrap();
+    assert_eq!(doc.run.schedule[0], ["native", "sysemu-2", "sysemu-0"]);
+    if out.status.success() {
+        // A UML whose run-time switch works: 0 measured like the others.
+        assert!(doc.series.iter().any(|s| s.config == "sysemu-0"));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("configuration 'sysemu-0'"), "{err}");
+    assert!(err.contains("echo 0 > /proc/sysemu"), "{err}");
+    assert!(
+        err.contains("last console lines"),
+        "UML's last words are quoted: {err}"
+    );
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    assert_eq!(
+        configs,
+        ["native", "sysemu-2"],
+        "what was measured before is kept"
+    );
+    assert!(!doc.run.complete);
+}

@@ -178,3 +178,83 @@ fn init_outside_a_guest_is_refused() {
         assert!(err.contains("the init of a guest (PID 1)"), "{how}: {err}");
     }
 }
+
+/// Processes whose command line names `needle` (a test's private cache directory).
+fn naming(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(needle)
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn a_qemu_guest_in_one_line_boots_records_its_accelerator_and_its_parameters() {
+    let Some(kernel) = kernel_or_skip("a_qemu_guest_in_one_line") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let json = dir.path().join("vm.json");
+    let guest = format!(
+        "vm=qemu:kernel={},append=mitigations=off,accel=tcg",
+        kernel.display()
+    );
+    let run = |json: &Path| {
+        osbench()
+            .args(["run", "syscall:case=getpid", "--no-perf"])
+            .args(["--config", "native=", "--guest", &guest])
+            .args(["--samples", "3", "--sample-time", "1", "--warmup", "0"])
+            .args(["--rounds", "2", "--json"])
+            .arg(json)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("OSBENCH_GUEST_TIMEOUT", "300")
+            .output()
+            .unwrap()
+    };
+    let out = run(&json);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        naming(&cache.to_string_lossy()).is_empty(),
+        "a VM was left running"
+    );
+    let doc = read_document(&json).unwrap();
+    let guest = &doc.run.guests[0];
+    assert_eq!(guest.accelerator.as_deref(), Some("tcg: asked for"));
+    assert!(guest.env.virtualization.as_ref().unwrap().emulated());
+    assert!(
+        doc.run
+            .audit
+            .iter()
+            .any(|f| f.starts_with("configuration 'vm' runs emulated"))
+    );
+    let cmdline = guest.env.cmdline.as_deref().unwrap_or("");
+    assert!(
+        cmdline.contains("console=ttyS0 quiet panic=-1 mitigations=off"),
+        "{cmdline}"
+    );
+    // The kernel took mitigations=off: it never reached init.
+    let param = &guest.boot_parameters[0];
+    assert_eq!(
+        (
+            param.word.as_str(),
+            param.taken_by.as_str(),
+            param.in_cmdline
+        ),
+        ("mitigations=off", "kernel", true)
+    );
+    let init = guest.init.as_ref().expect("the agent was the VM's init");
+    assert!(!init.env.contains_key("mitigations"), "{init:?}");
+    // The initramfs was written once, into the cache, and is used again.
+    let images = || std::fs::read_dir(cache.join("osbench")).unwrap().count();
+    assert_eq!(images(), 1);
+    let again = run(&dir.path().join("again.json"));
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(images(), 1, "the cached image was used again");
+}

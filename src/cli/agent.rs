@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use osbench::guest::init;
+use osbench::guest::protocol::InitHandOff;
 use osbench::measure::Interrupt;
 
 #[derive(Args)]
@@ -16,13 +17,14 @@ pub struct AgentArgs {
     /// /proc, /sys, /dev and a tmpfs on /tmp first, and power the guest off at the end
     #[arg(long)]
     init: bool,
-    /// What a kernel passes its init besides (e.g. root=98:0 console=tty0): ignored
+    /// What a kernel passes its init besides (words of its command line it did not take, e.g.
+    /// nosysemu, root=98:0): recorded with --init, reported to the host
     #[arg(hide = true, num_args = 0.., allow_hyphen_values = true)]
-    _kernel_args: Vec<String>,
+    kernel_args: Vec<String>,
 }
 
 pub fn agent(args: &AgentArgs) -> anyhow::Result<ExitCode> {
-    let served = serve(args.init);
+    let served = serve(args);
     // Not PID 1 (`agent --init` run by hand on a host): the error is all;
     // powering off would stop the host.
     if args.init && init::is_pid1() {
@@ -36,8 +38,13 @@ pub fn agent(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     served
 }
 
-fn serve(init: bool) -> anyhow::Result<ExitCode> {
-    if init {
+fn serve(args: &AgentArgs) -> anyhow::Result<ExitCode> {
+    // The kernel's hand-off is read before anything can change the environment.
+    let handed = args.init.then(|| InitHandOff {
+        args: args.kernel_args.clone(),
+        env: std::env::vars().collect(),
+    });
+    if args.init {
         init::become_init()?;
     }
     offset_heap();
@@ -48,6 +55,7 @@ fn serve(init: bool) -> anyhow::Result<ExitCode> {
         std::io::stdin().lock(),
         std::io::stdout().lock(),
         &interrupt,
+        handed,
     )?;
     Ok(ExitCode::SUCCESS)
 }

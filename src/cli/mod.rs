@@ -280,15 +280,30 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// The command line; as the `/init` of a guest's initramfs (`osbench
-/// guest-image`), which the kernel starts without arguments of ours, it is
-/// `osbench agent --init` followed by what the kernel passed.
+/// The command line. As a guest's init the kernel puts the words of its
+/// command line that it did not take for itself first (`osbench nosysemu
+/// agent --init root=98:0` from UML's `init=osbench nosysemu -- agent
+/// --init`), and as the `/init` of a guest's initramfs (`osbench
+/// guest-image`) it passes no arguments of ours: either way this is
+/// `osbench agent --init -- WORDS…`, every word the kernel passed kept.
 fn arguments() -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.first().is_some_and(|a| a == "/init") {
-        args.splice(1..1, ["agent".into(), "--init".into()]);
-    }
-    args
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let at_init = args
+        .windows(2)
+        .position(|w| w[0] == "agent" && w[1] == "--init");
+    let words: Vec<std::ffi::OsString> = match at_init {
+        _ if args.first().is_some_and(|a| a == "/init") => args[1..].to_vec(),
+        Some(at) if osbench::guest::init::is_pid1() => [&args[1..at], &args[at + 2..]].concat(),
+        _ => return args,
+    };
+    let mut init = vec![
+        args[0].clone(),
+        "agent".into(),
+        "--init".into(),
+        "--".into(),
+    ];
+    init.extend(words.into_iter().filter(|w| w != "--"));
+    init
 }
 
 /// Help and version go to stdout with status 0; usage errors become one line and status 2.

@@ -40,7 +40,8 @@ pub struct RunArgs {
     measure: MeasureArgs,
     /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
     /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
-    /// the first is the baseline; NAME= with no command runs nothing)
+    /// the first is the baseline; NAME= with no command runs nothing). NAME@GUEST=COMMAND
+    /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it
     #[arg(long = "config", value_name = "NAME=COMMAND")]
     configs: Vec<String>,
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
@@ -113,6 +114,10 @@ pub struct MeasureArgs {
     /// rounds); rusage counters are still read
     #[arg(long = "no-perf")]
     no_perf: bool,
+    /// Run a guest even when it was asked to boot with a parameter that nothing in it recognised
+    /// (the parameter reached its init): a warning then, not an error
+    #[arg(long = "allow-unknown-boot-parameters")]
+    allow_unknown_boot_parameters: bool,
 }
 
 impl MeasureArgs {
@@ -136,6 +141,7 @@ impl MeasureArgs {
             // Probed at the start; each case's counting pass opens them on its tasks.
             perf: !self.no_perf,
             remote: None,
+            allow_unknown_boot_parameters: self.allow_unknown_boot_parameters,
         }
     }
 }
@@ -341,9 +347,14 @@ fn configs_of(
     let mut out: Vec<Config> = Vec::new();
     for spec in configs {
         let (name, setup) = experiment::config::parse_assignment(spec)?;
+        let (name, in_guest) = match name.split_once('@') {
+            Some((name, guest)) => (name.to_string(), Some(guest.to_string())),
+            None => (name, None),
+        };
         out.push(Config {
             name,
             setup,
+            in_guest,
             ..Default::default()
         });
     }
@@ -355,6 +366,7 @@ fn configs_of(
             ..Default::default()
         });
     }
+    experiment::config::share_guests(&mut out)?;
     check_configs(&out)?; // unique names before tear-downs are attached by name
     for spec in teardowns {
         let (name, command) = experiment::config::parse_assignment(spec)?;

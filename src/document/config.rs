@@ -32,9 +32,15 @@ pub struct Config {
     pub pin: Option<String>,
     /// Where this configuration's cases run when not here: another system
     /// running `osbench agent` (a User-Mode Linux kernel, a container, a host
-    /// over SSH). Absent: the native system.
+    /// over SSH). Absent: the native system. Its set-up and tear-down then
+    /// run inside the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSpec>,
+    /// The name of a guest this configuration shares with others (booted
+    /// once, each configuration's set-up run in it before its block); its
+    /// spec is `guest`. Absent: a guest of its own, if any.
+    #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
+    pub in_guest: Option<String>,
 }
 
 /// Another system that runs a configuration's cases.
@@ -54,6 +60,24 @@ pub enum GuestSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         kernel: Option<String>,
     },
+    /// A QEMU virtual machine booting `kernel` with osbench's initramfs
+    /// (written and cached by osbench), its serial port as the channel.
+    Qemu {
+        /// The kernel (a vmlinuz; default `$OSBENCH_QEMU_KERNEL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<String>,
+        /// Kernel parameters after osbench's `console=ttyS0 quiet panic=-1`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        append: Option<String>,
+        /// "auto" (default: KVM where it runs stock kernels, else TCG), "kvm" or "tcg".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accel: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpus: Option<u32>,
+        /// QEMU's `-m` (default "1G").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory: Option<String>,
+    },
     /// A shell command whose stdin and stdout end up connected to
     /// `osbench agent` (`{osbench}` in it is this osbench's path).
     Command { command: String },
@@ -70,6 +94,40 @@ pub struct GuestInfo {
     /// The agent's osbench version.
     pub version: String,
     pub env: Environment,
+    /// The configurations that ran in it, when several shared it (`in = "NAME"`;
+    /// `config` is then the guest's name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<String>,
+    /// A virtual machine's accelerator and why it was chosen ("tcg: /dev/kvm is kvm_pvm, …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
+    /// What its kernel handed the agent as init (absent: the agent is not an init).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitHandOff>,
+    /// What became of each boot parameter the configuration asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_parameters: Vec<BootParameter>,
+}
+
+/// One boot parameter a guest was asked to boot with, and who took it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootParameter {
+    pub word: String,
+    /// Whether it is on the guest kernel's /proc/cmdline.
+    pub in_cmdline: bool,
+    /// "kernel" (it never reached init), "uml" (it reached init, but UML's
+    /// own options name it: UML reads it early and leaves it on the command
+    /// line), or "nobody" (it reached init and nothing recognised it).
+    pub taken_by: String,
+}
+
+/// What the kernel handed the agent as init: the words of its command line
+/// it did not take for itself (init's arguments) and its `KEY=VALUE` words
+/// (init's environment, with the kernel's own `HOME` and `TERM`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitHandOff {
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
 }
 
 /// `bench.key = value`: a parameter a configuration sets for one benchmark.

@@ -20,7 +20,9 @@ mod sample;
 mod unit;
 pub mod validate;
 
-pub use config::{Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, Override, TimeInfo};
+pub use config::{
+    BootParameter, Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, InitHandOff, Override, TimeInfo,
+};
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
 pub use unit::{SeriesKind, Unit};

@@ -71,6 +71,10 @@ pub struct Environment {
     pub thp: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtualization: Option<Virtualization>,
+    /// User-Mode Linux's /proc/sysemu (2: SYSEMU with single-step, 1: SYSEMU,
+    /// 0: plain PTRACE_SYSCALL); present only inside a UML that has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uml_sysemu: Option<String>,
     /// perf_event_paranoid and the PMUs under /sys/bus/event_source/devices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf: Option<Perf>,
@@ -262,6 +266,8 @@ pub fn capture_from(sys: &Sys) -> Environment {
         vulnerabilities,
         thp,
         virtualization: Some(virtualization(sys, &cpuinfo, &mut absent)),
+        // Not an absence elsewhere: only UML kernels have it.
+        uml_sysemu: sys.read("/proc/sysemu").ok(),
         perf: None,
         powercap: Vec::new(),
         load: None,

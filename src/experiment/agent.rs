@@ -1,7 +1,9 @@
 //! `osbench agent`: osbench inside a guest, serving the agent protocol
 //! (`guest::protocol`, docs/agent-protocol.md) on a byte stream: `ready`
-//! first, then one reply per request — the environment, one case measured
-//! with this system's clocks, or `bye`. A request it cannot serve gets an
+//! first (with what the kernel handed it, when it is a guest's init), then
+//! one reply per request — the environment, one case measured with this
+//! system's clocks, a shell command's end (a configuration's set-up or
+//! tear-down, run here), or `bye`. A request it cannot serve gets an
 //! `error` reply and the agent goes on; nothing but protocol lines is ever
 //! written to the channel (the library never prints; panics go to stderr).
 //! Left out: running several cases per request (the client interleaves
@@ -13,20 +15,27 @@ use super::case;
 use crate::bench::select::{Selector, resolve};
 use crate::document::Series;
 use crate::error::{Error, Result};
-use crate::guest::protocol::{self, Reply, Request, RunRequest};
+use crate::guest::protocol::{self, InitHandOff, OUTPUT_TAIL, Reply, Request, RunRequest, ShDone};
+use crate::measure::hook::{Watch, sh_captured};
 use crate::measure::placement::Pin;
 use crate::measure::{Harness, Interrupt, Meters};
 
 /// Serves requests read from `input`, replying on `output`, until `shutdown`
-/// or the end of the input. Errors are the channel's own (a write failed).
-pub fn serve(input: impl BufRead, mut output: impl Write, interrupt: &Interrupt) -> Result<()> {
+/// or the end of the input; `init` is what the kernel handed it as a
+/// guest's init. Errors are the channel's own (a write failed).
+pub fn serve(
+    input: impl BufRead,
+    mut output: impl Write,
+    interrupt: &Interrupt,
+    init: Option<InitHandOff>,
+) -> Result<()> {
     let mut say = |reply: &Reply| {
         output
             .write_all(protocol::line(reply).as_bytes())
             .and_then(|()| output.flush())
             .map_err(|e| Error::io("writing to the agent's channel".to_string(), e))
     };
-    say(&Reply::ready())?;
+    say(&Reply::ready(init))?;
     for line in input.split(b'\n') {
         let line = line.map_err(|e| Error::io("reading the agent's channel".to_string(), e))?;
         let text = String::from_utf8_lossy(&line);
@@ -43,11 +52,41 @@ pub fn serve(input: impl BufRead, mut output: impl Write, interrupt: &Interrupt)
                 Ok(series) => Reply::Series(Box::new(series)),
                 Err(e) => Reply::Error(e.to_string()),
             },
+            Ok(Request::Sh(request)) => match run_sh(&request) {
+                Ok(done) => Reply::Done(done),
+                Err(e) => Reply::Error(e.to_string()),
+            },
             Ok(Request::Shutdown {}) => return say(&Reply::Bye {}),
         };
         say(&reply)?;
     }
     Ok(())
+}
+
+/// Runs a shell command here, within its timeout (the client bounds the
+/// wait; the agent's own stop flag does not end it: it may be a tear-down).
+fn run_sh(request: &protocol::ShRequest) -> Result<ShDone> {
+    let timeout = std::time::Duration::try_from_secs_f64(request.timeout_s)
+        .map_err(|e| Error::Measure(format!("timeout_s {}: {e}", request.timeout_s)))?;
+    let watch = Watch {
+        stop: None,
+        timeout: Some(timeout),
+    };
+    let done = sh_captured(&request.env, &request.command, watch)?;
+    Ok(ShDone {
+        success: done.success,
+        status: done.status,
+        output: tail(&done.output, OUTPUT_TAIL).to_string(),
+    })
+}
+
+/// The last `max` bytes of `text` or fewer, starting at a character boundary.
+fn tail(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 /// Measures the one case `request` names, here.
@@ -82,7 +121,7 @@ mod tests {
 
     fn talk(input: &str) -> Vec<Reply> {
         let mut out = Vec::new();
-        serve(input.as_bytes(), &mut out, &Interrupt::none()).unwrap();
+        serve(input.as_bytes(), &mut out, &Interrupt::none(), None).unwrap();
         String::from_utf8(out)
             .unwrap()
             .lines()
@@ -109,13 +148,53 @@ mod tests {
             4,
             "ready, env, series, bye; nothing after bye"
         );
-        assert_eq!(replies[0], Reply::ready());
+        assert_eq!(replies[0], Reply::ready(None));
         assert!(matches!(&replies[1], Reply::Env(e) if !e.kernel.is_empty()));
         let Reply::Series(s) = &replies[2] else {
             panic!("{:?}", replies[2]);
         };
         assert_eq!((s.bench.as_str(), s.samples.len()), ("spin", 3));
         assert_eq!(replies[3], Reply::Bye {});
+    }
+
+    #[test]
+    fn shell_commands_run_here_with_their_status_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("mark");
+        let sh = |command: &str, timeout_s: f64| {
+            protocol::line(&Request::Sh(protocol::ShRequest {
+                command: command.into(),
+                env: [("MARK".to_string(), mark.display().to_string())].into(),
+                timeout_s,
+            }))
+        };
+        let input = [
+            sh("echo on > \"$MARK\"; echo applied", 10.0),
+            sh("echo broken >&2; exit 4", 10.0),
+            sh("echo stuck; sleep 100", 0.3),
+        ]
+        .concat();
+        let replies = talk(&input);
+        let done: Vec<&ShDone> = replies[1..]
+            .iter()
+            .map(|r| match r {
+                Reply::Done(d) => d,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(std::fs::read_to_string(&mark).unwrap(), "on\n");
+        assert!(
+            done[0].success && done[0].output == "applied\n",
+            "{:?}",
+            done[0]
+        );
+        assert_eq!(
+            (done[1].success, done[1].status.as_str()),
+            (false, "exit status: 4")
+        );
+        assert_eq!(done[1].output, "broken\n");
+        assert!(done[2].status.contains("timeout of 0.3 s"), "{:?}", done[2]);
+        assert_eq!(tail("ab€cd", 3), "cd");
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! applied by a set-up command before a configuration's block of a round and
 //! undone by a tear-down command after it.
 //!
+//! A configuration that runs in a guest has its set-up and tear-down run
+//! inside the guest instead (`RunRounds::in_config`, through the agent);
+//! [`share_guests`] lets several configurations share one guest.
+//!
 //! Commands run with `sh -c` in a process group of their own
 //! ([`crate::measure::hook`]). A set-up watches the stop flag: a signal
 //! while it runs stops its group (SIGTERM, then SIGKILL) and it returns
@@ -102,7 +106,34 @@ pub fn parse_assignment(s: &str) -> Result<(String, Option<String>)> {
     ))
 }
 
-/// Parses `NAME=uml[:KERNEL-PARAMETERS]` or `NAME=command:COMMAND` (`--guest`).
+/// Gives every configuration that names a guest configuration (`in`, from
+/// `--config NAME@GUEST=…`) that configuration's guest, shared: the guest
+/// configuration is marked as sharing its guest under its own name.
+pub fn share_guests(configs: &mut [Config]) -> Result<()> {
+    for i in 0..configs.len() {
+        let Some(host) = configs[i].in_guest.clone() else {
+            continue;
+        };
+        let spec = configs
+            .iter()
+            .find(|c| c.name == host && c.in_guest.as_deref().is_none_or(|n| n == host))
+            .and_then(|c| c.guest.clone())
+            .ok_or_else(|| {
+                Error::Measure(format!(
+                    "configuration '{}' runs in '{host}', which no --guest {host}=… defines",
+                    configs[i].name
+                ))
+            })?;
+        configs[i].guest = Some(spec);
+        for c in configs.iter_mut().filter(|c| c.name == host) {
+            c.in_guest = Some(host.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Parses `NAME=uml[:KERNEL-PARAMETERS]`, `NAME=qemu[:kernel=PATH][,append=…]
+/// [,accel=…][,cpus=N][,memory=…]` (the kernel defaults to `$OSBENCH_QEMU_KERNEL`) or `NAME=command:COMMAND` (`--guest`).
 pub fn parse_guest(s: &str) -> Result<(String, GuestSpec)> {
     let (name, spec) = parse_assignment(s)?;
     let spec = spec.unwrap_or_default();
@@ -117,17 +148,69 @@ pub fn parse_guest(s: &str) -> Result<(String, GuestSpec)> {
             mem: None,
             kernel: None,
         },
+        _ if spec == "qemu" => parse_qemu(&name, "")?,
+        Some(("qemu", fields)) => parse_qemu(&name, fields)?,
         Some(("command", command)) if !command.trim().is_empty() => GuestSpec::Command {
             command: command.to_string(),
         },
         _ => {
             return Err(Error::Measure(format!(
-                "guest '{spec}' of '{name}' is neither uml[:KERNEL-PARAMETERS] nor \
-                 command:COMMAND (e.g. --guest uml=uml, --guest c='command:{{osbench}} agent')"
+                "guest '{spec}' of '{name}' is neither uml[:KERNEL-PARAMETERS], \
+                 qemu[:kernel=PATH,append=…] nor command:COMMAND (e.g. --guest uml=uml, \
+                 --guest c='command:{{osbench}} agent')"
             )));
         }
     };
     Ok((name, guest))
+}
+
+/// `kernel=PATH,append=…,accel=…,cpus=N,memory=…`: a comma starts a new
+/// field only before one of these keys, so `append` may hold commas.
+fn parse_qemu(name: &str, text: &str) -> Result<GuestSpec> {
+    const KEYS: [&str; 5] = ["kernel", "append", "accel", "cpus", "memory"];
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let key = part
+            .split_once('=')
+            .map(|(k, _)| k)
+            .filter(|k| KEYS.contains(k));
+        match (key, fields.last_mut()) {
+            (Some(key), _) => fields.push((key, part[key.len() + 1..].to_string())),
+            (None, Some((_, value))) => {
+                value.push(',');
+                value.push_str(part);
+            }
+            (None, None) => {
+                return Err(Error::Measure(format!(
+                    "guest of '{name}': '{part}' is not one of {}=…",
+                    KEYS.join("=…, ")
+                )));
+            }
+        }
+    }
+    let field = |key: &str| {
+        fields
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let cpus = field("cpus")
+        .map(|c| {
+            c.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                Error::Measure(format!(
+                    "guest of '{name}': cpus={c} is not a count of CPUs"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(GuestSpec::Qemu {
+        kernel: field("kernel"),
+        append: field("append"),
+        accel: field("accel"),
+        cpus,
+        memory: field("memory"),
+    })
 }
 
 #[cfg(test)]
@@ -203,9 +286,58 @@ mod tests {
                 command: "ssh h osbench agent".into()
             }
         );
-        for bad in ["x=", "x=qemu", "x=command:", "x=umlx"] {
+        let (_, g) =
+            parse_guest("vm=qemu:kernel=/k,append=mitigations=off idle=poll,cpus=2").unwrap();
+        assert_eq!(
+            g,
+            GuestSpec::Qemu {
+                kernel: Some("/k".into()),
+                append: Some("mitigations=off idle=poll".into()),
+                accel: None,
+                cpus: Some(2),
+                memory: None,
+            }
+        );
+        let (_, g) = parse_guest("vm=qemu:kernel=/k,append=isolcpus=1,2,accel=tcg").unwrap();
+        assert!(
+            matches!(g, GuestSpec::Qemu { append: Some(a), accel: Some(t), .. } if a == "isolcpus=1,2" && t == "tcg")
+        );
+        for bad in [
+            "x=",
+            "x=qemu:kernel=/k,cpus=0",
+            "x=qemu:k",
+            "x=command:",
+            "x=umlx",
+        ] {
             assert!(parse_guest(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn configurations_share_the_guest_they_name() {
+        let named = |name: &str, in_guest: Option<&str>, guest: Option<GuestSpec>| Config {
+            name: name.into(),
+            in_guest: in_guest.map(String::from),
+            guest,
+            ..Config::default()
+        };
+        let uml = parse_guest("uml=uml:nosysemu").unwrap().1;
+        let mut configs = vec![
+            named("native", None, None),
+            named("one", Some("uml"), None),
+            named("uml", None, Some(uml.clone())),
+        ];
+        share_guests(&mut configs).unwrap();
+        assert_eq!(configs[0].guest, None);
+        for c in &configs[1..] {
+            assert_eq!(
+                (c.guest.as_ref(), c.in_guest.as_deref()),
+                (Some(&uml), Some("uml"))
+            );
+        }
+        let mut orphan = vec![named("one", Some("vm"), None)];
+        let e = share_guests(&mut orphan).unwrap_err().to_string();
+        assert!(e.contains("'one' runs in 'vm'"), "{e}");
     }
 
     #[test]

@@ -13,8 +13,19 @@
 //! pin = "same"                 # optional
 //! guest = "uml"                # optional: run this configuration's cases in a guest,
 //! # or guest = { kind = "uml", cmdline = "nosysemu", mem = "512M", kernel = "/path/linux" }
+//! # or guest = { kind = "qemu", kernel = "/path/vmlinuz", append = "mitigations=off",
+//! #              accel = "auto", cpus = 1, memory = "1G" }   # all but kernel optional
 //! # or guest = { kind = "command", command = "ssh host osbench agent" }
+//! # or in = "vm": run in the guest [guests.vm] declares, booted once and
+//! # shared with every configuration naming it
+//!
+//! [guests]                     # optional: guests that several configurations share
+//! vm = "uml"                   # or a table, as `guest` takes
 //! ```
+//!
+//! A configuration that runs in a guest has its set-up and tear-down run
+//! inside that guest (by its agent), so configurations sharing a guest can
+//! each set a toggle of the guest's kernel (`setup = "echo 0 > /proc/sysemu"`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +41,8 @@ use crate::error::{Error, Result};
 struct File {
     #[serde(default)]
     select: Vec<String>,
+    #[serde(default)]
+    guests: BTreeMap<String, FileGuest>,
     config: Vec<FileConfig>,
 }
 
@@ -45,6 +58,8 @@ struct FileConfig {
     params: BTreeMap<String, toml::Value>,
     pin: Option<String>,
     guest: Option<FileGuest>,
+    #[serde(rename = "in")]
+    in_guest: Option<String>,
 }
 
 /// `guest = "uml"`, or a table with its `kind`.
@@ -56,7 +71,8 @@ enum FileGuest {
 }
 
 impl FileGuest {
-    fn spec(self, config: &str) -> std::result::Result<GuestSpec, String> {
+    /// The spec; `owner` names where it was given in errors.
+    fn spec(self, owner: &str) -> std::result::Result<GuestSpec, String> {
         match self {
             FileGuest::Spec(spec) => Ok(spec),
             FileGuest::Kind(kind) if kind == "uml" => Ok(GuestSpec::Uml {
@@ -65,7 +81,7 @@ impl FileGuest {
                 kernel: None,
             }),
             FileGuest::Kind(kind) => Err(format!(
-                "configuration '{config}': guest '{kind}' is not \"uml\"; other guests are \
+                "{owner}: guest '{kind}' is not \"uml\"; other guests are \
                  tables, e.g. guest = {{ kind = \"command\", command = \"ssh host osbench agent\" }}"
             )),
         }
@@ -86,6 +102,11 @@ pub fn load(path: &Path) -> Result<(Vec<String>, Vec<Config>)> {
 fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> {
     // Multi-line TOML errors are folded onto one line where they are printed.
     let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut guests = BTreeMap::new();
+    for (name, guest) in file.guests {
+        let spec = guest.spec(&format!("guests.{name}"))?;
+        guests.insert(name, spec);
+    }
     let mut configs = Vec::new();
     for c in file.config {
         let mut params = Vec::new();
@@ -111,7 +132,22 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
                 value,
             });
         }
-        let guest = c.guest.map(|g| g.spec(&c.name)).transpose()?;
+        let guest = match (c.guest, &c.in_guest) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "configuration '{}' has both guest and in; give one",
+                    c.name
+                ));
+            }
+            (Some(g), None) => Some(g.spec(&c.name)?),
+            (None, Some(name)) => Some(guests.get(name).cloned().ok_or_else(|| {
+                format!(
+                    "configuration '{}' is in guest '{name}', which [guests] does not declare",
+                    c.name
+                )
+            })?),
+            (None, None) => None,
+        };
         configs.push(Config {
             name: c.name,
             setup: c.setup,
@@ -120,6 +156,7 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
             params,
             pin: c.pin,
             guest,
+            in_guest: c.in_guest,
         });
     }
     Ok((file.select, configs))
@@ -161,6 +198,45 @@ mod tests {
             (configs[1].pin.as_deref(), configs[1].env["K"].as_str()),
             (Some("same"), "v")
         );
+    }
+
+    #[test]
+    fn configurations_share_a_guest_declared_once() {
+        let (_, configs) = parse(
+            r#"
+            [guests]
+            vm = { kind = "uml", cmdline = "loglevel=3" }
+            [[config]]
+            name = "native"
+            [[config]]
+            name = "on"
+            in = "vm"
+            setup = "echo 1 > /proc/sysemu"
+            [[config]]
+            name = "off"
+            in = "vm"
+            setup = "echo 0 > /proc/sysemu"
+            "#,
+        )
+        .unwrap();
+        let spec = GuestSpec::Uml {
+            cmdline: Some("loglevel=3".into()),
+            mem: None,
+            kernel: None,
+        };
+        assert_eq!(configs[0].guest, None);
+        for c in &configs[1..] {
+            assert_eq!(
+                (c.guest.as_ref(), c.in_guest.as_deref()),
+                (Some(&spec), Some("vm"))
+            );
+        }
+        let undeclared = parse("[[config]]\nname = \"a\"\nin = \"vm\"\n").unwrap_err();
+        assert!(undeclared.contains("'vm'"), "{undeclared}");
+        let both = parse(
+            "[guests]\nvm = \"uml\"\n[[config]]\nname = \"a\"\nin = \"vm\"\nguest = \"uml\"\n",
+        );
+        assert!(both.unwrap_err().contains("both guest and in"));
     }
 
     #[test]

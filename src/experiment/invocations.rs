@@ -355,6 +355,7 @@ mod tests {
                     },
                     perf: false,
                     remote: None,
+                    allow_unknown_boot_parameters: false,
                 },
                 utc_now(),
                 Vec::new(),

@@ -71,6 +71,9 @@ pub struct Plan {
     /// host): its agent measures every case, and its environment is the
     /// run's. Only without configurations.
     pub remote: Option<Remote>,
+    /// A boot parameter that nothing in a guest recognised (it reached the
+    /// guest's init) is a warning, not an error that stops the run.
+    pub allow_unknown_boot_parameters: bool,
 }
 
 /// Another system the plan runs on, through its agent.
@@ -174,11 +177,12 @@ pub fn run_with<C: Clock>(
     };
     let mut body = RunRounds::new(plan, configs, harness);
     let ready = body.check().and_then(|()| body.start_guests());
-    if let (Ok(()), Some(guest)) = (&ready, body.remote_guest()) {
+    if let (Ok(_), Some(guest)) = (&ready, body.remote_guest()) {
         env = guest.info().env.clone();
     }
     let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
     audit.extend(body.emulated_guests());
+    let ready = ready.map(|warnings| audit.extend(warnings));
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
         Err(e) => rounds::Rounds {
@@ -266,8 +270,11 @@ struct RunRounds<'a, C: Clock> {
     /// (a guest's, as its agent reported it), to show what the set-up or the
     /// guest (the declared factor) changed.
     config_envs: Vec<Option<Environment>>,
-    /// The started guest of each configuration that runs in one.
-    guests: Vec<Option<Guest>>,
+    /// The started guests (one per configuration that runs in a guest of
+    /// its own, one per shared guest), until they are shut down.
+    guests: Vec<Guest>,
+    /// Which of `guests` each configuration runs in.
+    guest_of: Vec<Option<usize>>,
     /// When the rounds began, on the harness's clock.
     started_ns: u64,
 }
@@ -281,22 +288,57 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             done: Vec::new(),
             order: Vec::new(),
             config_envs: vec![None; configs.len()],
-            guests: configs.iter().map(|_| None).collect(),
+            guests: Vec::new(),
+            guest_of: vec![None; configs.len()],
             started_ns: harness.clock().now_ns(),
         }
     }
 
-    /// Starts every configuration's guest, once, before the first round.
-    fn start_guests(&mut self) -> Result<()> {
+    /// Starts every configuration's guest, once, before the first round: a
+    /// guest of its own, or the one it shares (`in`), booted for the first
+    /// configuration that names it. Returns warnings: boot parameters
+    /// nothing recognised, with `allow_unknown_boot_parameters` (else an error).
+    fn start_guests(&mut self) -> Result<Vec<String>> {
+        let mut shared: Vec<(&str, usize)> = Vec::new();
+        let mut warnings = Vec::new();
         for (ci, config) in self.configs.iter().enumerate() {
-            if let Some(spec) = &config.guest {
-                let who = self.who(config);
-                let guest = Guest::start(&config.name, &who, spec, self.harness.interrupt())?;
-                self.config_envs[ci] = Some(guest.info().env.clone());
-                self.guests[ci] = Some(guest);
+            let Some(spec) = &config.guest else {
+                continue;
+            };
+            let name = config.in_guest.as_deref();
+            if let Some(&(_, gi)) = shared.iter().find(|(n, _)| Some(*n) == name) {
+                self.guest_of[ci] = Some(gi);
+                self.guests[gi].add_config(&config.name);
+                self.config_envs[ci] = Some(self.guests[gi].info().env.clone());
+                continue;
             }
+            let (label, who) = match name {
+                Some(name) => (name.to_string(), format!("guest '{name}'")),
+                None => (config.name.clone(), self.who(config)),
+            };
+            let mut guest = Guest::start(&label, &who, spec, self.harness.interrupt())?;
+            if let Some(name) = name {
+                shared.push((name, self.guests.len()));
+                guest.add_config(&config.name);
+            }
+            let unknown = guest.unrecognised_parameters();
+            if !unknown.is_empty() {
+                let message = unrecognised(&unknown, self.plan.allow_unknown_boot_parameters);
+                if !self.plan.allow_unknown_boot_parameters {
+                    return Err(Error::Guest { who, message });
+                }
+                warnings.push(format!("{who}: {message}"));
+            }
+            self.config_envs[ci] = Some(guest.info().env.clone());
+            self.guest_of[ci] = Some(self.guests.len());
+            self.guests.push(guest);
         }
-        Ok(())
+        Ok(warnings)
+    }
+
+    /// The guest configuration `ci` runs in, if any.
+    fn guest(&mut self, ci: usize) -> Option<&mut Guest> {
+        self.guest_of[ci].map(|gi| &mut self.guests[gi])
     }
 
     /// How errors and findings name `config`'s guest.
@@ -309,10 +351,10 @@ impl<'a, C: Clock> RunRounds<'a, C> {
 
     /// The audit's findings for guests that run emulated.
     fn emulated_guests(&self) -> Vec<String> {
-        let started = self.configs.iter().zip(&self.guests);
+        let started = self.configs.iter().zip(&self.guest_of);
         started
-            .filter_map(|(config, guest)| {
-                let env = &guest.as_ref()?.info().env;
+            .filter_map(|(config, gi)| {
+                let env = &self.guests[(*gi)?].info().env;
                 crate::env::audit::emulated_guest(&self.who(config), env)
             })
             .collect()
@@ -320,7 +362,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
 
     /// The guest that runs the whole plan, once started.
     fn remote_guest(&self) -> Option<&Guest> {
-        self.plan.remote.as_ref().and(self.guests[0].as_ref())
+        self.plan.remote.as_ref().and(self.guests.first())
     }
 
     /// Reads the load at the end of the run: here, or on the remote system
@@ -330,7 +372,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             return crate::env::record_end(env);
         }
         let interrupt = Interrupt::none();
-        let end = self.guests[0].as_mut().and_then(|g| g.env(&interrupt).ok());
+        let end = self.guests.first_mut().and_then(|g| g.env(&interrupt).ok());
         if let (Some(load), Some(end)) = (env.load.as_mut(), end.and_then(|e| e.load)) {
             load.end = Some(end.start);
         }
@@ -341,7 +383,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// of them (nothing of a remote system: its environment is the run's).
     fn shut_down_guests(&mut self, gracefully: bool) -> Vec<crate::document::GuestInfo> {
         let mut infos = Vec::new();
-        for guest in self.guests.iter_mut().filter_map(Option::take) {
+        for guest in std::mem::take(&mut self.guests) {
             if self.plan.remote.is_none() {
                 infos.push(guest.info().clone());
             }
@@ -354,18 +396,18 @@ impl<'a, C: Clock> RunRounds<'a, C> {
 
     /// Measures `case` under configuration `ci`: here, or in its guest.
     fn measure(&mut self, ci: usize, case: &Case, pin: Option<Pin>) -> Result<(Series, bool)> {
-        let Some(guest) = self.guests[ci].as_mut() else {
-            return case::run_case(case, pin, self.harness);
+        let (plan, harness) = (self.plan, self.harness);
+        let Some(guest) = self.guest(ci) else {
+            return case::run_case(case, pin, harness);
         };
         // Perf is counted once, after the rounds ([`Self::count_perf`]).
         let request = RunRequest {
             selector: case.selector(),
-            policy: self.plan.policy,
+            policy: plan.policy,
             pin: pin.map(|p| p.as_str().to_string()),
             perf: false,
         };
-        let timeout = guest_timeout(self.plan);
-        let series = guest.run(request, timeout, self.harness.interrupt())?;
+        let series = guest.run(request, guest_timeout(plan), harness.interrupt())?;
         Ok((series, false))
     }
 
@@ -384,13 +426,12 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let mut configs: Vec<usize> = keys.iter().map(|k| k.0).collect();
         configs.dedup();
         for ci in configs {
-            let counted =
-                Applied::apply(&self.configs[ci], self.harness.interrupt()).and_then(|applied| {
-                    for &(_, idx) in keys.iter().filter(|k| k.0 == ci) {
-                        self.count_one(ci, idx)?;
-                    }
-                    applied.finish()
-                });
+            let counted = self.in_config(ci, |body| {
+                for &(_, idx) in keys.iter().filter(|k| k.0 == ci) {
+                    body.count_one(ci, idx)?;
+                }
+                Ok(())
+            });
             if let Err(e) = counted {
                 self.not_counted(&format!("not counted: the perf counting pass failed: {e}"));
                 return Err(e);
@@ -404,16 +445,16 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let config = &self.configs[ci];
         let case = with_overrides(&self.plan.cases[idx], config);
         let pin = config.pin.as_deref().and_then(Pin::parse).or(self.plan.pin);
-        let counted = match self.guests[ci].as_mut() {
+        let (plan, harness) = (self.plan, self.harness);
+        let counted = match self.guest(ci) {
             Some(guest) => {
                 let request = RunRequest {
                     selector: case.selector(),
-                    policy: self.plan.policy,
+                    policy: plan.policy,
                     pin: pin.map(|p| p.as_str().to_string()),
                     perf: true,
                 };
-                let timeout = guest_timeout(self.plan);
-                let in_guest = guest.run(request, timeout, self.harness.interrupt())?;
+                let in_guest = guest.run(request, guest_timeout(plan), harness.interrupt())?;
                 series_meters::take_perf(self.series_mut((ci, idx)), &in_guest);
                 return Ok(());
             }
@@ -439,6 +480,66 @@ impl<'a, C: Clock> RunRounds<'a, C> {
                 }
                 series_meters::summarize_counters(series);
             }
+        }
+    }
+
+    /// Runs `block` with configuration `ci` applied: its set-up first, its
+    /// tear-down after, whatever `block` returns — here, or inside its guest.
+    /// A set-up that fails (or is stopped) is torn down too, and is the error.
+    fn in_config<R>(&mut self, ci: usize, block: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        let configs = self.configs;
+        let config = &configs[ci];
+        if self.guest_of[ci].is_none() {
+            // On an error in `block`, `applied` drops: the tear-down runs.
+            let applied = Applied::apply(config, self.harness.interrupt())?;
+            let out = block(self)?;
+            applied.finish()?;
+            return Ok(out);
+        }
+        let who = self.who(config);
+        if let Some(setup) = &config.setup {
+            let interrupt = self.harness.interrupt().clone();
+            let guest = self.guest(ci).expect("a guest configuration has its guest");
+            guest.set_who(&who);
+            let what = format!("the set-up of configuration '{}'", config.name);
+            if let Err(e) = guest.sh(&what, setup, &config.env, &interrupt) {
+                // The set-up's failure is the error; the tear-down's would hide it.
+                let _ = self.guest_teardown(ci);
+                return Err(e);
+            }
+        } else if let Some(guest) = self.guest(ci) {
+            guest.set_who(&who);
+        }
+        let out = block(self);
+        let torn = self.guest_teardown(ci);
+        let out = out?;
+        torn.map(|()| out)
+    }
+
+    /// Runs configuration `ci`'s tear-down inside its guest, if it has one
+    /// and the guest can take it: after an interrupt, once the request the
+    /// guest was busy with has ended (within [`SETTLE`]); a guest that has
+    /// ended or does not finish in time is killed with whatever it had applied.
+    fn guest_teardown(&mut self, ci: usize) -> Result<()> {
+        let config = &self.configs[ci];
+        let Some(teardown) = &config.teardown else {
+            return Ok(());
+        };
+        let what = format!("the tear-down of configuration '{}'", config.name);
+        let guest = self.guest(ci).expect("a guest configuration has its guest");
+        if !guest.settle(SETTLE) {
+            return Ok(());
+        }
+        // Not stopped by an interrupt: it is what undoes the set-up.
+        guest.sh(&what, teardown, &config.env, &Interrupt::none())
+    }
+
+    /// The environment configuration `ci` measures in now: here, or its guest's.
+    fn env_of(&mut self, ci: usize) -> Result<Environment> {
+        let interrupt = self.harness.interrupt().clone();
+        match self.guest(ci) {
+            None => Ok(crate::env::capture_from(&crate::env::probe::Sys::real())),
+            Some(guest) => guest.env(&interrupt),
         }
     }
 
@@ -554,19 +655,21 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         for &ci in order {
-            let applied = Applied::apply(&self.configs[ci], self.harness.interrupt())?;
-            // A guest's environment is its agent's, read when it started.
-            if round == 0 && !self.plan.configs.is_empty() && self.guests[ci].is_none() {
-                self.config_envs[ci] =
-                    Some(crate::env::capture_from(&crate::env::probe::Sys::real()));
-            }
-            let mut case_order: Vec<usize> = (0..self.plan.cases.len()).collect();
-            rng.shuffle(&mut case_order);
-            for idx in case_order {
-                // On an error `applied` drops: the tear-down runs.
-                self.run_case(round, ci, idx, observer)?;
-            }
-            applied.finish()?;
+            let config_has_setup = self.configs[ci].setup.is_some();
+            self.in_config(ci, |body| {
+                // Each configuration's environment as its first set-up left it
+                // (a guest's, without one, is the one it reported when it started).
+                let has_guest = body.guest_of[ci].is_some();
+                if round == 0 && !body.plan.configs.is_empty() && (!has_guest || config_has_setup) {
+                    body.config_envs[ci] = Some(body.env_of(ci)?);
+                }
+                let mut case_order: Vec<usize> = (0..body.plan.cases.len()).collect();
+                rng.shuffle(&mut case_order);
+                for idx in case_order {
+                    body.run_case(round, ci, idx, observer)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -595,6 +698,28 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         }
         Some(widest)
     }
+}
+
+/// How long a guest left busy by an interrupt has to finish its request
+/// before a tear-down is sent to it.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Why a guest's unrecognised boot parameters stop the run (or, `allowed`, do not).
+fn unrecognised(words: &[String], allowed: bool) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let what = if allowed {
+        "ran anyway (--allow-unknown-boot-parameters)"
+    } else {
+        "check the spelling, or pass --allow-unknown-boot-parameters to run anyway"
+    };
+    format!(
+        "no part of the guest's kernel recognised the boot parameter{} {}: {} reached its \
+         init as an argument or environment variable, as words that no kernel option names \
+         do; {what}",
+        if words.len() == 1 { "" } else { "s" },
+        quoted.join(", "),
+        if words.len() == 1 { "it" } else { "they" },
+    )
 }
 
 /// How long a guest may take for one case: guests can be hundreds of times
@@ -726,6 +851,7 @@ mod tests {
             },
             perf: false,
             remote: None,
+            allow_unknown_boot_parameters: false,
         }
     }
 

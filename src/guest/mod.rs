@@ -9,15 +9,18 @@
 //! `measure::warden`), and is killed as a whole group and reaped when it is
 //! dropped: on success after a `shutdown`, on an error, on Ctrl-C. Its
 //! console output (anything that is not a protocol line) is kept, and the
-//! last lines are quoted when it fails. A virtual machine is a command guest
-//! whose serial console is its stdin/stdout (QEMU's `-serial stdio`), booted
-//! from the initramfs [`image`] writes. Left out: guests that need a channel
+//! last lines are quoted when it fails. A virtual machine ([`qemu`]) has its
+//! serial console as its stdin/stdout (`-serial stdio`) and boots from the
+//! initramfs [`image`] writes. The client also runs configurations' set-ups
+//! and tear-downs inside the guest (`sh`), and checks the boot parameters a
+//! configuration asked for against what reached the guest's init. Left out: guests that need a channel
 //! other than stdin/stdout (a socket can be bridged with `socat` in a command
 //! guest).
 
 pub mod image;
 pub mod init;
 pub mod protocol;
+pub mod qemu;
 pub mod uml;
 
 use std::collections::VecDeque;
@@ -28,11 +31,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::document::{GuestInfo, GuestSpec, Series};
+use crate::document::{BootParameter, GuestInfo, GuestSpec, InitHandOff, Series};
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
 use crate::measure::command::{ended_unreaped, kill_group};
-use protocol::{PROTOCOL, Reply, Request, RunRequest};
+use protocol::{PROTOCOL, Reply, Request, RunRequest, ShRequest};
 
 /// How long a guest may take to say it is ready (and its agent to report
 /// its environment), unless `$OSBENCH_GUEST_TIMEOUT` gives other seconds.
@@ -63,6 +66,9 @@ pub struct Guest {
     info: Option<GuestInfo>,
     /// The leader's exit status, once [`Self::stop`] has reaped it.
     ended: Option<String>,
+    /// A request was sent and its reply has not been read (the client gave
+    /// up waiting: an interrupt); [`Self::settle`] waits for it.
+    busy: bool,
     /// UML's directory (its memory file, its pid file); removed on drop.
     _dir: Option<tempfile::TempDir>,
 }
@@ -79,6 +85,8 @@ impl Guest {
     ) -> Result<Guest> {
         let exe = std::env::current_exe()
             .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
+        let mut uml_kernel = None;
+        let mut accelerator = None;
         let (mut cmd, dir) = match spec {
             GuestSpec::Uml {
                 cmdline,
@@ -104,7 +112,28 @@ impl Guest {
                     dir: dir.path(),
                 })
                 .map_err(|message| guest_error(who, message))?;
+                uml_kernel = Some(std::path::PathBuf::from(cmd.get_program()));
                 (cmd, Some(dir))
+            }
+            GuestSpec::Qemu {
+                kernel,
+                append,
+                accel,
+                cpus,
+                memory,
+            } => {
+                let initrd = qemu::initramfs(&exe)?;
+                let boot = qemu::Boot {
+                    kernel: kernel.as_deref(),
+                    append: append.as_deref(),
+                    accel: accel.as_deref(),
+                    cpus: *cpus,
+                    memory: memory.as_deref(),
+                    initrd: &initrd,
+                };
+                let (cmd, accel) = qemu::command(&boot).map_err(|m| guest_error(who, m))?;
+                accelerator = Some(accel);
+                (cmd, None)
             }
             GuestSpec::Command { command } => {
                 let mut cmd = Command::new("sh");
@@ -126,10 +155,47 @@ impl Guest {
             readers,
             info: None,
             ended: None,
+            busy: false,
             _dir: dir,
         };
         guest.handshake(started, interrupt)?;
+        let info = guest.info.as_mut().expect("a started guest has answered");
+        info.accelerator = accelerator;
+        match spec {
+            GuestSpec::Uml { cmdline, .. } => {
+                // UML's own options, which it reads early and leaves on the command line.
+                let kernel = uml_kernel.as_deref().expect("a UML guest has a kernel");
+                let own = uml::own_options(kernel);
+                info.boot_parameters =
+                    boot_parameters(cmdline.as_deref().unwrap_or(""), info, &own);
+            }
+            GuestSpec::Qemu { append, .. } => {
+                info.boot_parameters = boot_parameters(append.as_deref().unwrap_or(""), info, &[]);
+            }
+            GuestSpec::Command { .. } => {}
+        }
         Ok(guest)
+    }
+
+    /// The boot parameters the guest was asked for that nothing in it
+    /// recognised (they reached its init), or an empty list.
+    pub fn unrecognised_parameters(&self) -> Vec<String> {
+        let params = &self.info().boot_parameters;
+        let nobody = params.iter().filter(|p| p.taken_by == "nobody");
+        nobody.map(|p| p.word.clone()).collect()
+    }
+
+    /// Names the guest in its errors as `who` from now on ("configuration
+    /// 'off'": the configuration whose block a shared guest is running).
+    pub fn set_who(&mut self, who: &str) {
+        self.who = who.to_string();
+    }
+
+    /// Records that configuration `config` runs in this (shared) guest.
+    pub fn add_config(&mut self, config: &str) {
+        if let Some(info) = self.info.as_mut() {
+            info.configs.push(config.to_string());
+        }
     }
 
     /// Boot time, version and environment, as recorded in the document.
@@ -139,19 +205,24 @@ impl Guest {
 
     /// Waits for `ready`, checks the agent's protocol and version, asks for its environment.
     fn handshake(&mut self, started: Instant, interrupt: &Interrupt) -> Result<()> {
-        let version = match self.reply(boot_timeout(), interrupt, "to boot and start its agent")? {
-            Reply::Ready { protocol, version } => {
-                let ours = env!("CARGO_PKG_VERSION");
-                if protocol != PROTOCOL || version != ours {
-                    return Err(self.fail(format!(
-                        "the guest's agent is osbench {version} (protocol {protocol}), this is \
+        let (version, init) =
+            match self.reply(boot_timeout(), interrupt, "to boot and start its agent")? {
+                Reply::Ready {
+                    protocol,
+                    version,
+                    init,
+                } => {
+                    let ours = env!("CARGO_PKG_VERSION");
+                    if protocol != PROTOCOL || version != ours {
+                        return Err(self.fail(format!(
+                            "the guest's agent is osbench {version} (protocol {protocol}), this is \
                          osbench {ours} (protocol {PROTOCOL}); run the same version in the guest"
-                    )));
+                        )));
+                    }
+                    (version, init)
                 }
-                version
-            }
-            other => return Err(self.unexpected("ready", &other)),
-        };
+                other => return Err(self.unexpected("ready", &other)),
+            };
         let boot_s = started.elapsed().as_secs_f64();
         let env = self.env(interrupt)?;
         self.info = Some(GuestInfo {
@@ -159,6 +230,10 @@ impl Guest {
             boot_s,
             version,
             env,
+            configs: Vec::new(),
+            accelerator: None,
+            init,
+            boot_parameters: Vec::new(),
         });
         Ok(())
     }
@@ -189,6 +264,67 @@ impl Guest {
             )),
             other => Err(self.unexpected("series", &other)),
         }
+    }
+
+    /// Runs `command` inside the guest (`what` names it in errors: "the
+    /// set-up of configuration 'off'"), with `env` and the guest timeout
+    /// (`$OSBENCH_GUEST_TIMEOUT`, else 60 s). A failure, a timeout or a guest
+    /// that ends meanwhile is an error quoting the command's output (or the
+    /// guest's last console lines).
+    pub fn sh(
+        &mut self,
+        what: &str,
+        command: &str,
+        env: &std::collections::BTreeMap<String, String>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let timeout = boot_timeout();
+        self.send(&Request::Sh(ShRequest {
+            command: command.to_string(),
+            env: env.clone(),
+            timeout_s: timeout.as_secs_f64(),
+        }))?;
+        // The agent kills the command at the timeout and says so; the margin is its reply's.
+        let wait = timeout + Duration::from_secs(10);
+        let done = match self.reply(wait, interrupt, &format!("to run {what} ({command})"))? {
+            Reply::Done(done) => done,
+            Reply::Error(message) => {
+                let message =
+                    format!("{what} ({command}) could not be run in the guest: {message}");
+                return Err(guest_error(&self.who, message));
+            }
+            other => return Err(self.unexpected("done", &other)),
+        };
+        if done.success {
+            return Ok(());
+        }
+        let output = done.output.trim_end();
+        let quoted = if output.is_empty() {
+            "no output".to_string()
+        } else {
+            let lines: Vec<&str> = output.lines().collect();
+            lines[lines.len().saturating_sub(CONSOLE_LINES)..].join(" | ")
+        };
+        Err(guest_error(
+            &self.who,
+            format!(
+                "{what} ({command}) failed inside the guest with {}: {quoted}",
+                done.status
+            ),
+        ))
+    }
+
+    /// Whether the guest can take a request now: it has not ended, and
+    /// after waiting up to `limit` for the reply to a request it was left
+    /// with (an interrupt stopped the wait), that reply has come.
+    pub fn settle(&mut self, limit: Duration) -> bool {
+        if self.ended.is_some() {
+            return false;
+        }
+        if self.busy {
+            let _ = self.reply(limit, &Interrupt::none(), "to finish its request");
+        }
+        !self.busy && self.ended.is_none()
     }
 
     /// Asks the agent to end, waits a little for the guest to exit, then
@@ -239,6 +375,7 @@ impl Guest {
             .write_all(line.as_bytes())
             .and_then(|()| self.stdin.flush());
         let Err(e) = written else {
+            self.busy = true;
             return Ok(());
         };
         // A closed channel is a guest that has ended (or is ending).
@@ -269,6 +406,7 @@ impl Guest {
                 .recv_timeout(left.min(Duration::from_millis(100)))
             {
                 Ok(line) => {
+                    self.busy = false;
                     return serde_json::from_str(&line).map_err(|e| {
                         let shown: String = line.chars().take(200).collect();
                         self.fail(format!("malformed reply from the guest ({e}): {shown}"))
@@ -280,7 +418,7 @@ impl Guest {
                     self.wait_exit(Duration::from_secs(1));
                     let status = self.stop();
                     self.drain_console(Duration::from_secs(1));
-                    return Err(self.fail(format!("the guest ended ({status}) {what}")));
+                    return Err(self.fail(format!("the guest ended ({status}) when asked {what}")));
                 }
             }
         }
@@ -352,11 +490,64 @@ fn is_stack_dump(line: &str) -> bool {
     ];
     let first = t.split_whitespace().next().unwrap_or("");
     let frame = |w: &str| w.contains("+0x") && w.contains("/0x");
+    // UML's register dump after a failed trap: `EFLAGS\t(18): 202`, `\t\t(19): 7fbf8e6d38`.
+    let register_row = t.split_once("): ").is_some_and(|(name, value)| {
+        let index = name.rsplit('(').next().unwrap_or("").trim();
+        name.contains('(')
+            && index.parse::<u32>().is_ok()
+            && value
+                .trim_start_matches("0x")
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+    });
     MARKERS.iter().any(|m| t.starts_with(m))
+        || register_row
         || REGISTERS.contains(&first)
         || t.split_whitespace().find(|w| *w != "?").is_some_and(frame)
         || t.split_whitespace()
             .all(|w| w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// What became of each word of `requested` (the boot parameters a
+/// configuration asked for) in the guest `info` describes: on its kernel's
+/// command line or not, and taken by the kernel (it never reached init), by
+/// UML (`own`: its options, see [`uml::own_options`]) or by nobody (it
+/// reached init's arguments or environment and no option names it).
+fn boot_parameters(
+    requested: &str,
+    info: &GuestInfo,
+    own: &[uml::OwnOption],
+) -> Vec<BootParameter> {
+    let cmdline: Vec<&str> = info
+        .env
+        .cmdline
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let empty = InitHandOff::default();
+    let init = info.init.as_ref().unwrap_or(&empty);
+    requested
+        .split_whitespace()
+        .map(|word| {
+            let reached_init = match word.split_once('=') {
+                Some((key, value)) => init.env.get(key).is_some_and(|v| v == value),
+                None => init.args.iter().any(|a| a == word),
+            };
+            let taken_by = if !reached_init {
+                "kernel"
+            } else if own.iter().any(|o| o.names(word)) {
+                "uml"
+            } else {
+                "nobody"
+            };
+            BootParameter {
+                word: word.to_string(),
+                in_cmdline: cmdline.contains(&word),
+                taken_by: taken_by.to_string(),
+            }
+        })
+        .collect()
 }
 
 fn guest_error(who: &str, message: String) -> Error {
@@ -448,9 +639,15 @@ mod tests {
                      [    2.614062] Kernel Offset: 0x12600000 from 0xffffffff81000000\n\
                      [<6004b1ca>] ? put_fp_registers+0x10\n\
                      6004b1ca 00000000 60a1b2c3\n\
+                     \tEFLAGS\t(18): 202\n\
+                     \t\t(19): 7fbf8e6d38\n\
+                     \tR9\t( 8): 552aacb921\n\
                      Run /init as init process";
         let kept: Vec<&str> = panic.lines().filter(|l| !is_stack_dump(l)).collect();
         assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(!is_stack_dump(
+            "handle_trap - failed to wait at end of syscall, errno = 25"
+        ));
         assert!(kept[0].contains("Kernel panic - not syncing"));
         assert!(kept[1].contains("CPU: 0 PID: 1"));
         assert_eq!(kept[2], "Run /init as init process");

@@ -7,8 +7,11 @@
 //! one reply. Left out: concurrency (one request at a time), authentication
 //! (the channel is the guest's console or an SSH session).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+pub use crate::document::InitHandOff;
 use crate::document::{Policy, Series};
 use crate::env::Environment;
 
@@ -24,6 +27,8 @@ pub enum Request {
     Env {},
     /// Measure one case there and return its series.
     Run(RunRequest),
+    /// Run a shell command there (a configuration's set-up or tear-down).
+    Sh(ShRequest),
     /// Reply `bye` and end the agent (a guest's init powers the guest off).
     Shutdown {},
 }
@@ -41,6 +46,32 @@ pub struct RunRequest {
     pub perf: bool,
 }
 
+/// A shell command to run inside the guest with `sh -c`, its stdin closed
+/// and its stdout and stderr kept together; killed (its process group)
+/// after `timeout_s` seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShRequest {
+    pub command: String,
+    /// Environment variables for it, besides the agent's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    pub timeout_s: f64,
+}
+
+/// How a shell command ended inside the guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShDone {
+    /// Exited with status 0.
+    pub success: bool,
+    /// Its exit status in words ("exit status: 1"), or that it was killed at the timeout.
+    pub status: String,
+    /// The last [`OUTPUT_TAIL`] bytes of its stdout and stderr.
+    pub output: String,
+}
+
+/// How much of a command's output a `done` reply carries.
+pub const OUTPUT_TAIL: usize = 4096;
+
 /// What the agent answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,20 +80,25 @@ pub enum Reply {
     Ready {
         protocol: u32,
         version: String,
+        /// Present when the agent is a guest's init.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        init: Option<InitHandOff>,
     },
     Env(Box<Environment>),
     Series(Box<Series>),
+    Done(ShDone),
     /// The request could not be served; the agent goes on serving.
     Error(String),
     Bye {},
 }
 
 impl Reply {
-    /// The `ready` line of this osbench.
-    pub fn ready() -> Self {
+    /// The `ready` line of this osbench, with what the kernel handed it as init.
+    pub fn ready(init: Option<InitHandOff>) -> Self {
         Reply::Ready {
             protocol: PROTOCOL,
             version: env!("CARGO_PKG_VERSION").into(),
+            init,
         }
     }
 }
@@ -94,6 +130,11 @@ mod tests {
                 pin: Some("same".into()),
                 perf: false,
             }),
+            Request::Sh(ShRequest {
+                command: "echo 1 > /proc/sysemu".into(),
+                env: BTreeMap::new(),
+                timeout_s: 60.0,
+            }),
         ];
         for r in requests {
             let text = line(&r);
@@ -103,8 +144,19 @@ mod tests {
         }
         assert_eq!(line(&Request::Env {}), "{\"env\":{}}\n");
         assert_eq!(line(&Reply::Bye {}), "{\"bye\":{}}\n");
-        let ready = line(&Reply::ready());
+        let ready = line(&Reply::ready(None));
         assert!(ready.starts_with("{\"ready\":{\"protocol\":1,\"version\":"));
+        assert!(!ready.contains("init"), "{ready}");
+        let init = InitHandOff {
+            args: vec!["nosysemu".into()],
+            env: BTreeMap::from([("KEY".into(), "VALUE".into())]),
+        };
+        let text = line(&Reply::ready(Some(init.clone())));
+        assert!(text.contains(r#""init":{"args":["nosysemu"],"env":{"KEY":"VALUE"}}"#));
+        assert_eq!(
+            serde_json::from_str::<Reply>(&text).unwrap(),
+            Reply::ready(Some(init))
+        );
         assert_eq!(line(&Reply::Error("no".into())), "{\"error\":\"no\"}\n");
     }
 

@@ -15,6 +15,11 @@
 //! (Debian bookworm's 6.1 on an Intel host; it runs on AMD EPYC). A newer UML
 //! kernel (Debian sid's 7.2 boots there) can be named with `kernel`, or for
 //! every UML guest with `OSBENCH_UML_KERNEL`.
+//!
+//! UML reads its own options (`nosysemu`, `mem=`, `ubd0=`…, listed by
+//! `KERNEL --help`) early but leaves them on the command line, so Linux hands
+//! every one without `=` to init as an argument, as it does with words no
+//! part of the kernel knows: [`own_options`] tells the two apart.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -59,6 +64,48 @@ pub fn command(boot: &Boot) -> Result<Command, String> {
         .args(["--", "agent", "--init"])
         .env("TMPDIR", boot.dir);
     Ok(cmd)
+}
+
+/// One of UML's own options as its `--help` lists them: a name, and
+/// whether the name is a prefix (`con[0-9]*=`, `ubd<n>=`, `eth[0-9]+=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnOption {
+    pub name: String,
+    pub prefix: bool,
+}
+
+impl OwnOption {
+    /// Whether this option names the boot parameter `word` (`nosysemu`, `con0=fd:0`).
+    pub fn names(&self, word: &str) -> bool {
+        let key = word.split_once('=').map_or(word, |(k, _)| k);
+        key == self.name || (self.prefix && key.starts_with(&self.name))
+    }
+}
+
+/// The options UML itself reads from its command line (it leaves them
+/// there, so Linux hands them to init as well), from `KERNEL --help`: every
+/// line that starts in the first column. Empty if the kernel cannot say.
+pub fn own_options(kernel: &Path) -> Vec<OwnOption> {
+    let Ok(out) = Command::new(kernel).arg("--help").output() else {
+        return Vec::new();
+    };
+    parse_help(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_help(help: &str) -> Vec<OwnOption> {
+    help.lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_alphanumeric()))
+        .filter_map(|line| {
+            let end = line.find(['=', '<', '[', ' ', ':']).unwrap_or(line.len());
+            let (name, next) = (&line[..end], line[end..].chars().next());
+            let prefix = matches!(next, Some('<' | '['));
+            // A title ("User Mode Linux v6.1") is words; an option is one.
+            (next != Some(' ')).then(|| OwnOption {
+                name: name.to_string(),
+                prefix,
+            })
+        })
+        .collect()
 }
 
 /// The UML kernel to run: `kernel` if given (a path, or a name on PATH),
@@ -117,6 +164,23 @@ mod tests {
         let dash = args.iter().position(|a| a == "--").unwrap();
         assert_eq!(args[dash - 2..dash], ["nosysemu", "loglevel=3"]);
         assert_eq!(args[dash + 1..], ["agent", "--init"]);
+    }
+
+    #[test]
+    fn own_options_come_from_the_kernels_help() {
+        // Lines of Debian's UML 6.1 `linux.uml --help`.
+        let help = "User Mode Linux v6.1.176\n\tavailable at http://user-mode-linux.sf.net/\n\n\
+                    --showconfig\n    Prints the config file.\n\nmem=<Amount of desired ram>\n\
+                    con[0-9]*=<channel description>\n    Attach a console.\n\
+                    ubd<n><flags>=<filename>\nnosysemu\n    Turns off syscall emulation.\n\
+                    vec[0-9]+:<option>=<value>\n";
+        let own = parse_help(help);
+        let names: Vec<&str> = own.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["mem", "con", "ubd", "nosysemu", "vec"]);
+        let named = |w: &str| own.iter().any(|o| o.names(w));
+        assert!(named("nosysemu") && named("mem=256M") && named("con0=fd:0,fd:1"));
+        assert!(named("ubd0=/tmp/disk") && !named("nosysemux") && !named("memx=1"));
+        assert!(!named("frobnicate") && !named("KEY=VALUE"));
     }
 
     #[test]

@@ -54,6 +54,64 @@ enum End {
 /// set-up of configuration 'on'"), which carry the exit status and the first
 /// line of stderr. `Err(Interrupted)` when `watch.stop` was set while it ran.
 pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watch) -> Result<()> {
+    let (end, status, stderr) = spawn_and_wait(what, env, command, watch)?;
+    let stopped = watch.stop.is_some_and(Interrupt::is_set);
+    match end {
+        End::Stopped => Err(Error::Interrupted),
+        End::TimedOut => Err(Error::Measure(format!(
+            "{what} ({command}) was killed after reaching the timeout of {} s (--timeout)",
+            watch.timeout.unwrap_or_default().as_secs_f64()
+        ))),
+        End::Exited => check_status(what, command, status, &stderr, stopped),
+    }
+}
+
+/// How a command run by [`sh_captured`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Captured {
+    pub success: bool,
+    /// The exit status in words, or that it was killed at the timeout.
+    pub status: String,
+    /// Its stdout and stderr together, the first [`KEPT_STDERR`] bytes.
+    pub output: String,
+}
+
+/// Runs `command` as [`sh`] does, but with its stdout joined to its stderr
+/// and kept, and its failure or timeout returned as a [`Captured`] rather
+/// than an error (an agent's in-guest set-ups: the client words the error).
+/// `Err` only when it could not be run, or `Interrupted` by `watch.stop`.
+pub fn sh_captured(
+    env: &BTreeMap<String, String>,
+    command: &str,
+    watch: Watch,
+) -> Result<Captured> {
+    // The shell's stdout is made its stderr before the command runs.
+    let joined = format!("exec 1>&2\n{command}");
+    let (end, status, output) = spawn_and_wait("a command", env, &joined, watch)?;
+    let output = String::from_utf8_lossy(&output.kept).into_owned();
+    let status = match end {
+        End::Stopped => return Err(Error::Interrupted),
+        End::TimedOut => format!(
+            "killed after reaching the timeout of {} s",
+            watch.timeout.unwrap_or_default().as_secs_f64()
+        ),
+        End::Exited => status.to_string(),
+    };
+    Ok(Captured {
+        success: matches!(end, End::Exited) && status == "exit status: 0",
+        status,
+        output,
+    })
+}
+
+/// Runs `command` with `sh -c` in a process group of its own and waits for
+/// it under `watch`: how the wait ended, the shell's status, its stderr.
+fn spawn_and_wait(
+    what: &str,
+    env: &BTreeMap<String, String>,
+    command: &str,
+    watch: Watch,
+) -> Result<(End, ExitStatus, Stderr)> {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
@@ -80,15 +138,8 @@ pub fn sh(what: &str, env: &BTreeMap<String, String>, command: &str, watch: Watc
         .wait()
         .map_err(|e| Error::io(format!("waiting for {what}"), e))?;
     stderr.read_available();
-    let stopped = watch.stop.is_some_and(Interrupt::is_set);
-    match end.map_err(|e| Error::io(format!("waiting for {what}"), e))? {
-        End::Stopped => Err(Error::Interrupted),
-        End::TimedOut => Err(Error::Measure(format!(
-            "{what} ({command}) was killed after reaching the timeout of {} s (--timeout)",
-            watch.timeout.unwrap_or_default().as_secs_f64()
-        ))),
-        End::Exited => check_status(what, command, status, &stderr, stopped),
-    }
+    let end = end.map_err(|e| Error::io(format!("waiting for {what}"), e))?;
+    Ok((end, status, stderr))
 }
 
 /// A command that ended by itself: `Ok` on success; a failure while a stop
@@ -272,6 +323,27 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         true
+    }
+
+    #[test]
+    fn a_captured_command_keeps_its_output_and_its_end() {
+        let env = BTreeMap::from([("K".to_string(), "v".to_string())]);
+        let done =
+            sh_captured(&env, "echo out $K; echo err >&2; exit 3", Watch::default()).unwrap();
+        assert!(!done.success);
+        assert_eq!(done.status, "exit status: 3");
+        assert_eq!(done.output, "out v\nerr\n");
+        assert!(sh_captured(&env, "true", Watch::default()).unwrap().success);
+        let watch = Watch {
+            stop: None,
+            timeout: Some(Duration::from_millis(200)),
+        };
+        let hung = sh_captured(&env, "echo waiting; sleep 1000", watch).unwrap();
+        assert!(
+            !hung.success && hung.status.contains("timeout of 0.2 s"),
+            "{hung:?}"
+        );
+        assert_eq!(hung.output, "waiting\n");
     }
 
     #[test]

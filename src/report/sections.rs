@@ -120,6 +120,10 @@ mod tests {
             boot_s: 1.25,
             version: "0.1.0".into(),
             env,
+            configs: Vec::new(),
+            accelerator: None,
+            init: None,
+            boot_parameters: Vec::new(),
         });
         let guests = of(&doc).into_iter().find(|s| s.name == "guests").unwrap();
         let Body::Text(text) = guests.body else {
