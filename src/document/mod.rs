@@ -186,6 +186,10 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// Bandwidth series: the bytes one operation moves. `samples` stay time
+    /// per operation; tables show `bytes_per_op` ÷ time as MB/s (10^6 B/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_op: Option<f64>,
     /// Runs with configurations: which selected case this is (the same for every
     /// configuration, even when a configuration changed its parameters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,6 +280,7 @@ impl Series {
             rejected: Vec::new(),
             overhead: Overhead::ZERO,
             ops_per_iter: 1.0,
+            bytes_per_op: None,
             slot: None,
             rounds: Vec::new(),
             round_samples: Vec::new(),
@@ -296,6 +301,17 @@ impl Series {
             energy: BTreeMap::new(),
             energy_unavailable: None,
         }
+    }
+}
+
+impl Series {
+    /// A per-operation value of this series (in `unit`) as MB/s (10^6 B/s,
+    /// lmbench's MB), for bandwidth series; `None` for the others. The
+    /// conversion is monotone, so a median and its interval convert exactly
+    /// (the interval's ends swap).
+    pub fn mb_per_s(&self, per_op: f64) -> Option<f64> {
+        let bytes = self.bytes_per_op?;
+        Some(bytes / (per_op * self.unit.ns()) * 1e3)
     }
 }
 
