@@ -665,6 +665,62 @@ fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
     fs::write(to, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
 }
 
+/// Bandwidth cases keep time per operation in their samples and headline
+/// MB/s: a planted higher bandwidth (a shorter time per 10 MiB) is called
+/// faster, a `--gate` does not trip on it, and the lower one trips it.
+#[test]
+fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let run = osbench()
+        .args(["run", "stream:kind=unix", "-q", "--no-perf", "--samples", "5"])
+        .args(["--sample-time", "1", "--warmup", "0", "--json"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    planted_copy(&a, &b, 0.8, "osbench/1"); // 25 % more MB/s
+    let doc = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_eq!(doc(&a)["series"][0]["bytes_per_op"], 10485760.0);
+    let report = |p: &Path| {
+        let out = osbench()
+            .arg("export")
+            .arg(p)
+            .args(["--markdown", "-"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The results row: | stream | unix | MEDIAN | … | MB/s | …
+    let mbs = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with("| stream")).unwrap();
+        line.split('|').nth(3).unwrap().trim().parse().unwrap()
+    };
+    let (ra, rb) = (report(&a), report(&b));
+    assert!(ra.contains("MB/s"), "{ra}");
+    assert!((mbs(&rb) / mbs(&ra) - 1.25).abs() < 0.01, "{ra}\n{rb}");
+    let compare = |x: &Path, y: &Path, gate: &str| {
+        osbench()
+            .arg("compare")
+            .arg(x)
+            .arg(y)
+            .args(["--gate", gate])
+            .output()
+            .unwrap()
+    };
+    let faster = compare(&a, &b, "10");
+    let text = String::from_utf8(faster.stdout).unwrap();
+    assert!(text.contains("→ faster") && text.contains("MB/s"), "{text}");
+    assert_eq!(faster.status.code(), Some(0), "a higher bandwidth must not trip the gate: {text}");
+    let slower = compare(&b, &a, "10");
+    let text = String::from_utf8(slower.stdout).unwrap();
+    assert!(text.contains("→ slower"), "{text}");
+    assert_eq!(slower.status.code(), Some(1), "{text}");
+}
+
 #[test]
 fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     let _serial = helper_lock(); // its samples are timed: not beside 2,000 hackbench workers

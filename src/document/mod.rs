@@ -310,8 +310,7 @@ impl Series {
     /// conversion is monotone, so a median and its interval convert exactly
     /// (the interval's ends swap).
     pub fn mb_per_s(&self, per_op: f64) -> Option<f64> {
-        let bytes = self.bytes_per_op?;
-        Some(bytes / (per_op * self.unit.ns()) * 1e3)
+        Some(self.unit.mb_per_s(self.bytes_per_op?, per_op))
     }
 }
 
