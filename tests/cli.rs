@@ -674,12 +674,23 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
     let run = osbench()
-        .args(["run", "stream:kind=unix", "-q", "--no-perf", "--samples", "5"])
+        .args([
+            "run",
+            "stream:kind=unix",
+            "-q",
+            "--no-perf",
+            "--samples",
+            "5",
+        ])
         .args(["--sample-time", "1", "--warmup", "0", "--json"])
         .arg(&a)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     planted_copy(&a, &b, 0.8, "osbench/1"); // 25 % more MB/s
     let doc = |p: &Path| -> serde_json::Value {
         serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
@@ -714,7 +725,11 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     let faster = compare(&a, &b, "10");
     let text = String::from_utf8(faster.stdout).unwrap();
     assert!(text.contains("→ faster") && text.contains("MB/s"), "{text}");
-    assert_eq!(faster.status.code(), Some(0), "a higher bandwidth must not trip the gate: {text}");
+    assert_eq!(
+        faster.status.code(),
+        Some(0),
+        "a higher bandwidth must not trip the gate: {text}"
+    );
     let slower = compare(&b, &a, "10");
     let text = String::from_utf8(slower.stdout).unwrap();
     assert!(text.contains("→ slower"), "{text}");

@@ -51,7 +51,9 @@ pub static DEF: BenchDef = BenchDef {
         } else {
             "an AF_UNIX stream"
         };
-        format!("socket() + connect() + close() of {over} connection a server process accepts and closes")
+        format!(
+            "socket() + connect() + close() of {over} connection a server process accepts and closes"
+        )
     },
     anchor: |p| match p.get("kind") {
         "tcp" => "lat_connect localhost (lat_connect -s running)".to_string(),
@@ -122,7 +124,11 @@ impl Connect {
             let path = dir.path().join("s");
             let l = UnixListener::bind(&path)
                 .map_err(|e| descriptor_error("binding an AF_UNIX socket", e))?;
-            (Target::Unix(sockaddr_un(&path)?), OwnedFd::from(l), Some(dir))
+            (
+                Target::Unix(sockaddr_un(&path)?),
+                OwnedFd::from(l),
+                Some(dir),
+            )
         };
         // The backlog as deep as net.core.somaxconn allows (std asks for 128).
         // SAFETY: listen on our own bound socket.
@@ -132,7 +138,9 @@ impl Connect {
             .try_clone()
             .map_err(|e| descriptor_error("duplicating the listener", e))?;
         let keep = [server.as_raw_fd()];
-        helpers.spawn(placement.cpu_of(1), &keep, move || serve(server.as_raw_fd()))?;
+        helpers.spawn(placement.cpu_of(1), &keep, move || {
+            serve(server.as_raw_fd())
+        })?;
         let mut c = Connect {
             target,
             listener: Some(listener),
@@ -303,7 +311,10 @@ mod tests {
         let Target::Tcp(a) = &c.target else {
             unreachable!()
         };
-        assert_eq!(u32::from_be(a.sin_addr.s_addr), u32::from(std::net::Ipv4Addr::LOCALHOST));
+        assert_eq!(
+            u32::from_be(a.sin_addr.s_addr),
+            u32::from(std::net::Ipv4Addr::LOCALHOST)
+        );
     }
 
     #[test]

@@ -75,7 +75,11 @@ pub static DEF: BenchDef = BenchDef {
         &[("phase", "delete"), ("kib", "10")],
     ]),
     case_name: |p| {
-        let sync = if p.get("fsync") == "yes" { "/fsync" } else { "" };
+        let sync = if p.get("fsync") == "yes" {
+            "/fsync"
+        } else {
+            ""
+        };
         let files = match p.int("files") {
             100 => String::new(),
             n => format!("/{n}"),
@@ -84,8 +88,15 @@ pub static DEF: BenchDef = BenchDef {
     },
     op: |p| {
         let what = if p.get("phase") == "create" {
-            let sync = if p.get("fsync") == "yes" { ", fsync" } else { "" };
-            format!("creating one {} KiB file (creat, write{sync}, close)", p.int("kib"))
+            let sync = if p.get("fsync") == "yes" {
+                ", fsync"
+            } else {
+                ""
+            };
+            format!(
+                "creating one {} KiB file (creat, write{sync}, close)",
+                p.int("kib")
+            )
         } else {
             format!("unlinking one {} KiB file", p.int("kib"))
         };

@@ -52,7 +52,10 @@ pub static DEF: BenchDef = BenchDef {
         ParamSpec {
             name: "fds",
             help: "descriptors watched (N)",
-            kind: ParamKind::Int { min: 1, max: 1 << 20 },
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1 << 20,
+            },
             default: "100",
         },
         ParamSpec {
@@ -91,9 +94,19 @@ pub static DEF: BenchDef = BenchDef {
     anchor: |p| match (p.get("call"), p.get("on")) {
         ("select", on @ ("file" | "tcp")) => format!("lat_select -n {} {on}", p.int("fds")),
         ("epoll_ctl", _) => "perf bench epoll ctl".to_string(),
-        (call, _) => format!("LEBench {} ({} sockets)", call.trim_end_matches("_wait"), p.int("fds")),
+        (call, _) => format!(
+            "LEBench {} ({} sockets)",
+            call.trim_end_matches("_wait"),
+            p.int("fds")
+        ),
     },
-    ops_per_iter: |p| if p.get("call") == "epoll_ctl" { 2.0 } else { 1.0 },
+    ops_per_iter: |p| {
+        if p.get("call") == "epoll_ctl" {
+            2.0
+        } else {
+            1.0
+        }
+    },
     differs: "select watches descriptors up to the highest + 1 (lmbench passes N and misses its last few); every call must report all N ready; lmbench's tcp server process, which takes no part in the call, is left out; a median of 10 ms batches where LEBench times single calls.",
     setup,
     check,
@@ -294,12 +307,7 @@ impl Multiplex {
             Call::EpollWait { ep, events } => {
                 // SAFETY: `events` has room for `events.len()` entries.
                 unsafe {
-                    libc::epoll_wait(
-                        ep.as_raw_fd(),
-                        events.as_mut_ptr(),
-                        events.len() as i32,
-                        0,
-                    )
+                    libc::epoll_wait(ep.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, 0)
                 }
             }
             Call::EpollCtl { ep, extra, mask } => {

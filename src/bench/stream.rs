@@ -316,7 +316,12 @@ mod tests {
             // SAFETY: killing our own writer child.
             unsafe { libc::kill(sup.children()[0], libc::SIGKILL) };
         }
-        assert!(s.run(100).unwrap_err().to_string().contains("writer stopped"));
+        assert!(
+            s.run(100)
+                .unwrap_err()
+                .to_string()
+                .contains("writer stopped")
+        );
     }
 
     #[test]

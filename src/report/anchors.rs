@@ -1,5 +1,6 @@
 //! The anchors' own layouts, so osbench's numbers sit beside theirs:
-//! lmbench's "Processor, Processes" terms and context-switch table,
+//! lmbench's "Processor, Processes" terms, its context-switch table and its
+//! local communication latency and bandwidth and file & VM tables,
 //! hackbench's `Time:` lines, and the LOCK-prefix answer line. Each is a
 //! block of text, registered once in [`super::sections::SECTIONS`]. Left out:
 //! anything not read off the series' medians (lmbench's "null I/O", the mean
@@ -30,6 +31,7 @@ pub fn lmbench_processor(doc: &Document) -> Option<Body> {
         ("null I/O", null_io),
         ("stat", median_us("syscall", "stat")),
         ("open clos", median_us("syscall", "open")),
+        ("slct TCP", median_us("poll", "select/tcp/100")),
         ("fork proc", median_us("proc", "fork")),
         ("exec proc", median_us("proc", "exec")),
         ("sh proc", median_us("proc", "sh")),
@@ -163,4 +165,333 @@ fn ctx_rows(series: &[Series]) -> Vec<CtxRow> {
         rows[i].3[cell] = Some(s.summary.median);
     }
     rows
+}
+
+/// One column of an lmbench summary table (`scripts/getsummary`): its two
+/// header words, its width, and its value in one configuration's series
+/// (`None`: blank, as lmbench leaves a benchmark it did not run).
+struct Column {
+    top: &'static str,
+    bottom: &'static str,
+    width: usize,
+    value: fn(&[&Series]) -> Option<f64>,
+}
+
+/// The series of `bench` whose parameters include every `(key, value)`
+/// (values as they are written in the document: numbers or words).
+fn find<'a>(series: &[&'a Series], bench: &str, params: &[(&str, &str)]) -> Option<&'a Series> {
+    series.iter().copied().find(|s| {
+        s.bench == bench
+            && params.iter().all(|(k, v)| {
+                s.params.get(*k).is_some_and(|p| match p {
+                    serde_json::Value::String(text) => text == v,
+                    other => other.to_string() == *v,
+                })
+            })
+    })
+}
+
+/// The median of that series in µs.
+fn median_us(series: &[&Series], bench: &str, params: &[(&str, &str)]) -> Option<f64> {
+    let s = find(series, bench, params)?;
+    Some(s.summary.median * s.unit.ns() / 1e3)
+}
+
+/// The median of that bandwidth series in MB/s.
+fn median_mb_per_s(series: &[&Series], bench: &str, params: &[(&str, &str)]) -> Option<f64> {
+    let s = find(series, bench, params)?;
+    s.mb_per_s(s.summary.median)
+}
+
+/// `v` in at most `width` characters, as many decimals as fit (two at most).
+fn fit(v: f64, width: usize) -> String {
+    (0..=2)
+        .rev()
+        .map(|d| format!("{v:.d$}"))
+        .find(|t| t.len() <= width)
+        .unwrap_or_else(|| format!("{v:.0}"))
+}
+
+/// An lmbench summary table: its title, its columns under the Host and OS
+/// ones, and a row per configuration that has at least one of its cells.
+fn lmbench_table(doc: &Document, title: &str, columns: &[Column]) -> Option<Body> {
+    let mut configs: Vec<&str> = Vec::new();
+    for s in &doc.series {
+        if !configs.contains(&s.config.as_str()) {
+            configs.push(&s.config);
+        }
+    }
+    let rows: Vec<(&str, Vec<Option<f64>>)> = configs
+        .into_iter()
+        .map(|config| {
+            let series: Vec<&Series> = doc.series.iter().filter(|s| s.config == config).collect();
+            (config, columns.iter().map(|c| (c.value)(&series)).collect())
+        })
+        .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let line = |words: &dyn Fn(&Column) -> String, host: &str, os: &str| {
+        let cells: Vec<String> = columns.iter().map(words).collect();
+        format!("{host:<9} {os:>13} {}\n", cells.join(" "))
+    };
+    let mut out = format!("{title}\n{}\n", "-".repeat(77));
+    out += &line(&|c| format!("{:<w$}", c.top, w = c.width), "Host", "OS");
+    out += &line(&|c| format!("{:<w$}", c.bottom, w = c.width), "", "");
+    out += &line(&|c| "-".repeat(c.width), "---------", "-------------");
+    let host: String = doc.env.hostname.chars().take(9).collect();
+    let os: String = format!("Linux {}", doc.env.kernel)
+        .chars()
+        .take(13)
+        .collect();
+    for (config, cells) in rows {
+        let text: Vec<String> = columns
+            .iter()
+            .zip(&cells)
+            .map(|(c, v)| {
+                format!(
+                    "{:>w$}",
+                    v.map_or_else(String::new, |v| fit(v, c.width)),
+                    w = c.width
+                )
+            })
+            .collect();
+        let _ = write!(out, "{host:<9} {os:>13} {}", text.join(" "));
+        if config != DEFAULT_CONFIG {
+            let _ = write!(out, "  {config}");
+        }
+        out.push('\n');
+    }
+    Some(Body::Text(out))
+}
+
+/// lmbench's "*Local* Communication bandwidths" (MB/s, MB = 10^6 B): pipe,
+/// AF_UNIX and TCP from `stream` at lmbench's 64 KiB blocks with a writer
+/// process; the file, mmap, bcopy and memory columns stay blank (no
+/// osbench family measures them yet).
+pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
+    fn stream(s: &[&Series], kind: &str) -> Option<f64> {
+        median_mb_per_s(
+            s,
+            "stream",
+            &[("chunk", "65536"), ("mode", "processes"), ("kind", kind)],
+        )
+    }
+    let none = |_: &[&Series]| None;
+    lmbench_table(
+        doc,
+        "*Local* Communication bandwidths in MB/s - bigger is better",
+        &[
+            Column {
+                top: "Pipe",
+                bottom: "",
+                width: 5,
+                value: |s| stream(s, "pipe"),
+            },
+            Column {
+                top: "AF",
+                bottom: "UNIX",
+                width: 5,
+                value: |s| stream(s, "unix"),
+            },
+            Column {
+                top: "TCP",
+                bottom: "",
+                width: 5,
+                value: |s| stream(s, "tcp"),
+            },
+            Column {
+                top: "File",
+                bottom: "reread",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Mmap",
+                bottom: "reread",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Bcopy",
+                bottom: "(libc)",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Bcopy",
+                bottom: "(hand)",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Mem",
+                bottom: "read",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "Mem",
+                bottom: "write",
+                width: 5,
+                value: none,
+            },
+        ],
+    )
+}
+
+/// lmbench's "*Local* Communication latencies" (µs): the 2-process ctx
+/// switch, the ipc round trips at lmbench's message sizes with a peer
+/// process, and `TCP conn` from `connect`; the RPC columns stay blank.
+pub fn lmbench_latencies(doc: &Document) -> Option<Body> {
+    fn ipc(s: &[&Series], kind: &str, bytes: &str) -> Option<f64> {
+        median_us(
+            s,
+            "ipc",
+            &[("kind", kind), ("bytes", bytes), ("mode", "processes")],
+        )
+    }
+    let none = |_: &[&Series]| None;
+    lmbench_table(
+        doc,
+        "*Local* Communication latencies in microseconds - smaller is better",
+        &[
+            Column {
+                top: "2p/0K",
+                bottom: "ctxsw",
+                width: 5,
+                value: |s| {
+                    median_us(
+                        s,
+                        "ctx",
+                        &[("procs", "2"), ("size", "0"), ("mode", "processes")],
+                    )
+                },
+            },
+            Column {
+                top: "Pipe",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "pipe", "1"),
+            },
+            Column {
+                top: "AF",
+                bottom: "UNIX",
+                width: 5,
+                value: |s| ipc(s, "unix", "1"),
+            },
+            Column {
+                top: "UDP",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "udp", "4"),
+            },
+            Column {
+                top: "RPC/",
+                bottom: "UDP",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "TCP",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "tcp", "1"),
+            },
+            Column {
+                top: "RPC/",
+                bottom: "TCP",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "TCP",
+                bottom: "conn",
+                width: 5,
+                value: |s| median_us(s, "connect", &[("kind", "tcp")]),
+            },
+        ],
+    )
+}
+
+/// lmbench's "File & VM system latencies" (µs), the columns of the file
+/// and select families: create and delete per file (lmbench prints
+/// 10^6 ÷ its files per second, the same figure) and `100fd selct`
+/// (select over 100 descriptors of a file). The Mmap, Prot Fault and Page
+/// Fault columns belong to the memory families and stay blank here.
+pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
+    fn fs(s: &[&Series], phase: &str, kib: &str) -> Option<f64> {
+        median_us(
+            s,
+            "fs",
+            &[
+                ("phase", phase),
+                ("kib", kib),
+                ("files", "100"),
+                ("fsync", "no"),
+            ],
+        )
+    }
+    let none = |_: &[&Series]| None;
+    lmbench_table(
+        doc,
+        "File & VM system latencies in microseconds - smaller is better",
+        &[
+            Column {
+                top: "0K File",
+                bottom: "Create",
+                width: 6,
+                value: |s| fs(s, "create", "0"),
+            },
+            Column {
+                top: "",
+                bottom: "Delete",
+                width: 6,
+                value: |s| fs(s, "delete", "0"),
+            },
+            Column {
+                top: "10K File",
+                bottom: "Create",
+                width: 6,
+                value: |s| fs(s, "create", "10"),
+            },
+            Column {
+                top: "",
+                bottom: "Delete",
+                width: 6,
+                value: |s| fs(s, "delete", "10"),
+            },
+            Column {
+                top: "Mmap",
+                bottom: "Latency",
+                width: 7,
+                value: none,
+            },
+            Column {
+                top: "Prot",
+                bottom: "Fault",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "Page",
+                bottom: "Fault",
+                width: 7,
+                value: none,
+            },
+            Column {
+                top: "100fd",
+                bottom: "selct",
+                width: 5,
+                value: |s| {
+                    median_us(
+                        s,
+                        "poll",
+                        &[("call", "select"), ("on", "file"), ("fds", "100")],
+                    )
+                },
+            },
+        ],
+    )
 }

@@ -66,6 +66,9 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
     ("hackbench", "hackbench", anchors::hackbench),
     ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
+    ("lmbench-latencies", "lmbench: Local communication latencies", anchors::lmbench_latencies),
+    ("lmbench-bandwidth", "lmbench: Local communication bandwidths", anchors::lmbench_bandwidth),
+    ("lmbench-file-vm", "lmbench: File & VM system latencies", anchors::lmbench_file_vm),
     ("counters", "Counters per op", counters::section),
 ];
 
