@@ -1511,3 +1511,82 @@ fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
         "{text}"
     );
 }
+
+/// The I/O families' limits stop a run before anything is measured (exit 2,
+/// one line naming the limit and how to raise it), even after a valid case.
+#[test]
+fn io_limits_exit_2_before_measuring() {
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let cases: [(&str, &str, &str); 5] = [
+        ("", "poll:call=select,fds=2000", "FD_SETSIZE (1024)"),
+        (
+            "",
+            "poll:call=epoll_wait,on=file",
+            "epoll cannot watch regular files",
+        ),
+        (
+            "ulimit -n 64;",
+            "poll:call=poll,fds=100",
+            "`ulimit -n` = 64",
+        ),
+        ("", "stream:chunk=16000000", "/proc/sys/fs/pipe-max-size"),
+        (
+            "TMPDIR=/nonexistent",
+            "fs",
+            "cannot create a directory in /nonexistent",
+        ),
+    ];
+    for (prefix, selector, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "{prefix} exec {} run syscall:case=null {selector} --json out.json",
+            bin.display()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .env("OSBENCH_STORE", shared_store())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{selector}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{selector}: {stderr}");
+        assert!(stderr.contains(want), "{selector}: {stderr}");
+        assert!(out.stdout.is_empty(), "{selector}: something was measured");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{selector}");
+    }
+}
+
+/// Ctrl-C in the middle of `fs` leaves no file or directory in $TMPDIR.
+#[test]
+fn an_interrupted_fs_run_leaves_nothing_in_tmpdir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = osbench()
+        .args([
+            "run",
+            "fs:phase=create,files=2000",
+            "-q",
+            "--samples",
+            "500",
+        ])
+        .args(["--warmup", "0", "--json"])
+        .arg(out.path().join("out.json"))
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the case is running: its directory exists.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fs::read_dir(tmp.path()).unwrap().count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "fs never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -84,7 +84,17 @@ pub static DEF: BenchDef = BenchDef {
         match p.get("call") {
             "gettimeofday" => format!("one gettimeofday() {how}"),
             "sched_yield" => "one sched_yield() system call".to_string(),
-            clock => format!("one clock_gettime(CLOCK_{}) {how}", clock.to_uppercase()),
+            clock => {
+                let id = if clock.ends_with("cputime") {
+                    "_ID"
+                } else {
+                    ""
+                };
+                format!(
+                    "one clock_gettime(CLOCK_{}{id}) {how}",
+                    clock.to_uppercase()
+                )
+            }
         }
     },
     anchor: |p| match p.get("call") {

@@ -116,7 +116,7 @@ pub static DEF: BenchDef = BenchDef {
 };
 
 /// `dir` with the filesystem it is on: "/tmp (ext4, rw,relatime)".
-fn describe_dir(dir: &Path) -> String {
+pub fn describe_dir(dir: &Path) -> String {
     match mount_of(dir) {
         Some((fs, options)) => format!("{} ({fs}, {options})", dir.display()),
         None => dir.display().to_string(),
@@ -145,10 +145,16 @@ pub fn mount_of(dir: &Path) -> Option<(String, String)> {
 
 /// The directory must be writable and have room for a pass, before anything runs.
 fn check(p: &Params) -> Result<()> {
+    room_for("fs", p.int("kib") as u64 * 1024, p.int("files") as u64)
+}
+
+/// Refuses, naming the directory and what is free there, a `$TMPDIR` that
+/// osbench cannot write or that has no room for `files` files of `bytes`.
+pub fn room_for(bench: &str, bytes: u64, files: u64) -> Result<()> {
     let dir = std::env::temp_dir();
     let probe = TempDir::new_in(&dir).map_err(|e| {
         Error::Usage(format!(
-            "fs: cannot create a directory in {} ({e}); set TMPDIR to a directory osbench may write",
+            "{bench}: cannot create a directory in {} ({e}); set TMPDIR to a directory osbench may write",
             dir.display()
         ))
     })?;
@@ -159,17 +165,15 @@ fn check(p: &Params) -> Result<()> {
     // SAFETY: a NUL-terminated path and a valid out-pointer.
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0 {
         let block = st.f_frsize.max(1);
-        let per_file = (p.int("kib") as u64 * 1024).div_ceil(block) * block;
-        let needed = per_file * p.int("files") as u64;
+        let needed = bytes.div_ceil(block) * block * files;
         let free = st.f_bavail * block;
-        if needed > free || p.int("files") as u64 > st.f_favail {
+        if needed > free || files > st.f_favail {
             return Err(Error::Usage(format!(
-                "fs: {} has {free} bytes and {} inodes free, and a pass of {} files of {} KiB needs {needed} bytes; \
-                 free space there, set TMPDIR to a larger filesystem, or ask for fewer or smaller files",
-                dir.display(),
+                "{bench}: {} has {free} bytes and {} inodes free, and {files} files of {bytes} B need \
+                 {needed} bytes; free space there, set TMPDIR to a larger filesystem, or ask for fewer \
+                 or smaller files",
+                describe_dir(&dir),
                 st.f_favail,
-                p.int("files"),
-                p.int("kib")
             )));
         }
     }
@@ -188,15 +192,15 @@ struct Files {
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
-    Ok(Box::new(Files::new(p)?))
+    Ok(Box::new(Files::new_in(p, &std::env::temp_dir())?))
 }
 
 impl Files {
-    fn new(p: &Params) -> Result<Self> {
-        let parent = std::env::temp_dir();
+    /// A case in a new directory under `parent`.
+    fn new_in(p: &Params, parent: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("osbench-fs")
-            .tempdir_in(&parent)
+            .tempdir_in(parent)
             .map_err(|e| Error::io(format!("creating a directory in {}", parent.display()), e))?;
         let names = (0..p.int("files"))
             .map(|i| {
@@ -323,7 +327,7 @@ mod tests {
     fn pass(kv: &[(&str, &str)]) -> PathBuf {
         let p = Params::new(&DEF, kv);
         check(&p).unwrap();
-        let mut f = Files::new(&p).unwrap();
+        let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
         let dir = f.dir().to_path_buf();
         for _ in 0..3 {
             f.prepare().unwrap();
@@ -353,11 +357,47 @@ mod tests {
 
     #[test]
     fn a_dropped_case_leaves_nothing_behind() {
-        let mut f = Files::new(&Params::new(&DEF, &[("files", "10")])).unwrap();
+        let p = Params::new(&DEF, &[("files", "10")]);
+        let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
         f.create_all().unwrap();
         let dir = f.dir().to_path_buf();
         drop(f);
         assert!(!dir.exists());
+    }
+
+    /// A filesystem that fills up in the middle of a pass: the error names
+    /// the directory and says it is full, and nothing is left on it. Needs
+    /// root (it mounts a 64 KiB tmpfs); anyone else is told it did not run.
+    #[test]
+    fn a_full_filesystem_is_an_error_that_leaves_nothing() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("not run: mounting a tmpfs needs root");
+            return;
+        }
+        let mnt = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "osbench-test"])
+            .arg(mnt.path())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount -t tmpfs failed");
+        let unmount = || {
+            std::process::Command::new("umount")
+                .arg(mnt.path())
+                .status()
+                .unwrap()
+        };
+        let p = Params::new(&DEF, &[("kib", "10"), ("files", "20")]);
+        let result = Files::new_in(&p, mnt.path()).and_then(|mut f| f.create_all());
+        let left = std::fs::read_dir(mnt.path()).unwrap().count();
+        assert!(unmount().success());
+        let e = result.unwrap_err().to_string();
+        assert!(
+            e.contains("the filesystem is full") && e.contains("tmpfs"),
+            "{e}"
+        );
+        assert_eq!(left, 0, "files left on the full filesystem");
     }
 
     #[test]
@@ -372,6 +412,6 @@ mod tests {
         let p = Params::new(&DEF, &[("kib", "1024"), ("files", "100000")]);
         // 100 GB: more than /tmp has on any machine these tests run on.
         let e = check(&p).unwrap_err().to_string();
-        assert!(e.contains("needs 104857600000 bytes"), "{e}");
+        assert!(e.contains("need 104857600000 bytes"), "{e}");
     }
 }

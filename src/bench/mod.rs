@@ -13,6 +13,7 @@ pub mod command;
 pub mod connect;
 pub mod ctx;
 pub mod fdio;
+pub mod file;
 pub mod fs;
 pub mod futex;
 pub mod ipc;
@@ -334,6 +335,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &stream::DEF,
     &connect::DEF,
     &fs::DEF,
+    &file::DEF,
     &clock::DEF,
     &spin::DEF,
 ];

@@ -268,8 +268,10 @@ fn lmbench_table(doc: &Document, title: &str, columns: &[Column]) -> Option<Body
 
 /// lmbench's "*Local* Communication bandwidths" (MB/s, MB = 10^6 B): pipe,
 /// AF_UNIX and TCP from `stream` at lmbench's 64 KiB blocks with a writer
-/// process; the file, mmap, bcopy and memory columns stay blank (no
-/// osbench family measures them yet).
+/// process; File reread from `file`'s bw_file_rd cases (64 KiB reads, words
+/// summed), the largest file run, as lmbench takes its biggest size; the
+/// mmap, bcopy and memory columns stay blank (no osbench family measures
+/// them yet).
 pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
     fn stream(s: &[&Series], kind: &str) -> Option<f64> {
         median_mb_per_s(
@@ -305,7 +307,7 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
                 top: "File",
                 bottom: "reread",
                 width: 6,
-                value: none,
+                value: file_reread,
             },
             Column {
                 top: "Mmap",
@@ -339,6 +341,22 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
             },
         ],
     )
+}
+
+/// lmbench's "File reread": bw_file_rd io_only's biggest size (64 KiB reads, words summed).
+fn file_reread(series: &[&Series]) -> Option<f64> {
+    let pages = |s: &Series| s.params.get("pages").and_then(|v| v.as_i64());
+    let chunk_bytes = |s: &Series| {
+        let page = s.bytes_per_op? / pages(s)? as f64;
+        Some(s.params.get("chunk")?.as_i64()? as f64 * page)
+    };
+    let s = series
+        .iter()
+        .filter(|s| s.bench == "file" && s.params.get("io").is_some_and(|v| v == "read"))
+        .filter(|s| s.params.get("sum").is_some_and(|v| v == "yes"))
+        .filter(|s| chunk_bytes(s) == Some(65536.0))
+        .max_by_key(|s| pages(s))?;
+    s.mb_per_s(s.summary.median)
 }
 
 /// lmbench's "*Local* Communication latencies" (µs): the 2-process ctx
@@ -494,4 +512,110 @@ pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
             },
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::document::Unit;
+
+    /// The fixture with a series of `bench` planted: `params`, median in `unit`.
+    fn plant(
+        doc: &mut Document,
+        bench: &str,
+        case: &str,
+        params: serde_json::Value,
+        median: f64,
+        unit: Unit,
+    ) {
+        let mut s = doc.series[0].clone();
+        s.bench = bench.into();
+        s.case = case.into();
+        s.config = DEFAULT_CONFIG.into();
+        s.params = params.as_object().unwrap().clone();
+        s.unit = unit;
+        s.summary.median = median;
+        s.bytes_per_op = (bench == "stream").then_some(10_485_760.0);
+        doc.series.push(s);
+    }
+
+    fn text(body: Option<Body>) -> String {
+        match body {
+            Some(Body::Text(t)) => t,
+            other => panic!("not a text section: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_io_families_fill_lmbench_columns() {
+        let mut doc = crate::report::fixture();
+        doc.series.retain(|s| s.bench != "ctx");
+        let stream = |kind: &str| json!({"kind": kind, "chunk": 65536, "mode": "processes"});
+        // 10,485,760 B in 3,000 µs: 3495 MB/s.
+        plant(&mut doc, "stream", "pipe", stream("pipe"), 3000.0, Unit::Us);
+        plant(&mut doc, "stream", "tcp", stream("tcp"), 10485.76, Unit::Us);
+        let fs = |phase: &str, kib: i64| json!({"phase": phase, "kib": kib, "files": 100, "fsync": "no"});
+        plant(&mut doc, "fs", "create/0k", fs("create", 0), 12.5, Unit::Us);
+        plant(
+            &mut doc,
+            "fs",
+            "delete/10k",
+            fs("delete", 10),
+            7.25,
+            Unit::Us,
+        );
+        let select = |on: &str| json!({"call": "select", "on": on, "fds": 100});
+        plant(
+            &mut doc,
+            "poll",
+            "select/file/100",
+            select("file"),
+            1900.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "poll",
+            "select/tcp/100",
+            select("tcp"),
+            6500.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "connect",
+            "tcp",
+            json!({"kind": "tcp"}),
+            41.0,
+            Unit::Us,
+        );
+
+        let bw = text(lmbench_bandwidth(&doc));
+        let row = bw.lines().last().unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // Host, "Linux", kernel, then Pipe and TCP (AF UNIX blank).
+        assert_eq!(&cells[3..], ["3495", "1000"], "{bw}");
+        assert!(bw.contains("bigger is better"));
+
+        let fv = text(lmbench_file_vm(&doc));
+        let row = fv.lines().last().unwrap();
+        assert!(row.contains(" 12.50 ") && row.contains("  7.25 "), "{fv}");
+        assert!(row.ends_with(" 1.90"), "100fd selct last: {fv}");
+
+        let lat = text(lmbench_latencies(&doc));
+        assert!(lat.lines().last().unwrap().ends_with("41.00"), "{lat}");
+        let processor = text(lmbench_processor(&doc));
+        assert!(processor.contains("slct TCP 6.500"), "{processor}");
+    }
+
+    #[test]
+    fn no_io_series_no_io_tables() {
+        let mut doc = crate::report::fixture();
+        doc.series.retain(|s| s.bench != "ctx");
+        assert!(lmbench_bandwidth(&doc).is_none());
+        assert!(lmbench_file_vm(&doc).is_none());
+        assert!(lmbench_latencies(&doc).is_none());
+    }
 }

@@ -102,7 +102,8 @@ mod tests {
                 "results",
                 "lmbench-processor",
                 "distributions",
-                "lmbench-ctx"
+                "lmbench-ctx",
+                "lmbench-latencies"
             ]
         );
     }
