@@ -26,7 +26,16 @@
 #   table                every row of issue 17's table (messaging groups=10 in processes,
 #                        threads and pipe form, groups=50, pipe, syscall) and ctx
 #   spread               a spread of hackbench option combinations, both modes and transports
+#   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
+#   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
+#   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
+#                        fs:phase=…,kib=… vs `lat_fs` in a scratch directory, 10^6 ÷ its files/s (µs)
+#   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
+#   bw-file-rd           file:io=read,pages=256,chunk=16,sum=yes vs `bw_file_rd 1m io_only` (MB/s)
+#   io                   every one of these
 #
+# LMBENCH is the directory of lmbench's binaries (default /tmp/anchor-lmb/bin:
+# intel/lmbench's src built outside the repository, see docs/crosscheck.md).
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench). osbench runs with its defaults (11 samples;
 # for messaging one sample is one whole hackbench run; the perf counting pass
@@ -41,7 +50,8 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,29p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,37p' "$0" >&2; exit 2; }
+lmb=${LMBENCH:-/tmp/anchor-lmb/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
@@ -69,10 +79,13 @@ table_checks=(
     syscall
     ctx
 )
+io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
+    bw-pipe bw-unix bw-tcp bw-file-rd)
 checks=()
 for c in "$@"; do
     case $c in
     table) checks+=("${table_checks[@]}") ;;
+    io) checks+=("${io_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
@@ -96,9 +109,72 @@ quiet() {
 # The first field 3 of the results line of BENCH (the median).
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
 
-# Sets ours/anchor (commands), unit and anchor_name for one check.
+# An lmbench binary, or exit naming where it was looked for.
+lmbench() {
+    [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 2; }
+    echo "$lmb/$1"
+}
+
+# The number before the last word of lmbench's output ("… 7.75 microseconds", "… 2516.82 MB/sec").
+last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
+
+# Sets ours/anchor (commands), unit and anchor_name for one check; `after`
+# runs once the check's rounds are done (stops an anchor's server).
 define() {
+    after() { :; }
     case $1 in
+    select-file | select-tcp)
+        local on=${1#select-} sel
+        sel=$(lmbench lat_select)
+        ours=("$bin" run "poll:call=select,on=$on,fds=100" -q --no-store)
+        bench=poll unit=µs scale=0.001 anchor_name="lat_select -n 100 $on"
+        # lat_select file makes its scratch file in the current directory.
+        anchor() { (cd "$tmp" && "$sel" -n 100 "$on" 2>&1 | last_figure); } ;;
+    connect)
+        local lc
+        lc=$(lmbench lat_connect)
+        "$lc" -s
+        after() { "$lc" -S localhost; }
+        ours=("$bin" run connect:kind=tcp -q --no-store)
+        bench=connect unit=µs scale=1 anchor_name="lat_connect localhost"
+        anchor() { "$lc" localhost 2>&1 | last_figure; } ;;
+    fs-create-* | fs-delete-*)
+        local phase=${1:3:6} kib=${1##*-} lf column
+        kib=${kib%k}
+        lf=$(lmbench lat_fs)
+        ours=("$bin" run "fs:phase=$phase,kib=$kib" -q --no-store)
+        bench=fs unit=µs scale=1
+        # lat_fs prints SIZE, files, creates/s, deletes/s; -s 0 means every size.
+        column=3
+        [ "$phase" = delete ] && column=4
+        if [ "$kib" = 0 ]; then
+            anchor_name="lat_fs DIR (0k line)"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" "$tmp/fs" 2>&1 | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
+        else
+            anchor_name="lat_fs -s ${kib}k DIR"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" -s "${kib}k" "$tmp/fs" 2>&1 | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
+        fi ;;
+    bw-pipe | bw-unix)
+        local kind=${1#bw-} bw
+        bw=$(lmbench "bw_$kind")
+        ours=("$bin" run "stream:kind=$kind" -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="bw_$kind"
+        anchor() { "$bw" 2>&1 | last_figure; } ;;
+    bw-tcp)
+        local bt
+        bt=$(lmbench bw_tcp)
+        "$bt" -s
+        after() { "$bt" -S localhost; }
+        ours=("$bin" run stream:kind=tcp -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="bw_tcp localhost"
+        anchor() { "$bt" localhost 2>&1 | last_figure; } ;;
+    bw-file-rd)
+        local br
+        br=$(lmbench bw_file_rd)
+        head -c 1048576 /dev/zero >"$tmp/file-1m"
+        ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)
+        bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m io_only"
+        anchor() { "$br" 1m io_only "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -130,7 +206,7 @@ define() {
                 awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
         }
         ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table or spread" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, io or one of ${io_checks[*]}" >&2; exit 2 ;;
     esac
 }
 
@@ -164,6 +240,7 @@ for check in "${checks[@]}"; do
         [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$n"
         echo "$o" >>"$tmp/ours.$n"
     done
+    after
     printf '%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" >"$tmp/name.$n"
     python3 - "$tmp" "$n" <<'PY'
 import os, statistics as st, sys

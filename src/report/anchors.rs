@@ -185,7 +185,7 @@ fn find<'a>(series: &[&'a Series], bench: &str, params: &[(&str, &str)]) -> Opti
             && params.iter().all(|(k, v)| {
                 s.params.get(*k).is_some_and(|p| match p {
                     serde_json::Value::String(text) => text == v,
-                    other => other.to_string() == *v,
+                    other => other.as_i64().is_some_and(|n| v.parse() == Ok(n)),
                 })
             })
     })
