@@ -124,14 +124,14 @@ define() {
     after() { :; }
     case $1 in
     select-file | select-tcp)
-        local on=${1#select-} sel
+        on=${1#select-}
         sel=$(lmbench lat_select)
         ours=("$bin" run "poll:call=select,on=$on,fds=100" -q --no-store)
         bench=poll unit=µs scale=0.001 anchor_name="lat_select -n 100 $on"
         # lat_select file makes its scratch file in the current directory.
         anchor() { (cd "$tmp" && "$sel" -n 100 "$on" 2>&1 | last_figure); } ;;
     connect)
-        local lc
+
         lc=$(lmbench lat_connect)
         "$lc" -s
         after() { "$lc" -S localhost; }
@@ -139,7 +139,7 @@ define() {
         bench=connect unit=µs scale=1 anchor_name="lat_connect localhost"
         anchor() { "$lc" localhost 2>&1 | last_figure; } ;;
     fs-create-* | fs-delete-*)
-        local phase=${1:3:6} kib=${1##*-} lf column
+        phase=${1:3:6} kib=${1##*-}
         kib=${kib%k}
         lf=$(lmbench lat_fs)
         ours=("$bin" run "fs:phase=$phase,kib=$kib" -q --no-store)
@@ -148,20 +148,20 @@ define() {
         column=3
         [ "$phase" = delete ] && column=4
         if [ "$kib" = 0 ]; then
-            anchor_name="lat_fs DIR (0k line)"
-            anchor() { mkdir -p "$tmp/fs" && "$lf" "$tmp/fs" 2>&1 | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
+            anchor_name="lat_fs -N 1 DIR (0k line)"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" -N 1 "$tmp/fs" 2>&1 | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
         else
-            anchor_name="lat_fs -s ${kib}k DIR"
-            anchor() { mkdir -p "$tmp/fs" && "$lf" -s "${kib}k" "$tmp/fs" 2>&1 | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
+            anchor_name="lat_fs -N 1 -s ${kib}k DIR"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" -N 1 -s "${kib}k" "$tmp/fs" 2>&1 | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
         fi ;;
     bw-pipe | bw-unix)
-        local kind=${1#bw-} bw
+        kind=${1#bw-}
         bw=$(lmbench "bw_$kind")
         ours=("$bin" run "stream:kind=$kind" -q --no-store)
         bench=stream unit=MB/s scale=1 anchor_name="bw_$kind"
         anchor() { "$bw" 2>&1 | last_figure; } ;;
     bw-tcp)
-        local bt
+
         bt=$(lmbench bw_tcp)
         "$bt" -s
         after() { "$bt" -S localhost; }
@@ -169,7 +169,7 @@ define() {
         bench=stream unit=MB/s scale=1 anchor_name="bw_tcp localhost"
         anchor() { "$bt" localhost 2>&1 | last_figure; } ;;
     bw-file-rd)
-        local br
+
         br=$(lmbench bw_file_rd)
         head -c 1048576 /dev/zero >"$tmp/file-1m"
         ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)

@@ -18,14 +18,13 @@ use crate::error::{Error, Result};
 
 /// The quick representative suite `osbench run` runs with no selector: one
 /// case of each kind of primitive (lmbench's null call, its 2-process context
-/// switches with and without a working set, a pipe round trip, pipe
-/// streaming bandwidth, fork, hackbench's default load, a futex wake-up).
+/// switches with and without a working set, a pipe round trip, fork,
+/// hackbench's default load, a futex wake-up).
 pub const DEFAULT_SUITE: &[&str] = &[
     "syscall:case=null",
     "ctx:procs=2,size=0",
     "ctx:procs=2,size=16",
     "ipc:kind=pipe",
-    "stream:kind=pipe",
     "proc:case=fork",
     "messaging:groups=10",
     "wakeup:wait=futex",
