@@ -32,6 +32,13 @@
 #   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page)
 #   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file (µs)
 #   vm                   all five lmbench rows above, lat_mmap at 128 and 2048 pages
+#   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
+#   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
+#   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
+#                        fs:phase=…,kib=… vs `lat_fs` in a scratch directory, 10^6 ÷ its files/s (µs)
+#   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
+#   bw-file-rd           file:io=read,pages=256,chunk=16,sum=yes vs `bw_file_rd 1m io_only` (MB/s)
+#   io                   every one of these I/O checks
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -49,7 +56,8 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,35p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,41p' "$0" >&2; exit 2; }
+lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
@@ -78,11 +86,14 @@ table_checks=(
     ctx
 )
 vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
+io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
+    bw-pipe bw-unix bw-tcp bw-file-rd)
 checks=()
 for c in "$@"; do
     case $c in
     table) checks+=("${table_checks[@]}") ;;
     vm) checks+=("${vm_checks[@]}") ;;
+    io) checks+=("${io_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
@@ -106,12 +117,15 @@ quiet() {
 # The first field 3 of the results line of BENCH (the median).
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
 
-lmbench=${LMBENCH:-/tmp/anchor-lmbench/bin}
-# An lmbench binary, or a message saying how to build it.
-lm() {
-    [ -x "$lmbench/$1" ] || { echo "$lmbench/$1 not found: build intel/lmbench (docs/crosscheck.md)" >&2; exit 2; }
-    echo "$lmbench/$1"
+# An lmbench binary, or exit naming where it was looked for.
+lmbench() {
+    [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 2; }
+    echo "$lmb/$1"
 }
+
+# The number before the last word of lmbench's output ("… 7.75 microseconds", "… 2516.82 MB/sec").
+last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
+
 # The 8 MiB scratch file lat_pagefault and lat_mmap work on (lmbench's $FILE of $MB).
 scratch() {
     [ -s "$tmp/scratch" ] || dd if=/dev/urandom of="$tmp/scratch" bs=1M count=8 status=none
@@ -126,9 +140,63 @@ signal_derived() {
               printf "signal %s %.6g\n", want, v }'
 }
 
-# Sets ours/anchor (commands), unit and anchor_name for one check.
+# Sets ours/anchor (commands), unit and anchor_name for one check; `after`
+# runs once the check's rounds are done (stops an anchor's server).
 define() {
+    after() { :; }
     case $1 in
+    select-file | select-tcp)
+        on=${1#select-}
+        sel=$(lmbench lat_select)
+        ours=("$bin" run "poll:call=select,on=$on,fds=100" -q --no-store)
+        bench=poll unit=µs scale=0.001 anchor_name="lat_select -n 100 $on"
+        # lat_select file makes its scratch file in the current directory.
+        anchor() { (cd "$tmp" && "$sel" -n 100 "$on" 2>&1 | last_figure); } ;;
+    connect)
+
+        lc=$(lmbench lat_connect)
+        "$lc" -s
+        after() { "$lc" -S localhost; }
+        ours=("$bin" run connect:kind=tcp -q --no-store)
+        bench=connect unit=µs scale=1 anchor_name="lat_connect localhost"
+        anchor() { "$lc" localhost 2>&1 | last_figure; } ;;
+    fs-create-* | fs-delete-*)
+        phase=${1:3:6} kib=${1##*-}
+        kib=${kib%k}
+        lf=$(lmbench lat_fs)
+        ours=("$bin" run "fs:phase=$phase,kib=$kib" -q --no-store)
+        bench=fs unit=µs scale=1
+        # lat_fs prints SIZE, files, creates/s, deletes/s; -s 0 means every size.
+        column=3
+        [ "$phase" = delete ] && column=4
+        if [ "$kib" = 0 ]; then
+            anchor_name="lat_fs -N 1 DIR (0k line)"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" -N 1 "$tmp/fs" 2>&1 | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
+        else
+            anchor_name="lat_fs -N 1 -s ${kib}k DIR"
+            anchor() { mkdir -p "$tmp/fs" && "$lf" -N 1 -s "${kib}k" "$tmp/fs" 2>&1 | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
+        fi ;;
+    bw-pipe | bw-unix)
+        kind=${1#bw-}
+        bw=$(lmbench "bw_$kind")
+        ours=("$bin" run "stream:kind=$kind" -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="bw_$kind"
+        anchor() { "$bw" 2>&1 | last_figure; } ;;
+    bw-tcp)
+
+        bt=$(lmbench bw_tcp)
+        "$bt" -s
+        after() { "$bt" -S localhost; }
+        ours=("$bin" run stream:kind=tcp -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="bw_tcp localhost"
+        anchor() { "$bt" localhost 2>&1 | last_figure; } ;;
+    bw-file-rd)
+
+        br=$(lmbench bw_file_rd)
+        head -c 1048576 /dev/zero >"$tmp/file-1m"
+        ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)
+        bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m io_only"
+        anchor() { "$br" 1m io_only "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -163,25 +231,25 @@ define() {
     sig-install)
         ours=("$bin" run signal:case=install -q --no-store)
         bench=signal unit=µs scale=1 anchor_name="lat_sig install"
-        anchor() { "$(lm lat_sig)" install 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+        anchor() { "$(lmbench lat_sig)" install 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     sig-catch)
         ours=(signal_derived catch)
         bench=signal unit=µs scale=1 anchor_name="lat_sig catch"
-        anchor() { "$(lm lat_sig)" catch 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+        anchor() { "$(lmbench lat_sig)" catch 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     sig-prot)
         ours=(signal_derived prot)
         bench=signal unit=µs scale=1 anchor_name="lat_sig prot lat_sig"
-        anchor() { "$(lm lat_sig)" prot "$(lm lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+        anchor() { "$(lmbench lat_sig)" prot "$(lmbench lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     pagefault)
         ours=("$bin" run fault:case=file,pages=2048 -q --no-store)
         bench=fault unit=µs scale=1 anchor_name="lat_pagefault FILE (8 MiB)"
-        anchor() { "$(lm lat_pagefault)" "$(scratch)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+        anchor() { "$(lmbench lat_pagefault)" "$(scratch)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     lat_mmap:*)
         pages=${1#lat_mmap:}
         ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
         bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
-        anchor() { "$(lm lat_mmap)" "$((pages * 4))k" "$(scratch)" 2>&1 | awk '{ print $2 }'; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, sig-install, sig-catch, sig-prot, pagefault, lat_mmap:PAGES or vm" >&2; exit 2 ;;
+        anchor() { "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch)" 2>&1 | awk '{ print $2 }'; } ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io or one of ${vm_checks[*]} ${io_checks[*]}" >&2; exit 2 ;;
     esac
 }
 
@@ -215,6 +283,7 @@ for check in "${checks[@]}"; do
         [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$n"
         echo "$o" >>"$tmp/ours.$n"
     done
+    after
     printf '%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" >"$tmp/name.$n"
     python3 - "$tmp" "$n" <<'PY'
 import os, statistics as st, sys

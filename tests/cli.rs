@@ -726,6 +726,77 @@ fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
     fs::write(to, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
 }
 
+/// Bandwidth cases keep time per operation in their samples and headline
+/// MB/s: a planted higher bandwidth (a shorter time per 10 MiB) is called
+/// faster, a `--gate` does not trip on it, and the lower one trips it.
+#[test]
+fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let run = osbench()
+        .args([
+            "run",
+            "stream:kind=unix",
+            "-q",
+            "--no-perf",
+            "--samples",
+            "5",
+        ])
+        .args(["--sample-time", "1", "--warmup", "0", "--json"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    planted_copy(&a, &b, 0.8, "osbench/1"); // 25 % more MB/s
+    let doc = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_eq!(doc(&a)["series"][0]["bytes_per_op"], 10485760.0);
+    let report = |p: &Path| {
+        let out = osbench()
+            .arg("export")
+            .arg(p)
+            .args(["--markdown", "-"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The results row: | stream | unix | MEDIAN | … | MB/s | …
+    let mbs = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with("| stream")).unwrap();
+        line.split('|').nth(3).unwrap().trim().parse().unwrap()
+    };
+    let (ra, rb) = (report(&a), report(&b));
+    assert!(ra.contains("MB/s"), "{ra}");
+    assert!((mbs(&rb) / mbs(&ra) - 1.25).abs() < 0.01, "{ra}\n{rb}");
+    let compare = |x: &Path, y: &Path, gate: &str| {
+        osbench()
+            .arg("compare")
+            .arg(x)
+            .arg(y)
+            .args(["--gate", gate])
+            .output()
+            .unwrap()
+    };
+    let faster = compare(&a, &b, "10");
+    let text = String::from_utf8(faster.stdout).unwrap();
+    assert!(text.contains("→ faster") && text.contains("MB/s"), "{text}");
+    assert_eq!(
+        faster.status.code(),
+        Some(0),
+        "a higher bandwidth must not trip the gate: {text}"
+    );
+    let slower = compare(&b, &a, "10");
+    let text = String::from_utf8(slower.stdout).unwrap();
+    assert!(text.contains("→ slower"), "{text}");
+    assert_eq!(slower.status.code(), Some(1), "{text}");
+}
+
 #[test]
 fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     let _serial = helper_lock(); // its samples are timed: not beside 2,000 hackbench workers
@@ -1502,4 +1573,88 @@ fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
             .any(|l| l.contains("factor") && l.contains("cpus_allowed")),
         "{text}"
     );
+}
+
+/// The I/O families' limits stop a run before anything is measured (exit 2,
+/// one line naming the limit and how to raise it), even after a valid case.
+#[test]
+fn io_limits_exit_2_before_measuring() {
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let cases: [(&str, &str, &str); 5] = [
+        ("", "poll:call=select,fds=2000", "FD_SETSIZE (1024)"),
+        (
+            "",
+            "poll:call=epoll_wait,on=file",
+            "epoll cannot watch regular files",
+        ),
+        (
+            "ulimit -n 64;",
+            "poll:call=poll,fds=100",
+            "`ulimit -n` = 64",
+        ),
+        ("", "stream:chunk=16000000", "/proc/sys/fs/pipe-max-size"),
+        (
+            "TMPDIR=/nonexistent",
+            "fs",
+            "cannot create a directory in /nonexistent",
+        ),
+    ];
+    for (prefix, selector, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "{prefix} exec {} run syscall:case=null {selector} --json out.json",
+            bin.display()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .env("OSBENCH_STORE", shared_store())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{selector}: {stderr}");
+        // Warnings of the noise audit may come first; the error is one line.
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("osbench: warning"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{selector}: {stderr}");
+        assert!(errors[0].contains(want), "{selector}: {stderr}");
+        assert!(out.stdout.is_empty(), "{selector}: something was measured");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{selector}");
+    }
+}
+
+/// Ctrl-C in the middle of `fs` leaves no file or directory in $TMPDIR.
+#[test]
+fn an_interrupted_fs_run_leaves_nothing_in_tmpdir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = osbench()
+        .args([
+            "run",
+            "fs:phase=create,files=2000",
+            "-q",
+            "--samples",
+            "500",
+        ])
+        .args(["--warmup", "0", "--json"])
+        .arg(out.path().join("out.json"))
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the case is running: its directory exists.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fs::read_dir(tmp.path()).unwrap().count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "fs never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

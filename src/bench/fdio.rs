@@ -121,6 +121,40 @@ pub fn socketpair() -> Result<(OwnedFd, OwnedFd)> {
     Ok((a.into(), b.into()))
 }
 
+/// The last OS error (errno) as an error saying what failed.
+pub fn last_error(what: &str) -> crate::error::Error {
+    crate::error::Error::io(what, io::Error::last_os_error())
+}
+
+/// Refuses a case that needs `needed` more descriptors than the soft
+/// `RLIMIT_NOFILE` (`ulimit -n`) leaves room for beside those already open,
+/// naming the limit, its value and how to raise it.
+pub fn descriptors_needed(bench: &str, needed: u64) -> Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(()); // unknown: setting up will say if it runs out
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    if lim.rlim_cur != libc::RLIM_INFINITY && needed + open > lim.rlim_cur {
+        return Err(crate::error::Error::Usage(format!(
+            "{bench}: the case needs {needed} descriptors and {open} are open, beyond the limit \
+             `ulimit -n` = {}; raise it (`ulimit -n {}`, up to the hard limit {}) or ask for fewer",
+            lim.rlim_cur,
+            needed + open + 16,
+            if lim.rlim_max == libc::RLIM_INFINITY {
+                "unlimited".to_string()
+            } else {
+                lim.rlim_max.to_string()
+            }
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::fd::AsRawFd;

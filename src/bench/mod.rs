@@ -8,20 +8,26 @@
 //! and read clocks only to timestamp single events (latency families).
 
 pub mod atomic;
+pub mod clock;
 pub mod command;
+pub mod connect;
 pub mod ctx;
 pub mod fault;
 pub mod fdio;
+pub mod file;
+pub mod fs;
 pub mod futex;
 pub mod ipc;
 pub mod messaging;
 pub mod mmap;
+pub mod poll;
 pub mod proc;
 pub mod ring;
 pub mod select;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
+pub mod stream;
 pub mod syscall;
 pub mod timer;
 pub mod wakeup;
@@ -211,6 +217,10 @@ pub struct BenchDef {
     pub differs: &'static str,
     /// How many of the family's operations one harness iteration performs.
     pub ops_per_iter: fn(&Params) -> f64,
+    /// Bandwidth families: the bytes one operation moves, so tables can
+    /// headline MB/s (10^6 B per second, lmbench's MB). Samples stay time per
+    /// operation, so every comparison reads a higher bandwidth as faster.
+    pub bytes_per_op: fn(&Params) -> Option<f64>,
     /// How many tasks (processes or threads) a case runs, the timing one included.
     pub tasks: fn(&Params) -> usize,
     /// Sets a case up; task i (0 = the timing thread, already placed by the
@@ -241,6 +251,7 @@ impl BenchDef {
         anchor: |_| String::new(),
         differs: "",
         ops_per_iter: |_| 1.0,
+        bytes_per_op: |_| None,
         tasks: |_| 1,
         setup: |_, _| {
             Err(crate::error::Error::Measure(
@@ -328,6 +339,12 @@ pub static REGISTRY: &[&BenchDef] = &[
     &wakeup::DEF,
     &sigqueue::DEF,
     &timer::DEF,
+    &poll::DEF,
+    &stream::DEF,
+    &connect::DEF,
+    &fs::DEF,
+    &file::DEF,
+    &clock::DEF,
     &spin::DEF,
 ];
 

@@ -83,6 +83,10 @@ pub struct CaseRow {
     pub case: String,
     pub config: String,
     pub unit: Unit,
+    /// Bandwidth cases: the bytes one operation moves (the sides' medians
+    /// are shown as MB/s too; the ratio stays one of times, so a higher
+    /// bandwidth is a ratio below 1 and called faster).
+    pub bytes_per_op: Option<f64>,
     pub summaries: Vec<Summary>,
     /// One change per document after the first.
     pub changes: Vec<Change>,
@@ -364,6 +368,7 @@ fn compare_case(
         case: k.1,
         config: k.2,
         unit: first_unit,
+        bytes_per_op: found[0].series[0].bytes_per_op,
         summaries: found.iter().map(|f| f.summary.clone()).collect(),
         changes,
     }))
@@ -498,6 +503,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             case: base.case.clone(),
             config: DEFAULT_CONFIG.into(),
             unit: base.unit,
+            bytes_per_op: base.bytes_per_op,
             summaries: sides.iter().map(|s| s.summary.clone()).collect(),
             changes,
         });
@@ -568,6 +574,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         case: "wall time".into(),
         config: DEFAULT_CONFIG.into(),
         unit: sides[0].unit,
+        bytes_per_op: None,
         summaries: sides.iter().map(|s| s.summary.clone()).collect(),
         changes,
     }];

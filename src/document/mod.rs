@@ -202,6 +202,10 @@ pub struct Series {
     pub overhead: Overhead,
     /// Operations per harness iteration (the divisor between `raw` and `samples`).
     pub ops_per_iter: f64,
+    /// Bandwidth series: the bytes one operation moves. `samples` stay time
+    /// per operation; tables show `bytes_per_op` ÷ time as MB/s (10^6 B/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_op: Option<f64>,
     /// Runs with configurations: which selected case this is (the same for every
     /// configuration, even when a configuration changed its parameters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -312,6 +316,7 @@ impl Series {
             rejected: Vec::new(),
             overhead: Overhead::ZERO,
             ops_per_iter: 1.0,
+            bytes_per_op: None,
             slot: None,
             rounds: Vec::new(),
             round_samples: Vec::new(),
@@ -335,6 +340,16 @@ impl Series {
             energy: BTreeMap::new(),
             energy_unavailable: None,
         }
+    }
+}
+
+impl Series {
+    /// A per-operation value of this series (in `unit`) as MB/s (10^6 B/s,
+    /// lmbench's MB), for bandwidth series; `None` for the others. The
+    /// conversion is monotone, so a median and its interval convert exactly
+    /// (the interval's ends swap).
+    pub fn mb_per_s(&self, per_op: f64) -> Option<f64> {
+        Some(self.unit.mb_per_s(self.bytes_per_op?, per_op))
     }
 }
 

@@ -34,6 +34,11 @@ impl Unit {
         }
     }
 
+    /// `bytes` moved in `per_op` of this unit, as MB/s (10^6 B/s, lmbench's MB).
+    pub fn mb_per_s(self, bytes: f64, per_op: f64) -> f64 {
+        bytes / (per_op * self.ns()) * 1e3
+    }
+
     /// The name shown to people ("ns", "µs", "s").
     pub fn symbol(self) -> &'static str {
         match self {

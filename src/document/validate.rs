@@ -170,6 +170,13 @@ fn allowance(s: &Series) -> Result<f64, String> {
             s.ops_per_iter
         ));
     }
+    if let Some(b) = s.bytes_per_op
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(format!(
+            "bytes_per_op is {b}; a bandwidth series moves a positive number of bytes per op"
+        ));
+    }
     non_negative("overhead.timer_ns", s.overhead.timer_ns)?;
     non_negative("overhead.loop_ns_per_iter", s.overhead.loop_ns_per_iter)?;
     // What was subtracted from each sample, per operation: the clock read (once

@@ -302,6 +302,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     series.params = params.to_json(def);
     series.op = (def.op)(params);
     series.anchor = (def.anchor)(params);
+    series.bytes_per_op = (def.bytes_per_op)(params);
     series.pin = placement.pin.as_str().into();
     series.cpus = placement.cpus_used((def.tasks)(params));
     Ok(series)

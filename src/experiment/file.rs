@@ -252,4 +252,20 @@ mod tests {
                 .contains("bench.key")
         );
     }
+
+    #[test]
+    fn the_shipped_examples_load_and_select_real_cases() {
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let (select, configs) =
+                    load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(configs.len() >= 2, "{}", path.display());
+                let selectors: Vec<crate::bench::select::Selector> =
+                    select.iter().map(|s| s.parse().unwrap()).collect();
+                crate::bench::select::resolve(&selectors)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            }
+        }
+    }
 }

@@ -176,13 +176,7 @@ pub fn run_with<C: Clock>(
         &plan.configs
     };
     let mut body = RunRounds::new(plan, configs, harness);
-    let ready = body.check().and_then(|()| body.start_guests());
-    if let (Ok(_), Some(guest)) = (&ready, body.remote_guest()) {
-        env = guest.info().env.clone();
-    }
-    let mut audit = crate::env::audit::before_run(&env, runs_unpinned(plan, configs));
-    audit.extend(body.emulated_guests());
-    let ready = ready.map(|warnings| audit.extend(warnings));
+    let (ready, mut audit) = body.get_ready(&mut env);
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
         Err(e) => rounds::Rounds {
@@ -298,6 +292,20 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// guest of its own, or the one it shares (`in`), booted for the first
     /// configuration that names it. Returns warnings: boot parameters
     /// nothing recognised, with `allow_unknown_boot_parameters` (else an error).
+    /// Checks the plan and starts the guests (a remote guest's environment
+    /// replaces `env`); whether all is ready, and the audit findings so far.
+    fn get_ready(&mut self, env: &mut Environment) -> (Result<()>, Vec<String>) {
+        let ready = self.check().and_then(|()| self.start_guests());
+        if let (Ok(_), Some(guest)) = (&ready, self.remote_guest()) {
+            *env = guest.info().env.clone();
+        }
+        let unpinned = runs_unpinned(self.plan, self.configs);
+        let mut audit = crate::env::audit::before_run(env, unpinned);
+        audit.extend(self.emulated_guests());
+        let ready = ready.map(|warnings| audit.extend(warnings));
+        (ready, audit)
+    }
+
     fn start_guests(&mut self) -> Result<Vec<String>> {
         let mut shared: Vec<(&str, usize)> = Vec::new();
         let mut warnings = Vec::new();

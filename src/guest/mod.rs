@@ -83,65 +83,12 @@ impl Guest {
         spec: &GuestSpec,
         interrupt: &Interrupt,
     ) -> Result<Guest> {
-        let exe = std::env::current_exe()
-            .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
-        let mut uml_kernel = None;
-        let mut accelerator = None;
-        let (mut cmd, dir) = match spec {
-            GuestSpec::Uml {
-                cmdline,
-                mem,
-                kernel,
-            } => {
-                // UML's memory is a file in its directory: on tmpfs where there is one.
-                let shm = std::path::Path::new("/dev/shm");
-                let base = if shm.is_dir() {
-                    shm.to_path_buf()
-                } else {
-                    std::env::temp_dir()
-                };
-                let dir = tempfile::Builder::new()
-                    .prefix("osbench-uml-")
-                    .tempdir_in(base)
-                    .map_err(|e| Error::io("creating UML's directory".to_string(), e))?;
-                let cmd = uml::command(&uml::Boot {
-                    kernel: kernel.as_deref(),
-                    mem: mem.as_deref(),
-                    cmdline: cmdline.as_deref(),
-                    osbench: &exe,
-                    dir: dir.path(),
-                })
-                .map_err(|message| guest_error(who, message))?;
-                uml_kernel = Some(std::path::PathBuf::from(cmd.get_program()));
-                (cmd, Some(dir))
-            }
-            GuestSpec::Qemu {
-                kernel,
-                append,
-                accel,
-                cpus,
-                memory,
-            } => {
-                let initrd = qemu::initramfs(&exe)?;
-                let boot = qemu::Boot {
-                    kernel: kernel.as_deref(),
-                    append: append.as_deref(),
-                    accel: accel.as_deref(),
-                    cpus: *cpus,
-                    memory: memory.as_deref(),
-                    initrd: &initrd,
-                };
-                let (cmd, accel) = qemu::command(&boot).map_err(|m| guest_error(who, m))?;
-                accelerator = Some(accel);
-                (cmd, None)
-            }
-            GuestSpec::Command { command } => {
-                let mut cmd = Command::new("sh");
-                let line = command.replace("{osbench}", &exe.to_string_lossy());
-                cmd.arg("-c").arg(line);
-                (cmd, None)
-            }
-        };
+        let Launch {
+            mut cmd,
+            dir,
+            uml_kernel,
+            accelerator,
+        } = launch(who, spec)?;
         let started = Instant::now();
         let (child, stdin, lines, console, readers) = spawn(&mut cmd)
             .map_err(|e| guest_error(who, format!("could not start the guest: {e}")))?;
@@ -564,6 +511,86 @@ type Spawned = (
     Arc<Mutex<VecDeque<String>>>,
     Vec<std::thread::JoinHandle<()>>,
 );
+
+/// How a guest is started: its command, the directory it keeps (UML's
+/// memory file), and what its boot chose.
+struct Launch {
+    cmd: Command,
+    dir: Option<tempfile::TempDir>,
+    /// The UML kernel run (its own options are read from it).
+    uml_kernel: Option<std::path::PathBuf>,
+    /// A virtual machine's accelerator and why it was chosen.
+    accelerator: Option<String>,
+}
+
+/// The command that boots `spec` (`who` names the guest in errors).
+fn launch(who: &str, spec: &GuestSpec) -> Result<Launch> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("finding osbench's own executable".to_string(), e))?;
+    let mut uml_kernel = None;
+    let mut accelerator = None;
+    let (cmd, dir) = match spec {
+        GuestSpec::Uml {
+            cmdline,
+            mem,
+            kernel,
+        } => {
+            // UML's memory is a file in its directory: on tmpfs where there is one.
+            let shm = std::path::Path::new("/dev/shm");
+            let base = if shm.is_dir() {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            };
+            let dir = tempfile::Builder::new()
+                .prefix("osbench-uml-")
+                .tempdir_in(base)
+                .map_err(|e| Error::io("creating UML's directory".to_string(), e))?;
+            let cmd = uml::command(&uml::Boot {
+                kernel: kernel.as_deref(),
+                mem: mem.as_deref(),
+                cmdline: cmdline.as_deref(),
+                osbench: &exe,
+                dir: dir.path(),
+            })
+            .map_err(|message| guest_error(who, message))?;
+            uml_kernel = Some(std::path::PathBuf::from(cmd.get_program()));
+            (cmd, Some(dir))
+        }
+        GuestSpec::Qemu {
+            kernel,
+            append,
+            accel,
+            cpus,
+            memory,
+        } => {
+            let initrd = qemu::initramfs(&exe)?;
+            let boot = qemu::Boot {
+                kernel: kernel.as_deref(),
+                append: append.as_deref(),
+                accel: accel.as_deref(),
+                cpus: *cpus,
+                memory: memory.as_deref(),
+                initrd: &initrd,
+            };
+            let (cmd, accel) = qemu::command(&boot).map_err(|m| guest_error(who, m))?;
+            accelerator = Some(accel);
+            (cmd, None)
+        }
+        GuestSpec::Command { command } => {
+            let mut cmd = Command::new("sh");
+            let line = command.replace("{osbench}", &exe.to_string_lossy());
+            cmd.arg("-c").arg(line);
+            (cmd, None)
+        }
+    };
+    Ok(Launch {
+        cmd,
+        dir,
+        uml_kernel,
+        accelerator,
+    })
+}
 
 /// Spawns `cmd` in a new process group that dies with osbench, with a
 /// reader thread per output stream: protocol lines go to the receiver,

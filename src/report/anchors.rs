@@ -1,10 +1,12 @@
 //! The anchors' own layouts, so osbench's numbers sit beside theirs:
-//! lmbench's "Processor, Processes" terms, its "File & VM system
-//! latencies" and context-switch tables,
-//! hackbench's `Time:` lines, and the LOCK-prefix answer line. Each is a
-//! block of text, registered once in [`super::sections::SECTIONS`]. Left out:
-//! anything not read off the series' medians (lmbench's "null I/O", the mean
-//! of the read and write medians, is lmbench's own definition).
+//! lmbench's "Processor, Processes" terms, its context-switch table, its
+//! local communication latency and bandwidth tables and its "File & VM
+//! system latencies", hackbench's `Time:` lines, and the LOCK-prefix answer
+//! line. Each is a block of text, registered once in
+//! [`super::sections::SECTIONS`]. Left out: anything not read off the
+//! series' medians (lmbench's "null I/O", the mean of the read and write
+//! medians, and its `sig hndl` and `Prot Fault` subtractions are lmbench's
+//! own definitions).
 
 use std::fmt::Write;
 
@@ -12,33 +14,26 @@ use super::sections::Body;
 use super::{ctx_mode, fmt_sig};
 use crate::document::{DEFAULT_CONFIG, Document, Series};
 
-/// The median of the first series of `bench` / `case` (not a threads or
-/// processes variant) in µs.
-fn median_us(doc: &Document, bench: &str, case: &str) -> Option<f64> {
-    median_in(doc, None, bench, case)
-}
-
-/// As [`median_us`], in configuration `config` when one is given.
-fn median_in(doc: &Document, config: Option<&str>, bench: &str, case: &str) -> Option<f64> {
-    let s = doc.series.iter().find(|s| {
-        s.bench == bench
-            && s.case == case
-            && s.params.get("mode").is_none()
-            && config.is_none_or(|c| s.config == c)
-    })?;
+/// The median of the first series of `bench` / `case` among `series` (not
+/// a threads or processes variant) in µs.
+fn case_us(series: &[&Series], bench: &str, case: &str) -> Option<f64> {
+    let s = series
+        .iter()
+        .find(|s| s.bench == bench && s.case == case && s.params.get("mode").is_none())?;
     Some(s.summary.median * s.unit.ns() / 1e3)
 }
 
 /// lmbench's `sig hndl`: osbench's catch less its send (lmbench's kill(pid, 0)).
-fn sig_handler_us(doc: &Document, config: Option<&str>) -> Option<f64> {
-    Some(median_in(doc, config, "signal", "catch")? - median_in(doc, config, "signal", "send")?)
+fn sig_handler_us(series: &[&Series]) -> Option<f64> {
+    Some(case_us(series, "signal", "catch")? - case_us(series, "signal", "send")?)
 }
 
-/// lmbench's "Processor, Processes" columns for the syscall, signal and proc
-/// cases present, in µs (lmbench's `null I/O` is the mean of read and write,
-/// its `sig hndl` the catch less the send).
+/// lmbench's "Processor, Processes" columns for the syscall, poll, signal
+/// and proc cases present, in µs (lmbench's `null I/O` is the mean of read
+/// and write, its `sig hndl` the catch less the send).
 pub fn lmbench_processor(doc: &Document) -> Option<Body> {
-    let median_us = |bench: &str, case: &str| median_us(doc, bench, case);
+    let all: Vec<&Series> = doc.series.iter().collect();
+    let median_us = |bench: &str, case: &str| case_us(&all, bench, case);
     let null_io = match (median_us("syscall", "read"), median_us("syscall", "write")) {
         (Some(r), Some(w)) => Some((r + w) / 2.0),
         _ => None,
@@ -48,8 +43,9 @@ pub fn lmbench_processor(doc: &Document) -> Option<Body> {
         ("null I/O", null_io),
         ("stat", median_us("syscall", "stat")),
         ("open clos", median_us("syscall", "open")),
+        ("slct TCP", median_us("poll", "select/tcp/100")),
         ("sig inst", median_us("signal", "install")),
-        ("sig hndl", sig_handler_us(doc, None)),
+        ("sig hndl", sig_handler_us(&all)),
         ("fork proc", median_us("proc", "fork")),
         ("exec proc", median_us("proc", "exec")),
         ("sh proc", median_us("proc", "sh")),
@@ -63,79 +59,6 @@ pub fn lmbench_processor(doc: &Document) -> Option<Body> {
             terms.join("   ")
         ))
     })
-}
-
-/// The case lmbench's `Mmap Latency` column reads: `lat_mmap` at its
-/// default `$MB` (8 MiB).
-const MMAP_LATENCY_CASE: &str = "lat_mmap/2048p";
-/// The file lmbench's `Page Fault` column faults on: its `$MB`-sized `$FILE`.
-const PAGE_FAULT_CASE: &str = "file/2048p";
-
-/// lmbench's "File & VM system latencies" table (µs), a row per
-/// configuration, filled from the mmap, signal and fault medians present;
-/// osbench has no file-create or select cases yet, so those columns stay
-/// blank. The footnote says how each cell is made from osbench's series.
-pub fn lmbench_vm(doc: &Document) -> Option<Body> {
-    let mut configs: Vec<&str> = Vec::new();
-    for s in doc
-        .series
-        .iter()
-        .filter(|s| ["mmap", "signal", "fault"].contains(&s.bench.as_str()))
-    {
-        if !configs.contains(&s.config.as_str()) {
-            configs.push(&s.config);
-        }
-    }
-    let host: String = doc.env.hostname.chars().take(9).collect();
-    let os: String = format!("Linux {}", doc.env.kernel)
-        .chars()
-        .take(13)
-        .collect();
-    let mut rows = String::new();
-    for config in configs {
-        let at = Some(config);
-        let mmap = median_in(doc, at, "mmap", MMAP_LATENCY_CASE);
-        // lmbench's prot subtracts its catch (catch − send).
-        let prot = median_in(doc, at, "signal", "prot")
-            .zip(sig_handler_us(doc, at))
-            .map(|(p, h)| p - h);
-        let fault = median_in(doc, at, "fault", PAGE_FAULT_CASE);
-        if mmap.is_none() && prot.is_none() && fault.is_none() {
-            continue;
-        }
-        let cell = |v: Option<f64>, width: usize| {
-            let text = v.map_or_else(String::new, fmt_sig);
-            format!("{text:>width$.width$}")
-        };
-        let blank = "";
-        let _ = writeln!(
-            rows,
-            "{host:<9} {os:>13} {blank:>6} {blank:>6} {blank:>6} {blank:>6} {} {} {} {blank:>5}{}",
-            cell(mmap, 7),
-            cell(prot, 5),
-            cell(fault, 7),
-            if config == DEFAULT_CONFIG {
-                String::new()
-            } else {
-                format!("  {config}")
-            }
-        );
-    }
-    if rows.is_empty() {
-        return None;
-    }
-    Some(Body::Text(format!(
-        "File & VM system latencies in microseconds - smaller is better\n\
-         -------------------------------------------------------------------------------\n\
-         Host                 OS   0K File      10K File     Mmap    Prot   Page   100fd\n\
-         \x20                       Create Delete Create Delete Latency Fault  Fault  selct\n\
-         --------- ------------- ------ ------ ------ ------ ------- ----- ------- -----\n\
-         {rows}\
-         Mmap Latency: mmap {MMAP_LATENCY_CASE} (lmbench's lat_mmap at its default 8 MiB); \
-         Prot Fault: signal prot − (catch − send), lmbench's subtraction; Page Fault: fault \
-         {PAGE_FAULT_CASE} (lat_pagefault's 8 MiB file; osbench maps afresh untimed where \
-         lmbench subtracts a separately timed remap).\n"
-    )))
 }
 
 /// The seed's question answered from the atomic medians: what the LOCK
@@ -258,54 +181,493 @@ fn ctx_rows(series: &[Series]) -> Vec<CtxRow> {
     rows
 }
 
+/// One column of an lmbench summary table (`scripts/getsummary`): its two
+/// header words, its width, and its value in one configuration's series
+/// (`None`: blank, as lmbench leaves a benchmark it did not run).
+struct Column {
+    top: &'static str,
+    bottom: &'static str,
+    width: usize,
+    value: fn(&[&Series]) -> Option<f64>,
+}
+
+/// The series of `bench` whose parameters include every `(key, value)`
+/// (values as they are written in the document: numbers or words).
+fn find<'a>(series: &[&'a Series], bench: &str, params: &[(&str, &str)]) -> Option<&'a Series> {
+    series.iter().copied().find(|s| {
+        s.bench == bench
+            && params.iter().all(|(k, v)| {
+                s.params.get(*k).is_some_and(|p| match p {
+                    serde_json::Value::String(text) => text == v,
+                    other => other.as_i64().is_some_and(|n| v.parse() == Ok(n)),
+                })
+            })
+    })
+}
+
+/// The median of that series in µs.
+fn param_median_us(series: &[&Series], bench: &str, params: &[(&str, &str)]) -> Option<f64> {
+    let s = find(series, bench, params)?;
+    Some(s.summary.median * s.unit.ns() / 1e3)
+}
+
+/// The median of that bandwidth series in MB/s.
+fn median_mb_per_s(series: &[&Series], bench: &str, params: &[(&str, &str)]) -> Option<f64> {
+    let s = find(series, bench, params)?;
+    s.mb_per_s(s.summary.median)
+}
+
+/// `v` in at most `width` characters, as many decimals as fit (two at most).
+fn fit(v: f64, width: usize) -> String {
+    (0..=2)
+        .rev()
+        .map(|d| format!("{v:.d$}"))
+        .find(|t| t.len() <= width)
+        .unwrap_or_else(|| format!("{v:.0}"))
+}
+
+/// An lmbench summary table: its title, its columns under the Host and OS
+/// ones, a row per configuration that has at least one of its cells, and
+/// `footnote` (empty or lines ending in a newline).
+fn lmbench_table(doc: &Document, title: &str, footnote: &str, columns: &[Column]) -> Option<Body> {
+    let mut configs: Vec<&str> = Vec::new();
+    for s in &doc.series {
+        if !configs.contains(&s.config.as_str()) {
+            configs.push(&s.config);
+        }
+    }
+    let rows: Vec<(&str, Vec<Option<f64>>)> = configs
+        .into_iter()
+        .map(|config| {
+            let series: Vec<&Series> = doc.series.iter().filter(|s| s.config == config).collect();
+            (config, columns.iter().map(|c| (c.value)(&series)).collect())
+        })
+        .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let line = |words: &dyn Fn(&Column) -> String, host: &str, os: &str| {
+        let cells: Vec<String> = columns.iter().map(words).collect();
+        format!("{host:<9} {os:>13} {}\n", cells.join(" "))
+    };
+    let mut out = format!("{title}\n{}\n", "-".repeat(77));
+    out += &line(&|c| format!("{:<w$}", c.top, w = c.width), "Host", "OS");
+    out += &line(&|c| format!("{:<w$}", c.bottom, w = c.width), "", "");
+    out += &line(&|c| "-".repeat(c.width), "---------", "-------------");
+    let host: String = doc.env.hostname.chars().take(9).collect();
+    let os: String = format!("Linux {}", doc.env.kernel)
+        .chars()
+        .take(13)
+        .collect();
+    for (config, cells) in rows {
+        let text: Vec<String> = columns
+            .iter()
+            .zip(&cells)
+            .map(|(c, v)| {
+                format!(
+                    "{:>w$}",
+                    v.map_or_else(String::new, |v| fit(v, c.width)),
+                    w = c.width
+                )
+            })
+            .collect();
+        let _ = write!(out, "{host:<9} {os:>13} {}", text.join(" "));
+        if config != DEFAULT_CONFIG {
+            let _ = write!(out, "  {config}");
+        }
+        out.push('\n');
+    }
+    out.push_str(footnote);
+    Some(Body::Text(out))
+}
+
+/// lmbench's "*Local* Communication bandwidths" (MB/s, MB = 10^6 B): pipe,
+/// AF_UNIX and TCP from `stream` at lmbench's 64 KiB blocks with a writer
+/// process; File reread from `file`'s bw_file_rd cases (64 KiB reads, words
+/// summed), the largest file run, as lmbench takes its biggest size; the
+/// mmap, bcopy and memory columns stay blank (no osbench family measures
+/// them yet).
+pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
+    fn stream(s: &[&Series], kind: &str) -> Option<f64> {
+        median_mb_per_s(
+            s,
+            "stream",
+            &[("chunk", "65536"), ("mode", "processes"), ("kind", kind)],
+        )
+    }
+    let none = |_: &[&Series]| None;
+    lmbench_table(
+        doc,
+        "*Local* Communication bandwidths in MB/s - bigger is better",
+        "",
+        &[
+            Column {
+                top: "Pipe",
+                bottom: "",
+                width: 5,
+                value: |s| stream(s, "pipe"),
+            },
+            Column {
+                top: "AF",
+                bottom: "UNIX",
+                width: 5,
+                value: |s| stream(s, "unix"),
+            },
+            Column {
+                top: "TCP",
+                bottom: "",
+                width: 5,
+                value: |s| stream(s, "tcp"),
+            },
+            Column {
+                top: "File",
+                bottom: "reread",
+                width: 6,
+                value: file_reread,
+            },
+            Column {
+                top: "Mmap",
+                bottom: "reread",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Bcopy",
+                bottom: "(libc)",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Bcopy",
+                bottom: "(hand)",
+                width: 6,
+                value: none,
+            },
+            Column {
+                top: "Mem",
+                bottom: "read",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "Mem",
+                bottom: "write",
+                width: 5,
+                value: none,
+            },
+        ],
+    )
+}
+
+/// lmbench's "File reread": bw_file_rd io_only's biggest size (64 KiB reads, words summed).
+fn file_reread(series: &[&Series]) -> Option<f64> {
+    let pages = |s: &Series| s.params.get("pages").and_then(|v| v.as_i64());
+    let chunk_bytes = |s: &Series| {
+        let page = s.bytes_per_op? / pages(s)? as f64;
+        Some(s.params.get("chunk")?.as_i64()? as f64 * page)
+    };
+    let s = series
+        .iter()
+        .filter(|s| s.bench == "file" && s.params.get("io").is_some_and(|v| v == "read"))
+        .filter(|s| s.params.get("sum").is_some_and(|v| v == "yes"))
+        .filter(|s| chunk_bytes(s) == Some(65536.0))
+        .max_by_key(|s| pages(s))?;
+    s.mb_per_s(s.summary.median)
+}
+
+/// lmbench's "*Local* Communication latencies" (µs): the 2-process ctx
+/// switch, the ipc round trips at lmbench's message sizes with a peer
+/// process, and `TCP conn` from `connect`; the RPC columns stay blank.
+pub fn lmbench_latencies(doc: &Document) -> Option<Body> {
+    fn ipc(s: &[&Series], kind: &str, bytes: &str) -> Option<f64> {
+        param_median_us(
+            s,
+            "ipc",
+            &[("kind", kind), ("bytes", bytes), ("mode", "processes")],
+        )
+    }
+    let none = |_: &[&Series]| None;
+    lmbench_table(
+        doc,
+        "*Local* Communication latencies in microseconds - smaller is better",
+        "",
+        &[
+            Column {
+                top: "2p/0K",
+                bottom: "ctxsw",
+                width: 5,
+                value: |s| {
+                    param_median_us(
+                        s,
+                        "ctx",
+                        &[("procs", "2"), ("size", "0"), ("mode", "processes")],
+                    )
+                },
+            },
+            Column {
+                top: "Pipe",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "pipe", "1"),
+            },
+            Column {
+                top: "AF",
+                bottom: "UNIX",
+                width: 5,
+                value: |s| ipc(s, "unix", "1"),
+            },
+            Column {
+                top: "UDP",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "udp", "4"),
+            },
+            Column {
+                top: "RPC/",
+                bottom: "UDP",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "TCP",
+                bottom: "",
+                width: 5,
+                value: |s| ipc(s, "tcp", "1"),
+            },
+            Column {
+                top: "RPC/",
+                bottom: "TCP",
+                width: 5,
+                value: none,
+            },
+            Column {
+                top: "TCP",
+                bottom: "conn",
+                width: 5,
+                value: |s| param_median_us(s, "connect", &[("kind", "tcp")]),
+            },
+        ],
+    )
+}
+
+/// The case lmbench's `Mmap Latency` column reads: `lat_mmap` at its
+/// default `$MB` (8 MiB).
+const MMAP_LATENCY_CASE: &str = "lat_mmap/2048p";
+/// The file lmbench's `Page Fault` column faults on: its `$MB`-sized `$FILE`.
+const PAGE_FAULT_CASE: &str = "file/2048p";
+
+/// lmbench's "File & VM system latencies" (µs), a row per configuration:
+/// create and delete per file (lmbench prints 10^6 ÷ its files per second,
+/// the same figure), the mmap, signal and fault medians, and `100fd selct`
+/// (select over 100 descriptors of a file). A footnote says how the memory
+/// cells are made from osbench's series.
+pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
+    fn fs(s: &[&Series], phase: &str, kib: &str) -> Option<f64> {
+        let params = [("phase", phase), ("kib", kib), ("files", "100")];
+        param_median_us(s, "fs", &[params[0], params[1], params[2], ("fsync", "no")])
+    }
+    lmbench_table(
+        doc,
+        "File & VM system latencies in microseconds - smaller is better",
+        &format!(
+            "Mmap Latency: mmap {MMAP_LATENCY_CASE} (lmbench's lat_mmap at its default 8 MiB); \
+             Prot Fault: signal prot − (catch − send), lmbench's subtraction; Page Fault: fault \
+             {PAGE_FAULT_CASE} (lat_pagefault's 8 MiB file; osbench maps afresh untimed where \
+             lmbench subtracts a separately timed remap).\n"
+        ),
+        &[
+            Column {
+                top: "0K File",
+                bottom: "Create",
+                width: 6,
+                value: |s| fs(s, "create", "0"),
+            },
+            Column {
+                top: "",
+                bottom: "Delete",
+                width: 6,
+                value: |s| fs(s, "delete", "0"),
+            },
+            Column {
+                top: "10K File",
+                bottom: "Create",
+                width: 6,
+                value: |s| fs(s, "create", "10"),
+            },
+            Column {
+                top: "",
+                bottom: "Delete",
+                width: 6,
+                value: |s| fs(s, "delete", "10"),
+            },
+            Column {
+                top: "Mmap",
+                bottom: "Latency",
+                width: 7,
+                value: |s| case_us(s, "mmap", MMAP_LATENCY_CASE),
+            },
+            Column {
+                top: "Prot",
+                bottom: "Fault",
+                width: 5,
+                // lmbench's prot subtracts its catch (catch − send).
+                value: |s| Some(case_us(s, "signal", "prot")? - sig_handler_us(s)?),
+            },
+            Column {
+                top: "Page",
+                bottom: "Fault",
+                width: 7,
+                value: |s| case_us(s, "fault", PAGE_FAULT_CASE),
+            },
+            Column {
+                top: "100fd",
+                bottom: "selct",
+                width: 5,
+                value: |s| {
+                    param_median_us(
+                        s,
+                        "poll",
+                        &[("call", "select"), ("on", "file"), ("fds", "100")],
+                    )
+                },
+            },
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::document::Unit;
 
-    /// The fixture with signal, mmap and fault series of these medians (µs) added.
-    fn with(medians: &[(&str, &str, f64)]) -> Document {
-        let mut doc = crate::report::fixture();
-        let template = doc.series[0].clone();
-        doc.series.retain(|s| s.bench != "syscall");
-        for &(bench, case, median) in medians {
-            let mut s = template.clone();
-            (s.bench, s.case, s.config) = (bench.into(), case.into(), DEFAULT_CONFIG.into());
-            s.params.clear();
-            s.unit = Unit::Us;
-            s.summary.median = median;
-            doc.series.push(s);
-        }
-        doc
+    /// The fixture with a series of `bench` planted: `params`, median in `unit`.
+    fn plant(
+        doc: &mut Document,
+        bench: &str,
+        case: &str,
+        params: serde_json::Value,
+        median: f64,
+        unit: Unit,
+    ) {
+        let mut s = doc.series[0].clone();
+        s.bench = bench.into();
+        s.case = case.into();
+        s.config = DEFAULT_CONFIG.into();
+        s.params = params.as_object().unwrap().clone();
+        s.unit = unit;
+        s.summary.median = median;
+        s.bytes_per_op = (bench == "stream").then_some(10_485_760.0);
+        doc.series.push(s);
     }
 
     fn text(body: Option<Body>) -> String {
         match body {
             Some(Body::Text(t)) => t,
-            other => panic!("{other:?}"),
+            other => panic!("not a text section: {other:?}"),
         }
     }
 
     #[test]
-    fn the_vm_table_fills_lmbench_columns_with_its_subtractions() {
-        let doc = with(&[
-            ("signal", "send", 0.5),
-            ("signal", "catch", 2.0),
-            ("signal", "prot", 3.0),
-            ("mmap", MMAP_LATENCY_CASE, 40.0),
-            ("fault", PAGE_FAULT_CASE, 0.25),
-        ]);
-        let table = text(lmbench_vm(&doc));
-        let row = table.lines().nth(5).unwrap();
-        // Prot Fault = 3.0 − (2.0 − 0.5).
+    fn the_io_families_fill_lmbench_columns() {
+        let mut doc = crate::report::fixture();
+        doc.series.retain(|s| s.bench != "ctx");
+        let stream = |kind: &str| json!({"kind": kind, "chunk": 65536, "mode": "processes"});
+        // 10,485,760 B in 3,000 µs: 3495 MB/s.
+        plant(&mut doc, "stream", "pipe", stream("pipe"), 3000.0, Unit::Us);
+        plant(&mut doc, "stream", "tcp", stream("tcp"), 10485.76, Unit::Us);
+        let fs = |phase: &str, kib: i64| json!({"phase": phase, "kib": kib, "files": 100, "fsync": "no"});
+        plant(&mut doc, "fs", "create/0k", fs("create", 0), 12.5, Unit::Us);
+        plant(
+            &mut doc,
+            "fs",
+            "delete/10k",
+            fs("delete", 10),
+            7.25,
+            Unit::Us,
+        );
+        let select = |on: &str| json!({"call": "select", "on": on, "fds": 100});
+        plant(
+            &mut doc,
+            "poll",
+            "select/file/100",
+            select("file"),
+            1900.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "poll",
+            "select/tcp/100",
+            select("tcp"),
+            6500.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "connect",
+            "tcp",
+            json!({"kind": "tcp"}),
+            41.0,
+            Unit::Us,
+        );
+
+        let bw = text(lmbench_bandwidth(&doc));
+        let row = bw.lines().last().unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert!(cells.ends_with(&["40.00", "1.500", "0.2500"]), "{row}");
+        // Host, "Linux", kernel, then Pipe and TCP (AF UNIX blank).
+        assert_eq!(&cells[3..], ["3495", "1000"], "{bw}");
+        assert!(bw.contains("bigger is better"));
+
+        let fv = text(lmbench_file_vm(&doc));
+        let row = fv.lines().last().unwrap();
+        assert!(row.contains(" 12.50 ") && row.contains("  7.25 "), "{fv}");
+        assert!(row.ends_with(" 1.90"), "100fd selct last: {fv}");
+
+        let lat = text(lmbench_latencies(&doc));
+        assert!(lat.lines().last().unwrap().ends_with("41.00"), "{lat}");
+        let processor = text(lmbench_processor(&doc));
+        assert!(processor.contains("slct TCP 6.500"), "{processor}");
+    }
+
+    #[test]
+    fn the_vm_table_fills_lmbench_columns_with_its_subtractions() {
+        let mut doc = crate::report::fixture();
+        doc.series.retain(|s| s.bench != "syscall");
+        let mut at = |bench: &str, case: &str, median: f64| {
+            plant(&mut doc, bench, case, json!({}), median, Unit::Us);
+        };
+        at("signal", "send", 0.5);
+        at("signal", "catch", 2.0);
+        at("signal", "prot", 3.0);
+        at("mmap", MMAP_LATENCY_CASE, 40.0);
+        at("fault", PAGE_FAULT_CASE, 0.25);
+        let table = text(lmbench_file_vm(&doc));
+        let row = table.lines().nth(5).unwrap();
+        // Prot Fault = 3.0 − (2.0 − 0.5); 100fd selct blank.
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(cells.ends_with(&["40.00", "1.50", "0.25"]), "{row}");
         assert!(
             table.contains("Prot Fault: signal prot − (catch − send)"),
             "{table}"
         );
         let terms = text(lmbench_processor(&doc));
         assert!(terms.contains("sig hndl 1.500"), "{terms}");
-        assert!(lmbench_vm(&with(&[("signal", "send", 0.5)])).is_none());
+        doc.series
+            .retain(|s| s.bench != "mmap" && s.bench != "fault");
+        doc.series
+            .retain(|s| !(s.bench == "signal" && s.case == "prot"));
+        assert!(lmbench_file_vm(&doc).is_none());
+    }
+
+    #[test]
+    fn no_io_series_no_io_tables() {
+        let mut doc = crate::report::fixture();
+        doc.series.retain(|s| s.bench != "ctx");
+        assert!(lmbench_bandwidth(&doc).is_none());
+        assert!(lmbench_file_vm(&doc).is_none());
+        assert!(lmbench_latencies(&doc).is_none());
     }
 }

@@ -33,9 +33,14 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             super::case_label(&row.case, &row.config)
         );
         for (l, s) in letters.iter().zip(&row.summaries) {
+            // A bandwidth case also shows its median as MB/s (higher is faster).
+            let bandwidth = row.bytes_per_op.map_or_else(String::new, |b| {
+                let mbs = row.unit.mb_per_s(b, s.median);
+                format!("  = {} MB/s", super::fmt_sig(mbs))
+            });
             let _ = writeln!(
                 out,
-                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}",
+                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}{bandwidth}",
                 s.median, s.ci_low, s.ci_high, s.n
             );
         }

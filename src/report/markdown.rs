@@ -364,6 +364,7 @@ pub(crate) mod tests {
                 case: "null".into(),
                 config: crate::document::DEFAULT_CONFIG.into(),
                 unit: crate::document::Unit::Ns,
+                bytes_per_op: None,
                 summaries: vec![summary(0), summary(2)],
                 changes: vec![Change {
                     ci: RatioCi {

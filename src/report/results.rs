@@ -54,29 +54,45 @@ fn cases(series: &[&Series]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A bandwidth series (one with `bytes_per_op`) headlines MB/s: its median
+/// and interval converted exactly (a shorter time is a higher bandwidth),
+/// the mean ± stddev left as time per operation with its unit named.
 fn row(s: &Series) -> Vec<String> {
     let m = &s.summary;
     let d = decimals_for(m.median);
-    let unit = s.unit.symbol().to_string();
+    let time = s.unit.symbol();
+    let (median, low, high, unit) = match (
+        s.mb_per_s(m.median),
+        s.mb_per_s(m.ci_high),
+        s.mb_per_s(m.ci_low),
+    ) {
+        (Some(median), Some(low), Some(high)) => (median, low, high, "MB/s"),
+        _ => (m.median, m.ci_low, m.ci_high, time),
+    };
+    let bandwidth = unit != time;
+    let dm = decimals_for(median);
     let ci = if m.ci_coverage >= m.ci_level {
-        format!("{:.d$} – {:.d$}", m.ci_low, m.ci_high)
+        format!("{low:.dm$} – {high:.dm$}")
     } else {
         format!(
-            "{:.d$} – {:.d$} ({:.0}% only)",
-            m.ci_low,
-            m.ci_high,
+            "{low:.dm$} – {high:.dm$} ({:.0}% only)",
             m.ci_coverage * 100.0
         )
+    };
+    let spread = if bandwidth {
+        format!("{:.d$} ± {:.d$} {time}/op", m.mean, m.stddev)
+    } else {
+        format!("{:.d$} ± {:.d$}", m.mean, m.stddev)
     };
     vec![
         s.bench.clone(),
         case_label(&s.case, &s.config),
-        format!("{:.d$}", m.median),
+        format!("{median:.dm$}"),
         ci,
-        format!("{:.d$} ± {:.d$}", m.mean, m.stddev),
+        spread,
         fmt_pct(m.cv),
         m.n.to_string(),
-        unit,
+        unit.to_string(),
         s.noise.join(","),
         s.op.clone(),
     ]

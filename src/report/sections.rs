@@ -67,7 +67,9 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
     ("hackbench", "hackbench", anchors::hackbench),
     ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
-    ("lmbench-vm", "lmbench: File & VM system latencies", anchors::lmbench_vm),
+    ("lmbench-latencies", "lmbench: Local communication latencies", anchors::lmbench_latencies),
+    ("lmbench-bandwidth", "lmbench: Local communication bandwidths", anchors::lmbench_bandwidth),
+    ("lmbench-file-vm", "lmbench: File & VM system latencies", anchors::lmbench_file_vm),
     ("counters", "Counters per op", counters::section),
 ];
 
@@ -101,7 +103,8 @@ mod tests {
                 "results",
                 "lmbench-processor",
                 "distributions",
-                "lmbench-ctx"
+                "lmbench-ctx",
+                "lmbench-latencies"
             ]
         );
     }

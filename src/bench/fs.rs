@@ -1,0 +1,417 @@
+//! `fs`: file creation and deletion, lmbench's `lat_fs`. One sample is one
+//! whole pass over `files` files in a fresh directory: `phase=create` times
+//! creating them (creat, `kib` KiB written in 128 KiB writes as lmbench's
+//! `mkfile` does, optionally fsync, close), `phase=delete` times unlinking
+//! them; the untimed step between samples does the other half. One op is
+//! one file (µs per file; lmbench prints files per second, 10^6 ÷ µs).
+//!
+//! The directory is a new temporary one under `$TMPDIR` (default /tmp; set
+//! TMPDIR to measure another filesystem), named in the op with its
+//! filesystem type and mount options from /proc/self/mountinfo. It is
+//! removed with everything in it when the case ends, fails or is stopped
+//! (Ctrl-C included): nothing is left behind. A directory osbench cannot
+//! write, or a filesystem without room for the files, is refused before
+//! anything runs; a filesystem that fills up in the middle is an error
+//! naming it.
+//!
+//! Differences on purpose: lmbench spreads its files over directories of at
+//! most 100 (its `-n`) and lets its timing loop choose how many; osbench
+//! puts `files` (default 100, one lmbench directory) in one directory, and
+//! files are named 0, 1, … as lmbench's are. `fsync=yes` exists (lmbench
+//! never syncs). Left out: lmbench's parallel (-P) mode.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
+use crate::error::{Error, Result};
+use crate::measure::placement::Placement;
+
+/// lmbench's mkfile writes at most this much per write.
+const WRITE_CHUNK: usize = 128 * 1024;
+
+pub static DEF: BenchDef = BenchDef {
+    name: "fs",
+    summary: "create or delete files of 0-10 KiB in a temporary directory, µs per file (lmbench lat_fs)",
+    unit: Unit::Us,
+    params: &[
+        ParamSpec {
+            name: "phase",
+            help: "which half is timed",
+            kind: ParamKind::Choice(&["create", "delete"]),
+            default: "create",
+        },
+        ParamSpec {
+            name: "kib",
+            help: "size of each file in KiB (lmbench: 0, 1, 4, 10)",
+            kind: ParamKind::Int { min: 0, max: 1024 },
+            default: "0",
+        },
+        ParamSpec {
+            name: "files",
+            help: "files per pass, all in one directory",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 100_000,
+            },
+            default: "100",
+        },
+        ParamSpec {
+            name: "fsync",
+            help: "fsync each file before closing it",
+            kind: ParamKind::Choice(&["no", "yes"]),
+            default: "no",
+        },
+    ],
+    default_cases: DefaultCases::Listed(&[
+        &[("phase", "create")],
+        &[("phase", "delete")],
+        &[("phase", "create"), ("kib", "10")],
+        &[("phase", "delete"), ("kib", "10")],
+    ]),
+    case_name: |p| {
+        let sync = if p.get("fsync") == "yes" {
+            "/fsync"
+        } else {
+            ""
+        };
+        let files = match p.int("files") {
+            100 => String::new(),
+            n => format!("/{n}"),
+        };
+        format!("{}/{}k{files}{sync}", p.get("phase"), p.int("kib"))
+    },
+    op: |p| {
+        let what = if p.get("phase") == "create" {
+            let sync = if p.get("fsync") == "yes" {
+                ", fsync"
+            } else {
+                ""
+            };
+            format!(
+                "creating one {} KiB file (creat, write{sync}, close)",
+                p.int("kib")
+            )
+        } else {
+            format!("unlinking one {} KiB file", p.int("kib"))
+        };
+        format!(
+            "{what}, {} files per pass, in a new directory under {}",
+            p.int("files"),
+            describe_dir(&std::env::temp_dir())
+        )
+    },
+    anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
+    differs: "µs per file (lmbench prints files/s); one directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop; fsync=yes exists.",
+    ops_per_iter: |p| p.int("files") as f64,
+    sampling: Sampling::WholeRuns,
+    setup,
+    check,
+    ..BenchDef::DEFAULTS
+};
+
+/// `dir` with the filesystem it is on: "/tmp (ext4, rw,relatime)".
+pub fn describe_dir(dir: &Path) -> String {
+    match mount_of(dir) {
+        Some((fs, options)) => format!("{} ({fs}, {options})", dir.display()),
+        None => dir.display().to_string(),
+    }
+}
+
+/// The filesystem type and mount options of the mount holding `dir`, from
+/// /proc/self/mountinfo (the longest mount point that is a prefix of it).
+pub fn mount_of(dir: &Path) -> Option<(String, String)> {
+    let dir = dir.canonicalize().ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines()
+        .filter_map(|line| {
+            // id parent major:minor root mountpoint options ... - fstype source super-options
+            let (left, right) = line.split_once(" - ")?;
+            let fields: Vec<&str> = left.split(' ').collect();
+            let point = PathBuf::from(fields.get(4)?.replace("\\040", " "));
+            let fs = right.split(' ').next()?;
+            let options = fields.get(5)?.to_string();
+            dir.starts_with(&point)
+                .then(|| (point, fs.to_string(), options))
+        })
+        .max_by_key(|(point, _, _)| point.as_os_str().len())
+        .map(|(_, fs, options)| (fs, options))
+}
+
+/// The directory must be writable and have room for a pass, before anything runs.
+fn check(p: &Params) -> Result<()> {
+    room_for("fs", p.int("kib") as u64 * 1024, p.int("files") as u64)
+}
+
+/// Refuses, naming the directory and what is free there, a `$TMPDIR` that
+/// osbench cannot write or that has no room for `files` files of `bytes`.
+pub fn room_for(bench: &str, bytes: u64, files: u64) -> Result<()> {
+    let dir = std::env::temp_dir();
+    let probe = TempDir::new_in(&dir).map_err(|e| {
+        Error::Usage(format!(
+            "{bench}: cannot create a directory in {} ({e}); set TMPDIR to a directory osbench may write",
+            dir.display()
+        ))
+    })?;
+    // SAFETY: statvfs is plain data filled in by the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let path = CString::new(probe.path().as_os_str().as_bytes())
+        .map_err(|_| Error::Measure("a temporary path holds a NUL byte".into()))?;
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0 {
+        let block = st.f_frsize.max(1);
+        let needed = bytes.div_ceil(block) * block * files;
+        let free = st.f_bavail * block;
+        if needed > free || files > st.f_favail {
+            return Err(Error::Usage(format!(
+                "{bench}: {} has {free} bytes and {} inodes free, and {files} files of {bytes} B need \
+                 {needed} bytes; free space there, set TMPDIR to a larger filesystem, or ask for fewer \
+                 or smaller files",
+                describe_dir(&dir),
+                st.f_favail,
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One case: its directory, the files' names, and what exists now.
+struct Files {
+    dir: Option<TempDir>,
+    names: Vec<CString>,
+    /// How many of `names` (from the first) exist.
+    existing: usize,
+    data: Vec<u8>,
+    fsync: bool,
+    create_timed: bool,
+}
+
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(Files::new_in(p, &std::env::temp_dir())?))
+}
+
+impl Files {
+    /// A case in a new directory under `parent`.
+    fn new_in(p: &Params, parent: &Path) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("osbench-fs")
+            .tempdir_in(parent)
+            .map_err(|e| Error::io(format!("creating a directory in {}", parent.display()), e))?;
+        let names = (0..p.int("files"))
+            .map(|i| {
+                CString::new(dir.path().join(i.to_string()).as_os_str().as_bytes())
+                    .map_err(|_| Error::Measure("a temporary path holds a NUL byte".into()))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Files {
+            dir: Some(dir),
+            names,
+            existing: 0,
+            data: vec![0; p.int("kib") as usize * 1024],
+            fsync: p.get("fsync") == "yes",
+            create_timed: p.get("phase") == "create",
+        })
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.as_ref().map_or(Path::new("?"), |d| d.path())
+    }
+
+    /// Creates every file not yet there (lmbench's mkfile).
+    fn create_all(&mut self) -> Result<()> {
+        while self.existing < self.names.len() {
+            let name = &self.names[self.existing];
+            // SAFETY: a NUL-terminated path; the result is checked.
+            let fd = unsafe {
+                libc::open(
+                    name.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC,
+                    0o666,
+                )
+            };
+            if fd < 0 {
+                return Err(self.failed("creating", io::Error::last_os_error()));
+            }
+            self.existing += 1;
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            let file = unsafe { OwnedFd::from_raw_fd(fd) };
+            for chunk in self.data.chunks(WRITE_CHUNK) {
+                super::fdio::write_all(fd, chunk).map_err(|e| self.failed("writing", e))?;
+            }
+            // SAFETY: fsync of the descriptor just written.
+            if self.fsync && unsafe { libc::fsync(fd) } != 0 {
+                return Err(self.failed("syncing", io::Error::last_os_error()));
+            }
+            drop(file);
+        }
+        Ok(())
+    }
+
+    /// Unlinks every file there, last first.
+    fn delete_all(&mut self) -> Result<()> {
+        while self.existing > 0 {
+            // SAFETY: a NUL-terminated path; the result is checked.
+            if unsafe { libc::unlink(self.names[self.existing - 1].as_ptr()) } != 0 {
+                return Err(self.failed("deleting", io::Error::last_os_error()));
+            }
+            self.existing -= 1;
+        }
+        Ok(())
+    }
+
+    /// A failed file operation, naming the directory (and its filesystem when full).
+    fn failed(&self, doing: &str, e: io::Error) -> Error {
+        let full = if e.raw_os_error() == Some(libc::ENOSPC) {
+            " — the filesystem is full; the directory and its files are removed"
+        } else {
+            ""
+        };
+        Error::io(
+            format!(
+                "fs: {doing} file {} of {} in {}{full}",
+                self.existing + 1,
+                self.names.len(),
+                describe_dir(self.dir())
+            ),
+            e,
+        )
+    }
+}
+
+impl Workload for Files {
+    /// Untimed: the half that is not measured.
+    fn prepare(&mut self) -> Result<()> {
+        if self.create_timed {
+            self.delete_all()
+        } else {
+            self.create_all()
+        }
+    }
+
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for i in 0..iters {
+            if i > 0 {
+                self.prepare()?;
+            }
+            if self.create_timed {
+                self.create_all()?;
+            } else {
+                self.delete_all()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<()> {
+        let dir = self.dir.take();
+        match dir {
+            Some(d) => {
+                let path = d.path().to_path_buf();
+                d.close()
+                    .map_err(|e| Error::io(format!("removing {}", path.display()), e))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(kv: &[(&str, &str)]) -> PathBuf {
+        let p = Params::new(&DEF, kv);
+        check(&p).unwrap();
+        let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
+        let dir = f.dir().to_path_buf();
+        for _ in 0..3 {
+            f.prepare().unwrap();
+            f.run(1).unwrap();
+            let expected = if f.create_timed { f.names.len() } else { 0 };
+            assert_eq!(std::fs::read_dir(&dir).unwrap().count(), expected, "{p}");
+        }
+        if f.create_timed {
+            let size = std::fs::metadata(dir.join("0")).unwrap().len();
+            assert_eq!(size, p.int("kib") as u64 * 1024);
+        }
+        Box::new(f).teardown().unwrap();
+        dir
+    }
+
+    #[test]
+    fn both_phases_do_their_half_and_leave_nothing() {
+        for phase in ["create", "delete"] {
+            for kib in ["0", "10", "200"] {
+                let dir = pass(&[("phase", phase), ("kib", kib), ("files", "20")]);
+                assert!(!dir.exists(), "{} left behind", dir.display());
+            }
+        }
+        let dir = pass(&[("fsync", "yes"), ("files", "3"), ("kib", "1")]);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_dropped_case_leaves_nothing_behind() {
+        let p = Params::new(&DEF, &[("files", "10")]);
+        let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
+        f.create_all().unwrap();
+        let dir = f.dir().to_path_buf();
+        drop(f);
+        assert!(!dir.exists());
+    }
+
+    /// A filesystem that fills up in the middle of a pass: the error names
+    /// the directory and says it is full, and nothing is left on it. Needs
+    /// root (it mounts a 64 KiB tmpfs); anyone else is told it did not run.
+    #[test]
+    fn a_full_filesystem_is_an_error_that_leaves_nothing() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("not run: mounting a tmpfs needs root");
+            return;
+        }
+        let mnt = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "osbench-test"])
+            .arg(mnt.path())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount -t tmpfs failed");
+        let unmount = || {
+            std::process::Command::new("umount")
+                .arg(mnt.path())
+                .status()
+                .unwrap()
+        };
+        let p = Params::new(&DEF, &[("kib", "10"), ("files", "20")]);
+        let result = Files::new_in(&p, mnt.path()).and_then(|mut f| f.create_all());
+        let left = std::fs::read_dir(mnt.path()).unwrap().count();
+        assert!(unmount().success());
+        let e = result.unwrap_err().to_string();
+        assert!(
+            e.contains("the filesystem is full") && e.contains("tmpfs"),
+            "{e}"
+        );
+        assert_eq!(left, 0, "files left on the full filesystem");
+    }
+
+    #[test]
+    fn the_mount_of_a_directory_is_found() {
+        let (fs, options) = mount_of(Path::new("/proc/self")).unwrap();
+        assert_eq!(fs, "proc");
+        assert!(!options.is_empty());
+    }
+
+    #[test]
+    fn a_pass_larger_than_the_filesystem_is_refused() {
+        let p = Params::new(&DEF, &[("kib", "1024"), ("files", "100000")]);
+        // 100 GB: more than /tmp has on any machine these tests run on.
+        let e = check(&p).unwrap_err().to_string();
+        assert!(e.contains("need 104857600000 bytes"), "{e}");
+    }
+}
