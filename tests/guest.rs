@@ -148,6 +148,55 @@ fn a_malformed_reply_is_an_error() {
 }
 
 #[test]
+fn a_console_line_without_end_is_cut_not_kept_whole() {
+    // Before the bound, osbench's memory grew by the guest's output rate.
+    let (err, _, _dir) = broken("endless-console", "echo booting; yes | tr -d '\\n'", "3");
+    assert!(err.contains("did not answer within 3 s"), "{err}");
+    assert!(err.contains("booting | "), "the console is quoted: {err}");
+    assert!(
+        err.contains("yyy… (a line of more than 4096 bytes, cut)"),
+        "the endless line is cut, and quoted cut again: {err}"
+    );
+}
+
+#[test]
+fn an_endless_protocol_line_closes_the_channel_with_a_named_error() {
+    let ready = format!(
+        r#"{{"ready":{{"protocol":1,"version":"{}"}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    let body = format!("echo '{ready}'; read line; printf '{{'; tr '\\0' a < /dev/zero");
+    let (err, _, _dir) = broken("endless-reply", &body, "30");
+    assert!(err.contains("protocol line of more than 256 MiB"), "{err}");
+}
+
+#[test]
+fn a_series_of_another_case_is_refused() {
+    // The agent is asked for syscall null where spin was requested.
+    let body = "sed -u 's/spin:work=100/syscall:case=null/' | {osbench} agent";
+    let (err, json, _dir) = broken("other-case", body, "30");
+    assert!(
+        err.contains("answered with a series of syscall null"),
+        "{err}"
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(
+        doc.series.iter().all(|s| s.config == "native"),
+        "nothing of g is kept"
+    );
+}
+
+#[test]
+fn a_series_without_samples_is_refused_and_the_rest_is_kept() {
+    let body = r#"{osbench} agent | sed -u 's/"samples":\[[^]]*\]/"samples":[]/'"#;
+    let (err, json, _dir) = broken("no-samples", body, "30");
+    assert!(err.contains("is not valid"), "{err}");
+    // What the native configuration measured reads back (the document passes its checks).
+    let doc = read_document(&json).unwrap();
+    assert!(!doc.series.is_empty() && doc.series.iter().all(|s| s.config == "native"));
+}
+
+#[test]
 fn a_guest_that_dies_mid_run_keeps_what_was_measured() {
     // The agent gets only the handshake and the first run request, then its
     // input ends and it exits: the guest is gone at its second case.

@@ -631,6 +631,7 @@ fn list_marks_the_default_suite_and_all_runs_everything() {
             "2p/16K",
             "pipe",
             "fork",
+            "anon/2048p",
             "g10/socket/processes",
             "futex/threads"
         ]

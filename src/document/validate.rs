@@ -153,7 +153,9 @@ fn reference(r: &ReferenceSeries, unit: Unit, allowance: f64) -> Result<(), Stri
     Ok(())
 }
 
-fn series(s: &Series) -> Result<(), String> {
+/// Checks one series (a guest's reply is checked this way before it joins
+/// the run's document).
+pub fn series(s: &Series) -> Result<(), String> {
     let allowance = allowance(s)?;
     let n = samples_and_summary(s, allowance)?;
     parts(s, n, allowance)?;

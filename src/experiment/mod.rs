@@ -415,7 +415,13 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             pin: pin.map(|p| p.as_str().to_string()),
             perf: false,
         };
-        let series = guest.run(request, guest_timeout(plan), harness.interrupt())?;
+        let asked = (case.def.name, case.name());
+        let series = guest.run(
+            request,
+            (asked.0, &asked.1),
+            guest_timeout(plan),
+            harness.interrupt(),
+        )?;
         Ok((series, false))
     }
 
@@ -462,7 +468,10 @@ impl<'a, C: Clock> RunRounds<'a, C> {
                     pin: pin.map(|p| p.as_str().to_string()),
                     perf: true,
                 };
-                let in_guest = guest.run(request, guest_timeout(plan), harness.interrupt())?;
+                let asked = (case.def.name, case.name());
+                let timeout = guest_timeout(plan);
+                let in_guest =
+                    guest.run(request, (asked.0, &asked.1), timeout, harness.interrupt())?;
                 series_meters::take_perf(self.series_mut((ci, idx)), &in_guest);
                 return Ok(());
             }

@@ -194,17 +194,35 @@ impl Guest {
         }
     }
 
-    /// Measures one case in the guest; `timeout` bounds the wait for its series.
+    /// Measures case `(bench, case)` in the guest; `timeout` bounds the wait
+    /// for its series, which must be that case's and pass the document's
+    /// checks (a wrong or absurd series fails the configuration, never the
+    /// run's other series).
     pub fn run(
         &mut self,
         request: RunRequest,
+        (bench, case): (&str, &str),
         timeout: Duration,
         interrupt: &Interrupt,
     ) -> Result<Series> {
         let selector = request.selector.clone();
         self.send(&Request::Run(request))?;
         match self.reply(timeout, interrupt, &format!("to measure {selector}"))? {
-            Reply::Series(series) => Ok(*series),
+            Reply::Series(series)
+                if (series.bench.as_str(), series.case.as_str()) != (bench, case) =>
+            {
+                Err(self.fail(format!(
+                    "asked to measure {selector}, the guest's agent answered with a series of \
+                     {} {}",
+                    series.bench, series.case
+                )))
+            }
+            Reply::Series(series) => match crate::document::validate::series(&series) {
+                Ok(()) => Ok(*series),
+                Err(problem) => Err(self.fail(format!(
+                    "the guest's series for {selector} is not valid: {problem}"
+                ))),
+            },
             Reply::Error(message) => Err(guest_error(
                 &self.who,
                 format!("the guest's agent could not measure {selector}: {message}"),
@@ -394,7 +412,7 @@ impl Guest {
         if console.is_empty() {
             return guest_error(&self.who, message);
         }
-        let last: Vec<String> = console.into_iter().collect();
+        let last: Vec<String> = console.iter().map(|l| quoted(l)).collect();
         guest_error(
             &self.who,
             format!("{message}; its last console lines: {}", last.join(" | ")),
@@ -406,6 +424,29 @@ impl Drop for Guest {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A console line as an error quotes it: at most [`QUOTED_CHARS`]
+/// characters, with the length of a longer one.
+fn quoted(line: &str) -> String {
+    if line.chars().count() <= QUOTED_CHARS {
+        return line.to_string();
+    }
+    let start: String = line.chars().take(QUOTED_CHARS).collect();
+    let length = if line.ends_with(&cut_mark()) {
+        format!("more than {CONSOLE_LINE_BYTES}")
+    } else {
+        line.len().to_string()
+    };
+    format!("{start}… (a line of {length} bytes, cut)")
+}
+
+/// The most characters of one console line an error quotes.
+const QUOTED_CHARS: usize = 200;
+
+/// What ends a console line cut at [`CONSOLE_LINE_BYTES`].
+fn cut_mark() -> String {
+    format!("… (cut at {CONSOLE_LINE_BYTES} bytes)")
 }
 
 /// Lines of a kernel's stack dump (UML's `[<6004b1ca>] ? put_fp_registers+0x10`,
@@ -615,6 +656,13 @@ fn spawn(cmd: &mut Command) -> std::io::Result<Spawned> {
     Ok((child, stdin, rx, console, readers))
 }
 
+/// The longest protocol line kept (a reply with a million raw samples is
+/// well under it); a longer one closes the guest's channel, so a guest that
+/// never ends its line cannot exhaust osbench's memory.
+pub const PROTOCOL_LINE_BYTES: usize = 256 << 20;
+/// The longest console line kept; the rest of the line is counted and dropped.
+pub const CONSOLE_LINE_BYTES: usize = 4096;
+
 /// Reads `stream` line by line on a thread until it ends.
 fn read_lines(
     stream: impl Read + Send + 'static,
@@ -622,35 +670,151 @@ fn read_lines(
     console: Arc<Mutex<VecDeque<String>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stream);
+        let mut reader = BufReader::with_capacity(1 << 16, stream);
         let mut buf = Vec::new();
-        while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+        let keep = |line: String| {
+            if let Ok(mut c) = console.lock() {
+                if c.len() == CONSOLE_LINES {
+                    c.pop_front();
+                }
+                c.push_back(line);
+            }
+        };
+        while let Ok(Some(cut)) = read_bounded_line(&mut reader, &mut buf) {
             let text = String::from_utf8_lossy(&buf);
             let line = text.trim_end_matches(['\n', '\r']).to_string();
             buf.clear();
+            let is_protocol = protocol.is_some() && protocol::is_protocol(&line);
+            if is_protocol && cut {
+                keep(format!(
+                    "osbench: the guest wrote a protocol line of more than {} MiB; \
+                     its channel was closed",
+                    PROTOCOL_LINE_BYTES >> 20
+                ));
+                return;
+            }
             match &protocol {
-                Some(tx) if protocol::is_protocol(&line) => {
+                Some(tx) if is_protocol => {
                     if tx.send(line).is_err() {
                         return;
                     }
                 }
                 _ if line.trim().is_empty() || is_stack_dump(&line) => {}
-                _ => {
-                    if let Ok(mut c) = console.lock() {
-                        if c.len() == CONSOLE_LINES {
-                            c.pop_front();
-                        }
-                        c.push_back(line);
-                    }
-                }
+                _ if cut => keep(format!("{line}{}", cut_mark())),
+                _ => keep(line),
+            }
+            // Kept first: the rest of a cut line may never end.
+            if cut && skip_line(&mut reader).is_err() {
+                return;
             }
         }
     })
 }
 
+/// Reads one line into `buf` (ended by `\n`, or for a console line also by
+/// `\r`, as progress bars end theirs), at most [`PROTOCOL_LINE_BYTES`] of a
+/// protocol line (one starting with `{`) and [`CONSOLE_LINE_BYTES`] of any
+/// other. `Some(true)` when the line was cut at its bound (the rest is still
+/// unread: [`skip_line`]), `Some(false)` when it ended, `None` at the end of
+/// the stream.
+fn read_bounded_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok((!buf.is_empty()).then_some(false));
+        }
+        let protocol = buf.first().or(chunk.first()) == Some(&b'{');
+        let (end, limit) = if protocol {
+            (memchr::memchr(b'\n', chunk), PROTOCOL_LINE_BYTES)
+        } else {
+            (memchr::memchr2(b'\n', b'\r', chunk), CONSOLE_LINE_BYTES)
+        };
+        let line_part = end.unwrap_or(chunk.len());
+        let room = limit - buf.len();
+        if line_part > room {
+            buf.extend_from_slice(&chunk[..room]);
+            reader.consume(room);
+            return Ok(Some(true));
+        }
+        buf.extend_from_slice(&chunk[..line_part]);
+        reader.consume(end.map_or(line_part, |e| e + 1));
+        if end.is_some() {
+            return Ok(Some(false));
+        }
+    }
+}
+
+/// Reads and drops the rest of a console line cut by [`read_bounded_line`].
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr2(b'\n', b'\r', chunk) {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_stack_dump;
+    use super::{CONSOLE_LINE_BYTES, is_stack_dump, read_bounded_line, skip_line};
+
+    /// The lines of `input` as the reader thread sees them: text and whether cut.
+    fn lines_of(input: &[u8]) -> Vec<(String, bool)> {
+        let mut reader = std::io::BufReader::with_capacity(64, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(cut) = read_bounded_line(&mut reader, &mut buf).unwrap() {
+            out.push((String::from_utf8_lossy(&buf).into_owned(), cut));
+            buf.clear();
+            if cut {
+                skip_line(&mut reader).unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn console_lines_are_cut_at_their_bound_and_end_at_carriage_returns() {
+        let mut input = b"boot\n10%\r20%\r".to_vec();
+        input.extend(std::iter::repeat_n(b'x', CONSOLE_LINE_BYTES + 5000));
+        input.extend(b"\nafter");
+        let lines = lines_of(&input);
+        assert_eq!(
+            lines.len(),
+            5,
+            "{:?}",
+            lines.iter().map(|l| l.1).collect::<Vec<_>>()
+        );
+        assert_eq!(lines[0], ("boot".into(), false));
+        assert_eq!(lines[1], ("10%".into(), false));
+        assert_eq!(lines[2], ("20%".into(), false));
+        assert_eq!(lines[3], ("x".repeat(CONSOLE_LINE_BYTES), true));
+        assert_eq!(
+            lines[4],
+            ("after".into(), false),
+            "the last line needs no newline"
+        );
+    }
+
+    #[test]
+    fn protocol_lines_keep_carriage_returns_and_go_beyond_the_console_bound() {
+        let long = format!("{{\"x\":\"{}\r\"}}\n", "y".repeat(3 * CONSOLE_LINE_BYTES));
+        let lines = lines_of(long.as_bytes());
+        assert_eq!(lines, [(long.trim_end().to_string(), false)]);
+    }
 
     #[test]
     fn a_kernel_panic_keeps_its_message_and_drops_its_stack_dump() {
