@@ -91,7 +91,7 @@ pub struct RunArgs {
 pub struct MeasureArgs {
     /// Accepted samples per case (lmbench takes 11)
     #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+          value_parser = clap::value_parser!(u32).range(1..=Policy::MAX_SAMPLES as i64))]
     samples: u32,
     /// Target duration of one sample, in milliseconds
     #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,

@@ -19,6 +19,41 @@ pub struct Policy {
     pub warmup_ns: u64,
 }
 
+impl Policy {
+    /// The most samples a case may ask for (the command line's bound too).
+    pub const MAX_SAMPLES: usize = 1_000_000;
+    /// The longest sample and warm-up: 600 s.
+    pub const MAX_TIME_NS: u64 = 600_000_000_000;
+
+    /// Checks the bounds `run`'s options enforce, so a policy from elsewhere
+    /// (an agent's request) meets them too; the error names the field and
+    /// its allowed range.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=Self::MAX_SAMPLES).contains(&self.samples) {
+            return Err(format!(
+                "samples is {}; it must be from 1 to {}",
+                self.samples,
+                Self::MAX_SAMPLES
+            ));
+        }
+        if !(1..=Self::MAX_TIME_NS).contains(&self.sample_time_ns) {
+            return Err(format!(
+                "sample_time_ns is {}; it must be from 1 to {} (600 s)",
+                self.sample_time_ns,
+                Self::MAX_TIME_NS
+            ));
+        }
+        if self.warmup_ns > Self::MAX_TIME_NS {
+            return Err(format!(
+                "warmup_ns is {}; it must be from 0 to {} (600 s)",
+                self.warmup_ns,
+                Self::MAX_TIME_NS
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Self {
@@ -97,4 +132,23 @@ pub struct EnergyDomain {
     /// The per-sample values the summaries were made from, in sample order.
     pub samples_joules_per_op: Vec<f64>,
     pub samples_watts: Vec<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    #[test]
+    fn a_policy_out_of_bounds_names_its_field_and_range() {
+        assert!(Policy::default().check().is_ok());
+        let with = |f: fn(&mut Policy)| {
+            let mut p = Policy::default();
+            f(&mut p);
+            p.check().unwrap_err()
+        };
+        assert!(with(|p| p.samples = 0).starts_with("samples is 0; it must be from 1 to 1000000"));
+        assert!(with(|p| p.samples = usize::MAX).starts_with("samples is 18446744073709551615"));
+        assert!(with(|p| p.sample_time_ns = 10u64.pow(18)).starts_with("sample_time_ns is"));
+        assert!(with(|p| p.warmup_ns = u64::MAX).starts_with("warmup_ns is"));
+    }
 }

@@ -91,6 +91,12 @@ fn tail(text: &str, max: usize) -> &str {
 
 /// Measures the one case `request` names, here.
 fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
+    // The bounds the command line enforces: a request could ask for 10^9
+    // samples (an abort) or a sample of 10^18 ns (never an answer).
+    request
+        .policy
+        .check()
+        .map_err(|problem| Error::Measure(format!("the run request's policy: {problem}")))?;
     let selector: Selector = request.selector.parse()?;
     let mut cases = resolve(&[selector])?;
     if cases.len() != 1 {
@@ -155,6 +161,32 @@ mod tests {
         };
         assert_eq!((s.bench.as_str(), s.samples.len()), ("spin", 3));
         assert_eq!(replies[3], Reply::Bye {});
+    }
+
+    #[test]
+    fn a_policy_beyond_the_command_lines_bounds_is_refused_by_name() {
+        for (samples, sample_time_ns, field) in [
+            (0, 1_000_000, "samples is 0"),
+            (1_000_000_000, 1_000_000, "samples is 1000000000"),
+            (usize::MAX, 1_000_000, "samples is 18446744073709551615"),
+            (3, 10u64.pow(18), "sample_time_ns is 1000000000000000000"),
+        ] {
+            let run = protocol::line(&Request::Run(RunRequest {
+                selector: "spin:work=10".into(),
+                policy: Policy {
+                    samples,
+                    sample_time_ns,
+                    warmup_ns: 0,
+                },
+                pin: None,
+                perf: false,
+            }));
+            let replies = talk(&run);
+            let Reply::Error(message) = &replies[1] else {
+                panic!("{:?}", replies[1]);
+            };
+            assert!(message.contains(field), "{message}");
+        }
     }
 
     #[test]
