@@ -169,7 +169,7 @@ fn candidate(c: &Comparison, k: usize) -> Comparison {
     c.labels = vec![c.labels[0].clone(), c.labels[k].clone()];
     for row in &mut c.rows {
         row.summaries = vec![row.summaries[0].clone(), row.summaries[k].clone()];
-        row.changes = vec![row.changes[k - 1].clone()];
+        row.changes = vec![row.changes[k - 1]];
     }
     c
 }
