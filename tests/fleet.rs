@@ -335,3 +335,33 @@ fn each_host_applies_and_restores_its_own_toggles_and_a_failing_set_up_names_its
         common::marked(mark)
     );
 }
+
+#[test]
+fn a_fleet_refuses_configurations_it_cannot_run_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guests.toml");
+    fs::write(
+        &file,
+        "[[config]]\nname = \"here\"\n[[config]]\nname = \"uml\"\nguest = \"uml\"\n",
+    )
+    .unwrap();
+    // No host is reached: the target resolves nowhere, and nothing gets that far.
+    let fleet = |extra: &[&str]| {
+        let out = osbench(dir.path().join("s.sqlite"))
+            .args(["fleet", "run", "spin", "--host", "a=nobody@invalid."])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let experiment = file.to_string_lossy().into_owned();
+    let (code, err) = fleet(&["--experiment", &experiment]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("configuration 'uml' names a guest") && err.contains("fleet host"),
+        "{err}"
+    );
+    let (code, err) = fleet(&["--rounds", "3"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--rounds repeats configurations"), "{err}");
+}

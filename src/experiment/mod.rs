@@ -559,7 +559,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// configuration (its parameters may differ) before anything is measured.
     fn check(&self) -> Result<()> {
         if self.plan.remote.is_some() {
-            return check_remote_configs(self.plan.configs.as_slice()); // its agent checks the cases
+            return check_remote_configs(&self.plan.configs); // its agent checks the cases
         }
         self.configs
             .iter()
