@@ -196,3 +196,172 @@ fn a_host_without_osbench_is_told_about_install() {
         "{err}"
     );
 }
+
+#[test]
+fn each_host_applies_and_restores_its_own_toggles_and_a_failing_set_up_names_its_host() {
+    if !common::sshd_usable("each_host_applies_and_restores_its_own_toggles") {
+        return;
+    }
+    let mark = "fleet-config-test";
+    // Each "host" keeps its toggle in a directory of its own, which its
+    // session is given as $TOGGLE_DIR; host `c`'s does not exist, so its
+    // set-up fails as a toggle the host refuses would.
+    let sshd = Sshd::start(&[
+        &format!("SetEnv OSBENCH_TEST_MARK={mark}"),
+        "AcceptEnv TOGGLE_DIR",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let toggles = |host: &str| dir.path().join(host);
+    fs::create_dir(toggles("a")).unwrap();
+    fs::create_dir(toggles("b")).unwrap();
+    let mut hosts_toml = String::new();
+    for host in ["a", "b", "c"] {
+        let mut options = sshd.ssh_options();
+        options.push(format!("SetEnv=TOGGLE_DIR={}", toggles(host).display()));
+        hosts_toml += &format!(
+            "[[host]]\nname = \"{host}\"\ntarget = \"root@127.0.0.1\"\nssh_options = {options:?}\n\
+             osbench = {:?}\n",
+            env!("CARGO_BIN_EXE_osbench")
+        );
+    }
+    let hosts = dir.path().join("hosts.toml");
+    fs::write(&hosts, hosts_toml).unwrap();
+    let store = dir.path().join("fleet.sqlite");
+    let out_dir = dir.path().join("runs");
+    let out_arg = out_dir.to_string_lossy().into_owned();
+
+    // `off` checks that the toggle is not applied; `on` applies it, and its
+    // tear-down notes that it was still applied before restoring it.
+    let log = r#">> "$TOGGLE_DIR/log""#;
+    let off = format!(r#"off=test ! -e "$TOGGLE_DIR/toggle" && echo off-clear {log}"#);
+    let on = format!(r#"on=echo on > "$TOGGLE_DIR/toggle" && echo on-set {log}"#);
+    let on_teardown = format!(
+        r#"on=test -f "$TOGGLE_DIR/toggle" && echo on-was-set {log}; rm "$TOGGLE_DIR/toggle""#
+    );
+    let out = fleet_run(
+        &store,
+        &hosts,
+        "toggles",
+        "100",
+        &[
+            "--config",
+            &off,
+            "--config",
+            &on,
+            "--teardown",
+            &on_teardown,
+            "--rounds",
+            "3",
+            "--out",
+            &out_arg,
+        ],
+    );
+    let err = text(&out.stderr);
+    eprintln!("{err}\n{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // `c` is named, with the configuration and what its shell said.
+    let c_line = err
+        .lines()
+        .find(|l| l.contains("host 'c'"))
+        .unwrap_or_else(|| panic!("host c is not named: {err}"));
+    assert!(
+        c_line.contains("the set-up of configuration '")
+            && c_line.contains("failed")
+            && c_line.contains("nonexistent"),
+        "{c_line}"
+    );
+    assert!(err.contains("1 of 3 hosts"), "{err}");
+    assert!(!out_dir.join("c.json").exists());
+
+    for host in ["a", "b"] {
+        let doc = read_document(&out_dir.join(format!("{host}.json"))).unwrap();
+        assert!(doc.run.complete, "{host}: {:?}", doc.run.stopped_because);
+        assert_eq!(doc.run.host.as_deref(), Some(host));
+        let names: Vec<&str> = doc.run.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["off", "on"]);
+        assert_eq!(doc.run.schedule.len(), 3, "three rounds");
+        let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+        assert_eq!(configs, ["off", "on"]);
+        assert!(doc.series.iter().all(|s| s.rounds.len() == 3));
+        // Applied and restored in every round, on this host, in the order
+        // the run's schedule gives; nothing left applied.
+        let expected: Vec<&str> = doc
+            .run
+            .schedule
+            .iter()
+            .flat_map(|round| round.iter())
+            .flat_map(|config| match config.as_str() {
+                "on" => vec!["on-set", "on-was-set"],
+                _ => vec!["off-clear"],
+            })
+            .collect();
+        let log = fs::read_to_string(toggles(host).join("log")).unwrap();
+        assert_eq!(log.lines().collect::<Vec<_>>(), expected, "{host}");
+        assert!(
+            !toggles(host).join("toggle").exists(),
+            "{host}: left applied"
+        );
+    }
+    let table = text(&out.stdout);
+    assert!(table.contains("spin work=100 [on]"), "{table}");
+    assert!(
+        table.contains("A = off, B = on, by host: 2 hosts"),
+        "{table}"
+    );
+
+    // compare --by host reads the fleet run back: configurations within each host.
+    let compare = osbench(&store)
+        .args(["compare", "toggles", "--by", "host", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let record: serde_json::Value = serde_json::from_slice(&compare.stdout).unwrap();
+    let hosts: Vec<&str> = record["configurations"][0]["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["a", "b"]);
+    let report = text(&compare.stderr);
+    assert!(
+        report.contains("A = off, B = on, by host: 2 hosts"),
+        "{report}"
+    );
+    drop(sshd);
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
+}
+
+#[test]
+fn a_fleet_refuses_configurations_it_cannot_run_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guests.toml");
+    fs::write(
+        &file,
+        "[[config]]\nname = \"here\"\n[[config]]\nname = \"uml\"\nguest = \"uml\"\n",
+    )
+    .unwrap();
+    // No host is reached: the target resolves nowhere, and nothing gets that far.
+    let fleet = |extra: &[&str]| {
+        let out = osbench(dir.path().join("s.sqlite"))
+            .args(["fleet", "run", "spin", "--host", "a=nobody@invalid."])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let experiment = file.to_string_lossy().into_owned();
+    let (code, err) = fleet(&["--experiment", &experiment]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("configuration 'uml' names a guest") && err.contains("fleet host"),
+        "{err}"
+    );
+    let (code, err) = fleet(&["--rounds", "3"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--rounds repeats configurations"), "{err}");
+}

@@ -341,7 +341,15 @@ fn a_pid_namespace_is_a_guest_too() {
     let json = dir.path().join("ns.json");
     let mark = "pid-namespace";
     let body = "exec unshare --fork --pid --mount-proc {osbench} agent";
-    let out = run_with_guest(&marked_command(mark, body), &json, "60");
+    // The agent is PID 1 there, as a guest's init is: a case whose helper
+    // is a forked process must still run (the helper once took a parent of
+    // PID 1 for a dead osbench and exited).
+    let out = run_guest(
+        "ipc:kind=pipe,bytes=1,mode=processes",
+        &format!("g=command:{}", marked_command(mark, body)),
+        &json,
+        "60",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = read_document(&json).unwrap();
     assert_eq!(doc.series.len(), 2);

@@ -21,8 +21,9 @@ use super::{Console, VerdictArgs};
 #[derive(Args)]
 pub struct CompareArgs {
     /// Runs to compare, the first being the baseline: each a result document file, a
-    /// stored run id, or a label (the latest stored run with it)
-    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    /// stored run id, or a label (the latest stored run with it); with --by host, one fleet
+    /// run with configurations compares them within each host
+    #[arg(value_name = "RUN", num_args = 1.., required = true)]
     runs: Vec<String>,
     #[command(flatten)]
     verdict: VerdictArgs,
@@ -40,7 +41,8 @@ pub struct CompareArgs {
     factors: Vec<String>,
     /// Pair the runs by host (`fleet run`): BEFORE and AFTER are labels (the latest run with
     /// it on each host), run ids (their label) or directories of documents (`fleet run
-    /// --out`); each host is compared, and the fleet judged with the hosts as replicates
+    /// --out`); each host is compared, and the fleet judged with the hosts as replicates.
+    /// One RUN (a fleet run with --config/--experiment): its configurations, within each host
     #[arg(long, value_name = "WHAT", value_parser = ["host"])]
     by: Option<String>,
 }
@@ -55,6 +57,12 @@ impl CompareArgs {
 pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     if args.by.is_some() {
         return compare_by_host(&args, console);
+    }
+    if args.runs.len() < 2 {
+        bail!(
+            "compare takes two or more runs, the first the baseline (one run's configurations \
+             are compared by `run` itself, and a fleet run's by `compare RUN --by host`)"
+        );
     }
     let pending = args.exports.prepare()?;
     let location = args.store.location();
@@ -145,27 +153,46 @@ fn priors(
 
 /// `compare BEFORE AFTER --by host`.
 fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
-    let [before, after] = &args.runs[..] else {
-        bail!(
-            "--by host compares two sides, BEFORE and AFTER; {} were given",
-            args.runs.len()
-        );
-    };
     if args.exports.markdown.is_some() || args.exports.csv.is_some() || !args.factors.is_empty() {
         bail!("--by host writes no Markdown or CSV and takes no --factor; use --json");
     }
+    let options = args.verdict.options(args.seed);
     let pending = args.exports.prepare()?;
-    let fleet = osbench::compare::fleet::compare_by_host(
-        (before, after),
-        runs_by_host(before, &args.store)?,
-        runs_by_host(after, &args.store)?,
-        args.verdict.options(args.seed),
-    )?;
-    console.print(&report::compare::render_fleet(&fleet, console.colour));
+    let (fleets, record) = match &args.runs[..] {
+        [run] => {
+            let fleets = osbench::compare::fleet::configs_by_host(
+                &runs_by_host(run, &args.store)?,
+                options,
+            )?;
+            let records: Vec<_> = fleets.iter().map(report::compare::fleet_record).collect();
+            let record = serde_json::json!({ "configurations": records });
+            (fleets, record)
+        }
+        [before, after] => {
+            let fleet = osbench::compare::fleet::compare_by_host(
+                (before, after),
+                runs_by_host(before, &args.store)?,
+                runs_by_host(after, &args.store)?,
+                options,
+            )?;
+            let record = report::compare::fleet_record(&fleet);
+            (vec![fleet], record)
+        }
+        runs => bail!(
+            "--by host compares two sides, BEFORE and AFTER, or one fleet run's \
+             configurations; {} runs were given",
+            runs.len()
+        ),
+    };
+    let texts: Vec<String> = fleets
+        .iter()
+        .map(|f| report::compare::render_fleet(f, console.colour))
+        .collect();
+    console.print(&texts.join("\n"));
     pending.commit(
         || {
-            let mut bytes = serde_json::to_vec_pretty(&report::compare::fleet_record(&fleet))
-                .expect("a comparison always serialises");
+            let mut bytes =
+                serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
             bytes.push(b'\n');
             bytes
         },
@@ -173,7 +200,7 @@ fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitC
         String::new,
     )?;
     match args.verdict.gate {
-        Some(pct) if fleet.gate_tripped(pct) => {
+        Some(pct) if fleets.iter().any(|f| f.gate_tripped(pct)) => {
             eprintln!(
                 "osbench: regression gate: a case is significantly slower over the fleet by more than {pct}%"
             );

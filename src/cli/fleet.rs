@@ -1,25 +1,29 @@
 //! `osbench fleet run`: the same selected cases on several hosts over ssh
 //! (`osbench::fleet`), one line of progress per host, each host's document
 //! stored under its name (and written to `--out DIR/NAME.json`), a case ×
-//! host table of medians at the end. A host that fails is named; the
-//! others' results are kept and the exit status (2) says the run was partial.
+//! host table of medians at the end. With configurations (`--config`,
+//! `--experiment`, as for `run`) each host interleaves them round by round,
+//! its agent running their set-ups and tear-downs on the host, and the end
+//! compares them within each host (as `compare RUN --by host` does). A host
+//! that fails is named; the others' results are kept and the exit status
+//! (2) says the run was partial.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use osbench::bench::select::{Case, Selector, resolve};
+use osbench::bench::select::{Case, resolve};
 use osbench::document::{Document, Series};
-use osbench::experiment::Observer;
+use osbench::experiment::{Observer, Plan};
 use osbench::fleet::{self, Host};
 use osbench::measure::Interrupt;
 use osbench::report::fmt_sig;
 
-use super::run::MeasureArgs;
+use super::run::{Configs, MeasureArgs};
 use super::save::{ExportArgs, SaveArgs, StoreArgs, parse_label};
 
 #[derive(Subcommand)]
@@ -55,6 +59,24 @@ pub struct FleetRunArgs {
     out: Option<PathBuf>,
     #[command(flatten)]
     measure: MeasureArgs,
+    /// A configuration to compare on every host, NAME=COMMAND: COMMAND (run with sh -c on
+    /// the host, by its agent) is its set-up, run before its block in every round (repeat;
+    /// the first is the baseline; NAME= with no command runs nothing)
+    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    configs: Vec<String>,
+    /// Tear-down of a configuration, NAME=COMMAND, run on the host after its block whatever
+    /// happens
+    #[arg(long = "teardown", value_name = "NAME=COMMAND")]
+    teardowns: Vec<String>,
+    /// Configurations (and selectors) from a TOML experiment file, as for `run`; they run on
+    /// every host (none may name a guest)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns"])]
+    experiment: Option<PathBuf>,
+    /// Rounds when comparing configurations (each host runs every configuration once per
+    /// case per round) [default: 10]
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+    rounds: Option<u32>,
     /// Name the runs (every host's); compare and history accept the name
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     label: Option<String>,
@@ -76,12 +98,7 @@ pub fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
 
 fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let hosts = hosts(&args)?;
-    let selectors: Vec<Selector> = args
-        .selectors
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()?;
-    let plan = args.measure.plan(resolve(&selectors)?);
+    let plan = plan(&args)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow!("cannot create --out directory {}: {e}", dir.display()))?;
@@ -116,6 +133,9 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         let table: Vec<(&str, &Document)> = stored.iter().map(|(h, d)| (h.as_str(), d)).collect();
         print!("{}", osbench::report::history::by_host(&table));
     }
+    if plan.configs.len() >= 2 {
+        print_config_comparisons(&stored, plan.seed);
+    }
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -131,6 +151,50 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         failures.len(),
         hosts.len()
     ))
+}
+
+/// The plan every host runs: the selected cases, with the configurations
+/// (each host's own agent applies them) in rounds.
+fn plan(args: &FleetRunArgs) -> anyhow::Result<Plan> {
+    let asked = Configs {
+        configs: &args.configs,
+        teardowns: &args.teardowns,
+        guests: &[],
+        experiment: args.experiment.as_deref(),
+    };
+    let (configs, selectors) = asked.with_selectors(&args.selectors)?;
+    if configs.is_empty() && args.rounds.is_some() {
+        bail!(
+            "--rounds repeats configurations (--config, --experiment) to compare them, and a \
+             fleet run without configurations measures each case once per host"
+        );
+    }
+    let plan = Plan {
+        configs,
+        rounds: args.rounds.map_or(10, |n| n as usize),
+        ..args.measure.plan(resolve(&selectors)?)
+    };
+    osbench::experiment::check_remote_configs(&plan.configs)?; // once, not once per host
+    Ok(plan)
+}
+
+/// Each host's configurations compared (the first the baseline), and the
+/// fleet's verdict over the hosts (or why nothing could be compared).
+fn print_config_comparisons(stored: &[(String, Document)], seed: u64) {
+    let options = osbench::compare::Options {
+        seed,
+        ..Default::default()
+    };
+    match osbench::compare::fleet::configs_by_host(stored, options) {
+        Ok(fleets) => {
+            for f in &fleets {
+                println!();
+                print!("{}", osbench::report::compare::render_fleet(f, false));
+            }
+        }
+        Err(e) if !stored.is_empty() => eprintln!("osbench: warning: {e}"),
+        Err(_) => {}
+    }
 }
 
 /// The hosts of `--hosts` then `--host`, each with the `--ssh-option`s.
@@ -239,7 +303,7 @@ impl Observer for HostLine {
                 "{}: {} {}: {} {}",
                 self.host,
                 s.bench,
-                s.case,
+                osbench::report::case_label(&s.case, &s.config),
                 fmt_sig(s.summary.median),
                 s.unit.symbol()
             )),

@@ -213,7 +213,13 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
 /// What the arguments ask to run. The selectors and configurations are
 /// checked here, before anything is prepared or measured.
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let (configs, selectors) = configs_and_selectors(args)?;
+    let asked = Configs {
+        configs: &args.configs,
+        teardowns: &args.teardowns,
+        guests: &args.guests,
+        experiment: args.experiment.as_deref(),
+    };
+    let (configs, selectors) = asked.with_selectors(&args.selectors)?;
     refuse_idle_flags(args, configs.len())?;
     let single = !configs.is_empty() || args.target_ci.is_some();
     let invocations = match args.invocations {
@@ -272,30 +278,38 @@ fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
     args.verdict.refuse_without_comparison(why)
 }
 
-/// The configurations and selectors: from the experiment file, or from
-/// `--config`/`--teardown` and the command line's selectors.
-fn configs_and_selectors(args: &RunArgs) -> anyhow::Result<(Vec<Config>, Vec<Selector>)> {
-    let selectors: Vec<Selector> = args
-        .selectors
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()?;
-    let Some(path) = &args.experiment else {
-        let configs = configs_of(&args.configs, &args.teardowns, &args.guests)?;
-        return Ok((configs, selectors));
-    };
-    let (select, configs) = experiment::file::load(path)?;
-    check_configs(&configs)?;
-    // Selectors on the command line take precedence over the file's.
-    let selectors = if selectors.is_empty() {
-        select
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<Vec<Selector>, _>>()?
-    } else {
-        selectors
-    };
-    Ok((configs, selectors))
+/// The configurations a command line asks for (`run`'s, `fleet run`'s).
+pub struct Configs<'a> {
+    pub configs: &'a [String],
+    pub teardowns: &'a [String],
+    pub guests: &'a [String],
+    pub experiment: Option<&'a std::path::Path>,
+}
+
+impl Configs<'_> {
+    /// The configurations and selectors: from the experiment file, or
+    /// from `--config`/`--teardown`/`--guest`, with `selectors` (the command
+    /// line's, which take precedence over the file's).
+    pub fn with_selectors(
+        &self,
+        selectors: &[String],
+    ) -> anyhow::Result<(Vec<Config>, Vec<Selector>)> {
+        let parse = |texts: &[String]| -> anyhow::Result<Vec<Selector>> {
+            Ok(texts.iter().map(|s| s.parse()).collect::<Result<_, _>>()?)
+        };
+        let Some(path) = self.experiment else {
+            let configs = configs_of(self.configs, self.teardowns, self.guests)?;
+            return Ok((configs, parse(selectors)?));
+        };
+        let (select, configs) = experiment::file::load(path)?;
+        check_configs(&configs)?;
+        let selectors = parse(if selectors.is_empty() {
+            &select
+        } else {
+            selectors
+        })?;
+        Ok((configs, selectors))
+    }
 }
 
 /// The tables on stdout; with a comparison, the comparison too, and after a

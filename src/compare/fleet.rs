@@ -1,6 +1,8 @@
 //! Fleet comparisons (`compare BEFORE AFTER --by host`): each host's runs
 //! compared as two documents are ([`super::compare`]: ratio of medians with a
-//! bootstrap interval, Mann–Whitney p), and a fleet-level verdict per case
+//! bootstrap interval, Mann–Whitney p) — or, for one fleet run with
+//! configurations (`compare RUN --by host`), each host's configurations
+//! compared round by round ([`super::paired`]) — and a fleet-level verdict per case
 //! that treats the hosts as replicates: the per-host ratios of medians go
 //! into the paired test [`paired_log_ratio`] (geometric mean, t interval on
 //! the log-ratios, exact two-sided sign-flip p), Holm-adjusted over cases.
@@ -22,13 +24,14 @@ use crate::stats::compare::{
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]
 pub struct FleetComparison {
-    /// What BEFORE and AFTER named (labels, run ids or directories).
+    /// What BEFORE and AFTER named (labels, run ids or directories), or the
+    /// baseline and candidate configurations.
     pub before: String,
     pub after: String,
     /// Each host present on both sides, with its own comparison (A = before).
     pub hosts: Vec<(String, Comparison)>,
-    /// Hosts with runs on one side only, and which side they lack.
-    pub unpaired: Vec<(String, &'static str)>,
+    /// Hosts left out, and why ("no run after").
+    pub unpaired: Vec<(String, String)>,
     /// One per case every paired host has, in the first host's order.
     pub cases: Vec<FleetCase>,
     pub options: Options,
@@ -76,10 +79,10 @@ pub fn compare_by_host(
                     .map_err(|e| Error::Measure(format!("host '{host}': {e}")))?;
                 hosts.push((host, c));
             }
-            None => unpaired.push((host, "after")),
+            None => unpaired.push((host, "no run after".into())),
         }
     }
-    unpaired.extend(after.into_iter().map(|(h, _)| (h, "before")));
+    unpaired.extend(after.into_iter().map(|(h, _)| (h, "no run before".into())));
     if hosts.is_empty() {
         return Err(Error::Measure(format!(
             "no host has runs on both sides ({} and {}); nothing to compare by host",
@@ -95,6 +98,80 @@ pub fn compare_by_host(
         cases,
         options,
     })
+}
+
+/// Compares the configurations of one fleet run within each host: one
+/// comparison per candidate configuration (each against the first, the
+/// baseline), every host's rounds paired as `run` pairs them, and the fleet's
+/// verdict with the hosts as replicates. `runs` holds (host, document); a
+/// host whose run cannot be compared (other configurations, fewer than two
+/// complete rounds) is left out and says why.
+pub fn configs_by_host(
+    runs: &[(String, Document)],
+    options: Options,
+) -> Result<Vec<FleetComparison>> {
+    let names =
+        |d: &Document| -> Vec<String> { d.run.configs.iter().map(|c| c.name.clone()).collect() };
+    let Some(configs) = runs.iter().map(|(_, d)| names(d)).find(|n| n.len() >= 2) else {
+        return Err(Error::Measure(
+            "no host's run has two or more configurations; compare --by host with one run \
+             compares its configurations (fleet run --config/--experiment), with two runs \
+             each host's BEFORE and AFTER"
+                .into(),
+        ));
+    };
+    let mut paired = Vec::new();
+    let mut left_out = Vec::new();
+    for (host, doc) in runs {
+        let compared = if names(doc) == configs {
+            super::paired(doc, options).map_err(|e| e.to_string())
+        } else {
+            Err(format!("other configurations ({})", names(doc).join(", ")))
+        };
+        match compared {
+            Ok(c) => paired.push((host.clone(), c)),
+            Err(why) => left_out.push((host.clone(), why)),
+        }
+    }
+    if paired.is_empty() {
+        return Err(Error::Measure(format!(
+            "no host's configurations can be compared: {}",
+            left_out
+                .iter()
+                .map(|(h, why)| format!("host '{h}': {why}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let comparisons = (1..configs.len())
+        .map(|k| {
+            let hosts: Vec<(String, Comparison)> = paired
+                .iter()
+                .map(|(h, c)| (h.clone(), candidate(c, k)))
+                .collect();
+            FleetComparison {
+                before: configs[0].clone(),
+                after: configs[k].clone(),
+                cases: fleet_cases(&hosts, options),
+                hosts,
+                unpaired: left_out.clone(),
+                options,
+            }
+        })
+        .collect();
+    Ok(comparisons)
+}
+
+/// A paired comparison of several configurations cut down to the baseline
+/// and candidate `k` (p-values stay adjusted over all of them).
+fn candidate(c: &Comparison, k: usize) -> Comparison {
+    let mut c = c.clone();
+    c.labels = vec![c.labels[0].clone(), c.labels[k].clone()];
+    for row in &mut c.rows {
+        row.summaries = vec![row.summaries[0].clone(), row.summaries[k].clone()];
+        row.changes = vec![row.changes[k - 1]];
+    }
+    c
 }
 
 /// The fleet verdict of every case all hosts compared (none with one host).
@@ -244,7 +321,13 @@ mod tests {
         .unwrap();
         assert_eq!(f.hosts.len(), 1);
         assert!(f.cases.is_empty());
-        assert_eq!(f.unpaired, [("y".into(), "after"), ("z".into(), "before")]);
+        assert_eq!(
+            f.unpaired,
+            [
+                ("y".into(), "no run after".into()),
+                ("z".into(), "no run before".into())
+            ]
+        );
         let none = compare_by_host(
             ("b", "a"),
             vec![("x".into(), doc(1.0))],
@@ -252,6 +335,62 @@ mod tests {
             Options::default(),
         );
         assert!(none.unwrap_err().to_string().contains("no host"));
+    }
+
+    /// A run of one case under configurations `off` and `on`, three rounds
+    /// each, `on` costing `factor` times as much.
+    fn configured(factor: f64) -> Document {
+        let mut d = doc(100.0);
+        d.run.configs = ["off", "on"]
+            .map(|name| crate::document::Config {
+                name: name.into(),
+                ..Default::default()
+            })
+            .to_vec();
+        let mut off = d.series[0].clone();
+        (off.config, off.slot, off.rounds) = ("off".into(), Some(0), vec![100.0, 101.0, 99.0]);
+        let mut on = off.clone();
+        on.config = "on".into();
+        on.rounds = off.rounds.iter().map(|r| r * factor).collect();
+        d.series = vec![off, on];
+        d
+    }
+
+    #[test]
+    fn one_fleet_run_compares_its_configurations_within_each_host() {
+        let mut other = configured(1.0);
+        other.run.configs.truncate(1);
+        let runs = vec![
+            ("x".to_string(), configured(1.1)),
+            ("y".to_string(), configured(1.2)),
+            ("z".to_string(), other),
+        ];
+        let fleets = configs_by_host(&runs, Options::default()).unwrap();
+        let [f] = &fleets[..] else {
+            panic!("one candidate configuration: {fleets:?}")
+        };
+        assert_eq!((f.before.as_str(), f.after.as_str()), ("off", "on"));
+        let ratios: Vec<f64> = f
+            .hosts
+            .iter()
+            .map(|(_, c)| c.rows[0].changes[0].ci.ratio)
+            .collect();
+        assert!((ratios[0] - 1.1).abs() < 1e-9 && (ratios[1] - 1.2).abs() < 1e-9);
+        assert_eq!(
+            f.unpaired,
+            [("z".into(), "other configurations (off)".into())]
+        );
+        let case = &f.cases[0];
+        assert_eq!(case.hosts, 2);
+        assert!(
+            (case.ci.ratio - (1.1f64 * 1.2).sqrt()).abs() < 1e-9,
+            "{case:?}"
+        );
+        // Two runs of one configuration each have nothing to compare.
+        let mut plain = vec![("x".to_string(), doc(1.0))];
+        plain[0].1.run.configs.clear();
+        let e = configs_by_host(&plain, Options::default()).unwrap_err();
+        assert!(e.to_string().contains("two or more configurations"), "{e}");
     }
 
     #[test]

@@ -68,8 +68,9 @@ pub struct Plan {
     /// all rounds (false: `--no-perf`; rusage is read either way).
     pub perf: bool,
     /// A system that runs the whole plan in place of this one (a fleet
-    /// host): its agent measures every case, and its environment is the
-    /// run's. Only without configurations.
+    /// host): its agent measures every case and runs every configuration's
+    /// set-up and tear-down, and its environment is the run's. The
+    /// configurations must not name guests of their own.
     pub remote: Option<Remote>,
     /// A boot parameter that nothing in a guest recognised (it reached the
     /// guest's init) is a warning, not an error that stops the run.
@@ -165,17 +166,8 @@ pub fn run_with<C: Clock>(
     observer: &mut dyn Observer,
 ) -> Outcome {
     let started = utc_now();
-    let default = [Config {
-        name: DEFAULT_CONFIG.into(),
-        guest: plan.remote.as_ref().map(|r| r.guest.clone()),
-        ..Config::default()
-    }];
-    let configs: &[Config] = if plan.configs.is_empty() {
-        &default
-    } else {
-        &plan.configs
-    };
-    let mut body = RunRounds::new(plan, configs, harness);
+    let configs = configs_to_run(plan);
+    let mut body = RunRounds::new(plan, &configs, harness);
     let (ready, mut audit) = body.get_ready(&mut env);
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
@@ -320,9 +312,10 @@ impl<'a, C: Clock> RunRounds<'a, C> {
                 self.config_envs[ci] = Some(self.guests[gi].info().env.clone());
                 continue;
             }
-            let (label, who) = match name {
-                Some(name) => (name.to_string(), format!("guest '{name}'")),
-                None => (config.name.clone(), self.who(config)),
+            let label = name.map_or_else(|| config.name.clone(), str::to_string);
+            let who = match name {
+                Some(name) if self.plan.remote.is_none() => format!("guest '{name}'"),
+                _ => self.who(config),
             };
             let mut guest = Guest::start(&label, &who, spec, self.harness.interrupt())?;
             if let Some(name) = name {
@@ -360,12 +353,14 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// The audit's findings for guests that run emulated.
     fn emulated_guests(&self) -> Vec<String> {
         let started = self.configs.iter().zip(&self.guest_of);
-        started
+        let mut findings: Vec<String> = started
             .filter_map(|(config, gi)| {
                 let env = &self.guests[(*gi)?].info().env;
                 crate::env::audit::emulated_guest(&self.who(config), env)
             })
-            .collect()
+            .collect();
+        findings.dedup(); // a remote system's configurations share its one finding
+        findings
     }
 
     /// The guest that runs the whole plan, once started.
@@ -573,7 +568,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     /// configuration (its parameters may differ) before anything is measured.
     fn check(&self) -> Result<()> {
         if self.plan.remote.is_some() {
-            return Ok(()); // its agent checks, there
+            return check_remote_configs(&self.plan.configs); // its agent checks the cases
         }
         self.configs
             .iter()
@@ -715,6 +710,41 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         }
         Some(widest)
     }
+}
+
+/// A remote plan's configurations run on the remote system, their set-ups
+/// and tear-downs by its agent: none may name a guest of its own.
+pub fn check_remote_configs(configs: &[Config]) -> Result<()> {
+    match configs.iter().find(|c| c.guest.is_some()) {
+        Some(c) => Err(Error::Usage(format!(
+            "configuration '{}' names a guest, but a fleet host runs every configuration \
+             itself (its set-up and tear-down by the host's agent); drop its guest (or `in`), \
+             or run it with `osbench run` on that host",
+            c.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The configurations a run applies: the plan's, or one implicit
+/// [`DEFAULT_CONFIG`]; on a remote system, every one in its guest (one
+/// session, shared), so each set-up and tear-down runs there, by its agent.
+fn configs_to_run(plan: &Plan) -> Vec<Config> {
+    let mut configs = if plan.configs.is_empty() {
+        vec![Config {
+            name: DEFAULT_CONFIG.into(),
+            ..Config::default()
+        }]
+    } else {
+        plan.configs.clone()
+    };
+    if let Some(remote) = &plan.remote {
+        for config in &mut configs {
+            config.guest = Some(remote.guest.clone());
+            config.in_guest = Some(remote.name.clone());
+        }
+    }
+    configs
 }
 
 /// How long a guest left busy by an interrupt has to finish its request

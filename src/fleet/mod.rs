@@ -5,9 +5,12 @@
 //! Hosts run in parallel, one thread each: each measures on its own
 //! hardware, so nothing is gained by taking turns. A host that cannot be
 //! reached, dies mid-run or answers garbage fails alone; what the others (and
-//! it, before failing) measured is kept. Left out: configurations (set-ups
-//! would have to run on the hosts) and any ssh of our own — OpenSSH does the
-//! connecting, BatchMode on, so nothing ever prompts.
+//! it, before failing) measured is kept. With configurations, each host
+//! interleaves them round by round and its agent runs their set-ups and
+//! tear-downs there (one ssh session per host, shared by all of them); a host
+//! whose set-up fails stops alone, its tear-down sent too. Left out: guests
+//! on the hosts, and any ssh of our own — OpenSSH does the connecting,
+//! BatchMode on, so nothing ever prompts.
 //!
 //! A hosts file is TOML:
 //!

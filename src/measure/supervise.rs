@@ -104,6 +104,8 @@ impl Supervisor {
         }
         let pgid = self.pgid.unwrap_or(0);
         let name = process_name(&self.name);
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: fork has no memory-safety preconditions; the child branch
         // below only makes async-signal-safe calls before running `body`,
         // whose contract (above) is the same, and never returns.
@@ -112,7 +114,7 @@ impl Supervisor {
             return Err(fork_error(self.children.len()));
         }
         if pid == 0 {
-            child_prologue(pgid, &name, cpu);
+            child_prologue(parent, pgid, &name, cpu);
             close_all_but(&keep_sorted);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
             // SAFETY: _exit ends the child without running the parent's atexit
@@ -321,8 +323,8 @@ fn process_name(name: &str) -> [u8; 16] {
     buf
 }
 
-/// What a freshly forked child does before its body: only system calls.
-fn child_prologue(pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
+/// What a freshly forked child of `parent` does before its body: only system calls.
+fn child_prologue(parent: libc::pid_t, pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
     // SAFETY: each call below is async-signal-safe and takes valid arguments:
     // our own pid (0), a NUL-terminated 16-byte name, a zero-initialised
     // cpu_set_t with one bit set below CPU_SETSIZE.
@@ -341,9 +343,11 @@ fn child_prologue(pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
             }
         }
     }
-    // If osbench died before PR_SET_PDEATHSIG took effect, the parent is gone:
+    // If osbench died before PR_SET_PDEATHSIG took effect, the child has
+    // been reparented. (Not "the parent is 1": as a guest's init, or in a
+    // PID namespace, osbench itself is PID 1.)
     // SAFETY: getppid and _exit are async-signal-safe.
-    if unsafe { libc::getppid() } == 1 {
+    if unsafe { libc::getppid() } != parent {
         unsafe { libc::_exit(1) };
     }
 }

@@ -151,8 +151,8 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
         f.hosts.len(),
         if f.hosts.len() == 1 { "" } else { "s" }
     );
-    for (host, lacking) in &f.unpaired {
-        let _ = writeln!(out, "  host {host}: no run {lacking} (left out)");
+    for (host, why) in &f.unpaired {
+        let _ = writeln!(out, "  host {host}: {why} (left out)");
     }
     let Some((_, first)) = f.hosts.first() else {
         return out;
@@ -246,7 +246,7 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
         "by": "host",
         "before": f.before,
         "after": f.after,
-        "unpaired": f.unpaired.iter().map(|(h, side)| serde_json::json!({"host": h, "lacks": side})).collect::<Vec<_>>(),
+        "unpaired": f.unpaired.iter().map(|(h, why)| serde_json::json!({"host": h, "left_out": why})).collect::<Vec<_>>(),
         "hosts": hosts,
         "fleet": fleet,
     })
