@@ -245,6 +245,8 @@ impl Saving {
         if !keep {
             return Ok(saved);
         }
+        // A signal from here on (not one that stopped the measuring) stops storing.
+        let _watch = osbench::measure::interrupt::Watch::new();
         let json_dest = self.exports.json.as_ref().map(|f| f.dest().to_path_buf());
         let written = self.exports.commit_document(doc);
         if let Ok(files) = &written

@@ -39,6 +39,9 @@ static SIGNALS: AtomicU64 = AtomicU64::new(0);
 /// [`Watch`]es held now: while any is, a repeated signal does not `_exit`.
 static WATCHES: AtomicUsize = AtomicUsize::new(0);
 
+/// [`SIGNALS`] when the outermost of the watches held now was taken.
+static WATCH_BASE: AtomicU64 = AtomicU64::new(0);
+
 /// Whether a stop was requested by a signal (for long blocking waits).
 #[inline]
 pub fn requested() -> bool {
@@ -52,11 +55,15 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Watches for stop signals from now on.
+    /// Watches for stop signals from now on, or, taken while another watch
+    /// is held, from when that one was taken (so a caller can watch a whole
+    /// step whose parts take watches of their own).
     pub fn new() -> Self {
-        WATCHES.fetch_add(1, Ordering::SeqCst);
+        if WATCHES.fetch_add(1, Ordering::SeqCst) == 0 {
+            WATCH_BASE.store(SIGNALS.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
         Self {
-            since: SIGNALS.load(Ordering::SeqCst),
+            since: WATCH_BASE.load(Ordering::SeqCst),
         }
     }
 

@@ -526,6 +526,12 @@ impl PgConn {
         // libpq's connect_timeout holds for each host tried.
         let handshake = connect_timeout * config.get_hosts().len().max(1) as u32;
         let cannot_connect = |waited: Waited| match waited {
+            Waited::Failed(e) if describe(&e).contains("CaUsedAsEndEntity") => refuse(format!(
+                "cannot connect: {}: the server's certificate is a CA's (self-signed?) and not \
+                 one in sslrootcert; give that very certificate as sslrootcert, have a CA sign \
+                 the server's, or use sslmode=require",
+                describe(&e)
+            )),
             Waited::Failed(e) => refuse(format!(
                 "cannot connect: {}; check that the server is running and the user may log \
                  in (the URL, the password, pg_hba.conf), or give another --store",
