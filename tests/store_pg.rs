@@ -840,7 +840,11 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
         stderr.contains("stopped while opening the results store"),
         "{stderr}"
     );
-    assert_eq!(fs::read_dir(work.path()).unwrap().count(), 0, "nothing measured, nothing written");
+    assert_eq!(
+        fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "nothing measured, nothing written"
+    );
 
     // The URL's connect_timeout is the limit; the run is kept in a file.
     let work = tempfile::tempdir().unwrap();
@@ -880,7 +884,12 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
         .args(["run", "syscall:case=null", "-q", "--rounds", "2", "--json"])
         .arg(&json)
         .args(QUICK)
-        .args(["--config", &format!("a=kill -STOP {postmaster}"), "--config", "b=true"])
+        .args([
+            "--config",
+            &format!("a=kill -STOP {postmaster}"),
+            "--config",
+            "b=true",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -891,7 +900,10 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     }
     assert!(json.exists(), "--json was not written before the store");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(run.try_wait().unwrap().is_none(), "it waits for the stopped server");
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "it waits for the stopped server"
+    );
     interrupt(&run);
     let status = exit_within(&mut run, Duration::from_secs(20)).expect("Ctrl-C was ignored");
     let stderr = stderr_of(&mut run);
@@ -905,7 +917,10 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     );
     assert!(read_document(&json).unwrap().run.complete);
     drop(stopped);
-    let (history, _) = ok(osbench(&pg.url("127.0.0.1", "")).arg("history").output().unwrap());
+    let (history, _) = ok(osbench(&pg.url("127.0.0.1", ""))
+        .arg("history")
+        .output()
+        .unwrap());
     assert!(history.contains("No stored run matches"), "{history}");
 }
 
@@ -962,7 +977,10 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
     let out = osbench(&url("nodb")).arg("history").output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains(&shown("nodb")) && !leaks(&stderr), "{stderr}");
+    assert!(
+        stderr.contains(&shown("nodb")) && !leaks(&stderr),
+        "{stderr}"
+    );
     let work = tempfile::tempdir().unwrap();
     let (_, stderr) = ok(osbench(&url("nodb"))
         .current_dir(work.path())
@@ -992,7 +1010,10 @@ fn a_self_signed_server_certificate_given_as_the_root_is_accepted() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("cannot connect") && e.contains("not valid for name"), "{e}");
+    assert!(
+        e.contains("cannot connect") && e.contains("not valid for name"),
+        "{e}"
+    );
     // Not in the roots: refused, saying what to do.
     let e = open("localhost", "?sslmode=verify-ca&sslrootcert=system")
         .err()

@@ -40,18 +40,20 @@ impl ServerCertVerifier for Pinned {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let refused = match self
-            .inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Ok(verified) => return Ok(verified),
-            Err(e) => e,
-        };
+        let refused =
+            match self
+                .inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(verified) => return Ok(verified),
+                Err(e) => e,
+            };
         if !self.certs.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
             return Err(refused);
         }
-        let facts = Facts::read(end_entity.as_ref())
-            .ok_or(rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let facts = Facts::read(end_entity.as_ref()).ok_or(rustls::Error::InvalidCertificate(
+            CertificateError::BadEncoding,
+        ))?;
         let now = now.as_secs() as i64;
         if now < facts.not_before {
             return Err(rustls::Error::InvalidCertificate(
@@ -65,9 +67,10 @@ impl ServerCertVerifier for Pinned {
             let parsed = ParsedCertificate::try_from(end_entity)?;
             if let Err(e) = rustls::client::verify_server_name(&parsed, server_name) {
                 let by_common_name = !facts.has_alt_names
-                    && facts.common_name.as_deref().is_some_and(|cn| {
-                        cn.eq_ignore_ascii_case(&server_name.to_str())
-                    });
+                    && facts
+                        .common_name
+                        .as_deref()
+                        .is_some_and(|cn| cn.eq_ignore_ascii_case(&server_name.to_str()));
                 if !by_common_name {
                     return Err(e);
                 }
@@ -243,7 +246,10 @@ mod tests {
         assert_eq!(time(UTC_TIME, b"700101000000Z"), Some(0));
         // 2026-12-01T19:30:00Z, both spellings.
         assert_eq!(time(UTC_TIME, b"261201193000Z"), Some(1_796_153_400));
-        assert_eq!(time(GENERALIZED_TIME, b"20261201193000Z"), Some(1_796_153_400));
+        assert_eq!(
+            time(GENERALIZED_TIME, b"20261201193000Z"),
+            Some(1_796_153_400)
+        );
         assert_eq!(time(UTC_TIME, b"491231235959Z"), Some(2_524_607_999));
         assert_eq!(time(UTC_TIME, b"261201193000"), None, "no Z");
         assert_eq!(time(OID, b"261201193000Z"), None);

@@ -124,7 +124,9 @@ fn redacted(url: &str) -> String {
     let (user, rest) = match rest.find('@') {
         Some(first) => {
             let query = rest[first..].find('?').map_or(rest.len(), |q| first + q);
-            let last = rest[..query].rfind('@').expect("the first @ is before the query");
+            let last = rest[..query]
+                .rfind('@')
+                .expect("the first @ is before the query");
             let user = rest[..first].split(':').next().unwrap_or_default();
             (format!("{user}@"), &rest[last + 1..])
         }
@@ -246,7 +248,12 @@ fn roots(
 /// The bytes of a roots file: a regular file of at most [`MAX_ROOT_FILE`]
 /// bytes (opened without blocking, so a FIFO is refused, not waited on).
 fn read_root_file(path: &Path) -> std::result::Result<Vec<u8>, String> {
-    let cannot = |why: String| format!("cannot read root certificates from {}: {why}", path.display());
+    let cannot = |why: String| {
+        format!(
+            "cannot read root certificates from {}: {why}",
+            path.display()
+        )
+    };
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -268,7 +275,12 @@ fn read_root_file(path: &Path) -> std::result::Result<Vec<u8>, String> {
             "it is {what}; sslrootcert names a PEM file of certificates"
         )));
     }
-    let too_big = || cannot(format!("it is larger than {} MiB, which no set of root certificates is; give the PEM file of the server's CA", MAX_ROOT_FILE >> 20));
+    let too_big = || {
+        cannot(format!(
+            "it is larger than {} MiB, which no set of root certificates is; give the PEM file of the server's CA",
+            MAX_ROOT_FILE >> 20
+        ))
+    };
     if meta.len() > MAX_ROOT_FILE {
         return Err(too_big());
     }
@@ -472,11 +484,8 @@ fn wait<T>(
 
 /// Whether the URL's query sets `key` (then its value is the user's, not ours).
 fn sets(url: &str, key: &str) -> bool {
-    url.split_once('?').is_some_and(|(_, query)| {
-        query
-            .split('&')
-            .any(|kv| kv.split('=').next() == Some(key))
-    })
+    url.split_once('?')
+        .is_some_and(|(_, query)| query.split('&').any(|kv| kv.split('=').next() == Some(key)))
 }
 
 /// "10 s", "1.5 s".
@@ -895,12 +904,18 @@ mod tests {
 
     #[test]
     fn silence_and_signals_are_told_apart() {
-        let e = lost_error("pg", &Lost::Silent(Duration::from_millis(1500), "connect_timeout"));
+        let e = lost_error(
+            "pg",
+            &Lost::Silent(Duration::from_millis(1500), "connect_timeout"),
+        );
         assert!(
             e.to_string()
                 .contains("did not answer within 1.5 s (connect_timeout)"),
             "{e}"
         );
-        assert!(matches!(lost_error("pg", &Lost::Interrupted), Error::Interrupted));
+        assert!(matches!(
+            lost_error("pg", &Lost::Interrupted),
+            Error::Interrupted
+        ));
     }
 }

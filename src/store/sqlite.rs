@@ -224,7 +224,11 @@ impl Conn for SqliteConn {
                 tables.len(),
                 if tables.len() == 1 { "" } else { "s" },
                 shown.join(", "),
-                if more > 0 { format!(" and {more} more") } else { String::new() }
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
             ),
         })
     }
