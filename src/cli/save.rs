@@ -245,8 +245,6 @@ impl Saving {
         if !keep {
             return Ok(saved);
         }
-        // A signal from here on (not one that stopped the measuring) stops storing.
-        let _watch = osbench::measure::interrupt::Watch::new();
         let json_dest = self.exports.json.as_ref().map(|f| f.dest().to_path_buf());
         let written = self.exports.commit_document(doc);
         if let Ok(files) = &written
@@ -263,6 +261,8 @@ impl Saving {
         if written.is_ok() {
             saved.documents.extend(json_dest.clone());
         }
+        // A signal from here on (not one that stopped the measuring) stops storing.
+        let _watch = osbench::measure::interrupt::Watch::new();
         let stored = match self.store {
             StoreState::Off => None,
             StoreState::Ready(location) => Some(
