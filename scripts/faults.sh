@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fault injection: runs osbench (the release binary, or $OSBENCH) through the
-# faults of issue 18 and the ones that already passed — signals at every
+# faults of issues 18 and 31 (stores) and the ones that already passed —
+# PostgreSQL servers that never answer or are stopped, passwords with `/`
+# and `?`, self-signed roots, foreign stores — signals at every
 # stage, SIGKILL, hung set-ups, nohup, FIFOs, colliding fallbacks, hostile
 # documents, big documents, full disks, resource limits, bad arguments — in a
 # scratch directory, and prints a Markdown table: fault | expected | observed
@@ -167,6 +169,114 @@ row "--samples -1" "exit 2 naming the allowed range" "exit $rc: $(head -c 80 "$S
     "$([ $rc = 2 ] && grep -q '1..=1000000\|1000000' "$S/err"; echo $?)"
 "$B" run syscall:case=null --samples 3 --sample-time 1 --warmup 0 --no-store -q >/dev/null 2>&1; rc=$?
 row "--warmup 0" "accepted" "exit $rc" "$([ $rc = 0 ]; echo $?)"
+
+# --- Stores (issue 31), each osbench under `ulimit -v 4000000` ----------------
+# Like `start`, with the address space limited as the issue asks.
+startv() {
+    setsid bash -c 'ulimit -v 4000000; exec "$0" "$@"' "$B" "$@" >"$S/out" 2>"$S/err" &
+    pid=$!; sessions+=("$pid")
+}
+# A listener that accepts and never answers (python3 holds the connections).
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True); held = []
+while True: held.append(s.accept())
+' >"$S/silent.port" & silent=$!
+while [ ! -s "$S/silent.port" ]; do sleep 0.1; done
+SILENT="postgresql://u:pw@127.0.0.1:$(cat "$S/silent.port")/db"
+ms; t0=$now; startv history --store "$SILENT"; finish; ms; t=$((now - t0))
+row "PostgreSQL listener that never answers: history" "exit 2 at the 10 s handshake limit" \
+    "exit $rc in ${t} ms: $(grep -o 'did not answer within [^;]*' "$S/err")" \
+    "$([ $rc = 2 ] && grep -q 'did not answer within 10 s' "$S/err"; echo $?)"
+mkdir -p "$S/silent" && cd "$S/silent" || exit 2
+startv run syscall:case=null "${QUICK[@]}" -q --store "$SILENT?connect_timeout=120"
+sleep 1.5; ms; t0=$now; kill -INT "$pid"; finish; ms; t=$((now - t0))
+row "Ctrl-C while run waits for that listener" "exit 130 at once, nothing measured or left" \
+    "exit $rc in ${t} ms, $(ls | wc -l) files" \
+    "$([ $rc = 130 ] && [ $t -lt 2000 ] && [ "$(ls | wc -l)" = 0 ]; echo $?)"
+startv run syscall:case=null "${QUICK[@]}" -q --store "$SILENT?connect_timeout=1"; finish
+row "run with connect_timeout=1 on that listener" "exit 0, the run in a file" \
+    "exit $rc, $(ls osbench-*.json 2>/dev/null | wc -l) file" \
+    "$([ $rc = 0 ] && [ "$(ls osbench-*.json 2>/dev/null | wc -l)" = 1 ]; echo $?)"
+cd "$S" || exit 2
+kill "$silent"; wait "$silent" 2>/dev/null
+for root in /dev/zero fifo; do
+    [ "$root" = fifo ] && { mkfifo "$S/root.fifo"; root=$S/root.fifo; }
+    ms; t0=$now
+    startv history --store "$SILENT?sslmode=verify-ca&sslrootcert=$root"; finish; ms; t=$((now - t0))
+    row "sslrootcert=$(basename "$root")" "exit 2 at once, naming what it is" \
+        "exit $rc in ${t} ms: $(grep -o 'it is a [a-zA-Z]*' "$S/err")" \
+        "$([ $rc = 2 ] && [ $t -lt 2000 ] && grep -q 'it is a' "$S/err"; echo $?)"
+done
+python3 -c 'import sqlite3; c = sqlite3.connect("'"$S"'/notes.sqlite"); c.execute("CREATE TABLE notes (t)"); c.execute("INSERT INTO notes VALUES (1)"); c.commit()'
+startv history --store "$S/notes.sqlite"; finish
+kept=$(python3 -c 'import sqlite3; c = sqlite3.connect("'"$S"'/notes.sqlite"); print(len(c.execute("SELECT name FROM sqlite_master").fetchall()), c.execute("SELECT count(*) FROM notes").fetchone()[0])')
+row "a foreign SQLite database as the store" "exit 2, one line, left as it was" \
+    "exit $rc, $(wc -l <"$S/err") line, tables and rows: $kept" \
+    "$([ $rc = 2 ] && [ "$(wc -l <"$S/err")" = 1 ] && [ "$kept" = '1 1' ]; echo $?)"
+"$B" import - --store "$S/stdin.sqlite" <"$S/good.json" >"$S/out" 2>&1; rc=$?
+row "import - (standard input)" "stored" "exit $rc: $(head -c 60 "$S/out")" \
+    "$([ $rc = 0 ] && grep -q 'standard input: stored as run 1' "$S/out"; echo $?)"
+
+# A throwaway PostgreSQL cluster (as the postgres user when root), with TLS
+# by a self-signed certificate (the PostgreSQL documentation's recipe).
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] && command -v openssl >/dev/null; then
+    PGD=$S/pg; mkdir -p "$PGD"; echo 's3cret' >"$PGD/pw"
+    as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+    [ "$(id -u)" = 0 ] && { chmod 755 "$S"; chown -R postgres "$PGD"; }
+    (cd "$PGD" && as_pg openssl req -new -x509 -days 1 -nodes -text -subj /CN=localhost \
+        -keyout server.key -out server.crt >/dev/null 2>&1 && chmod 600 server.key)
+    as_pg "$PGBIN/initdb" -D "$PGD/data" -U osbench --pwfile "$PGD/pw" -A scram-sha-256 \
+        --no-sync >/dev/null 2>&1
+    printf 'local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n' >"$PGD/data/pg_hba.conf"
+    PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w -o "-c listen_addresses=127.0.0.1 \
+        -c unix_socket_directories=$PGD -c fsync=off -p $PGPORT -c ssl=on \
+        -c ssl_cert_file=$PGD/server.crt -c ssl_key_file=$PGD/server.key" start >/dev/null 2>&1
+    psql_() { "$PGBIN/psql" -h "$PGD" -p "$PGPORT" -U osbench -d postgres -XAtq -c "$1"; }
+    PG="postgresql://osbench:s3cret@127.0.0.1:$PGPORT/postgres"
+    POSTMASTER=$(head -1 "$PGD/data/postmaster.pid")
+
+    startv run syscall:case=null "${QUICK[@]}" -q --rounds 2 --json "$S/pg-run.json" \
+        --store "$PG?connect_timeout=120" --config "a=kill -STOP $POSTMASTER" --config b=true
+    while [ ! -e "$S/pg-run.json" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    sleep 0.5; ms; t0=$now; kill -INT "$pid"; finish; ms; t=$((now - t0)); kill -CONT "$POSTMASTER"
+    row "PostgreSQL SIGSTOPped mid-run, then Ctrl-C" "--json written first; exit 130 at once, the warning names it" \
+        "exit $rc in ${t} ms, $(grep -c 'it is in .*pg-run.json' "$S/err") warning" \
+        "$([ $rc = 130 ] && [ $t -lt 2000 ] && grep -q 'it is in .*pg-run.json' "$S/err"; echo $?)"
+
+    startv run syscall:case=null "${QUICK[@]}" -q --store "$PG?options=-c%20statement_timeout%3D1000" \
+        --config "a=kill -STOP $POSTMASTER; kill -STOP \$(pgrep -P $POSTMASTER)" --config b=true --rounds 2
+    ms; t0=$now; finish; ms; t=$((now - t0)); kill -CONT "$POSTMASTER" $(pgrep -P "$POSTMASTER")
+    row "PostgreSQL and its backends SIGSTOPped mid-run" "exit 0 within the limits, the run in a file" \
+        "exit $rc, $(grep -o 'did not answer within [0-9.]* s ([a-z_]*' "$S/err" | head -1)" \
+        "$([ $rc = 0 ] && grep -q 'did not answer' "$S/err" && grep -q 'it is in ' "$S/err"; echo $?)"
+    rm -f osbench-*.json
+
+    psql_ "CREATE ROLE slash LOGIN PASSWORD 'ab/cd?ef+gh'" && psql_ "CREATE DATABASE slashdb OWNER slash"
+    startv run syscall:case=null "${QUICK[@]}" --store "postgresql://slash:ab/cd?ef+gh@127.0.0.1:$PGPORT/slashdb"; finish
+    row "a password with / and ? in the URL" "stored; the password shown nowhere" \
+        "exit $rc, $(grep -o 'saved as run [0-9]* in [^ ]*' "$S/err"), $(cat "$S/out" "$S/err" | grep -c 'ab/cd\|cd?ef') leaks" \
+        "$([ $rc = 0 ] && ! grep -q 'ab/cd\|cd?ef' "$S/out" "$S/err"; echo $?)"
+
+    cp "$PGD/server.crt" "$S/root.crt"
+    startv history --store "postgresql://osbench:s3cret@localhost:$PGPORT/postgres?sslmode=verify-full&sslrootcert=$S/root.crt"; finish
+    row "self-signed server certificate as sslrootcert, verify-full" "accepted, as libpq does" "exit $rc" \
+        "$([ $rc = 0 ]; echo $?)"
+
+    psql_ "CREATE DATABASE foreign_db" && "$PGBIN/psql" -h "$PGD" -p "$PGPORT" -U osbench -d foreign_db -XAtq \
+        -c "CREATE TABLE osbench_schema (version BIGINT, note TEXT); INSERT INTO osbench_schema VALUES (0, 'keep')"
+    startv history --store "postgresql://osbench:s3cret@127.0.0.1:$PGPORT/foreign_db"; finish
+    n=$("$PGBIN/psql" -h "$PGD" -p "$PGPORT" -U osbench -d foreign_db -XAtq -c "SELECT count(*) FROM osbench_schema")
+    row "a foreign osbench_schema table" "exit 2, its rows kept" "exit $rc, $n row" \
+        "$([ $rc = 2 ] && [ "$n" = 1 ]; echo $?)"
+    as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate -w stop >/dev/null 2>&1
+else
+    row "PostgreSQL rows (stopped server, password, self-signed, foreign table)" "" \
+        "skipped: no PostgreSQL server (apt-get install postgresql) or openssl" 0
+fi
 
 # --- Nothing left behind ------------------------------------------------------
 still=0

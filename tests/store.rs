@@ -653,3 +653,105 @@ fn all_succeed(children: Vec<std::process::Child>) {
         );
     }
 }
+
+#[test]
+fn a_foreign_sqlite_database_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("notes.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');")
+            .unwrap();
+    }
+    let out = osbench(&foreign).arg("history").output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("an SQLite database with 1 table ('notes') and no osbench schema")
+            && stderr.contains("give another --store"),
+        "{stderr}"
+    );
+    // A run keeps its document in a file instead.
+    let work = tempfile::tempdir().unwrap();
+    let (_, stderr) = ok(osbench(&foreign)
+        .current_dir(work.path())
+        .args(["run", "syscall:case=null", "-q"])
+        .args(QUICK)
+        .output()
+        .unwrap());
+    assert!(
+        stderr.contains("no osbench schema") && stderr.contains("it is in ./osbench-"),
+        "{stderr}"
+    );
+    let conn = rusqlite::Connection::open(&foreign).unwrap();
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let notes: String = conn
+        .query_row("SELECT text FROM notes", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((tables, notes.as_str()), (1, "mine"));
+}
+
+#[test]
+fn store_errors_are_one_line_without_the_statement() {
+    // A store at schema version 1 whose tables are gone: the migration's
+    // query fails, and SQLite's own text would quote the whole statement.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .pragma_update(None, "user_version", 1)
+        .unwrap();
+    let out = osbench(&store).arg("history").output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no such table: runs"), "{stderr}");
+    assert!(
+        !stderr.contains("SELECT") && !stderr.contains("offset"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn import_of_a_dash_reads_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let mut child = osbench(&store)
+        .args(["import", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        &fs::read(FIXTURE).unwrap(),
+    )
+    .unwrap();
+    let (stdout, _) = ok(child.wait_with_output().unwrap());
+    assert!(
+        stdout.contains("standard input: stored as run 1"),
+        "{stdout}"
+    );
+    assert_eq!(
+        Store::open_existing(&store)
+            .unwrap()
+            .document_text(1)
+            .unwrap()
+            .unwrap(),
+        fs::read_to_string(FIXTURE).unwrap()
+    );
+    let out = osbench(&store).args(["import", "-", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("more than once")
+    );
+}

@@ -6,17 +6,23 @@
 //! left running. Covered: run → store → history → compare by label →
 //! export, the same bytes as through SQLite; the two back ends answering
 //! alike; concurrent writers (and one document written by all of them at
-//! once); one document imported twice; TLS modes; an unreachable server and a
-//! refused login, which name the URL without its password and keep the run
-//! in a file. Without PostgreSQL these tests say so and pass, unless
-//! `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
+//! once); one document imported twice; TLS modes, a self-signed server
+//! certificate given as the root among them; an unreachable server, a
+//! refused login, a listener that accepts and never answers and a server
+//! stopped (SIGSTOP) mid-run or mid-statement, which name the URL without its
+//! password, end within their time limits or at Ctrl-C, and keep the run in
+//! a file; a password with `/` and `?` in it; a foreign `osbench_schema`
+//! table, left as it was. Without PostgreSQL these tests say so and pass,
+//! unless `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
 
 mod common;
 
 use std::fs;
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use common::ok;
 use osbench::document::Document;
@@ -93,11 +99,22 @@ fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// How a cluster takes TCP logins.
+#[derive(Clone, Copy, PartialEq)]
+enum Tls {
+    /// Without TLS.
+    Off,
+    /// Only over TLS, with a certificate for `localhost` signed by a CA of its own.
+    CaSigned,
+    /// Only over TLS, with a self-signed certificate made by the PostgreSQL
+    /// documentation's recipe (`CN=localhost`, a CA certificate, no alternative names).
+    SelfSigned,
+}
+
 impl Cluster {
     /// Creates and starts a cluster: password logins over TCP on 127.0.0.1,
-    /// only over TLS when `tls` (with a self-signed certificate for
-    /// `localhost`, in [`Cluster::cert`]).
-    fn start(tls: bool) -> Self {
+    /// over TLS as `tls` says (the root to trust in [`Cluster::cert`]).
+    fn start(tls: Tls) -> Self {
         let bin = pg_bin().expect("checked by have_postgres");
         // The postgres user must reach it: under /tmp, whatever TMPDIR says, when root.
         let dir = match is_root() {
@@ -121,8 +138,8 @@ impl Cluster {
             "-c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
             cluster.dir.path().display()
         );
-        let hba = if tls {
-            cluster.make_certificate();
+        let hba = if tls != Tls::Off {
+            cluster.make_certificate(tls);
             options += &format!(
                 " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key",
                 cluster.dir.path().display()
@@ -167,15 +184,14 @@ impl Cluster {
         self.dir.path().join("data")
     }
 
-    /// A certificate authority (ca.crt, [`Cluster::cert`]) and a certificate
-    /// it signed for localhost (server.crt, server.key), by the openssl command.
-    fn make_certificate(&self) {
+    /// The server's certificate (server.crt, server.key), by the openssl
+    /// command: signed by a certificate authority of its own (ca.crt), or
+    /// self-signed.
+    fn make_certificate(&self, tls: Tls) {
         let path = |name: &str| self.dir.path().join(name);
         let openssl = |args: &[&str]| {
             let out = Command::new("openssl")
-                .args([
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                ])
+                .args(["req", "-x509", "-nodes", "-days", "1"])
                 .args(args)
                 .current_dir(self.dir.path())
                 .output()
@@ -186,39 +202,94 @@ impl Cluster {
                 String::from_utf8_lossy(&out.stderr)
             );
         };
-        openssl(&[
-            "-subj",
-            "/CN=osbench test CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ]);
-        openssl(&[
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost",
-            "-addext",
-            "basicConstraints=critical,CA:FALSE",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.crt",
-        ]);
+        if tls == Tls::SelfSigned {
+            // https://www.postgresql.org/docs/current/ssl-tcp.html#SSL-CERTIFICATE-CREATION
+            openssl(&[
+                "-new",
+                "-text",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.crt",
+            ]);
+            fs::copy(path("server.crt"), path("ca.crt")).unwrap();
+        } else {
+            openssl(&[
+                "-newkey",
+                "rsa:2048",
+                "-subj",
+                "/CN=osbench test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+            ]);
+            openssl(&[
+                "-newkey",
+                "rsa:2048",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=DNS:localhost",
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.crt",
+            ]);
+        }
         let key = self.dir.path().join("server.key");
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).unwrap();
         self.chown(&[&key, &path("server.crt")]);
     }
 
-    /// The certificate authority's certificate (the root to trust).
+    /// The certificate to trust: the certificate authority's, or the
+    /// self-signed server certificate itself.
     fn cert(&self) -> PathBuf {
         self.dir.path().join("ca.crt")
+    }
+
+    /// Runs `sql` with psql as the superuser over the cluster's Unix socket;
+    /// its output (unaligned, tuples only).
+    fn sql(&self, sql: &str) -> String {
+        let psql = self.bin.join("psql");
+        let out = Command::new(psql)
+            .arg("-h")
+            .arg(self.dir.path())
+            .args(["-p", &self.port.to_string(), "-U", USER, "-d", "postgres"])
+            .args(["-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("psql (Debian's postgresql-client, which postgresql depends on)");
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Stops (SIGSTOP) the server's processes, the postmaster first, then
+    /// (`all`) every child it has now; they go on when the guard is dropped.
+    fn stop(&self, all: bool) -> Stopped {
+        let pid_file = fs::read_to_string(self.data().join("postmaster.pid")).unwrap();
+        let postmaster: i32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        let mut pids = vec![postmaster];
+        if all {
+            pids.extend(children(postmaster));
+        }
+        for &pid in &pids {
+            // SAFETY: kill has no memory-safety preconditions; `pid` is the cluster's.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+        }
+        Stopped(pids)
     }
 
     /// Gives `paths` to the postgres user (when this is root; the server will not run as root).
@@ -283,6 +354,32 @@ impl Drop for Cluster {
     }
 }
 
+/// The processes whose parent is `parent` (from /proc).
+fn children(parent: i32) -> Vec<i32> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after.split_whitespace().nth(1) == Some(&parent.to_string())
+        })
+        .collect()
+}
+
+/// Stopped server processes, continued (SIGCONT) when dropped.
+struct Stopped(Vec<i32>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: as in `Cluster::stop`.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    }
+}
+
 /// osbench with its store at `store` (a path or URL) and nothing else to find one.
 fn osbench(store: &str) -> Command {
     let mut cmd = common::osbench_at(store);
@@ -304,7 +401,7 @@ fn a_run_goes_through_postgresql_as_through_sqlite() {
     if !have_postgres("a_run_goes_through_postgresql_as_through_sqlite") {
         return;
     }
-    let pg = Cluster::start(false);
+    let pg = Cluster::start(Tls::Off);
     let url = pg.url("127.0.0.1", "");
     let dir = tempfile::tempdir().unwrap();
     let before = dir.path().join("before.json");
@@ -394,7 +491,7 @@ fn both_back_ends_answer_alike() {
     if !have_postgres("both_back_ends_answer_alike") {
         return;
     }
-    let pg = Cluster::start(false);
+    let pg = Cluster::start(Tls::Off);
     let dir = tempfile::tempdir().unwrap();
     let mut stores = [
         Store::open(dir.path().join("results.sqlite")).unwrap(),
@@ -463,7 +560,7 @@ fn concurrent_writers_store_each_document_once() {
     if !have_postgres("concurrent_writers_store_each_document_once") {
         return;
     }
-    let pg = Cluster::start(false);
+    let pg = Cluster::start(Tls::Off);
     let url = PathBuf::from(pg.url("127.0.0.1", ""));
     let shared = variant(99, "shared");
     // Four writers on their own connections, all starting on an empty
@@ -503,7 +600,7 @@ fn the_same_document_imported_twice_is_stored_once() {
     if !have_postgres("the_same_document_imported_twice_is_stored_once") {
         return;
     }
-    let pg = Cluster::start(false);
+    let pg = Cluster::start(Tls::Off);
     let url = pg.url("127.0.0.1", "");
     let dir = tempfile::tempdir().unwrap();
     // The same document, written compactly.
@@ -556,7 +653,7 @@ fn tls_is_used_and_checked_as_the_url_asks() {
         return;
     }
     // The cluster takes TCP logins only over TLS (hostssl).
-    let pg = Cluster::start(true);
+    let pg = Cluster::start(Tls::CaSigned);
     let open = |host: &str, query: &str| Store::open(PathBuf::from(pg.url(host, query)));
     open("127.0.0.1", "?sslmode=require").unwrap();
     let root = format!("&sslrootcert={}", pg.cert().display());
@@ -647,7 +744,303 @@ fn a_refused_login_names_the_url_and_keeps_the_run() {
     if !have_postgres("a_refused_login_names_the_url_and_keeps_the_run") {
         return;
     }
-    let pg = Cluster::start(false);
+    let pg = Cluster::start(Tls::Off);
     let url = pg.url("127.0.0.1", "").replace(PASSWORD, "wrong-password");
     run_is_kept_in_a_file(&url, &pg.shown(), "password authentication failed");
+}
+
+/// A loopback listener that accepts connections and never answers; each
+/// accepted connection is reported on the channel.
+fn silent_server() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+            let _ = tx.send(());
+        }
+    });
+    (port, rx)
+}
+
+/// Waits up to `limit` for `child`; kills it (and returns `None`) if it is still running.
+fn exit_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// What a child wrote to its (piped) standard error.
+fn stderr_of(child: &mut Child) -> String {
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: kill has no memory-safety preconditions; the child is ours and not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+}
+
+#[test]
+fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
+    // Needs no PostgreSQL: a listener that accepts and never speaks.
+    let (port, accepted) = silent_server();
+    let url = |query: &str| format!("postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/db{query}");
+    let shown = format!("postgresql://{USER}@127.0.0.1:{port}/db");
+
+    // The default handshake limit (10 s) ends a reading command: status 2.
+    let mut history = osbench(&url(""))
+        .arg("history")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = exit_within(&mut history, Duration::from_secs(60)).expect("history hung");
+    let stderr = stderr_of(&mut history);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "results store {shown}: the server did not answer within 10 s (connect_timeout)"
+        )) && !stderr.contains(PASSWORD),
+        "{stderr}"
+    );
+
+    // Ctrl-C while a run waits for the store: it stops at once, measuring nothing.
+    let work = tempfile::tempdir().unwrap();
+    while accepted.try_recv().is_ok() {}
+    let mut run = osbench(&url("?connect_timeout=120"))
+        .current_dir(work.path())
+        .args(["run", "syscall:case=null", "-q"])
+        .args(QUICK)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    accepted
+        .recv_timeout(Duration::from_secs(60))
+        .expect("osbench connected");
+    interrupt(&run);
+    let status = exit_within(&mut run, Duration::from_secs(20)).expect("Ctrl-C was ignored");
+    let stderr = stderr_of(&mut run);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped while opening the results store"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "nothing measured, nothing written"
+    );
+
+    // The URL's connect_timeout is the limit; the run is kept in a file.
+    let work = tempfile::tempdir().unwrap();
+    let mut run = osbench(&url("?connect_timeout=1"))
+        .current_dir(work.path())
+        .args(["run", "syscall:case=null", "-q", "--label", "kept"])
+        .args(QUICK)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = exit_within(&mut run, Duration::from_secs(60)).expect("run hung");
+    let stderr = stderr_of(&mut run);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("did not answer within 1 s (connect_timeout)")
+            && stderr.contains("it is in ./osbench-"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_dir(work.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait() {
+    if !have_postgres("a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait")
+    {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    let pid_file = fs::read_to_string(pg.data().join("postmaster.pid")).unwrap();
+    let postmaster = pid_file.lines().next().unwrap().trim().to_string();
+    let stopped = Stopped(vec![postmaster.parse().unwrap()]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    // The store is opened before measuring; a set-up stops the postmaster
+    // while measuring; the limit (120 s) is far away: only Ctrl-C ends the wait.
+    let mut run = osbench(&pg.url("127.0.0.1", "?connect_timeout=120"))
+        .args(["run", "syscall:case=null", "-q", "--rounds", "2", "--json"])
+        .arg(&json)
+        .args(QUICK)
+        .args([
+            "--config",
+            &format!("a=kill -STOP {postmaster}"),
+            "--config",
+            "b=true",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The document is written before the store is tried.
+    let start = Instant::now();
+    while !json.exists() && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(json.exists(), "--json was not written before the store");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "it waits for the stopped server"
+    );
+    interrupt(&run);
+    let status = exit_within(&mut run, Duration::from_secs(20)).expect("Ctrl-C was ignored");
+    let stderr = stderr_of(&mut run);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the run is not in the results store (interrupted by a signal); it is in {}",
+            json.display()
+        )) && stderr.contains("stopped while storing the run"),
+        "{stderr}"
+    );
+    assert!(read_document(&json).unwrap().run.complete);
+    drop(stopped);
+    let (history, _) = ok(osbench(&pg.url("127.0.0.1", ""))
+        .arg("history")
+        .output()
+        .unwrap());
+    assert!(history.contains("No stored run matches"), "{history}");
+}
+
+#[test]
+fn a_statement_to_a_stopped_server_is_given_up_at_its_limit() {
+    if !have_postgres("a_statement_to_a_stopped_server_is_given_up_at_its_limit") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    // statement_timeout 1 s (the URL's options): a statement is waited for 1 + 5 s.
+    let url = pg.url("127.0.0.1", "?options=-c%20statement_timeout%3D1000");
+    let store = Store::open(PathBuf::from(&url)).unwrap();
+    let stopped = pg.stop(true);
+    let e = store.list(&Filter::default()).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("results store {}", pg.shown()))
+            && e.contains("did not answer within 6 s (statement_timeout"),
+        "{e}"
+    );
+    // Given up: not waited for again.
+    let again = store.list(&Filter::default()).unwrap_err().to_string();
+    assert_eq!(again, e);
+    drop(stopped);
+    drop(store);
+    // Without a statement_timeout of the server's own, osbench sets one.
+    let mut store = Store::open(PathBuf::from(pg.url("127.0.0.1", ""))).unwrap();
+    assert_eq!(store.insert(&variant(1, "h")).unwrap(), Inserted::New(1));
+}
+
+#[test]
+fn a_password_with_a_slash_and_a_question_mark_never_shows() {
+    if !have_postgres("a_password_with_a_slash_and_a_question_mark_never_shows") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    // As base64 passwords are, unencoded in the URL (the client takes it so).
+    let password = "ab/cd?ef+gh";
+    pg.sql(&format!("CREATE ROLE slash LOGIN PASSWORD '{password}'"));
+    pg.sql("CREATE DATABASE slashdb OWNER slash");
+    let url = |db: &str| format!("postgresql://slash:{password}@127.0.0.1:{}/{db}", pg.port);
+    let shown = |db: &str| format!("postgresql://slash@127.0.0.1:{}/{db}", pg.port);
+    let (stdout, stderr) = ok(osbench(&url("slashdb"))
+        .args(["run", "syscall:case=null"])
+        .args(QUICK)
+        .output()
+        .unwrap());
+    assert!(
+        stderr.contains(&format!("saved as run 1 in {}", shown("slashdb"))),
+        "{stderr}"
+    );
+    let leaks = |text: &str| ["ab/cd", "cd?ef", "ef+gh"].iter().any(|p| text.contains(p));
+    assert!(!leaks(&stdout) && !leaks(&stderr), "{stdout}{stderr}");
+    // In errors and warnings too.
+    let out = osbench(&url("nodb")).arg("history").output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&shown("nodb")) && !leaks(&stderr),
+        "{stderr}"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let (_, stderr) = ok(osbench(&url("nodb"))
+        .current_dir(work.path())
+        .args(["run", "syscall:case=null", "-q"])
+        .args(QUICK)
+        .output()
+        .unwrap());
+    assert!(
+        stderr.contains(&format!("results store {}: cannot connect", shown("nodb")))
+            && !leaks(&stderr),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_self_signed_server_certificate_given_as_the_root_is_accepted() {
+    if !have_postgres("a_self_signed_server_certificate_given_as_the_root_is_accepted") {
+        return;
+    }
+    let pg = Cluster::start(Tls::SelfSigned);
+    let open = |host: &str, query: &str| Store::open(PathBuf::from(pg.url(host, query)));
+    let root = format!("&sslrootcert={}", pg.cert().display());
+    open("127.0.0.1", &format!("?sslmode=verify-ca{root}")).unwrap();
+    // Its common name is checked (it has no alternative names), as libpq does.
+    open("localhost", &format!("?sslmode=verify-full{root}")).unwrap();
+    let e = open("127.0.0.1", &format!("?sslmode=verify-full{root}"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("cannot connect") && e.contains("not valid for name"),
+        "{e}"
+    );
+    // Not in the roots: refused, saying what to do.
+    let e = open("localhost", "?sslmode=verify-ca&sslrootcert=system")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("self-signed?") && e.contains("give that very certificate as sslrootcert"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_foreign_osbench_schema_table_is_left_as_it_was() {
+    if !have_postgres("a_foreign_osbench_schema_table_is_left_as_it_was") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    pg.sql("CREATE TABLE osbench_schema (version BIGINT, note TEXT)");
+    pg.sql("INSERT INTO osbench_schema VALUES (0, 'keep me'), (0, 'and me')");
+    let e = Store::open(PathBuf::from(pg.url("127.0.0.1", "")))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("osbench_schema (version bigint, note text) is not osbench's"),
+        "{e}"
+    );
+    assert_eq!(pg.sql("SELECT count(*) FROM osbench_schema").trim(), "2");
+    assert_eq!(pg.sql("SELECT to_regclass('runs') IS NULL").trim(), "t");
 }

@@ -182,7 +182,7 @@ enum StoreState {
     /// Opened (created, migrated) before the run; closed while measuring.
     Ready(Location),
     /// Why it cannot be used (the run then goes to a JSON file).
-    Failed(String),
+    Failed(osbench::Error),
 }
 
 /// The outputs of one run, prepared before measuring.
@@ -213,11 +213,16 @@ impl SaveArgs {
                 .and_then(|l| Store::open(&l).map(|_| l))
             {
                 Ok(p) => StoreState::Ready(p),
+                // Stopped while waiting for the store: nothing is measured.
+                Err(osbench::Error::Interrupted) => {
+                    return Err(osbench::Error::Interrupted)
+                        .context("stopped while opening the results store");
+                }
                 Err(e) => {
                     eprintln!(
                         "osbench: warning: {e}; this run will be saved to a JSON file instead"
                     );
-                    StoreState::Failed(e.to_string())
+                    StoreState::Failed(e)
                 }
             }
         };
@@ -230,23 +235,16 @@ impl SaveArgs {
 }
 
 impl Saving {
-    /// After measuring: stores the run and writes the export files. With `keep`
-    /// false (nothing was measured) nothing is saved and the temporaries go.
+    /// After measuring: writes the export files, then stores the run (so a
+    /// store that fails, hangs or is interrupted never holds the only copy).
+    /// With `keep` false (nothing was measured) nothing is saved and the
+    /// temporaries go. A stop signal while the store is written leaves the
+    /// run in a file and is an `Interrupted` error (status 130).
     pub fn finish(self, doc: &Document, keep: bool) -> anyhow::Result<Saved> {
         let mut saved = Saved::default();
         if !keep {
             return Ok(saved);
         }
-        let stored = match self.store {
-            StoreState::Off => None,
-            StoreState::Ready(location) => Some(
-                Store::open(&location)
-                    .and_then(|mut s| s.insert(doc))
-                    .map(|i| (i.id(), location))
-                    .map_err(|e| e.to_string()),
-            ),
-            StoreState::Failed(why) => Some(Err(why)),
-        };
         let json_dest = self.exports.json.as_ref().map(|f| f.dest().to_path_buf());
         let written = self.exports.commit_document(doc);
         if let Ok(files) = &written
@@ -263,6 +261,18 @@ impl Saving {
         if written.is_ok() {
             saved.documents.extend(json_dest.clone());
         }
+        // A signal from here on (not one that stopped the measuring) stops storing.
+        let _watch = osbench::measure::interrupt::Watch::new();
+        let stored = match self.store {
+            StoreState::Off => None,
+            StoreState::Ready(location) => Some(
+                Store::open(&location)
+                    .and_then(|mut s| s.insert(doc))
+                    .map(|i| (i.id(), location)),
+            ),
+            StoreState::Failed(e) => Some(Err(e)),
+        };
+        let mut interrupted = false;
         match stored {
             Some(Ok((id, path))) => {
                 saved.run_id = Some(id);
@@ -270,7 +280,8 @@ impl Saving {
                     eprintln!("osbench: saved as run {id} in {}", path.display());
                 }
             }
-            Some(Err(why)) => {
+            Some(Err(e)) => {
+                interrupted = matches!(e, osbench::Error::Interrupted);
                 // Said even with --quiet: it is about where the results are.
                 // A document sent to standard output is not kept: write a file too.
                 let file = match (&written, json_dest) {
@@ -282,7 +293,7 @@ impl Saving {
                     }
                 };
                 eprintln!(
-                    "osbench: warning: the run is not in the results store ({why}); it is in {} \
+                    "osbench: warning: the run is not in the results store ({e}); it is in {} \
                      (`osbench import {}` stores it later)",
                     file.display(),
                     file.display()
@@ -291,6 +302,9 @@ impl Saving {
             None => {}
         }
         written?;
+        if interrupted {
+            return Err(osbench::Error::Interrupted).context("stopped while storing the run");
+        }
         Ok(saved)
     }
 }
@@ -400,7 +414,8 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
 /// `osbench import`.
 #[derive(Args)]
 pub struct ImportCmd {
-    /// Result documents (written by `run --json` or `export --json`, here or on another machine)
+    /// Result documents (written by `run --json` or `export --json`, here or on another
+    /// machine); `-`: standard input
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -410,10 +425,14 @@ pub struct ImportCmd {
 pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
     // Every file is read and checked before anything is stored; then all are
     // stored in one transaction (all or, on an error, none).
+    let stdin = Path::new(STDIN);
+    if args.files.iter().filter(|f| *f == stdin).count() > 1 {
+        anyhow::bail!("'-' (standard input) is given more than once; it holds one document");
+    }
     let docs = args
         .files
         .iter()
-        .map(|f| store::read_document_text(f))
+        .map(|f| read_input(f))
         .collect::<osbench::Result<Vec<_>>>()?;
     let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
     let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
@@ -424,14 +443,38 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map_or_else(String::new, |l| format!(" '{l}'"));
         match inserted {
-            Inserted::New(id) => println!("{}: stored as run {id}{label}", file.display()),
+            Inserted::New(id) => println!("{}: stored as run {id}{label}", input_name(file)),
             Inserted::Existing(id) => println!(
                 "{}: already stored as run {id}{label}; not added again",
-                file.display()
+                input_name(file)
             ),
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The input file that means standard input.
+const STDIN: &str = "-";
+
+/// How an input file is named in messages: `-` is "standard input".
+fn input_name(file: &Path) -> String {
+    if file == Path::new(STDIN) {
+        "standard input".into()
+    } else {
+        file.display().to_string()
+    }
+}
+
+/// A document's text and the document, from a file or (`-`) standard input.
+fn read_input(file: &Path) -> osbench::Result<(String, Document)> {
+    if file != Path::new(STDIN) {
+        return store::read_document_text(file);
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+        .map_err(|e| osbench::Error::io("reading standard input".to_string(), e))?;
+    let doc = store::parse_document(&text, "standard input")?;
+    Ok((text, doc))
 }
 
 /// The documents `compare` was given (files, run ids or labels), with their names.

@@ -6,7 +6,7 @@
 //! ([`crate::compare::history`]) and the plot ([`super::plot::history_plot`]).
 
 use super::sections::Table;
-use super::{case_label, decimals_for, fmt_pct, fmt_sig};
+use super::{case_label, decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};
 
@@ -115,8 +115,11 @@ pub fn runs_table(h: &CaseHistory) -> Table {
                 r.label.clone().unwrap_or_else(|| "-".into()),
                 r.kernel.clone(),
                 r.n.to_string(),
-                format!("{:.d$}", r.median),
-                r.ci.map_or_else(|| "-".into(), |(lo, hi)| format!("{lo:.d$}–{hi:.d$}")),
+                fmt_fixed(r.median, d),
+                r.ci.map_or_else(
+                    || "-".into(),
+                    |(lo, hi)| format!("{}–{}", fmt_fixed(lo, d), fmt_fixed(hi, d)),
+                ),
                 points
                     .iter()
                     .find(|p| p.index == i)
@@ -167,8 +170,8 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
                 run.run_id.to_string(),
                 run.started.clone(),
                 run.label.clone().unwrap_or_else(|| "-".into()),
-                format!("{:.d$}", p.before),
-                format!("{:.d$}", p.after),
+                fmt_fixed(p.before, d),
+                fmt_fixed(p.after, d),
                 signed_pct(p.relative),
                 super::compare::fmt_p(p.p_value),
                 fmt_sig(p.statistic),

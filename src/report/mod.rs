@@ -29,9 +29,21 @@ use crate::stats::compare::Verdict;
 pub use env::env_text;
 pub use table::render_run;
 
-/// `x` with about four significant digits (at most six decimals).
+/// `x` with about four significant digits (at most six decimals; a value
+/// too small for them in scientific notation, never `0.000000`).
 pub fn fmt_sig(x: f64) -> String {
-    format!("{:.*}", decimals_for(x), x)
+    fmt_fixed(x, decimals_for(x))
+}
+
+/// `x` with `decimals` decimals, or in scientific notation (four
+/// significant digits) when those would show none of its digits.
+pub fn fmt_fixed(x: f64, decimals: usize) -> String {
+    let smallest = 0.5 * 10f64.powi(-(decimals.min(300) as i32));
+    if x != 0.0 && x.is_finite() && x.abs() < smallest {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.decimals$}")
+    }
 }
 
 /// Decimals that give `x` about four significant digits.
@@ -151,6 +163,17 @@ pub(crate) fn fixture() -> crate::document::Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiny_values_keep_their_digits() {
+        assert_eq!(fmt_sig(1.5e-9), "1.500e-9");
+        assert_eq!(fmt_sig(-2.25e-8), "-2.250e-8");
+        assert_eq!(fmt_sig(0.0), "0.0");
+        assert_eq!(fmt_sig(0.001234), "0.001234");
+        assert_eq!(fmt_sig(1234.4), "1234");
+        assert_eq!(fmt_fixed(4e-7, 6), "4.000e-7");
+        assert_eq!(fmt_fixed(6e-7, 6), "0.000001");
+    }
 
     #[test]
     fn results_name_each_configuration_of_a_case() {

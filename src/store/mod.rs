@@ -16,6 +16,7 @@
 //! run id or label.
 
 pub mod db;
+mod pinned;
 mod postgres;
 mod sqlite;
 

@@ -189,9 +189,48 @@ impl Conn for SqliteConn {
     }
 
     fn schema_version(&mut self) -> Result<i64> {
-        self.conn
+        let fail = store_error(&self.name);
+        let version: i64 = self
+            .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(store_error(&self.name))
+            .map_err(fail)?;
+        if version != 0 {
+            return Ok(version);
+        }
+        // No osbench schema: an empty file is a new store, one with tables
+        // is someone else's database, never taken over.
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+            )
+            .map_err(fail)?;
+        let tables = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(fail)?;
+        if tables.is_empty() {
+            return Ok(0);
+        }
+        let shown: Vec<String> = tables.iter().take(5).map(|t| format!("'{t}'")).collect();
+        let more = tables.len().saturating_sub(5);
+        Err(Error::Store {
+            path: self.name.clone(),
+            message: format!(
+                "an SQLite database with {} table{} ({}{}) and no osbench schema \
+                 (PRAGMA user_version is 0): not a results store, and osbench leaves it \
+                 alone; give another --store",
+                tables.len(),
+                if tables.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+        })
     }
 
     fn set_schema_version(&mut self, version: i64) -> Result<()> {
@@ -201,7 +240,8 @@ impl Conn for SqliteConn {
     }
 }
 
-/// Turns an SQLite error into one naming the store.
+/// Turns an SQLite error into one line naming the store: SQLite's message,
+/// never the statement it came from.
 fn store_error(name: &str) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
     move |e| Error::Store {
         path: name.to_string(),
@@ -211,12 +251,22 @@ fn store_error(name: &str) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
             }
             // SQLite does not say why it could not open; a descriptor limit is one cause.
             Some(rusqlite::ErrorCode::CannotOpen) => match descriptor_shortage() {
-                Some(hint) => format!("{e}: {hint}"),
-                None => e.to_string(),
+                Some(hint) => format!("{}: {hint}", cause(&e)),
+                None => cause(&e),
             },
-            _ => e.to_string(),
+            _ => cause(&e),
         },
     }
+}
+
+/// SQLite's message for `e`, one line (a syntax error's text otherwise
+/// quotes the whole statement).
+fn cause(e: &rusqlite::Error) -> String {
+    let text = match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    };
+    text.lines().next().unwrap_or_default().trim().to_string()
 }
 
 /// Why no file can be opened now, if that is the open-file limit.
