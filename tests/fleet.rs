@@ -172,6 +172,50 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
 }
 
 #[test]
+fn a_host_whose_file_cannot_be_written_loses_no_other_host() {
+    if !common::sshd_usable("a_host_whose_file_cannot_be_written") {
+        return;
+    }
+    let mark = "fleet-save-test";
+    let sshd = Sshd::start(&[&format!("SetEnv OSBENCH_TEST_MARK={mark}")]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("fleet.sqlite");
+    let out_dir = dir.path().join("out");
+    // a.json cannot be written: a directory stands in its place.
+    fs::create_dir_all(out_dir.join("a.json")).unwrap();
+    let hosts = hosts_file(&sshd, dir.path(), false);
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let out = fleet_run(&store, &hosts, "saves", "100", &["--out", &out_arg]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("host 'a'") && err.contains("host 'down'"),
+        "{err}"
+    );
+    // b is written, both are stored, and the table shows both.
+    assert!(read_document(&out_dir.join("b.json")).unwrap().run.complete);
+    let table = text(&out.stdout);
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|l| l.split_whitespace().eq(["case", "a", "b"])),
+        "{table}\n{err}"
+    );
+    let history = osbench(&store)
+        .args(["history", "--label", "saves", "--by", "host"])
+        .output()
+        .unwrap();
+    assert!(history.status.success(), "{}", text(&history.stderr));
+    drop(sshd);
+    assert!(
+        common::marked(mark).is_empty(),
+        "{:?}",
+        common::marked(mark)
+    );
+}
+
+#[test]
 fn a_host_without_osbench_is_told_about_install() {
     if !common::sshd_usable("a_host_without_osbench_is_told_about_install") {
         return;

@@ -120,7 +120,11 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         match run.result {
             Ok(mut outcome) => {
                 outcome.document.run.label = args.label.clone();
-                saving.finish(&outcome.document, !outcome.document.series.is_empty())?;
+                // One host's files failing (a full disk) must not lose the others.
+                let keep = !outcome.document.series.is_empty();
+                if let Err(e) = saving.finish(&outcome.document, keep) {
+                    failures.push(format!("host '{}': {e:#}", run.host));
+                }
                 if let Some(e) = outcome.error {
                     failures.push(format!("host '{}' stopped early: {e}", run.host));
                 }

@@ -273,6 +273,7 @@ impl Saving {
             StoreState::Failed(e) => Some(Err(e)),
         };
         let mut interrupted = false;
+        let mut fell_back = false;
         match stored {
             Some(Ok((id, path))) => {
                 saved.run_id = Some(id);
@@ -289,6 +290,7 @@ impl Saving {
                     _ => {
                         let file = fallback_file(doc)?;
                         saved.documents.push(file.clone());
+                        fell_back = true;
                         file
                     }
                 };
@@ -300,6 +302,18 @@ impl Saving {
                 );
             }
             None => {}
+        }
+        if let Err(e) = &written
+            && saved.run_id.is_none()
+            && !fell_back
+        {
+            // Neither the requested files nor the store hold the run: a file of its own does.
+            let file = fallback_file(doc)?;
+            eprintln!(
+                "osbench: warning: {e:#}; the run is in {} instead",
+                file.display()
+            );
+            saved.documents.push(file);
         }
         written?;
         if interrupted {
