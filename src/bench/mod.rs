@@ -177,6 +177,16 @@ impl Params {
             .unwrap_or_else(|_| panic!("parameter '{name}' is not an integer"))
     }
 
+    /// A count-or-all parameter: "all" is every CPU this process may use.
+    pub fn count(&self, name: &str) -> usize {
+        match self.get(name) {
+            "all" => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n
+                .parse()
+                .unwrap_or_else(|_| panic!("parameter '{name}' is not a count")),
+        }
+    }
+
     /// The values as a JSON object, typed by `def`'s specs.
     pub fn to_json(&self, def: &BenchDef) -> Map<String, Value> {
         def.params

@@ -1,7 +1,9 @@
 //! `proc`: the cost of creating tasks, lmbench `lat_proc` and more
 //! (anchors-methodology.md §1.6). Unit: µs per creation, child's end included.
 //!
-//! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench);
+//! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench,
+//!   whose child calls exit(1): measured, that costs what osbench's larger
+//!   parent costs over a small C one, see `differs`);
 //! - `exec`: fork, the child closes stdout and execve()s a tiny program with an
 //!   empty environment, the parent waits (lmbench);
 //! - `sh`: the same through `/bin/sh -c` (lmbench);
@@ -57,7 +59,7 @@ use crate::measure::supervise::{Exit, fork_error, process_error, thread_error, w
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",
-    summary: "creating a process or thread and waiting for its end (lmbench lat_proc: fork, exec, sh; and more)",
+    summary: "creating a process or thread, to its end (lmbench lat_proc: fork, exec, sh; and more) or to its first run (LEBench fork, thr create)",
     unit: Unit::Us,
     params: &[
         ParamSpec {
@@ -139,7 +141,7 @@ pub static DEF: BenchDef = BenchDef {
         )
         .then_some(FIRST_RUN_EVENTS)
     }),
-    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so).",
+    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so). fork's child calls _exit where lmbench's calls exit(1), and osbench's parent is a large Rust process: measured on one CPU of the AMD guest (5 rounds, medians of the rounds' ratios), exit(1) costs 1.13x _exit in a small C loop and osbench's parent 1.14x that loop's, so the two cancel (osbench ÷ C exit(1) loop 1.00); lat_proc fork itself reads 1.23x that C loop (its harness, not the operation), so proc:case=fork ÷ lat_proc fork is 0.78 (docs/crosscheck.md).",
     setup,
     check: |p| {
         let vmas = p.int("vmas") as usize;

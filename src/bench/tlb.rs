@@ -22,7 +22,9 @@
 //! address space live, so the timing thread's calls are the only ones and
 //! their cost is not mixed with the others' interrupts; tlb_flush2 also
 //! unmaps and maps its 1 MiB again after every 256 calls (amortised in its
-//! figure), osbench keeps one mapping. The helpers spin on a plain load, not
+//! figure), osbench keeps one mapping; its `assert` reads each page back
+//! after the madvise, a read fault that maps the zero page, which osbench
+//! does only with `readback=yes` (the case to set beside tlb_flush2). The helpers spin on a plain load, not
 //! a PAUSE loop, so that a hypervisor's pause-loop exiting does not take
 //! their vCPU away. Left out: stress-ng's mprotect and munmap flushes, and
 //! flushes between processes sharing memory.
@@ -59,27 +61,40 @@ pub static DEF: BenchDef = BenchDef {
             },
             default: "256",
         },
+        ParamSpec {
+            name: "readback",
+            help: "read the dropped page back after each madvise, as tlb_flush2's assert does (a read fault mapping the zero page)",
+            kind: ParamKind::Choice(&["no", "yes"]),
+            default: "no",
+        },
     ],
     default_cases: DefaultCases::Listed(&[&[("threads", "1")], &[]]),
-    case_name: |p| format!("{}t", threads(p)),
+    case_name: |p| match p.get("readback") {
+        "yes" => format!("{}t/readback", threads(p)),
+        _ => format!("{}t", threads(p)),
+    },
     op: |p| {
-        match threads(p) {
-        1 => "one byte written to a page (zero-fill fault) + madvise(MADV_DONTNEED) of it, no other thread".to_string(),
-        2 => "one byte written to a page (zero-fill fault) + madvise(MADV_DONTNEED) of it, \
-              which flushes the TLB of the other CPU running the process"
-            .to_string(),
-        n => format!(
-            "one byte written to a page (zero-fill fault) + madvise(MADV_DONTNEED) of it, \
-             which flushes the TLBs of the {} other CPUs running the process",
-            n - 1
-        ),
-    }
+        let others = match threads(p) {
+            1 => ", no other thread".to_string(),
+            2 => ", which flushes the TLB of the other CPU running the process".to_string(),
+            n => format!(
+                ", which flushes the TLBs of the {} other CPUs running the process",
+                n - 1
+            ),
+        };
+        let readback = match p.get("readback") {
+            "yes" => ", then one byte read back (a read fault mapping the zero page)",
+            _ => "",
+        };
+        format!(
+            "one byte written to a page (zero-fill fault) + madvise(MADV_DONTNEED) of it{others}{readback}"
+        )
     },
     anchor: |p| match threads(p) {
         1 => "tlb_flush2_threads -t 1 (will-it-scale)".to_string(),
         n => format!("tlb_flush2_threads -t {n} (will-it-scale; stress-ng --tlb-shootdown)"),
     },
-    differs: "only the timing thread calls madvise (tlb_flush2's threads all do, interrupting each other); the other threads spin to keep the address space live on their CPUs. One mapping is cycled through; tlb_flush2 maps its 1 MiB afresh every 256 calls.",
+    differs: "only the timing thread calls madvise (tlb_flush2's threads all do, interrupting each other); the other threads spin to keep the address space live on their CPUs. One mapping is cycled through; tlb_flush2 maps its 1 MiB afresh every 256 calls, and its assert reads each page back after the madvise (a third fault: readback=yes does the same).",
     tasks: threads,
     setup,
     check,
@@ -90,10 +105,7 @@ pub static DEF: BenchDef = BenchDef {
 
 /// The thread count ("all" = every CPU this process may use).
 fn threads(p: &Params) -> usize {
-    match p.get("threads") {
-        "all" => std::thread::available_parallelism().map_or(1, usize::from),
-        n => n.parse().unwrap_or(1),
-    }
+    p.count("threads")
 }
 
 /// A shootdown needs another CPU: refuses more threads than CPUs to put them on.
@@ -131,6 +143,8 @@ struct Tlb {
     page: usize,
     /// The next page to touch.
     next: usize,
+    /// Read the page back after dropping it (tlb_flush2's assert).
+    readback: bool,
     stop: Arc<AtomicBool>,
     helpers: Vec<JoinHandle<()>>,
 }
@@ -147,6 +161,7 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
         region,
         page,
         next: 0,
+        readback: p.get("readback") == "yes",
         stop: Arc::new(AtomicBool::new(false)),
         helpers: Vec::new(),
     };
@@ -201,6 +216,15 @@ impl Workload for Tlb {
         let pages = self.region.len / self.page;
         for _ in 0..iters {
             touch_and_drop(&self.region, self.next * self.page, self.page)?;
+            if self.readback {
+                // SAFETY: the page just dropped, inside the live, readable mapping.
+                let byte = unsafe { self.region.ptr.add(self.next * self.page).read_volatile() };
+                if byte != 0 {
+                    return Err(Error::Measure(
+                        "a page read back after madvise(MADV_DONTNEED) was not zero".into(),
+                    ));
+                }
+            }
             self.next = (self.next + 1) % pages;
         }
         Ok(())
@@ -292,8 +316,17 @@ mod tests {
     }
 
     #[test]
-    fn one_call_is_one_fault() {
-        let p = Params::new(&DEF, &[("threads", "1"), ("pages", "16")]);
+    fn one_call_is_one_fault_and_a_read_back_another() {
+        for (readback, per_call) in [("no", 1), ("yes", 2)] {
+            faults_per_call(readback, per_call);
+        }
+    }
+
+    fn faults_per_call(readback: &str, per_call: u64) {
+        let p = Params::new(
+            &DEF,
+            &[("threads", "1"), ("pages", "16"), ("readback", readback)],
+        );
         let mut w = setup(&p, &Placement::unpinned()).unwrap();
         w.run(16).unwrap(); // every page touched and dropped once
         let faults = || {
@@ -306,9 +339,10 @@ mod tests {
         let before = faults();
         w.run(1000).unwrap();
         let taken = faults() - before;
+        let want = 1000 * per_call;
         assert!(
-            (980..=1020).contains(&taken),
-            "{taken} faults for 1000 calls"
+            (want - 20..=want + 20).contains(&taken),
+            "readback={readback}: {taken} faults for 1000 calls"
         );
         w.teardown().unwrap();
     }
