@@ -1,5 +1,6 @@
 //! Everything the harness reads around a timed sample besides the clock:
-//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]),
+//! the OS counters ([`super::counters`]; the machine's TLB shootdown
+//! interrupts for the families that ask) and RAPL energy ([`super::energy`]),
 //! and the perf events it enables only for the counting pass ([`PerfPass`]).
 //!
 //! A snapshot (rusage and energy) is taken just before the first clock read
