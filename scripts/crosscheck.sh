@@ -32,6 +32,10 @@
 #   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page)
 #   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file (µs)
 #   vm                   all five lmbench rows above, lat_mmap at 128 and 2048 pages
+#   fork                 proc:case=fork vs `lat_proc fork` (LOOP_O=0 TIMING_O=0: no calibration) (µs)
+#   page-fault1          fault:case=anon,pages=32768 vs will-it-scale `page_fault1_processes -t 1` (ns per page)
+#   tlb-flush2           tlb:threads=1,readback=yes vs will-it-scale `tlb_flush2_threads -t 1` (ns per call)
+#   wis                  both will-it-scale rows
 #   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
 #   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
@@ -43,7 +47,9 @@
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
 # binaries (default /tmp/anchor-lmbench/bin: intel/lmbench built outside the
-# repository, see docs/crosscheck.md). osbench runs with its defaults (11 samples;
+# repository, see docs/crosscheck.md); WIS the directory of will-it-scale's
+# (default /tmp/anchor-wis: antonblanchard/will-it-scale built there with
+# `make`, libhwloc-dev installed). osbench runs with its defaults (11 samples;
 # for messaging one sample is one whole hackbench run; the perf counting pass
 # comes after the timed samples), and never stores its runs.
 set -euo pipefail
@@ -56,7 +62,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,41p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,45p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -86,6 +92,7 @@ table_checks=(
     ctx
 )
 vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
+wis_checks=(page-fault1 tlb-flush2)
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd)
 checks=()
@@ -93,6 +100,7 @@ for c in "$@"; do
     case $c in
     table) checks+=("${table_checks[@]}") ;;
     vm) checks+=("${vm_checks[@]}") ;;
+    wis) checks+=("${wis_checks[@]}") ;;
     io) checks+=("${io_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
@@ -122,6 +130,16 @@ lmbench() {
     [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 2; }
     echo "$lmb/$1"
 }
+
+# A will-it-scale binary, or exit naming where it was looked for.
+wis() {
+    local dir=${WIS:-/tmp/anchor-wis}
+    [ -x "$dir/$1" ] || { echo "$dir/$1 not found: build antonblanchard/will-it-scale there (make) and set WIS" >&2; exit 2; }
+    echo "$dir/$1"
+}
+
+# ns per loop of a will-it-scale run of one task: 10^9 ÷ its average loops per second.
+wis_ns() { "$@" | awk -F: '/^average/ { printf "%.4g\n", 1e9 / $2 }'; }
 
 # The number before the last word of lmbench's output ("… 7.75 microseconds", "… 2516.82 MB/sec").
 last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
@@ -249,7 +267,19 @@ define() {
         ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
         bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
         anchor() { "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch)" 2>&1 | awk '{ print $2 }'; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io or one of ${vm_checks[*]} ${io_checks[*]}" >&2; exit 2 ;;
+    fork)
+        ours=("$bin" run proc:case=fork -q --no-store)
+        bench=proc unit=µs scale=1 anchor_name="lat_proc fork"
+        anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_proc)" fork 2>&1 | last_figure; } ;;
+    page-fault1)
+        ours=("$bin" run fault:case=anon,pages=32768 -q --no-store)
+        bench=fault unit=ns scale=1000 anchor_name="page_fault1_processes -t 1 -s 3"
+        anchor() { wis_ns "$(wis page_fault1_processes)" -t 1 -s 3; } ;;
+    tlb-flush2)
+        ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
+        bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
+        anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]}" >&2; exit 2 ;;
     esac
 }
 

@@ -409,8 +409,12 @@ fn a_mapping_beyond_ulimit_v_stops_the_run_before_measuring() {
 fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples() {
     let _serial = helper_lock();
     for (args, helpers) in [
-        // A copy-on-write run keeps one forked child alive.
-        ("run fault:case=cow,pages=64 -q --samples 1000000 --json", 1),
+        // A copy-on-write run keeps one forked child alive (for a whole run of
+        // 16,384 copies: with a few pages a run is shorter than a scan of /proc).
+        (
+            "run fault:case=cow,pages=16384 -q --samples 1000000 --json",
+            1,
+        ),
         (
             "run sigqueue:mode=processes,count=100000000,gap_us=0 -q --json",
             1,
@@ -446,6 +450,61 @@ fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples()
             "{args}"
         );
     }
+}
+
+#[test]
+fn interrupted_tlb_shootdowns_end_their_threads_and_keep_the_samples_or_refuse_one_cpu() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let args = [
+        "run",
+        "tlb:threads=2",
+        "-q",
+        "--samples",
+        "100000",
+        "--json",
+    ];
+    if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+        let out = osbench().args(args).arg(&json).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("only between CPUs"), "{err}");
+        return;
+    }
+    let mut child = osbench()
+        .args(args)
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let threads = || -> Vec<String> {
+        fs::read_dir(format!("/proc/{}/task", child.id()))
+            .map(|tasks| {
+                tasks
+                    .flatten()
+                    .filter_map(|t| fs::read_to_string(t.path().join("comm")).ok())
+                    .filter(|comm| comm.trim() == "osbench-tlb")
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(threads().len(), 1, "the helper should be spinning");
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let doc = read_document(&json).unwrap();
+    let s = &doc.series[0];
+    assert!(!doc.run.complete && !s.samples.is_empty());
+    // The shootdowns per call were counted, or why not is said; never a zero stand-in.
+    assert!(
+        s.counter_samples.contains_key("tlb_shootdowns")
+            || s.counters_unavailable.contains_key("tlb_shootdowns"),
+        "{:?}",
+        s.counters_unavailable
+    );
 }
 
 #[test]

@@ -83,12 +83,9 @@ pub static DEF: BenchDef = BenchDef {
     ..BenchDef::DEFAULTS
 };
 
-/// The thread count of the contended cases ("all" = every CPU this process may use).
+/// The thread count ("all" = every CPU this process may use).
 fn threads(p: &Params) -> usize {
-    match p.get("threads") {
-        "all" => std::thread::available_parallelism().map_or(1, usize::from),
-        n => n.parse().unwrap_or(1),
-    }
+    p.count("threads")
 }
 
 /// Cache lines, 128 bytes apart (adjacent-line prefetch pairs 64-byte lines).

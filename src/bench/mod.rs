@@ -30,6 +30,7 @@ pub mod spin;
 pub mod stream;
 pub mod syscall;
 pub mod timer;
+pub mod tlb;
 pub mod wakeup;
 
 use std::fmt;
@@ -38,7 +39,7 @@ use serde_json::{Map, Value};
 
 pub use crate::document::Unit;
 use crate::error::Result;
-use crate::measure::placement::Placement;
+use crate::measure::placement::{Pin, Placement};
 pub use crate::measure::workload::Workload;
 
 /// The values a parameter accepts.
@@ -176,6 +177,16 @@ impl Params {
             .unwrap_or_else(|_| panic!("parameter '{name}' is not an integer"))
     }
 
+    /// A count-or-all parameter: "all" is every CPU this process may use.
+    pub fn count(&self, name: &str) -> usize {
+        match self.get(name) {
+            "all" => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n
+                .parse()
+                .unwrap_or_else(|_| panic!("parameter '{name}' is not a count")),
+        }
+    }
+
     /// The values as a JSON object, typed by `def`'s specs.
     pub fn to_json(&self, def: &BenchDef) -> Map<String, Value> {
         def.params
@@ -231,13 +242,20 @@ pub struct BenchDef {
     /// Checks run before anything is measured (privileges, devices); an error
     /// stops the whole run.
     pub check: fn(&Params) -> Result<()>,
+    /// The placement without `--pin` (`None`: one-task cases on one CPU, the
+    /// others left to the scheduler).
+    pub default_pin: Option<Pin>,
+    /// Whether the machine's TLB shootdown interrupts (/proc/interrupts) are
+    /// read around each sample, as the counter `tlb_shootdowns`.
+    pub counts_tlb_shootdowns: bool,
 }
 
 impl BenchDef {
     /// What a family leaves out takes these values: `DEF = BenchDef { name,
     /// summary, unit, params, case_name, op, anchor, setup, ..BenchDef::DEFAULTS }`
     /// gives one case of every parameter at its default, one operation per
-    /// iteration in the timing thread alone, batched samples, no check. The
+    /// iteration in the timing thread alone, batched samples, no check, the
+    /// usual placement, no TLB counter. The
     /// name, summary, op, anchor and setup here are placeholders every family
     /// sets (a registry test checks it).
     pub const DEFAULTS: BenchDef = BenchDef {
@@ -260,6 +278,8 @@ impl BenchDef {
         },
         sampling: Sampling::Batched { stand_in: None },
         check: |_| Ok(()),
+        default_pin: None,
+        counts_tlb_shootdowns: false,
     };
 }
 
@@ -275,6 +295,9 @@ pub enum Sampling {
     /// Latency families: how many events to record (the workload timestamps
     /// each one; the result is their distribution).
     Events(fn(&Params) -> u64),
+    /// A family of both kinds (`proc`): the cases given an event count are
+    /// latency distributions, the others calibrated batches without a stand-in.
+    EventsFor(fn(&Params) -> Option<u64>),
 }
 
 /// Which cases a family runs by default.
@@ -335,6 +358,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &signal::DEF,
     &fault::DEF,
     &mmap::DEF,
+    &tlb::DEF,
     &messaging::DEF,
     &wakeup::DEF,
     &sigqueue::DEF,

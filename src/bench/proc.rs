@@ -1,7 +1,9 @@
 //! `proc`: the cost of creating tasks, lmbench `lat_proc` and more
 //! (anchors-methodology.md §1.6). Unit: µs per creation, child's end included.
 //!
-//! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench);
+//! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench,
+//!   whose child calls exit(1): measured, that costs what osbench's larger
+//!   parent costs over a small C one, see `differs`);
 //! - `exec`: fork, the child closes stdout and execve()s a tiny program with an
 //!   empty environment, the parent waits (lmbench);
 //! - `sh`: the same through `/bin/sh -c` (lmbench);
@@ -11,10 +13,20 @@
 //!   execve of the tiny program + wait;
 //! - `thread`: pthread_create of an empty function + pthread_join.
 //!
+//! LEBench's fork and thread tests (its `forkTest`, `threadTest`) as latency
+//! distributions, one event per task, each stamped with CLOCK_MONOTONIC
+//! just before the call:
+//! - `fork_return`: until fork() returns in the parent (LEBench's parent
+//!   figure); the child `_exit`s and is waited for untimed;
+//! - `fork_child`: until the child's first instruction, which writes the
+//!   clock to a MAP_SHARED page (LEBench's child figure);
+//! - `thread_return`, `thread_child`: the same for pthread_create and the
+//!   new thread's first instruction (LEBench's "thr create").
+//!
 //! `vmas=N` maps N extra single-page MAP_SHARED anonymous mappings (never
 //! touched, so each is a VMA of its own and no page) before the case, as
 //! LEBench's "big fork" (6,000) and "huge fork" (12,000) do; fork then copies
-//! them. LEBench also times the child's first instruction; osbench does not.
+//! them (and with `fork`, the child's exit tears them down, inside the time).
 //!
 //! The tiny program is shipped inside osbench: a 165-byte static x86-64 ELF
 //! (below, hand-assembled) that writes "Hello world\n" and exits 0, kept in
@@ -34,23 +46,37 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tempfile::TempPath;
 
 use super::fault::{Region, map_error, page_size};
-use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
 use crate::measure::placement::Placement;
 use crate::measure::supervise::{Exit, fork_error, process_error, thread_error, wait_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",
-    summary: "creating a process or thread and waiting for its end (lmbench lat_proc: fork, exec, sh; and more)",
+    summary: "creating a process or thread, to its end (lmbench lat_proc: fork, exec, sh; and more) or to its first run (LEBench fork, thr create)",
     unit: Unit::Us,
     params: &[
         ParamSpec {
             name: "case",
             help: "how the task is created",
-            kind: ParamKind::Choice(&["fork", "exec", "sh", "spawn", "vfork", "thread"]),
+            kind: ParamKind::Choice(&[
+                "fork",
+                "exec",
+                "sh",
+                "spawn",
+                "vfork",
+                "thread",
+                "fork_return",
+                "fork_child",
+                "thread_return",
+                "thread_child",
+            ]),
             default: "fork",
         },
         ParamSpec {
@@ -75,22 +101,47 @@ pub static DEF: BenchDef = BenchDef {
             "sh" => "fork() + /bin/sh -c tiny program + waitpid",
             "spawn" => "posix_spawn(tiny static program, stdout closed) + waitpid",
             "vfork" => "clone(CLONE_VM|CLONE_VFORK) + execve(tiny static program) + waitpid",
-            _ => "pthread_create(empty function) + pthread_join",
+            "thread" => "pthread_create(empty function) + pthread_join",
+            "fork_return" => "one fork(): the clock before it → its return in the parent",
+            "fork_child" => {
+                "one fork(): the clock before it → the child's first instruction (a clock read)"
+            }
+            "thread_return" => "one pthread_create(): the clock before it → its return",
+            _ => "one pthread_create(): the clock before it → the new thread's first instruction",
         }
         .to_string()
     },
-    anchor: |p| match (p.get("case"), p.int("vmas")) {
-        ("fork", 6000) => "LEBench big fork (parent's side)".to_string(),
-        ("fork", 12000) => "LEBench huge fork (parent's side)".to_string(),
-        (case, n) if n > 0 => format!("(none: {case} with {n} extra mappings)"),
-        (case, _) => match case {
-            "fork" => "lat_proc fork".to_string(),
-            "exec" => "lat_proc exec".to_string(),
-            "sh" => "lat_proc shell".to_string(),
-            case => format!("(none: {case})"),
-        },
+    anchor: |p| {
+        let lebench = |side: &str| match p.int("vmas") {
+            0 => Some(format!("LEBench fork, {side}")),
+            6000 => Some(format!("LEBench big fork, {side}")),
+            12000 => Some(format!("LEBench huge fork, {side}")),
+            _ => None,
+        };
+        let named = match (p.get("case"), p.int("vmas")) {
+            ("fork_return", _) => lebench("parent"),
+            ("fork_child", _) => lebench("child"),
+            ("thread_return", 0) => Some("LEBench thr create, parent".to_string()),
+            ("thread_child", 0) => Some("LEBench thr create, child".to_string()),
+            (_, n) if n > 0 => None,
+            ("fork", _) => Some("lat_proc fork".to_string()),
+            ("exec", _) => Some("lat_proc exec".to_string()),
+            ("sh", _) => Some("lat_proc shell".to_string()),
+            _ => None,
+        };
+        named.unwrap_or_else(|| match p.int("vmas") {
+            0 => format!("(none: {})", p.get("case")),
+            n => format!("(none: {} with {n} extra mappings)", p.get("case")),
+        })
     },
-    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so).",
+    sampling: Sampling::EventsFor(|p| {
+        matches!(
+            p.get("case"),
+            "fork_return" | "fork_child" | "thread_return" | "thread_child"
+        )
+        .then_some(FIRST_RUN_EVENTS)
+    }),
+    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so). fork's child calls _exit where lmbench's calls exit(1), and osbench's parent is a large Rust process: measured on one CPU of the AMD guest (5 rounds, medians of the rounds' ratios), exit(1) costs 1.13x _exit in a small C loop and osbench's parent 1.14x that loop's, so the two cancel (osbench ÷ C exit(1) loop 1.00); lat_proc fork itself reads 1.23x that C loop (its harness, not the operation), so proc:case=fork ÷ lat_proc fork is 0.78 (docs/crosscheck.md).",
     setup,
     check: |p| {
         let vmas = p.int("vmas") as usize;
@@ -98,6 +149,9 @@ pub static DEF: BenchDef = BenchDef {
     },
     ..BenchDef::DEFAULTS
 };
+
+/// Tasks created per case of LEBench's kind (each one event).
+const FIRST_RUN_EVENTS: u64 = 1000;
 
 /// A static x86-64 Linux ELF: `write(1, "Hello world\n", 12); exit(0)`.
 /// ELF header (64 bytes) + one PT_LOAD program header (56) at 0x400000,
@@ -259,6 +313,41 @@ enum Case {
     Spawn(Exec),
     Vfork(Exec, Vec<u8>),
     Thread,
+    /// LEBench's cases: which moment ends each event, and the clock the new
+    /// task stamps on its first instruction.
+    FirstRun(Moment, Stamp),
+}
+
+/// What ends a LEBench event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    ForkReturn,
+    ForkChild,
+    ThreadReturn,
+    ThreadChild,
+}
+
+/// A word in a MAP_SHARED page: the clock the new task wrote on its first
+/// instruction (shared with a forked child too).
+struct Stamp(Region);
+
+impl Stamp {
+    fn new() -> Result<Self> {
+        let page = Region::map(
+            page_size(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+        )
+        .map_err(|e| map_error("mapping the shared page of the first-run stamp", e))?;
+        Ok(Self(page))
+    }
+
+    fn word(&self) -> &AtomicU64 {
+        // SAFETY: the page is live, writable and page-aligned (so aligned
+        // for a u64), and only ever accessed through this atomic.
+        unsafe { &*self.0.ptr.cast::<AtomicU64>() }
+    }
 }
 
 /// What execve needs, prepared once: NUL-terminated strings and pointer arrays.
@@ -305,6 +394,8 @@ struct Proc {
     case: Case,
     /// The extra mappings of `vmas`, unmapped when the case ends.
     _vmas: Vec<Region>,
+    /// The latencies of LEBench's cases recorded since the harness last took them, ns.
+    events: Vec<u64>,
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
@@ -314,7 +405,11 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
         "sh" => Case::Sh(Exec::new(true)?),
         "spawn" => Case::Spawn(Exec::new(false)?),
         "vfork" => Case::Vfork(Exec::new(false)?, vec![0u8; 64 * 1024]),
-        _ => Case::Thread,
+        "thread" => Case::Thread,
+        "fork_return" => Case::FirstRun(Moment::ForkReturn, Stamp::new()?),
+        "fork_child" => Case::FirstRun(Moment::ForkChild, Stamp::new()?),
+        "thread_return" => Case::FirstRun(Moment::ThreadReturn, Stamp::new()?),
+        _ => Case::FirstRun(Moment::ThreadChild, Stamp::new()?),
     };
     let vmas = (0..p.int("vmas"))
         .map(|_| {
@@ -327,7 +422,11 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
             .map_err(|e| map_error("mapping the extra single-page VMAs", e))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut bench = Proc { case, _vmas: vmas };
+    let mut bench = Proc {
+        case,
+        _vmas: vmas,
+        events: Vec::new(),
+    };
     // Fail at set-up, not while timing, if the program cannot run. A few
     // retries: in a multi-threaded process (the test harness) a child forked
     // by another thread may briefly hold the file's write descriptor, and
@@ -340,6 +439,7 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    bench.events.clear();
     Ok(Box::new(bench))
 }
 
@@ -352,8 +452,13 @@ impl Workload for Proc {
                 Case::Spawn(e) => spawn_wait(e)?,
                 Case::Vfork(e, stack) => vfork_exec_wait(e, stack)?,
                 Case::Thread => {
-                    thread_create_join()?;
+                    thread_create_join(empty_thread, std::ptr::null_mut())?;
                     Exit::Code(0)
+                }
+                Case::FirstRun(moment, stamp) => {
+                    let (latency, status) = first_run(*moment, stamp)?;
+                    self.events.push(latency);
+                    status
                 }
             };
             if status != Exit::Code(0) {
@@ -364,6 +469,60 @@ impl Workload for Proc {
         }
         Ok(())
     }
+
+    fn take_events(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+/// One LEBench event: the clock before fork() or pthread_create(), to the
+/// `moment` that ends it; the task is waited for (untimed) before returning.
+fn first_run(moment: Moment, stamp: &Stamp) -> Result<(u64, Exit)> {
+    let word = stamp.word();
+    word.store(0, Ordering::Relaxed);
+    let (start, returned, status) = match moment {
+        Moment::ForkReturn | Moment::ForkChild => {
+            let start = monotonic_ns();
+            // SAFETY: the child only reads the clock (vDSO clock_gettime,
+            // async-signal-safe), stores to the shared page and _exits.
+            match unsafe { libc::fork() } {
+                -1 => return Err(fork_error(0)),
+                0 => unsafe {
+                    word.store(monotonic_ns(), Ordering::Release);
+                    libc::_exit(0)
+                },
+                pid => {
+                    let returned = monotonic_ns();
+                    (start, returned, wait_child(pid)?)
+                }
+            }
+        }
+        Moment::ThreadReturn | Moment::ThreadChild => {
+            let arg = std::ptr::from_ref(word).cast_mut().cast();
+            let start = monotonic_ns();
+            let returned = thread_create_join(stamping_thread, arg)?;
+            (start, returned, Exit::Code(0))
+        }
+    };
+    let end = match moment {
+        Moment::ForkReturn | Moment::ThreadReturn => returned,
+        Moment::ForkChild | Moment::ThreadChild => word.load(Ordering::Acquire),
+    };
+    if end < start {
+        return Err(Error::Measure(
+            "the new task wrote no clock reading before it ended".into(),
+        ));
+    }
+    Ok((end - start, status))
+}
+
+/// A new thread's first instruction: stamps the clock into the word `arg` points to.
+extern "C" fn stamping_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `arg` is the `&AtomicU64` of a live Stamp, which outlives the
+    // thread (first_run joins it before returning).
+    let word = unsafe { &*arg.cast::<AtomicU64>() };
+    word.store(monotonic_ns(), Ordering::Release);
+    std::ptr::null_mut()
 }
 
 fn fork_exit_wait() -> Result<Exit> {
@@ -450,23 +609,24 @@ extern "C" fn empty_thread(_: *mut libc::c_void) -> *mut libc::c_void {
     std::ptr::null_mut()
 }
 
-fn thread_create_join() -> Result<()> {
-    // SAFETY: `thread` is written by pthread_create before it is joined; the
-    // thread function takes no data and returns at once.
+/// Creates a thread running `body(arg)` and joins it; returns the clock
+/// read as soon as pthread_create returned.
+fn thread_create_join(
+    body: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+) -> Result<u64> {
+    // SAFETY: `thread` is written by pthread_create before it is joined;
+    // `body` returns at once, using `arg` only as its contract says.
     unsafe {
         let mut thread: libc::pthread_t = std::mem::zeroed();
-        let r = libc::pthread_create(
-            &mut thread,
-            std::ptr::null(),
-            empty_thread,
-            std::ptr::null_mut(),
-        );
+        let r = libc::pthread_create(&mut thread, std::ptr::null(), body, arg);
+        let returned = monotonic_ns();
         if r != 0 {
             return Err(thread_error(0, std::io::Error::from_raw_os_error(r)));
         }
         libc::pthread_join(thread, std::ptr::null_mut());
+        Ok(returned)
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -489,15 +649,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_case_runs() {
-        for case in ["fork", "exec", "sh", "spawn", "vfork", "thread"] {
-            let mut b = setup(
-                &Params::new(&DEF, &[("case", case)]),
-                &Placement::unpinned(),
-            )
-            .unwrap();
+    fn every_case_runs_and_lebench_cases_give_one_latency_per_task() {
+        let ParamKind::Choice(cases) = DEF.params[0].kind else {
+            unreachable!()
+        };
+        for case in cases {
+            let p = Params::new(&DEF, &[("case", case)]);
+            let mut b = setup(&p, &Placement::unpinned()).unwrap();
+            assert!(
+                b.take_events().is_empty(),
+                "{case}: set-up's run is not an event"
+            );
             b.run(3).unwrap();
+            let events = b.take_events();
+            let Sampling::EventsFor(count) = DEF.sampling else {
+                unreachable!()
+            };
+            if count(&p).is_some() {
+                assert_eq!(events.len(), 3, "{case}");
+                // A stamp left at 0 or from another task would be an error or absurd.
+                assert!(
+                    events.iter().all(|&ns| ns > 0 && ns < 10_000_000_000),
+                    "{case}: {events:?}"
+                );
+            } else {
+                assert!(events.is_empty(), "{case}");
+            }
         }
+    }
+
+    #[test]
+    fn lebench_cases_name_big_and_huge_fork() {
+        let anchor =
+            |case, vmas| (DEF.anchor)(&Params::new(&DEF, &[("case", case), ("vmas", vmas)]));
+        assert_eq!(anchor("fork_child", "6000"), "LEBench big fork, child");
+        assert_eq!(anchor("fork_return", "12000"), "LEBench huge fork, parent");
+        assert_eq!(anchor("fork", "0"), "lat_proc fork");
+        assert!(anchor("fork", "6000").starts_with("(none: fork with 6000"));
+        assert!(anchor("thread_child", "10").starts_with("(none:"));
     }
 
     #[test]

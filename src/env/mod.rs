@@ -4,7 +4,10 @@
 //! Captured: kernel release, version and command line; CPU identity,
 //! microcode, logical/physical CPUs, SMT, NUMA nodes, memory; cpufreq,
 //! cpuidle (with haltpoll's parameters), clocksource, every CPU vulnerability
-//! file, transparent huge pages, perf and powercap availability;
+//! file, transparent huge pages, the signal frame's size (AT_MINSIGSTKSZ and
+//! the XSAVE area of CPUID leaf 0xD: signal delivery writes it to the user
+//! stack, so it decides the cost of `signal` and `sigqueue`), perf and
+//! powercap availability;
 //! virtualization (hypervisor flag and CPUID vendor, DMI, container markers);
 //! the load and busy processes at the start and end of a run; osbench's
 //! version and build. A value that cannot be read is left out and its key is
@@ -69,6 +72,9 @@ pub struct Environment {
     /// Transparent huge pages: `enabled` and `defrag` (the selected choice).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub thp: BTreeMap<String, String>,
+    /// What a signal frame holds: the kernel's minimum signal stack and the XSAVE area.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_frame: Option<SignalFrame>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtualization: Option<Virtualization>,
     /// User-Mode Linux's /proc/sysemu (2: SYSEMU with single-step, 1: SYSEMU,
@@ -137,6 +143,20 @@ pub struct IdleState {
     /// Target residency, µs.
     pub residency_us: u64,
     pub disabled: bool,
+}
+
+/// The size of what signal delivery writes to the user stack; each part
+/// absent (with the reason under `absent`) where it cannot be read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalFrame {
+    /// AT_MINSIGSTKSZ from the auxiliary vector: the kernel's minimum signal
+    /// stack for this CPU's enabled state, bytes (Linux 5.14+ on x86 and arm64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_sigstksz: Option<u64>,
+    /// CPUID leaf 0xD sub-leaf 0 EBX: bytes of the XSAVE area for the state
+    /// components enabled in XCR0 (AVX-512 and AMX make it large).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xsave_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +285,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
         clocksource,
         vulnerabilities,
         thp,
+        signal_frame: None,
         virtualization: Some(virtualization(sys, &cpuinfo, &mut absent)),
         // Not an absence elsewhere: only UML kernels have it.
         uml_sysemu: sys.read("/proc/sysemu").ok(),
@@ -277,8 +298,55 @@ pub fn capture_from(sys: &Sys) -> Environment {
         absent,
     };
     env.topology = topology(sys, &online, &mut env.absent);
+    env.signal_frame = signal_frame(&mut env.absent);
     devices(sys, &online, &mut env);
     env
+}
+
+/// The signal frame's size from the auxiliary vector and CPUID, each part
+/// that cannot be read named in `absent`; `None` when neither can.
+fn signal_frame(absent: &mut BTreeMap<String, String>) -> Option<SignalFrame> {
+    // SAFETY: getauxval only reads the process's auxiliary vector.
+    let min_sigstksz = match unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } {
+        0 => {
+            absent.insert(
+                "signal_frame.min_sigstksz".into(),
+                "no AT_MINSIGSTKSZ in the auxiliary vector (Linux before 5.14, or an \
+                 architecture that does not pass it)"
+                    .into(),
+            );
+            None
+        }
+        n => Some(n),
+    };
+    let xsave_bytes = xsave_bytes().map_err(|why| {
+        absent.insert("signal_frame.xsave_bytes".into(), why);
+    });
+    let frame = SignalFrame {
+        min_sigstksz,
+        xsave_bytes: xsave_bytes.ok(),
+    };
+    (frame.min_sigstksz.is_some() || frame.xsave_bytes.is_some()).then_some(frame)
+}
+
+/// CPUID leaf 0xD sub-leaf 0 EBX: the XSAVE area for the features XCR0 enables.
+#[cfg(target_arch = "x86_64")]
+fn xsave_bytes() -> Result<u64, String> {
+    let max_leaf = std::arch::x86_64::__cpuid(0).eax;
+    let osxsave = std::arch::x86_64::__cpuid(1).ecx & (1 << 27) != 0;
+    if max_leaf < 0xd || !osxsave {
+        return Err(
+            "the CPU or the kernel does not enable XSAVE (CPUID leaf 0xD absent or \
+                    OSXSAVE clear)"
+                .into(),
+        );
+    }
+    Ok(u64::from(std::arch::x86_64::__cpuid_count(0xd, 0).ebx))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn xsave_bytes() -> Result<u64, String> {
+    Err("no XSAVE on this architecture (CPUID is x86's)".into())
 }
 
 /// Transparent huge pages: the mode in force of each knob, or why it is absent.
@@ -919,6 +987,23 @@ mod tests {
         let env = capture_from(&Sys::real());
         assert!(!env.kernel.is_empty() && env.cpus >= 1 && env.cpus_allowed >= 1);
         assert_eq!(env.debug_build, cfg!(debug_assertions));
+        // Read from this process, whatever the tree: a size or a reason for each part.
+        let frame = env.signal_frame.clone().unwrap_or(SignalFrame {
+            min_sigstksz: None,
+            xsave_bytes: None,
+        });
+        for (part, value) in [
+            ("min_sigstksz", frame.min_sigstksz),
+            ("xsave_bytes", frame.xsave_bytes),
+        ] {
+            let why = env.absent.get(&format!("signal_frame.{part}"));
+            assert!(
+                value.is_some() != why.is_some(),
+                "{part}: {value:?} {why:?}"
+            );
+            // The legacy FXSAVE area alone is 512 bytes; a frame is larger.
+            assert!(value.is_none_or(|b| b >= 512), "{part}: {value:?}");
+        }
         assert_eq!(
             env.build.as_ref().unwrap().profile,
             if cfg!(debug_assertions) {

@@ -101,6 +101,9 @@ pub(super) fn run_case<C: Clock>(
     let what = format!("{} {}", def.name, case.name());
     crate::measure::supervise::check_address_space(&what, threads)?;
     let (placement, _timing_thread) = place(case, pin)?;
+    harness
+        .meters()
+        .count_tlb_shootdowns(def.counts_tlb_shootdowns);
     let mut workload = (def.setup)(&case.params, &placement)?;
     let stand_in_def = match &def.sampling {
         bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
@@ -108,14 +111,11 @@ pub(super) fn run_case<C: Clock>(
     };
     // Dropping `workload` on an error here tears it down.
     let mut stand_in = stand_in_def.map(|s| (s.setup)(&case.params)).transpose()?;
-    let how = match def.sampling {
-        bench::Sampling::Batched { .. } => Sampling::Batched {
-            stand_in: stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
-            ops_per_iter: (def.ops_per_iter)(&case.params),
-        },
-        bench::Sampling::WholeRuns => Sampling::WholeRuns,
-        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
-    };
+    let how = sampling(
+        case,
+        stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
+        (def.ops_per_iter)(&case.params),
+    );
     let measured = harness.sample(workload.as_mut(), how);
     // Tear down even when measuring failed; the measuring error wins.
     let torn_down = workload
@@ -149,11 +149,32 @@ pub(super) fn run_case<C: Clock>(
     Ok((series, interrupted))
 }
 
-/// Where `case` runs under `pin` (one-task cases on one CPU when none is
-/// given), with this (the timing) thread pinned to its first CPU until the
-/// guard drops.
+/// How the harness samples `case`: its family's method for its parameters.
+fn sampling<'a>(
+    case: &Case,
+    stand_in: Option<&'a mut dyn Workload>,
+    ops_per_iter: f64,
+) -> Sampling<'a> {
+    let batched = |stand_in| Sampling::Batched {
+        stand_in,
+        ops_per_iter,
+    };
+    match case.def.sampling {
+        bench::Sampling::WholeRuns => Sampling::WholeRuns,
+        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
+        bench::Sampling::EventsFor(count) => match count(&case.params) {
+            Some(events) => Sampling::Events(events),
+            None => batched(stand_in),
+        },
+        bench::Sampling::Batched { .. } => batched(stand_in),
+    }
+}
+
+/// Where `case` runs under `pin` (when none is given: the family's default
+/// placement, else one-task cases on one CPU), with this (the timing)
+/// thread pinned to its first CPU until the guard drops.
 fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<PinGuard>)> {
-    let placement = match pin {
+    let placement = match pin.or(case.def.default_pin) {
         Some(p) => Placement::new(p)?,
         None if (case.def.tasks)(&case.params) == 1 => Placement::new(Pin::Same)?,
         None => Placement::unpinned(),
@@ -173,14 +194,7 @@ pub(super) fn count_case<C: Clock>(
     let def = case.def;
     let (placement, _timing_thread) = place(case, pin)?;
     let mut workload = (def.setup)(&case.params, &placement)?;
-    let how = match def.sampling {
-        bench::Sampling::Batched { .. } => Sampling::Batched {
-            stand_in: None,
-            ops_per_iter: 1.0,
-        },
-        bench::Sampling::WholeRuns => Sampling::WholeRuns,
-        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
-    };
+    let how = sampling(case, None, 1.0);
     let counted = harness.count(workload.as_mut(), how);
     let torn_down = workload.teardown();
     let counted = counted?;

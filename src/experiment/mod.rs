@@ -48,7 +48,8 @@ pub const MAX_TARGET_SAMPLES: usize = 10_000;
 pub struct Plan {
     pub cases: Vec<Case>,
     pub seed: u64,
-    /// `--pin`; `None` pins one-task benchmarks to one CPU and leaves the rest alone.
+    /// `--pin`; `None` takes each family's default placement, else pins
+    /// one-task benchmarks to one CPU and leaves the rest alone.
     pub pin: Option<Pin>,
     /// Configurations to compare; empty means one implicit [`DEFAULT_CONFIG`].
     pub configs: Vec<Config>,
@@ -781,7 +782,8 @@ fn runs_unpinned(plan: &Plan, configs: &[Config]) -> bool {
         let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
         plan.cases.iter().any(|c| {
             let case = with_overrides(c, config);
-            (case.def.tasks)(&case.params) > 1 && matches!(pin, None | Some(Pin::None))
+            (case.def.tasks)(&case.params) > 1
+                && matches!(pin.or(case.def.default_pin), None | Some(Pin::None))
         })
     })
 }

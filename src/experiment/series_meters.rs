@@ -27,6 +27,11 @@ pub(super) fn attach(
     let per_op = meters::per_op(deltas, raw, ops_per_iter, &domains);
     series.counter_samples = per_op.counters;
     series.counters_unavailable.clear();
+    if let Some(why) = meters.tlb_unavailable() {
+        series
+            .counters_unavailable
+            .insert("tlb_shootdowns".into(), why);
+    }
     // A pass counted later is attached then; asking now would probe the events.
     if *perf != PerfPass::Later {
         attach_perf(series, meters, ops_per_iter, perf);

@@ -54,8 +54,9 @@ pub const PERF_NAMES: [&str; 5] = [
     "instructions",
 ];
 
-/// Every counter, in the order they are reported.
-pub const NAMES: [&str; 11] = [
+/// Every counter, in the order they are reported (`tlb_shootdowns` only for
+/// the families that ask for it, see [`tlb_shootdowns`]).
+pub const NAMES: [&str; 12] = [
     "user_ns",
     "sys_ns",
     "voluntary_switches",
@@ -67,6 +68,7 @@ pub const NAMES: [&str; 11] = [
     "page_faults",
     "cycles",
     "instructions",
+    "tlb_shootdowns",
 ];
 
 const PERF_TYPE_HARDWARE: u32 = 0;
@@ -237,6 +239,13 @@ struct TreeEvents {
 /// Cumulative counter values at one moment, by name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading(pub Vec<(&'static str, u64)>);
+
+impl Reading {
+    /// Adds counter `name` at `value`.
+    pub fn push(&mut self, name: &'static str, value: u64) {
+        self.0.push((name, value));
+    }
+}
 
 /// One perf event's cumulative count on one task, with the time it was
 /// enabled and the time it was counting (less when the kernel multiplexed
@@ -492,6 +501,28 @@ fn tree_tasks() -> Vec<libc::pid_t> {
     tasks
 }
 
+/// The TLB shootdown interrupts all CPUs have taken so far: the sum of the
+/// `TLB:` line of /proc/interrupts (x86; machine-wide, not only osbench's),
+/// or why it cannot be read.
+pub fn tlb_shootdowns() -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/interrupts")
+        .map_err(|e| format!("cannot read /proc/interrupts: {e}"))?;
+    tlb_line_total(&text).ok_or_else(|| {
+        "no TLB line in /proc/interrupts (this architecture or kernel does not count TLB \
+         shootdown interrupts there)"
+            .to_string()
+    })
+}
+
+/// The per-CPU counts of the `TLB:` line of /proc/interrupts text, summed.
+fn tlb_line_total(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.trim_start().starts_with("TLB:"))?;
+    let counts = line.trim_start()["TLB:".len()..]
+        .split_whitespace()
+        .map_while(|w| w.parse::<u64>().ok());
+    Some(counts.sum())
+}
+
 /// `after − before` for each counter present in both (never negative).
 pub fn delta(before: &Reading, after: &Reading) -> Vec<(&'static str, f64)> {
     NAMES
@@ -691,6 +722,23 @@ fn errno_name(code: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tlb_line_is_summed_over_the_cpus_and_its_absence_is_none() {
+        let text = "           CPU0       CPU1\n CAL:    3075048    2845186   Function call interrupts\n \
+                    TLB:     255967     251381   TLB shootdowns\n TRM:          0          0   Thermal\n";
+        assert_eq!(tlb_line_total(text), Some(255_967 + 251_381));
+        assert_eq!(tlb_line_total(" CAL: 1 2 Function call interrupts\n"), None);
+        // This machine: a count, or the reason there is none.
+        match tlb_shootdowns() {
+            Ok(_) => assert!(
+                std::fs::read_to_string("/proc/interrupts")
+                    .unwrap()
+                    .contains("TLB:")
+            ),
+            Err(why) => assert!(why.contains("/proc/interrupts"), "{why}"),
+        }
+    }
 
     #[test]
     fn attr_has_the_version_0_size() {

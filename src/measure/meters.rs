@@ -1,5 +1,6 @@
 //! Everything the harness reads around a timed sample besides the clock:
-//! the OS counters ([`super::counters`]) and RAPL energy ([`super::energy`]),
+//! the OS counters ([`super::counters`]; the machine's TLB shootdown
+//! interrupts for the families that ask) and RAPL energy ([`super::energy`]),
 //! and the perf events it enables only for the counting pass ([`PerfPass`]).
 //!
 //! A snapshot (rusage and energy) is taken just before the first clock read
@@ -32,6 +33,10 @@ pub struct Meters {
     energy: Option<Result<Rapl, String>>,
     /// When a perf event was last closed (the probe, a counting pass).
     perf_closed_at: Cell<Option<Instant>>,
+    /// Whether this machine's /proc/interrupts may be read (not in tests with a fake clock).
+    interrupts: bool,
+    /// Whether the current case reads the TLB shootdown interrupts.
+    tlb: Cell<bool>,
 }
 
 /// Counter and energy readings at one moment.
@@ -86,6 +91,8 @@ impl Meters {
             counters: Counters::none(),
             energy: None,
             perf_closed_at: Cell::new(None),
+            interrupts: false,
+            tlb: Cell::new(false),
         }
     }
 
@@ -96,7 +103,29 @@ impl Meters {
             counters: Counters::open(perf),
             energy: Some(Rapl::open(&Sys::real())),
             perf_closed_at: Cell::new(None),
+            interrupts: true,
+            tlb: Cell::new(false),
         }
+    }
+
+    /// Whether the snapshots of the next case read the machine's TLB
+    /// shootdown interrupts (the counter `tlb_shootdowns`; families that ask).
+    pub fn count_tlb_shootdowns(&self, on: bool) {
+        self.tlb.set(on);
+    }
+
+    /// The TLB shootdown interrupts so far, when the current case counts them.
+    fn tlb_reading(&self) -> Option<u64> {
+        (self.interrupts && self.tlb.get())
+            .then(counters::tlb_shootdowns)?
+            .ok()
+    }
+
+    /// Why the current case's TLB shootdowns cannot be counted, when it asks for them.
+    pub fn tlb_unavailable(&self) -> Option<String> {
+        (self.interrupts && self.tlb.get())
+            .then(counters::tlb_shootdowns)?
+            .err()
     }
 
     /// Notes when the perf events were first probed (which closes them),
@@ -121,20 +150,28 @@ impl Meters {
             Some(Ok(rapl)) => rapl.read(),
             _ => None,
         };
-        // The energy files are read farthest from the timed region, the
-        // measuring process's rusage nearest (inside `Counters::read`).
+        // The energy files and interrupts are read farthest from the timed
+        // region, the measuring process's rusage nearest (inside `Counters::read`).
+        let with_tlb = |mut counters: Reading, tlb: Option<u64>| {
+            if let Some(n) = tlb {
+                counters.push("tlb_shootdowns", n);
+            }
+            counters
+        };
         match edge {
             Edge::Before => {
                 let energy_uj = energy();
+                let tlb = self.tlb_reading();
                 Snapshot {
-                    counters: self.counters.read(edge),
+                    counters: with_tlb(self.counters.read(edge), tlb),
                     energy_uj,
                 }
             }
             Edge::After => {
                 let counters = self.counters.read(edge);
+                let tlb = self.tlb_reading();
                 Snapshot {
-                    counters,
+                    counters: with_tlb(counters, tlb),
                     energy_uj: energy(),
                 }
             }
@@ -161,6 +198,8 @@ impl Meters {
             counters: Counters::with_perf(perf),
             energy: None,
             perf_closed_at: Cell::new(None),
+            interrupts: false,
+            tlb: Cell::new(false),
         }
     }
 

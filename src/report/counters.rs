@@ -23,7 +23,11 @@ pub fn section(doc: &Document) -> Option<Body> {
     let mut blocks = Vec::new();
     let counted: Vec<&Series> = series.iter().filter(|s| !s.counters.is_empty()).collect();
     if !counted.is_empty() {
-        let header = vec![
+        // The TLB column only when a case counted TLB shootdowns (`tlb`).
+        let tlb = counted
+            .iter()
+            .any(|s| s.counters.contains_key("tlb_shootdowns"));
+        let mut header = vec![
             "counters/op",
             "case",
             "user",
@@ -37,20 +41,27 @@ pub fn section(doc: &Document) -> Option<Body> {
             "ctx sw",
             "migr",
         ];
-        let mut numeric = vec![true; 12];
+        if tlb {
+            header.push("tlb sd");
+        }
+        let mut numeric = vec![true; header.len()];
         numeric[0] = false;
         numeric[1] = false;
         numeric[5] = false;
-        blocks.push(Block::Text(
+        blocks.push(Block::Text(format!(
             "Counters per op (means over the samples; user/sys: CPU time of every task of the case, in \
              its unit; switches and faults from rusage; ctx sw and migr from perf, counted in a separate \
-             pass after the timed samples):\n"
-                .into(),
-        ));
+             pass after the timed samples{}):\n",
+            if tlb {
+                "; tlb sd: TLB shootdown interrupts of the whole machine, /proc/interrupts"
+            } else {
+                ""
+            }
+        )));
         blocks.push(Block::Table(Table {
             header,
             numeric,
-            rows: counted.iter().map(|s| row(s).to_vec()).collect(),
+            rows: counted.iter().map(|s| row(s, tlb)).collect(),
             cases: counted
                 .iter()
                 .map(|s| (s.case.clone(), s.config.clone()))
@@ -109,7 +120,8 @@ fn energy(series: &[Series]) -> Vec<Block> {
     ]
 }
 
-fn row(s: &Series) -> [String; 12] {
+/// One case's cells; with `tlb`, its TLB shootdowns last.
+fn row(s: &Series, tlb: bool) -> Vec<String> {
     let mean = |name: &str| s.counters.get(name).map(|c| c.mean);
     let unit_ns = s.unit.ns();
     let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt_sig);
@@ -119,7 +131,7 @@ fn row(s: &Series) -> [String; 12] {
         _ => "n/a".to_string(),
     };
     let case = case_label(&s.case, &s.config);
-    [
+    let mut cells = vec![
         s.bench.clone(),
         case,
         cell(user.map(|v| v / unit_ns)),
@@ -132,5 +144,9 @@ fn row(s: &Series) -> [String; 12] {
         cell(mean("major_faults")),
         cell(mean("context_switches")),
         cell(mean("cpu_migrations")),
-    ]
+    ];
+    if tlb {
+        cells.push(cell(mean("tlb_shootdowns")));
+    }
+    cells
 }
