@@ -1711,9 +1711,19 @@ fn every_io_family_runs_the_cases_list_names() {
     }
     for s in &doc.series {
         assert_eq!(s.samples.len(), 2, "{} {}", s.bench, s.case);
-        assert!(!s.anchor.is_empty(), "{} {} names no anchor", s.bench, s.case);
+        assert!(
+            !s.anchor.is_empty(),
+            "{} {} names no anchor",
+            s.bench,
+            s.case
+        );
         if s.bench == "stream" || s.bench == "file" {
-            assert!(s.bytes_per_op.is_some(), "{} {} is a bandwidth", s.bench, s.case);
+            assert!(
+                s.bytes_per_op.is_some(),
+                "{} {} is a bandwidth",
+                s.bench,
+                s.case
+            );
         }
     }
     let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
@@ -1762,7 +1772,11 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let mut child = osbench()
-        .args(["run", "syscall:case=null", "fs:phase=create,kib=4,files=200"])
+        .args([
+            "run",
+            "syscall:case=null",
+            "fs:phase=create,kib=4,files=200",
+        ])
         .args(["-q", "--no-perf", "--seed", "1", "--samples", "200"])
         .args(["--sample-time", "1", "--warmup", "0", "--json"])
         .arg(&json)
@@ -1802,7 +1816,9 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     );
     let doc = read_document(&json).unwrap();
     assert!(
-        doc.series.iter().any(|s| s.bench == "syscall" && !s.samples.is_empty()),
+        doc.series
+            .iter()
+            .any(|s| s.bench == "syscall" && !s.samples.is_empty()),
         "the case measured before is kept"
     );
     let left: Vec<_> = fs::read_dir(&root)

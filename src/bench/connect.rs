@@ -9,8 +9,8 @@
 //! waits in TIME_WAIT, as in lmbench. (A server that closed at once, before
 //! the client, would put TIME_WAIT on the server's side instead: each
 //! client port is then free at once and connect() does not search past
-//! ports in TIME_WAIT — measured 0.58× lmbench's figure; see
-//! docs/crosscheck.md.) connect()'s cost therefore grows with the
+//! ports in TIME_WAIT; measured, it was not what made osbench's figure
+//! 0.6× lmbench's: placement was, see docs/crosscheck.md.) connect()'s cost therefore grows with the
 //! connections of the last 60 s, this run's and others'. Over loopback Linux reuses such ports
 //! for new outgoing connections when `net.ipv4.tcp_tw_reuse` is 1 or 2 (2,
 //! loopback only, is the default), so a long run does not run out of
@@ -66,7 +66,7 @@ pub static DEF: BenchDef = BenchDef {
         "tcp" => "lat_connect localhost (lat_connect -s running)".to_string(),
         _ => "lat_unix_connect".to_string(),
     },
-    differs: "the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
+    differs: "client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
     tasks: |_| 2,
     setup,
     check,
