@@ -714,7 +714,9 @@ fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
         for v in s["samples"].as_array_mut().unwrap() {
             *v = (v.as_f64().unwrap() * factor).into();
         }
-        for v in s["invocations"].as_array_mut().into_iter().flatten() {
+        // `get_mut`: indexing would insert a null where a series has none.
+        let invocations = s.get_mut("invocations").and_then(|v| v.as_array_mut());
+        for v in invocations.into_iter().flatten() {
             *v = (v.as_f64().unwrap() * factor).into();
         }
         for k in [
@@ -741,7 +743,10 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
             "-q",
             "--no-perf",
             "--samples",
-            "5",
+            "12",
+            // Separate runs are compared invocation by invocation.
+            "--invocations",
+            "6",
         ])
         .args(["--sample-time", "1", "--warmup", "0", "--json"])
         .arg(&a)
@@ -752,7 +757,7 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    planted_copy(&a, &b, 0.8, "osbench/1"); // 25 % more MB/s
+    planted_copy(&a, &b, 0.5, "osbench/1"); // twice the MB/s: beyond any spread of 1 ms samples
     let doc = |p: &Path| -> serde_json::Value {
         serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
     };
@@ -764,16 +769,24 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
             .args(["--markdown", "-"])
             .output()
             .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     // The results row: | stream | unix | MEDIAN | … | MB/s | …
     let mbs = |text: &str| -> f64 {
-        let line = text.lines().find(|l| l.starts_with("| stream")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("| stream"))
+            .unwrap_or_else(|| panic!("no stream row:\n{text}"));
         line.split('|').nth(3).unwrap().trim().parse().unwrap()
     };
     let (ra, rb) = (report(&a), report(&b));
     assert!(ra.contains("MB/s"), "{ra}");
-    assert!((mbs(&rb) / mbs(&ra) - 1.25).abs() < 0.01, "{ra}\n{rb}");
+    assert!((mbs(&rb) / mbs(&ra) - 2.0).abs() < 0.02, "{ra}\n{rb}");
     let compare = |x: &Path, y: &Path, gate: &str| {
         osbench()
             .arg("compare")
@@ -1811,7 +1824,7 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
         error.contains(&root.display().to_string())
             && error.contains("tmpfs")
             && error.contains("the filesystem is full")
-            && error.contains("the document keeps what was measured"),
+            && error.contains("keeps what was measured"),
         "{stderr}"
     );
     let doc = read_document(&json).unwrap();
