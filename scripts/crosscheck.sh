@@ -43,13 +43,20 @@
 #   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
 #   bw-file-rd           file:io=read,pages=256,chunk=16,sum=yes vs `bw_file_rd 1m io_only` (MB/s)
 #   io                   every one of these I/O checks
+#   lebench-CALL:N       poll:call=CALL,on=socket,fds=N vs LEBench's CALL test over N sockets,
+#                        CALL select, poll or epoll (ns per call; LEBench's average, or its
+#                        k-best with LEBENCH_STAT=kbest)
+#   lebench-read         file:io=read,pages=1000 vs LEBench's big read (MB/s of 4,096,000 B)
+#   lebench              LEBench's six multiplexing rows (10 and 1,000 sockets) and its big read
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
 # binaries (default /tmp/anchor-lmbench/bin: intel/lmbench built outside the
 # repository, see docs/crosscheck.md); WIS the directory of will-it-scale's
 # (default /tmp/anchor-wis: antonblanchard/will-it-scale built there with
-# `make`, libhwloc-dev installed). osbench runs with its defaults (11 samples;
+# `make`, libhwloc-dev installed); LEBENCH the directory holding LEBench's
+# OS_Eval.c (default /tmp/anchor-lebench/TEST_DIR), which a small driver made
+# here includes unchanged to run one of its tests. osbench runs with its defaults (11 samples;
 # for messaging one sample is one whole hackbench run; the perf counting pass
 # comes after the timed samples), and never stores its runs.
 set -euo pipefail
@@ -62,7 +69,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,45p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,50p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -95,6 +102,8 @@ vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
 wis_checks=(page-fault1 tlb-flush2)
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd)
+lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
+    lebench-select:1000 lebench-poll:1000 lebench-epoll:1000 lebench-read)
 checks=()
 for c in "$@"; do
     case $c in
@@ -102,6 +111,7 @@ for c in "$@"; do
     vm) checks+=("${vm_checks[@]}") ;;
     wis) checks+=("${wis_checks[@]}") ;;
     io) checks+=("${io_checks[@]}") ;;
+    lebench) checks+=("${lebench_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
@@ -143,6 +153,41 @@ wis_ns() { "$@" | awk -F: '/^average/ { printf "%.4g\n", 1e9 / $2 }'; }
 
 # The number before the last word of lmbench's output ("… 7.75 microseconds", "… 2516.82 MB/sec").
 last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
+
+# LEBench's tests run by a driver that includes its OS_Eval.c unchanged (its
+# main renamed) and calls one_line_test on one test: `drv TEST N RUNS`.
+lebench_driver() {
+    local src=${LEBENCH:-/tmp/anchor-lebench/TEST_DIR}
+    [ -f "$src/OS_Eval.c" ] || { echo "$src/OS_Eval.c not found: fetch LinuxPerfStudy/LEBench and set LEBENCH" >&2; exit 2; }
+    if [ ! -x "$tmp/lebench/drv" ]; then
+        mkdir -p "$tmp/lebench"
+        cat >"$tmp/lebench/drv.c" <<'C'
+#define main lebench_main
+#include "OS_Eval.c"
+#undef main
+int main(int argc, char **argv)
+{
+	testInfo info = { atoi(argv[3]), argv[1] };
+	void (*test)(struct timespec *) = !strcmp(argv[1], "select") ? select_test
+		: !strcmp(argv[1], "poll") ? poll_test : !strcmp(argv[1], "epoll") ? epoll_test : read_test;
+	isFirstIteration = true;
+	if (test == read_test) {
+		file_size = PAGE_SIZE * atoi(argv[2]);
+		read_warmup();
+	} else {
+		fd_count = atoi(argv[2]);
+	}
+	one_line_test(stdout, NULL, test, &info);
+	return 0;
+}
+C
+        # LEBench's makefile: -pthread -O0.
+        gcc -O0 -pthread -w -I"$src" -o "$tmp/lebench/drv" "$tmp/lebench/drv.c" >&2
+    fi
+    echo "$tmp/lebench/drv"
+}
+# LEBench's figure (seconds per call) of one run: its average, or LEBENCH_STAT=kbest.
+lebench_figure() { awk -v want="${LEBENCH_STAT:-average}:" -F, '$1 ~ want { print $2 }'; }
 
 # The 8 MiB scratch file lat_pagefault and lat_mmap work on (lmbench's $FILE of $MB).
 scratch() {
@@ -215,6 +260,23 @@ define() {
         ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)
         bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m io_only"
         anchor() { "$br" 1m io_only "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+    lebench-select:* | lebench-poll:* | lebench-epoll:*)
+        call=${1#lebench-} fds=${1##*:}
+        call=${call%:*}
+        drv=$(lebench_driver)
+        # LEBench runs 100,000 calls over 10 sockets and 10,000 over 1,000; a tenth here.
+        runs=$((fds > 100 ? 1000 : 10000))
+        ocall=$call
+        [ "$call" = epoll ] && ocall=epoll_wait
+        ours=("$bin" run "poll:call=$ocall,on=socket,fds=$fds" -q --no-store)
+        bench=poll unit=ns scale=1 anchor_name="LEBench $call ($fds sockets, ${LEBENCH_STAT:-average} of $runs)"
+        anchor() { "$drv" "$call" "$fds" "$runs" | lebench_figure | awk '{ printf "%.4g\n", $1 * 1e9 }'; } ;;
+    lebench-read)
+        drv=$(lebench_driver)
+        ours=("$bin" run file:io=read,pages=1000 -q --no-store)
+        bench=file unit=MB/s scale=1 anchor_name="LEBench big read (1,000 pages, ${LEBENCH_STAT:-average} of 1000)"
+        # read_warmup writes test_file.txt in the current directory.
+        anchor() { (cd "$tmp" && "$drv" read 1000 1000 | lebench_figure | awk '{ printf "%.5g\n", 4.096 / $1 }'); } ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -279,7 +341,7 @@ define() {
         ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis, lebench or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]}" >&2; exit 2 ;;
     esac
 }
 

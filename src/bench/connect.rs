@@ -1,11 +1,17 @@
 //! `connect`: connection set-up, lmbench's `lat_connect` (TCP over loopback)
 //! and `lat_unix_connect` (AF_UNIX stream). One op is one connection: the
 //! timing thread makes a socket, sets SO_REUSEADDR (as lmbench's client
-//! does), connects and closes; a forked server accepts and closes each
-//! connection, in parallel, as lmbench's server process does.
+//! does), connects and closes; a forked server accepts each connection,
+//! reads it until the client's close arrives and closes it, in parallel, as
+//! lmbench's server process does.
 //!
 //! TIME_WAIT: the client closes first, so its side of every TCP connection
-//! waits in TIME_WAIT, as in lmbench. Over loopback Linux reuses such ports
+//! waits in TIME_WAIT, as in lmbench. (A server that closed at once, before
+//! the client, would put TIME_WAIT on the server's side instead: each
+//! client port is then free at once and connect() does not search past
+//! ports in TIME_WAIT; measured, it was not what made osbench's figure
+//! 0.6× lmbench's: placement was, see docs/crosscheck.md.) connect()'s cost therefore grows with the
+//! connections of the last 60 s, this run's and others'. Over loopback Linux reuses such ports
 //! for new outgoing connections when `net.ipv4.tcp_tw_reuse` is 1 or 2 (2,
 //! loopback only, is the default), so a long run does not run out of
 //! ephemeral ports; with it at 0 the check refuses TCP and says how to set
@@ -27,6 +33,7 @@ use std::os::unix::net::UnixListener;
 
 use tempfile::TempDir;
 
+use super::fdio::read_until_eof;
 use super::ring::{Helpers, Mode};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
@@ -52,14 +59,14 @@ pub static DEF: BenchDef = BenchDef {
             "an AF_UNIX stream"
         };
         format!(
-            "socket() + connect() + close() of {over} connection a server process accepts and closes"
+            "socket() + connect() + close() of {over} connection a server process accepts and reads until the close"
         )
     },
     anchor: |p| match p.get("kind") {
         "tcp" => "lat_connect localhost (lat_connect -s running)".to_string(),
         _ => "lat_unix_connect".to_string(),
     },
-    differs: "the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
+    differs: "client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
     tasks: |_| 2,
     setup,
     check,
@@ -224,16 +231,22 @@ impl Drop for Connect {
     }
 }
 
-/// The server: accept and close until the listener is shut down (accept
-/// then fails with EINVAL). No allocation: it runs in a forked child.
+/// The server: accept each connection, read it until the client's close
+/// arrives, close it — lmbench's server, so the client closes first and
+/// TIME_WAIT falls on the client's ports — until the listener is shut down
+/// (accept then fails with EINVAL). No allocation: it runs in a forked child.
 fn serve(listener: RawFd) -> io::Result<()> {
     loop {
         // SAFETY: accept on the listening socket; null address out-pointers.
         let fd = unsafe { libc::accept(listener, std::ptr::null_mut(), std::ptr::null_mut()) };
         if fd >= 0 {
+            let read = read_until_eof(fd);
             // SAFETY: closing the descriptor accept just returned.
             unsafe { libc::close(fd) };
-            continue;
+            match read {
+                Err(e) if e.raw_os_error() != Some(libc::ECONNRESET) => return Err(e),
+                _ => continue,
+            }
         }
         let e = io::Error::last_os_error();
         match e.raw_os_error() {

@@ -66,6 +66,26 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Reads and drops what arrives on `fd` until end of file (the peer closed
+/// every copy of its end) or an error other than EINTR: lmbench's servers
+/// block this way in a `read` on each connection they accept.
+pub fn read_until_eof(fd: RawFd) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: the pointer and length describe `byte`.
+        match unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) } {
+            0 => return Ok(()),
+            n if n > 0 => {}
+            _ => {
+                let e = io::Error::last_os_error();
+                if !retry(&e) {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
 /// Reads what `fd` has (at most `buf.len()` bytes, 0 at end of file),
 /// waiting for it in 20 ms slices and giving up (`Interrupted`) once a stop
 /// is requested: the signal may have been delivered to another thread, so

@@ -62,10 +62,17 @@ fn describe(out: &mut String, def: &BenchDef) {
         );
     }
     let _ = writeln!(out, "  default cases and what one op is:");
+    // The names padded to the longest, so every op starts in one column.
+    let width = cases
+        .iter()
+        .map(|p| (def.case_name)(p).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     for (params, anchor) in cases.iter().zip(&anchors) {
         let _ = writeln!(
             out,
-            "  {} {:<10} {}{}",
+            "  {} {:<width$} {}{}",
             if in_default_suite(def, params) {
                 '*'
             } else {
