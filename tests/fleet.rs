@@ -172,8 +172,8 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
 }
 
 #[test]
-fn a_host_whose_file_cannot_be_written_loses_no_other_host() {
-    if !common::sshd_usable("a_host_whose_file_cannot_be_written") {
+fn a_host_whose_files_cannot_be_written_loses_no_other_host() {
+    if !common::sshd_usable("a_host_whose_files_cannot_be_written") {
         return;
     }
     let mark = "fleet-save-test";
@@ -181,19 +181,33 @@ fn a_host_whose_file_cannot_be_written_loses_no_other_host() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("fleet.sqlite");
     let out_dir = dir.path().join("out");
-    // a.json cannot be written: a directory stands in its place.
-    fs::create_dir_all(out_dir.join("a.json")).unwrap();
     let hosts = hosts_file(&sshd, dir.path(), false);
     let out_arg = out_dir.to_string_lossy().into_owned();
-    let out = fleet_run(&store, &hosts, "saves", "100", &["--out", &out_arg]);
+    // The --out directory is checked before measuring and removed by the
+    // first set-up: every host's file then fails when the run ends.
+    let gone = format!("gone=rm -rf '{out_arg}'");
+    let out = fleet_run(
+        &store,
+        &hosts,
+        "saves",
+        "100",
+        &[
+            "--out",
+            &out_arg,
+            "--config",
+            &gone,
+            "--config",
+            "kept=true",
+            "--rounds",
+            "2",
+        ],
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("host 'a'") && err.contains("host 'down'"),
-        "{err}"
-    );
-    // b is written, both are stored, and the table shows both.
-    assert!(read_document(&out_dir.join("b.json")).unwrap().run.complete);
+    for host in ["a", "b", "down"] {
+        assert!(err.contains(&format!("host '{host}'")), "{host}: {err}");
+    }
+    // Both measured hosts are stored and shown, though no file could be written.
     let table = text(&out.stdout);
     assert!(
         table
@@ -207,6 +221,11 @@ fn a_host_whose_file_cannot_be_written_loses_no_other_host() {
         .output()
         .unwrap();
     assert!(history.status.success(), "{}", text(&history.stderr));
+    assert!(
+        text(&history.stdout).contains("spin work=100"),
+        "{}",
+        text(&history.stdout)
+    );
     drop(sshd);
     assert!(
         common::marked(mark).is_empty(),

