@@ -484,8 +484,9 @@ fn interrupted_tlb_shootdowns_end_their_threads_and_keep_the_samples_or_refuse_o
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let pid = child.id();
     let threads = || -> Vec<String> {
-        fs::read_dir(format!("/proc/{}/task", child.id()))
+        fs::read_dir(format!("/proc/{pid}/task"))
             .map(|tasks| {
                 tasks
                     .flatten()
