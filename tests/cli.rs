@@ -328,6 +328,31 @@ fn helper_processes() -> Vec<String> {
         .collect()
 }
 
+/// Polls every `step` until `done` or `within` has passed; whether it got done.
+fn wait_until(within: Duration, step: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(step);
+    }
+    true
+}
+
+/// `osbench ARGS` started by `shell` after `ulimit LIMIT`; its status, stderr and stdout.
+fn under_ulimit(shell: &str, limit: &str, args: &str) -> (Option<i32>, String, String) {
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let out = Command::new(shell)
+        .env("OSBENCH_STORE", shared_store())
+        .arg("-c")
+        .arg(format!("ulimit {limit} && exec '{}' {args}", bin.display()))
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.code(), text(out.stderr), text(out.stdout))
+}
+
 #[test]
 fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
     let _serial = helper_lock();
@@ -356,18 +381,8 @@ fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
 #[test]
 fn descriptor_limit_is_named_and_nothing_is_left_running() {
     let _serial = helper_lock();
-    let bin = assert_cmd::cargo::cargo_bin("osbench");
-    let out = Command::new("sh")
-        .env("OSBENCH_STORE", shared_store())
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 16 && exec '{}' run ctx:procs=16 -q",
-            bin.display()
-        ))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, stderr, _) = under_ulimit("sh", "-n 16", "run ctx:procs=16 -q");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("ulimit -n"), "{stderr}");
     assert!(helper_processes().is_empty());
 }
@@ -375,43 +390,31 @@ fn descriptor_limit_is_named_and_nothing_is_left_running() {
 #[test]
 fn an_address_space_limit_stops_the_run_before_measuring_not_with_an_abort() {
     let _serial = helper_lock();
-    let bin = assert_cmd::cargo::cargo_bin("osbench");
     // 400 threads do not fit in what ~58 MiB leaves; glibc used to abort (134) mid-case.
-    let out = Command::new("bash")
-        .env("OSBENCH_STORE", shared_store())
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 60000 && exec '{}' run messaging:groups=10,mode=threads -q",
-            bin.display()
-        ))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, stderr, _) = under_ulimit(
+        "bash",
+        "-v 60000",
+        "run messaging:groups=10,mode=threads -q",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("`ulimit -v` (60000 KiB)"), "{stderr}");
 }
 
 #[test]
 fn a_mapping_beyond_ulimit_v_stops_the_run_before_measuring() {
-    let bin = assert_cmd::cargo::cargo_bin("osbench");
     // 4 GiB of pages under a 1 GiB limit: refused by the family's check, naming the limit.
-    let out = Command::new("bash")
-        .env("OSBENCH_STORE", shared_store())
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 1000000 && exec '{}' run syscall:case=null fault:case=anon,pages=1048576 -q",
-            bin.display()
-        ))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, stderr, stdout) = under_ulimit(
+        "bash",
+        "-v 1000000",
+        "run syscall:case=null fault:case=anon,pages=1048576 -q",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("needs 4096 MiB of address space, but `ulimit -v` is 1000000 KiB"),
         "{stderr}"
     );
     // Checked before anything ran: no results table.
-    assert!(String::from_utf8(out.stdout).unwrap().is_empty());
+    assert!(stdout.is_empty());
 }
 
 #[test]
@@ -432,10 +435,9 @@ fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples()
         // A loaded machine starts a debug build slowly: wait for the helpers
         // (up to 30 s), then give the case a second to take samples.
         let status = interrupt_after(Duration::ZERO, args, &json, || {
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while helper_processes().len() < helpers && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_until(Duration::from_secs(30), Duration::from_millis(50), || {
+                helper_processes().len() >= helpers
+            });
             std::thread::sleep(Duration::from_millis(if helpers == 0 {
                 2500
             } else {
@@ -443,19 +445,17 @@ fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples()
             }));
             // A copy-on-write child is killed and forked anew between runs:
             // look again until it is there.
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while helper_processes().len() != helpers && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            wait_until(Duration::from_secs(5), Duration::from_millis(10), || {
+                helper_processes().len() == helpers
+            });
             let running = helper_processes();
             assert_eq!(running.len(), helpers, "{args}: {running:?}");
         });
         assert_eq!(status.code(), Some(130), "{args}");
         // A child killed as osbench exits may take a moment to free its pages.
-        let deadline = std::time::Instant::now() + Duration::from_secs(3);
-        while !helper_processes().is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(Duration::from_secs(3), Duration::from_millis(20), || {
+            helper_processes().is_empty()
+        });
         assert!(
             helper_processes().is_empty(),
             "{args}: {:?}",
@@ -510,10 +510,9 @@ fn interrupted_tlb_shootdowns_end_their_threads_and_keep_the_samples_or_refuse_o
     };
     // A loaded machine starts a debug build slowly: wait for the helper (up
     // to 30 s), then give the case a second to take samples.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while threads().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(30), Duration::from_millis(50), || {
+        !threads().is_empty()
+    });
     std::thread::sleep(Duration::from_millis(1000));
     if threads().len() != 1 {
         let _ = child.kill(); // never left running for the other tests
@@ -610,20 +609,14 @@ fn messaging_prints_hackbench_time_and_counts_every_message() {
 #[test]
 fn messaging_names_the_descriptor_limit_and_leaves_no_worker() {
     let _serial = helper_lock();
-    let bin = assert_cmd::cargo::cargo_bin("osbench");
     // 24 descriptors: enough to start some receivers of the first group, not its senders.
     for (limit, mode) in [(24, "processes"), (64, "threads")] {
-        let out = Command::new("sh")
-            .env("OSBENCH_STORE", shared_store())
-            .arg("-c")
-            .arg(format!(
-                "ulimit -n {limit} && exec '{}' run messaging:mode={mode} -q",
-                bin.display()
-            ))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(out.status.code(), Some(2), "{mode}: {stderr}");
+        let (code, stderr, _) = under_ulimit(
+            "sh",
+            &format!("-n {limit}"),
+            &format!("run messaging:mode={mode} -q"),
+        );
+        assert_eq!(code, Some(2), "{mode}: {stderr}");
         assert!(
             stderr.contains(&format!("ulimit -n is {limit}")),
             "{mode}: {stderr}"
@@ -651,10 +644,9 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
         );
     });
     assert_eq!(status.code(), Some(130));
-    let deadline = std::time::Instant::now() + Duration::from_secs(1);
-    while !helper_processes().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(1), Duration::from_millis(20), || {
+        helper_processes().is_empty()
+    });
     assert!(
         helper_processes().is_empty(),
         "left behind: {:?}",
@@ -687,10 +679,9 @@ fn a_hackbench_of_50_groups_stops_at_once_at_any_stage() {
                 took < Duration::from_secs(2),
                 "{mode}: stopped {took:?} after the signal sent {after:?} in"
             );
-            let deadline = std::time::Instant::now() + Duration::from_secs(1);
-            while !helper_processes().is_empty() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            wait_until(Duration::from_secs(1), Duration::from_millis(20), || {
+                helper_processes().is_empty()
+            });
             assert!(helper_processes().is_empty(), "{:?}", helper_processes());
         }
     }

@@ -136,12 +136,17 @@ fn a_guest_that_never_answers_times_out() {
     assert!(err.contains("booting"), "the console is quoted: {err}");
 }
 
-#[test]
-fn a_malformed_reply_is_an_error() {
-    let ready = format!(
+/// The agent's `ready` line of this osbench, as a fake guest writes it.
+fn ready_line() -> String {
+    format!(
         r#"{{"ready":{{"protocol":1,"version":"{}"}}}}"#,
         env!("CARGO_PKG_VERSION")
-    );
+    )
+}
+
+#[test]
+fn a_malformed_reply_is_an_error() {
+    let ready = ready_line();
     let body = format!("echo '{ready}'; read line; echo '{{garbage'; sleep 60");
     let (err, _, _dir) = broken("garbage", &body, "10");
     assert!(err.contains("malformed reply"), "{err}");
@@ -161,10 +166,7 @@ fn a_console_line_without_end_is_cut_not_kept_whole() {
 
 #[test]
 fn an_endless_protocol_line_closes_the_channel_with_a_named_error() {
-    let ready = format!(
-        r#"{{"ready":{{"protocol":1,"version":"{}"}}}}"#,
-        env!("CARGO_PKG_VERSION")
-    );
+    let ready = ready_line();
     let body = format!("echo '{ready}'; read line; printf '{{'; tr '\\0' a < /dev/zero");
     let (err, _, _dir) = broken("endless-reply", &body, "30");
     assert!(err.contains("protocol line of more than 256 MiB"), "{err}");
