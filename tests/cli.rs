@@ -421,9 +421,10 @@ fn a_mapping_beyond_ulimit_v_stops_the_run_before_measuring() {
 fn interrupted_memory_and_signal_cases_leave_no_process_and_keep_their_samples() {
     let _serial = helper_lock();
     for (args, helpers) in [
-        // (fault:case=cow is left out: its child, killed and forked anew
-        // between runs, was seen twice at once and outliving the run in CI;
-        // an open defect of the cow case, not to be hidden by a retry here.)
+        (
+            "run fault:case=cow,pages=16384 -q --samples 1000000 --json",
+            1,
+        ),
         (
             "run sigqueue:mode=processes,count=100000000,gap_us=0 -q --json",
             1,
@@ -660,15 +661,17 @@ fn interrupted_messaging_kills_every_worker_and_exits_130() {
 fn a_hackbench_of_50_groups_stops_at_once_at_any_stage() {
     let _serial = helper_lock();
     // A stop used to wait behind 2,000 runnable workers (1.1–2.6 s, issue 18).
-    // scripts/faults.sh measures the 0.5 s target on a quiet machine; this
-    // bound, four times the longest stop seen since, only catches a stop
-    // that waits for the start-up or the run to end.
+    // scripts/faults.sh measures the 0.5 s target on a quiet machine. Here
+    // other tests share the CPUs (CI saw a 4.2 s stop), so a run is made to
+    // last 20 times hackbench's default (tens of seconds) and the bound only
+    // catches a stop that waits for the run to end.
     for mode in ["processes", "threads"] {
         // During the workers' start-up, and inside a run (one lasts seconds).
         for after in [Duration::from_millis(300), Duration::from_millis(2000)] {
             let dir = tempfile::tempdir().unwrap();
             let json = dir.path().join("m.json");
-            let args = format!("run messaging:groups=50,mode={mode} -q --warmup 0 --json");
+            let args =
+                format!("run messaging:groups=50,mode={mode},loops=2000 -q --warmup 0 --json");
             let mut signalled = None;
             let status = interrupt_after(after, &args, &json, || {
                 signalled = Some(std::time::Instant::now());
@@ -676,7 +679,7 @@ fn a_hackbench_of_50_groups_stops_at_once_at_any_stage() {
             let took = signalled.unwrap().elapsed();
             assert_eq!(status.code(), Some(130), "{mode} after {after:?}");
             assert!(
-                took < Duration::from_secs(2),
+                took < Duration::from_secs(10),
                 "{mode}: stopped {took:?} after the signal sent {after:?} in"
             );
             wait_until(Duration::from_secs(1), Duration::from_millis(20), || {
@@ -1901,7 +1904,16 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     // Once fs's directory exists, take every block there is, and keep
     // taking each one freed, until osbench ends.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while fs::read_dir(&root).unwrap().count() == 0 {
+    // (fs's own directory: the check of free space leaves a probe there first)
+    let fs_started = || {
+        fs::read_dir(&root).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("osbench-fs")
+        })
+    };
+    while !fs_started() {
         assert!(std::time::Instant::now() < deadline, "fs never started");
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -152,16 +152,11 @@ fn check(p: &Params) -> Result<()> {
 /// osbench cannot write or that has no room for `files` files of `bytes`.
 pub fn room_for(bench: &str, bytes: u64, files: u64) -> Result<()> {
     let dir = std::env::temp_dir();
-    let probe = TempDir::new_in(&dir).map_err(|e| {
-        Error::Usage(format!(
-            "{bench}: cannot create a directory in {} ({e}); set TMPDIR to a directory osbench may write",
-            dir.display()
-        ))
-    })?;
+    // Free space first: the writability probe below is itself an entry there.
     // SAFETY: statvfs is plain data filled in by the call.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    let path = CString::new(probe.path().as_os_str().as_bytes())
-        .map_err(|_| Error::Measure("a temporary path holds a NUL byte".into()))?;
+    let path = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| Error::Usage(format!("{bench}: TMPDIR holds a NUL byte")))?;
     // SAFETY: a NUL-terminated path and a valid out-pointer.
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0 {
         let block = st.f_frsize.max(1);
@@ -177,6 +172,12 @@ pub fn room_for(bench: &str, bytes: u64, files: u64) -> Result<()> {
             )));
         }
     }
+    TempDir::new_in(&dir).map_err(|e| {
+        Error::Usage(format!(
+            "{bench}: cannot create a directory in {} ({e}); set TMPDIR to a directory osbench may write",
+            dir.display()
+        ))
+    })?;
     Ok(())
 }
 
