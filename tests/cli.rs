@@ -1878,7 +1878,8 @@ impl Drop for SmallTmpfs {
 /// A filesystem that fills up in the middle of an `fs` case (another
 /// writer takes every block the case frees between its passes): exit 2,
 /// one error naming the directory and the full filesystem, the cases
-/// measured before kept in the document, nothing of osbench's left there.
+/// measured before and the failing case's own samples kept in the
+/// document, nothing of osbench's left there.
 #[test]
 fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     let Some(mnt) = SmallTmpfs::mount() else {
@@ -1894,7 +1895,7 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
             "fs:phase=create,kib=4,files=200",
         ])
         .args(["-q", "--no-perf", "--seed", "1", "--samples", "200"])
-        .args(["--sample-time", "1", "--warmup", "0", "--json"])
+        .args(["--sample-time", "20", "--warmup", "0", "--json"])
         .arg(&json)
         .env("TMPDIR", &root)
         .stdout(Stdio::null())
@@ -1917,6 +1918,8 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
         assert!(std::time::Instant::now() < deadline, "fs never started");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // Let fs take samples of its own first (a sample lasts 20 ms, the case 4 s).
+    std::thread::sleep(Duration::from_secs(1));
     let mut filler = fs::File::create(root.join("filler")).unwrap();
     let block = [0u8; 4096];
     let status = loop {
@@ -1945,6 +1948,12 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
             .iter()
             .any(|s| s.bench == "syscall" && !s.samples.is_empty()),
         "the case measured before is kept"
+    );
+    let fs_series = doc.series.iter().find(|s| s.bench == "fs");
+    assert!(
+        fs_series.is_some_and(|s| !s.samples.is_empty() && s.noise.iter().any(|n| n == "failed")),
+        "the failing case keeps its own samples, flagged: {:?}",
+        fs_series.map(|s| (s.samples.len(), &s.noise))
     );
     let left: Vec<_> = fs::read_dir(&root)
         .unwrap()

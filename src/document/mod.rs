@@ -245,7 +245,8 @@ pub struct Series {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<ReferenceSeries>,
     /// Noise flags: "high-cv" (CV above 10 %), "bimodal" (two clusters of samples),
-    /// "interrupted" (fewer samples than asked for).
+    /// "interrupted" (fewer samples than asked for), "failed" (an error
+    /// stopped the case after these samples).
     #[serde(default)]
     pub noise: Vec<String>,
     #[serde(default)]

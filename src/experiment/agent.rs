@@ -116,8 +116,10 @@ fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
     (case.def.check)(&case.params)?;
     let harness =
         Harness::new(request.policy, interrupt.clone()).with_meters(Meters::open(request.perf));
-    let (series, _interrupted) = case::run_case(&case, pin, &harness)?;
-    Ok(series)
+    match case::run_case(&case, pin, &harness)? {
+        (_, case::CaseEnd::Failed(e)) => Err(e),
+        (series, _) => Ok(series),
+    }
 }
 
 #[cfg(test)]

@@ -86,13 +86,23 @@ fn set_distribution(series: &mut Series, events_ns: &[u64], unit_ns: f64) {
     series.histogram = Some(histogram::buckets(&hist));
 }
 
-/// Places, sets up, measures and tears down one case; the flag says whether
-/// an interrupt cut it short.
+/// How a measured case ended.
+#[derive(Debug)]
+pub(super) enum CaseEnd {
+    /// Its planned samples are in.
+    Done,
+    /// A signal cut it short; the series holds what was taken.
+    Interrupted,
+    /// It failed after some samples, which the series holds; the run stops with the error.
+    Failed(Error),
+}
+
+/// Places, sets up, measures and tears down one case, and says how it ended.
 pub(super) fn run_case<C: Clock>(
     case: &Case,
     pin: Option<Pin>,
     harness: &Harness<C>,
-) -> Result<(Series, bool)> {
+) -> Result<(Series, CaseEnd)> {
     let def = case.def;
     let threads = match case.params.get_opt("mode") {
         Some("threads") => (def.tasks)(&case.params),
@@ -123,18 +133,28 @@ pub(super) fn run_case<C: Clock>(
         .and(stand_in.map_or(Ok(()), Workload::teardown));
     let measured = measured?;
     torn_down?;
-    let (mut series, interrupted, stop) = match measured {
+    let (mut series, end, stop) = match measured {
         Measured::Samples { case: m, stand_in } => {
             let stand_in = stand_in.zip(stand_in_def);
             let stop = m.target_stop.clone();
-            let (series, interrupted) = sampled(case, &placement, harness.meters(), m, stand_in)?;
-            (series, interrupted, stop)
+            let end = match (&m.failed, m.interrupted) {
+                (Some(e), _) => CaseEnd::Failed(Error::Measure(e.clone())),
+                (None, true) => CaseEnd::Interrupted,
+                (None, false) => CaseEnd::Done,
+            };
+            let series = sampled(case, &placement, harness.meters(), m, stand_in)?;
+            (series, end, stop)
         }
         Measured::Events(e) => {
             let (series, interrupted) = distribution(case, &placement, harness, e)?;
             let why = "not sampled to the target: a latency distribution records its set \
                        number of events";
-            (series, interrupted, Some(why.to_string()))
+            let end = if interrupted {
+                CaseEnd::Interrupted
+            } else {
+                CaseEnd::Done
+            };
+            (series, end, Some(why.to_string()))
         }
     };
     if let Some(target) = harness.target() {
@@ -146,7 +166,7 @@ pub(super) fn run_case<C: Clock>(
             stopped_by: stop.unwrap_or_else(|| "interrupted".into()),
         });
     }
-    Ok((series, interrupted))
+    Ok((series, end))
 }
 
 /// How the harness samples `case`: its family's method for its parameters.
@@ -210,7 +230,7 @@ fn sampled(
     meters: &Meters,
     m: Measurement,
     stand_in: Option<(Measurement, &StandIn)>,
-) -> Result<(Series, bool)> {
+) -> Result<Series> {
     let def = case.def;
     let ops_per_iter = (def.ops_per_iter)(&case.params);
     let in_unit = |m: &Measurement, ops: f64| -> Vec<f64> {
@@ -240,6 +260,9 @@ fn sampled(
     let mut series = new_series(case, placement, samples)?;
     series.warnings = m.warnings;
     flag_noise(&mut series, def.unit.symbol(), m.interrupted);
+    if m.failed.is_some() {
+        series.noise.push("failed".to_string());
+    }
     if series.samples.iter().any(|&v| v <= 0.0) {
         series.warnings.push(
             "some samples are not positive after subtracting the measured overhead; \
@@ -260,7 +283,7 @@ fn sampled(
     series.overhead = m.overhead;
     series.ops_per_iter = ops_per_iter;
     series.baseline = stand_in;
-    Ok((series, m.interrupted))
+    Ok(series)
 }
 
 /// A distribution of single-event latencies.

@@ -31,6 +31,7 @@ use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
 use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio};
+use case::CaseEnd;
 pub use case::NOISY_CV;
 use config::Applied;
 pub use config::Config;
@@ -399,7 +400,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     }
 
     /// Measures `case` under configuration `ci`: here, or in its guest.
-    fn measure(&mut self, ci: usize, case: &Case, pin: Option<Pin>) -> Result<(Series, bool)> {
+    fn measure(&mut self, ci: usize, case: &Case, pin: Option<Pin>) -> Result<(Series, CaseEnd)> {
         let (plan, harness) = (self.plan, self.harness);
         let Some(guest) = self.guest(ci) else {
             return case::run_case(case, pin, harness);
@@ -418,7 +419,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             guest_timeout(plan),
             harness.interrupt(),
         )?;
-        Ok((series, false))
+        Ok((series, CaseEnd::Done))
     }
 
     /// The perf counting pass of every configuration × case measured, once,
@@ -603,17 +604,18 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             self.harness.set_case_limit(self.case_limit());
         }
         let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
-        let (mut series, interrupted) = self
+        let (mut series, end) = self
             .measure(ci, case, pin)
             .inspect_err(|e| observer.case_failed(e))?;
         series.config = config.name.clone();
         series.slot = (!plan.configs.is_empty()).then_some(idx);
         observer.case_finished(&series);
         case::merge(&mut self.done, (ci, idx), series);
-        if interrupted {
-            return Err(Error::Interrupted);
+        match end {
+            CaseEnd::Done => Ok(()),
+            CaseEnd::Interrupted => Err(Error::Interrupted),
+            CaseEnd::Failed(e) => Err(e),
         }
-        Ok(())
     }
 
     /// How long the next case of a run without configurations may sample for

@@ -10,7 +10,7 @@ use super::clock::{Clock, Monotonic};
 use super::counters::{self, Edge, PerfEvents};
 use super::interrupt::Interrupt;
 use super::meters::{MeterDelta, Meters, PerfPass};
-use super::sampler::{ACCEPT_LOW, MAX_ITERS, Measurement, Sampler, rescale};
+use super::sampler::{ACCEPT_LOW, MAX_ITERS, Measurement, Sampler, SamplingEnd, rescale};
 use super::workload::{Sampling, Workload};
 use crate::document::{Overhead, Policy, RawSample};
 use crate::error::{Error, Result};
@@ -216,12 +216,15 @@ impl<C: Clock> Harness<C> {
 
     /// The counting pass when an interrupt came before it.
     fn pass_interrupted(&self) -> PerfPass {
+        self.pass_cut_short("the case was interrupted")
+    }
+
+    /// The perf pass of a case cut short (`why`) before it.
+    fn pass_cut_short(&self, why: &str) -> PerfPass {
         if self.meters.perf_names().is_empty() {
             return PerfPass::NotRun;
         }
-        PerfPass::Skipped(
-            "not counted: the case was interrupted before its perf counting pass".into(),
-        )
+        PerfPass::Skipped(format!("not counted: {why} before its perf counting pass"))
     }
 
     /// The counting pass: opens the perf events on the case's tasks, makes
@@ -334,27 +337,40 @@ impl<C: Clock> Harness<C> {
             })?;
             samplers.push(Sampler::new(iters, self.policy.samples));
         }
-        let (interrupted, stopped_by) = loop {
-            if self.sample_alternately(benches, &mut samplers)? {
-                break (true, None);
+        let (end, failure, stopped_by) = loop {
+            match self.sample_alternately(benches, &mut samplers) {
+                Ok(true) => break (SamplingEnd::Interrupted, None, None),
+                Ok(false) => {}
+                // Failed after some samples: keep them, and stop the run with the error.
+                Err(e) if !samplers[0].accepted.is_empty() && !matches!(e, Error::Interrupted) => {
+                    break (SamplingEnd::Failed, Some(e), None);
+                }
+                Err(e) => return Err(e),
             }
             let values = self.target_values(&samplers, ops_per_iter);
             match self.more_wanted(&values, started) {
                 Some(Ok(extra)) => samplers.iter_mut().for_each(|s| s.want_more(extra)),
-                Some(Err(why)) => break (false, Some(why)),
-                None => break (false, None),
+                Some(Err(why)) => break (SamplingEnd::Planned, None, Some(why)),
+                None => break (SamplingEnd::Planned, None, None),
             }
         };
-        if interrupted && samplers[0].accepted.is_empty() {
+        if end == SamplingEnd::Interrupted && samplers[0].accepted.is_empty() {
             return Err(Error::Interrupted);
+        }
+        if failure.is_some() {
+            // A stand-in without samples is dropped rather than lose the case's.
+            samplers.retain(|s| !s.accepted.is_empty());
         }
         let iters = samplers[0].iters;
         let mut measured = samplers
             .into_iter()
-            .map(|s| s.finish(target, interrupted, self.overhead))
+            .map(|s| s.finish(target, end, self.overhead))
             .collect::<Result<Vec<_>>>()?;
         measured[0].target_stop = stopped_by;
-        measured[0].perf = if self.count_later && self.meters.perf_wanted() {
+        measured[0].perf = if let Some(e) = failure {
+            measured[0].failed = Some(e.to_string());
+            self.pass_cut_short("the case failed")
+        } else if self.count_later && self.meters.perf_wanted() {
             PerfPass::Later
         } else {
             self.batch_pass(&mut *benches[0], iters)?
@@ -464,7 +480,7 @@ impl<C: Clock> Harness<C> {
             bench.run(1)
         })?;
         let mut sampler = Sampler::new(1, self.policy.samples);
-        let mut interrupted = false;
+        let (mut end, mut failure) = (SamplingEnd::Planned, None);
         let mut wanted = self.policy.samples;
         let mut stopped_by = None;
         loop {
@@ -493,20 +509,25 @@ impl<C: Clock> Harness<C> {
                     sampler.meters.push(used);
                 }
                 Err(Error::Interrupted) => {
-                    interrupted = true;
+                    end = SamplingEnd::Interrupted;
+                    break;
+                }
+                // Failed after some runs: keep them, and stop the run with the error.
+                Err(e) if !sampler.accepted.is_empty() => {
+                    end = SamplingEnd::Failed;
+                    failure = Some(e);
                     break;
                 }
                 Err(e) => return Err(e),
             }
         }
         sampler.want_more(wanted - self.policy.samples);
-        let mut measured = sampler.finish(
-            self.policy.sample_time_ns as f64,
-            interrupted,
-            self.overhead,
-        )?;
+        let mut measured = sampler.finish(self.policy.sample_time_ns as f64, end, self.overhead)?;
         measured.target_stop = stopped_by;
-        measured.perf = if self.count_later && self.meters.perf_wanted() {
+        measured.perf = if let Some(e) = failure {
+            measured.failed = Some(e.to_string());
+            self.pass_cut_short("the case failed")
+        } else if self.count_later && self.meters.perf_wanted() {
             PerfPass::Later
         } else {
             self.whole_run_pass(bench)?
@@ -920,6 +941,50 @@ mod tests {
         assert!(m.interrupted);
         assert_eq!(m.accepted.len(), 5);
         assert!(m.warnings[0].contains("interrupted after 5 of 11"));
+    }
+
+    /// A fake bench whose run fails from call `fail_at` on (a disk filling up).
+    struct FailsAt(FakeBench, usize);
+
+    impl Workload for FailsAt {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            if self.0.calls >= self.1 {
+                return Err(Error::Measure("fs: the filesystem is full".into()));
+            }
+            self.0.run(iters)
+        }
+    }
+
+    #[test]
+    fn a_case_failing_after_some_samples_keeps_them_and_names_the_error() {
+        let (h, b) = setup(100, vec![]);
+        let mut failing = FailsAt(b, 12);
+        let m = h
+            .batched(&mut [&mut failing], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        assert!(!m.interrupted);
+        assert_eq!(m.failed.as_deref(), Some("fs: the filesystem is full"));
+        assert!(!m.accepted.is_empty() && m.accepted.len() < 11);
+        assert!(
+            m.warnings[0].contains("stopped by an error after"),
+            "{:?}",
+            m.warnings
+        );
+        // Before any sample, the error is the result.
+        let (h, b) = setup(100, vec![]);
+        let e = h.batched(&mut [&mut FailsAt(b, 3)], 1.0).unwrap_err();
+        assert!(e.to_string().contains("full"), "{e}");
+    }
+
+    #[test]
+    fn whole_runs_failing_after_some_keep_them() {
+        let (mut h, b) = setup(100, vec![]);
+        h.policy.warmup_ns = 0;
+        let mut failing = FailsAt(b, 5);
+        let m = h.whole_runs(&mut failing).unwrap();
+        assert_eq!(m.failed.as_deref(), Some("fs: the filesystem is full"));
+        assert!(!m.accepted.is_empty() && m.accepted.len() < 11);
     }
 
     /// Counts prepare() calls and costs 5 ms per run.

@@ -27,6 +27,9 @@ pub struct Measurement {
     pub warnings: Vec<String>,
     /// True when a signal stopped sampling early; `accepted` holds what was taken.
     pub interrupted: bool,
+    /// The error (a full disk, a lost peer) that stopped sampling after some
+    /// samples were in: `accepted` holds them, and the run stops with it.
+    pub failed: Option<String>,
     /// What each accepted sample used (rusage, energy), same order as `accepted`.
     pub meters: Vec<MeterDelta>,
     /// The perf counting pass (only the case gets one, not its stand-in).
@@ -45,6 +48,17 @@ impl Measurement {
             .map(|s| per_op_ns(*s, self.overhead, ops_per_iter))
             .collect()
     }
+}
+
+/// How sampling ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SamplingEnd {
+    /// The planned samples (or the precision target's) are in.
+    Planned,
+    /// A signal asked to stop.
+    Interrupted,
+    /// The workload failed after some samples were in.
+    Failed,
 }
 
 /// The sampling state of one batched workload.
@@ -113,7 +127,7 @@ impl Sampler {
     pub(super) fn finish(
         self,
         target: f64,
-        interrupted: bool,
+        end: SamplingEnd,
         overhead: Overhead,
     ) -> Result<Measurement> {
         let wanted = self.wanted;
@@ -122,21 +136,26 @@ impl Sampler {
             self.accepted.len(),
             self.accepted.len() + self.rejected.len(),
         );
-        if interrupted {
-            warnings.push(format!("interrupted after {taken} of {wanted} samples"));
-        } else if taken < wanted {
-            warnings.push(format!(
+        match end {
+            SamplingEnd::Interrupted => {
+                warnings.push(format!("interrupted after {taken} of {wanted} samples"))
+            }
+            SamplingEnd::Failed => warnings.push(format!(
+                "stopped by an error after {taken} of {wanted} samples"
+            )),
+            SamplingEnd::Planned if taken < wanted => warnings.push(format!(
                 "only {taken} of {wanted} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the {:.1} ms \
                  target after {tried} attempts; the system is too noisy for this sample time (try a \
                  longer --sample-time)",
                 target / 1e6
-            ));
+            )),
+            SamplingEnd::Planned => {}
         }
         if taken == 0 {
-            return Err(if interrupted {
-                Error::Interrupted
-            } else {
+            return Err(if end == SamplingEnd::Planned {
                 Error::Measure(warnings.join("; "))
+            } else {
+                Error::Interrupted
             });
         }
         if !self.rejected.is_empty() && self.rejected.len() * 4 >= taken {
@@ -151,7 +170,8 @@ impl Sampler {
             rejected: self.rejected,
             overhead,
             warnings,
-            interrupted,
+            interrupted: end == SamplingEnd::Interrupted,
+            failed: None,
             meters: self.meters,
             perf: PerfPass::NotRun,
             target_stop: None,
