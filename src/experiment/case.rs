@@ -135,7 +135,7 @@ pub(super) fn run_case<C: Clock>(
     torn_down?;
     let (mut series, end, stop) = match measured {
         Measured::Samples { case: m, stand_in } => {
-            let stand_in = stand_in.zip(stand_in_def);
+            let stand_in = stand_in.map(|m| *m).zip(stand_in_def);
             let stop = m.target_stop.clone();
             let end = match (&m.failed, m.interrupted) {
                 (Some(e), _) => CaseEnd::Failed(Error::Measure(e.clone())),

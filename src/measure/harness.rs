@@ -43,7 +43,7 @@ pub enum Measured {
     /// Batched or whole-run samples of the case, and of its stand-in if it had one.
     Samples {
         case: Measurement,
-        stand_in: Option<Measurement>,
+        stand_in: Option<Box<Measurement>>,
     },
     /// Single-event latencies.
     Events(Events),
@@ -299,10 +299,12 @@ impl<C: Clock> Harness<C> {
                 stand_in: Some(stand_in),
                 ops_per_iter,
             } => {
+                // The case first; a failed case's stand-in may be missing.
                 let mut all = self.batched(&mut [workload, stand_in], ops_per_iter)?;
+                let stand_in = (all.len() > 1).then(|| Box::new(all.remove(1)));
                 Ok(Measured::Samples {
-                    stand_in: all.pop(),
                     case: all.remove(0),
+                    stand_in,
                 })
             }
             Sampling::WholeRuns => Ok(Measured::Samples {
