@@ -742,7 +742,18 @@ fn proc_runs_all_six_cases() {
     let _serial = helper_lock(); // its exec'd program is named osbench-hello-…
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
-    quick_run(&["run", "proc", "-q"], &json);
+    // 10 ms samples: a 1 ms sample of a few forks was too noisy to accept in CI.
+    let out = osbench()
+        .args(["run", "proc", "-q", "--samples", "3", "--sample-time", "10"])
+        .args(["--warmup", "0", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let cases: Vec<String> = read_document(&json)
         .unwrap()
         .series
@@ -859,7 +870,9 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    planted_copy(&a, &b, 0.5, "osbench/1"); // twice the MB/s: beyond any spread of 1 ms samples
+    // Ten times the MB/s: beyond the spread of invocations on a loaded machine
+    // (CI saw invocation medians 3.4x apart beside other tests' builds).
+    planted_copy(&a, &b, 0.1, "osbench/1");
     let doc = |p: &Path| -> serde_json::Value {
         serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
     };
@@ -888,7 +901,7 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     };
     let (ra, rb) = (report(&a), report(&b));
     assert!(ra.contains("MB/s"), "{ra}");
-    assert!((mbs(&rb) / mbs(&ra) - 2.0).abs() < 0.02, "{ra}\n{rb}");
+    assert!((mbs(&rb) / mbs(&ra) - 10.0).abs() < 0.1, "{ra}\n{rb}");
     let compare = |x: &Path, y: &Path, gate: &str| {
         osbench()
             .arg("compare")

@@ -27,9 +27,9 @@ pub struct Config {
     /// Benchmark parameters this configuration changes ("spin.work" = "1050").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<Override>,
-    /// Placement for this configuration ("none", "same", "spread"), instead of `--pin`.
+    /// Placement for this configuration, instead of `--pin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pin: Option<String>,
+    pub pin: Option<super::Pin>,
     /// Where this configuration's cases run when not here: another system
     /// running `osbench agent` (a User-Mode Linux kernel, a container, a host
     /// over SSH). Absent: the native system. Its set-up and tear-down then

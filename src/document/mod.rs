@@ -16,6 +16,7 @@ use crate::stats::histogram::{Buckets, Quantiles};
 
 mod config;
 mod invocation;
+mod pin;
 mod sample;
 mod unit;
 pub mod validate;
@@ -24,6 +25,7 @@ pub use config::{
     BootParameter, Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, InitHandOff, Override, TimeInfo,
 };
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
+pub use pin::Pin;
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
 pub use unit::{SeriesKind, Unit};
 
@@ -189,7 +191,7 @@ pub struct Series {
     pub anchor: String,
     /// Placement of the tasks: "none" (the scheduler's choice), "same" (all on
     /// one CPU) or "spread" (round robin over the allowed CPUs).
-    pub pin: String,
+    pub pin: Pin,
     /// The CPUs the tasks were pinned to (empty for "none").
     pub cpus: Vec<usize>,
     /// Per-operation value of each accepted sample, overheads subtracted, in run order.
@@ -309,7 +311,7 @@ impl Series {
             unit,
             op: String::new(),
             anchor: String::new(),
-            pin: "none".into(),
+            pin: Pin::None,
             cpus: Vec::new(),
             samples,
             summary,

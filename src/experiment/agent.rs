@@ -17,7 +17,6 @@ use crate::document::Series;
 use crate::error::{Error, Result};
 use crate::guest::protocol::{self, InitHandOff, OUTPUT_TAIL, Reply, Request, RunRequest, ShDone};
 use crate::measure::hook::{Watch, sh_captured};
-use crate::measure::placement::Pin;
 use crate::measure::{Harness, Interrupt, Meters};
 
 /// Serves requests read from `input`, replying on `output`, until `shutdown`
@@ -107,12 +106,7 @@ fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
         )));
     }
     let case = cases.remove(0);
-    let pin = match request.pin.as_deref() {
-        None => None,
-        Some(p) => Some(Pin::parse(p).ok_or_else(|| {
-            Error::Measure(format!("pin '{p}' is not one of none, same, spread"))
-        })?),
-    };
+    let pin = request.pin;
     (case.def.check)(&case.params)?;
     let harness =
         Harness::new(request.policy, interrupt.clone()).with_meters(Meters::open(request.perf));
@@ -146,7 +140,7 @@ mod tests {
                 sample_time_ns: 1_000_000,
                 warmup_ns: 0,
             },
-            pin: Some("same".into()),
+            pin: Some(crate::document::Pin::Same),
             perf: false,
         }));
         let input = format!("{{\"env\":{{}}}}\n\n{run}{{\"shutdown\":{{}}}}\n{{\"env\":{{}}}}\n");

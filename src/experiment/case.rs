@@ -340,7 +340,7 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     series.op = (def.op)(params);
     series.anchor = (def.anchor)(params);
     series.bytes_per_op = (def.bytes_per_op)(params);
-    series.pin = placement.pin.as_str().into();
+    series.pin = placement.pin;
     series.cpus = placement.cpus_used((def.tasks)(params));
     Ok(series)
 }

@@ -148,13 +148,15 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
             })?),
             (None, None) => None,
         };
+        let pin = c.pin.as_deref().map(str::parse).transpose();
+        let pin = pin.map_err(|e| format!("configuration '{}': pin {e}", c.name))?;
         configs.push(Config {
             name: c.name,
             setup: c.setup,
             teardown: c.teardown,
             env: c.env,
             params,
-            pin: c.pin,
+            pin,
             guest,
             in_guest: c.in_guest,
         });
@@ -195,8 +197,8 @@ mod tests {
             }]
         );
         assert_eq!(
-            (configs[1].pin.as_deref(), configs[1].env["K"].as_str()),
-            (Some("same"), "v")
+            (configs[1].pin, configs[1].env["K"].as_str()),
+            (Some(crate::document::Pin::Same), "v")
         );
     }
 

@@ -409,7 +409,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let request = RunRequest {
             selector: case.selector(),
             policy: plan.policy,
-            pin: pin.map(|p| p.as_str().to_string()),
+            pin,
             perf: false,
         };
         let asked = (case.def.name, case.name());
@@ -455,14 +455,14 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     fn count_one(&mut self, ci: usize, idx: usize) -> Result<()> {
         let config = &self.configs[ci];
         let case = with_overrides(&self.plan.cases[idx], config);
-        let pin = config.pin.as_deref().and_then(Pin::parse).or(self.plan.pin);
+        let pin = config.pin.or(self.plan.pin);
         let (plan, harness) = (self.plan, self.harness);
         let counted = match self.guest(ci) {
             Some(guest) => {
                 let request = RunRequest {
                     selector: case.selector(),
                     policy: plan.policy,
-                    pin: pin.map(|p| p.as_str().to_string()),
+                    pin,
                     perf: true,
                 };
                 let asked = (case.def.name, case.name());
@@ -603,7 +603,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         if plan.configs.is_empty() {
             self.harness.set_case_limit(self.case_limit());
         }
-        let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
+        let pin = config.pin.or(plan.pin);
         let (mut series, end) = self
             .measure(ci, case, pin)
             .inspect_err(|e| observer.case_failed(e))?;
@@ -781,7 +781,7 @@ fn guest_timeout(plan: &Plan) -> std::time::Duration {
 /// Whether some case runs several tasks with no pinning (the scheduler places them).
 fn runs_unpinned(plan: &Plan, configs: &[Config]) -> bool {
     configs.iter().any(|config| {
-        let pin = config.pin.as_deref().and_then(Pin::parse).or(plan.pin);
+        let pin = config.pin.or(plan.pin);
         plan.cases.iter().any(|c| {
             let case = with_overrides(c, config);
             (case.def.tasks)(&case.params) > 1

@@ -39,9 +39,9 @@ pub enum Request {
 pub struct RunRequest {
     pub selector: String,
     pub policy: Policy,
-    /// "none", "same" or "spread"; absent: the default placement.
+    /// Absent: the default placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pin: Option<String>,
+    pub pin: Option<crate::document::Pin>,
     /// Count perf events in a pass after the timed samples.
     pub perf: bool,
 }
@@ -127,7 +127,7 @@ mod tests {
             Request::Run(RunRequest {
                 selector: "syscall:case=getpid".into(),
                 policy: Policy::default(),
-                pin: Some("same".into()),
+                pin: Some(crate::document::Pin::Same),
                 perf: false,
             }),
             Request::Sh(ShRequest {

@@ -19,30 +19,7 @@ use std::mem;
 
 use crate::error::{Error, Result};
 
-/// A placement policy, as given to `--pin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pin {
-    None,
-    Same,
-    Spread,
-}
-
-impl Pin {
-    pub const ALL: [Pin; 3] = [Pin::None, Pin::Same, Pin::Spread];
-
-    /// The policy called `name` ("none", "same", "spread").
-    pub fn parse(name: &str) -> Option<Pin> {
-        Pin::ALL.into_iter().find(|p| p.as_str() == name)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Pin::None => "none",
-            Pin::Same => "same",
-            Pin::Spread => "spread",
-        }
-    }
-}
+pub use crate::document::Pin;
 
 /// The CPU of every task of one case.
 #[derive(Debug, Clone, PartialEq, Eq)]

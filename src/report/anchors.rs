@@ -168,11 +168,16 @@ fn ctx_rows(series: &[Series]) -> Vec<CtxRow> {
         let mode = ctx_mode(s);
         let i = match rows
             .iter()
-            .position(|r| (&r.0, r.1.as_str(), &r.2) == (&s.config, mode, &s.pin))
+            .position(|r| (&r.0, r.1.as_str(), r.2.as_str()) == (&s.config, mode, s.pin.as_str()))
         {
             Some(i) => i,
             None => {
-                rows.push((s.config.clone(), mode.to_string(), s.pin.clone(), [None; 7]));
+                rows.push((
+                    s.config.clone(),
+                    mode.to_string(),
+                    s.pin.to_string(),
+                    [None; 7],
+                ));
                 rows.len() - 1
             }
         };

@@ -377,7 +377,7 @@ fn cases_table(out: &mut String, doc: &Document) {
                 .collect();
             let cpus: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
             let placement = if cpus.is_empty() {
-                s.pin.clone()
+                s.pin.to_string()
             } else {
                 format!("{} (CPU {})", s.pin, cpus.join(", "))
             };

@@ -287,7 +287,7 @@ fn ctx_lines(doc: &Document) -> Vec<(CtxKey, Vec<(f64, &Summary)>)> {
         let k = (
             procs,
             super::ctx_mode(s).to_string(),
-            s.pin.clone(),
+            s.pin.to_string(),
             s.config.clone(),
         );
         let point = (size as f64, &s.summary);
