@@ -1888,6 +1888,16 @@ impl Drop for SmallTmpfs {
     }
 }
 
+/// A child killed (and reaped) when the test ends, passed or failed.
+struct KilledAtEnd(std::process::Child);
+
+impl Drop for KilledAtEnd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A filesystem that fills up in the middle of an `fs` case (another
 /// writer takes every block the case frees between its passes): exit 2,
 /// one error naming the directory and the full filesystem, the cases
@@ -1901,20 +1911,22 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     let root = mnt.0.path().to_path_buf();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let mut child = osbench()
-        .args([
-            "run",
-            "syscall:case=null",
-            "fs:phase=create,kib=4,files=200",
-        ])
-        .args(["-q", "--no-perf", "--seed", "1", "--samples", "200"])
-        .args(["--sample-time", "20", "--warmup", "0", "--json"])
-        .arg(&json)
-        .env("TMPDIR", &root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KilledAtEnd(
+        osbench()
+            .args([
+                "run",
+                "syscall:case=null",
+                "fs:phase=create,kib=4,files=200",
+            ])
+            .args(["-q", "--no-perf", "--seed", "1", "--samples", "200"])
+            .args(["--sample-time", "20", "--warmup", "0", "--json"])
+            .arg(&json)
+            .env("TMPDIR", &root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // Once fs's directory exists, take every block there is, and keep
     // taking each one freed, until osbench ends.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -1936,13 +1948,13 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     let mut filler = fs::File::create(root.join("filler")).unwrap();
     let block = [0u8; 4096];
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             break status;
         }
         assert!(std::time::Instant::now() < deadline, "the run never failed");
         let _ = std::io::Write::write(&mut filler, &block);
     };
-    let stderr = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+    let stderr = std::io::read_to_string(child.0.stderr.take().unwrap()).unwrap();
     assert_eq!(status.code(), Some(2), "{stderr}");
     let error = stderr
         .lines()
