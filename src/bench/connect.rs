@@ -33,8 +33,8 @@ use std::os::unix::net::UnixListener;
 
 use tempfile::TempDir;
 
-use super::fdio::read_until_eof;
-use super::ring::{Helpers, Mode};
+use super::util::fdio::read_until_eof;
+use super::util::ring::{Helpers, Mode};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;

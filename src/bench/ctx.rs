@@ -20,8 +20,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::fdio::{pipe, read_exact, read_message, write_all};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{pipe, read_exact, read_message, write_all};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{
     BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, StandIn, Unit, Workload,
 };

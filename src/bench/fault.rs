@@ -536,7 +536,7 @@ mod tests {
         let (select, configs) = crate::experiment::file::load(&path).unwrap();
         for s in &select {
             assert!(
-                crate::bench::select::resolve(&[s.parse().unwrap()]).is_ok(),
+                crate::bench::util::select::resolve(&[s.parse().unwrap()]).is_ok(),
                 "{s}"
             );
         }

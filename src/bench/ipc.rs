@@ -20,8 +20,8 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{pipe, read_exact, read_message, socketpair, write_all};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;

@@ -40,8 +40,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::fdio::{pipe, read_exact, read_message, read_or_stop, retry, socketpair, write_all};
-use super::ring::{Helpers, Mode, SharedCounters};
+use super::util::fdio::{
+    pipe, read_exact, read_message, read_or_stop, retry, socketpair, write_all,
+};
+use super::util::ring::{Helpers, Mode, SharedCounters};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::interrupt;

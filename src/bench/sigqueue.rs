@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::ring::{Helpers, Mode, map_anonymous};
+use super::util::ring::{Helpers, Mode, map_anonymous};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;

@@ -23,8 +23,8 @@ use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::fdio::{last_error, pipe, retry, socketpair};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{last_error, pipe, retry, socketpair};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -260,7 +260,7 @@ fn writer(fd: RawFd, chunk: usize, in_child: bool) -> io::Result<()> {
     let block = &mut buf.as_bytes_mut()[..chunk];
     block.fill(1);
     loop {
-        match super::fdio::write_all(fd, block) {
+        match super::util::fdio::write_all(fd, block) {
             Ok(()) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {
                 return Ok(());

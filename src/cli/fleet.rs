@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use osbench::bench::select::{Case, resolve};
+use osbench::bench::util::select::{Case, resolve};
 use osbench::document::{Document, Series};
 use osbench::experiment::{Observer, Plan};
 use osbench::fleet::{self, Host};

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow};
 use clap::Args;
 
-use osbench::bench::select::{Selector, resolve};
+use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::{self, Config, Plan};
@@ -123,7 +123,7 @@ pub struct MeasureArgs {
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them).
-    pub fn plan(&self, cases: Vec<osbench::bench::select::Case>) -> Plan {
+    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>) -> Plan {
         Plan {
             cases,
             seed: self.seed.unwrap_or_else(seed_from_clock),

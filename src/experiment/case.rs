@@ -5,7 +5,7 @@
 //! rounds are merged. No ordering, no rounds, no output: that is the run's.
 
 use super::series_meters;
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::bench::{self, BenchDef, Params, StandIn};
 use crate::document::{ReferenceSeries, Series, SeriesKind, TargetOutcome};
 use crate::error::{Error, Result};

@@ -21,7 +21,7 @@ pub mod time;
 
 use std::time::Duration;
 
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
