@@ -9,7 +9,6 @@
 
 pub mod atomic;
 pub mod clock;
-pub mod command;
 pub mod connect;
 pub mod ctx;
 pub mod fault;

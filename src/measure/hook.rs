@@ -24,8 +24,8 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::{ended_unreaped, kill_group};
 use crate::measure::interrupt::Interrupt;
+use crate::measure::spawn::{ended_unreaped, kill_group};
 use crate::measure::warden;
 
 /// How often a running command is checked.

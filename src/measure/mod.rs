@@ -35,7 +35,6 @@
 //! events for latency workloads; then closes them.
 
 pub mod clock;
-pub mod command;
 pub mod counters;
 pub mod energy;
 #[cfg(test)]
@@ -48,6 +47,7 @@ mod overhead;
 pub mod placement;
 mod sampler;
 pub mod sentinel;
+pub mod spawn;
 pub mod supervise;
 pub mod warden;
 pub mod workload;
