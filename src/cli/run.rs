@@ -60,7 +60,7 @@ pub struct RunArgs {
     /// Rounds when comparing configurations (each runs every configuration once per case);
     /// with --target-ci the most rounds [default: 10; with --target-ci 20]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Precision on demand. Without configurations: each case takes more samples (past
     /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
@@ -237,7 +237,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
-            (None, Some(_)) => osbench::stats::compare::MAX_ROUNDS,
+            (None, Some(_)) => osbench::stats::paired::MAX_ROUNDS,
             (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),

@@ -17,9 +17,8 @@
 use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
-use crate::stats::compare::{
-    MAX_ROUNDS, Power, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
-};
+use crate::stats::paired::{MAX_ROUNDS, block_medians, paired_log_ratio};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
 
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]

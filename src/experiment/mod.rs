@@ -30,7 +30,7 @@ use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
-use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio};
+use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio};
 pub use case::NOISY_CV;
 use config::Applied;
 pub use config::Config;

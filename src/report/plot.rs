@@ -434,7 +434,7 @@ pub struct Bar {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
-    /// A [`crate::stats::compare::Verdict`] value ("no-change" in old documents).
+    /// A [`crate::stats::verdict::Verdict`] value ("no-change" in old documents).
     pub verdict: String,
 }
 
