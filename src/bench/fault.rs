@@ -42,8 +42,9 @@ use tempfile::NamedTempFile;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::limit_hint;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{Supervisor, limit_hint};
+use crate::measure::supervise::Supervisor;
 use crate::stats::rng::SplitMix64;
 
 /// The largest mapping a case may ask for, in pages (4 GiB of 4 KiB pages).

@@ -24,8 +24,8 @@ use super::util::fdio::{pipe, read_exact, read_message, socketpair, write_all};
 use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "ipc",

@@ -54,8 +54,9 @@ use super::fault::{Region, map_error, page_size};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::limits::{fork_error, process_error, thread_error};
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{Exit, fork_error, process_error, thread_error, wait_child};
+use crate::measure::supervise::{Exit, wait_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",

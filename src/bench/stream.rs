@@ -27,8 +27,8 @@ use super::util::fdio::{last_error, pipe, retry, socketpair};
 use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 /// Bytes one operation moves: lmbench's XFER (10 MiB).
 pub const BYTES_PER_OP: usize = 10 * 1024 * 1024;

@@ -31,8 +31,8 @@ use super::util::ring::{Helpers, Mode, map_anonymous};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "wakeup",

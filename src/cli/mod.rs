@@ -237,7 +237,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 }
 
 pub fn main() -> ExitCode {
-    osbench::measure::supervise::fit_address_space_limit();
+    osbench::measure::limits::fit_address_space_limit();
     let cli = match command()
         .try_get_matches_from(arguments())
         .and_then(|m| Cli::from_arg_matches(&m))

@@ -99,7 +99,7 @@ pub(super) fn run_case<C: Clock>(
         _ => 0,
     };
     let what = format!("{} {}", def.name, case.name());
-    crate::measure::supervise::check_address_space(&what, threads)?;
+    crate::measure::limits::check_address_space(&what, threads)?;
     let (placement, _timing_thread) = place(case, pin)?;
     harness
         .meters()

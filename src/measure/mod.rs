@@ -42,6 +42,7 @@ pub(crate) mod fake;
 mod harness;
 pub mod hook;
 pub mod interrupt;
+pub mod limits;
 pub mod meters;
 mod overhead;
 pub mod placement;
