@@ -1,4 +1,4 @@
-//! `ctx`: context-switch time, lmbench `lat_ctx`'s method (anchors-methodology.md §1.3).
+//! `ctx`: context-switch time, lmbench `lat_ctx`'s method (`src/lat_ctx.c`).
 //!
 //! A ring of `procs` tasks over `procs` pipes passes a 4-byte token; the timing
 //! thread is member 0 and times whole laps. Every member has a private, zeroed

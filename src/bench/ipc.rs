@@ -1,5 +1,6 @@
 //! `ipc`: round-trip latency to an echo peer, lmbench's `lat_pipe`, `lat_unix`,
-//! `lat_tcp` and `lat_udp` (anchors-methodology.md §1.5).
+//! `lat_tcp` and `lat_udp` (lmbench `src/lat_pipe.c`, `lat_unix.c`,
+//! `lat_tcp.c`, `lat_udp.c`).
 //!
 //! The timing thread writes a `bytes`-byte message and reads the echo back; the
 //! peer is a forked process (or, with `mode=threads`, a thread). One op is one

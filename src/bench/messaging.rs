@@ -1,5 +1,5 @@
-//! `messaging`: hackbench's workload (rt-tests `hackbench`, `perf bench sched
-//! messaging`; anchors-methodology.md §2).
+//! `messaging`: hackbench's workload (rt-tests `src/hackbench/hackbench.c`,
+//! `perf bench sched messaging`'s `tools/perf/bench/sched-messaging.c`).
 //!
 //! `groups` groups of `fds` receivers and `fds` senders. Each receiver owns
 //! the read end of its own AF_UNIX stream socket pair (or pipe); the group's

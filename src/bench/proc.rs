@@ -1,5 +1,6 @@
 //! `proc`: the cost of creating tasks, lmbench `lat_proc` and more
-//! (anchors-methodology.md §1.6). Unit: µs per creation, child's end included.
+//! (lmbench `src/lat_proc.c`, `src/hello.c`). Unit: µs per creation, child's
+//! end included.
 //!
 //! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench,
 //!   whose child calls exit(1): measured, that costs what osbench's larger

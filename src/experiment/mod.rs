@@ -1,8 +1,9 @@
 //! Running a plan: every selected case, in a seeded random order, each placed,
 //! set up, measured by the harness and torn down, into one [`Document`].
 //!
-//! The order is shuffled so that slow drift of the machine (machine-baseline.md saw
-//! minutes-long fast/slow phases) does not always favour the same case; the
+//! The order is shuffled so that slow drift of the machine (minutes-long
+//! fast/slow phases, docs/design-notes.md "Precision of a hackbench run")
+//! does not always favour the same case; the
 //! seed is recorded so the order can be reproduced. A failure or an interrupt
 //! stops the run but keeps every case already completed (and the samples of an
 //! interrupted one). With configurations, the run is organised in rounds
