@@ -489,6 +489,7 @@ fn first_run(moment: Moment, stamp: &Stamp) -> Result<(u64, Exit)> {
             // async-signal-safe), stores to the shared page and _exits.
             match unsafe { libc::fork() } {
                 -1 => return Err(fork_error(0)),
+                // SAFETY: in the child: a clock read, a store and _exit (see above).
                 0 => unsafe {
                     word.store(monotonic_ns(), Ordering::Release);
                     libc::_exit(0)
@@ -531,6 +532,7 @@ fn fork_exit_wait() -> Result<Exit> {
     // SAFETY: the child only calls _exit, which is async-signal-safe.
     match unsafe { libc::fork() } {
         -1 => Err(fork_error(0)),
+        // SAFETY: _exit in the child, async-signal-safe.
         0 => unsafe { libc::_exit(0) },
         pid => wait_child(pid),
     }
@@ -541,6 +543,7 @@ fn fork_exec_wait(e: &Exec) -> Result<Exit> {
     // _exit) on pointers prepared before the fork, which stay valid in it.
     match unsafe { libc::fork() } {
         -1 => Err(fork_error(0)),
+        // SAFETY: in the child: close, execve and _exit on pointers prepared before the fork.
         0 => unsafe {
             libc::close(1);
             libc::execve(e.program.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr());

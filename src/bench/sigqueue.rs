@@ -159,6 +159,7 @@ fn queue(pid: libc::pid_t, tid: libc::pid_t, value: u64) -> io::Result<()> {
         _pad: 0,
         // SAFETY: getpid and getuid have no preconditions.
         pid: unsafe { libc::getpid() },
+        // SAFETY: as above.
         uid: unsafe { libc::getuid() },
         value,
         _rest: [0; 12],

@@ -475,8 +475,8 @@ pub(super) fn uname() -> Result<Uname, String> {
     if unsafe { libc::uname(&mut u) } != 0 {
         return Err(format!("uname failed: {}", std::io::Error::last_os_error()));
     }
-    // SAFETY: on success the kernel NUL-terminates every field within its array.
     let field = |f: &[libc::c_char]| {
+        // SAFETY: on success the kernel NUL-terminates every field within its array.
         unsafe { CStr::from_ptr(f.as_ptr()) }
             .to_string_lossy()
             .into_owned()

@@ -114,6 +114,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<PinGuard> {
     // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes within it
     // (callers pass CPUs from `allowed_cpus`, all below CPU_SETSIZE).
     let mut one: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: as above: `cpu` is below CPU_SETSIZE, so CPU_SET writes within `one`.
     unsafe { libc::CPU_SET(cpu, &mut one) };
     set_affinity(&one)
         .map_err(|e| Error::io(format!("pinning the measuring thread to CPU {cpu}"), e))?;

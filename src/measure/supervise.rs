@@ -348,6 +348,7 @@ fn child_prologue(parent: libc::pid_t, pgid: libc::pid_t, name: &[u8; 16], cpu: 
     // PID namespace, osbench itself is PID 1.)
     // SAFETY: getppid and _exit are async-signal-safe.
     if unsafe { libc::getppid() } != parent {
+        // SAFETY: as above.
         unsafe { libc::_exit(1) };
     }
 }
@@ -419,9 +420,11 @@ mod tests {
                 }
                 let mut sup = Supervisor::new("test-helper").killed_on_stop();
                 for _ in 0..3 {
-                    // SAFETY: sleep is a plain system call.
                     if sup
-                        .fork(None, &[], || unsafe { libc::sleep(60) } as i32)
+                        .fork(None, &[], || {
+                            // SAFETY: sleep is a plain system call.
+                            unsafe { libc::sleep(60) as i32 }
+                        })
                         .is_err()
                     {
                         return 3;

@@ -391,7 +391,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // SAFETY: `c` is a NUL-terminated path.
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(made, 0);
         let (tx, rx) = std::sync::mpsc::channel();
         let reader_path = fifo.clone();
         std::thread::spawn(move || tx.send(fs::read_to_string(reader_path).unwrap()));
