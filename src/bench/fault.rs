@@ -32,7 +32,7 @@
 //! Left out: a case that asks for huge pages itself (MADV_HUGEPAGE), will-it-scale's
 //! parallel copies and page_fault3 (shared file writes), and stress-ng's
 //! major faults. Sizes beyond `ulimit -v`, the memory available or (for
-//! `mmap`) vm.max_map_count stop the run before measuring (see [`check_memory`]).
+//! `mmap`) vm.max_map_count stop the run before measuring (see `check_memory`).
 
 use std::fs::File;
 use std::io::{self, Write};

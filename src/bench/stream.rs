@@ -8,7 +8,7 @@
 //! has moved 10 MiB (10,485,760 B, lmbench's XFER) — one operation. The
 //! result is time per operation; tables headline it as MB/s with lmbench's
 //! MB = 10^6 B. For TCP both ends ask for 1 MiB socket buffers (lmbench's
-//! SOCKBUF; the kernel caps them at net.core.[rw]mem_max). A chunk larger
+//! SOCKBUF; the kernel caps them at net.core.\[rw\]mem_max). A chunk larger
 //! than the pipe's default capacity grows the pipe (F_SETPIPE_SZ) and is
 //! refused beyond /proc/sys/fs/pipe-max-size.
 //!

@@ -39,7 +39,7 @@ pub struct FleetComparison {
 /// One case across the fleet.
 #[derive(Debug, Clone)]
 pub struct FleetCase {
-    /// "bench case" (with " [config]" when not the default).
+    /// "bench case" (with " \[config\]" when not the default).
     pub name: String,
     /// Geometric mean of the hosts' ratios (after ÷ before), with t intervals.
     pub ci: RatioCi,

@@ -166,9 +166,9 @@ impl Change {
 pub struct Comparison {
     pub labels: Vec<String>,
     pub rows: Vec<CaseRow>,
-    /// Cases not present in every document: "bench case [config]" and the labels lacking it.
+    /// Cases not present in every document: "bench case \[config\]" and the labels lacking it.
     pub missing: Vec<(String, Vec<String>)>,
-    /// Cases in every document that have no ratio: "bench case [config]" and why.
+    /// Cases in every document that have no ratio: "bench case \[config\]" and why.
     pub not_compared: Vec<(String, String)>,
     /// Environment keys whose values differ between the documents, with each value.
     pub env_diff: Vec<(String, Vec<String>)>,

@@ -61,7 +61,7 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
 
 /// Above this many samples on both sides together, [`ratio_of_medians`]
 /// does not bootstrap (10,000 resamples of millions of samples would take
-/// minutes) but takes the large-sample interval of [`large_sample_ratio`].
+/// minutes) but takes the large-sample interval of `large_sample_ratio`.
 pub const BOOTSTRAP_MAX_SAMPLES: usize = 100_000;
 
 /// Candidate median ÷ baseline median, with percentile-bootstrap intervals

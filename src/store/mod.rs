@@ -1,8 +1,8 @@
 //! Where results are kept: document files written atomically
-//! ([`document_file`]) and the results store ([`Store`], in [`queries`]),
+//! (`document_file`) and the results store ([`Store`], in `queries`),
 //! one interface over the SQLite and PostgreSQL back ends, with its location
-//! ([`location`]), the SQL layer both share ([`sql`]) and the schema's
-//! migrations ([`migrations`]); [`resolve_document`] finds a document by
+//! (`location`), the SQL layer both share (`sql`) and the schema's
+//! migrations (`migrations`); [`resolve_document`] finds a document by
 //! file, run id or label.
 
 mod document_file;

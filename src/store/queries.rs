@@ -39,7 +39,7 @@ pub struct RunRow {
     pub osbench_version: String,
     /// "run" or "import".
     pub origin: String,
-    /// Each series as "bench case" (with " [config]" when not "default"), in document order.
+    /// Each series as "bench case" (with " \[config\]" when not "default"), in document order.
     pub cases: Vec<String>,
 }
 
@@ -156,7 +156,7 @@ pub struct Store {
 impl Store {
     /// Opens the store at `location`, creating it (an SQLite file and its
     /// directory, or the tables in a PostgreSQL database) if missing, and
-    /// migrates it to [`SCHEMA_VERSION`].
+    /// migrates it to [`SCHEMA_VERSION`](super::SCHEMA_VERSION).
     pub fn open(location: impl Into<Location>) -> Result<Self> {
         Self::connect(location.into(), true)
     }

@@ -86,7 +86,7 @@ pub(super) struct PerfEventAttr {
 }
 
 /// The perf events counting passes open: the seam, like
-/// [`super::clock::Clock`], through which the harness opens them, so that
+/// [`crate::measure::clock::Clock`], through which the harness opens them, so that
 /// its tests can count with a fake instead of the kernel. The real source is
 /// [`TreePerf`].
 pub trait PerfSource: fmt::Debug {
