@@ -26,8 +26,8 @@ use std::thread::JoinHandle;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::thread_error;
 use crate::measure::placement::{Placement, pin_thread_for_life};
-use crate::measure::supervise::thread_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "atomic",

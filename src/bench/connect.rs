@@ -33,12 +33,12 @@ use std::os::unix::net::UnixListener;
 
 use tempfile::TempDir;
 
-use super::fdio::read_until_eof;
-use super::ring::{Helpers, Mode};
+use super::util::fdio::read_until_eof;
+use super::util::ring::{Helpers, Mode};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "connect",

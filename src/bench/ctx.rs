@@ -1,4 +1,4 @@
-//! `ctx`: context-switch time, lmbench `lat_ctx`'s method (anchors-methodology.md §1.3).
+//! `ctx`: context-switch time, lmbench `lat_ctx`'s method (`src/lat_ctx.c`).
 //!
 //! A ring of `procs` tasks over `procs` pipes passes a 4-byte token; the timing
 //! thread is member 0 and times whole laps. Every member has a private, zeroed
@@ -20,8 +20,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::fdio::{pipe, read_exact, read_message, write_all};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{pipe, read_exact, read_message, write_all};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{
     BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, StandIn, Unit, Workload,
 };

@@ -32,7 +32,7 @@
 //! Left out: a case that asks for huge pages itself (MADV_HUGEPAGE), will-it-scale's
 //! parallel copies and page_fault3 (shared file writes), and stress-ng's
 //! major faults. Sizes beyond `ulimit -v`, the memory available or (for
-//! `mmap`) vm.max_map_count stop the run before measuring (see [`check_memory`]).
+//! `mmap`) vm.max_map_count stop the run before measuring (see `check_memory`).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -42,8 +42,9 @@ use tempfile::NamedTempFile;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::limit_hint;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{Supervisor, limit_hint};
+use crate::measure::supervise::Supervisor;
 use crate::stats::rng::SplitMix64;
 
 /// The largest mapping a case may ask for, in pages (4 GiB of 4 KiB pages).
@@ -536,7 +537,7 @@ mod tests {
         let (select, configs) = crate::experiment::file::load(&path).unwrap();
         for s in &select {
             assert!(
-                crate::bench::select::resolve(&[s.parse().unwrap()]).is_ok(),
+                crate::bench::util::select::resolve(&[s.parse().unwrap()]).is_ok(),
                 "{s}"
             );
         }

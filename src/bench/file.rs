@@ -28,7 +28,7 @@ use std::os::fd::AsRawFd;
 use tempfile::NamedTempFile;
 
 use super::fs::room_for;
-use super::ring::WorkingSet;
+use super::util::ring::WorkingSet;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;

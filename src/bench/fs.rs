@@ -242,7 +242,7 @@ impl Files {
             // SAFETY: `fd` was just opened and is owned by nothing else.
             let file = unsafe { OwnedFd::from_raw_fd(fd) };
             for chunk in self.data.chunks(WRITE_CHUNK) {
-                super::fdio::write_all(fd, chunk).map_err(|e| self.failed("writing", e))?;
+                super::util::fdio::write_all(fd, chunk).map_err(|e| self.failed("writing", e))?;
             }
             // SAFETY: fsync of the descriptor just written.
             if self.fsync && unsafe { libc::fsync(fd) } != 0 {

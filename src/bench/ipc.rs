@@ -1,5 +1,6 @@
 //! `ipc`: round-trip latency to an echo peer, lmbench's `lat_pipe`, `lat_unix`,
-//! `lat_tcp` and `lat_udp` (anchors-methodology.md §1.5).
+//! `lat_tcp` and `lat_udp` (lmbench `src/lat_pipe.c`, `lat_unix.c`,
+//! `lat_tcp.c`, `lat_udp.c`).
 //!
 //! The timing thread writes a `bytes`-byte message and reads the echo back; the
 //! peer is a forked process (or, with `mode=threads`, a thread). One op is one
@@ -20,12 +21,12 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use super::fdio::{pipe, read_exact, read_message, socketpair, write_all};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{pipe, read_exact, read_message, socketpair, write_all};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "ipc",

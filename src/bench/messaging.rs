@@ -1,5 +1,5 @@
-//! `messaging`: hackbench's workload (rt-tests `hackbench`, `perf bench sched
-//! messaging`; anchors-methodology.md §2).
+//! `messaging`: hackbench's workload (rt-tests `src/hackbench/hackbench.c`,
+//! `perf bench sched messaging`'s `tools/perf/bench/sched-messaging.c`).
 //!
 //! `groups` groups of `fds` receivers and `fds` senders. Each receiver owns
 //! the read end of its own AF_UNIX stream socket pair (or pipe); the group's
@@ -40,12 +40,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::fdio::{pipe, read_exact, read_message, read_or_stop, retry, socketpair, write_all};
-use super::ring::{Helpers, Mode, SharedCounters};
+use super::util::fdio::{
+    pipe, read_exact, read_message, read_or_stop, retry, socketpair, write_all,
+};
+use super::util::ring::{Helpers, Mode, SharedCounters};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::interrupt;
-use crate::measure::placement::Placement;
+use crate::measure::placement::{Placement, ShortSlice, set_slice};
 use crate::measure::supervise::{Exit, Supervisor};
 
 pub static DEF: BenchDef = BenchDef {
@@ -390,78 +392,6 @@ impl Drop for Run {
     }
 }
 
-/// The shortest scheduler slice the kernel grants (0.1 ms, Linux 6.12 and
-/// later; older kernels ignore it) for osbench's timing thread while a
-/// messaging case lasts, restored after. A woken task with a short slice
-/// gets an early virtual deadline, so a stop signal runs its handler at once
-/// instead of after the thousands of runnable workers of a large run (up to
-/// 0.8 s with 2,000 here). The thread sleeps through each timed run, so the
-/// run itself is not affected; the conductor restores the original slice
-/// before it starts the workers.
-struct ShortSlice {
-    /// The slice the thread had (0: the kernel's default), if it could be read.
-    before: Option<u64>,
-}
-
-impl ShortSlice {
-    fn take() -> Self {
-        let before = sched_attr().map(|a| a.sched_runtime);
-        if before.is_some() {
-            set_slice(Some(100_000));
-        }
-        ShortSlice { before }
-    }
-}
-
-impl Drop for ShortSlice {
-    fn drop(&mut self) {
-        set_slice(self.before);
-    }
-}
-
-/// `struct sched_attr` of sched_setattr(2), its first version (56 bytes).
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct SchedAttr {
-    size: u32,
-    sched_policy: u32,
-    sched_flags: u64,
-    sched_nice: i32,
-    sched_priority: u32,
-    sched_runtime: u64,
-    sched_deadline: u64,
-    sched_period: u64,
-    sched_util_min: u32,
-    sched_util_max: u32,
-}
-
-/// The calling thread's scheduling attributes, or None when they cannot be read.
-fn sched_attr() -> Option<SchedAttr> {
-    let mut attr = SchedAttr::default();
-    let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
-    // SAFETY: sched_getattr writes at most `size` bytes into `attr`, which is that large.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr, size, 0) };
-    (r == 0).then_some(attr)
-}
-
-/// Sets the calling thread's fair-class slice (`sched_runtime`; 0 is the
-/// kernel's default) and leaves every other attribute as it is; `None` or
-/// a thread not in the fair class is left alone, and a refusal is ignored.
-fn set_slice(runtime: Option<u64>) {
-    let (Some(runtime), Some(mut attr)) = (runtime, sched_attr()) else {
-        return;
-    };
-    if attr.sched_policy != libc::SCHED_OTHER as u32
-        && attr.sched_policy != libc::SCHED_BATCH as u32
-    {
-        return;
-    }
-    attr.size = std::mem::size_of::<SchedAttr>() as u32;
-    attr.sched_runtime = runtime;
-    // SAFETY: sched_setattr reads a valid, fully initialised sched_attr of `size` bytes.
-    unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr, 0) };
-}
-
 /// Reaps every child of osbench in process group `pgid` until none is left
 /// (a killed conductor's workers, re-parented to osbench as a subreaper).
 fn reap_group(pgid: libc::pid_t) {
@@ -720,29 +650,6 @@ mod tests {
                 m.finish().unwrap();
             }
         }
-    }
-
-    #[test]
-    fn the_short_slice_lasts_as_long_as_the_case() {
-        let slice = || {
-            std::fs::read_to_string("/proc/thread-self/sched")
-                .ok()?
-                .lines()
-                .find(|l| l.starts_with("se.slice"))?
-                .rsplit(' ')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        };
-        let Some(before) = slice() else {
-            return; // no scheduler debug fields to read here
-        };
-        let short = ShortSlice::take();
-        if sched_attr().is_some_and(|a| a.sched_runtime == 100_000) {
-            assert_eq!(slice(), Some(100_000));
-        } // else a kernel before 6.12, which has no slice to set
-        drop(short);
-        assert_eq!(slice(), Some(before), "the slice is restored");
     }
 
     #[test]

@@ -9,21 +9,16 @@
 
 pub mod atomic;
 pub mod clock;
-pub mod command;
 pub mod connect;
 pub mod ctx;
 pub mod fault;
-pub mod fdio;
 pub mod file;
 pub mod fs;
-pub mod futex;
 pub mod ipc;
 pub mod messaging;
 pub mod mmap;
 pub mod poll;
 pub mod proc;
-pub mod ring;
-pub mod select;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -31,6 +26,7 @@ pub mod stream;
 pub mod syscall;
 pub mod timer;
 pub mod tlb;
+pub mod util;
 pub mod wakeup;
 
 use std::fmt;

@@ -1,5 +1,6 @@
 //! `proc`: the cost of creating tasks, lmbench `lat_proc` and more
-//! (anchors-methodology.md §1.6). Unit: µs per creation, child's end included.
+//! (lmbench `src/lat_proc.c`, `src/hello.c`). Unit: µs per creation, child's
+//! end included.
 //!
 //! - `fork`: fork(), the child `_exit`s at once, the parent waits (lmbench,
 //!   whose child calls exit(1): measured, that costs what osbench's larger
@@ -54,8 +55,9 @@ use super::fault::{Region, map_error, page_size};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::limits::{fork_error, process_error, thread_error};
 use crate::measure::placement::Placement;
-use crate::measure::supervise::{Exit, fork_error, process_error, thread_error, wait_child};
+use crate::measure::supervise::{Exit, wait_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "proc",
@@ -487,6 +489,7 @@ fn first_run(moment: Moment, stamp: &Stamp) -> Result<(u64, Exit)> {
             // async-signal-safe), stores to the shared page and _exits.
             match unsafe { libc::fork() } {
                 -1 => return Err(fork_error(0)),
+                // SAFETY: in the child: a clock read, a store and _exit (see above).
                 0 => unsafe {
                     word.store(monotonic_ns(), Ordering::Release);
                     libc::_exit(0)
@@ -529,6 +532,7 @@ fn fork_exit_wait() -> Result<Exit> {
     // SAFETY: the child only calls _exit, which is async-signal-safe.
     match unsafe { libc::fork() } {
         -1 => Err(fork_error(0)),
+        // SAFETY: _exit in the child, async-signal-safe.
         0 => unsafe { libc::_exit(0) },
         pid => wait_child(pid),
     }
@@ -539,6 +543,7 @@ fn fork_exec_wait(e: &Exec) -> Result<Exit> {
     // _exit) on pointers prepared before the fork, which stay valid in it.
     match unsafe { libc::fork() } {
         -1 => Err(fork_error(0)),
+        // SAFETY: in the child: close, execve and _exit on pointers prepared before the fork.
         0 => unsafe {
             libc::close(1);
             libc::execve(e.program.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr());

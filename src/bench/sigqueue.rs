@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::ring::{Helpers, Mode, map_anonymous};
+use super::util::ring::{Helpers, Mode, map_anonymous};
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -159,6 +159,7 @@ fn queue(pid: libc::pid_t, tid: libc::pid_t, value: u64) -> io::Result<()> {
         _pad: 0,
         // SAFETY: getpid and getuid have no preconditions.
         pid: unsafe { libc::getpid() },
+        // SAFETY: as above.
         uid: unsafe { libc::getuid() },
         value,
         _rest: [0; 12],

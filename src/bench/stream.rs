@@ -8,7 +8,7 @@
 //! has moved 10 MiB (10,485,760 B, lmbench's XFER) — one operation. The
 //! result is time per operation; tables headline it as MB/s with lmbench's
 //! MB = 10^6 B. For TCP both ends ask for 1 MiB socket buffers (lmbench's
-//! SOCKBUF; the kernel caps them at net.core.[rw]mem_max). A chunk larger
+//! SOCKBUF; the kernel caps them at net.core.\[rw\]mem_max). A chunk larger
 //! than the pipe's default capacity grows the pipe (F_SETPIPE_SZ) and is
 //! refused beyond /proc/sys/fs/pipe-max-size.
 //!
@@ -23,12 +23,12 @@ use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::fdio::{last_error, pipe, retry, socketpair};
-use super::ring::{Helpers, Mode, WorkingSet};
+use super::util::fdio::{last_error, pipe, retry, socketpair};
+use super::util::ring::{Helpers, Mode, WorkingSet};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 /// Bytes one operation moves: lmbench's XFER (10 MiB).
 pub const BYTES_PER_OP: usize = 10 * 1024 * 1024;
@@ -260,7 +260,7 @@ fn writer(fd: RawFd, chunk: usize, in_child: bool) -> io::Result<()> {
     let block = &mut buf.as_bytes_mut()[..chunk];
     block.fill(1);
     loop {
-        match super::fdio::write_all(fd, block) {
+        match super::util::fdio::write_all(fd, block) {
             Ok(()) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {
                 return Ok(());

@@ -271,6 +271,7 @@ fn open_loop(path: &CString, iters: u64) -> bool {
         // SAFETY: `path` is NUL-terminated; the descriptor is closed at once and
         // never used elsewhere.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
+        // SAFETY: `fd` was just opened here and is closed once.
         if fd < 0 || unsafe { libc::close(fd) } != 0 {
             return false;
         }

@@ -1,5 +1,5 @@
 //! `timer`: timer wake-up latency, cyclictest's measurement
-//! (anchors-methodology.md §5.2).
+//! (rt-tests 2.5 `src/cyclictest/cyclictest.c`).
 //!
 //! The timing thread sleeps with `clock_nanosleep(CLOCK_MONOTONIC,
 //! TIMER_ABSTIME)` until the next multiple of `interval_us`; latency = the

@@ -38,8 +38,8 @@ use super::fault::{Region, map_error, page_size};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::interrupt;
+use crate::measure::limits::thread_error;
 use crate::measure::placement::{Pin, Placement, allowed_cpus, pin_thread_for_life};
-use crate::measure::supervise::thread_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "tlb",

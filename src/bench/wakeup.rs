@@ -25,14 +25,14 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::fdio::{pipe, read_message, write_all};
-use super::futex;
-use super::ring::{Helpers, Mode, map_anonymous};
+use super::util::fdio::{pipe, read_message, write_all};
+use super::util::futex;
+use super::util::ring::{Helpers, Mode, map_anonymous};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
-use crate::measure::supervise::descriptor_error;
 
 pub static DEF: BenchDef = BenchDef {
     name: "wakeup",

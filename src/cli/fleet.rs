@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use osbench::bench::select::{Case, resolve};
+use osbench::bench::util::select::{Case, resolve};
 use osbench::document::{Document, Series};
 use osbench::experiment::{Observer, Plan};
 use osbench::fleet::{self, Host};
@@ -75,7 +75,7 @@ pub struct FleetRunArgs {
     /// Rounds when comparing configurations (each host runs every configuration once per
     /// case per round) [default: 10]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Name the runs (every host's); compare and history accept the name
     #[arg(long, value_name = "NAME", value_parser = parse_label)]

@@ -4,7 +4,7 @@
 //! `report`. The store reads the runs, `compare::history` finds the change
 //! points, `report::case_history` lays them out; this parses the arguments
 //! and joins them. Left out: the run list of plain `osbench history`
-//! (in `save`).
+//! (in `history`).
 
 use std::process::ExitCode;
 

@@ -4,12 +4,12 @@
 //! cases (`*` marks the quick default suite) with what one op is, its anchor
 //! (once, or per case when the cases' anchors differ) and what it measures
 //! differently from its anchors on purpose. It only
-//! reads the registry; selecting and validating cases is `bench::select`'s.
+//! reads the registry; selecting and validating cases is `bench::util::select`'s.
 
 use std::fmt::Write;
 use std::process::ExitCode;
 
-use osbench::bench::select::in_default_suite;
+use osbench::bench::util::select::in_default_suite;
 use osbench::bench::{BenchDef, Notation, Params, REGISTRY};
 
 pub fn list() -> anyhow::Result<ExitCode> {

@@ -6,18 +6,21 @@
 //! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
 //! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
-//! `compare`, `list`, `env`, `plot`, `report`; the results store's commands
-//! and the export files in `save`, a case's history in `history_changes`,
+//! `compare`, `list`, `env`, `plot`, `report`, `history`, `export`, `import`;
+//! the store and export-file options in `save`, a case's history in `history_changes`,
 //! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
 //! page in `generate`); the work itself is the library's.
 
 mod agent;
 mod compare;
 mod env;
+mod export;
 mod fleet;
 mod generate;
 mod guest_image;
+mod history;
 mod history_changes;
+mod import;
 mod list;
 mod plot;
 mod progress;
@@ -118,11 +121,11 @@ enum Command {
     Compare(compare::CompareArgs),
     /// List the runs in the results store, or one case's runs in time order and where its
     /// level changed (BENCH:CASE --changes)
-    History(save::HistoryArgs),
+    History(history::HistoryArgs),
     /// Write a stored run to files (JSON document, Markdown, CSV)
-    Export(save::ExportCmd),
+    Export(export::ExportCmd),
     /// Add result documents (e.g. from another machine) to the results store
-    Import(save::ImportCmd),
+    Import(import::ImportCmd),
     /// Draw a result document's plots, and cases' histories (--history), each as SVG and PNG
     Plot(plot::PlotArgs),
     /// Write one self-contained HTML page with the tables, plots, comparison and environment,
@@ -234,7 +237,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 }
 
 pub fn main() -> ExitCode {
-    osbench::measure::supervise::fit_address_space_limit();
+    osbench::measure::limits::fit_address_space_limit();
     let cli = match command()
         .try_get_matches_from(arguments())
         .and_then(|m| Cli::from_arg_matches(&m))
@@ -254,9 +257,9 @@ pub fn main() -> ExitCode {
             let console = console(args.stdout_taken());
             compare::compare(args, console)
         }
-        Command::History(args) => save::history(args),
-        Command::Export(args) => save::export(args),
-        Command::Import(args) => save::import(args),
+        Command::History(args) => history::history(args),
+        Command::Export(args) => export::export(args),
+        Command::Import(args) => import::import(args),
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
         Command::Time(args) => {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use osbench::bench::select::Case;
+use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
 use osbench::report::{fmt_pct, fmt_sig};

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow};
 use clap::Args;
 
-use osbench::bench::select::{Selector, resolve};
+use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::{self, Config, Plan};
@@ -60,7 +60,7 @@ pub struct RunArgs {
     /// Rounds when comparing configurations (each runs every configuration once per case);
     /// with --target-ci the most rounds [default: 10; with --target-ci 20]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::compare::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Precision on demand. Without configurations: each case takes more samples (past
     /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
@@ -123,7 +123,7 @@ pub struct MeasureArgs {
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them).
-    pub fn plan(&self, cases: Vec<osbench::bench::select::Case>) -> Plan {
+    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>) -> Plan {
         Plan {
             cases,
             seed: self.seed.unwrap_or_else(seed_from_clock),
@@ -233,7 +233,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
-            (None, Some(_)) => osbench::stats::compare::MAX_ROUNDS,
+            (None, Some(_)) => osbench::stats::paired::MAX_ROUNDS,
             (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),

@@ -1,7 +1,7 @@
 //! Where results go besides the terminal, on the command line: the results
-//! store (`--store`, `--no-store`, `--label`), the export files (`--json`,
-//! `--markdown`, `--csv`), and the commands that work on the store
-//! (`history`, `export`, `import`). [`SaveArgs`] is flattened into every
+//! store (`--store`, `--no-store`, `--label`) and the export files (`--json`,
+//! `--markdown`, `--csv`). The commands that work on the store are
+//! `history`, `export` and `import`, each in its own file. [`SaveArgs`] is flattened into every
 //! command that measures: `prepare` before measuring (bad paths fail before
 //! anything is measured), `finish` after. Any output file may be `-`,
 //! standard output (at most one of them per command). A store that cannot be opened or
@@ -9,14 +9,13 @@
 //! warning says which.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 
 use osbench::document::Document;
 use osbench::report;
-use osbench::store::{self, Filter, Inserted, Location, PendingFile, Store};
+use osbench::store::{self, Location, PendingFile, Store};
 
 /// `--store PATH|URL`.
 #[derive(Args, Clone)]
@@ -96,7 +95,7 @@ impl ExportArgs {
         })
     }
 
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.json.is_none() && self.markdown.is_none() && self.csv.is_none()
     }
 
@@ -346,154 +345,6 @@ fn fallback_file(doc: &Document) -> anyhow::Result<PathBuf> {
         }
     }
     Err(last.expect("two attempts")).context("the run could not be saved in a file either")
-}
-
-/// `osbench history`.
-#[derive(Args)]
-pub struct HistoryArgs {
-    /// Only runs with a case of this benchmark
-    #[arg(long, value_name = "BENCH")]
-    bench: Option<String>,
-    /// Only runs with exactly this label
-    #[arg(long, value_name = "NAME")]
-    label: Option<String>,
-    /// Only runs on a kernel whose release contains TEXT (e.g. 6.18)
-    #[arg(long, value_name = "TEXT")]
-    kernel: Option<String>,
-    /// A case × host table of the medians of each host's latest (matching) run
-    #[arg(long, value_name = "WHAT", value_parser = ["host"])]
-    by: Option<String>,
-    #[command(flatten)]
-    case: super::history_changes::CaseArgs,
-    #[command(flatten)]
-    store: StoreArgs,
-}
-
-pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
-    if let Some(done) = super::history_changes::history(&args.case, &args.store) {
-        return done;
-    }
-    let location = store::location(args.store.store.as_deref())?;
-    if !location.exists() {
-        println!(
-            "No runs stored yet ({} does not exist; osbench run saves every run there).",
-            location
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let filter = Filter {
-        bench: args.bench,
-        label: args.label,
-        kernel: args.kernel,
-        host: args.case.only.host.clone(),
-    };
-    let db = Store::open_existing(&location)?;
-    let rows = db.list(&filter)?;
-    if rows.is_empty() {
-        println!("No stored run matches (store: {location}).");
-    } else if args.by.is_some() {
-        let mut runs = Vec::new();
-        for row in store::latest_per_host(&rows) {
-            if let Some(doc) = db.document(row.id)? {
-                runs.push((row.hostname.as_str(), doc));
-            }
-        }
-        let runs: Vec<(&str, &Document)> = runs.iter().map(|(h, d)| (*h, d)).collect();
-        print!("{}", report::history::by_host(&runs));
-    } else {
-        print!("{}", report::history::render(&rows));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `osbench export`.
-#[derive(Args)]
-pub struct ExportCmd {
-    /// A stored run: its id or label (the latest run with it), or a document file
-    #[arg(value_name = "RUN")]
-    run: String,
-    #[command(flatten)]
-    exports: ExportArgs,
-    #[command(flatten)]
-    store: StoreArgs,
-}
-
-pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
-    if args.exports.is_empty() {
-        anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
-    }
-    let pending = args.exports.prepare()?;
-    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
-    for f in pending.commit_document(&doc)? {
-        eprintln!("osbench: wrote {} ({name})", shown(&f));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `osbench import`.
-#[derive(Args)]
-pub struct ImportCmd {
-    /// Result documents (written by `run --json` or `export --json`, here or on another
-    /// machine); `-`: standard input
-    #[arg(value_name = "FILE", required = true)]
-    files: Vec<PathBuf>,
-    #[command(flatten)]
-    store: StoreArgs,
-}
-
-pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
-    // Every file is read and checked before anything is stored; then all are
-    // stored in one transaction (all or, on an error, none).
-    let stdin = Path::new(STDIN);
-    if args.files.iter().filter(|f| *f == stdin).count() > 1 {
-        anyhow::bail!("'-' (standard input) is given more than once; it holds one document");
-    }
-    let docs = args
-        .files
-        .iter()
-        .map(|f| read_input(f))
-        .collect::<osbench::Result<Vec<_>>>()?;
-    let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
-    let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
-    for ((file, (_, doc)), inserted) in args.files.iter().zip(&docs).zip(stored) {
-        let label = doc
-            .run
-            .label
-            .as_deref()
-            .map_or_else(String::new, |l| format!(" '{l}'"));
-        match inserted {
-            Inserted::New(id) => println!("{}: stored as run {id}{label}", input_name(file)),
-            Inserted::Existing(id) => println!(
-                "{}: already stored as run {id}{label}; not added again",
-                input_name(file)
-            ),
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The input file that means standard input.
-const STDIN: &str = "-";
-
-/// How an input file is named in messages: `-` is "standard input".
-fn input_name(file: &Path) -> String {
-    if file == Path::new(STDIN) {
-        "standard input".into()
-    } else {
-        file.display().to_string()
-    }
-}
-
-/// A document's text and the document, from a file or (`-`) standard input.
-fn read_input(file: &Path) -> osbench::Result<(String, Document)> {
-    if file != Path::new(STDIN) {
-        return store::read_document_text(file);
-    }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-        .map_err(|e| osbench::Error::io("reading standard input".to_string(), e))?;
-    let doc = store::parse_document(&text, "standard input")?;
-    Ok((text, doc))
 }
 
 /// The documents `compare` was given (files, run ids or labels), with their names.

@@ -1,6 +1,6 @@
 //! `osbench time`: whole commands timed like hyperfine. The arguments become
 //! a [`TimePlan`] (parameter scans and lists expanded by
-//! `bench::command::build`), `osbench::experiment::time::run` runs it with
+//! `experiment::time::command::build`), `osbench::experiment::time::run` runs it with
 //! progress on stderr, and the tables, the comparison of several commands and
 //! its verdicts are printed; the document is saved (and, on request, a
 //! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
@@ -13,12 +13,12 @@ use std::time::Duration;
 use anyhow::anyhow;
 use clap::Args;
 
-use osbench::bench::command::{Parameter, build, unused};
 use osbench::compare::Comparison;
 use osbench::document::Document;
+use osbench::experiment::time::command::{Parameter, build, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
 use osbench::measure::Interrupt;
-use osbench::measure::command::SpawnOptions;
+use osbench::measure::spawn::SpawnOptions;
 use osbench::report;
 use osbench::store::PendingFile;
 

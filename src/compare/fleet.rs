@@ -17,9 +17,8 @@
 use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
-use crate::stats::compare::{
-    MAX_ROUNDS, Power, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
-};
+use crate::stats::paired::{MAX_ROUNDS, block_medians, paired_log_ratio};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
 
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]
@@ -40,7 +39,7 @@ pub struct FleetComparison {
 /// One case across the fleet.
 #[derive(Debug, Clone)]
 pub struct FleetCase {
-    /// "bench case" (with " [config]" when not the default).
+    /// "bench case" (with " \[config\]" when not the default).
     pub name: String,
     /// Geometric mean of the hosts' ratios (after ÷ before), with t intervals.
     pub ci: RatioCi,

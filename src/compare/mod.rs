@@ -29,10 +29,9 @@ use crate::document::{
     Unit,
 };
 use crate::error::{Error, Result};
-use crate::stats::compare::{
-    Power, RatioCi, Verdict, block_medians, holm, paired_log_ratio, verdict,
-};
+use crate::stats::paired::{block_medians, paired_log_ratio};
 use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, replicate_interval};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
 use crate::stats::{Summary, summarize};
 
 /// One side of a comparison of saved runs: a name and its runs (replicates).
@@ -167,9 +166,9 @@ impl Change {
 pub struct Comparison {
     pub labels: Vec<String>,
     pub rows: Vec<CaseRow>,
-    /// Cases not present in every document: "bench case [config]" and the labels lacking it.
+    /// Cases not present in every document: "bench case \[config\]" and the labels lacking it.
     pub missing: Vec<(String, Vec<String>)>,
-    /// Cases in every document that have no ratio: "bench case [config]" and why.
+    /// Cases in every document that have no ratio: "bench case \[config\]" and why.
     pub not_compared: Vec<(String, String)>,
     /// Environment keys whose values differ between the documents, with each value.
     pub env_diff: Vec<(String, Vec<String>)>,
@@ -460,7 +459,7 @@ fn drift_findings(sides: &[Side]) -> Vec<String> {
 
 /// Compares the configurations of one run round by round (paired): the
 /// first configuration is the baseline; each case's per-round medians give the
-/// ratios ([`crate::stats::compare::paired_log_ratio`]); p-values are
+/// ratios ([`crate::stats::paired::paired_log_ratio`]); p-values are
 /// Holm-adjusted across all comparisons, as for saved documents.
 pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
     let names: Vec<String> = doc.run.configs.iter().map(|c| c.name.clone()).collect();

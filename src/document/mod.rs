@@ -80,7 +80,7 @@ pub struct ComparisonRecord {
     pub ci_high: f64,
     /// Holm-adjusted.
     pub p_value: f64,
-    /// One of [`crate::stats::compare::Verdict`]'s values: "faster", "slower",
+    /// One of [`crate::stats::verdict::Verdict`]'s values: "faster", "slower",
     /// "faster-within-margin", "slower-within-margin", "equivalent",
     /// "inconclusive", "too-few" ("no-change" in documents before them).
     pub verdict: String,

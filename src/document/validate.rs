@@ -9,7 +9,7 @@
 
 use super::{ComparisonRecord, Document, ReferenceSeries, Series, SeriesKind, Unit};
 use crate::stats::Summary;
-use crate::stats::compare::Verdict;
+use crate::stats::verdict::Verdict;
 
 /// The largest magnitude any per-operation time may have: 10⁶ s (11.6 days).
 pub const MAX_SECONDS: f64 = 1e6;

@@ -12,7 +12,7 @@
 use std::io::{BufRead, Write};
 
 use super::case;
-use crate::bench::select::{Selector, resolve};
+use crate::bench::util::select::{Selector, resolve};
 use crate::document::Series;
 use crate::error::{Error, Result};
 use crate::guest::protocol::{self, InitHandOff, OUTPUT_TAIL, Reply, Request, RunRequest, ShDone};

@@ -5,7 +5,7 @@
 //! rounds are merged. No ordering, no rounds, no output: that is the run's.
 
 use super::series_meters;
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::bench::{self, BenchDef, Params, StandIn};
 use crate::document::{ReferenceSeries, Series, SeriesKind, TargetOutcome};
 use crate::error::{Error, Result};
@@ -109,7 +109,7 @@ pub(super) fn run_case<C: Clock>(
         _ => 0,
     };
     let what = format!("{} {}", def.name, case.name());
-    crate::measure::supervise::check_address_space(&what, threads)?;
+    crate::measure::limits::check_address_space(&what, threads)?;
     let (placement, _timing_thread) = place(case, pin)?;
     harness
         .meters()

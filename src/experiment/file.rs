@@ -263,9 +263,9 @@ mod tests {
                 let (select, configs) =
                     load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 assert!(configs.len() >= 2, "{}", path.display());
-                let selectors: Vec<crate::bench::select::Selector> =
+                let selectors: Vec<crate::bench::util::select::Selector> =
                     select.iter().map(|s| s.parse().unwrap()).collect();
-                crate::bench::select::resolve(&selectors)
+                crate::bench::util::select::resolve(&selectors)
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             }
         }

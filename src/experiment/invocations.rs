@@ -21,7 +21,7 @@
 //! invocations.
 
 use super::{Observer, Outcome, Plan, Remote, case, series_meters};
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::document::{
     DEFAULT_CONFIG, Document, GuestSpec, Invocation, InvocationSpread, RunInfo, Series, utc_now,
 };

@@ -1,8 +1,9 @@
 //! Running a plan: every selected case, in a seeded random order, each placed,
 //! set up, measured by the harness and torn down, into one [`Document`].
 //!
-//! The order is shuffled so that slow drift of the machine (machine-baseline.md saw
-//! minutes-long fast/slow phases) does not always favour the same case; the
+//! The order is shuffled so that slow drift of the machine (minutes-long
+//! fast/slow phases, docs/design-notes.md "Precision of a hackbench run")
+//! does not always favour the same case; the
 //! seed is recorded so the order can be reproduced. A failure or an interrupt
 //! stops the run but keeps every case already completed (and the samples of an
 //! interrupted one). With configurations, the run is organised in rounds
@@ -21,7 +22,7 @@ pub mod time;
 
 use std::time::Duration;
 
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -30,7 +31,7 @@ use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
-use crate::stats::compare::{MAX_ROUNDS, paired_log_ratio};
+use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio};
 use case::CaseEnd;
 pub use case::NOISY_CV;
 use config::Applied;

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::bench::select::Case;
+use crate::bench::util::select::Case;
 use crate::document::Series;
 use crate::error::{Error, Result};
 use crate::measure::Clock;

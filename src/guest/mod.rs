@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::document::{BootParameter, GuestInfo, GuestSpec, InitHandOff, Series};
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
-use crate::measure::command::{ended_unreaped, kill_group};
+use crate::measure::spawn::{ended_unreaped, kill_group};
 use protocol::{PROTOCOL, Reply, Request, RunRequest, ShRequest};
 
 /// How long a guest may take to say it is ready (and its agent to report

@@ -2,7 +2,7 @@
 //! around batches of operations and around a whole recording of events. An
 //! event is shorter than a batch, so latency workloads timestamp each one
 //! themselves with [`monotonic_ns`] (and pace their waits by it);
-//! [`super::command`] reads it around one whole command.
+//! [`super::spawn`] reads it around one whole command.
 //!
 //! [`Monotonic`] is `CLOCK_MONOTONIC` in nanoseconds (the vDSO path, no system
 //! call on a TSC clocksource); lmbench's `gettimeofday` has 1 µs resolution and

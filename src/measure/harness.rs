@@ -1,7 +1,7 @@
 //! The harness: runs a [`Workload`] between clock reads, with the meters
-//! read around them. One entry point, [`Harness::sample`], takes a workload
-//! and its [`Sampling`] method; the module doc of `measure` describes the
-//! method. Left out: the bookkeeping of accepted and rejected samples
+//! read around them. [`Harness::sample`] takes a workload and its
+//! [`Sampling`] method ([`Harness::count`] runs the counting pass alone); the
+//! module doc of `measure` describes the method. Left out: the bookkeeping of accepted and rejected samples
 //! ([`super::sampler`]) and the overheads ([`super::overhead`]).
 
 use std::cell::Cell;

@@ -8,7 +8,7 @@
 //! included (also when a second signal ends osbench at once). The shell
 //! stays osbench's child: `$PPID` in a hook is osbench.
 //!
-//! osbench does not block on the command: it checks every [`POLL`] whether
+//! osbench does not block on the command: it checks every `POLL` whether
 //! the shell has ended, whether a stop was requested and whether the
 //! deadline passed. On a stop the group gets SIGTERM, then SIGKILL after
 //! [`GRACE`], and the caller gets `Error::Interrupted`; past the deadline it
@@ -24,8 +24,8 @@ use std::process::{ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::measure::command::{ended_unreaped, kill_group};
 use crate::measure::interrupt::Interrupt;
+use crate::measure::spawn::{ended_unreaped, kill_group};
 use crate::measure::warden;
 
 /// How often a running command is checked.
@@ -72,7 +72,7 @@ pub struct Captured {
     pub success: bool,
     /// The exit status in words, or that it was killed at the timeout.
     pub status: String,
-    /// Its stdout and stderr together, the first [`KEPT_STDERR`] bytes.
+    /// Its stdout and stderr together, the first `KEPT_STDERR` bytes.
     pub output: String,
 }
 

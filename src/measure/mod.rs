@@ -4,7 +4,7 @@
 //! reaches it as a [`Workload`], measured by [`Harness::sample`]. Left out:
 //! the statistics and reports made of what it measures.
 //!
-//! Method (lmbench's `benchmp`, anchors-methodology.md §1.2, with changes):
+//! Method (lmbench's `benchmp`, its `src/lib_timing.c` and `src/bench.h`, with changes):
 //! 1. measure the overheads once: one clock read (median of back-to-back
 //!    reads) and one iteration of an empty loop (median of 5 timed loops);
 //! 2. calibrate: run 1, 8, 64, … iterations until a batch is long enough to
@@ -35,7 +35,6 @@
 //! events for latency workloads; then closes them.
 
 pub mod clock;
-pub mod command;
 pub mod counters;
 pub mod energy;
 #[cfg(test)]
@@ -43,11 +42,13 @@ pub(crate) mod fake;
 mod harness;
 pub mod hook;
 pub mod interrupt;
+pub mod limits;
 pub mod meters;
 mod overhead;
 pub mod placement;
 mod sampler;
 pub mod sentinel;
+pub mod spawn;
 pub mod supervise;
 pub mod warden;
 pub mod workload;

@@ -1,6 +1,6 @@
 //! The cost of measuring itself, measured once per run and subtracted from
 //! every batched sample: one clock read and one iteration of an empty loop
-//! (lmbench's `t_overhead` and `l_overhead`, anchors-methodology.md §1.2).
+//! (lmbench's `t_overhead` and `l_overhead` in its `src/lib_timing.c`).
 
 use std::hint::black_box;
 

@@ -266,7 +266,7 @@ fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) ->
 
 /// A change as the text comparisons print it: ratio, 95% interval, change in
 /// %, adjusted p and the verdict's `words`.
-fn change_text(ci: &crate::stats::compare::RatioCi, p: f64, words: &str) -> String {
+fn change_text(ci: &crate::stats::verdict::RatioCi, p: f64, words: &str) -> String {
     let change = (ci.ratio - 1.0) * 100.0;
     if ci.ci95.0 == ci.ci95.1 {
         // No spread between replicates known: a ratio without an interval or a test.

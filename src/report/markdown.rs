@@ -351,7 +351,7 @@ pub fn escape(text: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::compare::{CaseRow, Change, Options};
-    use crate::stats::compare::{Power, RatioCi, Verdict};
+    use crate::stats::verdict::{Power, RatioCi, Verdict};
 
     /// A fixed comparison of two documents, one faster case, one missing case.
     pub(crate) fn fixed_comparison() -> Comparison {

@@ -25,7 +25,7 @@ pub mod time;
 use unicode_width::UnicodeWidthStr;
 
 use crate::document::{DEFAULT_CONFIG, Series};
-use crate::stats::compare::Verdict;
+use crate::stats::verdict::Verdict;
 pub use env::env_text;
 pub use table::render_run;
 

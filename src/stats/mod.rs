@@ -1,5 +1,6 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
-//! bimodality check, change points in a history, a seeded PRNG.
+//! bimodality check, histograms, unpaired and paired comparisons and their
+//! verdicts, replicate intervals, change points in a history, a seeded PRNG.
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
 //! numbers and returns plain numbers, so each can be checked against values
@@ -7,12 +8,14 @@
 
 pub mod changepoint;
 pub mod ci;
-pub mod compare;
 pub mod histogram;
 pub mod noise;
+pub mod paired;
 pub mod replicates;
 pub mod rng;
 pub mod summary;
+pub mod unpaired;
+pub mod verdict;
 
 pub use ci::{MedianCi, median_ci};
 pub use noise::{Modes, bimodal};

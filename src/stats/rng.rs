@@ -1,6 +1,6 @@
 //! SplitMix64 (Steele, Lea & Flood 2014; Vigna's reference `splitmix64.c`):
-//! a tiny seeded generator so every random choice (case order today, round
-//! order and resampling later) is reproducible from the seed in the document,
+//! a tiny seeded generator so every random choice (case and round order,
+//! bootstrap resampling, permutation tests) is reproducible from the seed in the document,
 //! independent of any crate's version.
 
 /// SplitMix64 state.

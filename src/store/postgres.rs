@@ -2,7 +2,7 @@
 //! place: `tokio-postgres` on a runtime of its own (one thread, the calling
 //! one), with TLS through rustls (`tokio-postgres-rustls`, ring; no system TLS
 //! library needed). It only connects and runs the shared SQL of
-//! [`super::db`]; the schema version is the one row of `osbench_schema`, and
+//! [`super::sql`]; the schema version is the one row of `osbench_schema`, and
 //! migrations run under an advisory lock so hosts starting at once migrate once.
 //!
 //! The URL is libpq's (`postgresql://USER[:PASSWORD]@HOST[:PORT]/DB?...`),
@@ -49,8 +49,8 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::db::{Cell, Conn, Dialect, Param, Row};
 use super::pinned::Pinned;
+use super::sql::{Cell, Conn, Dialect, Param, Row};
 use crate::error::{Error, Result};
 use crate::measure::interrupt::Watch;
 

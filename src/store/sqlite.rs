@@ -1,6 +1,6 @@
 //! The SQLite back end of the results store (rusqlite with its bundled
 //! SQLite): the embedded default, one file. It only connects and runs the
-//! shared SQL of [`super::db`]; the schema version is `PRAGMA user_version`.
+//! shared SQL of [`super::sql`]; the schema version is `PRAGMA user_version`.
 //!
 //! The journal is WAL and connections wait up to [`BUSY_TIMEOUT`] for a lock,
 //! so concurrent osbench processes all succeed; every write is one
@@ -13,7 +13,7 @@ use std::time::Duration;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 
-use super::db::{Cell, Conn, Dialect, Param, Row};
+use super::sql::{Cell, Conn, Dialect, Param, Row};
 use crate::error::{Error, Result};
 
 /// How long a connection waits for another process's write to finish.
@@ -273,7 +273,7 @@ fn cause(e: &rusqlite::Error) -> String {
 fn descriptor_shortage() -> Option<String> {
     match std::fs::File::open("/dev/null") {
         Ok(_) => None,
-        Err(e) => crate::measure::supervise::limit_hint(&e),
+        Err(e) => crate::measure::limits::limit_hint(&e),
     }
 }
 
@@ -284,8 +284,8 @@ mod tests {
     use rusqlite::Connection;
     use serde_json::Value;
 
-    use super::super::db::{Filter, Inserted, SCHEMA_VERSION, Store};
     use crate::document::Document;
+    use crate::store::{Filter, Inserted, SCHEMA_VERSION, Store};
 
     fn user_version(path: &std::path::Path) -> i64 {
         Connection::open(path)
@@ -456,7 +456,7 @@ mod tests {
             .unwrap()
             .query_row("SELECT fingerprint FROM runs", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(print, super::super::db::fingerprint(text));
+        assert_eq!(print, crate::store::queries::fingerprint(text));
         let wakeup = Filter {
             bench: Some("wakeup".into()),
             ..Filter::default()

@@ -11,7 +11,7 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use crate::error::Result;
-use crate::measure::supervise::descriptor_error;
+use crate::measure::limits::descriptor_error;
 
 /// Reads exactly `buf.len()` bytes. `Ok(false)` means end of file before the
 /// first byte (the peer closed); end of file in the middle is an error.

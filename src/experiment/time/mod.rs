@@ -12,9 +12,11 @@
 //! How many rounds: `--runs N`; otherwise hyperfine's rule adapted to rounds
 //! (at least 10, and at least 3 s of the slowest command); or, with a
 //! precision target, until the target is reached. Parameter scans are
-//! expanded into commands before (`bench::command::build`). Left out:
+//! expanded into commands before (`experiment::time::command::build`). Left out:
 //! hyperfine's shell spawning-time subtraction (we report the floor instead of
 //! subtracting it) and its randomized environment size.
+
+pub mod command;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -26,19 +28,19 @@ use serde_json::Value;
 
 use super::config::{Applied, Watch};
 use super::rounds::{self, Observer, RoundBody, StopRule};
-use crate::bench::command::CommandSpec;
 use crate::document::{
     self, COMMAND_BENCH, Document, ReferenceSeries, RunInfo, Series, TimeInfo, Unit,
 };
 use crate::env::Environment;
 use crate::env::probe::Sys;
 use crate::error::{Error, Result};
-use crate::measure::command::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::energy::{EnergyDomain, Rapl};
+use crate::measure::spawn::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::{Interrupt, Monotonic, Policy, RawSample};
-use crate::stats::compare::{block_medians, paired_log_ratio_ci};
+use crate::stats::paired::{block_medians, paired_log_ratio_ci};
 use crate::stats::rng::SplitMix64;
 use crate::stats::summary::{median, summarize};
+use command::CommandSpec;
 
 /// How many rounds to run.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use super::futex;
 use crate::error::{Error, Result};
 use crate::measure::interrupt;
-use crate::measure::supervise::{Exit, Supervisor, thread_error};
+use crate::measure::limits::thread_error;
+use crate::measure::supervise::{Exit, Supervisor};
 
 /// A private, zeroed buffer of whole 8-byte words, mapped with mmap (a plain
 /// system call, so a forked child may create one) and touched once so its

@@ -13,7 +13,7 @@
 
 use std::str::FromStr;
 
-use super::{BenchDef, Params, REGISTRY, find};
+use crate::bench::{BenchDef, Params, REGISTRY, find};
 use crate::error::{Error, Result};
 
 /// The quick representative suite `osbench run` runs with no selector: one

@@ -7,7 +7,7 @@
 //! escapes the next character, `''` is an empty word — and then executed
 //! directly, with no shell in between (hyperfine's `-N`). Left out on purpose:
 //! variables, globs, pipes and redirections; `--shell` runs the line with
-//! `sh -c` for those. Timing the runs is `measure::command`'s job.
+//! `sh -c` for those. Timing the runs is `measure::spawn`'s job.
 //!
 //! hyperfine's parameter scans (`-P NAME MIN MAX [-D STEP]`, `-L NAME a,b`)
 //! expand the command templates here, before parsing, in hyperfine's order;

@@ -1,0 +1,34 @@
+//! `osbench export`: a stored run (or a document file) written out again as
+//! JSON, Markdown or CSV.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::store;
+
+use super::save::{ExportArgs, StoreArgs, shown};
+
+/// `osbench export`.
+#[derive(Args)]
+pub struct ExportCmd {
+    /// A stored run: its id or label (the latest run with it), or a document file
+    #[arg(value_name = "RUN")]
+    run: String,
+    #[command(flatten)]
+    exports: ExportArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
+    if args.exports.is_empty() {
+        anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
+    }
+    let pending = args.exports.prepare()?;
+    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
+    for f in pending.commit_document(&doc)? {
+        eprintln!("osbench: wrote {} ({name})", shown(&f));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,70 @@
+//! `osbench history`: the stored runs as a list, or a case × host table of
+//! each host's latest run; a case's history over time is `history_changes`'s.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::document::Document;
+use osbench::report;
+use osbench::store::{self, Filter, Store};
+
+use super::save::StoreArgs;
+
+/// `osbench history`.
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// Only runs with a case of this benchmark
+    #[arg(long, value_name = "BENCH")]
+    bench: Option<String>,
+    /// Only runs with exactly this label
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+    /// Only runs on a kernel whose release contains TEXT (e.g. 6.18)
+    #[arg(long, value_name = "TEXT")]
+    kernel: Option<String>,
+    /// A case × host table of the medians of each host's latest (matching) run
+    #[arg(long, value_name = "WHAT", value_parser = ["host"])]
+    by: Option<String>,
+    #[command(flatten)]
+    case: super::history_changes::CaseArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+    if let Some(done) = super::history_changes::history(&args.case, &args.store) {
+        return done;
+    }
+    let location = store::location(args.store.store.as_deref())?;
+    if !location.exists() {
+        println!(
+            "No runs stored yet ({} does not exist; osbench run saves every run there).",
+            location
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let filter = Filter {
+        bench: args.bench,
+        label: args.label,
+        kernel: args.kernel,
+        host: args.case.only.host.clone(),
+    };
+    let db = Store::open_existing(&location)?;
+    let rows = db.list(&filter)?;
+    if rows.is_empty() {
+        println!("No stored run matches (store: {location}).");
+    } else if args.by.is_some() {
+        let mut runs = Vec::new();
+        for row in store::latest_per_host(&rows) {
+            if let Some(doc) = db.document(row.id)? {
+                runs.push((row.hostname.as_str(), doc));
+            }
+        }
+        let runs: Vec<(&str, &Document)> = runs.iter().map(|(h, d)| (*h, d)).collect();
+        print!("{}", report::history::by_host(&runs));
+    } else {
+        print!("{}", report::history::render(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,78 @@
+//! `osbench import`: result documents from files (or standard input) into the
+//! results store, all in one transaction.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use osbench::document::Document;
+use osbench::store::{self, Inserted, Store};
+
+use super::save::StoreArgs;
+
+/// `osbench import`.
+#[derive(Args)]
+pub struct ImportCmd {
+    /// Result documents (written by `run --json` or `export --json`, here or on another
+    /// machine); `-`: standard input
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
+    // Every file is read and checked before anything is stored; then all are
+    // stored in one transaction (all or, on an error, none).
+    let stdin = Path::new(STDIN);
+    if args.files.iter().filter(|f| *f == stdin).count() > 1 {
+        anyhow::bail!("'-' (standard input) is given more than once; it holds one document");
+    }
+    let docs = args
+        .files
+        .iter()
+        .map(|f| read_input(f))
+        .collect::<osbench::Result<Vec<_>>>()?;
+    let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
+    let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
+    for ((file, (_, doc)), inserted) in args.files.iter().zip(&docs).zip(stored) {
+        let label = doc
+            .run
+            .label
+            .as_deref()
+            .map_or_else(String::new, |l| format!(" '{l}'"));
+        match inserted {
+            Inserted::New(id) => println!("{}: stored as run {id}{label}", input_name(file)),
+            Inserted::Existing(id) => println!(
+                "{}: already stored as run {id}{label}; not added again",
+                input_name(file)
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The input file that means standard input.
+const STDIN: &str = "-";
+
+/// How an input file is named in messages: `-` is "standard input".
+fn input_name(file: &Path) -> String {
+    if file == Path::new(STDIN) {
+        "standard input".into()
+    } else {
+        file.display().to_string()
+    }
+}
+
+/// A document's text and the document, from a file or (`-`) standard input.
+fn read_input(file: &Path) -> osbench::Result<(String, Document)> {
+    if file != Path::new(STDIN) {
+        return store::read_document_text(file);
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+        .map_err(|e| osbench::Error::io("reading standard input".to_string(), e))?;
+    let doc = store::parse_document(&text, "standard input")?;
+    Ok((text, doc))
+}

@@ -1,0 +1,96 @@
+//! The diff of environment records: each flattened to `key = value` lines,
+//! and the keys whose values differ between documents.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::types::Environment;
+
+/// Keys left out of [`diff`]: they differ on every run (the load) or repeat other keys (`absent`).
+pub(super) const NOT_DIFFED: [&str; 2] = ["load", "absent"];
+
+/// Every value of `env` as dotted key → text (`cpuidle.haltpoll.guest_halt_poll_ns` → `0`),
+/// array elements by index (`cpuidle.states.1.name`).
+pub fn flatten(env: &Environment) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Ok(value) = serde_json::to_value(env) {
+        flatten_into("", &value, &mut out);
+    }
+    out
+}
+
+pub(super) fn flatten_into(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                flatten_into(&join(k), v, out);
+            }
+        }
+        Value::Array(items) if items.iter().any(|v| v.is_object() || v.is_array()) => {
+            for (i, v) in items.iter().enumerate() {
+                flatten_into(&join(&i.to_string()), v, out);
+            }
+        }
+        Value::Array(items) => {
+            let words: Vec<String> = items.iter().map(scalar_text).collect();
+            let text = if words.is_empty() {
+                "none".to_string()
+            } else {
+                words.join(" ")
+            };
+            out.insert(prefix.to_string(), text);
+        }
+        other => {
+            out.insert(prefix.to_string(), scalar_text(other));
+        }
+    }
+}
+
+pub(super) fn scalar_text(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// The keys (dotted, as [`flatten`] names them) whose values differ between
+/// environments, with each one's value in input order ("absent" where a
+/// document lacks the key). The load at start and end is not compared.
+/// Nothing here knows which difference was intended: see [`is_factor`].
+pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
+    let flat: Vec<BTreeMap<String, String>> = envs.iter().map(|e| flatten(e)).collect();
+    let mut keys: Vec<&String> = flat.iter().flat_map(|m| m.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| {
+            let top = k.split('.').next().unwrap_or(k);
+            !NOT_DIFFED.contains(&top)
+        })
+        .filter(|k| flat.iter().any(|m| m.get(*k) != flat[0].get(*k)))
+        .map(|k| {
+            let values = flat
+                .iter()
+                .map(|m| m.get(k).cloned().unwrap_or_else(|| "absent".to_string()))
+                .collect();
+            (k.clone(), values)
+        })
+        .collect()
+}
+
+/// Whether `key` is one of the declared `factors` or lies under one
+/// (`--factor vulnerabilities` covers `vulnerabilities.spectre_v2`).
+pub fn is_factor(key: &str, factors: &[String]) -> bool {
+    factors.iter().any(|f| {
+        let f = f.trim_end_matches('.');
+        key == f
+            || key
+                .strip_prefix(f)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}

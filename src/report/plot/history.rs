@@ -1,0 +1,186 @@
+//! A case's history over stored runs, with its change points and the
+//! median of each segment between them.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::compare::history::CaseHistory;
+use crate::document::DEFAULT_CONFIG;
+use crate::error::Result;
+use crate::stats::changepoint::{ChangePoint, Detection};
+use crate::store::CaseRun;
+
+use super::draw::{
+    DESC_PX, LABEL_PX, PALETTE, SANS, TITLE_PX, color, draw_svg, mesh, padded, tick,
+};
+use super::{Plot, file_safe};
+
+/// A case's history: each stored run's median with its 95 % interval, oldest
+/// first; the change points as dashed lines labelled with the run and the size
+/// of the change, and the median of each segment between them as a grey line.
+pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
+    let title = history_title(h);
+    let name = history_name(h);
+    let runs = &h.runs;
+    let n = runs.len();
+    let (lo, hi) = history_range(runs);
+    let (points, segments) = match &h.detection {
+        Some(Detection::Tested(c)) => (&c.points[..], segment_levels(&c.points, n)),
+        _ => (&[][..], Vec::new()),
+    };
+    let y_desc = history_y_desc(h);
+    let svg = draw_svg(&name, (900, 480), |root| {
+        let y_range = padded(lo, hi, 0.12);
+        let (bottom, top) = (y_range.start, y_range.end);
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, (SANS, TITLE_PX - 2))
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.5..n as f64 + 0.5, y_range)?;
+        mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
+            .x_desc("stored run, oldest first (#)")
+            .y_desc(y_desc.as_str())
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .x_labels(n.min(12))
+            .draw()?;
+        let grey = BLACK.mix(0.45);
+        for &(from, to, level) in &segments {
+            chart.draw_series([PathElement::new(
+                vec![(from as f64 + 0.5, level), (to as f64 + 0.5, level)],
+                grey.stroke_width(2),
+            )])?;
+        }
+        let c = color(0);
+        chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
+            let (low, high) = history_interval(r);
+            PathElement::new(
+                vec![(i as f64 + 1.0, low), (i as f64 + 1.0, high)],
+                c.stroke_width(1),
+            )
+        }))?;
+        let radius = if n <= 100 { 4 } else { 2 };
+        chart.draw_series(
+            runs.iter()
+                .enumerate()
+                .map(|(i, r)| Circle::new((i as f64 + 1.0, r.median), radius, c.filled())),
+        )?;
+        let mark = PALETTE[2];
+        let font = (SANS, LABEL_PX - 1)
+            .into_font()
+            .color(&mark)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        for p in points {
+            let x = p.index as f64 + 0.5;
+            chart.draw_series(DashedLineSeries::new(
+                [(x, bottom), (x, top)],
+                6,
+                4,
+                mark.stroke_width(2),
+            ))?;
+            let text = format!(
+                " #{} (run {}): {:+.1}%",
+                p.index + 1,
+                runs[p.index].run_id,
+                p.relative * 100.0
+            );
+            chart.draw_series([Text::new(text, (x, top), font.clone())])?;
+        }
+        Ok(())
+    })?;
+    let note = history_note(h);
+    Ok(Plot {
+        name,
+        title,
+        note,
+        svg,
+    })
+}
+
+/// The title of `h`'s plot.
+pub(super) fn history_title(h: &CaseHistory) -> String {
+    format!(
+        "History: {} (median, 95% CI)",
+        crate::report::case_history::title(h)
+    )
+}
+
+/// The file name of `h`'s plot: case, host and configuration.
+pub(super) fn history_name(h: &CaseHistory) -> String {
+    format!(
+        "history-{}-{}-{}{}",
+        file_safe(&h.bench),
+        file_safe(&h.case),
+        file_safe(&h.host),
+        if h.config == DEFAULT_CONFIG {
+            String::new()
+        } else {
+            format!("-{}", file_safe(&h.config))
+        }
+    )
+}
+
+/// A run's 95 % interval, or its median alone where the document has none.
+pub(super) fn history_interval(r: &CaseRun) -> (f64, f64) {
+    r.ci.unwrap_or((r.median, r.median))
+}
+
+/// The lowest and highest of the runs' medians and interval ends.
+pub(super) fn history_range(runs: &[CaseRun]) -> (f64, f64) {
+    let lo = runs
+        .iter()
+        .map(|r| history_interval(r).0.min(r.median))
+        .fold(f64::INFINITY, f64::min);
+    let hi = runs
+        .iter()
+        .map(|r| history_interval(r).1.max(r.median))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
+/// What the y axis of `h`'s plot shows.
+pub(super) fn history_y_desc(h: &CaseHistory) -> String {
+    if h.bench == crate::document::COMMAND_BENCH {
+        format!(
+            "wall time per run ({})",
+            crate::report::case_history::unit(h)
+        )
+    } else {
+        format!("median per op ({})", crate::report::case_history::unit(h))
+    }
+}
+
+/// The note under `h`'s plot: what its marks are, and why there are no change points.
+pub(super) fn history_note(h: &CaseHistory) -> String {
+    match &h.detection {
+        Some(Detection::Tested(c)) => format!(
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first. Red dashed \
+             lines: change points, labelled with the run where the new level starts and the change \
+             of the segment medians (E-divisive means, permutation test, p ≤ {}); grey lines: the \
+             median of each segment.",
+            c.options.alpha
+        ),
+        Some(Detection::TooFew { n, needed }) => format!(
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first. \
+             {n} runs are too few to look for change points (at least {needed} are needed)."
+        ),
+        None => {
+            "Dots: each stored run's median, whiskers its 95% interval, oldest run first.".into()
+        }
+    }
+}
+
+/// The segments between change points (0-based first run, last run, and the
+/// median of the segment, which each change point carries).
+pub(super) fn segment_levels(points: &[ChangePoint], n: usize) -> Vec<(usize, usize, f64)> {
+    let Some(first) = points.first() else {
+        return Vec::new();
+    };
+    let mut segments = vec![(0, first.index, first.before)];
+    for (i, p) in points.iter().enumerate() {
+        let end = points.get(i + 1).map_or(n, |next| next.index);
+        segments.push((p.index, end, p.after));
+    }
+    segments
+}

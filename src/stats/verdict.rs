@@ -1,0 +1,302 @@
+//! What a comparison concludes: the ratio with its intervals ([`RatioCi`]),
+//! Holm's correction for many comparisons, the power of a test with this much
+//! data, and the [`Verdict`] — including an equivalence test, two one-sided
+//! tests at α = 0.05 done as "the 90 % interval of the ratio lies within
+//! 1 ± margin".
+//!
+//! The intervals and p-values come from `stats::unpaired` (separately saved
+//! runs) and `stats::paired` (interleaved rounds).
+
+use super::unpaired::mann_whitney_p;
+
+/// Holm–Bonferroni adjusted p-values, in the input order.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running = 0.0f64;
+    for (k, &i) in order.iter().enumerate() {
+        running = running.max(((m - k) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// A ratio of medians with bootstrap intervals at 95 % and 90 %.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatioCi {
+    pub ratio: f64,
+    pub ci95: (f64, f64),
+    /// For the equivalence test (two one-sided tests at 5 %).
+    pub ci90: (f64, f64),
+}
+
+impl RatioCi {
+    /// Half the width of the 95 % interval as a fraction of the ratio: the
+    /// smallest relative change the comparison could show.
+    pub fn relative_half_width(&self) -> f64 {
+        (self.ci95.1 - self.ci95.0) / 2.0 / self.ratio
+    }
+}
+
+/// What a comparison concludes, for a time-like quantity (smaller is better).
+/// `as_str` is the value documents and CSV carry; [`Verdict::words`] what people read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Significant, and the ratio beyond the margin.
+    Faster,
+    Slower,
+    /// Significant, but the ratio within the margin (and the 90 % interval not inside it).
+    FasterWithinMargin,
+    SlowerWithinMargin,
+    /// The 90 % interval lies inside 1 ± margin: no change larger than the margin.
+    Equivalent,
+    /// Neither significant nor shown equivalent: more data would tell.
+    Inconclusive,
+    /// Inconclusive because the test cannot reach significance with this few
+    /// rounds, runs or samples, however large the change.
+    TooFew,
+}
+
+impl Verdict {
+    /// Every verdict, in the order [`verdict`] considers them.
+    pub const ALL: [Verdict; 7] = [
+        Verdict::Faster,
+        Verdict::Slower,
+        Verdict::Equivalent,
+        Verdict::FasterWithinMargin,
+        Verdict::SlowerWithinMargin,
+        Verdict::TooFew,
+        Verdict::Inconclusive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::FasterWithinMargin => "faster-within-margin",
+            Verdict::SlowerWithinMargin => "slower-within-margin",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::TooFew => "too-few",
+        }
+    }
+
+    /// The verdict in words, with what it rests on: "slower, +5.2%",
+    /// "slower, +1.0%, within ±1%", "equivalent within ±1%", "inconclusive",
+    /// "inconclusive: too few rounds for the test (p ≥ 0.0625 with 5 rounds); …".
+    pub fn words(self, ratio: f64, margin: f64, power: &Power) -> String {
+        let change = format!("{:+.1}%", (ratio - 1.0) * 100.0);
+        let margin = format!("±{}%", margin * 100.0);
+        match self {
+            Verdict::Faster => format!("faster, {change}"),
+            Verdict::Slower => format!("slower, {change}"),
+            Verdict::FasterWithinMargin => format!("faster, {change}, within {margin}"),
+            Verdict::SlowerWithinMargin => format!("slower, {change}, within {margin}"),
+            Verdict::Equivalent => format!("equivalent within {margin}"),
+            Verdict::Inconclusive => "inconclusive".into(),
+            Verdict::TooFew => format!(
+                "inconclusive: too few {0} for the test (p ≥ {1} with {2} {0}); \
+                 run again with {3} {4} or more",
+                power.what, power.min_p, power.n, power.flag, power.needs
+            ),
+        }
+    }
+}
+
+/// How small a p-value the test of a comparison can give at all, and how
+/// much data it would need to reach the significance level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Power {
+    /// The smallest p-value the test can reach with this data (all signs
+    /// alike for the sign-flip test; complete separation for the rank test).
+    pub min_p: f64,
+    /// Rounds, runs or samples the test had.
+    pub n: usize,
+    /// What `n` counts: "rounds", "runs", "samples".
+    pub what: &'static str,
+    /// The option that sets it: "--rounds", "--runs", "--samples".
+    pub flag: &'static str,
+    /// The fewest the test needs to be able to reach the level.
+    pub needs: usize,
+}
+
+impl Power {
+    /// The exact sign-flip test on `n` paired values: at best 2 of the 2ⁿ
+    /// sign patterns are as extreme as the data.
+    pub fn sign_flip(n: usize, alpha: f64, what: &'static str, flag: &'static str) -> Self {
+        let min_p = |n: usize| 2.0 / (1u64 << n.min(62)) as f64;
+        Power {
+            min_p: min_p(n),
+            n,
+            what,
+            flag,
+            needs: (1..62).find(|&k| min_p(k) < alpha).unwrap_or(62),
+        }
+    }
+
+    /// The Mann–Whitney test of `n1` against `n2` samples: the p-value of
+    /// complete separation.
+    pub fn rank_test(n1: usize, n2: usize, alpha: f64) -> Self {
+        let separated = |n1: usize, n2: usize| {
+            let a: Vec<f64> = (0..n1).map(|i| i as f64).collect();
+            let b: Vec<f64> = (0..n2).map(|i| (n1 + i) as f64).collect();
+            mann_whitney_p(&a, &b)
+        };
+        Power {
+            min_p: separated(n1, n2),
+            n: n1.min(n2),
+            what: "samples",
+            flag: "--samples",
+            needs: (2..64).find(|&k| separated(k, k) < alpha).unwrap_or(64),
+        }
+    }
+}
+
+/// The verdict for a time-like quantity (smaller is better). Significant
+/// means the adjusted p below `alpha` and the 95 % interval excluding 1.
+/// In order: significant and the ratio beyond 1 ± `margin` → slower/faster;
+/// the 90 % interval within 1 ± `margin` → equivalent; significant (within
+/// the margin) → slower/faster within the margin; a test that cannot reach
+/// `alpha` with this data (`power.min_p ≥ alpha`) → too few; else inconclusive.
+pub fn verdict(r: &RatioCi, adjusted_p: f64, alpha: f64, margin: f64, power: &Power) -> Verdict {
+    let (above, below) = (r.ci95.0 > 1.0, r.ci95.1 < 1.0);
+    let significant = adjusted_p < alpha && (above || below);
+    if significant && above && r.ratio > 1.0 + margin {
+        Verdict::Slower
+    } else if significant && below && r.ratio < 1.0 - margin {
+        Verdict::Faster
+    } else if r.ci90.0 >= 1.0 - margin && r.ci90.1 <= 1.0 + margin {
+        Verdict::Equivalent
+    } else if significant {
+        if above {
+            Verdict::SlowerWithinMargin
+        } else {
+            Verdict::FasterWithinMargin
+        }
+    } else if power.min_p >= alpha {
+        Verdict::TooFew
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// A test that could have reached any p-value.
+#[cfg(test)]
+pub(crate) const POWERFUL: Power = Power {
+    min_p: 0.0,
+    n: 20,
+    what: "rounds",
+    flag: "--rounds",
+    needs: 6,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::unpaired::ratio_of_medians;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn holm_adjusts_step_down() {
+        // Textbook example: p = 0.01, 0.04, 0.03 (m = 3) → 0.03, 0.06, 0.06.
+        let adj = holm(&[0.01, 0.04, 0.03]);
+        assert!(
+            close(adj[0], 0.03, 1e-12) && close(adj[1], 0.06, 1e-12) && close(adj[2], 0.06, 1e-12),
+            "{adj:?}"
+        );
+    }
+
+    #[test]
+    fn a_significant_but_tiny_difference_is_not_a_verdict_of_change() {
+        // 0.2 % slower with a very tight interval: real, but below the 1 % margin.
+        let r = RatioCi {
+            ratio: 1.002,
+            ci95: (1.001, 1.003),
+            ci90: (1.0012, 1.0028),
+        };
+        assert_eq!(
+            verdict(&r, 0.001, 0.05, 0.01, &POWERFUL),
+            Verdict::Equivalent
+        );
+        let r = RatioCi {
+            ratio: 1.02,
+            ci95: (1.01, 1.03),
+            ci90: (1.012, 1.028),
+        };
+        assert_eq!(verdict(&r, 0.001, 0.05, 0.01, &POWERFUL), Verdict::Slower);
+    }
+
+    #[test]
+    fn tight_equal_samples_are_equivalent() {
+        let a: Vec<f64> = (0..21).map(|i| 100.0 + (i % 3) as f64 * 0.01).collect();
+        let r = ratio_of_medians(&a, &a, 3, 2000);
+        assert_eq!(
+            verdict(&r, mann_whitney_p(&a, &a), 0.05, 0.01, &POWERFUL),
+            Verdict::Equivalent
+        );
+    }
+
+    #[test]
+    fn every_combination_gets_its_own_words() {
+        let ci = |ratio: f64, lo: f64, hi: f64| RatioCi {
+            ratio,
+            ci95: (lo, hi),
+            ci90: (lo + (ratio - lo) / 6.0, hi - (hi - ratio) / 6.0),
+        };
+        let judge = |r: &RatioCi, p: f64, power: &Power| {
+            let v = verdict(r, p, 0.05, 0.01, power);
+            (v, v.words(r.ratio, 0.01, power))
+        };
+        // The issue's run: significant, interval excludes 1, but +1.0 % is not beyond ±1 %.
+        let r = ci(1.010, 1.006, 1.014);
+        assert_eq!(
+            judge(&r, 0.0039, &POWERFUL),
+            (
+                Verdict::SlowerWithinMargin,
+                "slower, +1.0%, within ±1%".into()
+            )
+        );
+        let r = ci(0.992, 0.985, 0.999);
+        assert_eq!(judge(&r, 0.01, &POWERFUL).0, Verdict::FasterWithinMargin);
+        let r = ci(0.95, 0.93, 0.97);
+        assert_eq!(
+            judge(&r, 0.001, &POWERFUL),
+            (Verdict::Faster, "faster, -5.0%".into())
+        );
+        // Wide interval, no significance, a test that could have been: inconclusive.
+        let r = ci(1.02, 0.95, 1.09);
+        assert_eq!(
+            judge(&r, 0.4, &POWERFUL),
+            (Verdict::Inconclusive, "inconclusive".into())
+        );
+        // The issue's 5 blocks: far from 1, but the sign-flip test cannot go below 0.0625.
+        let five = Power::sign_flip(5, 0.05, "rounds", "--rounds");
+        assert_eq!((five.min_p, five.needs), (0.0625, 6));
+        let r = ci(1.815, 1.772, 1.860);
+        assert_eq!(
+            judge(&r, 0.125, &five),
+            (
+                Verdict::TooFew,
+                "inconclusive: too few rounds for the test (p ≥ 0.0625 with 5 rounds); \
+                 run again with --rounds 6 or more"
+                    .into()
+            )
+        );
+        // Equivalence needs no power from the test.
+        let r = ci(1.0, 0.995, 1.005);
+        assert_eq!(judge(&r, 1.0, &five).0, Verdict::Equivalent);
+    }
+
+    #[test]
+    fn the_rank_test_has_no_power_with_two_samples_a_side() {
+        // Complete separation of 2 and 2 values: p = 0.2453 (normal approximation).
+        let two = Power::rank_test(2, 2, 0.05);
+        assert!(two.min_p > 0.05 && two.needs > 2, "{two:?}");
+        assert!(Power::rank_test(11, 11, 0.05).min_p < 0.001);
+    }
+}

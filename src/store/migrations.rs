@@ -1,0 +1,149 @@
+//! The schema of the results store and its versioned migrations, applied
+//! in one transaction while other processes wait.
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+use super::queries::{fingerprint, index_series};
+use super::sql::{Conn, Param, bad_row, transaction};
+
+/// A data step some migrations need after their SQL.
+#[derive(Debug, Clone, Copy)]
+enum Backfill {
+    /// Fill `series` from the stored documents.
+    IndexSeries,
+    /// Recompute every run's fingerprint (SHA-256 of the canonical JSON).
+    Refingerprint,
+}
+
+/// One schema step: `before`, then the data step, then `after`.
+pub(super) struct Migration {
+    pub(super) before: &'static str,
+    backfill: Option<Backfill>,
+    pub(super) after: &'static str,
+}
+
+/// Every migration in order; the schema version is `MIGRATIONS.len()`.
+pub(super) const MIGRATIONS: &[Migration] = &[
+    // Version 1: one row per run with the document and what history lists.
+    Migration {
+        before: "CREATE TABLE runs (
+             id {id},  -- never reused
+             label TEXT,
+             started TEXT NOT NULL,                 -- UTC, RFC 3339
+             finished TEXT NOT NULL,
+             complete {bool} NOT NULL,
+             kernel TEXT NOT NULL,
+             hostname TEXT NOT NULL,
+             osbench_version TEXT NOT NULL,
+             origin TEXT NOT NULL,                  -- 'run' or 'import'
+             stored TEXT NOT NULL,                  -- UTC, when it was stored
+             fingerprint TEXT NOT NULL,             -- of the canonical JSON, to find duplicates
+             document TEXT NOT NULL                 -- the result document, as written
+         );
+         CREATE INDEX runs_label ON runs(label);
+         CREATE INDEX runs_fingerprint ON runs(fingerprint);",
+        backfill: None,
+        after: "",
+    },
+    // Version 2: one row per series (bench, case, config, unit, n, median).
+    Migration {
+        before: "CREATE TABLE series (
+             run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+             position {int} NOT NULL,
+             bench TEXT NOT NULL,
+             case_name TEXT NOT NULL,
+             config TEXT NOT NULL,
+             unit TEXT NOT NULL,
+             n {int} NOT NULL,
+             median {float} NOT NULL,
+             PRIMARY KEY (run_id, position)
+         );
+         CREATE INDEX series_bench ON series(bench);",
+        backfill: Some(Backfill::IndexSeries),
+        after: "",
+    },
+    // Version 3: fingerprints become SHA-256 and unique (concurrent writers
+    // of one document store it once); hosts and series over time are indexed.
+    Migration {
+        before: "DROP INDEX runs_fingerprint;",
+        backfill: Some(Backfill::Refingerprint),
+        after: "CREATE UNIQUE INDEX runs_fingerprint ON runs(fingerprint);
+         CREATE INDEX runs_hostname ON runs(hostname);
+         CREATE INDEX series_case ON series(bench, case_name, config);",
+    },
+];
+
+/// The schema version this osbench writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the store to [`SCHEMA_VERSION`]; the version is read and the steps
+/// applied inside one transaction, while other processes wait to migrate.
+pub(super) fn migrate<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    if conn.schema_version()? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    conn.lock_migrations()?;
+    let done = migrate_locked(conn);
+    conn.unlock_migrations();
+    done
+}
+
+fn migrate_locked<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    transaction(conn, |conn| {
+        let from = conn.schema_version()?;
+        if from > SCHEMA_VERSION {
+            return Err(Error::Store {
+                path: conn.name(),
+                message: format!(
+                    "schema version {from} was written by a newer osbench (this one knows up to \
+                     {SCHEMA_VERSION}); use that osbench or another --store"
+                ),
+            });
+        }
+        let dialect = conn.dialect();
+        for step in &MIGRATIONS[from.max(0) as usize..] {
+            conn.batch(&dialect.sql(step.before))?;
+            match step.backfill {
+                Some(Backfill::IndexSeries) => index_stored_series(conn)?,
+                Some(Backfill::Refingerprint) => refingerprint(conn)?,
+                None => {}
+            }
+            if !step.after.is_empty() {
+                conn.batch(&dialect.sql(step.after))?;
+            }
+        }
+        conn.set_schema_version(SCHEMA_VERSION)
+    })
+}
+
+/// Every stored run's id and document text.
+fn stored_documents<C: Conn + ?Sized>(conn: &mut C) -> Result<Vec<(i64, String)>> {
+    let name = conn.name();
+    conn.query("SELECT id, document FROM runs ORDER BY id", &[])?
+        .iter()
+        .map(|r| Ok((r.int(0)?, r.text(1)?)))
+        .collect::<std::result::Result<_, String>>()
+        .map_err(|m| bad_row(&name, m))
+}
+
+fn index_stored_series<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        // Stored documents were valid when stored; read them as plain JSON so
+        // this step keeps working whatever the document type becomes.
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        index_series(conn, id, &value)?;
+    }
+    Ok(())
+}
+
+fn refingerprint<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        conn.execute(
+            "UPDATE runs SET fingerprint = $1 WHERE id = $2",
+            &[Param::Text(Some(fingerprint(&text))), Param::Int(id)],
+        )?;
+    }
+    Ok(())
+}
