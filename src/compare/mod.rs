@@ -647,7 +647,7 @@ impl Comparison {
                         ci_low: ch.ci.ci95.0,
                         ci_high: ch.ci.ci95.1,
                         p_value: ch.p_adjusted,
-                        verdict: ch.verdict.as_str().to_string(),
+                        verdict: ch.verdict,
                         verdict_words: ch.words(&self.options),
                         replicated: Some(ch.replication),
                     })

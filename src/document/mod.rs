@@ -80,10 +80,10 @@ pub struct ComparisonRecord {
     pub ci_high: f64,
     /// Holm-adjusted.
     pub p_value: f64,
-    /// One of [`crate::stats::verdict::Verdict`]'s values: "faster", "slower",
-    /// "faster-within-margin", "slower-within-margin", "equivalent",
-    /// "inconclusive", "too-few" ("no-change" in documents before them).
-    pub verdict: String,
+    /// Written as "faster", "slower", "faster-within-margin",
+    /// "slower-within-margin", "equivalent", "inconclusive", "too-few"
+    /// ("no-change" in documents before them).
+    pub verdict: crate::stats::verdict::Verdict,
     /// The verdict in the words the terminal shows ("slower, +1.0%, within ±1%");
     /// absent from documents before it.
     #[serde(default, skip_serializing_if = "String::is_empty")]

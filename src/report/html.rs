@@ -440,7 +440,7 @@ fn records_table(out: &mut String, records: &[ComparisonRecord]) {
             fmt_ratio(r.ci_high),
             (r.ratio - 1.0) * 100.0,
             super::compare::fmt_p(r.p_value),
-            verdict_cell(&r.verdict, super::verdict_words(r))
+            verdict_cell(r.verdict.as_str(), super::verdict_words(r))
         );
     }
     out.push_str("</tbody>\n</table></div>\n");

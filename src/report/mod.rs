@@ -67,7 +67,7 @@ pub fn case_label(case: &str, config: &str) -> String {
 /// A saved comparison's verdict in words (its value, in documents before the words were kept).
 pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
     if r.verdict_words.is_empty() {
-        &r.verdict
+        r.verdict.as_str()
     } else {
         &r.verdict_words
     }

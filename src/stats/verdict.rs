@@ -41,8 +41,10 @@ impl RatioCi {
 }
 
 /// What a comparison concludes, for a time-like quantity (smaller is better).
-/// `as_str` is the value documents and CSV carry; [`Verdict::words`] what people read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `as_str` is the value documents and CSV carry (serde writes the same);
+/// [`Verdict::words`] what people read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Significant, and the ratio beyond the margin.
     Faster,
@@ -57,6 +59,9 @@ pub enum Verdict {
     /// Inconclusive because the test cannot reach significance with this few
     /// rounds, runs or samples, however large the change.
     TooFew,
+    /// Not significant, in documents written before the verdicts above
+    /// existed; never concluded now (not in [`Verdict::ALL`]).
+    NoChange,
 }
 
 impl Verdict {
@@ -80,6 +85,7 @@ impl Verdict {
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
             Verdict::TooFew => "too-few",
+            Verdict::NoChange => "no-change",
         }
     }
 
@@ -96,6 +102,7 @@ impl Verdict {
             Verdict::SlowerWithinMargin => format!("slower, {change}, within {margin}"),
             Verdict::Equivalent => format!("equivalent within {margin}"),
             Verdict::Inconclusive => "inconclusive".into(),
+            Verdict::NoChange => "no change".into(),
             Verdict::TooFew => format!(
                 "inconclusive: too few {0} for the test (p ≥ {1} with {2} {0}); \
                  run again with {3} {4} or more",
@@ -196,6 +203,16 @@ pub(crate) const POWERFUL: Power = Power {
 mod tests {
     use super::*;
     use crate::stats::unpaired::ratio_of_medians;
+
+    #[test]
+    fn documents_spell_each_verdict_as_as_str_does() {
+        for v in Verdict::ALL.into_iter().chain([Verdict::NoChange]) {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.as_str()));
+            assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
+        }
+        assert!(serde_json::from_str::<Verdict>("\"better\"").is_err());
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

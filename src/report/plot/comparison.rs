@@ -6,18 +6,19 @@ use plotters::prelude::*;
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, DEFAULT_CONFIG};
 use crate::error::Result;
+use crate::stats::verdict::Verdict;
 
 use super::Plot;
 use super::draw::{DESC_PX, LABEL_PX, PALETTE, SANS, TITLE_PX, draw_svg, mesh, padded, tick};
 
 /// The colour of a verdict: faster green, slower red (beyond the margin or
 /// within it), equivalent blue, inconclusive (and the old no-change) grey.
-pub(super) fn verdict_color(verdict: &str) -> RGBColor {
+pub(super) fn verdict_color(verdict: Verdict) -> RGBColor {
     match verdict {
-        "faster" | "faster-within-margin" => PALETTE[4],
-        "slower" | "slower-within-margin" => PALETTE[2],
-        "equivalent" => PALETTE[0],
-        _ => PALETTE[9],
+        Verdict::Faster | Verdict::FasterWithinMargin => PALETTE[4],
+        Verdict::Slower | Verdict::SlowerWithinMargin => PALETTE[2],
+        Verdict::Equivalent => PALETTE[0],
+        Verdict::Inconclusive | Verdict::TooFew | Verdict::NoChange => PALETTE[9],
     }
 }
 
@@ -30,8 +31,7 @@ pub struct Bar {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
-    /// A [`crate::stats::verdict::Verdict`] value ("no-change" in old documents).
-    pub verdict: String,
+    pub verdict: Verdict,
 }
 
 /// The bars of a document's own comparisons (its configurations), and the
@@ -50,7 +50,7 @@ pub fn record_bars(records: &[ComparisonRecord]) -> (Vec<Bar>, String) {
             ratio: r.ratio,
             ci_low: r.ci_low,
             ci_high: r.ci_high,
-            verdict: r.verdict.clone(),
+            verdict: r.verdict,
         })
         .collect();
     let x_desc = match records.first() {
@@ -84,7 +84,7 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
                 ratio: ch.ci.ratio,
                 ci_low: ch.ci.ci95.0,
                 ci_high: ch.ci.ci95.1,
-                verdict: ch.verdict.as_str().to_string(),
+                verdict: ch.verdict,
             });
         }
     }
@@ -104,7 +104,7 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
     }
     let labels: Vec<String> = bars
         .iter()
-        .map(|b| format!("{}: {}", b.label, b.verdict))
+        .map(|b| format!("{}: {}", b.label, b.verdict.as_str()))
         .collect();
     let pct = |ratio: f64| (ratio - 1.0) * 100.0;
     let lo = bars.iter().map(|b| pct(b.ci_low)).fold(0.0, f64::min);
@@ -144,7 +144,7 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
                 BLACK.stroke_width(1),
             )])?;
             for (i, r) in bars.iter().enumerate() {
-                let (y, c) = (row_of(i), verdict_color(&r.verdict));
+                let (y, c) = (row_of(i), verdict_color(r.verdict));
                 chart.draw_series([Rectangle::new(
                     [(0.0, y - 0.3), (pct(r.ratio), y + 0.3)],
                     c.mix(0.75).filled(),
