@@ -169,12 +169,18 @@ fn legend<'a, CT: CoordTranslate>(
 }
 
 /// Extends `lo..hi` by `frac` of its width on both sides (or ±1 when empty),
-/// never below zero when `lo` is not.
+/// never below zero when `lo` is not. A range that is not finite, or whose
+/// padded width is not (±1e308), is `0..1`: plotters' tick search never ends
+/// on an infinite width.
 fn padded(lo: f64, hi: f64, frac: f64) -> std::ops::Range<f64> {
     let width = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
     let low = lo - width * frac;
     let low = if lo >= 0.0 { low.max(0.0) } else { low };
-    low..hi + width * frac
+    let high = hi + width * frac;
+    if !(high - low).is_finite() {
+        return 0.0..1.0;
+    }
+    low..high
 }
 
 /// Tick labels: about three significant digits, no trailing zeros.
@@ -1069,6 +1075,24 @@ mod tests {
         assert_eq!(dashes(&p.svg), 0);
         assert!(!p.svg.contains("(run 13)"));
         png(&p).unwrap();
+    }
+
+    #[test]
+    fn an_axis_of_infinite_width_is_a_finite_one() {
+        for (lo, hi) in [
+            (-1e308, 1e308),
+            (0.0, f64::MAX),
+            (f64::NEG_INFINITY, 1.0),
+            (f64::NAN, 1.0),
+            (f64::INFINITY, f64::NEG_INFINITY),
+        ] {
+            let r = padded(lo, hi, 0.12);
+            assert!(
+                (r.end - r.start).is_finite() && r.end > r.start,
+                "{lo}..{hi}: {r:?}"
+            );
+        }
+        assert_eq!(padded(10.0, 20.0, 0.1), 9.0..21.0);
     }
 
     #[test]
