@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Fault injection: runs osbench (the release binary, or $OSBENCH) through the
-# faults of issues 18 and 31 (stores) and the ones that already passed —
-# PostgreSQL servers that never answer or are stopped, passwords with `/`
-# and `?`, self-signed roots, foreign stores — signals at every
+# faults of issues 18 and 31 (stores, guests, the agent, fleets) and the ones
+# that already passed — PostgreSQL servers that never answer or are stopped,
+# passwords with `/` and `?`, self-signed roots, foreign stores, guests
+# writing endless lines or bad series, absurd agent policies, a fleet host
+# whose file fails — signals at every
 # stage, SIGKILL, hung set-ups, nohup, FIFOs, colliding fallbacks, hostile
 # documents, big documents, full disks, resource limits, bad arguments — in a
 # scratch directory, and prints a Markdown table: fault | expected | observed
@@ -277,6 +279,129 @@ else
     row "PostgreSQL rows (stopped server, password, self-signed, foreign table)" "" \
         "skipped: no PostgreSQL server (apt-get install postgresql) or openssl" 0
 fi
+
+# --- Guests, agents and fleets (issue 31), each osbench under `ulimit -v 4000000`
+# Waits for $pid like `finish`, its peak resident memory (VmHWM) in $peak MB.
+finishpeak() {
+    peak=0
+    while kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null) && [ -n "$kb" ]; do
+        peak=$((kb / 1024)); sleep 0.1
+    done
+    finish
+}
+# The configurations and series that document $1 kept ("native:3,g:3"), and
+# whether it is complete.
+kept() {
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(",".join(s["config"] + ":" + str(len(s["samples"])) for s in d["series"]), "complete=" + str(d["run"]["complete"]).lower())' "$1" 2>/dev/null || echo "no document"
+}
+# A misbehaving command guest: runs `OSBENCH agent` and passes its channel
+# through, but from its second run request on (round 1 is measured and must
+# be kept) it writes an endless protocol line, asks for another case, or
+# empties or spoils the series; `cr` writes `\r`-only progress on stderr
+# throughout and behaves otherwise.
+cat >"$S/guest.py" <<'PY'
+import json, subprocess, sys, threading
+mode, osbench = sys.argv[1], sys.argv[2]
+agent = subprocess.Popen([osbench, "agent"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+out = sys.stdout.buffer
+if mode == "cr":
+    def progress():
+        while True:
+            sys.stderr.buffer.write(b"measuring 42%\r" * 300)
+    threading.Thread(target=progress, daemon=True).start()
+out.write(agent.stdout.readline()); out.flush()
+runs = 0
+for line in sys.stdin.buffer:
+    req = json.loads(line)
+    runs += "run" in req
+    late = "run" in req and runs == 2
+    if late and mode == "endless":
+        out.write(b"{")
+        while True:
+            out.write(b"a" * 65536)
+    if late and mode == "othercase":
+        req["run"]["selector"] = "syscall:case=null"
+    agent.stdin.write(json.dumps(req).encode() + b"\n"); agent.stdin.flush()
+    reply = json.loads(agent.stdout.readline())
+    if late and mode in ("nosamples", "huge"):
+        reply["series"]["samples"] = [] if mode == "nosamples" else [1e308, -1e308, 1e308]
+    out.write(json.dumps(reply).encode() + b"\n"); out.flush()
+PY
+# `run spin:work=100` beside the command guest `g` running $1, in two rounds.
+guestrun() {
+    rm -f "$S/g.json"
+    startv run spin:work=100 --no-perf --config native= --guest "g=command:$1" \
+        "${QUICK[@]}" --rounds 2 --json "$S/g.json" --no-store -q
+}
+export OSBENCH_GUEST_TIMEOUT=3
+guestrun "echo booting; yes | tr -d '\\n'"; finishpeak
+row "command guest: a line without end on stdout at boot" \
+    "exit 2 at the 3 s limit naming 'g', the line cut at 4 KiB" \
+    "exit $rc, peak ${peak} MB: $(grep -o 'did not answer within 3 s' "$S/err"), $(grep -c 'more than 4096 bytes, cut' "$S/err") cut" \
+    "$([ $rc = 2 ] && grep -q "configuration 'g'.*did not answer within 3 s" "$S/err" \
+        && grep -q 'more than 4096 bytes, cut' "$S/err" && [ $peak -lt 1000 ]; echo $?)"
+unset OSBENCH_GUEST_TIMEOUT
+guestrun "python3 $S/guest.py endless {osbench}"; finishpeak
+row "command guest: a protocol line without end at its 2nd run" \
+    "exit 2 naming 'g' and the 256 MiB bound; round 1 kept" \
+    "exit $rc, peak ${peak} MB, $(grep -o 'a protocol line of more than 256 MiB' "$S/err" | head -1); $(kept "$S/g.json")" \
+    "$([ $rc = 2 ] && grep -q "configuration 'g'.*more than 256 MiB" "$S/err" \
+        && kept "$S/g.json" | grep -q 'native:[36],g:3 complete=false'; echo $?)"
+guestrun "python3 $S/guest.py cr {osbench}"; finishpeak
+row "command guest: \\r-only progress on stderr throughout" "exit 0, complete, memory bounded" \
+    "exit $rc, peak ${peak} MB; $(kept "$S/g.json")" \
+    "$([ $rc = 0 ] && kept "$S/g.json" | grep -q 'g:6 complete=true' && [ $peak -lt 1000 ]; echo $?)"
+for m in othercase nosamples huge; do
+    case $m in
+        othercase) what="a reply for another case"; named='answered with a series of syscall null' ;;
+        nosamples) what='a series with samples: []'; named='samples is empty' ;;
+        huge) what='a series of ±1e308 samples'; named='more than 1e6 s per operation' ;;
+    esac
+    guestrun "python3 $S/guest.py $m {osbench}"; finishpeak
+    row "command guest: $what at its 2nd run" "exit 2 naming 'g' and the fault; round 1 kept" \
+        "exit $rc: $(grep -o "$named" "$S/err" | head -1); $(kept "$S/g.json")" \
+        "$([ $rc = 2 ] && grep -q "configuration 'g'.*$named" "$S/err" \
+            && kept "$S/g.json" | grep -q 'g:3 complete=false'; echo $?)"
+done
+
+for policy in samples=0 samples=1000000000 samples=18446744073709551615 \
+    sample_time_ns=1000000000000000000 warmup_ns=18446744073709551615; do
+    declare -A p=([samples]=3 [sample_time_ns]=1000000 [warmup_ns]=0)
+    p[${policy%%=*}]=${policy#*=}
+    printf '{"run":{"selector":"syscall:case=null","policy":{"samples":%s,"sample_time_ns":%s,"warmup_ns":%s},"perf":false}}\n' \
+        "${p[samples]}" "${p[sample_time_ns]}" "${p[warmup_ns]}" >"$S/request"
+    ms; t0=$now; setsid bash -c 'ulimit -v 4000000; exec timeout 60 "$0" agent' "$B" <"$S/request" >"$S/out" 2>"$S/err" &
+    pid=$!; sessions+=("$pid"); finish; ms; t=$((now - t0))
+    row "agent asked for $policy" "an error naming the field and its range, no abort" \
+        "exit $rc in ${t} ms: $(grep -o '"error":"[^"]*' "$S/out" | cut -c10- | head -c 90)" \
+        "$([ $rc = 0 ] && grep -q "\"error\":\"the run request's policy: ${policy%%=*} is ${policy#*=}; it must be from" "$S/out"; echo $?)"
+done
+
+# A fleet of two hosts reached through a stand-in for ssh that runs the
+# remote command here. The set-up makes a directory of host a's --out file
+# mid-run, so a's file fails at the end; with --no-store it goes to a file
+# of its own, and b's is written.
+mkdir -p "$S/bin" "$S/fleet" "$S/fleetcwd"
+cat >"$S/bin/ssh" <<'SH'
+#!/bin/sh
+# faults.sh's stand-in for ssh: runs the command after `--` here.
+while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done
+shift; exec sh -c "$*"
+SH
+chmod +x "$S/bin/ssh"
+printf '[[host]]\nname = "%s"\ntarget = "local"\nosbench = "%s"\n\n' a "$B" b "$B" >"$S/hosts.toml"
+cd "$S/fleetcwd" || exit 2
+PATH=$S/bin:$PATH startv fleet run spin:work=100 --no-perf "${QUICK[@]}" --rounds 2 \
+    --hosts "$S/hosts.toml" --out "$S/fleet" --no-store -q \
+    --config "mk=mkdir -p $S/fleet/a.json" --config kept=true
+finish
+fell=$(ls osbench-*.json 2>/dev/null | wc -l); cd "$S" || exit 2
+row "fleet run: host a's --out file fails at the end, no store" \
+    "exit 2 naming host a; b's file written, a's run in a file of its own, both shown" \
+    "exit $rc, b.json $([ -s "$S/fleet/b.json" ] && echo written || echo missing), $fell file of its own, table: $(head -1 "$S/out" | tr -s ' ')" \
+    "$([ $rc = 2 ] && grep -q "host 'a'" "$S/err" && [ -s "$S/fleet/b.json" ] && [ "$fell" = 1 ] \
+        && head -1 "$S/out" | grep -q 'case *a *b'; echo $?)"
 
 # --- Nothing left behind ------------------------------------------------------
 still=0

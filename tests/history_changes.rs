@@ -3,12 +3,14 @@
 //! `syscall null` medians moved night by night) are imported, then the
 //! history must place a planted step at the right run, find nothing in a flat
 //! history, say when there are too few runs, keep hosts apart, and `plot` and
-//! `report --history` must draw it. Every osbench here gets a store in a
-//! temporary directory.
+//! `report --history` must draw it; a store holding absurd values (±inf,
+//! ±1e308) must neither hang nor hide the other runs. Every osbench here gets
+//! a store in a temporary directory.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
@@ -296,4 +298,151 @@ fn case_arguments_without_a_case_are_refused() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
     assert!(!plots.exists() && !dir.path().join("p").exists());
+}
+
+/// `cmd`'s output, or a failure when it has not ended within 60 s (the
+/// issue saw `plot --history` of a ±1e308 interval spin for 7 minutes).
+fn bounded(mut cmd: Command, dir: &Path) -> Output {
+    let (out, err) = (dir.join("bounded.out"), dir.join("bounded.err"));
+    cmd.stdout(fs::File::create(&out).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .stdin(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{cmd:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: fs::read(out).unwrap(),
+        stderr: fs::read(err).unwrap(),
+    }
+}
+
+/// Sets night `label`'s stored `syscall null base` median (the store's index
+/// of it, as an SQL literal) and, when given, its document's interval.
+fn spoil(store: &Path, label: &str, median: &str, ci: Option<(f64, f64)>) {
+    let db = rusqlite::Connection::open(store).unwrap();
+    let id: i64 = db
+        .query_row("SELECT id FROM runs WHERE label = ?1", [label], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let sql = format!(
+        "UPDATE series SET median = {median} WHERE run_id = ?1 AND bench = 'syscall' AND config = 'base'"
+    );
+    assert_eq!(db.execute(&sql, [id]).unwrap(), 1);
+    if let Some((low, high)) = ci {
+        let text: String = db
+            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        doc["series"][0]["summary"]["ci_low"] = low.into();
+        doc["series"][0]["summary"]["ci_high"] = high.into();
+        let text = serde_json::to_string(&doc).unwrap();
+        db.execute("UPDATE runs SET document = ?1 WHERE id = ?2", (text, id))
+            .unwrap();
+    }
+}
+
+#[test]
+fn absurd_stored_values_are_left_out_with_a_warning_never_a_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    import_nights(&store, "testhost", 12, |_| 0.0);
+    spoil(&store, "nightly-3", "9e999", None);
+    spoil(&store, "nightly-5", "-9e999", None);
+    spoil(&store, "nightly-7", "1e308", None);
+    // Its median is kept; only its interval, whose width overflows, is not.
+    spoil(&store, "nightly-9", "100", Some((-1e308, 1e308)));
+    let run = |args: &[&str]| {
+        let mut cmd = osbench(&store);
+        cmd.args(args);
+        bounded(cmd, dir.path())
+    };
+    let plots = dir.path().join("plots");
+    let html = dir.path().join("r.html");
+    let for_history: [&[&str]; 4] = [
+        &["history", "syscall:null", "--config", "base"],
+        &["history", "syscall:null", "--config", "base", "--changes"],
+        &[
+            "plot",
+            "--history",
+            "syscall:null",
+            "--config",
+            "base",
+            "--out",
+            plots.to_str().unwrap(),
+        ],
+        &[
+            "report",
+            "nightly-12",
+            "--history",
+            "syscall:null",
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    ];
+    for args in for_history {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        for (night, what) in [
+            ("nightly-3", "left out: its median is not a finite number"),
+            ("nightly-5", "left out: its median is not a finite number"),
+            (
+                "nightly-7",
+                "left out: its median is 1e308 ns, more than 1e6 s",
+            ),
+            (
+                "nightly-9",
+                "drawn without its interval: its interval's low end is -1e308 ns",
+            ),
+        ] {
+            let id = 13 - night[8..].parse::<usize>().unwrap();
+            let line =
+                format!("osbench: warning: syscall:null: run {id} (base on testhost) {what}");
+            assert!(err.contains(&line), "{args:?}: {line} in {err}");
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("inf") && !stdout.contains("1000000000"),
+            "{stdout}"
+        );
+    }
+    let listed =
+        String::from_utf8(run(&["history", "syscall:null", "--config", "base"]).stdout).unwrap();
+    assert!(
+        listed.contains("9 runs"),
+        "the other runs are kept: {listed}"
+    );
+    assert!(
+        plots
+            .join("history-syscall-null-testhost-base.svg")
+            .is_file()
+    );
+    // A document that fails its checks is refused by name; the others compare.
+    let out = run(&["export", "nightly-9", "--json", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("run 4: series 1 (bench syscall, case null, config base)"),
+        "{err}"
+    );
+    let out = run(&["compare", "nightly-1", "nightly-3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

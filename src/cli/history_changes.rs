@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use osbench::compare::history::{CaseHistory, case_histories};
+use osbench::compare::history::{CaseHistory, case_histories, plausible_runs};
 use osbench::report;
 use osbench::stats::changepoint::Options;
 use osbench::store::{self, Filter, Store};
@@ -150,6 +150,10 @@ fn read(
         only.config.as_deref(),
         only.host.as_deref(),
     )?;
+    let (runs, notes) = plausible_runs(runs);
+    for note in notes {
+        eprintln!("osbench: warning: {}:{}: {note}", case.bench, case.case);
+    }
     Ok(case_histories(&case.bench, &case.case, runs, options))
 }
 

@@ -60,6 +60,35 @@ pub fn case_histories(
         .collect()
 }
 
+/// `runs` without those whose median is not a finite time of at most 10⁶ s
+/// (a store edited by hand or by another program), and a run's interval
+/// dropped where it is not one: the kept runs, and one message per run
+/// skipped or interval dropped. Plots and change points then never see a
+/// value whose axis or arithmetic overflows.
+pub fn plausible_runs(runs: Vec<CaseRun>) -> (Vec<CaseRun>, Vec<String>) {
+    use crate::document::validate::plausible_time;
+    let mut notes = Vec::new();
+    let mut kept = Vec::with_capacity(runs.len());
+    for mut r in runs {
+        let u = unit(&r.unit);
+        let which = format!("run {} ({} on {})", r.run_id, r.config, r.hostname);
+        if let Err(e) = plausible_time("its median", r.median, u) {
+            notes.push(format!("{which} left out: {e}"));
+            continue;
+        }
+        if let Some((low, high)) = r.ci {
+            let checked = plausible_time("its interval's low end", low, u)
+                .and_then(|()| plausible_time("its interval's high end", high, u));
+            if let Err(e) = checked {
+                notes.push(format!("{which} drawn without its interval: {e}"));
+                r.ci = None;
+            }
+        }
+        kept.push(r);
+    }
+    (kept, notes)
+}
+
 /// The unit a document names `name`.
 fn unit(name: &str) -> Option<Unit> {
     serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
@@ -95,6 +124,28 @@ pub(crate) mod tests {
                 run(day as i64, day, "vm", "default", level + wobble)
             })
             .collect()
+    }
+
+    #[test]
+    fn runs_with_absurd_medians_are_left_out_and_absurd_intervals_dropped() {
+        let mut runs = stepped();
+        runs[2].median = f64::INFINITY;
+        runs[4].median = f64::NAN;
+        runs[6].median = -1e308;
+        runs[8].ci = Some((-1e308, 1e308));
+        runs[9].unit = "furlongs".into();
+        runs[9].median = 2e15;
+        let (kept, notes) = plausible_runs(runs);
+        assert_eq!(kept.len(), 16, "{notes:?}");
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert!(notes[0].starts_with("run 3 (default on vm) left out: its median is not a finite"));
+        assert!(
+            notes[2].contains("its median is -1e308 ns, more than 1e6 s"),
+            "{notes:?}"
+        );
+        assert!(notes[3].starts_with("run 9 (default on vm) drawn without its interval"));
+        assert_eq!(kept.iter().find(|r| r.run_id == 9).unwrap().ci, None);
+        assert!(kept.iter().all(|r| r.median.abs() < 1e15));
     }
 
     #[test]

@@ -583,8 +583,9 @@ fn launch(who: &str, spec: &GuestSpec) -> Result<Launch> {
             } else {
                 std::env::temp_dir()
             };
+            uml::remove_stale_dirs(&base);
             let dir = tempfile::Builder::new()
-                .prefix("osbench-uml-")
+                .prefix(&uml::dir_prefix())
                 .tempdir_in(base)
                 .map_err(|e| Error::io("creating UML's directory".to_string(), e))?;
             let cmd = uml::command(&uml::Boot {

@@ -39,6 +39,50 @@ pub struct Boot<'a> {
     pub dir: &'a Path,
 }
 
+/// The prefix of a UML guest's private directory: `osbench-uml-PID-` (PID:
+/// the osbench that made it), so that a later osbench can tell a stale one.
+pub fn dir_prefix() -> String {
+    format!("{DIR_PREFIX}{}-", std::process::id())
+}
+
+const DIR_PREFIX: &str = "osbench-uml-";
+
+/// Removes the UML directories in `base` whose osbench is gone (a SIGKILL
+/// during a boot leaves UML's memory file, 512 MiB on /dev/shm); returns how
+/// many. A directory without a PID in its name, or whose PID runs (perhaps
+/// reused by another process), is left alone. Best effort: errors are ignored.
+pub fn remove_stale_dirs(base: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let owner = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid > 0);
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if let Some(pid) = owner
+            && is_dir
+            && !process_exists(pid)
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether a process `pid` exists (one of another user's counts).
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 sends nothing; it only checks that `pid` exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// The UML command for `boot`, or why there is none.
 pub fn command(boot: &Boot) -> Result<Command, String> {
     let kernel = find_kernel(boot.kernel)?;
@@ -181,6 +225,25 @@ mod tests {
         assert!(named("nosysemu") && named("mem=256M") && named("con0=fd:0,fd:1"));
         assert!(named("ubd0=/tmp/disk") && !named("nosysemux") && !named("memx=1"));
         assert!(!named("frobnicate") && !named("KEY=VALUE"));
+    }
+
+    #[test]
+    fn only_directories_of_gone_owners_are_removed() {
+        let base = tempfile::tempdir().unwrap();
+        // No process has a pid above the kernel's largest (4,194,304).
+        let gone = base.path().join("osbench-uml-2147483647-abc");
+        let mine = base.path().join(format!("{}x", dir_prefix()));
+        let old = base.path().join("osbench-uml-Zq3xYz");
+        let file = base.path().join("osbench-uml-2147483646-file");
+        for d in [&gone, &mine, &old] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(gone.join("mem"), b"x").unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        assert_eq!(remove_stale_dirs(base.path()), 1);
+        assert!(!gone.exists());
+        assert!(mine.is_dir() && old.is_dir() && file.is_file());
+        assert_eq!(remove_stale_dirs(&base.path().join("none")), 0);
     }
 
     #[test]

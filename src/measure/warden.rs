@@ -17,13 +17,40 @@ use std::sync::{Mutex, OnceLock};
 /// Most groups listed at once (one timed command at a time in practice).
 const MAX_GROUPS: usize = 64;
 
-/// The write end of the warden's pipe.
-struct Warden(OwnedFd);
+/// The write end of the warden's pipe (`None` once [`stop`]ped), and its pid.
+struct Warden {
+    tx: Option<OwnedFd>,
+    pid: libc::pid_t,
+}
+
+static WARDEN: OnceLock<Option<Mutex<Warden>>> = OnceLock::new();
 
 /// The warden of this process, started at first use; `None` if it could not be.
 fn warden() -> Option<&'static Mutex<Warden>> {
-    static WARDEN: OnceLock<Option<Mutex<Warden>>> = OnceLock::new();
     WARDEN.get_or_init(|| start().map(Mutex::new)).as_ref()
+}
+
+/// Before osbench exits: ends the warden's stream and reaps it, waiting
+/// up to 1 s (a forked benchmark child that still holds the pipe keeps it
+/// alive: it is then left, as before), so that no warden is left a zombie
+/// for init to collect. Groups still listed are killed, as at osbench's
+/// death; groups started later run unguarded.
+pub fn stop() {
+    let Some(Some(w)) = WARDEN.get() else {
+        return; // never started: nothing to reap
+    };
+    let Ok(mut w) = w.lock() else { return };
+    if w.tx.take().is_none() {
+        return;
+    }
+    for _ in 0..1000 {
+        // SAFETY: waitpid on our own child, with no status wanted.
+        let r = unsafe { libc::waitpid(w.pid, std::ptr::null_mut(), libc::WNOHANG) };
+        if r != 0 {
+            return; // reaped, or not ours to reap
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Lists `group` as live: the warden kills it if osbench dies.
@@ -44,11 +71,12 @@ pub fn ensure_started() {
 fn send(op: u8, group: libc::pid_t) {
     let Some(w) = warden() else { return };
     let Ok(w) = w.lock() else { return };
+    let Some(tx) = &w.tx else { return };
     let mut msg = [op, 0, 0, 0, 0];
     msg[1..].copy_from_slice(&group.to_ne_bytes());
     // SAFETY: writing 5 bytes from a local array to our pipe; a write this
     // small is atomic on a pipe (PIPE_BUF), so messages never interleave.
-    unsafe { libc::write(w.0.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
+    unsafe { libc::write(tx.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
 }
 
 fn start() -> Option<Warden> {
@@ -64,9 +92,9 @@ fn start() -> Option<Warden> {
     match unsafe { libc::fork() } {
         -1 => None,
         0 => watch(rx.as_raw_fd()),
-        _ => {
+        pid => {
             drop(rx);
-            Some(Warden(tx))
+            Some(Warden { tx: Some(tx), pid })
         }
     }
 }

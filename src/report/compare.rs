@@ -40,8 +40,11 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             });
             let _ = writeln!(
                 out,
-                "  {l}  {:.d$}  [{:.d$} – {:.d$}]  n={}{bandwidth}",
-                s.median, s.ci_low, s.ci_high, s.n
+                "  {l}  {}  [{} – {}]  n={}{bandwidth}",
+                super::fmt_fixed(s.median, d),
+                super::fmt_fixed(s.ci_low, d),
+                super::fmt_fixed(s.ci_high, d),
+                s.n
             );
         }
         for (l, ch) in letters[1..].iter().zip(&row.changes) {
@@ -123,11 +126,13 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
     for row in &c.rows {
         let d = decimals_for(row.summaries[0].mean);
         let mut cells = vec![format!("{} {}", row.bench, row.case)];
-        cells.extend(
-            row.summaries
-                .iter()
-                .map(|s| format!("{:.d$} ± {:.d$}", s.mean, s.stddev)),
-        );
+        cells.extend(row.summaries.iter().map(|s| {
+            format!(
+                "{} ± {}",
+                super::fmt_fixed(s.mean, d),
+                super::fmt_fixed(s.stddev, d)
+            )
+        }));
         cells.extend(
             row.changes
                 .iter()
@@ -189,8 +194,8 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
             let d = decimals_for(r.summaries[0].median);
             cells.push(vec![
                 host.clone(),
-                format!("{:.d$}", r.summaries[0].median),
-                format!("{:.d$}", r.summaries[1].median),
+                super::fmt_fixed(r.summaries[0].median, d),
+                super::fmt_fixed(r.summaries[1].median, d),
                 format!("{:.3}", ch.ci.ratio),
                 format!("[{:.3} – {:.3}]", ch.ci.ci95.0, ch.ci.ci95.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),

@@ -476,8 +476,10 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
             .iter()
             .map(|s| {
                 format!(
-                    "<td class=\"num\">{:.d$} [{:.d$} – {:.d$}]</td>",
-                    s.median, s.ci_low, s.ci_high
+                    "<td class=\"num\">{} [{} – {}]</td>",
+                    super::fmt_fixed(s.median, d),
+                    super::fmt_fixed(s.ci_low, d),
+                    super::fmt_fixed(s.ci_high, d)
                 )
             })
             .collect();

@@ -276,7 +276,8 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
         let d = decimals_for(row.summaries[0].median);
         let median = |i: usize| {
             let s = &row.summaries[i];
-            format!("{:.d$} [{:.d$} – {:.d$}]", s.median, s.ci_low, s.ci_high)
+            let f = |x: f64| super::fmt_fixed(x, d);
+            format!("{} [{} – {}]", f(s.median), f(s.ci_low), f(s.ci_high))
         };
         for (i, ch) in row.changes.iter().enumerate() {
             rows.push(vec![

@@ -176,6 +176,46 @@ mod tests {
     }
 
     #[test]
+    fn tiny_medians_are_printed_with_their_digits_in_every_table() {
+        let mut doc = fixture();
+        for s in &mut doc.series {
+            s.samples.iter_mut().for_each(|v| *v *= 1e-9);
+            let m = &mut s.summary;
+            for v in [
+                &mut m.median,
+                &mut m.mean,
+                &mut m.stddev,
+                &mut m.min,
+                &mut m.max,
+            ] {
+                *v *= 1e-9;
+            }
+            (m.mad, m.ci_low, m.ci_high) = (m.mad * 1e-9, m.ci_low * 1e-9, m.ci_high * 1e-9);
+        }
+        let table = results::results_table(&doc).unwrap();
+        let docs = [
+            ("a".to_string(), doc.clone()),
+            ("b".to_string(), doc.clone()),
+        ];
+        let options = crate::compare::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        let c = crate::compare::compare(&docs, options).unwrap();
+        let html = html::render(&docs, Some(&c)).unwrap();
+        let texts = [
+            format!("{:?}", table.rows),
+            compare::render(&c, false),
+            markdown::comparison(&c),
+            html,
+        ];
+        for text in texts {
+            assert!(!text.contains("0.000000"), "{text}");
+            assert!(text.contains("e-7") || text.contains("e-6"), "{text}");
+        }
+    }
+
+    #[test]
     fn results_name_each_configuration_of_a_case() {
         let doc = fixture();
         let table = results::results_table(&doc).unwrap();

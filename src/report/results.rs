@@ -72,22 +72,36 @@ fn row(s: &Series) -> Vec<String> {
     let bandwidth = unit != time;
     let dm = decimals_for(median);
     let ci = if m.ci_coverage >= m.ci_level {
-        format!("{low:.dm$} – {high:.dm$}")
+        format!(
+            "{} – {}",
+            super::fmt_fixed(low, dm),
+            super::fmt_fixed(high, dm)
+        )
     } else {
         format!(
-            "{low:.dm$} – {high:.dm$} ({:.0}% only)",
+            "{} – {} ({:.0}% only)",
+            super::fmt_fixed(low, dm),
+            super::fmt_fixed(high, dm),
             m.ci_coverage * 100.0
         )
     };
     let spread = if bandwidth {
-        format!("{:.d$} ± {:.d$} {time}/op", m.mean, m.stddev)
+        format!(
+            "{} ± {} {time}/op",
+            super::fmt_fixed(m.mean, d),
+            super::fmt_fixed(m.stddev, d)
+        )
     } else {
-        format!("{:.d$} ± {:.d$}", m.mean, m.stddev)
+        format!(
+            "{} ± {}",
+            super::fmt_fixed(m.mean, d),
+            super::fmt_fixed(m.stddev, d)
+        )
     };
     vec![
         s.bench.clone(),
         case_label(&s.case, &s.config),
-        format!("{median:.dm$}"),
+        super::fmt_fixed(median, dm),
         ci,
         spread,
         fmt_pct(m.cv),
@@ -139,16 +153,16 @@ fn distribution_row(s: &Series, q: Quantiles) -> Vec<String> {
     vec![
         s.bench.clone(),
         case_label(&s.case, &s.config),
-        format!("{:.d$}", s.summary.min),
-        format!("{:.d$}", q.p50),
-        format!("{:.d$}", q.p90),
-        format!("{:.d$}", q.p99),
-        format!("{:.d$}", q.p99_9),
-        format!("{:.d$}", q.max),
-        format!("{:.d$}", s.summary.mean),
+        super::fmt_fixed(s.summary.min, d),
+        super::fmt_fixed(q.p50, d),
+        super::fmt_fixed(q.p90, d),
+        super::fmt_fixed(q.p99, d),
+        super::fmt_fixed(q.p99_9, d),
+        super::fmt_fixed(q.max, d),
+        super::fmt_fixed(s.summary.mean, d),
         s.unit.symbol().to_string(),
         s.cpu_per_op
-            .map_or_else(|| "n/a".to_string(), |c| format!("{c:.d$}")),
+            .map_or_else(|| "n/a".to_string(), |c| super::fmt_fixed(c, d)),
         s.summary.n.to_string(),
     ]
 }

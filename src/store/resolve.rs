@@ -122,8 +122,14 @@ pub fn invocation_priors(
             if groups.len() == PRIOR_RUNS {
                 break;
             }
-            let Some(doc) = db.document(run.run_id)? else {
-                continue;
+            // A stored document that fails its checks gives no prior: it is
+            // refused by name where it is itself asked for, never here.
+            let doc = match db.document(run.run_id) {
+                Ok(Some(doc)) => doc,
+                Ok(None) | Err(Error::InvalidDocument { .. } | Error::BadDocument { .. }) => {
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
             let same =
                 |d: &&Document| d.run.started == doc.run.started && d.run.seed == doc.run.seed;

@@ -105,12 +105,18 @@ pub(super) fn legend<'a, CT: CoordTranslate>(
 }
 
 /// Extends `lo..hi` by `frac` of its width on both sides (or ±1 when empty),
-/// never below zero when `lo` is not.
+/// never below zero when `lo` is not. A range that is not finite, or whose
+/// padded width is not (±1e308), is `0..1`: plotters' tick search never ends
+/// on an infinite width.
 pub(super) fn padded(lo: f64, hi: f64, frac: f64) -> std::ops::Range<f64> {
     let width = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
     let low = lo - width * frac;
     let low = if lo >= 0.0 { low.max(0.0) } else { low };
-    low..hi + width * frac
+    let high = hi + width * frac;
+    if !(high - low).is_finite() {
+        return 0.0..1.0;
+    }
+    low..high
 }
 
 /// Tick labels: about three significant digits, no trailing zeros.

@@ -125,7 +125,7 @@ pub(super) fn file_safe(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::report::fixture;
-    use draw::tick;
+    use draw::{padded, tick};
     use resvg::tiny_skia;
     use run_order::{MAX_LINE_POINTS, decimate};
 
@@ -263,6 +263,24 @@ mod tests {
         assert_eq!(dashes(&p.svg), 0);
         assert!(!p.svg.contains("(run 13)"));
         png(&p).unwrap();
+    }
+
+    #[test]
+    fn an_axis_of_infinite_width_is_a_finite_one() {
+        for (lo, hi) in [
+            (-1e308, 1e308),
+            (0.0, f64::MAX),
+            (f64::NEG_INFINITY, 1.0),
+            (f64::NAN, 1.0),
+            (f64::INFINITY, f64::NEG_INFINITY),
+        ] {
+            let r = padded(lo, hi, 0.12);
+            assert!(
+                (r.end - r.start).is_finite() && r.end > r.start,
+                "{lo}..{hi}: {r:?}"
+            );
+        }
+        assert_eq!(padded(10.0, 20.0, 0.1), 9.0..21.0);
     }
 
     #[test]
