@@ -682,11 +682,8 @@ fn read_lines(
             }
         };
         while let Ok(Some(cut)) = read_bounded_line(&mut reader, &mut buf) {
-            let text = String::from_utf8_lossy(&buf);
-            let line = text.trim_end_matches(['\n', '\r']).to_string();
-            buf.clear();
-            let is_protocol = protocol.is_some() && protocol::is_protocol(&line);
-            if is_protocol && cut {
+            // Decided on the bytes, before a copy of up to the bound is made.
+            if cut && protocol.is_some() && buf.first() == Some(&b'{') {
                 keep(format!(
                     "osbench: the guest wrote a protocol line of more than {} MiB; \
                      its channel was closed",
@@ -694,6 +691,10 @@ fn read_lines(
                 ));
                 return;
             }
+            let text = String::from_utf8_lossy(&buf);
+            let line = text.trim_end_matches(['\n', '\r']).to_string();
+            buf.clear();
+            let is_protocol = protocol.is_some() && protocol::is_protocol(&line);
             match &protocol {
                 Some(tx) if is_protocol => {
                     if tx.send(line).is_err() {
