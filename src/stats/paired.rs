@@ -133,17 +133,7 @@ mod tests {
         assert!((t_quantile(0.975, 1000.0) - 1.962_339_1).abs() < 1e-6);
     }
 
-    /// A log-normal-ish sample from the generator (Box–Muller on two uniforms).
-    fn sample(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 + 1e-12;
-                let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-                let normal = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                scale * (0.05 * normal).exp()
-            })
-            .collect()
-    }
+    use crate::stats::rng::log_normal_sample as sample;
 
     #[test]
     fn paired_ratios_cancel_drift_between_rounds() {

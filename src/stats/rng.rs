@@ -38,6 +38,20 @@ impl SplitMix64 {
     }
 }
 
+/// A log-normal-ish sample for the statistics' tests: `n` values around
+/// `scale` with a 5 % spread (Box–Muller on two uniforms).
+#[cfg(test)]
+pub(crate) fn log_normal_sample(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 + 1e-12;
+            let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let normal = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+            scale * (0.05 * normal).exp()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -222,17 +222,7 @@ mod tests {
         assert_eq!(mann_whitney_p(&[1.0, 1.0], &[1.0, 1.0]), 1.0);
     }
 
-    /// A log-normal-ish sample from the generator (Box–Muller on two uniforms).
-    fn sample(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 + 1e-12;
-                let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-                let normal = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                scale * (0.05 * normal).exp()
-            })
-            .collect()
-    }
+    use crate::stats::rng::log_normal_sample as sample;
 
     #[test]
     fn a_and_a_rarely_differ_and_the_interval_covers_one() {
