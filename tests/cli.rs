@@ -950,15 +950,17 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         .output()
         .unwrap();
     assert!(run.status.success());
-    planted_copy(&a, &b, 1.25, "osbench/1");
+    // Twice the time: beyond the spread of invocations on a loaded machine
+    // (CI saw ±16 % between 1 ms-sample invocations, and 25 % inconclusive).
+    planted_copy(&a, &b, 2.0, "osbench/1");
     let out = osbench().arg("compare").arg(&a).arg(&b).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("B/A  1.250") && text.contains("→ slower"),
+        text.contains("B/A  2.000") && text.contains("→ slower"),
         "{text}"
     );
-    assert!(text.contains("+25.0 %"), "seed-002 layout: {text}");
+    assert!(text.contains("+100.0 %"), "seed-002 layout: {text}");
     assert!(
         text.contains("Environment differences") && text.contains("6.99.0-planted"),
         "{text}"
@@ -992,10 +994,10 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         .arg("compare")
         .arg(&a)
         .arg(&b)
-        .args(["--gate", "30"])
+        .args(["--gate", "150"])
         .output()
         .unwrap();
-    assert_eq!(loose.status.code(), Some(0), "25 % is under a 30 % gate");
+    assert_eq!(loose.status.code(), Some(0), "100 % is under a 150 % gate");
     // The same document twice: never a difference; equivalent once the margin
     // is wider than the sampling noise of these short debug-build samples.
     let compare_self = |extra: &[&str]| {
