@@ -280,7 +280,7 @@ impl BenchDef {
 }
 
 /// How a family's cases are sampled; once a case is set up, the harness gets
-/// the matching [`crate::measure::Sampling`].
+/// the matching [`crate::measure::SampleMethod`].
 pub enum Sampling {
     /// Calibrated batches of many iterations. With a stand-in, it is sampled
     /// alternately with the case and its median subtracted (lmbench's `ovr`).

@@ -11,7 +11,8 @@ use crate::document::{ReferenceSeries, Series, SeriesKind, TargetOutcome};
 use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, PinGuard, Placement, pin_current_thread};
 use crate::measure::{
-    Clock, Events, Harness, Measured, Measurement, Meters, PerfPass, RawSample, Sampling, Workload,
+    Clock, Events, Harness, Measured, Measurement, Meters, PerfPass, RawSample, SampleMethod,
+    Workload,
 };
 use crate::stats::{bimodal, histogram, summarize};
 
@@ -174,16 +175,16 @@ fn sampling<'a>(
     case: &Case,
     stand_in: Option<&'a mut dyn Workload>,
     ops_per_iter: f64,
-) -> Sampling<'a> {
-    let batched = |stand_in| Sampling::Batched {
+) -> SampleMethod<'a> {
+    let batched = |stand_in| SampleMethod::Batched {
         stand_in,
         ops_per_iter,
     };
     match case.def.sampling {
-        bench::Sampling::WholeRuns => Sampling::WholeRuns,
-        bench::Sampling::Events(count) => Sampling::Events(count(&case.params)),
+        bench::Sampling::WholeRuns => SampleMethod::WholeRuns,
+        bench::Sampling::Events(count) => SampleMethod::Events(count(&case.params)),
         bench::Sampling::EventsFor(count) => match count(&case.params) {
-            Some(events) => Sampling::Events(events),
+            Some(events) => SampleMethod::Events(events),
             None => batched(stand_in),
         },
         bench::Sampling::Batched { .. } => batched(stand_in),

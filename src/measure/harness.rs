@@ -1,6 +1,6 @@
 //! The harness: runs a [`Workload`] between clock reads, with the meters
 //! read around them. [`Harness::sample`] takes a workload and its
-//! [`Sampling`] method ([`Harness::count`] runs the counting pass alone); the
+//! [`SampleMethod`] method ([`Harness::count`] runs the counting pass alone); the
 //! module doc of `measure` describes the method. Left out: the bookkeeping of accepted and rejected samples
 //! ([`super::sampler`]) and the overheads ([`super::overhead`]).
 
@@ -11,7 +11,7 @@ use super::counters::{self, Edge, PerfEvents};
 use super::interrupt::Interrupt;
 use super::meters::{MeterDelta, Meters, PerfPass};
 use super::sampler::{ACCEPT_LOW, MAX_ITERS, Measurement, Sampler, SamplingEnd, rescale};
-use super::workload::{Sampling, Workload};
+use super::workload::{SampleMethod, Workload};
 use crate::document::{Overhead, Policy, RawSample};
 use crate::error::{Error, Result};
 
@@ -283,9 +283,9 @@ impl<C: Clock> Harness<C> {
 
     /// Measures `workload` (already set up) by the `how` method: calibrated
     /// batches (with the stand-in sampled alternately), whole runs, or events.
-    pub fn sample(&self, workload: &mut dyn Workload, how: Sampling) -> Result<Measured> {
+    pub fn sample(&self, workload: &mut dyn Workload, how: SampleMethod) -> Result<Measured> {
         match how {
-            Sampling::Batched {
+            SampleMethod::Batched {
                 stand_in: None,
                 ops_per_iter,
             } => {
@@ -295,7 +295,7 @@ impl<C: Clock> Harness<C> {
                     stand_in: None,
                 })
             }
-            Sampling::Batched {
+            SampleMethod::Batched {
                 stand_in: Some(stand_in),
                 ops_per_iter,
             } => {
@@ -307,11 +307,11 @@ impl<C: Clock> Harness<C> {
                     stand_in,
                 })
             }
-            Sampling::WholeRuns => Ok(Measured::Samples {
+            SampleMethod::WholeRuns => Ok(Measured::Samples {
                 case: self.whole_runs(workload)?,
                 stand_in: None,
             }),
-            Sampling::Events(count) => Ok(Measured::Events(self.events(workload, count)?)),
+            SampleMethod::Events(count) => Ok(Measured::Events(self.events(workload, count)?)),
         }
     }
 
@@ -660,12 +660,12 @@ impl<C: Clock> Harness<C> {
     /// for the warm-up time — not waiting for the perf hooks to go off, since
     /// nothing timed here is kept — then counted as [`Self::sample`] would.
     /// An interrupt before or during it gives [`PerfPass::Skipped`].
-    pub fn count(&self, workload: &mut dyn Workload, how: Sampling) -> Result<PerfPass> {
+    pub fn count(&self, workload: &mut dyn Workload, how: SampleMethod) -> Result<PerfPass> {
         if self.meters.perf_names().is_empty() {
             return Ok(PerfPass::NotRun);
         }
         let counted = match how {
-            Sampling::Batched { .. } => {
+            SampleMethod::Batched { .. } => {
                 let target = self.policy.sample_time_ns as f64;
                 let mut iters = self.calibrate(workload, target)?;
                 let warm = || -> Result<()> {
@@ -676,13 +676,13 @@ impl<C: Clock> Harness<C> {
                 self.warm_up_until(warm, || false)
                     .and_then(|()| self.batch_pass(workload, iters))
             }
-            Sampling::WholeRuns => self
+            SampleMethod::WholeRuns => self
                 .warm_up_until(
                     || workload.prepare().and_then(|()| workload.run(1)),
                     || false,
                 )
                 .and_then(|()| self.whole_run_pass(workload)),
-            Sampling::Events(_) => self
+            SampleMethod::Events(_) => self
                 .warm_up_until(|| workload.run(EVENT_BATCH), || false)
                 .and_then(|()| {
                     workload.take_events();
@@ -1198,7 +1198,7 @@ mod tests {
             .unwrap();
         assert_eq!(m.perf, PerfPass::Later);
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
-        let how = Sampling::Batched {
+        let how = SampleMethod::Batched {
             stand_in: None,
             ops_per_iter: 1.0,
         };

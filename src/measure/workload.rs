@@ -1,5 +1,5 @@
 //! The interface between the harness and what it measures: a [`Workload`]
-//! (one set-up benchmark case) and the [`Sampling`] method the harness uses
+//! (one set-up benchmark case) and the [`SampleMethod`] method the harness uses
 //! for it. Benchmark families implement `Workload`; only the harness calls it.
 //! Left out: how a workload is set up or named (that is `bench`'s registry).
 
@@ -12,13 +12,13 @@ pub trait Workload {
     /// between its clock reads: no allocation, no printing, no clock reads.
     fn run(&mut self, iters: u64) -> Result<()>;
 
-    /// For [`Sampling::WholeRuns`]: gets the next run ready (e.g. starts and
+    /// For [`SampleMethod::WholeRuns`]: gets the next run ready (e.g. starts and
     /// synchronises its workers); called untimed before each timed `run(1)`.
     fn prepare(&mut self) -> Result<()> {
         Ok(())
     }
 
-    /// For [`Sampling::Events`]: the latencies (ns) recorded since the last
+    /// For [`SampleMethod::Events`]: the latencies (ns) recorded since the last
     /// call. Such workloads timestamp each event themselves with
     /// [`super::clock::monotonic_ns`], since an event is shorter than a batch.
     fn take_events(&mut self) -> Vec<u64> {
@@ -37,7 +37,7 @@ pub trait Workload {
 }
 
 /// How the harness samples a workload.
-pub enum Sampling<'a> {
+pub enum SampleMethod<'a> {
     /// Calibrated batches of many iterations, each sample near the target
     /// time. With `stand_in`, that workload (the operation without the part
     /// being measured, lmbench's `ovr`) is sampled alternately with the case.
