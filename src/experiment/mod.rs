@@ -31,7 +31,7 @@ use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
-use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio};
+use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio_ci};
 use case::CaseEnd;
 pub use case::NOISY_CV;
 use config::Applied;
@@ -708,7 +708,8 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
                 if n < 3 {
                     return None;
                 }
-                let (ratio, _) = paired_log_ratio(&base[..n], &cand[..n]);
+                // The interval alone: the sign-flip test is 2^n sums a look.
+                let ratio = paired_log_ratio_ci(&base[..n], &cand[..n]);
                 widest = widest.max(ratio.relative_half_width());
             }
         }
