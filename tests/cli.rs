@@ -26,11 +26,10 @@ fn osbench() -> Command {
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
 
-/// `osbench ARGS QUICK --json JSON`, which must succeed.
-fn quick_run(args: &[&str], json: &Path) -> std::process::Output {
+/// `osbench ARGS --json JSON`, which must succeed.
+fn run_ok(args: &[&str], json: &Path) -> std::process::Output {
     let out = osbench()
         .args(args)
-        .args(QUICK)
         .arg("--json")
         .arg(json)
         .output()
@@ -41,6 +40,11 @@ fn quick_run(args: &[&str], json: &Path) -> std::process::Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `osbench ARGS QUICK --json JSON`, which must succeed.
+fn quick_run(args: &[&str], json: &Path) -> std::process::Output {
+    run_ok(&[args, &QUICK[..]].concat(), json)
 }
 
 #[test]
@@ -743,17 +747,8 @@ fn proc_runs_all_six_cases() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
     // 10 ms samples: a 1 ms sample of a few forks was too noisy to accept in CI.
-    let out = osbench()
-        .args(["run", "proc", "-q", "--samples", "3", "--sample-time", "10"])
-        .args(["--warmup", "0", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["run", "proc", "-q", "--samples", "3", "--sample-time", "10"];
+    run_ok(&[&args[..], &["--warmup", "0"]].concat(), &json);
     let cases: Vec<String> = read_document(&json)
         .unwrap()
         .series
@@ -849,27 +844,17 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-    let run = osbench()
-        .args([
-            "run",
-            "stream:kind=unix",
-            "-q",
-            "--no-perf",
-            "--samples",
-            "12",
-            // Separate runs are compared invocation by invocation.
-            "--invocations",
-            "6",
-        ])
-        .args(["--sample-time", "1", "--warmup", "0", "--json"])
-        .arg(&a)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    // Separate runs are compared invocation by invocation.
+    let args = [
+        "run",
+        "stream:kind=unix",
+        "-q",
+        "--no-perf",
+        "--samples",
+        "12",
+    ];
+    let quick = ["--invocations", "6", "--sample-time", "1", "--warmup", "0"];
+    run_ok(&[&args[..], &quick[..]].concat(), &a);
     // Ten times the MB/s: beyond the spread of invocations on a loaded machine
     // (CI saw invocation medians 3.4x apart beside other tests' builds).
     planted_copy(&a, &b, 0.1, "osbench/1");

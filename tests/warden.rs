@@ -4,11 +4,10 @@
 //! whatever osbench leaves behind comes to it; this file holds one test, so
 //! no other test's orphans do.
 
-use std::fs;
-use std::process::Command;
-use std::time::Duration;
+mod common;
 
-use assert_cmd::cargo::CommandCargoExt;
+use std::fs;
+use std::time::Duration;
 
 /// The `/proc/PID/stat` lines of the processes whose parent is `parent`.
 fn children_of(parent: u32) -> Vec<String> {
@@ -35,16 +34,11 @@ fn osbench_leaves_no_warden_behind() {
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) }, 0);
     let dir = tempfile::tempdir().unwrap();
     // `time` guards its timed commands, so it starts a warden.
-    let out = Command::cargo_bin("osbench")
-        .unwrap()
-        .args(["time", "true", "--runs", "2", "--no-store", "-q"])
-        .env("OSBENCH_STORE", dir.path().join("s.sqlite"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::ok(
+        common::osbench_at(dir.path().join("s.sqlite"))
+            .args(["time", "true", "--runs", "2", "--no-store", "-q"])
+            .output()
+            .unwrap(),
     );
     // A warden left running ends at once when osbench is gone, and then
     // waits for this process to reap it.
