@@ -86,13 +86,16 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// Samples per case when `--samples` is not given (lmbench's 11).
+const DEFAULT_SAMPLES: u32 = 11;
+
 /// How each case is measured: `run`'s and `fleet run`'s options.
 #[derive(Args)]
 pub struct MeasureArgs {
-    /// Accepted samples per case (lmbench takes 11)
-    #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
+    /// Accepted samples per case [default: 11, as lmbench takes; the quick suite's hackbench 6]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=Policy::MAX_SAMPLES as i64))]
-    samples: u32,
+    samples: Option<u32>,
     /// Target duration of one sample, in milliseconds
     #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
           allow_negative_numbers = true)]
@@ -123,7 +126,11 @@ pub struct MeasureArgs {
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them).
-    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>) -> Plan {
+    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>) -> Plan {
+        if self.samples.is_some() {
+            // Samples asked for are what every case takes.
+            cases.iter_mut().for_each(|c| c.samples = None);
+        }
         Plan {
             cases,
             seed: self.seed.unwrap_or_else(seed_from_clock),
@@ -134,7 +141,7 @@ impl MeasureArgs {
             target_ci: None,
             max_time: None,
             policy: Policy {
-                samples: self.samples as usize,
+                samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
                 sample_time_ns: (self.sample_time * 1e6).round() as u64,
                 warmup_ns: (self.warmup * 1e6).round() as u64,
             },

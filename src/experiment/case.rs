@@ -181,7 +181,9 @@ fn sampling<'a>(
         ops_per_iter,
     };
     match case.def.sampling {
-        bench::Sampling::WholeRuns => SampleMethod::WholeRuns,
+        bench::Sampling::WholeRuns => SampleMethod::WholeRuns {
+            samples: case.samples,
+        },
         bench::Sampling::Events(count) => SampleMethod::Events(count(&case.params)),
         bench::Sampling::EventsFor(count) => match count(&case.params) {
             Some(events) => SampleMethod::Events(events),

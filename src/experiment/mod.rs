@@ -867,6 +867,7 @@ mod tests {
         Case {
             def: &FAKE,
             params: Params::new(&FAKE, &[("cost", cost)]),
+            samples: None,
         }
     }
 
