@@ -30,9 +30,12 @@ pub struct HistoryArgs {
     case: super::history_changes::CaseArgs,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    quiet: super::QuietArg,
 }
 
 pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
     if let Some(done) = super::history_changes::history(&args.case, &args.store) {
         return done;
     }

@@ -186,6 +186,19 @@ impl VerdictArgs {
         }
     }
 
+    /// An error when the gate lies inside the equivalence margin: a
+    /// significant slowdown between the two would be called "slower …,
+    /// within ±E%" and would not be a regression the gate stops on.
+    fn refuse_gate_inside_margin(&self) -> anyhow::Result<()> {
+        let equivalence = self.equivalence.unwrap_or(1.0);
+        match self.gate {
+            Some(gate) if gate < equivalence => anyhow::bail!(
+                "--gate {gate} lies inside the equivalence margin ±{equivalence}%: a slowdown                  between {gate}% and {equivalence}% would be judged \"slower, within                  ±{equivalence}%\" and pass the gate; give --equivalence {gate} or less, or                  --gate {equivalence} or more"
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// An error when `--equivalence` or `--gate` was given where nothing is
     /// compared (`why` says what makes it so): they would do nothing.
     fn refuse_without_comparison(&self, why: &str) -> anyhow::Result<()> {
@@ -210,9 +223,9 @@ impl VerdictArgs {
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
         match (self.gate, comparison) {
             (Some(pct), Some(c)) if c.gate_tripped(pct) => {
-                eprintln!(
+                note(&format!(
                     "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-                );
+                ));
                 ExitCode::from(1)
             }
             _ => ExitCode::SUCCESS,
@@ -390,6 +403,33 @@ fn control_characters_escaped(e: &clap::Error) -> Option<String> {
         "error: invalid value '{}' for '{arg}'{why}",
         value.escape_debug()
     ))
+}
+
+/// Set by `-q` on commands that print results only through their tables
+/// and files (compare, history, export, plot, report): [`note`] is then silent.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q`, `--quiet` of compare, history, export, plot and report.
+#[derive(Args)]
+struct QuietArg {
+    /// No messages on stderr (warnings, files written, the gate's line; the exit status
+    /// still says it): the results only
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl QuietArg {
+    /// Makes [`note`] silent for the rest of the command when `-q` was given.
+    fn apply(&self) {
+        QUIET.store(self.quiet, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A message on stderr (`osbench: wrote …`, a warning), unless `-q` was given.
+fn note(line: &str) {
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
 }
 
 fn one_line(s: &str) -> String {

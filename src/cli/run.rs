@@ -178,7 +178,12 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
-    if plan.policy.samples < 6 && !args.quiet {
+    if plan.policy.samples == 1 && !args.quiet {
+        eprintln!(
+            "osbench: warning: with one sample a case has no spread and no interval; take 6 or \
+             more --samples for a 95% interval of the median"
+        );
+    } else if plan.policy.samples < 6 && !args.quiet {
         eprintln!(
             "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
              probability; the CI shown is min–max with its true coverage"
@@ -195,6 +200,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     });
     let doc = &outcome.document;
     print_results(doc, comparison.as_ref(), console);
+    progress.digest();
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
@@ -245,6 +251,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// Refuses flags that would do nothing with `configs` configurations,
 /// rather than accept them silently.
 fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
+    args.verdict.refuse_gate_inside_margin()?;
     if configs >= 2 {
         return Ok(());
     }
@@ -328,8 +335,8 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
 
 /// The run's error, saying how far it got and where what it measured was kept.
 fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
-    // Each series holds one median per round it completed (one without configurations).
-    let measured: usize = doc.series.iter().map(|s| s.rounds.len().max(1)).sum();
+    // The case an interrupt cut short is not counted as measured.
+    let measured = Plan::steps_done(&doc.series);
     let progress = if measured < plan.steps() {
         format!(
             "run stopped early after {measured} of {} cases",
