@@ -28,6 +28,9 @@ use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed
 /// from the store, or says too few.
 pub const DEFAULT_INVOCATIONS: usize = 1;
 
+/// The most rounds `--target-ci` adds with configurations unless `--rounds` says.
+const TARGET_CI_ROUNDS: usize = 60;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
@@ -57,10 +60,12 @@ pub struct RunArgs {
     /// env, params ("bench.key" = value), pin; see docs/design-notes.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
-    /// Rounds when comparing configurations (each runs every configuration once per case);
-    /// with --target-ci the most rounds [default: 10; with --target-ci 20]
+    /// Rounds when comparing configurations (each runs every configuration once per case),
+    /// 2 to 1000; with --target-ci the most rounds [default: 10; with --target-ci 60]. The
+    /// sign-flip test is exact up to 20 rounds; beyond, its p-value comes from 20000 random
+    /// sign patterns (fixed seed)
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MOST_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Precision on demand. Without configurations: each case takes more samples (past
     /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
@@ -239,7 +244,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
-            (None, Some(_)) => osbench::stats::paired::MAX_ROUNDS,
+            (None, Some(_)) => TARGET_CI_ROUNDS,
             (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),

@@ -29,7 +29,7 @@ use crate::document::{
     Unit,
 };
 use crate::error::{Error, Result};
-use crate::stats::paired::{block_medians, paired_log_ratio};
+use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
 use crate::stats::replicates::{
     Prior, SpreadSource, compare_replicates, geometric_centre, replicate_interval,
 };
@@ -523,10 +523,15 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         ));
     }
     apply_verdicts(&mut rows, options);
+    let rounds = doc.run.schedule.len();
     let method = format!(
-        "Paired over {} rounds: geometric means of per-round ratios of medians (candidate ÷ A, above 1: \
-         slower), t intervals on their logs, exact sign-flip p",
-        doc.run.schedule.len()
+        "Paired over {rounds} rounds: geometric means of per-round ratios of medians (candidate ÷ A, \
+         above 1: slower), t intervals on their logs, {}",
+        if rounds > MAX_ROUNDS {
+            format!("sign-flip p from {SIGN_FLIP_DRAWS} random sign patterns")
+        } else {
+            "exact sign-flip p".to_string()
+        }
     );
     Ok(Comparison {
         labels: names,

@@ -31,7 +31,7 @@ use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
-use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio_ci};
+use crate::stats::paired::paired_log_ratio_ci;
 use case::CaseEnd;
 pub use case::NOISY_CV;
 use config::Applied;
@@ -721,7 +721,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
             let base = rounds_of(0, slot)?;
             for c in 1..self.configs.len() {
                 let cand = rounds_of(c, slot)?;
-                let n = base.len().min(cand.len()).min(MAX_ROUNDS);
+                let n = base.len().min(cand.len());
                 if n < 3 {
                     return None;
                 }
