@@ -94,9 +94,13 @@ impl Progress {
         } else {
             Mode::Lines
         };
+        Self::with_mode(mode, total == 0)
+    }
+
+    fn with_mode(mode: Mode, counts_rounds: bool) -> Self {
         Self {
             mode,
-            counts_rounds: total == 0,
+            counts_rounds,
             step: None,
             warned: Vec::new(),
             finished: BTreeMap::new(),
@@ -110,8 +114,15 @@ impl Progress {
     /// that gave it and in how many of their rounds (nothing when quiet or
     /// when no case warned).
     pub fn digest(&self) {
+        if let Some(text) = self.digest_text() {
+            self.say(&text);
+        }
+    }
+
+    /// What [`Progress::digest`] says.
+    fn digest_text(&self) -> Option<String> {
         if matches!(self.mode, Mode::Quiet) || self.warned.is_empty() {
-            return;
+            return None;
         }
         let what = if self.step.is_some() {
             "rounds"
@@ -147,7 +158,7 @@ impl Progress {
                 shift.correlation, shift.pairs
             ));
         }
-        self.say(out.trim_end());
+        Some(out.trim_end().to_string())
     }
 
     /// Notes `warning` of `case`; true the first time it comes for that case.
@@ -328,5 +339,49 @@ impl Observer for Progress {
             };
             eprintln!("{what}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use osbench::document::Unit;
+
+    /// Case `case` of configuration `config` with `warnings`, as one round measured it.
+    fn measured(case: &str, config: &str, warnings: &[String]) -> Series {
+        let summary = osbench::stats::summarize(&[100.0]).unwrap();
+        let mut s = Series::new("syscall", case.into(), Unit::Ns, vec![100.0], summary);
+        s.config = config.into();
+        s.warnings = warnings.to_vec();
+        s
+    }
+
+    #[test]
+    fn a_warning_of_every_round_is_said_once_and_counted_at_the_end() {
+        let mut progress = Progress::with_mode(Mode::Lines, false);
+        for round in 0..4 {
+            // Every round of [a] warns, with its own CV; [b] in rounds 1 and 3 only.
+            let spread = format!("high spread between samples (CV {}.5%); re-run", 11 + round);
+            for (config, warns) in [("a", true), ("b", round % 2 == 1)] {
+                progress.step(round, 4, config);
+                let warnings = if warns {
+                    vec![spread.clone()]
+                } else {
+                    Vec::new()
+                };
+                progress.case_finished(&measured("read", config, &warnings));
+            }
+        }
+        // One entry a case: the warning was printed the first time only.
+        assert_eq!(progress.warned.len(), 2);
+        assert_eq!(progress.warned[0].count, 4);
+        let digest = progress.digest_text().unwrap();
+        assert_eq!(
+            digest,
+            "osbench: 2 warnings (each said once above):\n  \
+             syscall read [a]: high spread between samples (CV 11.5%) — in 4 of 4 rounds\n  \
+             syscall read [b]: high spread between samples (CV 12.5%) — in 2 of 4 rounds"
+        );
+        assert_eq!(Progress::with_mode(Mode::Quiet, false).digest_text(), None);
     }
 }
