@@ -366,4 +366,29 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("No stored run has nosuch:case"), "{stderr}");
+
+    // relabel and rm: asked for off a terminal, done with --yes.
+    let (code, stderr) = status_and_stderr(
+        osbench(dir.path())
+            .args(["relabel", "one", "kept"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("give --yes"), "{stderr}");
+    ok(osbench(dir.path())
+        .args(["relabel", "one", "kept", "--yes"])
+        .output()
+        .unwrap());
+    let listed = ok(osbench(dir.path()).arg("history").output().unwrap()).0;
+    assert!(
+        listed.contains("kept") && !listed.contains(" one "),
+        "{listed}"
+    );
+    ok(osbench(dir.path())
+        .args(["rm", "kept", "--yes"])
+        .output()
+        .unwrap());
+    let listed = ok(osbench(dir.path()).arg("history").output().unwrap()).0;
+    assert!(listed.starts_with("No stored run matches"), "{listed}");
 }

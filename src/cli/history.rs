@@ -52,6 +52,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         label: args.label,
         kernel: args.kernel,
         host: args.case.only.host.clone(),
+        min_samples: args.case.only.min_samples.map(i64::from),
     };
     let db = Store::open_existing(&location)?;
     let rows = db.list(&filter)?;

@@ -75,6 +75,11 @@ pub struct OnlyArgs {
     /// of its own
     #[arg(long, value_name = "NAME")]
     pub config: Option<String>,
+    /// Leave out runs that took fewer than N samples (in a case history, of the case; in the
+    /// run list, in every series), e.g. a quick `--samples 1` try beside n = 11 runs
+    #[arg(long = "min-samples", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_samples: Option<u32>,
 }
 
 impl OnlyArgs {
@@ -151,6 +156,7 @@ fn read(
         &case.case,
         only.config.as_deref(),
         only.host.as_deref(),
+        only.min_samples.map(i64::from),
     )?;
     let (runs, notes) = plausible_runs(runs);
     for note in notes {

@@ -6,7 +6,8 @@
 //! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
 //! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
-//! `compare`, `list`, `env`, `plot`, `report`, `history`, `export`, `import`;
+//! `compare`, `list`, `env`, `plot`, `report`, `history`, `export`, `import`,
+//! `rm` and `relabel` in `remove`;
 //! the store and export-file options in `save`, a case's history in `history_changes`,
 //! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
 //! page in `generate`); the work itself is the library's.
@@ -24,6 +25,7 @@ mod import;
 mod list;
 mod plot;
 mod progress;
+mod remove;
 mod report;
 mod run;
 mod save;
@@ -124,6 +126,11 @@ enum Command {
     History(history::HistoryArgs),
     /// Write a stored run to files (JSON document, Markdown, CSV)
     Export(export::ExportCmd),
+    /// Remove stored runs (ids or labels), after a confirmation or with --yes
+    Rm(remove::RmArgs),
+    /// Give a stored run (an id, or every run with a label) a new label, after a
+    /// confirmation or with --yes
+    Relabel(remove::RelabelArgs),
     /// Add result documents (e.g. from another machine) to the results store
     Import(import::ImportCmd),
     /// Draw a result document's plots, and cases' histories (--history), each as SVG and PNG
@@ -272,6 +279,8 @@ pub fn main() -> ExitCode {
         }
         Command::History(args) => history::history(args),
         Command::Export(args) => export::export(args),
+        Command::Rm(args) => remove::rm(args),
+        Command::Relabel(args) => remove::relabel(args),
         Command::Import(args) => import::import(args),
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),

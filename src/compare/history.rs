@@ -1,7 +1,8 @@
 //! A case's history: its stored runs (one median each, in time order) cut
-//! into series that can be compared over time — one per host and
-//! configuration, since another machine or another configuration is not a
-//! change in time — each with its change points
+//! into series that can be compared over time — one per host, experiment
+//! and configuration, since another machine or another configuration (a
+//! configuration `a` of another experiment among them) is not a change in
+//! time — each with its change points
 //! ([`crate::stats::changepoint`]). The store reads the runs; reporters
 //! render the result. Left out: choosing which runs to read (the caller
 //! filters by host and configuration through the store).
@@ -16,6 +17,8 @@ pub struct CaseHistory {
     pub bench: String,
     pub case: String,
     pub config: String,
+    /// The experiment of the configuration (`a,b #1f0c3a9e`; empty without one).
+    pub experiment: String,
     pub host: String,
     /// The unit of the medians; `None` for a unit this osbench does not know.
     pub unit: Option<Unit>,
@@ -26,7 +29,7 @@ pub struct CaseHistory {
 }
 
 /// `runs` (of `bench` `case`, oldest first) as one history per host,
-/// configuration and unit, in order of each one's first run, each tested
+/// experiment, configuration and unit, in order of each one's first run, each tested
 /// for change points with `options` when given.
 pub fn case_histories(
     bench: &str,
@@ -35,7 +38,14 @@ pub fn case_histories(
     options: Option<&Options>,
 ) -> Vec<CaseHistory> {
     let mut groups: Vec<Vec<CaseRun>> = Vec::new();
-    let key = |r: &CaseRun| (r.hostname.clone(), r.config.clone(), r.unit.clone());
+    let key = |r: &CaseRun| {
+        (
+            r.hostname.clone(),
+            r.experiment.clone(),
+            r.config.clone(),
+            r.unit.clone(),
+        )
+    };
     for run in runs {
         match groups.iter_mut().find(|g| key(&g[0]) == key(&run)) {
             Some(group) => group.push(run),
@@ -51,6 +61,7 @@ pub fn case_histories(
                 bench: bench.to_string(),
                 case: case.to_string(),
                 config: first.config.clone(),
+                experiment: first.experiment.clone(),
                 host: first.hostname.clone(),
                 unit: unit(&first.unit),
                 detection: options.map(|o| changepoint::detect(&medians, o)),
@@ -108,6 +119,7 @@ pub(crate) mod tests {
             hostname: host.into(),
             kernel: "6.18.44".into(),
             config: config.into(),
+            experiment: String::new(),
             unit: "ns".into(),
             n: 30,
             median,

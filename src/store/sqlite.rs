@@ -447,7 +447,7 @@ mod tests {
             "series indexed from the stored document"
         );
         let medians = store
-            .case_history("syscall", "null", Some("patched, \"v2\""), None)
+            .case_history("syscall", "null", Some("patched, \"v2\""), None, None)
             .unwrap();
         assert_eq!(medians.len(), 1);
         assert_eq!(medians[0].median, 90.25);
