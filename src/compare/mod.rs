@@ -523,16 +523,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         ));
     }
     apply_verdicts(&mut rows, options);
-    let rounds = doc.run.schedule.len();
-    let method = format!(
-        "Paired over {rounds} rounds: geometric means of per-round ratios of medians (candidate ÷ A, \
-         above 1: slower), t intervals on their logs, {}",
-        if rounds > MAX_ROUNDS {
-            format!("sign-flip p from {SIGN_FLIP_DRAWS} random sign patterns")
-        } else {
-            "exact sign-flip p".to_string()
-        }
-    );
+    let method = paired_method(doc.run.schedule.len());
     Ok(Comparison {
         labels: names,
         rows,
@@ -552,6 +543,19 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         options,
         drift: Vec::new(),
     })
+}
+
+/// How [`paired`] compares `rounds` rounds, in words.
+fn paired_method(rounds: usize) -> String {
+    format!(
+        "Paired over {rounds} rounds: geometric means of per-round ratios of medians (candidate ÷ A, \
+         above 1: slower), t intervals on their logs, {}",
+        if rounds > MAX_ROUNDS {
+            format!("sign-flip p from {SIGN_FLIP_DRAWS} random sign patterns")
+        } else {
+            "exact sign-flip p".to_string()
+        }
+    )
 }
 
 /// Compares the commands of one `osbench time` run, paired by round: the

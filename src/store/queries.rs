@@ -55,8 +55,8 @@ pub struct CaseRun {
     pub hostname: String,
     pub kernel: String,
     pub config: String,
-    /// The experiment the configuration belongs to ([`experiment_key`]; empty
-    /// in a run without configurations).
+    /// The experiment the configuration belongs to (its configurations'
+    /// names and a digest, `a,b #1f0c3a9e`; empty in a run without them).
     pub experiment: String,
     /// The series' unit as documents name it ("ns", "us", "s").
     pub unit: String,
