@@ -28,6 +28,16 @@ const QUICK: [&str; 7] = [
     "--no-perf",
 ];
 
+/// An A/A run: one case, two configurations that set nothing up.
+const AA_RUN: [&str; 6] = [
+    "run",
+    "syscall:case=null",
+    "--config",
+    "a=",
+    "--config",
+    "b=",
+];
+
 /// The number after `label` on the line of `text` that starts with it (after spaces).
 fn number_after(text: &str, label: &str) -> f64 {
     let line = text
@@ -43,8 +53,12 @@ fn number_after(text: &str, label: &str) -> f64 {
         .unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
-fn status_and_stderr(out: std::process::Output) -> (Option<i32>, String) {
-    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+/// `osbench ARGS` in `dir`, which must exit 2 saying `expected` on stderr.
+fn fails(dir: &Path, args: &[&str], expected: &str) {
+    let out = osbench(dir).args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
 }
 
 #[test]
@@ -52,14 +66,7 @@ fn an_a_a_run_shows_one_change_and_intervals_over_its_rounds() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("aa.json");
     let out = osbench(dir.path())
-        .args([
-            "run",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-        ])
+        .args(AA_RUN)
         .args(["--rounds", "4", "--no-store", "--json"])
         .arg(&json)
         .args(QUICK)
@@ -134,27 +141,14 @@ fn a_gate_inside_the_equivalence_margin_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let contradiction = ["--gate", "3", "--equivalence", "5"];
     for args in [
-        &[
-            "run",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-        ][..],
+        &AA_RUN[..],
         &["compare", "x.json", "y.json"][..],
         &["time", "true", "true"][..],
     ] {
-        let out = osbench(dir.path())
-            .args(args)
-            .args(contradiction)
-            .output()
-            .unwrap();
-        let (code, stderr) = status_and_stderr(out);
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains("--gate 3 lies inside the equivalence margin ±5%"),
-            "{stderr}"
+        fails(
+            dir.path(),
+            &[args, &contradiction[..]].concat(),
+            "--gate 3 lies inside the equivalence margin ±5%",
         );
     }
 }
@@ -238,14 +232,7 @@ fn rounds_go_beyond_twenty_with_a_drawn_sign_flip_test() {
     .0;
     assert!(help.contains("exact up to 20 rounds"), "{help}");
     let out = osbench(dir.path())
-        .args([
-            "run",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-        ])
+        .args(AA_RUN)
         .args(["--rounds", "21", "--no-store", "-q"])
         .args([
             "--samples",
@@ -264,15 +251,13 @@ fn rounds_go_beyond_twenty_with_a_drawn_sign_flip_test() {
             && stdout.contains("sign-flip p from 20000 random sign patterns"),
         "{stdout}"
     );
-    let (code, stderr) = status_and_stderr(
-        osbench(dir.path())
-            .args([
-                "run", "syscall", "--config", "a=", "--config", "b=", "--rounds", "1001",
-            ])
-            .output()
-            .unwrap(),
+    fails(
+        dir.path(),
+        &[
+            "run", "syscall", "--config", "a=", "--config", "b=", "--rounds", "1001",
+        ],
+        "1001",
     );
-    assert_eq!(code, Some(2), "{stderr}");
 }
 
 #[test]
@@ -301,14 +286,11 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
     );
 
     // --no-store --label: the label would be lost (with --json it is kept).
-    let (code, stderr) = status_and_stderr(
-        osbench(dir.path())
-            .args(["run", "syscall:case=null", "--no-store", "--label", "x"])
-            .output()
-            .unwrap(),
+    fails(
+        dir.path(),
+        &["run", "syscall:case=null", "--no-store", "--label", "x"],
+        "the label would be lost",
     );
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("the label would be lost"), "{stderr}");
 
     // A run compared with itself: by file, and by stored run id.
     for (x, y, what) in [
@@ -320,17 +302,8 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
         ("1", "1", "run 1"),
         ("one", "1", "run 1"),
     ] {
-        let (code, stderr) = status_and_stderr(
-            osbench(dir.path())
-                .args(["compare", x, y])
-                .output()
-                .unwrap(),
-        );
-        assert_eq!(code, Some(2), "{stderr}");
-        assert!(
-            stderr.contains(&format!("both hold {what}: a run compared with itself")),
-            "{stderr}"
-        );
+        let expected = format!("both hold {what}: a run compared with itself");
+        fails(dir.path(), &["compare", x, y], &expected);
     }
 
     // -q is accepted by compare, history, export, plot and report, and silences stderr.
@@ -347,35 +320,16 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
         assert_eq!(stderr, "", "{args:?}");
     }
     assert!(md.exists() && html.exists());
-    let (code, _) = status_and_stderr(
-        osbench(dir.path())
-            .args(["compare", "-q", "1", "nosuch"])
-            .output()
-            .unwrap(),
+    // compare takes -q (and then fails on the missing run).
+    fails(dir.path(), &["compare", "-q", "1", "nosuch"], "nosuch");
+    fails(
+        dir.path(),
+        &["history", "nosuch:case"],
+        "No stored run has nosuch:case",
     );
-    assert_eq!(
-        code,
-        Some(2),
-        "compare takes -q (and then fails on the missing run)"
-    );
-    let (code, stderr) = status_and_stderr(
-        osbench(dir.path())
-            .args(["history", "nosuch:case"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("No stored run has nosuch:case"), "{stderr}");
 
     // relabel and rm: asked for off a terminal, done with --yes.
-    let (code, stderr) = status_and_stderr(
-        osbench(dir.path())
-            .args(["relabel", "one", "kept"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("give --yes"), "{stderr}");
+    fails(dir.path(), &["relabel", "one", "kept"], "give --yes");
     ok(osbench(dir.path())
         .args(["relabel", "one", "kept", "--yes"])
         .output()
