@@ -1071,12 +1071,13 @@ fn keeps_a_clean_history(store: &mut Store) {
     assert_eq!(h.len(), 2, "{h:?}");
     assert_eq!(h[0].runs.len(), 4);
     assert_eq!(h[1].runs.iter().map(|r| r.run_id).collect::<Vec<_>>(), [5]);
+    let experiment = |i: usize| h[i].experiment.clone().unwrap();
     assert!(
-        h[0].experiment.starts_with("base,patched, \"v2\" #"),
+        experiment(0).starts_with("base,patched, \"v2\" #"),
         "{}",
-        h[0].experiment
+        experiment(0)
     );
-    assert_ne!(h[0].experiment, h[1].experiment);
+    assert_ne!(experiment(0), experiment(1));
     // --min-samples 2 leaves the one-sample run out of the history and the list.
     let h = history(store, Some(2));
     assert_eq!(

@@ -75,7 +75,7 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         .iter()
         .map(|r| osbench::store::resolve_side(r, location.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
-    refuse_same_runs(&args.runs, &resolved)?;
+    flag_same_runs(&args.runs, &resolved);
     let sides: Vec<Side> = resolved
         .iter()
         .map(|(label, docs)| Side {
@@ -108,12 +108,11 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
-/// An error when two sides hold the same run (a stored id, or the same
+/// A warning when two sides hold the same run (a stored id, or the same
 /// document twice): a run against itself shows no change by construction.
-fn refuse_same_runs(
-    args: &[String],
-    resolved: &[osbench::store::ResolvedSide],
-) -> anyhow::Result<()> {
+/// Flagged, not refused: comparing a run with itself is also how to look at
+/// the comparison's own layout.
+fn flag_same_runs(args: &[String], resolved: &[osbench::store::ResolvedSide]) {
     for (j, (_, later)) in resolved.iter().enumerate() {
         for (i, (_, earlier)) in resolved[..j].iter().enumerate() {
             let shared = later.iter().find(|(id, doc)| {
@@ -123,18 +122,15 @@ fn refuse_same_runs(
             });
             if let Some((id, _)) = shared {
                 let which = id.map_or("the same document".to_string(), |id| format!("run {id}"));
-                bail!(
-                    "'{}' and '{}' both hold {which}: a run compared with itself shows no change \
-                     by construction; give runs measured separately (to judge the noise of \
-                     identical set-ups, run the same set-up twice, or one run with \
-                     --config a= --config b=)",
-                    args[i],
-                    args[j]
+                eprintln!(
+                    "osbench: warning: '{}' and '{}' both hold {which}: a run compared with \
+                     itself shows no change by construction; to judge the noise of identical \
+                     set-ups, run the same set-up twice, or one run with --config a= --config b=",
+                    args[i], args[j]
                 );
             }
         }
     }
-    Ok(())
 }
 
 /// The stored spread of single invocations for the cases that every side

@@ -111,8 +111,9 @@ impl Progress {
     }
 
     /// After the results: every warning of the run once, with the cases
-    /// that gave it and in how many of their rounds (nothing when quiet or
-    /// when no case warned).
+    /// that gave it and in how many of their rounds (nothing when quiet, or
+    /// when no case of several rounds or invocations warned and the cases
+    /// did not shift together).
     pub fn digest(&self) {
         if let Some(text) = self.digest_text() {
             self.say(&text);
@@ -121,7 +122,17 @@ impl Progress {
 
     /// What [`Progress::digest`] says.
     fn digest_text(&self) -> Option<String> {
-        if matches!(self.mode, Mode::Quiet) || self.warned.is_empty() {
+        if matches!(self.mode, Mode::Quiet) {
+            return None;
+        }
+        // Said once already, a warning needs the digest only for its count
+        // (a case of several rounds or invocations), or with a shared shift.
+        let counted = self
+            .warned
+            .iter()
+            .any(|w| self.finished.get(&w.case).is_some_and(|&n| n > 1));
+        let shift = shared_shift(&self.run_order).filter(|_| !self.warned.is_empty());
+        if !counted && shift.is_none() {
             return None;
         }
         let what = if self.step.is_some() {
@@ -149,7 +160,7 @@ impl Progress {
             };
             out.push_str(&format!("  {case}{short}{count}\n"));
         }
-        if let Some(shift) = shared_shift(&self.run_order) {
+        if let Some(shift) = shift {
             out.push_str(&format!(
                 "  the cases' medians moved together in run order (lag-one correlation {:.2} over \
                  {} consecutive cases, each against its own median): the host's speed shifted \

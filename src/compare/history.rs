@@ -17,8 +17,10 @@ pub struct CaseHistory {
     pub bench: String,
     pub case: String,
     pub config: String,
-    /// The experiment of the configuration (`a,b #1f0c3a9e`; empty without one).
-    pub experiment: String,
+    /// The experiment of the configuration (`a,b #1f0c3a9e`), named only
+    /// where another history of the same host and configuration belongs to
+    /// another experiment: it tells them apart.
+    pub experiment: Option<String>,
     pub host: String,
     /// The unit of the medians; `None` for a unit this osbench does not know.
     pub unit: Option<Unit>,
@@ -52,16 +54,27 @@ pub fn case_histories(
             None => groups.push(vec![run]),
         }
     }
+    // (host, configuration, unit) of each group: shared by two groups, the
+    // experiment tells them apart.
+    let place = |g: &Vec<CaseRun>| {
+        (
+            g[0].hostname.clone(),
+            g[0].config.clone(),
+            g[0].unit.clone(),
+        )
+    };
+    let places: Vec<_> = groups.iter().map(place).collect();
     groups
         .into_iter()
         .map(|runs| {
+            let shared = places.iter().filter(|p| **p == place(&runs)).count() > 1;
             let medians: Vec<f64> = runs.iter().map(|r| r.median).collect();
             let first = &runs[0];
             CaseHistory {
                 bench: bench.to_string(),
                 case: case.to_string(),
                 config: first.config.clone(),
-                experiment: first.experiment.clone(),
+                experiment: shared.then(|| first.experiment.clone()),
                 host: first.hostname.clone(),
                 unit: unit(&first.unit),
                 detection: options.map(|o| changepoint::detect(&medians, o)),

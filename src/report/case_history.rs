@@ -11,18 +11,17 @@ use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};
 
 /// "syscall null on vm", with the configuration in brackets unless default
-/// and its experiment after the host ("(experiment a,b #1f0c3a9e)").
+/// and, where it tells two histories apart, the experiment after the host
+/// ("(experiment a,b #1f0c3a9e)").
 pub fn title(h: &CaseHistory) -> String {
     format!(
         "{} {} on {}{}",
         h.bench,
         case_label(&h.case, &h.config),
         h.host,
-        if h.experiment.is_empty() {
-            String::new()
-        } else {
-            format!(" (experiment {})", h.experiment)
-        }
+        h.experiment
+            .as_ref()
+            .map_or(String::new(), |e| format!(" (experiment {e})"))
     )
 }
 

@@ -119,7 +119,7 @@ pub(super) fn history_name(h: &CaseHistory) -> String {
             format!("-{}", file_safe(&h.config))
         },
         // The experiment's digest: two experiments' `a` are two files.
-        match h.experiment.rsplit_once('#') {
+        match h.experiment.as_deref().and_then(|e| e.rsplit_once('#')) {
             Some((_, digest)) => format!("-{}", file_safe(digest)),
             None => String::new(),
         }
