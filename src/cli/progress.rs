@@ -145,7 +145,10 @@ impl Progress {
             self.warned.len(),
             if self.warned.len() == 1 { "" } else { "s" }
         );
-        for w in &self.warned {
+        // The run's own warnings first, then case by case (each in the order it came).
+        let mut warned: Vec<&Warned> = self.warned.iter().collect();
+        warned.sort_by(|a, b| a.case.cmp(&b.case));
+        for w in warned {
             let of = self.finished.get(&w.case).copied().unwrap_or(1);
             let short = w.text.split("; ").next().unwrap_or(&w.text);
             let count = if of > 1 {
