@@ -534,4 +534,20 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
     }
+
+    #[test]
+    fn an_experiment_is_its_configurations_names_and_definitions() {
+        let doc = |configs: Value| serde_json::json!({ "run": { "configs": configs } });
+        assert_eq!(experiment_key(&doc(serde_json::json!([]))), "");
+        assert_eq!(experiment_key(&serde_json::json!({ "run": {} })), "");
+        let aa = experiment_key(&doc(serde_json::json!([{ "name": "a" }, { "name": "b" }])));
+        assert!(
+            aa.starts_with("a,b #") && aa.len() == "a,b #".len() + 8,
+            "{aa}"
+        );
+        let other = experiment_key(&doc(
+            serde_json::json!([{ "name": "a" }, { "name": "b", "setup": "echo 0 > /x" }]),
+        ));
+        assert!(other.starts_with("a,b #") && other != aa, "{other} {aa}");
+    }
 }
