@@ -28,6 +28,9 @@ use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed
 /// from the store, or says too few.
 pub const DEFAULT_INVOCATIONS: usize = 1;
 
+/// The most rounds `--target-ci` adds with configurations unless `--rounds` says.
+const TARGET_CI_ROUNDS: usize = 60;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
@@ -57,10 +60,12 @@ pub struct RunArgs {
     /// env, params ("bench.key" = value), pin; see docs/design-notes.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
-    /// Rounds when comparing configurations (each runs every configuration once per case);
-    /// with --target-ci the most rounds [default: 10; with --target-ci 20]
+    /// Rounds when comparing configurations (each runs every configuration once per case),
+    /// 2 to 1000; with --target-ci the most rounds [default: 10; with --target-ci 60]. The
+    /// sign-flip test is exact up to 20 rounds; beyond, its p-value comes from 20000 random
+    /// sign patterns (fixed seed)
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MOST_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Precision on demand. Without configurations: each case takes more samples (past
     /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
@@ -185,7 +190,12 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
-    if plan.policy.samples < 6 && !args.quiet {
+    if plan.policy.samples == 1 && !args.quiet {
+        eprintln!(
+            "osbench: warning: with one sample a case has no spread and no interval; take 6 or \
+             more --samples for a 95% interval of the median"
+        );
+    } else if plan.policy.samples < 6 && !args.quiet {
         eprintln!(
             "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
              probability; the CI shown is min–max with its true coverage"
@@ -202,6 +212,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     });
     let doc = &outcome.document;
     print_results(doc, comparison.as_ref(), console);
+    progress.digest();
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
@@ -240,7 +251,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
-            (None, Some(_)) => osbench::stats::paired::MAX_ROUNDS,
+            (None, Some(_)) => TARGET_CI_ROUNDS,
             (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
@@ -252,6 +263,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// Refuses flags that would do nothing with `configs` configurations,
 /// rather than accept them silently.
 fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
+    args.verdict.refuse_gate_inside_margin()?;
     if configs >= 2 {
         return Ok(());
     }
@@ -335,8 +347,8 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
 
 /// The run's error, saying how far it got and where what it measured was kept.
 fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
-    // Each series holds one median per round it completed (one without configurations).
-    let measured: usize = doc.series.iter().map(|s| s.rounds.len().max(1)).sum();
+    // The case an interrupt cut short is not counted as measured.
+    let measured = Plan::steps_done(&doc.series);
     let progress = if measured < plan.steps() {
         format!(
             "run stopped early after {measured} of {} cases",

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-use super::queries::{fingerprint, index_series};
+use super::queries::{experiment_key, fingerprint, index_series};
 use super::sql::{Conn, Param, bad_row, transaction};
 
 /// A data step some migrations need after their SQL.
@@ -15,6 +15,8 @@ enum Backfill {
     IndexSeries,
     /// Recompute every run's fingerprint (SHA-256 of the canonical JSON).
     Refingerprint,
+    /// Fill `runs.experiment` from the stored documents' configurations.
+    Experiments,
 }
 
 /// One schema step: `before`, then the data step, then `after`.
@@ -73,6 +75,13 @@ pub(super) const MIGRATIONS: &[Migration] = &[
          CREATE INDEX runs_hostname ON runs(hostname);
          CREATE INDEX series_case ON series(bench, case_name, config);",
     },
+    // Version 4: the experiment a run's configurations belong to, so that a
+    // configuration `a` of two unrelated experiments is two histories.
+    Migration {
+        before: "ALTER TABLE runs ADD COLUMN experiment TEXT NOT NULL DEFAULT '';",
+        backfill: Some(Backfill::Experiments),
+        after: "",
+    },
 ];
 
 /// The schema version this osbench writes.
@@ -108,6 +117,7 @@ fn migrate_locked<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
             match step.backfill {
                 Some(Backfill::IndexSeries) => index_stored_series(conn)?,
                 Some(Backfill::Refingerprint) => refingerprint(conn)?,
+                Some(Backfill::Experiments) => fill_experiments(conn)?,
                 None => {}
             }
             if !step.after.is_empty() {
@@ -143,6 +153,17 @@ fn refingerprint<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
         conn.execute(
             "UPDATE runs SET fingerprint = $1 WHERE id = $2",
             &[Param::Text(Some(fingerprint(&text))), Param::Int(id)],
+        )?;
+    }
+    Ok(())
+}
+
+fn fill_experiments<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        conn.execute(
+            "UPDATE runs SET experiment = $1 WHERE id = $2",
+            &[Param::Text(Some(experiment_key(&value))), Param::Int(id)],
         )?;
     }
     Ok(())

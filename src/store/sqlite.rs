@@ -447,10 +447,17 @@ mod tests {
             "series indexed from the stored document"
         );
         let medians = store
-            .case_history("syscall", "null", Some("patched, \"v2\""), None)
+            .case_history("syscall", "null", Some("patched, \"v2\""), None, None)
             .unwrap();
         assert_eq!(medians.len(), 1);
         assert_eq!(medians[0].median, 90.25);
+        // Version 4 filled in the experiment from the stored configurations.
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            medians[0].experiment,
+            crate::store::queries::experiment_key(&value)
+        );
+        assert!(medians[0].experiment.starts_with("base,patched, \"v2\" #"));
         // The old fingerprint ('x') became the document's SHA-256: a unique key.
         let print: String = Connection::open(&path)
             .unwrap()
