@@ -15,6 +15,7 @@ use osbench::document::Document;
 use osbench::report;
 use osbench::store::{Filter, Store};
 
+use super::ingest::{IngestArgs, Source};
 use super::save::{ExportArgs, StoreArgs};
 use super::{Console, VerdictArgs};
 
@@ -26,7 +27,9 @@ pub struct CompareArgs {
     #[arg(value_name = "RUN", num_args = 1.., required = true)]
     runs: Vec<String>,
     #[command(flatten)]
-    verdict: VerdictArgs,
+    pub(super) verdict: VerdictArgs,
+    #[command(flatten)]
+    ingest: IngestArgs,
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -50,7 +53,12 @@ pub struct CompareArgs {
 impl CompareArgs {
     /// Whether an output file is standard output (the table then goes to stderr).
     pub fn stdout_taken(&self) -> bool {
-        self.exports.stdout_taken()
+        self.outputs_to_stdout().unwrap_or(true)
+    }
+
+    /// Whether an output file is `-`; an error when several are.
+    fn outputs_to_stdout(&self) -> anyhow::Result<bool> {
+        super::save::one_stdout(self.exports.paths().into_iter().chain(self.ingest.paths()))
     }
 }
 
@@ -64,7 +72,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
              are compared by `run` itself, and a fleet run's by `compare RUN --by host`)"
         );
     }
+    args.outputs_to_stdout()?;
     let pending = args.exports.prepare()?;
+    let ingest = args.ingest.prepare()?;
     let location = args.store.location();
     let resolved = args
         .runs
@@ -100,6 +110,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         || report::markdown::comparison(&comparison),
         || report::csv::comparison(&comparison),
     )?;
+    let hosts: Vec<String> = sides.iter().map(|s| s.docs[0].host().to_string()).collect();
+    let source = Source::Saved(&comparison, &hosts);
+    ingest.commit(source, args.verdict.gate.unwrap_or(0.0), false)?;
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
@@ -155,6 +168,12 @@ fn priors(
 fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     if args.exports.markdown.is_some() || args.exports.csv.is_some() || !args.factors.is_empty() {
         bail!("--by host writes no Markdown or CSV and takes no --factor; use --json");
+    }
+    if args.ingest.paths().iter().any(Option::is_some) || args.verdict.bisect_exit {
+        bail!(
+            "--by host writes no OpenMetrics, JUnit or BMF file and has no --bisect-exit; \
+             compare one host's runs without --by host for those"
+        );
     }
     let options = args.verdict.options(args.seed);
     let pending = args.exports.prepare()?;

@@ -103,11 +103,6 @@ impl ExportArgs {
     pub fn paths(&self) -> [Option<&Path>; 3] {
         [&self.json, &self.markdown, &self.csv].map(Option::as_deref)
     }
-
-    /// Whether one of them is standard output (an error when several are).
-    pub fn stdout_taken(&self) -> bool {
-        one_stdout(self.paths()).unwrap_or(true)
-    }
 }
 
 impl PendingExports {

@@ -144,6 +144,11 @@ impl Change {
         }
     }
 
+    /// Whether this change is significantly slower than the baseline by more than `pct` %.
+    pub fn trips_gate(&self, pct: f64) -> bool {
+        self.verdict == Verdict::Slower && self.ci.ratio > 1.0 + pct / 100.0
+    }
+
     /// The verdict in words ([`Verdict::words`]) with what it was
     /// replicated over, the same in every rendering.
     pub fn words(&self, options: &Options) -> String {
@@ -660,12 +665,73 @@ impl Comparison {
         self.rows
             .iter()
             .flat_map(|r| &r.changes)
-            .any(|c| c.verdict == Verdict::Slower && c.ci.ratio > 1.0 + pct / 100.0)
+            .any(|c| c.trips_gate(pct))
+    }
+
+    /// What `git bisect` should make of a candidate judged by this
+    /// comparison: bad when a case trips the gate at `gate_pct` % (0: any
+    /// significant slowdown beyond the margin), else skip when a case could
+    /// not be decided (too few, inconclusive), else good.
+    pub fn bisect_step(&self, gate_pct: f64) -> BisectStep {
+        let changes = || self.rows.iter().flat_map(|r| &r.changes);
+        if changes().any(|c| c.trips_gate(gate_pct)) {
+            BisectStep::Bad
+        } else if self.rows.is_empty()
+            || changes().any(|c| {
+                matches!(
+                    c.verdict,
+                    Verdict::Inconclusive | Verdict::TooFew | Verdict::NoChange
+                )
+            })
+        {
+            BisectStep::Skip
+        } else {
+            BisectStep::Good
+        }
     }
 
     /// How many changes were tested (for the Holm note).
     pub fn tests(&self) -> usize {
         self.rows.iter().map(|r| r.changes.len()).sum()
+    }
+}
+
+/// A bisection step's outcome ([`Comparison::bisect_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BisectStep {
+    Good,
+    Bad,
+    Skip,
+}
+
+impl BisectStep {
+    /// The status `git bisect run` reads: 0 good, 1 bad, 125 skip.
+    pub const fn exit_status(self) -> u8 {
+        match self {
+            BisectStep::Good => 0,
+            BisectStep::Bad => 1,
+            BisectStep::Skip => 125,
+        }
+    }
+
+    /// What `git bisect` is told: good, bad, skip.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BisectStep::Good => "good",
+            BisectStep::Bad => "bad",
+            BisectStep::Skip => "skip",
+        }
+    }
+
+    /// The outcome in words, with its status.
+    pub fn words(self) -> &'static str {
+        match self {
+            BisectStep::Good => "good (exit 0): no case is slower beyond the margin",
+            BisectStep::Bad => "bad (exit 1): a case is slower beyond the margin",
+            BisectStep::Skip => {
+                "cannot decide (exit 125, skip): a case is inconclusive or has too few replicates"
+            }
+        }
     }
 }
 
