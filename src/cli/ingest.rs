@@ -98,6 +98,7 @@ impl PendingIngest {
         }
         if let Some(file) = self.junit {
             let (comparison, suite) = match source {
+                Source::Run(doc, c) if doc.run.time.is_some() => (c, "osbench time"),
                 Source::Run(_, c) => (c, "osbench run"),
                 Source::Saved(c, _) => (Some(c), "osbench compare"),
             };

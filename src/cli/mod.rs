@@ -9,7 +9,8 @@
 //! `compare`, `list`, `env`, `plot`, `report`, `history`, `export`, `import`;
 //! the store and export-file options in `save`, a case's history in `history_changes`,
 //! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
-//! page in `generate`); the work itself is the library's.
+//! page in `generate`, the OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in
+//! `bisect`); the work itself is the library's.
 
 mod agent;
 mod bisect;

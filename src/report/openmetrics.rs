@@ -266,7 +266,7 @@ fn number(x: f64) -> String {
     } else if x.is_infinite() {
         if x > 0.0 { "+Inf" } else { "-Inf" }.into()
     } else {
-        format!("{x:e}")
+        x.to_string()
     }
 }
 
@@ -278,7 +278,7 @@ mod tests {
     fn numbers_and_labels_are_written_as_the_format_asks() {
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(f64::NEG_INFINITY), "-Inf");
-        assert_eq!(number(1.5e-7), "1.5e-7");
+        assert_eq!(number(1.5e-7), "0.00000015");
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         let names = ["a", "b", "a"].map(String::from);
         assert_eq!(unique_names(&names), ["a", "b", "a#3"]);
