@@ -93,6 +93,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     let mut comparison = osbench::compare::compare_sides(&sides, &priors, options)?;
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
+    for finding in &comparison.kernel_log {
+        eprintln!("osbench: warning: {finding}");
+    }
     pending.commit(
         || {
             let record = serde_json::json!({

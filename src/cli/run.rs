@@ -196,7 +196,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
-    let mut outcome = experiment::run(&plan, interrupt, osbench::env::capture(), &mut progress);
+    let mut outcome = experiment::run(&plan, interrupt, args.save.environment(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
 

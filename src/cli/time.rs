@@ -182,7 +182,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         &plan,
         programs,
         &interrupt,
-        osbench::env::capture(),
+        args.save.environment(),
         &mut progress,
     );
     progress.finish();

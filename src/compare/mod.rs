@@ -186,6 +186,9 @@ pub struct Comparison {
     /// What the drift sentinels say of the machine's own speed on each side
     /// against the baseline, where it changed ("the machine itself ran …").
     pub drift: Vec<String>,
+    /// Kernel warnings and oopses a later side's log has that the baseline's
+    /// has not, in words ([`crate::env::logs::new_kernel_problems`]).
+    pub kernel_log: Vec<String>,
 }
 
 pub fn key(s: &Series) -> CaseKey {
@@ -288,7 +291,9 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     }
     apply_verdicts(&mut rows, options);
     let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
-    let env_diff = crate::env::diff(&firsts.iter().map(|d| &d.env).collect::<Vec<_>>());
+    let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
+    let env_diff = crate::env::diff(&envs);
+    let kernel_log = crate::env::logs::new_kernel_problems(&envs, &labels);
     let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
                   invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
                   with Student t 95% intervals on their logs, variance pooled over both sides \
@@ -305,6 +310,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         method,
         options,
         drift: drift_findings(sides),
+        kernel_log,
     })
 }
 
@@ -540,6 +546,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         method,
         options,
         drift: Vec::new(),
+        kernel_log: Vec::new(),
     })
 }
 
@@ -598,6 +605,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         method,
         options,
         drift: Vec::new(),
+        kernel_log: Vec::new(),
     })
 }
 

@@ -399,6 +399,7 @@ pub(crate) mod tests {
             method: "Unpaired: ratios of medians".into(),
             options: Options::default(),
             drift: Vec::new(),
+            kernel_log: Vec::new(),
         }
     }
 
