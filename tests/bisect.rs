@@ -163,3 +163,34 @@ fn bisect_refuses_revisions_it_cannot_bisect() {
     let trees = git(dir.path(), &["worktree", "list"]);
     assert_eq!(trees.lines().count(), 1, "{trees}");
 }
+
+/// `--case` runs the case as two configurations, each side's `--switch` in
+/// its work tree (here checking that side was built); an A/B too short to
+/// decide is no slowdown, so nothing is bisected. Without `--switch`, or without
+/// `--command` or `--case`, the command line is refused.
+#[test]
+fn bisect_by_case_runs_one_configuration_per_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, _, _) = repository(dir.path());
+    let third = git(dir.path(), &["rev-parse", "HEAD~5"]);
+    let bisect = |extra: &[&str]| {
+        osbench("bisect.sqlite")
+            .args(["bisect", "--repo", dir.path().to_str().unwrap()])
+            .args(["--good", &good, "--bad", &third, "--build", "sh build.sh"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // Three rounds cannot reach significance: the A/B of BAD cannot decide.
+    let case = ["--case", "syscall:case=null", "--switch", "test -x prog"];
+    let out = bisect(&[&case[..], &["--runs", "3"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not slower than --good"), "{err}");
+    assert!(err.contains("null: inconclusive: too few rounds"), "{err}");
+    for extra in [&["--case", "syscall:case=null"][..], &[]] {
+        let out = bisect(extra);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("required"));
+    }
+}

@@ -71,12 +71,18 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
     assert_eq!(doc_b["env"]["logs"]["dmesg"]["oopses"], 1);
     assert_eq!(doc_b["env"]["logs"]["dmesg"]["call_traces"], 1);
 
+    let record = dir.path().join("compare.json");
     let out = osbench("system-logs.sqlite")
         .arg("compare")
         .arg(&ja)
         .arg(&jb)
+        .arg("--json")
+        .arg(&record)
         .output()
         .unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    let kernel_log = record["kernel_log"][0].as_str().unwrap_or_default();
+    assert!(kernel_log.contains("1 oops"), "{record}");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -88,6 +88,10 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<ExitCode> {
             confirmed.verdict
         );
     }
+    eprintln!(
+        "osbench: {:.12} bad (--bad confirmed): {}",
+        confirmed.commit, confirmed.verdict
+    );
     bisection.steps.push(confirmed);
     let mut progress = bisection.begin()?;
     while progress == Progress::Next {

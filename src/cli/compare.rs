@@ -98,13 +98,16 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     }
     pending.commit(
         || {
-            let record = serde_json::json!({
+            let mut record = serde_json::json!({
                 "schema": osbench::document::SCHEMA,
                 "tool": osbench::document::Tool::this(),
                 "documents": comparison.labels,
                 "method": comparison.method,
                 "comparisons": comparison.records(),
             });
+            if !comparison.kernel_log.is_empty() {
+                record["kernel_log"] = comparison.kernel_log.clone().into();
+            }
             let mut bytes =
                 serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
             bytes.push(b'\n');
