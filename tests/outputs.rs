@@ -85,7 +85,7 @@ fn openmetrics_of_time_parses_with_prometheus_client() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("metrics.prom");
     let out = time_ab("0.02", "0.1", &["--openmetrics", arg(&file)]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::ok(out);
     let raw = fs::read_to_string(&file).unwrap();
     assert!(raw.ends_with("# EOF\n"), "{raw}");
     let parsed = python(PARSE_OPENMETRICS, &[arg(&file)]);
@@ -125,7 +125,7 @@ fn saved_run(dir: &Path, name: &str, secs: &str) -> PathBuf {
         .args(["--json", arg(&path)])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::ok(out);
     let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     for s in doc["series"].as_array_mut().unwrap() {
         let n = s["samples"].as_array().unwrap().len();
@@ -168,7 +168,7 @@ fn junit_of_compare_is_schema_valid_and_fails_the_slower_case() {
         .args(["--openmetrics", arg(&metrics)])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::ok(out);
     let xml = fs::read_to_string(&junit).unwrap();
     assert_eq!(
         python(VALIDATE_JUNIT, &[&junit_schema(), arg(&junit)]).trim(),
@@ -246,7 +246,7 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
         .args(["--junit", arg(&junit), "--bmf", arg(&bmf)])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::ok(out);
     assert_eq!(
         python(VALIDATE_JUNIT, &[&junit_schema(), arg(&junit)]).trim(),
         "valid"

@@ -42,11 +42,7 @@ fn run(root: Option<&Path>, json: &Path, extra: &[&str]) -> serde_json::Value {
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(out);
     serde_json::from_slice(&fs::read(json).unwrap()).unwrap()
 }
 

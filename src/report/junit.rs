@@ -50,7 +50,7 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
                 skipped += 1;
                 let _ = writeln!(cases, "      <skipped message=\"{}\"/>", attr(&words));
             }
-            let _ = writeln!(cases, "      <system-out>{}</system-out>", text(&words));
+            let _ = writeln!(cases, "      <system-out>{}</system-out>", attr(&words));
             cases.push_str("    </testcase>\n");
         }
     }
@@ -74,30 +74,20 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
     )
 }
 
-/// Text escaped for XML character data; characters XML 1.0 cannot hold
-/// (control characters other than tab and line feed) become U+FFFD.
-fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\t' | '\n' => out.push(ch),
-            c if c.is_control() => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Text escaped for a double-quoted XML attribute (line breaks kept as
-/// character references, which attribute normalisation would otherwise drop).
+/// Text escaped for XML, in character data and in double-quoted attributes
+/// alike (HTML's escaping, which XML reads the same); line breaks and tabs as
+/// character references (attribute normalisation would drop them), other
+/// control characters, which XML 1.0 cannot hold, as U+FFFD.
 fn attr(s: &str) -> String {
-    text(s)
-        .replace('"', "&quot;")
-        .replace('\n', "&#10;")
-        .replace('\t', "&#9;")
+    super::html::escape(s)
+        .chars()
+        .map(|c| match c {
+            '\n' => "&#10;".to_string(),
+            '\t' => "&#9;".to_string(),
+            c if c.is_control() => '\u{FFFD}'.to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -107,6 +97,6 @@ mod tests {
     #[test]
     fn markup_and_control_characters_are_escaped() {
         assert_eq!(attr("a<b & \"c\"\n"), "a&lt;b &amp; &quot;c&quot;&#10;");
-        assert_eq!(text("x\u{1}y"), "x\u{FFFD}y");
+        assert_eq!(attr("x\u{1}y"), "x\u{FFFD}y");
     }
 }
