@@ -183,6 +183,15 @@ fn junit_of_compare_is_schema_valid_and_fails_the_slower_case() {
     );
     assert!(xml.contains("<failure type=\"slower\""), "{xml}");
 
+    // --bisect-exit on compare: bad; the other way round good.
+    for (a, b, code) in [(&fast, &slow, 1), (&slow, &fast, 0)] {
+        let out = osbench("outputs.sqlite")
+            .args(["compare", arg(a), arg(b), "--bisect-exit"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+    }
+
     // With a gate above the change the case passes.
     let out = osbench("outputs.sqlite")
         .args(["compare", arg(&fast), arg(&slow), "--gate", "900"])
@@ -266,6 +275,28 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
         "{bmf}"
     );
     assert!(bmf["syscall: null [b]"].is_object(), "{bmf}");
+    // Two rounds cannot decide: --bisect-exit says skip.
+    let out = osbench("outputs.sqlite")
+        .args([
+            "run",
+            "syscall:case=null",
+            "--config",
+            "a=",
+            "--config",
+            "b=",
+        ])
+        .args(["--rounds", "2", "--samples", "3", "--sample-time", "1"])
+        .args([
+            "--warmup",
+            "0",
+            "--no-perf",
+            "--no-store",
+            "-q",
+            "--bisect-exit",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
 }
 
 #[test]

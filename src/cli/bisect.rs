@@ -63,6 +63,9 @@ pub struct BisectArgs {
 }
 
 pub fn bisect(args: &BisectArgs) -> anyhow::Result<ExitCode> {
+    // Ctrl-C stops the A/B (the child sees it too) and this loop, and the work
+    // trees are removed on the way out (status 130).
+    let _interrupt = osbench::measure::Interrupt::install()?;
     let work = tempfile::Builder::new()
         .prefix("osbench-bisect-")
         .tempdir()
@@ -141,13 +144,16 @@ fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Resu
         outcome: BisectStep::Skip,
         verdict,
     };
-    if let Err(why) = build(&args.build, b.candidate_tree()) {
+    let built = build(&args.build, b.candidate_tree());
+    stop_if_interrupted()?;
+    if let Err(why) = built {
         return Ok(skipped(format!("build failed: {why}")));
     }
     let json = work.join(format!("step-{n}.json"));
     let out = judge(args, b, &json)
         .output()
         .context("running this osbench for the A/B")?;
+    stop_if_interrupted()?;
     let outcome = match out.status.code() {
         Some(0) => BisectStep::Good,
         Some(1) => BisectStep::Bad,
@@ -164,6 +170,14 @@ fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Resu
         verdict,
         ..skipped(String::new())
     })
+}
+
+/// `Interrupted` once a stop signal came.
+fn stop_if_interrupted() -> anyhow::Result<()> {
+    if osbench::measure::interrupt::requested() {
+        return Err(osbench::Error::Interrupted).context("bisection stopped");
+    }
+    Ok(())
 }
 
 /// This binary's A/B of the good tree against the candidate tree, unsaved,
