@@ -133,3 +133,34 @@ fn no_logs_keeps_none_and_an_unreadable_log_is_unavailable_with_the_reason() {
             .contains("/proc/config.gz")
     );
 }
+
+#[test]
+fn env_logs_shows_the_summary_a_run_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "t", "CONFIG_HZ=250\n", "6,1,1000000,-;hello\n");
+    let out = osbench("system-logs.sqlite")
+        .env("OSBENCH_LOGS_ROOT", &root)
+        .args(["env", "--logs"])
+        .output()
+        .unwrap();
+    let (stdout, _) = common::ok(out);
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(key))
+            .map(str::to_string)
+    };
+    assert!(
+        line("logs.kconfig_source ").is_some_and(|l| l.ends_with("/proc/config.gz")),
+        "{stdout}"
+    );
+    assert!(
+        line("logs.dmesg.lines ").is_some_and(|l| l.ends_with(" 1")),
+        "{stdout}"
+    );
+    assert!(line("kconfig_sha256 ").is_some(), "{stdout}");
+    assert!(
+        line("logs.archive ").is_none(),
+        "the archive is not a value to show: {stdout}"
+    );
+}

@@ -207,16 +207,21 @@ pub struct Saved {
     pub documents: Vec<PathBuf>,
 }
 
+/// Captures the system logs into `env` (from `$OSBENCH_LOGS_ROOT` when set).
+pub fn add_logs(env: &mut osbench::env::Environment) {
+    let sys = std::env::var_os(LOGS_ROOT_ENV)
+        .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at);
+    let (logs, hash) = osbench::env::logs::capture(&sys, &env.kernel);
+    env.logs = Some(logs);
+    env.kconfig_sha256 = hash;
+}
+
 impl SaveArgs {
     /// This machine's environment now, with the system logs unless `--no-logs`.
     pub fn environment(&self) -> osbench::env::Environment {
         let mut env = osbench::env::capture();
         if !self.no_logs {
-            let sys = std::env::var_os(LOGS_ROOT_ENV)
-                .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at);
-            let (logs, hash) = osbench::env::logs::capture(&sys, &env.kernel);
-            env.logs = Some(logs);
-            env.kconfig_sha256 = hash;
+            add_logs(&mut env);
         }
         env
     }
