@@ -20,6 +20,9 @@ use osbench::fleet::quote;
 
 use super::parse_pct;
 
+/// Runs (or rounds) of an A/B without --runs: what `time` and `run` take at least.
+const DEFAULT_RUNS: u32 = 10;
+
 #[derive(Args)]
 pub struct BisectArgs {
     /// A revision that is fast (the baseline every candidate is timed against)
@@ -51,9 +54,13 @@ pub struct BisectArgs {
     /// The git repository [default: the current directory]
     #[arg(long, value_name = "DIR", default_value = ".")]
     repo: PathBuf,
-    /// Runs (--command) or rounds (--case) of every A/B [default: time's and run's]
+    /// Runs (--command) or rounds (--case) of every A/B [default: 10]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
     runs: Option<u32>,
+    /// An A/B that cannot decide (inconclusive, too few) is repeated with twice the runs,
+    /// up to N times, before the candidate is skipped
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    retries: u32,
     /// A candidate is bad when slower beyond this margin (and good when within it) [default: 1]
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     equivalence: Option<f64>,
@@ -149,8 +156,45 @@ fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Resu
     if let Err(why) = built {
         return Ok(skipped(format!("build failed: {why}")));
     }
-    let json = work.join(format!("step-{n}.json"));
-    let out = judge(args, b, &json)
+    // An A/B that cannot decide is repeated with twice the runs, --retries times.
+    let mut runs = args.runs.unwrap_or(DEFAULT_RUNS);
+    let mut attempt = 0;
+    loop {
+        let json = work.join(format!("step-{n}-{attempt}.json"));
+        let (outcome, verdict) = ab(args, b, &json, runs)?;
+        if outcome != BisectStep::Skip || attempt == args.retries {
+            let tries = if attempt > 0 {
+                format!(
+                    " (after {attempt} repeat{} with more runs)",
+                    plural(attempt)
+                )
+            } else {
+                String::new()
+            };
+            return Ok(Step {
+                outcome,
+                verdict: verdict + &tries,
+                ..skipped(String::new())
+            });
+        }
+        attempt += 1;
+        runs = runs.saturating_mul(2);
+        eprintln!("osbench: {commit:.12}: {verdict}; again with {runs} runs");
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// One A/B of `runs` runs (rounds): the outcome and the verdict in words.
+fn ab(
+    args: &BisectArgs,
+    b: &Bisection,
+    json: &Path,
+    runs: u32,
+) -> anyhow::Result<(BisectStep, String)> {
+    let out = judge(args, b, json, runs)
         .output()
         .context("running this osbench for the A/B")?;
     stop_if_interrupted()?;
@@ -159,17 +203,13 @@ fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Resu
         Some(1) => BisectStep::Bad,
         Some(125) => BisectStep::Skip,
         _ => bail!(
-            "the A/B of {commit:.12} stopped ({}): {}",
+            "the A/B stopped ({}): {}",
             out.status,
             last_line(&out.stderr)
         ),
     };
-    let verdict = verdicts(&json).unwrap_or_else(|| last_line(&out.stderr));
-    Ok(Step {
-        outcome,
-        verdict,
-        ..skipped(String::new())
-    })
+    let verdict = verdicts(json).unwrap_or_else(|| last_line(&out.stderr));
+    Ok((outcome, verdict))
 }
 
 /// `Interrupted` once a stop signal came.
@@ -182,7 +222,7 @@ fn stop_if_interrupted() -> anyhow::Result<()> {
 
 /// This binary's A/B of the good tree against the candidate tree, unsaved,
 /// its document written to `json`.
-fn judge(args: &BisectArgs, b: &Bisection, json: &Path) -> Command {
+fn judge(args: &BisectArgs, b: &Bisection, json: &Path, runs: u32) -> Command {
     let exe = std::env::current_exe().unwrap_or_else(|_| "osbench".into());
     let mut cmd = Command::new(exe);
     let in_tree =
@@ -193,18 +233,14 @@ fn judge(args: &BisectArgs, b: &Bisection, json: &Path) -> Command {
             cmd.args(["time", "--shell", "-n", "good", "-n", "candidate"])
                 .arg(in_tree(good, command))
                 .arg(in_tree(candidate, command));
-            if let Some(n) = args.runs {
-                cmd.arg("--runs").arg(n.to_string());
-            }
+            cmd.arg("--runs").arg(runs.to_string());
         }
         (None, Some(case), Some(switch)) => {
             cmd.args(["run", case, "--config"])
                 .arg(format!("good={}", in_tree(good, switch)))
                 .arg("--config")
                 .arg(format!("candidate={}", in_tree(candidate, switch)));
-            if let Some(n) = args.runs {
-                cmd.arg("--rounds").arg(n.to_string());
-            }
+            cmd.arg("--rounds").arg(runs.to_string());
         }
         _ => unreachable!("clap requires --command, or --case with --switch"),
     }

@@ -737,7 +737,8 @@ impl BisectStep {
             BisectStep::Good => "good (exit 0): no case is slower beyond the margin",
             BisectStep::Bad => "bad (exit 1): a case is slower beyond the margin",
             BisectStep::Skip => {
-                "cannot decide (exit 125, skip): a case is inconclusive or has too few replicates"
+                "cannot decide (exit 125, skip): nothing compared, or a case inconclusive or \
+                 with too few replicates"
             }
         }
     }
