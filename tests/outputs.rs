@@ -114,6 +114,50 @@ fn openmetrics_of_time_parses_with_prometheus_client() {
     assert_eq!(sample("osbench_verdict", "verdict=slower"), 1.0, "{parsed}");
 }
 
+#[test]
+fn openmetrics_of_a_bandwidth_run_is_in_bytes_per_second() {
+    if !python_has("openmetrics_of_bandwidth", "prometheus_client") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stream.prom");
+    let out = osbench("outputs.sqlite")
+        .args([
+            "run",
+            "stream:kind=unix",
+            "--samples",
+            "3",
+            "--sample-time",
+            "1",
+        ])
+        .args(["--warmup", "0", "--no-perf", "--no-store", "-q"])
+        .args(["--openmetrics", arg(&file)])
+        .output()
+        .unwrap();
+    common::ok(out);
+    let parsed = python(PARSE_OPENMETRICS, &[arg(&file)]);
+    assert!(
+        parsed.contains("TYPE osbench_median_bytes_per_second gauge bytes_per_second"),
+        "{parsed}"
+    );
+    assert!(!parsed.contains("osbench_median_seconds"), "{parsed}");
+    let value = |name: &str| -> f64 {
+        let prefix = format!("{name}{{bench=stream,case=unix,config=default,host=");
+        let line = parsed.lines().find(|l| l.starts_with(&prefix));
+        let line = line.unwrap_or_else(|| panic!("no {name}:\n{parsed}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let median = value("osbench_median_bytes_per_second");
+    assert!(
+        value("osbench_median_ci_low_bytes_per_second") <= median,
+        "{parsed}"
+    );
+    assert!(
+        value("osbench_median_ci_high_bytes_per_second") >= median,
+        "{parsed}"
+    );
+}
+
 /// A `time` document of one command named `prog` sleeping `secs`, with each
 /// run made an invocation of its own, so that separately saved documents
 /// compare by replicates.
