@@ -165,7 +165,8 @@ fn bisect_refuses_revisions_it_cannot_bisect() {
 }
 
 /// `--case` runs the case as two configurations, each side's `--switch` in
-/// its work tree (here checking that side was built); an A/B too short to
+/// its work tree (here checking that side was built), or each side a
+/// `--guest` started there; an A/B too short to
 /// decide is no slowdown, so nothing is bisected. Without `--switch`, or without
 /// `--command` or `--case`, the command line is refused.
 #[test]
@@ -187,6 +188,17 @@ fn bisect_by_case_runs_one_configuration_per_side() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is not slower than --good"), "{err}");
+    assert!(err.contains("null: inconclusive: too few rounds"), "{err}");
+    // Each side a guest started in its tree (here this osbench's own agent).
+    let guest = [
+        "--case",
+        "syscall:case=null",
+        "--guest",
+        "test -x prog && exec {osbench} agent",
+    ];
+    let out = bisect(&[&guest[..], &["--runs", "3", "--retries", "0"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("null: inconclusive: too few rounds"), "{err}");
     for extra in [&["--case", "syscall:case=null"][..], &[]] {
         let out = bisect(extra);

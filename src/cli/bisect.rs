@@ -3,7 +3,8 @@
 //! each candidate in another, which is built and judged by an interleaved
 //! A/B against the good build — this very binary's `time --bisect-exit`
 //! (`--command`) or `run --bisect-exit` with one configuration per side
-//! (`--case`, each side's `--switch` its set-up) — never against stored
+//! (`--case`, each side's `--switch` its set-up, or each side a `--guest`
+//! booted from its tree) — never against stored
 //! history. BAD is confirmed slower first. The report lists every step's
 //! verdict and names the first bad commit. The work trees are
 //! `osbench::experiment::bisect`'s; the statistics the child's.
@@ -43,14 +44,19 @@ pub struct BisectArgs {
         conflicts_with = "case"
     )]
     command: Option<String>,
-    /// A benchmark case (BENCH or BENCH:key=value,…) run with one configuration per side,
-    /// whose --switch makes its build the one in use
-    #[arg(long, value_name = "SELECTOR", requires = "switch")]
+    /// A benchmark case (BENCH or BENCH:key=value,…) run with one configuration per side:
+    /// its --switch makes that side's build the one in use, or its --guest boots it
+    #[arg(long, value_name = "SELECTOR")]
     case: Option<String>,
     /// With --case: shell command run in a side's work tree before its block in every round
     /// (install its module, point a link at its build)
-    #[arg(long, value_name = "CMD", requires = "case")]
+    #[arg(long, value_name = "CMD", requires = "case", required_unless_present_any = ["command", "guest"])]
     switch: Option<String>,
+    /// With --case: shell command, run in a side's work tree, that boots its build as a guest
+    /// running `osbench agent` on its stdin/stdout (`{osbench}`: this binary), as `run --guest
+    /// NAME=command:CMD`; e.g. a UML kernel built in the tree
+    #[arg(long, value_name = "CMD", requires = "case", conflicts_with = "switch")]
+    guest: Option<String>,
     /// The git repository [default: the current directory]
     #[arg(long, value_name = "DIR", default_value = ".")]
     repo: PathBuf,
@@ -242,7 +248,18 @@ fn judge(args: &BisectArgs, b: &Bisection, json: &Path, runs: u32) -> Command {
                 .arg(format!("candidate={}", in_tree(candidate, switch)));
             cmd.arg("--rounds").arg(runs.to_string());
         }
-        _ => unreachable!("clap requires --command, or --case with --switch"),
+        (None, Some(case), None) => {
+            let boot = args
+                .guest
+                .as_deref()
+                .expect("clap requires --switch or --guest");
+            cmd.args(["run", case, "--guest"])
+                .arg(format!("good=command:{}", in_tree(good, boot)))
+                .arg("--guest")
+                .arg(format!("candidate=command:{}", in_tree(candidate, boot)));
+            cmd.arg("--rounds").arg(runs.to_string());
+        }
+        _ => unreachable!("clap requires --command or --case"),
     }
     cmd.args(["--bisect-exit", "--no-store", "--quiet", "--json"])
         .arg(json);
