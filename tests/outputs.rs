@@ -27,6 +27,19 @@ fn time_ab(first: &str, second: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A quick unsaved `osbench run` of `selector` (3 samples of 1 ms), with `extra`.
+fn quick_run(selector: &str, extra: &[&str]) -> Output {
+    osbench("outputs.sqlite")
+        .args(["run", selector, "--samples", "3", "--sample-time", "1"])
+        .args(["--warmup", "0", "--no-perf", "--no-store", "-q"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Two empty configurations compared over two rounds.
+const TWO_CONFIGS: [&str; 6] = ["--config", "a=", "--config", "b=", "--rounds", "2"];
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -121,19 +134,7 @@ fn openmetrics_of_a_bandwidth_run_is_in_bytes_per_second() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("stream.prom");
-    let out = osbench("outputs.sqlite")
-        .args([
-            "run",
-            "stream:kind=unix",
-            "--samples",
-            "3",
-            "--sample-time",
-            "1",
-        ])
-        .args(["--warmup", "0", "--no-perf", "--no-store", "-q"])
-        .args(["--openmetrics", arg(&file)])
-        .output()
-        .unwrap();
+    let out = quick_run("stream:kind=unix", &["--openmetrics", arg(&file)]);
     common::ok(out);
     let parsed = python(PARSE_OPENMETRICS, &[arg(&file)]);
     assert!(
@@ -285,20 +286,8 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("run.xml");
     let bmf = dir.path().join("run.bmf.json");
-    let out = osbench("outputs.sqlite")
-        .args([
-            "run",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-        ])
-        .args(["--rounds", "2", "--samples", "3", "--sample-time", "1"])
-        .args(["--warmup", "0", "--no-perf", "--no-store", "-q"])
-        .args(["--junit", arg(&junit), "--bmf", arg(&bmf)])
-        .output()
-        .unwrap();
+    let files = ["--junit", arg(&junit), "--bmf", arg(&bmf)];
+    let out = quick_run("syscall:case=null", &[&TWO_CONFIGS[..], &files].concat());
     common::ok(out);
     assert_eq!(
         python(VALIDATE_JUNIT, &[&junit_schema(), arg(&junit)]).trim(),
@@ -320,26 +309,8 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
     );
     assert!(bmf["syscall: null [b]"].is_object(), "{bmf}");
     // Two rounds cannot decide: --bisect-exit says skip.
-    let out = osbench("outputs.sqlite")
-        .args([
-            "run",
-            "syscall:case=null",
-            "--config",
-            "a=",
-            "--config",
-            "b=",
-        ])
-        .args(["--rounds", "2", "--samples", "3", "--sample-time", "1"])
-        .args([
-            "--warmup",
-            "0",
-            "--no-perf",
-            "--no-store",
-            "-q",
-            "--bisect-exit",
-        ])
-        .output()
-        .unwrap();
+    let bisect = ["--bisect-exit"];
+    let out = quick_run("syscall:case=null", &[&TWO_CONFIGS[..], &bisect].concat());
     assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
 }
 
