@@ -15,6 +15,7 @@ use osbench::document::Document;
 use osbench::report;
 use osbench::store::{Filter, Store};
 
+use super::ingest::{IngestArgs, Source};
 use super::save::{ExportArgs, StoreArgs};
 use super::{Console, QuietArg, VerdictArgs, note};
 
@@ -26,9 +27,11 @@ pub struct CompareArgs {
     #[arg(value_name = "RUN", num_args = 1.., required = true)]
     runs: Vec<String>,
     #[command(flatten)]
-    verdict: VerdictArgs,
+    pub(super) verdict: VerdictArgs,
     #[command(flatten)]
     quiet: QuietArg,
+    #[command(flatten)]
+    ingest: IngestArgs,
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -52,7 +55,12 @@ pub struct CompareArgs {
 impl CompareArgs {
     /// Whether an output file is standard output (the table then goes to stderr).
     pub fn stdout_taken(&self) -> bool {
-        self.exports.stdout_taken()
+        self.outputs_to_stdout().unwrap_or(true)
+    }
+
+    /// Whether an output file is `-`; an error when several are.
+    fn outputs_to_stdout(&self) -> anyhow::Result<bool> {
+        super::save::one_stdout(self.exports.paths().into_iter().chain(self.ingest.paths()))
     }
 }
 
@@ -68,7 +76,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
              are compared by `run` itself, and a fleet run's by `compare RUN --by host`)"
         );
     }
+    args.outputs_to_stdout()?;
     let pending = args.exports.prepare()?;
+    let ingest = args.ingest.prepare()?;
     let location = args.store.location();
     let resolved = args
         .runs
@@ -88,15 +98,21 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     let mut comparison = osbench::compare::compare_sides(&sides, &priors, options)?;
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
+    for finding in &comparison.kernel_log {
+        eprintln!("osbench: warning: {finding}");
+    }
     pending.commit(
         || {
-            let record = serde_json::json!({
+            let mut record = serde_json::json!({
                 "schema": osbench::document::SCHEMA,
                 "tool": osbench::document::Tool::this(),
                 "documents": comparison.labels,
                 "method": comparison.method,
                 "comparisons": comparison.records(),
             });
+            if !comparison.kernel_log.is_empty() {
+                record["kernel_log"] = comparison.kernel_log.clone().into();
+            }
             let mut bytes =
                 serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
             bytes.push(b'\n');
@@ -105,6 +121,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         || report::markdown::comparison(&comparison),
         || report::csv::comparison(&comparison),
     )?;
+    let hosts: Vec<String> = sides.iter().map(|s| s.docs[0].host().to_string()).collect();
+    let source = Source::Saved(&comparison, &hosts);
+    ingest.commit(source, args.verdict.gate.unwrap_or(0.0), false)?;
     Ok(args.verdict.exit_code(Some(&comparison)))
 }
 
@@ -185,6 +204,12 @@ fn priors(
 fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
     if args.exports.markdown.is_some() || args.exports.csv.is_some() || !args.factors.is_empty() {
         bail!("--by host writes no Markdown or CSV and takes no --factor; use --json");
+    }
+    if args.ingest.paths().iter().any(Option::is_some) || args.verdict.bisect_exit {
+        bail!(
+            "--by host writes no OpenMetrics, JUnit or BMF file and has no --bisect-exit; \
+             compare one host's runs without --by host for those"
+        );
     }
     let options = args.verdict.options(args.seed);
     let pending = args.exports.prepare()?;

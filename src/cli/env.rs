@@ -17,10 +17,17 @@ pub struct EnvArgs {
     /// Print the JSON object stored as `env` in result documents
     #[arg(long)]
     json: bool,
+    /// Capture the system logs too, as `run` and `time` keep them (the text shows their
+    /// summary; the JSON holds the compressed archive)
+    #[arg(long)]
+    logs: bool,
 }
 
 pub fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
-    let env = osbench::env::capture();
+    let mut env = osbench::env::capture();
+    if args.logs {
+        super::save::add_logs(&mut env);
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
         println!("{text}");

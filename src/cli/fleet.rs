@@ -231,6 +231,9 @@ fn save_args(args: &FleetRunArgs, h: &Host) -> SaveArgs {
         label: args.label.clone(),
         store: args.store.clone(),
         no_store: args.no_store,
+        // A host's environment is captured by its agent.
+        logs: false,
+        no_logs: true,
     }
 }
 

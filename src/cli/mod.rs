@@ -10,9 +10,11 @@
 //! `rm` and `relabel` in `remove`;
 //! the store and export-file options in `save`, a case's history in `history_changes`,
 //! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
-//! page in `generate`); the work itself is the library's.
+//! page in `generate`, the OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in
+//! `bisect`); the work itself is the library's.
 
 mod agent;
+mod bisect;
 mod compare;
 mod env;
 mod export;
@@ -22,6 +24,7 @@ mod guest_image;
 mod history;
 mod history_changes;
 mod import;
+mod ingest;
 mod list;
 mod plot;
 mod progress;
@@ -151,6 +154,10 @@ enum Command {
     /// stored under its name; compare them with `compare BEFORE AFTER --by host`
     #[command(subcommand)]
     Fleet(fleet::FleetCommand),
+    /// Find the commit that made something slower: `git bisect` in a work tree, each
+    /// candidate built and A/B-timed against the good build (--command) or run against it as
+    /// configurations (--case)
+    Bisect(bisect::BisectArgs),
     /// Make N getpid() system calls and exit: seed 000's program, to time whole with `time`
     /// natively or as a UML guest's init (`init=OSBENCH -- loop N`)
     Loop(syscall_loop::LoopArgs),
@@ -182,6 +189,11 @@ struct VerdictArgs {
     /// baseline by more than PCT %
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     gate: Option<f64>,
+    /// Exit as `git bisect run` expects: 1 when a case is slower beyond the margin (and
+    /// beyond --gate when given), 0 when every case is faster, equivalent or within the
+    /// margin, 125 (skip) when the comparison cannot decide (too few, inconclusive) or fails
+    #[arg(long)]
+    bisect_exit: bool,
 }
 
 impl VerdictArgs {
@@ -212,6 +224,7 @@ impl VerdictArgs {
         let given: Vec<&str> = [
             ("--equivalence", self.equivalence.is_some()),
             ("--gate", self.gate.is_some()),
+            ("--bisect-exit", self.bisect_exit),
         ]
         .into_iter()
         .filter_map(|(flag, set)| set.then_some(flag))
@@ -226,8 +239,12 @@ impl VerdictArgs {
         )
     }
 
-    /// Status 1, said on stderr, when the gate is set and `comparison` trips it.
+    /// Status 1, said on stderr, when the gate is set and `comparison` trips it;
+    /// with `--bisect-exit`, `git bisect run`'s status instead.
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
+        if self.bisect_exit {
+            return bisect_code(comparison, self.gate.unwrap_or(0.0));
+        }
         match (self.gate, comparison) {
             (Some(pct), Some(c)) if c.gate_tripped(pct) => {
                 note(&format!(
@@ -238,6 +255,38 @@ impl VerdictArgs {
             _ => ExitCode::SUCCESS,
         }
     }
+}
+
+/// `git bisect run`'s status for `comparison`, said on stderr: 0 good, 1 bad,
+/// 125 skip (nothing compared, or nothing decided).
+fn bisect_code(comparison: Option<&osbench::compare::Comparison>, gate_pct: f64) -> ExitCode {
+    use osbench::compare::BisectStep;
+    let step = comparison.map_or(BisectStep::Skip, |c| c.bisect_step(gate_pct));
+    eprintln!("osbench: bisect: {}", step.words());
+    ExitCode::from(step.exit_status())
+}
+
+/// The status of a command that failed: 130 when interrupted, else 2, or
+/// 125 (`git bisect run`'s skip) under `--bisect-exit`.
+fn failure_code(e: &anyhow::Error, bisect_exit: bool) -> ExitCode {
+    let interrupted = e
+        .chain()
+        .any(|c| matches!(c.downcast_ref(), Some(osbench::Error::Interrupted)));
+    // 128 + SIGINT, as shells report a process stopped by Ctrl-C.
+    ExitCode::from(match (interrupted, bisect_exit) {
+        (true, _) => 130,
+        (false, true) => BISECT_SKIP,
+        (false, false) => 2,
+    })
+}
+
+/// `git bisect run`'s status for "this commit cannot be tested".
+const BISECT_SKIP: u8 = osbench::compare::BisectStep::Skip.exit_status();
+
+/// Whether the command line asks for `--bisect-exit` (for errors met before
+/// or while it is parsed).
+fn bisect_exit_asked() -> bool {
+    std::env::args_os().any(|a| a == "--bisect-exit")
 }
 
 fn parse_secs(s: &str) -> Result<f64, String> {
@@ -266,6 +315,12 @@ pub fn main() -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     let console = |stdout_taken: bool| Console::new(cli.color, stdout_taken);
+    let bisect_exit = match &cli.command {
+        Command::Run(args) => args.verdict.bisect_exit,
+        Command::Time(args) => args.verdict.bisect_exit,
+        Command::Compare(args) => args.verdict.bisect_exit,
+        _ => false,
+    };
     let result = match cli.command {
         Command::List => list::list(),
         Command::Run(args) => {
@@ -291,17 +346,14 @@ pub fn main() -> ExitCode {
         Command::Agent(args) => agent::agent(&args),
         Command::GuestImage(args) => guest_image::guest_image(&args),
         Command::Loop(args) => syscall_loop::run(&args),
+        Command::Bisect(args) => bisect::bisect(&args),
         Command::Fleet(command) => fleet::fleet(command),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
-        let interrupted = e
-            .chain()
-            .any(|c| matches!(c.downcast_ref(), Some(osbench::Error::Interrupted)));
-        // 128 + SIGINT, as shells report a process stopped by Ctrl-C.
-        ExitCode::from(if interrupted { 130 } else { 2 })
+        failure_code(&e, bisect_exit)
     })
 }
 
@@ -344,16 +396,17 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {
             let help = help_command(std::env::args_os());
+            let code = ExitCode::from(if bisect_exit_asked() { BISECT_SKIP } else { 2 });
             if let Some(line) = control_characters_escaped(&e) {
                 eprintln!("osbench: {line} (see {help})");
-                return ExitCode::from(2);
+                return code;
             }
             let (first, tips) = error_lines(&e.render().to_string());
             eprintln!("osbench: {first} (see {help})");
             for tip in tips {
                 eprintln!("  {tip}");
             }
-            ExitCode::from(2)
+            code
         }
     }
 }

@@ -18,6 +18,7 @@ use osbench::measure::placement::Pin;
 use osbench::measure::{Interrupt, Policy};
 use osbench::report;
 
+use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
@@ -85,7 +86,9 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     invocations: Option<u32>,
     #[command(flatten)]
-    verdict: VerdictArgs,
+    pub(super) verdict: VerdictArgs,
+    #[command(flatten)]
+    ingest: IngestArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -179,7 +182,13 @@ fn parse_ms_or_zero(s: &str) -> Result<f64, String> {
 impl RunArgs {
     /// Whether an output file is standard output (the tables then go to stderr).
     pub fn stdout_taken(&self) -> bool {
-        self.save.exports.stdout_taken()
+        self.outputs_to_stdout().unwrap_or(true)
+    }
+
+    /// Whether an output file is `-`; an error when several are.
+    fn outputs_to_stdout(&self) -> anyhow::Result<bool> {
+        let exports = self.save.exports.paths();
+        super::save::one_stdout(exports.into_iter().chain(self.ingest.paths()))
     }
 }
 
@@ -187,9 +196,11 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
     let interrupt = Interrupt::install()?;
+    args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
     let saving = args.save.prepare(args.quiet)?;
+    let ingest = args.ingest.prepare()?;
     if plan.policy.samples == 1 && !args.quiet {
         eprintln!(
             "osbench: warning: with one sample a case has no spread and no interval; take 6 or \
@@ -202,7 +213,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
-    let mut outcome = experiment::run(&plan, interrupt, osbench::env::capture(), &mut progress);
+    let mut outcome = experiment::run(&plan, interrupt, args.save.environment(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
 
@@ -217,6 +228,10 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
     let saved = saving.finish(doc, keep)?;
+    if keep {
+        let source = Source::Run(doc, comparison.as_ref());
+        ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
+    }
     let code = args.verdict.exit_code(comparison.as_ref());
     match outcome.error {
         None => Ok(code),
@@ -290,6 +305,7 @@ fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
             "--max-time limits the sampling for --target-ci, and {why}: give --target-ci PCT too"
         );
     }
+    args.ingest.refuse_without_comparison(why)?;
     args.verdict.refuse_without_comparison(why)
 }
 

@@ -103,11 +103,6 @@ impl ExportArgs {
     pub fn paths(&self) -> [Option<&Path>; 3] {
         [&self.json, &self.markdown, &self.csv].map(Option::as_deref)
     }
-
-    /// Whether one of them is standard output (an error when several are).
-    pub fn stdout_taken(&self) -> bool {
-        one_stdout(self.paths()).unwrap_or(true)
-    }
 }
 
 impl PendingExports {
@@ -159,7 +154,19 @@ pub struct SaveArgs {
     /// Do not save the run in the results store
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
+    /// Keep the system logs with the run (the default): the kernel configuration and its
+    /// SHA-256, the kernel log with its warnings and oopses counted, loaded modules, sysctls
+    /// under kernel/, vm/ and net.core/, DMI; compressed, at most 1 MiB before compression
+    #[arg(long, overrides_with = "no_logs")]
+    pub logs: bool,
+    /// Do not keep the system logs with the run
+    #[arg(long = "no-logs", overrides_with = "logs")]
+    pub no_logs: bool,
 }
+
+/// Where the system logs are read: `/`, or for tests the tree `$OSBENCH_LOGS_ROOT`
+/// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`).
+const LOGS_ROOT_ENV: &str = "OSBENCH_LOGS_ROOT";
 
 pub(super) fn parse_label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
@@ -200,7 +207,25 @@ pub struct Saved {
     pub documents: Vec<PathBuf>,
 }
 
+/// Captures the system logs into `env` (from `$OSBENCH_LOGS_ROOT` when set).
+pub fn add_logs(env: &mut osbench::env::Environment) {
+    let sys = std::env::var_os(LOGS_ROOT_ENV)
+        .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at);
+    let (logs, hash) = osbench::env::logs::capture(&sys, &env.kernel);
+    env.logs = Some(logs);
+    env.kconfig_sha256 = hash;
+}
+
 impl SaveArgs {
+    /// This machine's environment now, with the system logs unless `--no-logs`.
+    pub fn environment(&self) -> osbench::env::Environment {
+        let mut env = osbench::env::capture();
+        if !self.no_logs {
+            add_logs(&mut env);
+        }
+        env
+    }
+
     /// Before measuring: creates the export files' temporaries (a bad path is an
     /// error now) and opens the store (a store that cannot be used is a warning).
     pub fn prepare(&self, quiet: bool) -> anyhow::Result<Saving> {

@@ -22,6 +22,7 @@ use osbench::measure::spawn::SpawnOptions;
 use osbench::report;
 use osbench::store::PendingFile;
 
+use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
@@ -126,7 +127,9 @@ pub struct TimeArgs {
     #[command(flatten)]
     save: SaveArgs,
     #[command(flatten)]
-    verdict: VerdictArgs,
+    pub(super) verdict: VerdictArgs,
+    #[command(flatten)]
+    ingest: IngestArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -153,6 +156,7 @@ impl TimeArgs {
         save::one_stdout(
             exports
                 .into_iter()
+                .chain(self.ingest.paths())
                 .chain([self.export_hyperfine.as_deref()]),
         )
     }
@@ -170,6 +174,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(PendingFile::create)
         .transpose()?;
+    let ingest = args.ingest.prepare()?;
     // The length is not known yet (it follows the first round or a precision
     // target): the bar appears after a second and learns it as rounds end.
     let mut progress = Progress::new(args.quiet, 0, Duration::ZERO);
@@ -177,7 +182,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         &plan,
         programs,
         &interrupt,
-        osbench::env::capture(),
+        args.save.environment(),
         &mut progress,
     );
     progress.finish();
@@ -198,6 +203,10 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         }
     }
     saving.finish(doc, !doc.series.is_empty())?;
+    if !doc.series.is_empty() {
+        let source = Source::Run(doc, comparison.as_ref());
+        ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
+    }
     let code = args.verdict.exit_code(comparison.as_ref());
     match outcome.error {
         None => Ok(code),
@@ -225,8 +234,9 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
     args.verdict.refuse_gate_inside_margin()?;
     if commands.len() < 2 {
-        args.verdict
-            .refuse_without_comparison("one command is timed alone")?;
+        let why = "one command is timed alone";
+        args.ingest.refuse_without_comparison(why)?;
+        args.verdict.refuse_without_comparison(why)?;
     }
     if !args.quiet {
         for name in unused(&args.commands, &args.command_names, &parameters) {

@@ -146,6 +146,20 @@ impl Change {
         }
     }
 
+    /// Whether this change is significantly slower than the baseline by
+    /// more than `pct` %: called slower, or slower within the equivalence
+    /// margin when the gate lies inside it (the command line refuses such a
+    /// gate; here it still trips rather than let the slowdown pass).
+    /// A gate of 0 is no gate: only `slower` trips it (bisection's "bad").
+    pub fn trips_gate(&self, pct: f64) -> bool {
+        let slower = match self.verdict {
+            Verdict::Slower => true,
+            Verdict::SlowerWithinMargin => pct > 0.0,
+            _ => false,
+        };
+        slower && self.ci.ratio > 1.0 + pct / 100.0
+    }
+
     /// The verdict in words ([`Verdict::words`]) with what it was
     /// replicated over, the same in every rendering.
     pub fn words(&self, options: &Options) -> String {
@@ -187,6 +201,9 @@ pub struct Comparison {
     /// What the drift sentinels say of the machine's own speed on each side
     /// against the baseline, where it changed ("the machine itself ran …").
     pub drift: Vec<String>,
+    /// Kernel warnings and oopses a later side's log has that the baseline's
+    /// has not, in words ([`crate::env::logs::new_kernel_problems`]).
+    pub kernel_log: Vec<String>,
 }
 
 pub fn key(s: &Series) -> CaseKey {
@@ -289,7 +306,9 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     }
     apply_verdicts(&mut rows, options);
     let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
-    let env_diff = crate::env::diff(&firsts.iter().map(|d| &d.env).collect::<Vec<_>>());
+    let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
+    let env_diff = crate::env::diff(&envs);
+    let kernel_log = crate::env::logs::new_kernel_problems(&envs, &labels);
     let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
                   invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
                   with Student t 95% intervals on their logs, variance pooled over both sides \
@@ -307,6 +326,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         centre: "median",
         options,
         drift: drift_findings(sides),
+        kernel_log,
     })
 }
 
@@ -542,6 +562,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         centre: ROUND_CENTRE,
         options,
         drift: Vec::new(),
+        kernel_log: Vec::new(),
     })
 }
 
@@ -617,6 +638,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         centre: BLOCK_CENTRE,
         options,
         drift: Vec::new(),
+        kernel_log: Vec::new(),
     })
 }
 
@@ -697,20 +719,79 @@ impl Comparison {
             .collect()
     }
 
-    /// Whether any case is significantly slower than the baseline by more
-    /// than `pct` %: called slower, or slower within the equivalence margin
-    /// when the gate lies inside it (the command line refuses such a gate;
-    /// here it still trips rather than let the slowdown pass).
+    /// Whether any case trips the gate at `pct` % ([`Change::trips_gate`]).
     pub fn gate_tripped(&self, pct: f64) -> bool {
-        self.rows.iter().flat_map(|r| &r.changes).any(|c| {
-            matches!(c.verdict, Verdict::Slower | Verdict::SlowerWithinMargin)
-                && c.ci.ratio > 1.0 + pct / 100.0
-        })
+        self.rows
+            .iter()
+            .flat_map(|r| &r.changes)
+            .any(|c| c.trips_gate(pct))
+    }
+
+    /// What `git bisect` should make of a candidate judged by this
+    /// comparison: bad when a case trips the gate at `gate_pct` % (0: any
+    /// significant slowdown beyond the margin), else skip when a case could
+    /// not be decided (too few, inconclusive), else good.
+    pub fn bisect_step(&self, gate_pct: f64) -> BisectStep {
+        let changes = || self.rows.iter().flat_map(|r| &r.changes);
+        if changes().any(|c| c.trips_gate(gate_pct)) {
+            BisectStep::Bad
+        } else if self.rows.is_empty()
+            || changes().any(|c| {
+                matches!(
+                    c.verdict,
+                    Verdict::Inconclusive | Verdict::TooFew | Verdict::NoChange
+                )
+            })
+        {
+            BisectStep::Skip
+        } else {
+            BisectStep::Good
+        }
     }
 
     /// How many changes were tested (for the Holm note).
     pub fn tests(&self) -> usize {
         self.rows.iter().map(|r| r.changes.len()).sum()
+    }
+}
+
+/// A bisection step's outcome ([`Comparison::bisect_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BisectStep {
+    Good,
+    Bad,
+    Skip,
+}
+
+impl BisectStep {
+    /// The status `git bisect run` reads: 0 good, 1 bad, 125 skip.
+    pub const fn exit_status(self) -> u8 {
+        match self {
+            BisectStep::Good => 0,
+            BisectStep::Bad => 1,
+            BisectStep::Skip => 125,
+        }
+    }
+
+    /// What `git bisect` is told: good, bad, skip.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BisectStep::Good => "good",
+            BisectStep::Bad => "bad",
+            BisectStep::Skip => "skip",
+        }
+    }
+
+    /// The outcome in words, with its status.
+    pub fn words(self) -> &'static str {
+        match self {
+            BisectStep::Good => "good (exit 0): no case is slower beyond the margin",
+            BisectStep::Bad => "bad (exit 1): a case is slower beyond the margin",
+            BisectStep::Skip => {
+                "cannot decide (exit 125, skip): nothing compared, or a case inconclusive or \
+                 with too few replicates"
+            }
+        }
     }
 }
 

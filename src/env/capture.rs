@@ -98,6 +98,8 @@ pub fn capture_from(sys: &Sys) -> Environment {
         debug_build: cfg!(debug_assertions),
         osbench_version: env!("CARGO_PKG_VERSION").to_string(),
         build: Some(build(&mut absent)),
+        kconfig_sha256: None,
+        logs: None,
         absent,
     };
     env.topology = topology(sys, &online, &mut env.absent);

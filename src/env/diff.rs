@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::types::Environment;
 
-/// Keys left out of [`diff`]: they differ on every run (the load) or repeat other keys (`absent`).
-pub(super) const NOT_DIFFED: [&str; 2] = ["load", "absent"];
+/// Keys left out of [`diff`]: they differ on every run (the load), repeat other
+/// keys (`absent`), or are compared source by source (`logs`, [`super::logs::diff`]).
+pub(super) const NOT_DIFFED: [&str; 3] = ["load", "absent", "logs"];
 
 /// Every value of `env` as dotted key → text (`cpuidle.haltpoll.guest_halt_poll_ns` → `0`),
 /// array elements by index (`cpuidle.states.1.name`).
@@ -17,6 +18,8 @@ pub fn flatten(env: &Environment) -> BTreeMap<String, String> {
     if let Ok(value) = serde_json::to_value(env) {
         flatten_into("", &value, &mut out);
     }
+    // The compressed archive is for readers of the logs, not a value to show.
+    out.remove("logs.archive");
     out
 }
 
@@ -62,7 +65,16 @@ pub(super) fn scalar_text(v: &Value) -> String {
 /// environments, with each one's value in input order ("absent" where a
 /// document lacks the key). The load at start and end is not compared.
 /// Nothing here knows which difference was intended: see [`is_factor`].
+/// The system logs' kconfig symbols, modules and sysctls follow
+/// ([`super::logs::diff`]).
 pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
+    let mut out = plain_diff(envs);
+    out.extend(super::logs::diff(envs));
+    out
+}
+
+/// [`diff`] of the values [`flatten`] gives.
+fn plain_diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
     let flat: Vec<BTreeMap<String, String>> = envs.iter().map(|e| flatten(e)).collect();
     let mut keys: Vec<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     keys.sort();

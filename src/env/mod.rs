@@ -10,7 +10,8 @@
 //! powercap availability;
 //! virtualization (hypervisor flag and CPUID vendor, DMI, container markers);
 //! the load and busy processes at the start and end of a run; osbench's
-//! version and build. A value that cannot be read is left out and its key is
+//! version and build; with `--logs` the kernel configuration, kernel log,
+//! modules, sysctls and DMI ([`logs`]). A value that cannot be read is left out and its key is
 //! recorded in `absent` with the reason, never invented. Nothing here reads
 //! environment variables (they may hold secrets). Sources: /proc and /sys
 //! (under a root that tests replace, see [`probe::Sys`]), `uname(2)`, CPUID.
@@ -19,6 +20,7 @@ pub mod activity;
 pub mod audit;
 mod capture;
 mod diff;
+pub mod logs;
 pub mod probe;
 mod types;
 

@@ -74,6 +74,12 @@ pub struct Environment {
     pub osbench_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<Build>,
+    /// SHA-256 (hex) of the kernel configuration's text, where one was read (`--logs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kconfig_sha256: Option<String>,
+    /// The system logs kept with the run (`--logs`, the default): see [`super::logs`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<super::logs::SystemLogs>,
     /// Keys that could not be read → why (e.g. `cpufreq`: "no /sys/…/cpufreq").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub absent: BTreeMap<String, String>,

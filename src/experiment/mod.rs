@@ -12,6 +12,7 @@
 //! so drift between rounds affects all alike.
 
 pub mod agent;
+pub mod bisect;
 mod case;
 pub mod config;
 pub mod file;

@@ -61,6 +61,9 @@ pub fn render(c: &Comparison, colour: bool) -> String {
     for finding in &c.drift {
         let _ = writeln!(out, "Drift: {finding}");
     }
+    for finding in &c.kernel_log {
+        let _ = writeln!(out, "Kernel log: {finding}");
+    }
 
     out.push_str(&summary_table(c, &letters));
     if !c.missing.is_empty() {

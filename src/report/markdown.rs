@@ -400,6 +400,7 @@ pub(crate) mod tests {
             centre: "median",
             options: Options::default(),
             drift: Vec::new(),
+            kernel_log: Vec::new(),
         }
     }
 

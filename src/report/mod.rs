@@ -7,6 +7,7 @@
 //! registry.
 
 pub mod anchors;
+pub mod bmf;
 pub mod case_history;
 pub mod compare;
 pub mod counters;
@@ -15,7 +16,9 @@ pub mod env;
 pub mod history;
 pub mod html;
 pub mod hyperfine;
+pub mod junit;
 pub mod markdown;
+pub mod openmetrics;
 pub mod plot;
 pub mod results;
 pub mod sections;
