@@ -46,8 +46,10 @@
 #   lebench-CALL:N       poll:call=CALL,on=socket,fds=N vs LEBench's CALL test over N sockets,
 #                        CALL select, poll or epoll (ns per call; LEBench's average, or its
 #                        k-best with LEBENCH_STAT=kbest)
+#   lebench-fresh-CALL:N the same with set=fresh, LEBench's own method (a new set per
+#                        call, each call timed alone): osbench's mean against LEBench's average
 #   lebench-read         file:io=read,pages=1000 vs LEBench's big read (MB/s of 4,096,000 B)
-#   lebench              LEBench's six multiplexing rows (10 and 1,000 sockets) and its big read
+#   lebench              LEBench's multiplexing rows (10 and 1,000 sockets, kept and fresh sets) and its big read
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -69,7 +71,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,50p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,52p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -103,7 +105,9 @@ wis_checks=(page-fault1 tlb-flush2)
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd)
 lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
-    lebench-select:1000 lebench-poll:1000 lebench-epoll:1000 lebench-read)
+    lebench-select:1000 lebench-poll:1000 lebench-epoll:1000
+    lebench-fresh-select:10 lebench-fresh-poll:10 lebench-fresh-epoll:10
+    lebench-fresh-select:1000 lebench-fresh-poll:1000 lebench-fresh-epoll:1000 lebench-read)
 checks=()
 for c in "$@"; do
     case $c in
@@ -134,6 +138,8 @@ quiet() {
 
 # The first field 3 of the results line of BENCH (the median).
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
+# The mean of a latency distribution's row (bench case min p50 p90 p99 p99.9 max mean).
+mean_of() { awk -v b="$1" '$1 == b { print $9; exit }'; }
 
 # An lmbench binary, or exit naming where it was looked for.
 lmbench() {
@@ -260,15 +266,19 @@ define() {
         ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)
         bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m io_only"
         anchor() { "$br" 1m io_only "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
-    lebench-select:* | lebench-poll:* | lebench-epoll:*)
+    lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
+        set=kept
+        if [ "${call#fresh-}" != "$call" ]; then
+            call=${call#fresh-} set=fresh figure=mean_of
+        fi
         drv=$(lebench_driver)
         # LEBench runs 100,000 calls over 10 sockets and 10,000 over 1,000; a tenth here.
         runs=$((fds > 100 ? 1000 : 10000))
         ocall=$call
         [ "$call" = epoll ] && ocall=epoll_wait
-        ours=("$bin" run "poll:call=$ocall,on=socket,fds=$fds" -q --no-store)
+        ours=("$bin" run "poll:call=$ocall,on=socket,fds=$fds,set=$set" -q --no-store)
         bench=poll unit=ns scale=1 anchor_name="LEBench $call ($fds sockets, ${LEBENCH_STAT:-average} of $runs)"
         anchor() { "$drv" "$call" "$fds" "$runs" | lebench_figure | awk '{ printf "%.4g\n", $1 * 1e9 }'; } ;;
     lebench-read)
@@ -355,6 +365,7 @@ echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 n=0
 for check in "${checks[@]}"; do
     n=$((n + 1))
+    figure=median_of
     define "$check"
     echo
     echo "## $check${anchor_name:+ vs $anchor_name}"
@@ -364,9 +375,9 @@ for check in "${checks[@]}"; do
         busy=$(quiet)
         if ((i % 2)); then
             a=$(anchor)
-            o=$("${ours[@]}" | median_of "$bench")
+            o=$("${ours[@]}" | "$figure" "$bench")
         else
-            o=$("${ours[@]}" | median_of "$bench")
+            o=$("${ours[@]}" | "$figure" "$bench")
             a=$(anchor)
         fi
         o=$(awk -v o="$o" -v s="$scale" 'BEGIN { printf "%.6g\n", o * s }')

@@ -27,8 +27,8 @@
 //! tcp connection's other end is accepted by a forked server process that
 //! blocks reading it until every duplicate is closed.
 //! Regular files cannot be watched by epoll (EPERM), so epoll cases refuse
-//! `on=file`. Left out: the case where one of N becomes ready per call,
-//! woken by another task.
+//! `on=file`. The case where one of N becomes ready per call, woken by
+//! another task, is `wakeup:wait=epoll,fds=N` (a latency distribution).
 
 use std::ffi::CString;
 use std::net::{TcpListener, TcpStream};

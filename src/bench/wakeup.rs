@@ -13,7 +13,12 @@
 //!   announced it sleeps, as a mutex does); `eventfd`: a blocking read of an
 //!   eventfd; `pipe`: a blocking 1-byte read;
 //! - `spin`: poll the shared word without sleeping (burns its CPU);
-//! - `spin-then-futex`: spin for `spin_us`, then sleep on the futex.
+//! - `spin-then-futex`: spin for `spin_us`, then sleep on the futex;
+//! - `epoll`: each task waits in epoll_wait over its own `fds` eventfds, of
+//!   which the waker makes one ready per wake-up, each in turn — one of N
+//!   descriptors becoming ready, woken by another task (perf bench `epoll
+//!   wait`'s case, as a latency rather than its throughput; the ready-set
+//!   call over N is `poll:call=epoll_wait`).
 //!
 //! Tasks are threads or processes (MAP_SHARED word, non-private futex); their
 //! placement comes from `--pin` (default: scheduler's choice). The CPU time
@@ -25,7 +30,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::util::fdio::{pipe, read_message, write_all};
+use super::util::fdio::{descriptors_needed, pipe, read_message, write_all};
 use super::util::futex;
 use super::util::ring::{Helpers, Mode, map_anonymous};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
@@ -42,7 +47,14 @@ pub static DEF: BenchDef = BenchDef {
         ParamSpec {
             name: "wait",
             help: "how the woken task waits",
-            kind: ParamKind::Choice(&["futex", "eventfd", "pipe", "spin", "spin-then-futex"]),
+            kind: ParamKind::Choice(&[
+                "futex",
+                "eventfd",
+                "pipe",
+                "spin",
+                "spin-then-futex",
+                "epoll",
+            ]),
             default: "futex",
         },
         ParamSpec {
@@ -59,6 +71,15 @@ pub static DEF: BenchDef = BenchDef {
                 max: 1_000_000,
             },
             default: "50",
+        },
+        ParamSpec {
+            name: "fds",
+            help: "epoll: eventfds in each task's epoll set, one made ready per wake-up in turn",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1 << 19,
+            },
+            default: "100",
         },
         ParamSpec {
             name: "gap_us",
@@ -82,15 +103,30 @@ pub static DEF: BenchDef = BenchDef {
     default_cases: DefaultCases::EachOf("wait"),
     case_name: |p| match p.get("wait") {
         "spin-then-futex" => format!("spin{}us-futex/{}", p.int("spin_us"), p.get("mode")),
+        "epoll" => format!("epoll{}/{}", p.int("fds"), p.get("mode")),
         w => format!("{w}/{}", p.get("mode")),
     },
     op: |p| {
-        format!(
-            "one wake-up ({}): waker's clock read before waking → wakee's after running",
-            p.get("wait")
-        )
+        let how = match p.get("wait") {
+            "epoll" => format!(
+                "epoll: one of {} eventfds made ready, the wakee in epoll_wait over all",
+                p.int("fds")
+            ),
+            w => w.to_string(),
+        };
+        format!("one wake-up ({how}): waker's clock read before waking → wakee's after running")
     },
-    anchor: |_| "schbench wake-up latency (different workload); cyclictest for timers".to_string(),
+    anchor: |p| match p.get("wait") {
+        "epoll" => {
+            "perf bench epoll wait (its throughput; here each wake-up's latency)".to_string()
+        }
+        _ => "schbench wake-up latency (different workload); cyclictest for timers".to_string(),
+    },
+    check: |p| match p.get("wait") {
+        // Each direction's eventfds and epoll set.
+        "epoll" => descriptors_needed("wakeup", 2 * p.int("fds") as u64 + 2),
+        _ => Ok(()),
+    },
     differs: "a two-task wake-up ping-pong in user space, not schbench's workers and message threads: its figures are not schbench's.",
     tasks: |_| 2,
     setup,
@@ -105,6 +141,7 @@ enum Wait {
     Pipe,
     Spin,
     SpinThenFutex { spin_ns: u64 },
+    Epoll,
 }
 
 /// One direction of the hand-off, on its own cache line.
@@ -118,6 +155,8 @@ struct Channel {
     stamp: AtomicU64,
     /// Wakee → waker: the latency it measured, or its CPU time on REPORT_CPU.
     payload: AtomicU64,
+    /// `epoll`: wake-ups so far, which pick the eventfd made ready next.
+    turn: AtomicU64,
 }
 
 const RUN: u32 = 0;
@@ -157,13 +196,14 @@ impl Drop for Channels {
 }
 
 /// How one side signals and waits on one channel.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Side {
     wait: Wait,
     private_futex: bool,
-    /// eventfd or pipe read end this side waits on, and the one it wakes through.
+    /// eventfd or pipe read end (`epoll`: the epoll set) this side waits on,
+    /// and the descriptors it wakes through (`epoll`: one in turn; else one).
     wait_fd: RawFd,
-    wake_fd: RawFd,
+    wake_fds: Arc<[RawFd]>,
 }
 
 impl Side {
@@ -177,8 +217,13 @@ impl Side {
             Wait::Futex | Wait::SpinThenFutex { .. } if previous == 2 => {
                 futex::wake(&ch.flag, self.private_futex)
             }
-            Wait::EventFd => write_all(self.wake_fd, &1u64.to_ne_bytes()),
-            Wait::Pipe => write_all(self.wake_fd, &[1]),
+            Wait::EventFd => write_all(self.wake_fds[0], &1u64.to_ne_bytes()),
+            Wait::Pipe => write_all(self.wake_fds[0], &[1]),
+            Wait::Epoll => {
+                let turn = ch.turn.fetch_add(1, Ordering::Relaxed);
+                let fd = self.wake_fds[(turn % self.wake_fds.len() as u64) as usize];
+                write_all(fd, &1u64.to_ne_bytes())
+            }
             _ => Ok(()),
         }
     }
@@ -204,12 +249,34 @@ impl Side {
                 let mut buf = [0u8; 1];
                 read_message(self.wait_fd, &mut buf)?;
             }
+            Wait::Epoll => {
+                let mut buf = [0u8; 8];
+                read_message(epoll_ready(self.wait_fd)?, &mut buf)?;
+            }
         }
         let now = monotonic_ns();
         let latency = now.saturating_sub(ch.stamp.load(Ordering::Relaxed));
         let command = ch.command.load(Ordering::Relaxed);
         ch.flag.store(0, Ordering::Relaxed);
         Ok((latency, command))
+    }
+}
+
+/// Blocks in epoll_wait on `ep` until one descriptor is ready; returns it
+/// (each registered with its own number as the event's data).
+fn epoll_ready(ep: RawFd) -> io::Result<RawFd> {
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    loop {
+        // SAFETY: room for one event in `ev`; `ep` is an epoll descriptor.
+        match unsafe { libc::epoll_wait(ep, &mut ev, 1, -1) } {
+            1 => return Ok(ev.u64 as RawFd),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(e);
+                }
+            }
+        }
     }
 }
 
@@ -265,31 +332,88 @@ fn cpu_clock_ns(thread: bool) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The eventfds or pipes of both directions: (timing side waits, peer waits).
-fn wake_fds(wait: Wait) -> Result<Option<[(OwnedFd, OwnedFd); 2]>> {
-    match wait {
-        Wait::EventFd => {
-            let make = || -> Result<(OwnedFd, OwnedFd)> {
-                // SAFETY: eventfd returns a new descriptor or -1.
-                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(descriptor_error(
-                        "creating an eventfd",
-                        io::Error::last_os_error(),
-                    ));
-                }
-                // SAFETY: fd is a fresh descriptor owned by nobody else.
-                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-                let dup = owned
-                    .try_clone()
-                    .map_err(|e| descriptor_error("duplicating an eventfd", e))?;
-                Ok((owned, dup))
-            };
-            Ok(Some([make()?, make()?]))
-        }
-        Wait::Pipe => Ok(Some([pipe()?, pipe()?])),
-        _ => Ok(None),
+/// One direction of the hand-off: what its wakee waits on, and what its
+/// waker writes to.
+struct Direction {
+    wait_fd: RawFd,
+    wake_fds: Arc<[RawFd]>,
+}
+
+/// A new eventfd.
+fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: eventfd returns a new descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(descriptor_error(
+            "creating an eventfd",
+            io::Error::last_os_error(),
+        ));
     }
+    // SAFETY: fd is a fresh descriptor owned by nobody else.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// An epoll set watching each of `fds` for input, each with its own number as data.
+fn epoll_over(fds: &[OwnedFd]) -> Result<OwnedFd> {
+    // SAFETY: plain system call; the result is checked.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(descriptor_error(
+            "creating an epoll set",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `ep` was just created and is owned by nobody else.
+    let ep = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(ep) };
+    for fd in fds {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd.as_raw_fd() as u64,
+        };
+        // SAFETY: valid descriptors and event.
+        if unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) }
+            < 0
+        {
+            return Err(descriptor_error(
+                "adding an eventfd to the epoll set",
+                io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(ep)
+}
+
+/// The descriptors of one direction (none for the shared-memory waits),
+/// and the descriptors to keep open.
+fn direction(wait: Wait, fds: usize, owned: &mut Vec<OwnedFd>) -> Result<Direction> {
+    let raw = |fds: &[&OwnedFd]| -> Arc<[RawFd]> { fds.iter().map(|f| f.as_raw_fd()).collect() };
+    let (wait_fd, wake_fds) = match wait {
+        Wait::EventFd => {
+            let fd = eventfd()?;
+            let dup = fd
+                .try_clone()
+                .map_err(|e| descriptor_error("duplicating an eventfd", e))?;
+            let d = (fd.as_raw_fd(), raw(&[&dup]));
+            owned.extend([fd, dup]);
+            d
+        }
+        Wait::Pipe => {
+            let (r, w) = pipe()?;
+            let d = (r.as_raw_fd(), raw(&[&w]));
+            owned.extend([r, w]);
+            d
+        }
+        Wait::Epoll => {
+            let ready = (0..fds).map(|_| eventfd()).collect::<Result<Vec<_>>>()?;
+            let ep = epoll_over(&ready)?;
+            let d = (ep.as_raw_fd(), raw(&ready.iter().collect::<Vec<_>>()));
+            owned.push(ep);
+            owned.extend(ready);
+            d
+        }
+        _ => (-1, Arc::from([])),
+    };
+    Ok(Direction { wait_fd, wake_fds })
 }
 
 struct Wakeup {
@@ -310,6 +434,7 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
         "eventfd" => Wait::EventFd,
         "pipe" => Wait::Pipe,
         "spin" => Wait::Spin,
+        "epoll" => Wait::Epoll,
         _ => Wait::SpinThenFutex {
             spin_ns: p.int("spin_us") as u64 * 1000,
         },
@@ -318,31 +443,21 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
     let threads = mode == Mode::Threads;
     let channels = Arc::new(Channels::new()?);
     // Direction 0 (timing → peer) wakes through fds[0]; direction 1 through fds[1].
-    let (mine, peer, fds) = match wake_fds(wait)? {
-        Some([(r0, w0), (r1, w1)]) => {
-            let mine = Side {
-                wait,
-                private_futex: threads,
-                wait_fd: r1.as_raw_fd(),
-                wake_fd: w0.as_raw_fd(),
-            };
-            let peer = Side {
-                wait,
-                private_futex: threads,
-                wait_fd: r0.as_raw_fd(),
-                wake_fd: w1.as_raw_fd(),
-            };
-            (mine, peer, vec![r0, w0, r1, w1])
-        }
-        None => {
-            let side = Side {
-                wait,
-                private_futex: threads,
-                wait_fd: -1,
-                wake_fd: -1,
-            };
-            (side, side, Vec::new())
-        }
+    // Direction 0: timing task → peer; direction 1: peer → timing task.
+    let mut fds = Vec::new();
+    let n = p.int("fds") as usize;
+    let [to_peer, to_me] = [direction(wait, n, &mut fds)?, direction(wait, n, &mut fds)?];
+    let mine = Side {
+        wait,
+        private_futex: threads,
+        wait_fd: to_me.wait_fd,
+        wake_fds: to_peer.wake_fds,
+    };
+    let peer = Side {
+        wait,
+        private_futex: threads,
+        wait_fd: to_peer.wait_fd,
+        wake_fds: to_me.wake_fds,
     };
     let gap = std::time::Duration::from_micros(p.int("gap_us") as u64);
     let mut helpers = Helpers::new(mode, "wakeup", 64 * 1024);
@@ -442,7 +557,14 @@ mod tests {
     #[test]
     fn every_wait_kind_completes_exactly_n_hand_offs() {
         for mode in ["threads", "processes"] {
-            for wait in ["futex", "eventfd", "pipe", "spin", "spin-then-futex"] {
+            for wait in [
+                "futex",
+                "eventfd",
+                "pipe",
+                "spin",
+                "spin-then-futex",
+                "epoll",
+            ] {
                 let p = Params::new(
                     &DEF,
                     &[
@@ -450,6 +572,7 @@ mod tests {
                         ("mode", mode),
                         ("spin_us", "5"),
                         ("gap_us", "0"),
+                        ("fds", "7"),
                     ],
                 );
                 let mut b = setup(&p, &Placement::unpinned()).unwrap();
