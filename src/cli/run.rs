@@ -177,6 +177,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let interrupt = Interrupt::install()?;
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
+    let meta = args.save.meta.map()?;
     let saving = args.save.prepare(args.quiet)?;
     if plan.policy.samples < 6 && !args.quiet {
         eprintln!(
@@ -188,6 +189,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let mut outcome = experiment::run(&plan, interrupt, osbench::env::capture(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
+    outcome.document.run.meta = meta;
 
     // With configurations, the paired comparison goes to the table and the document.
     let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {

@@ -8,6 +8,7 @@
 //! written never loses a run: the document then goes to a JSON file and the
 //! warning says which.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -155,10 +156,28 @@ pub struct SaveArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     pub label: Option<String>,
     #[command(flatten)]
+    pub meta: MetaArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
     /// Do not save the run in the results store
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
+}
+
+/// `--meta KEY=VALUE`: what the run measured (the revision under test).
+#[derive(Args, Clone, Default)]
+pub struct MetaArgs {
+    /// Record what the run measured, KEY=VALUE (repeat): commit, branch and build are shown
+    /// by history, and history and regressions filter (--meta commit=abc) and order by them
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = osbench::document::meta::parse_pair)]
+    pub pairs: Vec<(String, String)>,
+}
+
+impl MetaArgs {
+    /// The pairs as the document stores them; a key given twice is an error.
+    pub fn map(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        osbench::document::meta::collect(&self.pairs).map_err(anyhow::Error::msg)
+    }
 }
 
 pub(super) fn parse_label(s: &str) -> Result<String, String> {

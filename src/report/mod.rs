@@ -16,6 +16,7 @@ pub mod history;
 pub mod html;
 pub mod hyperfine;
 pub mod markdown;
+pub mod regressions;
 pub mod plot;
 pub mod results;
 pub mod sections;
