@@ -64,7 +64,7 @@ pub struct RegressionsArgs {
     exports: ExportArgs,
     /// Also post the Markdown report to URL as {"text": …} (Slack and Mattermost incoming
     /// webhooks), when something is reported
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
     webhook: Option<String>,
     /// Mark change point ID acknowledged (looked at): later sweeps do not report it
     #[arg(long, value_name = "ID", conflicts_with_all = ["expect", "fixed"])]

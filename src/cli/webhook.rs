@@ -50,6 +50,11 @@ fn parse(url: &str) -> anyhow::Result<Target> {
     })
 }
 
+/// `url` as the command line gives it, refused at once when it is no webhook URL.
+pub fn parse_url(url: &str) -> Result<String, String> {
+    parse(url).map(|_| url.to_string()).map_err(|e| e.to_string())
+}
+
 /// Posts `{"text": text}` to `url`; an error unless the answer is 2xx.
 pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
     let target = parse(url)?;
