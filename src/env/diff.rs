@@ -140,3 +140,34 @@ pub fn is_factor(key: &str, factors: &[String]) -> bool {
                 .is_some_and(|rest| rest.starts_with('.'))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_share_no_value_across_the_change_are_listed() {
+        let base = crate::store::fixture().1.env;
+        let with = |kernel: &str, clock: &str| {
+            let mut e = base.clone();
+            e.kernel = kernel.into();
+            e.clocksource = Some(clock.into());
+            e
+        };
+        // The kernel changed with the level; the clocksource wobbles on both sides.
+        let before = [with("6.1", "tsc"), with("6.1", "hpet")];
+        let after = [with("6.2", "tsc"), with("6.2", "tsc")];
+        let b: Vec<&Environment> = before.iter().collect();
+        let a: Vec<&Environment> = after.iter().collect();
+        let changes = between_sides(&b, &a);
+        assert_eq!(
+            changes,
+            [SideChange {
+                key: "kernel".into(),
+                before: vec!["6.1".into()],
+                after: vec!["6.2".into()],
+            }]
+        );
+        assert!(between_sides(&b, &b).is_empty());
+    }
+}
