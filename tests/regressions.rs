@@ -26,12 +26,23 @@ fn text(bytes: &[u8]) -> String {
 /// Night `n` on `host`: `time` of a sleep (30 ms on b from night 8, else
 /// 20 ms) written to a file, filed under `host`, imported into `store`.
 fn night(store: &Path, dir: &Path, n: u32, host: &str) {
-    let delay = if host == "b" && n >= 8 { "0.03" } else { "0.02" };
+    let delay = if host == "b" && n >= 8 {
+        "0.03"
+    } else {
+        "0.02"
+    };
     let file = dir.join(format!("night-{n}-{host}.json"));
     ok(osbench_at(store)
-        .args(["time", "-q", "--runs", "5", "--warmup", "0", "-n", "nightly"])
+        .args([
+            "time", "-q", "--runs", "5", "--warmup", "0", "-n", "nightly",
+        ])
         .arg(format!("sleep {delay}"))
-        .args(["--meta", &format!("commit=c{n:02}"), "--meta", "branch=main"])
+        .args([
+            "--meta",
+            &format!("commit=c{n:02}"),
+            "--meta",
+            "branch=main",
+        ])
         .args(["--label", &format!("night-{n}"), "--no-store", "--json"])
         .arg(&file)
         .output()
@@ -105,12 +116,18 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 3, "{list}");
     assert!(lines[0].contains("commit  branch"), "{list}");
-    assert!(lines[1].contains("c08") && lines[2].contains("main"), "{list}");
+    assert!(
+        lines[1].contains("c08") && lines[2].contains("main"),
+        "{list}"
+    );
 
     let out = sweep(&store, &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.starts_with("osbench regressions: 1 slowdown, 0 improvements in 2 histories"), "{stdout}");
+    assert!(
+        stdout.starts_with("osbench regressions: 1 slowdown, 0 improvements in 2 histories"),
+        "{stdout}"
+    );
     let rows: Vec<&str> = stdout
         .lines()
         .filter(|l| l.contains("command nightly"))
@@ -120,16 +137,28 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     assert_eq!(cells[..4], ["1", "slower", cells[2], "command"], "{stdout}");
     assert!(cells[2].starts_with('+'), "{stdout}");
     assert_eq!(cells[5], "b", "{stdout}");
-    assert!(rows[0].contains("c01..c07") && rows[0].contains("c08..c12"), "{stdout}");
+    assert!(
+        rows[0].contains("c01..c07") && rows[0].contains("c08..c12"),
+        "{stdout}"
+    );
 
     // Not yet dismissed: reported again, under the same id; the webhook gets the Markdown.
     let (url, request) = listener("200 OK");
     let out = sweep(&store, &["--webhook", &url, "--csv", "-"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let csv = text(&out.stdout);
-    assert!(csv.lines().nth(1).unwrap().starts_with("1,command,nightly,default,b,"), "{csv}");
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("1,command,nightly,default,b,"),
+        "{csv}"
+    );
     let request = request.recv().unwrap();
-    assert!(request.starts_with("POST /hooks/abc HTTP/1.1\r\n"), "{request}");
+    assert!(
+        request.starts_with("POST /hooks/abc HTTP/1.1\r\n"),
+        "{request}"
+    );
     let body: serde_json::Value =
         serde_json::from_str(request.split_once("\r\n\r\n").unwrap().1).unwrap();
     let posted = body["text"].as_str().unwrap();
@@ -143,13 +172,21 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     assert!(text(&out.stdout).contains("c08..c12"));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("not posted to --webhook") && stderr.contains("403 Forbidden: no such hook"),
+        stderr.contains("not posted to --webhook")
+            && stderr.contains("403 Forbidden: no such hook"),
         "{stderr}"
     );
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let out = sweep(&store, &["--webhook", &format!("http://{closed}/")]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("cannot connect"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot connect"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // Acknowledged: the next sweep is silent.
     let (said, _) = ok(osbench_at(&store)
@@ -161,7 +198,10 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(text(&out.stdout).starts_with("osbench regressions: 0 slowdowns, 0 improvements"));
     // So is one over host a alone, ordered by commit.
-    let out = sweep(&store, &["--host", "a", "--order-by", "meta:commit", "--json", "-"]);
+    let out = sweep(
+        &store,
+        &["--host", "a", "--order-by", "meta:commit", "--json", "-"],
+    );
     assert_eq!(out.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["histories"], 1);
@@ -180,7 +220,10 @@ fn bad_meta_order_window_and_ids_exit_2_with_a_reason() {
     };
     refused(&["time", "--meta", "commit", "true"], "is not KEY=VALUE");
     refused(&["run", "--meta", "=abc", "syscall"], "is not a meta key");
-    refused(&["fleet", "run", "--meta", "a b=c", "--host", "x=y"], "is not a meta key");
+    refused(
+        &["fleet", "run", "--meta", "a b=c", "--host", "x=y"],
+        "is not a meta key",
+    );
     refused(&["time", "--meta", "commit=", "true"], "the value is empty");
     refused(
         &["time", "--meta", "commit=a", "--meta", "commit=b", "true"],
@@ -189,16 +232,35 @@ fn bad_meta_order_window_and_ids_exit_2_with_a_reason() {
     refused(&["history", "--meta", "commit"], "is not KEY=VALUE");
     refused(&["history", "--order-by", "commit"], "is not an order");
     refused(&["regressions", "--order-by", "meta:"], "is not an order");
-    refused(&["regressions", "--min-change", "lots"], "is not a percentage");
+    refused(
+        &["regressions", "--min-change", "lots"],
+        "is not a percentage",
+    );
     refused(&["regressions", "--last", "0"], "--last");
     // A stored run makes a store; then a bad window and an unknown id.
     ok(osbench_at(&store)
-        .args(["time", "-q", "--runs", "2", "--warmup", "0", "true", "--meta", "commit=x1"])
+        .args([
+            "time",
+            "-q",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "true",
+            "--meta",
+            "commit=x1",
+        ])
         .output()
         .unwrap());
-    refused(&["regressions", "--since", "yesterday"], "is not a duration");
+    refused(
+        &["regressions", "--since", "yesterday"],
+        "is not a duration",
+    );
     refused(&["regressions", "--since", "42"], "no run 42 is stored");
-    refused(&["regressions", "--ack", "7"], "no change point 7 is recorded");
+    refused(
+        &["regressions", "--ack", "7"],
+        "no change point 7 is recorded",
+    );
     refused(
         &["regressions", "--webhook", "ftp://x/", "--last", "1"],
         "is not an http:// or https:// URL",

@@ -1124,7 +1124,11 @@ fn the_results_view_answers_the_readme_queries_in_both_back_ends() {
         .collect()
     };
     let lite_panel = rows(&panel);
-    assert_eq!(lite_panel.len(), 24, "two syscall series a run: {lite_panel:?}");
+    assert_eq!(
+        lite_panel.len(),
+        24,
+        "two syscall series a run: {lite_panel:?}"
+    );
     assert_eq!(lite_panel[0], "alpha null [base]|100.25");
     let lite_notes = rows(&annotations);
     assert_eq!(

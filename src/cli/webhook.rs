@@ -46,13 +46,19 @@ fn parse(url: &str) -> anyhow::Result<Target> {
         tls,
         host: host.to_string(),
         port,
-        path: if path.is_empty() { "/".into() } else { path.into() },
+        path: if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        },
     })
 }
 
 /// `url` as the command line gives it, refused at once when it is no webhook URL.
 pub fn parse_url(url: &str) -> Result<String, String> {
-    parse(url).map(|_| url.to_string()).map_err(|e| e.to_string())
+    parse(url)
+        .map(|_| url.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// Posts `{"text": text}` to `url`; an error unless the answer is 2xx.
@@ -90,7 +96,14 @@ pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
     if !(200..300).contains(&code) {
         let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().trim();
         let body: String = body.chars().take(200).collect();
-        bail!("the webhook answered {status_line}{}", if body.is_empty() { String::new() } else { format!(": {body}") });
+        bail!(
+            "the webhook answered {status_line}{}",
+            if body.is_empty() {
+                String::new()
+            } else {
+                format!(": {body}")
+            }
+        );
     }
     Ok(())
 }

@@ -289,7 +289,10 @@ pub(crate) mod tests {
         let ids: Vec<i64> = ordered.iter().take(5).map(|r| r.run_id).collect();
         assert_eq!(ids, [1, 2, 5, 3, 4]);
         assert_eq!(ordered.len(), 19);
-        assert!(note.unwrap().starts_with("1 run without --meta commit left out"));
+        assert!(
+            note.unwrap()
+                .starts_with("1 run without --meta commit left out")
+        );
         let (by_start, note) = ordered_case_runs(runs.clone(), &RunOrder::Started);
         assert_eq!((by_start.len(), note), (20, None));
         assert!("meta:".parse::<RunOrder>().is_err());

@@ -135,7 +135,9 @@ pub fn sweep(histories: &[CaseHistory], options: &SweepOptions) -> Vec<Regressio
             let latest = k + 1 == points.len();
             let in_window = options.window.holds(&h.runs, p.index)
                 || (latest && options.window.holds(&h.runs, h.runs.len() - 1));
-            if !in_window || !(p.relative.abs() >= options.min_change) {
+            // NaN (a level of 0 before) is never large enough.
+            let large_enough = p.relative.abs() >= options.min_change;
+            if !in_window || !large_enough {
                 continue;
             }
             out.push(regression(h, p, start, end, &options.revision_key));
@@ -144,13 +146,7 @@ pub fn sweep(histories: &[CaseHistory], options: &SweepOptions) -> Vec<Regressio
     out
 }
 
-fn regression(
-    h: &CaseHistory,
-    p: &ChangePoint,
-    start: usize,
-    end: usize,
-    key: &str,
-) -> Regression {
+fn regression(h: &CaseHistory, p: &ChangePoint, start: usize, end: usize, key: &str) -> Regression {
     Regression {
         id: 0,
         bench: h.bench.clone(),

@@ -155,7 +155,10 @@ pub fn runs_table(h: &CaseHistory) -> Table {
         table.header.insert(4 + at, key);
         table.numeric.insert(4 + at, false);
         for (row, run) in table.rows.iter_mut().zip(&h.runs) {
-            row.insert(4 + at, run.meta.get(key).cloned().unwrap_or_else(|| "-".into()));
+            row.insert(
+                4 + at,
+                run.meta.get(key).cloned().unwrap_or_else(|| "-".into()),
+            );
         }
     }
     table

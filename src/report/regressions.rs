@@ -49,9 +49,8 @@ fn p(value: f64) -> String {
 pub fn headline(found: &[Regression], scope: &Scope) -> String {
     let slower = found.iter().filter(|r| r.slower).count();
     let faster = found.len() - slower;
-    let plural = |n: usize, one: &str, many: &str| {
-        format!("{n} {}", if n == 1 { one } else { many })
-    };
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     format!(
         "{}, {} in {} (window: {}; |change| ≥ {}, p ≤ {})",
         plural(slower, "slowdown", "slowdowns"),
@@ -302,8 +301,18 @@ mod tests {
             text.starts_with("osbench regressions: 1 slowdown, 0 improvements in 1 history"),
             "{text}"
         );
-        let line = text.lines().find(|l| l.trim_start().starts_with("7 ")).unwrap();
-        for want in ["slower +10.0%", "syscall null", "1..12", "c01..c12", "13..20", "c13..c20"] {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("7 "))
+            .unwrap();
+        for want in [
+            "slower +10.0%",
+            "syscall null",
+            "1..12",
+            "c01..c12",
+            "13..20",
+            "c13..c20",
+        ] {
             assert!(line.contains(want), "{want}: {line}");
         }
         assert!(text.contains("- #7 kernel: 6.1 → 6.2 | rc"), "{text}");
@@ -316,7 +325,8 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(&rows[0][6], "slower");
         assert_eq!((&rows[0][11], &rows[0][17]), ("c01", "c20"));
-        let json: serde_json::Value = serde_json::from_slice(&super::json(&found, &scope())).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&super::json(&found, &scope())).unwrap();
         assert_eq!(json["regressions"][0]["after"]["first_revision"], "c13");
         assert_eq!(json["regressions"][0]["slower"], true);
         let none = super::text(&[], &scope());

@@ -407,7 +407,9 @@ impl Store {
         )?;
         let meta = meta_of(
             conn.as_mut(),
-            &format!("SELECT series.run_id FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}"),
+            &format!(
+                "SELECT series.run_id FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}"
+            ),
             &params,
         )?;
         let name = conn.name();

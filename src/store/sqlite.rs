@@ -486,7 +486,10 @@ mod tests {
         let store = Store::open(&path).unwrap();
         assert_eq!(user_version(&path), SCHEMA_VERSION);
         let rows = store.list(&Filter::default()).unwrap();
-        assert_eq!(rows[0].meta.get("commit").map(String::as_str), Some("ab12cd"));
+        assert_eq!(
+            rows[0].meta.get("commit").map(String::as_str),
+            Some("ab12cd")
+        );
         assert!(rows[1].meta.is_empty());
         let tagged = Filter {
             meta: vec![("commit".into(), "ab12cd".into())],
@@ -495,7 +498,10 @@ mod tests {
         let ids: Vec<i64> = store.list(&tagged).unwrap().iter().map(|r| r.id).collect();
         assert_eq!(ids, [1]);
         let history = store.case_history("syscall", "null", None, None).unwrap();
-        assert_eq!(history[0].meta.get("commit").map(String::as_str), Some("ab12cd"));
+        assert_eq!(
+            history[0].meta.get("commit").map(String::as_str),
+            Some("ab12cd")
+        );
         // The view: one row per series, meta as JSON, the interval from the document.
         let conn = Connection::open(&path).unwrap();
         let (started, meta, median, low): (String, String, f64, f64) = conn
@@ -510,9 +516,16 @@ mod tests {
         assert_eq!(started, doc.run.started);
         assert_eq!(meta, r#"{"commit":"ab12cd"}"#);
         let series = &doc.series[0];
-        assert_eq!((median, low), (series.summary.median, series.summary.ci_low));
+        assert_eq!(
+            (median, low),
+            (series.summary.median, series.summary.ci_low)
+        );
         let empty: String = conn
-            .query_row("SELECT meta FROM osbench_results WHERE run_id = 2", [], |r| r.get(0))
+            .query_row(
+                "SELECT meta FROM osbench_results WHERE run_id = 2",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(empty, "{}");
     }
@@ -542,7 +555,9 @@ mod tests {
         assert_eq!((first.id, first.state), (1, PointState::New));
         let again = store.record_change_point(&point).unwrap();
         assert_eq!(again, first);
-        store.set_change_point_state(1, PointState::Acknowledged).unwrap();
+        store
+            .set_change_point_state(1, PointState::Acknowledged)
+            .unwrap();
         let later = store.record_change_point(&point).unwrap();
         assert_eq!(later.state, PointState::Acknowledged);
         assert_eq!(store.change_points().unwrap().len(), 1);
