@@ -121,6 +121,16 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
         "{list}"
     );
 
+    // A case's history by commit: the change at c08, the commit a column.
+    let (changes, _) = ok(osbench_at(&store)
+        .args(["history", "command:nightly", "--changes", "--host", "b"])
+        .args(["--order-by", "meta:commit"])
+        .output()
+        .unwrap());
+    assert!(changes.contains("label     commit  branch"), "{changes}");
+    let at = changes.lines().find(|l| l.starts_with("#8 ")).unwrap();
+    assert!(at.contains("night-8"), "{changes}");
+
     let out = sweep(&store, &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));

@@ -227,7 +227,7 @@ fn decimals(h: &CaseHistory) -> usize {
 }
 
 /// "+8.1%" or "-3.0%".
-fn signed_pct(fraction: f64) -> String {
+pub(super) fn signed_pct(fraction: f64) -> String {
     let text = fmt_pct(fraction);
     if fraction > 0.0 {
         format!("+{text}")

@@ -31,16 +31,6 @@ fn median(value: f64, unit: &str) -> String {
     format!("{} {symbol}", fmt_sig(value))
 }
 
-/// "+10.0%" or "-3.0%".
-fn signed(change: f64) -> String {
-    let text = fmt_pct(change);
-    if change > 0.0 {
-        format!("+{text}")
-    } else {
-        text
-    }
-}
-
 fn p(value: f64) -> String {
     super::compare::fmt_p(value)
 }
@@ -88,7 +78,7 @@ fn row(r: &Regression) -> Vec<String> {
         format!(
             "{} {}",
             if r.slower { "slower" } else { "faster" },
-            signed(r.change)
+            super::case_history::signed_pct(r.change)
         ),
         case_name(r),
         r.host.clone(),
