@@ -1192,3 +1192,73 @@ fn a_version_3_postgresql_store_is_migrated() {
     assert_eq!(pg.sql("SELECT count(*) FROM change_points"), "0\n");
     assert_eq!(pg.sql("SELECT count(*) FROM osbench_results"), "4\n");
 }
+
+#[test]
+fn the_regression_sweep_records_and_dismisses_in_postgresql() {
+    if !have_postgres("the_regression_sweep_records_and_dismisses_in_postgresql") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    let url = pg.url("127.0.0.1", "");
+    let mut store = Store::open(PathBuf::from(&url)).unwrap();
+    // Twelve nights of host alpha with their commits.
+    for i in 0..12 {
+        let mut doc = variant(i, "alpha");
+        doc.run
+            .meta
+            .insert("commit".into(), format!("c{:02}", i + 1));
+        store.insert(&doc).unwrap();
+    }
+    drop(store);
+    // syscall null [base]'s indexed medians: 10 % slower from night 8 (the
+    // documents stay as they were: the environment diff reads them).
+    pg.sql(
+        "UPDATE series SET median = (CASE WHEN run_id >= 8 THEN 110 ELSE 100 END)
+             + (run_id % 3) * 0.1
+         WHERE bench = 'syscall' AND config = 'base'",
+    );
+    let sweep = || {
+        osbench(&url)
+            .args([
+                "regressions",
+                "--last",
+                "2",
+                "--bench",
+                "syscall",
+                "--csv",
+                "-",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = sweep();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert!(
+        rows[0].starts_with("1,syscall,null,base,alpha,ns,slower,"),
+        "{csv}"
+    );
+    assert!(
+        rows[0].contains(",c01,c07,") && rows[0].contains(",c08,c12,"),
+        "{csv}"
+    );
+    assert_eq!(
+        pg.sql("SELECT id, state, run_id FROM change_points"),
+        "1|new|8\n"
+    );
+    ok(osbench(&url)
+        .args(["regressions", "--expect", "1"])
+        .output()
+        .unwrap());
+    assert_eq!(pg.sql("SELECT state FROM change_points"), "expected\n");
+    let out = sweep();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+}

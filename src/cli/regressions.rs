@@ -125,7 +125,7 @@ pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         r.id = stored.id;
-        r.env = env_changes(&db, &r)?;
+        r.env = env_changes(&db, &r);
         found.push(r);
     }
     let scope = Scope {
@@ -268,19 +268,22 @@ fn found_point(r: &Regression) -> FoundPoint {
 
 /// The environment keys that changed with the level, from the documents of
 /// up to [`ENV_RUNS`] runs on each side of the change.
-fn env_changes(db: &Store, r: &Regression) -> anyhow::Result<Vec<osbench::env::SideChange>> {
-    let read = |ids: &[i64]| -> anyhow::Result<Vec<osbench::env::Environment>> {
+fn env_changes(db: &Store, r: &Regression) -> Vec<osbench::env::SideChange> {
+    let read = |ids: &[i64]| -> Vec<osbench::env::Environment> {
         let mut envs = Vec::new();
         for &id in ids {
-            if let Some(doc) = db.document(id)? {
-                envs.push(doc.env);
+            // A document that cannot be read leaves the diff, not the sweep.
+            match db.document(id) {
+                Ok(Some(doc)) => envs.push(doc.env),
+                Ok(None) => {}
+                Err(e) => eprintln!("osbench: warning: environment of run {id} left out: {e}"),
             }
         }
-        Ok(envs)
+        envs
     };
     let before = &r.before.runs[r.before.runs.len().saturating_sub(ENV_RUNS)..];
     let after = &r.after.runs[..r.after.runs.len().min(ENV_RUNS)];
-    let (before, after) = (read(before)?, read(after)?);
+    let (before, after) = (read(before), read(after));
     let (before, after): (Vec<_>, Vec<_>) = (before.iter().collect(), after.iter().collect());
-    Ok(osbench::env::between_sides(&before, &after))
+    osbench::env::between_sides(&before, &after)
 }
