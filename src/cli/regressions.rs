@@ -21,7 +21,7 @@ use osbench::compare::regressions::{Regression, SweepOptions, Window, sweep};
 use osbench::document::rfc3339;
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
-use osbench::store::{self, CaseRun, FoundPoint, PointState, Store};
+use osbench::store::{self, CaseRun, FoundPoint, PointState, Store, StoredPoint};
 
 use super::save::{ExportArgs, StoreArgs};
 
@@ -119,9 +119,19 @@ pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
         revision_key,
     };
     let mut found = Vec::new();
+    let dismissed: Vec<StoredPoint> = db
+        .change_points()?
+        .into_iter()
+        .filter(|p| p.state != PointState::New)
+        .collect();
     for mut r in sweep(&histories, &options) {
         let stored = db.record_change_point(&found_point(&r))?;
         if stored.state != PointState::New {
+            continue;
+        }
+        // Dismissed already, where the detection placed it a run or two apart.
+        if let Some(earlier) = dismissed.iter().find(|p| r.is_same_change(&p.point)) {
+            db.set_change_point_state(stored.id, earlier.state)?;
             continue;
         }
         r.id = stored.id;

@@ -110,6 +110,27 @@ pub struct Regression {
     pub env: Vec<SideChange>,
 }
 
+/// How many runs either side of a change point's first run a change point
+/// found earlier may be at and still be this one (the detection may place a
+/// change a run or two apart as more runs arrive).
+pub const SAME_CHANGE_RUNS: usize = 2;
+
+impl Regression {
+    /// Whether a change point recorded earlier in this history (same case,
+    /// configuration and host) in the same direction, `earlier`, is this
+    /// change found again with its first run up to [`SAME_CHANGE_RUNS`] runs apart.
+    pub fn is_same_change(&self, earlier: &crate::store::FoundPoint) -> bool {
+        let before = &self.before.runs[self.before.runs.len().saturating_sub(SAME_CHANGE_RUNS)..];
+        let after = &self.after.runs[..self.after.runs.len().min(SAME_CHANGE_RUNS + 1)];
+        earlier.bench == self.bench
+            && earlier.case == self.case
+            && earlier.config == self.config
+            && earlier.host == self.host
+            && (earlier.direction == "slower") == self.slower
+            && (before.contains(&earlier.run_id) || after.contains(&earlier.run_id))
+    }
+}
+
 /// What the sweep keeps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepOptions {
@@ -238,5 +259,33 @@ mod tests {
         assert_eq!(recent[0].after.runs[0], 17);
         assert!(!recent[0].slower);
         assert_eq!(recent[0].before.revisions(), None);
+    }
+
+    #[test]
+    fn a_change_found_again_a_run_apart_is_the_same_change() {
+        let found = sweep(&fleet(), &options(Window::Last(2), 0.05));
+        let r = &found[0];
+        let earlier = |run_id: i64, direction: &str, host: &str| crate::store::FoundPoint {
+            bench: "syscall".into(),
+            case: "null".into(),
+            config: "default".into(),
+            host: host.into(),
+            unit: "ns".into(),
+            run_id,
+            before_run_id: run_id - 1,
+            before_median: 100.0,
+            after_median: 110.0,
+            relative: 0.1,
+            p_value: 0.01,
+            direction: direction.into(),
+        };
+        // The new level starts at run 13: runs 11..15 are the same change.
+        for near in [11, 12, 14, 15] {
+            assert!(r.is_same_change(&earlier(near, "slower", "vm")), "{near}");
+        }
+        assert!(!r.is_same_change(&earlier(10, "slower", "vm")));
+        assert!(!r.is_same_change(&earlier(16, "slower", "vm")));
+        assert!(!r.is_same_change(&earlier(14, "faster", "vm")));
+        assert!(!r.is_same_change(&earlier(14, "slower", "big")));
     }
 }
