@@ -8,9 +8,9 @@
 //! webhook (a local listener) and says so clearly when the webhook refuses; acknowledged, the next sweep is
 //! silent and exits 0. Also the bad input of `--meta`, `--order-by`,
 //! `--since` and `--ack`. No test asserts on speed: the planted change is
-//! 50 % of a sleep, and the sweep asks for 10 % or more (a flat history on a
-//! loaded machine may show a change point of a few per cent, as any
-//! detection at p ≤ 0.05 will now and then).
+//! 50 % of a sleep, and the sweep asks for 20 % or more (on a loaded machine
+//! the load itself moves a flat history's level: 20 ms sleeps were seen to
+//! shift by 10–15 % within one run of this test).
 
 mod common;
 
@@ -26,13 +26,13 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Night `n` on `host`: `time` of a sleep (30 ms on b from night 8, else
-/// 20 ms) written to a file, filed under `host`, imported into `store`.
+/// Night `n` on `host`: `time` of a sleep (75 ms on b from night 8, else
+/// 50 ms) written to a file, filed under `host`, imported into `store`.
 fn night(store: &Path, dir: &Path, n: u32, host: &str) {
     let delay = if host == "b" && n >= 8 {
-        "0.03"
+        "0.075"
     } else {
-        "0.02"
+        "0.05"
     };
     let file = dir.join(format!("night-{n}-{host}.json"));
     ok(osbench_at(store)
@@ -53,7 +53,7 @@ fn night(store: &Path, dir: &Path, n: u32, host: &str) {
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     doc["run"]["host"] = host.into();
-    if delay == "0.03" {
+    if delay == "0.075" {
         // What else changed on b with the slowdown: its kernel.
         doc["env"]["kernel"] = "6.99.0-planted".into();
     }
@@ -63,7 +63,7 @@ fn night(store: &Path, dir: &Path, n: u32, host: &str) {
 
 fn sweep(store: &Path, extra: &[&str]) -> Output {
     osbench_at(store)
-        .args(["regressions", "--since", "night-11", "--min-change", "10"])
+        .args(["regressions", "--since", "night-11", "--min-change", "20"])
         .args(extra)
         .output()
         .unwrap()
