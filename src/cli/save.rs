@@ -39,7 +39,8 @@ impl StoreArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// Also write JSON to FILE (run, time, export: the result document with every raw
-    /// sample; compare: the comparisons); `-`: standard output
+    /// sample; compare: the comparisons; regressions: the change points reported); `-`:
+    /// standard output
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also write Markdown tables to FILE; `-`: standard output
@@ -47,7 +48,8 @@ pub struct ExportArgs {
     pub markdown: Option<PathBuf>,
     /// Also write tidy CSV to FILE (run, time, export: one row per sample with bench, case,
     /// config, round, sample, value, unit; time adds each run's user, sys, max RSS, exit
-    /// status and parameters; compare: one row per change); `-`: standard output
+    /// status and parameters; compare: one row per change; regressions: one row per change
+    /// point); `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 }
