@@ -199,11 +199,23 @@ fn a_flat_history_has_none_and_a_short_one_cannot_tell() {
         1,
         "{one}"
     );
-    // A case that is not stored says which are.
-    let none = changes(&store, "syscall:nul", &[]);
-    assert_eq!(
-        none,
-        "No stored run has syscall:nul; stored cases of syscall: syscall:null.\n"
+    // A case that is not stored is an error (status 2) that says which are.
+    for args in [&["syscall:nul", "--changes"][..], &["nosuch:case"][..]] {
+        let stderr = fails(osbench(&store).arg("history").args(args).output().unwrap());
+        assert!(
+            stderr.starts_with("osbench: error: No stored run has "),
+            "{stderr}"
+        );
+    }
+    let stderr = fails(
+        osbench(&store)
+            .args(["history", "syscall:nul"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        stderr.contains("No stored run has syscall:nul; stored cases of syscall: syscall:null."),
+        "{stderr}"
     );
 }
 

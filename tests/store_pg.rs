@@ -532,7 +532,7 @@ fn both_back_ends_answer_alike() {
     assert_eq!(stores[1].list(&filters[1]).unwrap().len(), 6);
     assert_eq!(stores[1].list(&filters[2]).unwrap()[0].id, 6);
     let [lite, pg] = stores.each_ref().map(|s| {
-        s.case_history("syscall", "null", Some("base"), Some("alpha"))
+        s.case_history("syscall", "null", Some("base"), Some("alpha"), None)
             .unwrap()
     });
     assert_eq!(lite, pg);
@@ -1045,6 +1045,108 @@ fn a_foreign_osbench_schema_table_is_left_as_it_was() {
     assert_eq!(pg.sql("SELECT to_regclass('runs') IS NULL").trim(), "t");
 }
 
+/// Removing and relabelling runs, the experiment in a case's history and
+/// `--min-samples`, on `store` (either back end): five runs, run 5 of
+/// another experiment whose configurations carry the same names.
+fn keeps_a_clean_history(store: &mut Store) {
+    for i in 1..=4 {
+        let mut doc = variant(i, "alpha");
+        if i == 2 {
+            // A quick one-sample try.
+            doc.series.iter_mut().for_each(|s| s.summary.n = 1);
+        }
+        assert_eq!(store.insert(&doc).unwrap(), Inserted::New(i as i64));
+    }
+    let mut other = variant(5, "alpha");
+    other.run.configs[1].setup = Some("echo 0 > /sys/unrelated".into());
+    assert_eq!(store.insert(&other).unwrap(), Inserted::New(5));
+    let history = |store: &Store, min: Option<i64>| {
+        let runs = store
+            .case_history("syscall", "null", Some("base"), None, min)
+            .unwrap();
+        osbench::compare::history::case_histories("syscall", "null", runs, None)
+    };
+    // Two experiments: two histories of configuration `base`, not one.
+    let h = history(store, None);
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(h[0].runs.len(), 4);
+    assert_eq!(h[1].runs.iter().map(|r| r.run_id).collect::<Vec<_>>(), [5]);
+    let experiment = |i: usize| h[i].experiment.clone().unwrap();
+    assert!(
+        experiment(0).starts_with("base,patched, \"v2\" #"),
+        "{}",
+        experiment(0)
+    );
+    assert_ne!(experiment(0), experiment(1));
+    // --min-samples 2 leaves the one-sample run out of the history and the list.
+    let h = history(store, Some(2));
+    assert_eq!(
+        h[0].runs.iter().map(|r| r.run_id).collect::<Vec<_>>(),
+        [1, 3, 4]
+    );
+    let ids = |store: &Store, f: &Filter| -> Vec<i64> {
+        store.list(f).unwrap().iter().map(|r| r.id).collect()
+    };
+    let enough = Filter {
+        min_samples: Some(2),
+        ..Filter::default()
+    };
+    assert_eq!(ids(store, &enough), [1, 3, 4, 5]);
+    // Removing: all or none.
+    assert!(store.remove(&[3, 99]).is_err());
+    assert_eq!(ids(store, &Filter::default()), [1, 2, 3, 4, 5]);
+    store.remove(&[2, 4]).unwrap();
+    assert_eq!(ids(store, &Filter::default()), [1, 3, 5]);
+    assert_eq!(store.document(2).unwrap(), None);
+    assert_eq!(history(store, None)[0].runs.len(), 2);
+    // Relabelling: the list, the label lookup and the document agree.
+    store.relabel(3, Some("kept")).unwrap();
+    assert_eq!(store.latest_with_label("kept").unwrap(), Some(3));
+    assert_eq!(
+        store.document(3).unwrap().unwrap().run.label.as_deref(),
+        Some("kept")
+    );
+    let kept = Filter {
+        label: Some("kept".into()),
+        ..Filter::default()
+    };
+    assert_eq!(ids(store, &kept), [3]);
+    assert!(store.relabel(2, Some("x")).is_err(), "run 2 is gone");
+}
+
+#[test]
+fn runs_are_removed_and_relabelled_alike_in_both_back_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    keeps_a_clean_history(&mut Store::open(dir.path().join("results.sqlite")).unwrap());
+    if !have_postgres("runs_are_removed_and_relabelled_alike_in_both_back_ends") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    let url = pg.url("127.0.0.1", "");
+    keeps_a_clean_history(&mut Store::open(PathBuf::from(&url)).unwrap());
+    // The commands, on the server's store: asked for --yes off a terminal.
+    let refused = osbench(&url).args(["rm", "1"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(stderr.contains("give --yes"), "{stderr}");
+    ok(osbench(&url)
+        .args(["relabel", "1", "first", "--yes"])
+        .output()
+        .unwrap());
+    ok(osbench(&url)
+        .args(["rm", "first", "5", "--yes"])
+        .output()
+        .unwrap());
+    let store = Store::open_existing(PathBuf::from(&url)).unwrap();
+    let left: Vec<i64> = store
+        .list(&Filter::default())
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(left, [3]);
+}
+
 /// The two SQL blocks of README's "Dashboards" section (Grafana's panel and
 /// annotation queries), with `$__timeFilter(X)` expanded to November 2026.
 fn readme_queries() -> [String; 2] {
@@ -1168,8 +1270,8 @@ fn the_results_view_answers_the_readme_queries_in_both_back_ends() {
 }
 
 #[test]
-fn a_version_3_postgresql_store_is_migrated() {
-    if !have_postgres("a_version_3_postgresql_store_is_migrated") {
+fn a_version_4_postgresql_store_is_migrated() {
+    if !have_postgres("a_version_4_postgresql_store_is_migrated") {
         return;
     }
     let pg = Cluster::start(Tls::Off);
@@ -1180,7 +1282,7 @@ fn a_version_3_postgresql_store_is_migrated() {
     // As osbench before --meta left it.
     pg.sql(
         "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
-         UPDATE osbench_schema SET version = 3",
+         UPDATE osbench_schema SET version = 4",
     );
     let store = Store::open(url).unwrap();
     let rows = store.list(&Filter::default()).unwrap();

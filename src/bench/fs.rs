@@ -1,5 +1,6 @@
 //! `fs`: file creation and deletion, lmbench's `lat_fs`. One sample is one
-//! whole pass over `files` files in a fresh directory: `phase=create` times
+//! whole pass over `files` files in a directory new for that pass (made
+//! untimed, as lmbench's set-up makes one per timed interval): `phase=create` times
 //! creating them (creat, `kib` KiB written in 128 KiB writes as lmbench's
 //! `mkfile` does, optionally fsync, close), `phase=delete` times unlinking
 //! them; the untimed step between samples does the other half. One op is
@@ -16,8 +17,9 @@
 //!
 //! Differences on purpose: lmbench spreads its files over directories of at
 //! most 100 (its `-n`) and lets its timing loop choose how many; osbench
-//! puts `files` (default 100, one lmbench directory) in one directory, and
-//! files are named 0, 1, … as lmbench's are. `fsync=yes` exists (lmbench
+//! puts `files` (default 100, one lmbench directory) in one directory. As
+//! in lmbench, files are named 0, 1, …, made from the last name to the
+//! first and unlinked in the order they were made. `fsync=yes` exists (lmbench
 //! never syncs). Left out: lmbench's parallel (-P) mode.
 
 use std::ffi::CString;
@@ -107,7 +109,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
-    differs: "µs per file (lmbench prints files/s); one directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop; fsync=yes exists.",
+    differs: "µs per file (lmbench prints files/s); one new directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop; fsync=yes exists.",
     ops_per_iter: |p| p.int("files") as f64,
     sampling: Sampling::WholeRuns,
     setup,
@@ -181,12 +183,19 @@ pub fn room_for(bench: &str, bytes: u64, files: u64) -> Result<()> {
     Ok(())
 }
 
-/// One case: its directory, the files' names, and what exists now.
+/// One case: its directory, the current pass's directory and file names,
+/// and which of them exist now. Files are made from the last name to the
+/// first and unlinked in the order they were made, as lmbench's
+/// `benchmark_mk` and `benchmark_rm` walk their names; each pass has a
+/// directory of its own, as each of lmbench's timed intervals has.
 struct Files {
     dir: Option<TempDir>,
+    /// Passes begun: the current pass's directory is `dir/passes`.
+    passes: u64,
     names: Vec<CString>,
-    /// How many of `names` (from the first) exist.
-    existing: usize,
+    /// Files of this pass made so far (names from the last), and unlinked so far.
+    made: usize,
+    unmade: usize,
     data: Vec<u8>,
     fsync: bool,
     create_timed: bool,
@@ -197,36 +206,63 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
 }
 
 impl Files {
-    /// A case in a new directory under `parent`.
+    /// A case in a new directory under `parent`, its first pass's directory made.
     fn new_in(p: &Params, parent: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("osbench-fs")
             .tempdir_in(parent)
             .map_err(|e| Error::io(format!("creating a directory in {}", parent.display()), e))?;
-        let names = (0..p.int("files"))
-            .map(|i| {
-                CString::new(dir.path().join(i.to_string()).as_os_str().as_bytes())
-                    .map_err(|_| Error::Measure("a temporary path holds a NUL byte".into()))
-            })
-            .collect::<Result<_>>()?;
-        Ok(Files {
+        let mut files = Files {
             dir: Some(dir),
-            names,
-            existing: 0,
+            passes: 0,
+            names: Vec::new(),
+            made: 0,
+            unmade: 0,
             data: vec![0; p.int("kib") as usize * 1024],
             fsync: p.get("fsync") == "yes",
             create_timed: p.get("phase") == "create",
-        })
+        };
+        files.begin_pass(p.int("files") as usize)?;
+        Ok(files)
     }
 
     fn dir(&self) -> &Path {
         self.dir.as_ref().map_or(Path::new("?"), |d| d.path())
     }
 
-    /// Creates every file not yet there (lmbench's mkfile).
+    fn pass_dir(&self, pass: u64) -> PathBuf {
+        self.dir().join(pass.to_string())
+    }
+
+    /// Untimed: removes the last pass's directory (empty by then) and makes
+    /// the next one with its `files` names. A pass that made no file yet
+    /// keeps its directory.
+    fn begin_pass(&mut self, files: usize) -> Result<()> {
+        if self.passes > 0 && self.made == 0 {
+            return Ok(());
+        }
+        if self.passes > 0 {
+            let old = self.pass_dir(self.passes);
+            std::fs::remove_dir(&old)
+                .map_err(|e| Error::io(format!("fs: removing {}", old.display()), e))?;
+        }
+        self.passes += 1;
+        let new = self.pass_dir(self.passes);
+        std::fs::create_dir(&new).map_err(|e| self.failed("making the directory of", e))?;
+        self.names = (0..files)
+            .map(|i| {
+                CString::new(new.join(i.to_string()).as_os_str().as_bytes())
+                    .map_err(|_| Error::Measure("a temporary path holds a NUL byte".into()))
+            })
+            .collect::<Result<_>>()?;
+        (self.made, self.unmade) = (0, 0);
+        Ok(())
+    }
+
+    /// Makes every file of the pass not yet made, last name first (lmbench's mkfile).
     fn create_all(&mut self) -> Result<()> {
-        while self.existing < self.names.len() {
-            let name = &self.names[self.existing];
+        while self.made < self.names.len() {
+            let name = &self.names[self.names.len() - 1 - self.made];
             // SAFETY: a NUL-terminated path; the result is checked.
             let fd = unsafe {
                 libc::open(
@@ -238,7 +274,7 @@ impl Files {
             if fd < 0 {
                 return Err(self.failed("creating", io::Error::last_os_error()));
             }
-            self.existing += 1;
+            self.made += 1;
             // SAFETY: `fd` was just opened and is owned by nothing else.
             let file = unsafe { OwnedFd::from_raw_fd(fd) };
             for chunk in self.data.chunks(WRITE_CHUNK) {
@@ -253,14 +289,15 @@ impl Files {
         Ok(())
     }
 
-    /// Unlinks every file there, last first.
+    /// Unlinks every file made and not yet unlinked, in the order they were made.
     fn delete_all(&mut self) -> Result<()> {
-        while self.existing > 0 {
+        while self.unmade < self.made {
+            let name = &self.names[self.names.len() - 1 - self.unmade];
             // SAFETY: a NUL-terminated path; the result is checked.
-            if unsafe { libc::unlink(self.names[self.existing - 1].as_ptr()) } != 0 {
+            if unsafe { libc::unlink(name.as_ptr()) } != 0 {
                 return Err(self.failed("deleting", io::Error::last_os_error()));
             }
-            self.existing -= 1;
+            self.unmade += 1;
         }
         Ok(())
     }
@@ -272,10 +309,15 @@ impl Files {
         } else {
             ""
         };
+        let done = if doing == "deleting" {
+            self.unmade
+        } else {
+            self.made
+        };
         Error::io(
             format!(
                 "fs: {doing} file {} of {} in {}{full}",
-                self.existing + 1,
+                done + 1,
                 self.names.len(),
                 describe_dir(self.dir())
             ),
@@ -285,13 +327,15 @@ impl Files {
 }
 
 impl Workload for Files {
-    /// Untimed: the half that is not measured.
+    /// Untimed: the half that is not measured, in a new pass directory.
     fn prepare(&mut self) -> Result<()> {
-        if self.create_timed {
-            self.delete_all()
-        } else {
-            self.create_all()
+        let files = self.names.len();
+        self.delete_all()?;
+        self.begin_pass(files)?;
+        if !self.create_timed {
+            self.create_all()?;
         }
+        Ok(())
     }
 
     fn run(&mut self, iters: u64) -> Result<()> {
@@ -330,14 +374,22 @@ mod tests {
         check(&p).unwrap();
         let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
         let dir = f.dir().to_path_buf();
-        for _ in 0..3 {
+        for pass in 1..=3 {
             f.prepare().unwrap();
             f.run(1).unwrap();
+            // One pass directory at a time, each new.
+            let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+            assert_eq!(entries.len(), 1, "{p}");
+            assert_eq!(f.passes, pass, "{p}");
             let expected = if f.create_timed { f.names.len() } else { 0 };
-            assert_eq!(std::fs::read_dir(&dir).unwrap().count(), expected, "{p}");
+            assert_eq!(
+                std::fs::read_dir(f.pass_dir(pass)).unwrap().count(),
+                expected,
+                "{p}"
+            );
         }
         if f.create_timed {
-            let size = std::fs::metadata(dir.join("0")).unwrap().len();
+            let size = std::fs::metadata(f.pass_dir(3).join("0")).unwrap().len();
             assert_eq!(size, p.int("kib") as u64 * 1024);
         }
         Box::new(f).teardown().unwrap();
@@ -354,6 +406,28 @@ mod tests {
         }
         let dir = pass(&[("fsync", "yes"), ("files", "3"), ("kib", "1")]);
         assert!(!dir.exists());
+    }
+
+    /// lmbench's orders: made from the last name to the first, unlinked in
+    /// the order made. A directory in a file's place makes the first call
+    /// of each half fail, and the error says which file it was.
+    #[test]
+    fn files_are_made_last_first_and_unlinked_in_the_order_made() {
+        let p = Params::new(&DEF, &[("files", "3")]);
+        let mut f = Files::new_in(&p, &std::env::temp_dir()).unwrap();
+        let pass = f.pass_dir(1);
+        std::fs::create_dir(pass.join("0")).unwrap();
+        let e = f.create_all().unwrap_err().to_string();
+        assert!(e.contains("creating file 3 of 3"), "{e}");
+        assert!(pass.join("2").is_file() && pass.join("1").is_file());
+        std::fs::remove_dir(pass.join("0")).unwrap();
+        f.create_all().unwrap();
+        std::fs::remove_file(pass.join("2")).unwrap();
+        std::fs::create_dir(pass.join("2")).unwrap();
+        let e = f.delete_all().unwrap_err().to_string();
+        assert!(e.contains("deleting file 1 of 3"), "{e}");
+        assert!(pass.join("1").is_file() && pass.join("0").is_file());
+        Box::new(f).teardown().unwrap();
     }
 
     #[test]

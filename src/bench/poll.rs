@@ -19,7 +19,11 @@
 //! steady-state cost of one call). Differences on purpose: select's first
 //! argument is the highest descriptor + 1 (lmbench passes N, so its
 //! duplicates at N and above are not watched: 90 of 100 on tcp, 91 on file); LEBench times one call per run with
-//! clock_gettime around it, osbench a median of batches. As in lmbench, the
+//! clock_gettime around it, osbench a median of batches — or, with
+//! `set=fresh`, LEBench's own method: each op makes a new set of N
+//! unconnected sockets (untimed), times one call with a clock read on each
+//! side, and closes them, so the result is a distribution whose mean is
+//! LEBench's average (its clock read included, as LEBench's is). As in lmbench, the
 //! tcp connection's other end is accepted by a forked server process that
 //! blocks reading it until every duplicate is closed.
 //! Regular files cannot be watched by epoll (EPERM), so epoll cases refuse
@@ -35,10 +39,15 @@ use tempfile::NamedTempFile;
 
 use super::util::fdio::{descriptors_needed, last_error, read_until_eof};
 use super::util::ring::{Helpers, Mode};
-use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
 use crate::measure::limits::descriptor_error;
 use crate::measure::placement::Placement;
+
+/// `set=fresh`: calls timed over 100 descriptors or fewer (a tenth of that
+/// over more; LEBench's own counts are ten times these).
+const FRESH_EVENTS: u64 = 10_000;
 
 pub static DEF: BenchDef = BenchDef {
     name: "poll",
@@ -66,6 +75,12 @@ pub static DEF: BenchDef = BenchDef {
             kind: ParamKind::Choice(&["file", "tcp", "socket"]),
             default: "tcp",
         },
+        ParamSpec {
+            name: "set",
+            help: "kept: one set, called again and again (batches); fresh: a new set per call, each call timed alone (LEBench; on=socket only)",
+            kind: ParamKind::Choice(&["kept", "fresh"]),
+            default: "kept",
+        },
     ],
     default_cases: DefaultCases::Listed(&[
         &[("call", "select"), ("on", "file")],
@@ -78,7 +93,14 @@ pub static DEF: BenchDef = BenchDef {
         &[("call", "poll"), ("on", "socket"), ("fds", "1000")],
         &[("call", "epoll_wait"), ("on", "socket"), ("fds", "1000")],
     ]),
-    case_name: |p| format!("{}/{}/{}", p.get("call"), p.get("on"), p.int("fds")),
+    case_name: |p| {
+        let fresh = if p.get("set") == "fresh" {
+            "/fresh"
+        } else {
+            ""
+        };
+        format!("{}/{}/{}{fresh}", p.get("call"), p.get("on"), p.int("fds"))
+    },
     op: |p| {
         let n = p.int("fds");
         let what = match p.get("on") {
@@ -90,9 +112,19 @@ pub static DEF: BenchDef = BenchDef {
             "epoll_ctl" => format!(
                 "one epoll_ctl() call (ADD and DEL of one more socket, alternately) beside {n} watched {what}"
             ),
+            call if p.get("set") == "fresh" => format!(
+                "one {call}() over {n} ready {what} made just before it (untimed) and closed after, zero timeout, clock read to clock read"
+            ),
             call => format!("one {call}() over {n} ready {what}, zero timeout"),
         }
     },
+    sampling: Sampling::EventsFor(|p| {
+        (p.get("set") == "fresh").then_some(if p.int("fds") <= 100 {
+            FRESH_EVENTS
+        } else {
+            FRESH_EVENTS / 10
+        })
+    }),
     anchor: |p| match (p.get("call"), p.get("on")) {
         ("select", on @ ("file" | "tcp")) => format!("lat_select -n {} {on}", p.int("fds")),
         ("epoll_ctl", _) => "perf bench epoll ctl".to_string(),
@@ -109,7 +141,7 @@ pub static DEF: BenchDef = BenchDef {
             1.0
         }
     },
-    differs: "select watches all N (lmbench passes N as select's highest descriptor + 1, so it watches only its duplicates below N: 90 of 100 on tcp, 91 on file, by strace); every call must report all N ready; a median of 10 ms batches where LEBench times single calls.",
+    differs: "select watches all N (lmbench passes N as select's highest descriptor + 1, so it watches only its duplicates below N: 90 of 100 on tcp, 91 on file, by strace); every call must report all N ready; set=kept (the default) is a median of 10 ms batches over one set where LEBench times single calls on a new set each (set=fresh does as LEBench).",
     setup,
     check,
     ..BenchDef::DEFAULTS
@@ -126,6 +158,13 @@ fn check(p: &Params) -> Result<()> {
              use call=poll, ppoll or epoll_wait for larger sets",
             libc::FD_SETSIZE
         )));
+    }
+    if p.get("set") == "fresh" && (p.get("on") != "socket" || call == "epoll_ctl") {
+        return Err(Error::Usage(
+            "poll: set=fresh is LEBench's method (a new set of unconnected sockets per call) and \
+             needs on=socket and a call other than epoll_ctl"
+                .into(),
+        ));
     }
     if call.starts_with("epoll") && p.get("on") == "file" {
         return Err(Error::Usage(
@@ -145,6 +184,13 @@ struct Multiplex {
     /// `on=tcp`: the server process that accepted the connection.
     server: Option<Helpers>,
     expected: usize,
+}
+
+/// `set=fresh`: the case's parameters (each call builds its own set) and
+/// the latencies of the calls timed so far.
+struct FreshSets {
+    params: Params,
+    events: Vec<u64>,
 }
 
 enum Call {
@@ -167,7 +213,16 @@ enum Call {
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
-    Ok(Box::new(Multiplex::new(p)?))
+    // The first set is checked here either way (every descriptor ready).
+    let first = Multiplex::new(p)?;
+    if p.get("set") == "fresh" {
+        Box::new(first).teardown()?;
+        return Ok(Box::new(FreshSets {
+            params: p.clone(),
+            events: Vec::new(),
+        }));
+    }
+    Ok(Box::new(first))
 }
 
 /// The first watched descriptor: a temporary file (already unlinked) or
@@ -223,7 +278,16 @@ fn accept_and_hold(listener: RawFd) -> std::io::Result<()> {
 }
 
 impl Multiplex {
+    /// The set, checked by one call: every descriptor is ready, or the case
+    /// is refused here.
     fn new(p: &Params) -> Result<Self> {
+        let mut m = Multiplex::build(p)?;
+        m.once()?;
+        Ok(m)
+    }
+
+    /// The set, not yet called.
+    fn build(p: &Params) -> Result<Self> {
         let n = p.int("fds") as usize;
         let on = p.get("on");
         let mut server = None;
@@ -283,14 +347,12 @@ impl Multiplex {
                 }
             }
         };
-        let mut m = Multiplex {
+        Ok(Multiplex {
             call,
             watched: fds,
             server,
             expected: n,
-        };
-        m.once()?; // every descriptor is ready, or the case is refused here
-        Ok(m)
+        })
     }
 
     /// One call, its result checked.
@@ -380,6 +442,24 @@ impl Workload for Multiplex {
         } = *self;
         drop((call, watched));
         server.map_or(Ok(()), |mut s| s.finish())
+    }
+}
+
+impl Workload for FreshSets {
+    /// `iters` calls, each on a set made for it (untimed) and closed after,
+    /// timed alone from a clock read before to one after, as LEBench does.
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for _ in 0..iters {
+            let mut set = Multiplex::build(&self.params)?;
+            let start = monotonic_ns();
+            set.once()?;
+            self.events.push(monotonic_ns() - start);
+        }
+        Ok(())
+    }
+
+    fn take_events(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.events)
     }
 }
 
@@ -492,6 +572,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// LEBench's method: each call on a new set, timed alone, one event each.
+    #[test]
+    fn a_fresh_set_per_call_gives_one_event_per_call() {
+        for call in ["select", "poll", "ppoll", "epoll_wait"] {
+            let p = case(&[
+                ("call", call),
+                ("on", "socket"),
+                ("fds", "10"),
+                ("set", "fresh"),
+            ]);
+            check(&p).unwrap();
+            let mut m = setup(&p, &Placement::unpinned()).unwrap();
+            m.run(5).unwrap();
+            let events = m.take_events();
+            assert_eq!(events.len(), 5, "{p}");
+            assert!(
+                events.iter().all(|&ns| ns > 0 && ns < 1_000_000_000),
+                "{p}: {events:?}"
+            );
+            assert!(m.take_events().is_empty());
+            m.teardown().unwrap();
+        }
+        let Sampling::EventsFor(count) = DEF.sampling else {
+            unreachable!()
+        };
+        assert_eq!(
+            count(&case(&[("on", "socket"), ("set", "fresh")])),
+            Some(FRESH_EVENTS)
+        );
+        assert_eq!(count(&case(&[("on", "socket")])), None);
+        let refused = check(&case(&[("on", "tcp"), ("set", "fresh")])).unwrap_err();
+        assert!(refused.to_string().contains("needs on=socket"), "{refused}");
     }
 
     #[test]

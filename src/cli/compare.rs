@@ -16,7 +16,7 @@ use osbench::report;
 use osbench::store::{Filter, Store};
 
 use super::save::{ExportArgs, StoreArgs};
-use super::{Console, VerdictArgs};
+use super::{Console, QuietArg, VerdictArgs, note};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -27,6 +27,8 @@ pub struct CompareArgs {
     runs: Vec<String>,
     #[command(flatten)]
     verdict: VerdictArgs,
+    #[command(flatten)]
+    quiet: QuietArg,
     /// Seed of the bootstrap resampling
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -55,6 +57,8 @@ impl CompareArgs {
 }
 
 pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
+    args.verdict.refuse_gate_inside_margin()?;
     if args.by.is_some() {
         return compare_by_host(&args, console);
     }
@@ -71,6 +75,7 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         .iter()
         .map(|r| osbench::store::resolve_side(r, location.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
+    flag_same_runs(&args.runs, &resolved);
     let sides: Vec<Side> = resolved
         .iter()
         .map(|(label, docs)| Side {
@@ -101,6 +106,31 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         || report::csv::comparison(&comparison),
     )?;
     Ok(args.verdict.exit_code(Some(&comparison)))
+}
+
+/// A warning when two sides hold the same run (a stored id, or the same
+/// document twice): a run against itself shows no change by construction.
+/// Flagged, not refused: comparing a run with itself is also how to look at
+/// the comparison's own layout.
+fn flag_same_runs(args: &[String], resolved: &[osbench::store::ResolvedSide]) {
+    for (j, (_, later)) in resolved.iter().enumerate() {
+        for (i, (_, earlier)) in resolved[..j].iter().enumerate() {
+            let shared = later.iter().find(|(id, doc)| {
+                earlier
+                    .iter()
+                    .any(|(e_id, e_doc)| (id.is_some() && id == e_id) || doc == e_doc)
+            });
+            if let Some((id, _)) = shared {
+                let which = id.map_or("the same document".to_string(), |id| format!("run {id}"));
+                eprintln!(
+                    "osbench: warning: '{}' and '{}' both hold {which}: a run compared with \
+                     itself shows no change by construction; to judge the noise of identical \
+                     set-ups, run the same set-up twice, or one run with --config a= --config b=",
+                    args[i], args[j]
+                );
+            }
+        }
+    }
 }
 
 /// The stored spread of single invocations for the cases that every side
@@ -201,9 +231,9 @@ fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitC
     )?;
     match args.verdict.gate {
         Some(pct) if fleets.iter().any(|f| f.gate_tripped(pct)) => {
-            eprintln!(
+            note(&format!(
                 "osbench: regression gate: a case is significantly slower over the fleet by more than {pct}%"
-            );
+            ));
             Ok(ExitCode::from(1))
         }
         _ => Ok(ExitCode::SUCCESS),

@@ -19,16 +19,19 @@ pub struct ExportCmd {
     exports: ExportArgs,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    quiet: super::QuietArg,
 }
 
 pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
     if args.exports.is_empty() {
         anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
     }
     let pending = args.exports.prepare()?;
     let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
     for f in pending.commit_document(&doc)? {
-        eprintln!("osbench: wrote {} ({name})", shown(&f));
+        super::note(&format!("osbench: wrote {} ({name})", shown(&f)));
     }
     Ok(ExitCode::SUCCESS)
 }

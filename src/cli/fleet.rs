@@ -73,9 +73,9 @@ pub struct FleetRunArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns"])]
     experiment: Option<PathBuf>,
     /// Rounds when comparing configurations (each host runs every configuration once per
-    /// case per round) [default: 10]
+    /// case per round), 2 to 1000 [default: 10]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MOST_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Name the runs (every host's); compare and history accept the name
     #[arg(long, value_name = "NAME", value_parser = parse_label)]

@@ -31,9 +31,12 @@ pub struct HistoryArgs {
     case: super::history_changes::CaseArgs,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    quiet: super::QuietArg,
 }
 
 pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
     if let Some(done) = super::history_changes::history(&args.case, &args.store) {
         return done;
     }
@@ -51,6 +54,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         kernel: args.kernel,
         host: args.case.only.host.clone(),
         meta: args.case.only.meta.clone(),
+        min_samples: args.case.only.min_samples.map(i64::from),
     };
     let db = Store::open_existing(&location)?;
     let mut rows = db.list(&filter)?;

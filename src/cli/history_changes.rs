@@ -85,6 +85,11 @@ pub struct OnlyArgs {
     /// axis; runs without the key are left out)
     #[arg(long, value_name = "start|meta:KEY")]
     pub order_by: Option<RunOrder>,
+    /// Leave out runs that took fewer than N samples (in a case history, of the case; in the
+    /// run list, in every series), e.g. a quick `--samples 1` try beside n = 11 runs
+    #[arg(long = "min-samples", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_samples: Option<u32>,
 }
 
 impl OnlyArgs {
@@ -112,11 +117,13 @@ pub fn history(args: &CaseArgs, store: &StoreArgs) -> Option<anyhow::Result<Exit
 fn print_history(args: &CaseArgs, case: &CaseName, store: &StoreArgs) -> anyhow::Result<ExitCode> {
     let path = store::location(store.store.as_deref())?;
     if !path.exists() {
-        println!(
-            "No runs stored yet ({} does not exist; osbench run saves every run there).",
+        anyhow::bail!(
+            "no runs stored yet, so no history of {}:{} ({} does not exist; osbench run saves \
+             every run there)",
+            case.bench,
+            case.case,
             path.display()
         );
-        return Ok(ExitCode::SUCCESS);
     }
     let db = Store::open_existing(&path)?;
     let options = Options {
@@ -125,8 +132,8 @@ fn print_history(args: &CaseArgs, case: &CaseName, store: &StoreArgs) -> anyhow:
     };
     let histories = read(&db, case, &args.only, args.changes.then_some(&options))?;
     if histories.is_empty() {
-        println!("{}", nothing_stored(&db, case, &args.only)?);
-        return Ok(ExitCode::SUCCESS);
+        // A case with no stored run is an error (status 2), as in `plot --history`.
+        anyhow::bail!("{}", nothing_stored(&db, case, &args.only)?);
     }
     print!("{}", report::case_history::render(&histories));
     Ok(ExitCode::SUCCESS)
@@ -159,12 +166,16 @@ fn read(
         &case.case,
         only.config.as_deref(),
         only.host.as_deref(),
+        only.min_samples.map(i64::from),
     )?;
     let (runs, mut notes) = plausible_runs(with_meta(runs, &only.meta));
     let (runs, left_out) = ordered_case_runs(runs, &only.order_by.clone().unwrap_or_default());
     notes.extend(left_out);
     for note in notes {
-        eprintln!("osbench: warning: {}:{}: {note}", case.bench, case.case);
+        super::note(&format!(
+            "osbench: warning: {}:{}: {note}",
+            case.bench, case.case
+        ));
     }
     Ok(case_histories(&case.bench, &case.case, runs, options))
 }

@@ -6,7 +6,8 @@
 //! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
 //! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
-//! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`;
+//! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
+//! `rm` and `relabel` in `remove`;
 //! the store and export-file options in `save`, a case's history in `history_changes`,
 //! the regression sweep's webhook in `webhook`, fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
 //! page in `generate`); the work itself is the library's.
@@ -25,6 +26,7 @@ mod list;
 mod plot;
 mod progress;
 mod regressions;
+mod remove;
 mod report;
 mod run;
 mod save;
@@ -130,6 +132,11 @@ enum Command {
     Regressions(regressions::RegressionsArgs),
     /// Write a stored run to files (JSON document, Markdown, CSV)
     Export(export::ExportCmd),
+    /// Remove stored runs (ids or labels), after a confirmation or with --yes
+    Rm(remove::RmArgs),
+    /// Give a stored run (an id, or every run with a label) a new label, after a
+    /// confirmation or with --yes
+    Relabel(remove::RelabelArgs),
     /// Add result documents (e.g. from another machine) to the results store
     Import(import::ImportCmd),
     /// Draw a result document's plots, and cases' histories (--history), each as SVG and PNG
@@ -192,6 +199,19 @@ impl VerdictArgs {
         }
     }
 
+    /// An error when the gate lies inside the equivalence margin: a
+    /// significant slowdown between the two would be called "slower …,
+    /// within ±E%" and would not be a regression the gate stops on.
+    fn refuse_gate_inside_margin(&self) -> anyhow::Result<()> {
+        let equivalence = self.equivalence.unwrap_or(1.0);
+        match self.gate {
+            Some(gate) if gate < equivalence => anyhow::bail!(
+                "--gate {gate} lies inside the equivalence margin ±{equivalence}%: a slowdown                  between {gate}% and {equivalence}% would be judged \"slower, within                  ±{equivalence}%\" and pass the gate; give --equivalence {gate} or less, or                  --gate {equivalence} or more"
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// An error when `--equivalence` or `--gate` was given where nothing is
     /// compared (`why` says what makes it so): they would do nothing.
     fn refuse_without_comparison(&self, why: &str) -> anyhow::Result<()> {
@@ -216,9 +236,9 @@ impl VerdictArgs {
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
         match (self.gate, comparison) {
             (Some(pct), Some(c)) if c.gate_tripped(pct) => {
-                eprintln!(
+                note(&format!(
                     "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-                );
+                ));
                 ExitCode::from(1)
             }
             _ => ExitCode::SUCCESS,
@@ -266,6 +286,8 @@ pub fn main() -> ExitCode {
         Command::History(args) => history::history(args),
         Command::Regressions(args) => regressions::regressions(args),
         Command::Export(args) => export::export(args),
+        Command::Rm(args) => remove::rm(args),
+        Command::Relabel(args) => remove::relabel(args),
         Command::Import(args) => import::import(args),
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
@@ -397,6 +419,33 @@ fn control_characters_escaped(e: &clap::Error) -> Option<String> {
         "error: invalid value '{}' for '{arg}'{why}",
         value.escape_debug()
     ))
+}
+
+/// Set by `-q` on commands that print results only through their tables
+/// and files (compare, history, export, plot, report): [`note`] is then silent.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q`, `--quiet` of compare, history, export, plot and report.
+#[derive(Args)]
+struct QuietArg {
+    /// No messages on stderr (warnings, files written, the gate's line; the exit status
+    /// still says it): the results only
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl QuietArg {
+    /// Makes [`note`] silent for the rest of the command when `-q` was given.
+    fn apply(&self) {
+        QUIET.store(self.quiet, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A message on stderr (`osbench: wrote …`, a warning), unless `-q` was given.
+fn note(line: &str) {
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
 }
 
 fn one_line(s: &str) -> String {

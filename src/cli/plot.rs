@@ -29,6 +29,8 @@ pub struct PlotArgs {
     history: HistoryPlotArgs,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    quiet: super::QuietArg,
 }
 
 /// `--history BENCH:CASE` with its `--host` and `--config`: shared by `plot` and `report`.
@@ -56,6 +58,7 @@ impl HistoryPlotArgs {
 }
 
 pub fn plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
     let histories = args.history.load(&args.store)?;
     let mut plots = Vec::new();
     if let Some(run) = &args.run {

@@ -1,10 +1,13 @@
 //! Progress of a run on stderr: an indicatif bar when stderr is a terminal
 //! and the run lasts more than a second, otherwise one line per case
-//! (`[i/n] bench case ... result`; `osbench time` prints no line per round),
-//! nothing with `--quiet`. Everything here runs
-//! between cases, never inside a timed region: the bar is redrawn only when a
-//! case starts or ends (no ticking thread).
+//! (`[i/n] round r/R CONFIG: bench case ... result`; `osbench time` a line
+//! per round at most every few seconds), nothing with `--quiet`. Each
+//! warning is said once per case, the first time it comes; [`Progress::digest`]
+//! says at the end which came, for which cases and in how many of their
+//! rounds. Everything here runs between cases, never inside a timed region:
+//! the bar is redrawn only when a case starts or ends (no ticking thread).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -13,16 +16,43 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
-use osbench::report::{fmt_pct, fmt_sig};
+use osbench::report::{blank_numbers, case_label, fmt_pct, fmt_sig};
+use osbench::stats::noise::shared_shift;
 
 /// Runs shorter than this get no bar.
 const BAR_AFTER: Duration = Duration::from_secs(1);
+
+/// Off a terminal, `osbench time` says its round at most this often.
+const ROUND_LINE_EVERY: Duration = Duration::from_secs(5);
 
 /// Reports progress of a run.
 pub struct Progress {
     mode: Mode,
     /// The bar counts rounds (`osbench time`), not cases.
     counts_rounds: bool,
+    /// The round (from 0), rounds planned and configuration of the case
+    /// being measured (runs with configurations).
+    step: Option<(usize, usize, String)>,
+    /// The warnings of the run, each once per case ([`Warned`]).
+    warned: Vec<Warned>,
+    /// How many times each case (bench, case, configuration) finished.
+    finished: BTreeMap<String, usize>,
+    /// When `osbench time` last said its round off a terminal.
+    round_said: Option<Instant>,
+    /// Every finished case in run order: (index into `finished`'s keys as
+    /// first seen, its median), for [`shared_shift`].
+    run_order: Vec<(usize, f64)>,
+    cases_seen: Vec<String>,
+}
+
+/// One warning of one case: its first wording and how many of the case's
+/// rounds (or invocations) gave it.
+struct Warned {
+    case: String,
+    /// The warning with its numbers blanked: the same warning in every round.
+    kind: String,
+    text: String,
+    count: usize,
 }
 
 enum Mode {
@@ -64,9 +94,112 @@ impl Progress {
         } else {
             Mode::Lines
         };
+        Self::with_mode(mode, total == 0)
+    }
+
+    fn with_mode(mode: Mode, counts_rounds: bool) -> Self {
         Self {
             mode,
-            counts_rounds: total == 0,
+            counts_rounds,
+            step: None,
+            warned: Vec::new(),
+            finished: BTreeMap::new(),
+            round_said: None,
+            run_order: Vec::new(),
+            cases_seen: Vec::new(),
+        }
+    }
+
+    /// After the results: every warning of the run once, with the cases
+    /// that gave it and in how many of their rounds (nothing when quiet, or
+    /// when no case of several rounds or invocations warned and the cases
+    /// did not shift together).
+    pub fn digest(&self) {
+        if let Some(text) = self.digest_text() {
+            self.say(&text);
+        }
+    }
+
+    /// What [`Progress::digest`] says.
+    fn digest_text(&self) -> Option<String> {
+        if matches!(self.mode, Mode::Quiet) {
+            return None;
+        }
+        // Said once already, a warning needs the digest only for its count
+        // (a case of several rounds or invocations), or with a shared shift.
+        let counted = self
+            .warned
+            .iter()
+            .any(|w| self.finished.get(&w.case).is_some_and(|&n| n > 1));
+        let shift = shared_shift(&self.run_order).filter(|_| !self.warned.is_empty());
+        if !counted && shift.is_none() {
+            return None;
+        }
+        let what = if self.step.is_some() {
+            "rounds"
+        } else {
+            "invocations"
+        };
+        let mut out = format!(
+            "osbench: {} warning{} (each said once above):\n",
+            self.warned.len(),
+            if self.warned.len() == 1 { "" } else { "s" }
+        );
+        // The run's own warnings first, then case by case (each in the order it came).
+        let mut warned: Vec<&Warned> = self.warned.iter().collect();
+        warned.sort_by(|a, b| a.case.cmp(&b.case));
+        for w in warned {
+            let of = self.finished.get(&w.case).copied().unwrap_or(1);
+            let short = w.text.split("; ").next().unwrap_or(&w.text);
+            let count = if of > 1 {
+                format!(" — in {} of {of} {what}", w.count)
+            } else {
+                String::new()
+            };
+            let case = if w.case.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", w.case)
+            };
+            out.push_str(&format!("  {case}{short}{count}\n"));
+        }
+        if let Some(shift) = shift {
+            out.push_str(&format!(
+                "  the cases' medians moved together in run order (lag-one correlation {:.2} over \
+                 {} consecutive cases, each against its own median): the host's speed shifted \
+                 during the run, hitting every case measured at the time; that, not the cases, \
+                 explains spread and two clusters seen together\n",
+                shift.correlation, shift.pairs
+            ));
+        }
+        Some(out.trim_end().to_string())
+    }
+
+    /// Notes `warning` of `case`; true the first time it comes for that case.
+    fn first_time(&mut self, case: &str, warning: &str) -> bool {
+        let kind = blank_numbers(warning);
+        if let Some(w) = self
+            .warned
+            .iter_mut()
+            .find(|w| w.case == case && w.kind == kind)
+        {
+            w.count += 1;
+            return false;
+        }
+        self.warned.push(Warned {
+            case: case.to_string(),
+            kind,
+            text: warning.to_string(),
+            count: 1,
+        });
+        true
+    }
+
+    /// "round 3/10 a: " while configurations are compared, else nothing.
+    fn step_words(&self) -> String {
+        match &self.step {
+            Some((round, rounds, config)) => format!("round {}/{rounds} {config}: ", round + 1),
+            None => String::new(),
         }
     }
 
@@ -103,9 +236,22 @@ fn show(mode: &mut Mode) {
 }
 
 impl Observer for Progress {
+    fn step(&mut self, round: usize, rounds: usize, config: &str) {
+        self.step = Some((round, rounds, config.to_string()));
+    }
+
     fn round_finished(&mut self, done: usize, planned: usize) {
         if !self.counts_rounds {
             return;
+        }
+        if let Mode::Lines = self.mode {
+            let due = self
+                .round_said
+                .is_none_or(|at| at.elapsed() >= ROUND_LINE_EVERY);
+            if due || done >= planned {
+                eprintln!("osbench: round {done} of {planned}");
+                self.round_said = Some(Instant::now());
+            }
         }
         if let Mode::Bar { started, .. } = &self.mode
             && started.elapsed() >= BAR_AFTER
@@ -129,16 +275,22 @@ impl Observer for Progress {
         match &self.mode {
             Mode::Quiet => {}
             Mode::Lines => eprint!(
-                "[{}/{}] {} {} ... ",
+                "[{}/{}] {}{} {} ... ",
                 index + 1,
                 total,
+                self.step_words(),
                 case.def.name,
                 case.name()
             ),
             Mode::Bar { bar, .. } => {
                 bar.set_length(total as u64);
                 bar.set_position(index as u64);
-                bar.set_message(format!("{} {}", case.def.name, case.name()));
+                bar.set_message(format!(
+                    "{}{} {}",
+                    self.step_words(),
+                    case.def.name,
+                    case.name()
+                ));
                 // Drawn now: the rate limiter must not leave the previous case showing.
                 bar.force_draw();
             }
@@ -164,13 +316,32 @@ impl Observer for Progress {
         if let Mode::Bar { bar, .. } = &self.mode {
             bar.inc(1);
         }
+        let case = format!("{} {}", s.bench, case_label(&s.case, &s.config));
+        *self.finished.entry(case.clone()).or_default() += 1;
+        let id = match self.cases_seen.iter().position(|c| *c == case) {
+            Some(id) => id,
+            None => {
+                self.cases_seen.push(case.clone());
+                self.cases_seen.len() - 1
+            }
+        };
+        self.run_order.push((id, s.summary.median));
         for w in &s.warnings {
-            self.say(&format!("osbench: warning: {} {}: {w}", s.bench, s.case));
+            if self.first_time(&case, w) {
+                let more = if self.step.is_some() {
+                    " (said once a case; counted at the end)"
+                } else {
+                    ""
+                };
+                self.say(&format!("osbench: warning: {case}: {w}{more}"));
+            }
         }
     }
 
     fn audit(&mut self, finding: &str) {
-        self.say(&format!("osbench: warning: {finding}"));
+        if self.first_time("", finding) {
+            self.say(&format!("osbench: warning: {finding}"));
+        }
     }
 
     fn case_failed(&mut self, error: &osbench::Error) {
@@ -182,5 +353,49 @@ impl Observer for Progress {
             };
             eprintln!("{what}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use osbench::document::Unit;
+
+    /// Case `case` of configuration `config` with `warnings`, as one round measured it.
+    fn measured(case: &str, config: &str, warnings: &[String]) -> Series {
+        let summary = osbench::stats::summarize(&[100.0]).unwrap();
+        let mut s = Series::new("syscall", case.into(), Unit::Ns, vec![100.0], summary);
+        s.config = config.into();
+        s.warnings = warnings.to_vec();
+        s
+    }
+
+    #[test]
+    fn a_warning_of_every_round_is_said_once_and_counted_at_the_end() {
+        let mut progress = Progress::with_mode(Mode::Lines, false);
+        for round in 0..4 {
+            // Every round of [a] warns, with its own CV; [b] in rounds 1 and 3 only.
+            let spread = format!("high spread between samples (CV {}.5%); re-run", 11 + round);
+            for (config, warns) in [("a", true), ("b", round % 2 == 1)] {
+                progress.step(round, 4, config);
+                let warnings = if warns {
+                    vec![spread.clone()]
+                } else {
+                    Vec::new()
+                };
+                progress.case_finished(&measured("read", config, &warnings));
+            }
+        }
+        // One entry a case: the warning was printed the first time only.
+        assert_eq!(progress.warned.len(), 2);
+        assert_eq!(progress.warned[0].count, 4);
+        let digest = progress.digest_text().unwrap();
+        assert_eq!(
+            digest,
+            "osbench: 2 warnings (each said once above):\n  \
+             syscall read [a]: high spread between samples (CV 11.5%) — in 4 of 4 rounds\n  \
+             syscall read [b]: high spread between samples (CV 12.5%) — in 2 of 4 rounds"
+        );
+        assert_eq!(Progress::with_mode(Mode::Quiet, false).digest_text(), None);
     }
 }

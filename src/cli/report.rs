@@ -33,9 +33,12 @@ pub struct ReportArgs {
     history: HistoryPlotArgs,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    quiet: super::QuietArg,
 }
 
 pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    args.quiet.apply();
     let docs = save::resolve_all(&args.runs, &args.store)?;
     let histories = args.history.load(&args.store)?;
     let pending = PendingFile::create(&args.html)?;
@@ -47,12 +50,16 @@ pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             };
             osbench::compare::compare(&docs, options)
-                .inspect_err(|e| eprintln!("osbench: warning: no comparison in the report: {e}"))
+                .inspect_err(|e| {
+                    super::note(&format!(
+                        "osbench: warning: no comparison in the report: {e}"
+                    ))
+                })
                 .ok()
         })
         .flatten();
     let html = report::html::render_with_history(&docs, comparison.as_ref(), &histories)?;
     pending.commit(html.as_bytes())?;
-    eprintln!("osbench: wrote {}", save::shown(&args.html));
+    super::note(&format!("osbench: wrote {}", save::shown(&args.html)));
     Ok(ExitCode::SUCCESS)
 }

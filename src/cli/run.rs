@@ -28,6 +28,9 @@ use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed
 /// from the store, or says too few.
 pub const DEFAULT_INVOCATIONS: usize = 1;
 
+/// The most rounds `--target-ci` adds with configurations unless `--rounds` says.
+const TARGET_CI_ROUNDS: usize = 60;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
@@ -57,10 +60,12 @@ pub struct RunArgs {
     /// env, params ("bench.key" = value), pin; see docs/design-notes.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
-    /// Rounds when comparing configurations (each runs every configuration once per case);
-    /// with --target-ci the most rounds [default: 10; with --target-ci 20]
+    /// Rounds when comparing configurations (each runs every configuration once per case),
+    /// 2 to 1000; with --target-ci the most rounds [default: 10; with --target-ci 60]. The
+    /// sign-flip test is exact up to 20 rounds; beyond, its p-value comes from 20000 random
+    /// sign patterns (fixed seed)
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MAX_ROUNDS as i64))]
+          value_parser = clap::value_parser!(u32).range(2..=osbench::stats::paired::MOST_ROUNDS as i64))]
     rounds: Option<u32>,
     /// Precision on demand. Without configurations: each case takes more samples (past
     /// --samples) until the 95% interval of its median is within ±PCT %, or its time is up
@@ -86,13 +91,16 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// Samples per case when `--samples` is not given (lmbench's 11).
+const DEFAULT_SAMPLES: u32 = 11;
+
 /// How each case is measured: `run`'s and `fleet run`'s options.
 #[derive(Args)]
 pub struct MeasureArgs {
-    /// Accepted samples per case (lmbench takes 11)
-    #[arg(long, value_name = "N", default_value_t = 11, allow_negative_numbers = true,
+    /// Accepted samples per case [default: 11, as lmbench takes; the quick suite's hackbench 6]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=Policy::MAX_SAMPLES as i64))]
-    samples: u32,
+    samples: Option<u32>,
     /// Target duration of one sample, in milliseconds
     #[arg(long = "sample-time", value_name = "MS", default_value_t = 10.0, value_parser = parse_ms,
           allow_negative_numbers = true)]
@@ -123,7 +131,11 @@ pub struct MeasureArgs {
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them).
-    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>) -> Plan {
+    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>) -> Plan {
+        if self.samples.is_some() {
+            // Samples asked for are what every case takes.
+            cases.iter_mut().for_each(|c| c.samples = None);
+        }
         Plan {
             cases,
             seed: self.seed.unwrap_or_else(seed_from_clock),
@@ -134,7 +146,7 @@ impl MeasureArgs {
             target_ci: None,
             max_time: None,
             policy: Policy {
-                samples: self.samples as usize,
+                samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
                 sample_time_ns: (self.sample_time * 1e6).round() as u64,
                 warmup_ns: (self.warmup * 1e6).round() as u64,
             },
@@ -179,7 +191,12 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     // Before measuring: a bad output path must fail now, not after the run.
     let meta = args.save.meta.map()?;
     let saving = args.save.prepare(args.quiet)?;
-    if plan.policy.samples < 6 && !args.quiet {
+    if plan.policy.samples == 1 && !args.quiet {
+        eprintln!(
+            "osbench: warning: with one sample a case has no spread and no interval; take 6 or \
+             more --samples for a 95% interval of the median"
+        );
+    } else if plan.policy.samples < 6 && !args.quiet {
         eprintln!(
             "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
              probability; the CI shown is min–max with its true coverage"
@@ -197,6 +214,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     });
     let doc = &outcome.document;
     print_results(doc, comparison.as_ref(), console);
+    progress.digest();
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
@@ -235,7 +253,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         invocations,
         rounds: match (args.rounds, args.target_ci) {
             (Some(n), _) => n as usize,
-            (None, Some(_)) => osbench::stats::paired::MAX_ROUNDS,
+            (None, Some(_)) => TARGET_CI_ROUNDS,
             (None, None) => 10,
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
@@ -247,6 +265,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
 /// Refuses flags that would do nothing with `configs` configurations,
 /// rather than accept them silently.
 fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
+    args.verdict.refuse_gate_inside_margin()?;
     if configs >= 2 {
         return Ok(());
     }
@@ -330,8 +349,8 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
 
 /// The run's error, saying how far it got and where what it measured was kept.
 fn stopped_early(e: osbench::Error, doc: &Document, plan: &Plan, saved: &Saved) -> anyhow::Error {
-    // Each series holds one median per round it completed (one without configurations).
-    let measured: usize = doc.series.iter().map(|s| s.rounds.len().max(1)).sum();
+    // The case an interrupt cut short is not counted as measured.
+    let measured = Plan::steps_done(&doc.series);
     let progress = if measured < plan.steps() {
         format!(
             "run stopped early after {measured} of {} cases",

@@ -225,6 +225,12 @@ impl SaveArgs {
     /// Before measuring: creates the export files' temporaries (a bad path is an
     /// error now) and opens the store (a store that cannot be used is a warning).
     pub fn prepare(&self, quiet: bool) -> anyhow::Result<Saving> {
+        if let (true, Some(label), None) = (self.no_store, &self.label, &self.exports.json) {
+            anyhow::bail!(
+                "--label {label} names the stored run, and --no-store stores none: the label \
+                 would be lost; drop --no-store, or add --json FILE to keep it in the document"
+            );
+        }
         let exports = self.exports.prepare()?;
         let store = if self.no_store {
             StoreState::Off

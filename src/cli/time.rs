@@ -191,6 +191,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
     });
     let doc = &outcome.document;
     print_results(doc, comparison.as_ref(), console);
+    progress.digest();
     if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
         let dest = save::shown(file.dest());
         file.commit(&report::hyperfine::render(doc))?;
@@ -224,6 +225,7 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
         )?);
     }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
+    args.verdict.refuse_gate_inside_margin()?;
     if commands.len() < 2 {
         args.verdict
             .refuse_without_comparison("one command is timed alone")?;

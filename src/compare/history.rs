@@ -1,7 +1,8 @@
 //! A case's history: its stored runs (one median each, in time order) cut
-//! into series that can be compared over time — one per host and
-//! configuration, since another machine or another configuration is not a
-//! change in time — each with its change points
+//! into series that can be compared over time — one per host, experiment
+//! and configuration, since another machine or another configuration (a
+//! configuration `a` of another experiment among them) is not a change in
+//! time — each with its change points
 //! ([`crate::stats::changepoint`]). The store reads the runs; reporters
 //! render the result. Left out: choosing which runs to read (the caller
 //! filters by host and configuration through the store).
@@ -16,6 +17,10 @@ pub struct CaseHistory {
     pub bench: String,
     pub case: String,
     pub config: String,
+    /// The experiment of the configuration (`a,b #1f0c3a9e`), named only
+    /// where another history of the same host and configuration belongs to
+    /// another experiment: it tells them apart.
+    pub experiment: Option<String>,
     pub host: String,
     /// The unit of the medians; `None` for a unit this osbench does not know.
     pub unit: Option<Unit>,
@@ -26,7 +31,7 @@ pub struct CaseHistory {
 }
 
 /// `runs` (of `bench` `case`, oldest first) as one history per host,
-/// configuration and unit, in order of each one's first run, each tested
+/// experiment, configuration and unit, in order of each one's first run, each tested
 /// for change points with `options` when given.
 pub fn case_histories(
     bench: &str,
@@ -35,22 +40,41 @@ pub fn case_histories(
     options: Option<&Options>,
 ) -> Vec<CaseHistory> {
     let mut groups: Vec<Vec<CaseRun>> = Vec::new();
-    let key = |r: &CaseRun| (r.hostname.clone(), r.config.clone(), r.unit.clone());
+    let key = |r: &CaseRun| {
+        (
+            r.hostname.clone(),
+            r.experiment.clone(),
+            r.config.clone(),
+            r.unit.clone(),
+        )
+    };
     for run in runs {
         match groups.iter_mut().find(|g| key(&g[0]) == key(&run)) {
             Some(group) => group.push(run),
             None => groups.push(vec![run]),
         }
     }
+    // (host, configuration, unit) of each group: shared by two groups, the
+    // experiment tells them apart.
+    let place = |g: &Vec<CaseRun>| {
+        (
+            g[0].hostname.clone(),
+            g[0].config.clone(),
+            g[0].unit.clone(),
+        )
+    };
+    let places: Vec<_> = groups.iter().map(place).collect();
     groups
         .into_iter()
         .map(|runs| {
+            let shared = places.iter().filter(|p| **p == place(&runs)).count() > 1;
             let medians: Vec<f64> = runs.iter().map(|r| r.median).collect();
             let first = &runs[0];
             CaseHistory {
                 bench: bench.to_string(),
                 case: case.to_string(),
                 config: first.config.clone(),
+                experiment: shared.then(|| first.experiment.clone()),
                 host: first.hostname.clone(),
                 unit: unit(&first.unit),
                 detection: options.map(|o| changepoint::detect(&medians, o)),
@@ -196,6 +220,7 @@ pub(crate) mod tests {
             hostname: host.into(),
             kernel: "6.18.44".into(),
             config: config.into(),
+            experiment: String::new(),
             unit: "ns".into(),
             n: 30,
             median,

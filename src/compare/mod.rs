@@ -30,8 +30,10 @@ use crate::document::{
     Unit,
 };
 use crate::error::{Error, Result};
-use crate::stats::paired::{block_medians, paired_log_ratio};
-use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, replicate_interval};
+use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
+use crate::stats::replicates::{
+    Prior, SpreadSource, compare_replicates, geometric_centre, replicate_interval,
+};
 use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
 use crate::stats::{Summary, summarize};
 
@@ -178,6 +180,10 @@ pub struct Comparison {
     pub factors: Vec<String>,
     /// How ratios, intervals and p-values were computed, in words.
     pub method: String,
+    /// What each side's value in `rows[].summaries` (`median`, `ci_low`,
+    /// `ci_high`) is: "median" (compare), or the centre of the paired values
+    /// ("geometric mean of round medians"), whose ratio is the change.
+    pub centre: &'static str,
     pub options: Options,
     /// What the drift sentinels say of the machine's own speed on each side
     /// against the baseline, where it changed ("the machine itself ran …").
@@ -299,6 +305,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         env_diff,
         factors: Vec::new(),
         method,
+        centre: "median",
         options,
         drift: drift_findings(sides),
     })
@@ -504,7 +511,10 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             config: DEFAULT_CONFIG.into(),
             unit: base.unit,
             bytes_per_op: base.bytes_per_op,
-            summaries: sides.iter().map(|s| s.summary.clone()).collect(),
+            summaries: sides
+                .iter()
+                .map(|s| centred(&s.summary, &s.rounds[..rounds]))
+                .collect(),
             changes,
         });
     }
@@ -514,11 +524,7 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         ));
     }
     apply_verdicts(&mut rows, options);
-    let method = format!(
-        "Paired over {} rounds: geometric means of per-round ratios of medians (candidate ÷ A, above 1: \
-         slower), t intervals on their logs, exact sign-flip p",
-        doc.run.schedule.len()
-    );
+    let method = paired_method(doc.run.schedule.len());
     Ok(Comparison {
         labels: names,
         rows,
@@ -534,9 +540,23 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             .collect(),
         env_diff: doc.run.config_env_diff.clone(),
         method,
+        centre: ROUND_CENTRE,
         options,
         drift: Vec::new(),
     })
+}
+
+/// How [`paired`] compares `rounds` rounds, in words.
+fn paired_method(rounds: usize) -> String {
+    format!(
+        "Paired over {rounds} rounds: geometric means of per-round ratios of medians (candidate ÷ A, \
+         above 1: slower), t intervals on their logs, {}",
+        if rounds > MAX_ROUNDS {
+            format!("sign-flip p from {SIGN_FLIP_DRAWS} random sign patterns")
+        } else {
+            "exact sign-flip p".to_string()
+        }
+    )
 }
 
 /// Compares the commands of one `osbench time` run, paired by round: the
@@ -575,7 +595,10 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         config: DEFAULT_CONFIG.into(),
         unit: sides[0].unit,
         bytes_per_op: None,
-        summaries: sides.iter().map(|s| s.summary.clone()).collect(),
+        summaries: sides
+            .iter()
+            .map(|s| centred(&s.summary, &blocks(s)))
+            .collect(),
         changes,
     }];
     apply_verdicts(&mut rows, options);
@@ -592,9 +615,28 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         factors: Vec::new(),
         env_diff: Vec::new(),
         method,
+        centre: BLOCK_CENTRE,
         options,
         drift: Vec::new(),
     })
+}
+
+/// What a paired comparison shows for each configuration ([`Comparison::centre`]).
+pub const ROUND_CENTRE: &str = "geometric mean of round medians";
+/// The same for the commands of `osbench time`, compared by blocks of runs.
+pub const BLOCK_CENTRE: &str = "geometric mean of block medians";
+
+/// `summary` with its centre and 95 % interval those of the paired values
+/// (round or block medians) a paired ratio compares: the ratio of two
+/// sides' centres is then the change itself. Unchanged when a value is not
+/// positive (no geometric mean).
+fn centred(summary: &Summary, paired_values: &[f64]) -> Summary {
+    let mut s = summary.clone();
+    if let Some((centre, (lo, hi))) = geometric_centre(paired_values) {
+        (s.median, s.ci_low, s.ci_high) = (centre, lo, hi);
+        s.ci_coverage = s.ci_level;
+    }
+    s
 }
 
 /// `n` paired replicates a side.
@@ -656,12 +698,15 @@ impl Comparison {
             .collect()
     }
 
-    /// Whether any case is significantly slower than the baseline by more than `pct` %.
+    /// Whether any case is significantly slower than the baseline by more
+    /// than `pct` %: called slower, or slower within the equivalence margin
+    /// when the gate lies inside it (the command line refuses such a gate;
+    /// here it still trips rather than let the slowdown pass).
     pub fn gate_tripped(&self, pct: f64) -> bool {
-        self.rows
-            .iter()
-            .flat_map(|r| &r.changes)
-            .any(|c| c.verdict == Verdict::Slower && c.ci.ratio > 1.0 + pct / 100.0)
+        self.rows.iter().flat_map(|r| &r.changes).any(|c| {
+            matches!(c.verdict, Verdict::Slower | Verdict::SlowerWithinMargin)
+                && c.ci.ratio > 1.0 + pct / 100.0
+        })
     }
 
     /// How many changes were tested (for the Holm note).
@@ -682,5 +727,26 @@ pub(crate) fn split_into_invocations(doc: &mut Document, k: usize) {
             .map(|&(a, b)| crate::stats::summary::median(&s.samples[a..b]))
             .collect();
         s.invocation_samples = bounds.iter().map(|&(a, b)| b - a).collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::markdown::tests::fixed_comparison;
+    use crate::stats::verdict::Verdict;
+
+    #[test]
+    fn the_gate_trips_on_a_significant_slowdown_inside_the_margin() {
+        // --gate 3 --equivalence 5: a significant 4 % slowdown is "slower, within ±5%".
+        let mut c = fixed_comparison();
+        c.rows[0].changes[0].ci.ratio = 1.04;
+        c.rows[0].changes[0].verdict = Verdict::SlowerWithinMargin;
+        assert!(c.gate_tripped(3.0) && !c.gate_tripped(5.0));
+        c.rows[0].changes[0].verdict = Verdict::Slower;
+        assert!(c.gate_tripped(3.0) && !c.gate_tripped(5.0));
+        for not_significant in [Verdict::Inconclusive, Verdict::Equivalent, Verdict::TooFew] {
+            c.rows[0].changes[0].verdict = not_significant;
+            assert!(!c.gate_tripped(3.0));
+        }
     }
 }

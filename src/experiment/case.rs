@@ -14,6 +14,7 @@ use crate::measure::{
     Clock, Events, Harness, Measured, Measurement, Meters, PerfPass, RawSample, SampleMethod,
     Workload,
 };
+use crate::stats::replicates::round_interval;
 use crate::stats::{bimodal, histogram, summarize};
 
 /// Above this coefficient of variation a series is flagged "high-cv".
@@ -58,13 +59,22 @@ pub(super) fn append(s: &mut Series, new: Series, label: &str) {
 }
 
 /// Recomputes the summary (and quantiles) of a series merged over several
-/// rounds or invocations.
+/// rounds or invocations; with rounds, the median's interval is the one
+/// over the round medians ([`round_interval`]).
 pub(super) fn resummarize(mut s: Series) -> Series {
     if s.rounds.len() < 2 && s.invocations.len() < 2 {
         return s;
     }
     if let Some(summary) = summarize(&s.samples) {
         s.summary = summary;
+    }
+    // Samples of one round share its conditions: the rounds are the replicates
+    // of the interval (invocations set theirs afterwards, from their medians).
+    if s.rounds.len() >= 2
+        && let Some((lo, hi)) = round_interval(s.summary.median, &s.rounds)
+    {
+        (s.summary.ci_low, s.summary.ci_high) = (lo, hi);
+        s.summary.ci_coverage = s.summary.ci_level;
     }
     series_meters::summarize_counters(&mut s);
     if s.kind == SeriesKind::Distribution {
@@ -181,7 +191,9 @@ fn sampling<'a>(
         ops_per_iter,
     };
     match case.def.sampling {
-        bench::Sampling::WholeRuns => SampleMethod::WholeRuns,
+        bench::Sampling::WholeRuns => SampleMethod::WholeRuns {
+            samples: case.samples,
+        },
         bench::Sampling::Events(count) => SampleMethod::Events(count(&case.params)),
         bench::Sampling::EventsFor(count) => match count(&case.params) {
             Some(events) => SampleMethod::Events(events),
@@ -260,7 +272,12 @@ fn sampled(
         .collect();
     let mut series = new_series(case, placement, samples)?;
     series.warnings = m.warnings;
-    flag_noise(&mut series, def.unit.symbol(), m.interrupted);
+    flag_noise(
+        &mut series,
+        def.unit.symbol(),
+        m.interrupted,
+        (def.tasks)(&case.params),
+    );
     if m.failed.is_some() {
         series.noise.push("failed".to_string());
     }
@@ -346,8 +363,9 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     Ok(series)
 }
 
-/// Flags and explains spread the median hides: high CV, two clusters, an interrupt.
-fn flag_noise(series: &mut Series, unit: &str, interrupted: bool) {
+/// Flags and explains spread the median hides: high CV, two clusters, an
+/// interrupt. `tasks` and the placement decide what two clusters can come from.
+fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) {
     if interrupted {
         series.noise.push("interrupted".to_string());
     }
@@ -364,9 +382,27 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool) {
         series.noise.push("bimodal".to_string());
         series.warnings.push(format!(
             "samples form two clusters: {} near {:.4} and {} near {:.4} {unit}; the machine switched modes \
-             during the case (on VMs, cross-CPU wake-ups do this; try --pin same)",
-            modes.low_count, modes.low, modes.high_count, modes.high
+             during the case: {}",
+            modes.low_count,
+            modes.low,
+            modes.high_count,
+            modes.high,
+            two_cluster_causes(tasks, series.pin)
         ));
+    }
+}
+
+/// What can put a case's samples in two clusters: cross-CPU wake-ups only
+/// where tasks wake each other across CPUs (more than one task, not all on
+/// one CPU); the host's slow phases always.
+pub(super) fn two_cluster_causes(tasks: usize, pin: Pin) -> String {
+    const PHASES: &str = "the host's slow phases, which hit every case measured at the time";
+    match (tasks, pin) {
+        (1, _) => format!("not cross-CPU wake-ups (it runs one task) but {PHASES}"),
+        (_, Pin::Same) => {
+            format!("not cross-CPU wake-ups (its tasks share one CPU, --pin same) but {PHASES}")
+        }
+        _ => format!("on VMs cross-CPU wake-ups do this (try --pin same), and so do {PHASES}"),
     }
 }
 
@@ -375,5 +411,33 @@ fn not_finite(def: &BenchDef, params: &Params) -> Error {
         bench: def.name.to_string(),
         case: (def.case_name)(params),
         message: "a sample was not a finite number".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_clusters_blame_wake_ups_only_where_tasks_wake_across_cpus() {
+        for pin in [Pin::None, Pin::Same, Pin::Spread] {
+            let one = two_cluster_causes(1, pin);
+            assert!(
+                !one.contains("try --pin same") && one.contains("one task"),
+                "{one}"
+            );
+        }
+        let same = two_cluster_causes(2, Pin::Same);
+        assert!(
+            !same.contains("try --pin same") && same.contains("slow phases"),
+            "{same}"
+        );
+        for pin in [Pin::None, Pin::Spread] {
+            let two = two_cluster_causes(2, pin);
+            assert!(
+                two.contains("try --pin same") && two.contains("slow phases"),
+                "{two}"
+            );
+        }
     }
 }

@@ -286,6 +286,9 @@ impl Observer for Offset<'_> {
     fn case_started(&mut self, index: usize, _total: usize, case: &Case) {
         self.inner.case_started(self.done + index, self.total, case);
     }
+    fn step(&mut self, round: usize, rounds: usize, config: &str) {
+        self.inner.step(round, rounds, config);
+    }
     fn case_finished(&mut self, series: &Series) {
         self.inner.case_finished(series);
     }

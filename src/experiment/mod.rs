@@ -31,7 +31,7 @@ use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::stats::SplitMix64;
-use crate::stats::paired::{MAX_ROUNDS, paired_log_ratio_ci};
+use crate::stats::paired::paired_log_ratio_ci;
 use case::CaseEnd;
 pub use case::NOISY_CV;
 use config::Applied;
@@ -96,6 +96,20 @@ impl Plan {
             0 => self.cases.len() * self.invocations.max(1),
             n => self.cases.len() * n * self.rounds,
         }
+    }
+
+    /// How many of [`Plan::steps`] `series` (a run's, perhaps interrupted)
+    /// hold complete: each case's rounds or invocations, less the one that
+    /// an interrupt or an error cut short.
+    pub fn steps_done(series: &[Series]) -> usize {
+        series
+            .iter()
+            .map(|s| {
+                let taken = s.rounds.len().max(s.invocations.len()).max(1);
+                let cut = s.noise.iter().any(|n| n == "interrupted" || n == "failed");
+                taken - usize::from(cut)
+            })
+            .sum()
     }
 
     /// The run's length if every case took its warm-up and samples' target time.
@@ -601,6 +615,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             let (bench, name) = (case.def.name, case.name());
             format!("{} {}: {bench} {name}", round + 1, config.name)
         });
+        if !plan.configs.is_empty() {
+            observer.step(round, plan.rounds, &config.name);
+        }
         observer.case_started(self.order.len() - 1, plan.steps(), case);
         if plan.configs.is_empty() {
             self.harness.set_case_limit(self.case_limit());
@@ -705,7 +722,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
             let base = rounds_of(0, slot)?;
             for c in 1..self.configs.len() {
                 let cand = rounds_of(c, slot)?;
-                let n = base.len().min(cand.len()).min(MAX_ROUNDS);
+                let n = base.len().min(cand.len());
                 if n < 3 {
                     return None;
                 }
@@ -807,6 +824,35 @@ fn with_overrides(case: &Case, config: &Config) -> Case {
 mod tests {
     use std::cell::Cell;
 
+    #[test]
+    fn steps_done_leaves_out_the_step_an_interrupt_cut_short() {
+        let summary = crate::stats::summarize(&[1.0]).unwrap();
+        let series = |rounds: usize, noise: &[&str]| {
+            let mut s = Series::new(
+                "b",
+                "c".into(),
+                crate::document::Unit::Ns,
+                vec![1.0],
+                summary.clone(),
+            );
+            s.rounds = vec![1.0; rounds];
+            s.noise = noise.iter().map(|n| n.to_string()).collect();
+            s
+        };
+        // Six cases without rounds, every one complete: all six.
+        let done: Vec<Series> = (0..6).map(|_| series(0, &[])).collect();
+        assert_eq!(Plan::steps_done(&done), 6);
+        // The sixth interrupted while sampling: five.
+        let mut cut = done.clone();
+        cut[5].noise.push("interrupted".into());
+        assert_eq!(Plan::steps_done(&cut), 5);
+        // Rounds: 3 + 3 complete, the third round of the second cut short.
+        assert_eq!(
+            Plan::steps_done(&[series(3, &[]), series(3, &["interrupted"])]),
+            5
+        );
+    }
+
     use super::*;
     use crate::bench::{BenchDef, ParamKind, ParamSpec, Params, Workload};
     use crate::document::{Overhead, Override};
@@ -868,6 +914,7 @@ mod tests {
         Case {
             def: &FAKE,
             params: Params::new(&FAKE, &[("cost", cost)]),
+            samples: None,
         }
     }
 

@@ -22,6 +22,9 @@ use crate::stats::SplitMix64;
 pub trait Observer {
     /// A case of a run is about to be measured (`index` of `total`).
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
+    /// Runs with configurations, before [`Observer::case_started`]: the
+    /// round (from 0) of the `rounds` planned and the configuration.
+    fn step(&mut self, _round: usize, _rounds: usize, _config: &str) {}
     fn case_finished(&mut self, _series: &Series) {}
     fn case_failed(&mut self, _error: &Error) {}
     /// After each recorded round; `planned` is the current estimate of rounds.

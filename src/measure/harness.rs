@@ -307,8 +307,8 @@ impl<C: Clock> Harness<C> {
                     stand_in,
                 })
             }
-            SampleMethod::WholeRuns => Ok(Measured::Samples {
-                case: self.whole_runs(workload)?,
+            SampleMethod::WholeRuns { samples } => Ok(Measured::Samples {
+                case: self.whole_runs(workload, samples.unwrap_or(self.policy.samples))?,
                 stand_in: None,
             }),
             SampleMethod::Events(count) => Ok(Measured::Events(self.events(workload, count)?)),
@@ -475,15 +475,15 @@ impl<C: Clock> Harness<C> {
     /// `prepare()` untimed, then `run(1)` timed. Warm-up: untimed runs until
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
-    fn whole_runs(&self, bench: &mut dyn Workload) -> Result<Measurement> {
+    fn whole_runs(&self, bench: &mut dyn Workload, samples: usize) -> Result<Measurement> {
         let started = self.clock.now_ns();
         self.warm_up(|| {
             bench.prepare()?;
             bench.run(1)
         })?;
-        let mut sampler = Sampler::new(1, self.policy.samples);
+        let mut sampler = Sampler::new(1, samples);
         let (mut end, mut failure) = (SamplingEnd::Planned, None);
-        let mut wanted = self.policy.samples;
+        let mut wanted = samples;
         let mut stopped_by = None;
         loop {
             if sampler.accepted.len() >= wanted {
@@ -523,7 +523,7 @@ impl<C: Clock> Harness<C> {
                 Err(e) => return Err(e),
             }
         }
-        sampler.want_more(wanted - self.policy.samples);
+        sampler.want_more(wanted - samples);
         let mut measured = sampler.finish(self.policy.sample_time_ns as f64, end, self.overhead)?;
         measured.target_stop = stopped_by;
         measured.perf = if let Some(e) = failure {
@@ -676,7 +676,7 @@ impl<C: Clock> Harness<C> {
                 self.warm_up_until(warm, || false)
                     .and_then(|()| self.batch_pass(workload, iters))
             }
-            SampleMethod::WholeRuns => self
+            SampleMethod::WholeRuns { .. } => self
                 .warm_up_until(
                     || workload.prepare().and_then(|()| workload.run(1)),
                     || false,
@@ -984,7 +984,7 @@ mod tests {
         let (mut h, b) = setup(100, vec![]);
         h.policy.warmup_ns = 0;
         let mut failing = FailsAt(b, 5);
-        let m = h.whole_runs(&mut failing).unwrap();
+        let m = h.whole_runs(&mut failing, h.policy.samples).unwrap();
         assert_eq!(m.failed.as_deref(), Some("fs: the filesystem is full"));
         assert!(!m.accepted.is_empty() && m.accepted.len() < 11);
     }
@@ -1020,7 +1020,7 @@ mod tests {
             prepared: 0,
             runs: 0,
         };
-        let m = h.whole_runs(&mut b).unwrap();
+        let m = h.whole_runs(&mut b, 11).unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(m.accepted.iter().all(|s| *s
             == RawSample {
@@ -1030,6 +1030,15 @@ mod tests {
         // One warm-up run: the 3 ms warm-up is shorter than a run (prepare time is not counted
         // as warm-up either way, since the fake clock jumps a second per prepare).
         assert_eq!(b.runs, 12);
+        // A case's own sample count (the quick suite's hackbench) instead of the policy's.
+        (b.runs, b.prepared) = (0, 0);
+        let m = h
+            .sample(&mut b, SampleMethod::WholeRuns { samples: Some(6) })
+            .unwrap();
+        let Measured::Samples { case, .. } = m else {
+            panic!("whole runs give samples")
+        };
+        assert_eq!((case.accepted.len(), b.runs), (6, 7));
     }
 
     /// A harness whose only meter is a fake perf event, and a bench that drives it.
@@ -1167,7 +1176,7 @@ mod tests {
             clock: h.clock.clone(),
             perf: Arc::clone(&perf),
         };
-        let m = h.whole_runs(&mut b).unwrap();
+        let m = h.whole_runs(&mut b, h.policy.samples).unwrap();
         let PerfPass::Counted { raw, deltas } = &m.perf else {
             panic!("no counting pass: {:?}", m.perf);
         };
@@ -1283,7 +1292,7 @@ mod tests {
             runs: 0,
         };
         h.set_case_limit(std::time::Duration::from_secs(3));
-        let m = h.whole_runs(&mut runs).unwrap();
+        let m = h.whole_runs(&mut runs, h.policy.samples).unwrap();
         // Every run takes exactly 5 ms: the interval has no width at the first look.
         assert_eq!(m.accepted.len(), 11);
         assert!(m.target_stop.unwrap().starts_with("reached ±0.00%"));

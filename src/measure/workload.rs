@@ -46,8 +46,9 @@ pub enum SampleMethod<'a> {
         /// Operations per iteration (for a precision target's interval).
         ops_per_iter: f64,
     },
-    /// Every sample is one whole run: `prepare()` untimed, then `run(1)` timed.
-    WholeRuns,
+    /// Every sample is one whole run: `prepare()` untimed, then `run(1)` timed;
+    /// `samples` of them instead of the policy's when given.
+    WholeRuns { samples: Option<usize> },
     /// Single-event latencies: batches of events until this many are recorded.
     Events(u64),
 }

@@ -10,13 +10,18 @@ use super::{case_label, decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};
 
-/// "syscall null on vm", with the configuration in brackets unless default.
+/// "syscall null on vm", with the configuration in brackets unless default
+/// and, where it tells two histories apart, the experiment after the host
+/// ("(experiment a,b #1f0c3a9e)").
 pub fn title(h: &CaseHistory) -> String {
     format!(
-        "{} {} on {}",
+        "{} {} on {}{}",
         h.bench,
         case_label(&h.case, &h.config),
-        h.host
+        h.host,
+        h.experiment
+            .as_ref()
+            .map_or(String::new(), |e| format!(" (experiment {e})"))
     )
 }
 

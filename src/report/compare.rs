@@ -28,9 +28,10 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         let d = decimals_for(row.summaries[0].median);
         let _ = writeln!(
             out,
-            "{} {} ({unit}, median and 95% CI)",
+            "{} {} ({unit}, {} and 95% CI)",
             row.bench,
-            super::case_label(&row.case, &row.config)
+            super::case_label(&row.case, &row.config),
+            c.centre
         );
         for (l, s) in letters.iter().zip(&row.summaries) {
             // A bandwidth case also shows its median as MB/s (higher is faster).
@@ -143,6 +144,15 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
     out.push_str(&super::align(&header, &numeric, &rows));
+    let _ = writeln!(
+        out,
+        "(mean ± stddev of all samples; each change is the ratio above{})",
+        if c.centre == "median" {
+            String::new()
+        } else {
+            format!(", of the {}", c.centre)
+        }
+    );
     out
 }
 

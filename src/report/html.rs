@@ -461,7 +461,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     }
     out.push_str("</table>\n<div class=\"scroll\"><table>\n<thead><tr><th>case</th><th>unit</th>");
     for l in &letters {
-        let _ = write!(out, "<th>{l}: median [95% CI]</th>");
+        let _ = write!(out, "<th>{l}: {} [95% CI]</th>", c.centre);
     }
     out.push_str("<th>vs A</th><th>ratio [95% CI]</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n");
     for row in &c.rows {

@@ -266,7 +266,7 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
         "verdict",
         "unit",
     ]
-    .map(String::from)
+    .map(|h| h.replace("median", c.centre))
     .to_vec();
     let mut numeric = vec![
         false, false, false, true, false, true, true, true, true, true, false, false,
@@ -397,6 +397,7 @@ pub(crate) mod tests {
             ],
             factors: vec!["kernel".into()],
             method: "Unpaired: ratios of medians".into(),
+            centre: "median",
             options: Options::default(),
             drift: Vec::new(),
         }

@@ -55,6 +55,25 @@ pub fn decimals_for(x: f64) -> usize {
     (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
 }
 
+/// `text` with every number blanked to `#`: the same warning whatever the
+/// values in it ("CV 12.5%" and "CV 30.1%" alike), to say it once.
+pub fn blank_numbers(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() || (in_number && c == '.') {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A case as tables and legends name it: with its configuration in brackets,
 /// unless it ran without one ([`DEFAULT_CONFIG`]).
 pub fn case_label(case: &str, config: &str) -> String {

@@ -71,7 +71,9 @@ fn row(s: &Series) -> Vec<String> {
     };
     let bandwidth = unit != time;
     let dm = decimals_for(median);
-    let ci = if m.ci_coverage >= m.ci_level {
+    let ci = if m.n < 2 {
+        "one sample: no interval".to_string()
+    } else if m.ci_coverage >= m.ci_level {
         format!(
             "{} – {}",
             super::fmt_fixed(low, dm),

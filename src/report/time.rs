@@ -18,6 +18,7 @@ pub fn render(doc: &Document) -> String {
         let _ = writeln!(out, "{}", heading(i, s));
         command(&mut out, s);
     }
+    out.push_str(&digest(doc));
     if let Some(floor) = doc.run.time.as_ref().and_then(|t| t.floor.as_ref()) {
         let f = &floor.summary;
         let scale = time_scale(f.median);
@@ -99,9 +100,6 @@ fn command(out: &mut String, s: &Series) {
             super::fmt_sig(e.watts.median)
         );
     }
-    if let Some(why) = &s.energy_unavailable {
-        let _ = writeln!(out, "  energy: {why}");
-    }
     let (lo, hi) = (s.summary.ci_low, s.summary.ci_high);
     if s.summary.n < 2 {
         let _ = writeln!(out, "  one run: no spread and no interval");
@@ -114,10 +112,57 @@ fn command(out: &mut String, s: &Series) {
             scale.1
         );
     }
-    for w in &s.warnings {
+    for w in s.warnings.iter().filter(|w| !in_digest(w)) {
         let _ = writeln!(out, "  warning: {w}");
     }
     out.push('\n');
+}
+
+/// Warnings said once for all commands, after them ([`digest`]): a peak RSS
+/// at osbench's own size is the same limit of `wait4` for every command.
+fn in_digest(warning: &str) -> bool {
+    warning.starts_with("max RSS (")
+}
+
+/// What every command (or several) had in common, said once: energy that
+/// could not be read, a peak RSS that is osbench's own. Each with the
+/// commands it concerns.
+fn digest(doc: &Document) -> String {
+    let mut notes: Vec<(String, String, Vec<usize>)> = Vec::new();
+    for (i, s) in doc.series.iter().enumerate() {
+        let energy = s
+            .energy_unavailable
+            .iter()
+            .map(|why| format!("energy: {why}"));
+        let warnings = s.warnings.iter().filter(|w| in_digest(w)).cloned();
+        for text in energy.chain(warnings) {
+            let kind = super::blank_numbers(&text);
+            match notes.iter_mut().find(|(k, _, _)| *k == kind) {
+                Some((_, _, commands)) => commands.push(i + 1),
+                None => notes.push((kind, text, vec![i + 1])),
+            }
+        }
+    }
+    let mut out = String::new();
+    for (_, text, commands) in &notes {
+        let which = match commands.len() {
+            n if n == doc.series.len() && n > 1 => "every command".to_string(),
+            1 => format!("command {}", commands[0]),
+            _ => format!(
+                "commands {}",
+                commands
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let _ = writeln!(out, "Note ({which}): {text}");
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// One sentence per candidate command: which is faster, by how much, and the

@@ -14,6 +14,8 @@
 //! - [`replicate_interval`]: the 95 % interval of one side's centre, a t
 //!   interval on the logs of its replicate values (it covers both levels:
 //!   each replicate's value carries its own within-replicate noise).
+//! - [`round_interval`], [`geometric_centre`]: the same for one
+//!   configuration of a run with rounds, the rounds' medians as replicates.
 //! - [`spread_parts`]: how much of the spread is between replicates and how
 //!   much within.
 //!
@@ -139,6 +141,34 @@ pub fn replicate_interval(centre: f64, values: &[f64]) -> Option<(f64, f64)> {
     let t = t_quantile(0.975, df as f64);
     let c = centre.ln();
     Some(((c - t * se).exp(), (c + t * se).exp()))
+}
+
+/// One configuration's round medians (or block medians) summed up as the
+/// paired comparison sees them: their geometric mean and its 95 % t interval
+/// on the logs. The ratio of two configurations' centres over the same
+/// rounds is exactly the geometric mean of their per-round ratios, so the
+/// centres printed beside a paired change agree with it. `None` with fewer
+/// than two values or any not positive.
+pub fn geometric_centre(values: &[f64]) -> Option<(f64, (f64, f64))> {
+    log_sum_squares(values)?;
+    let centre = log_mean(values).exp();
+    Some((centre, replicate_interval(centre, values)?))
+}
+
+/// The 95 % interval of `centre` from per-round `values` (a run's round
+/// medians of one configuration): [`replicate_interval`] on the logs, or a
+/// plain t interval when some value is not positive (a cheap operation with
+/// its overhead subtracted). Samples within a round share that round's
+/// conditions, so the rounds, not the samples, are the replicates.
+pub fn round_interval(centre: f64, values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    replicate_interval(centre, values).or_else(|| {
+        let n = values.len() as f64;
+        let half = t_quantile(0.975, n - 1.0) * stddev(values, mean(values)) / n.sqrt();
+        Some((centre - half, centre + half))
+    })
 }
 
 /// The spread between replicates and within them, as coefficients of
@@ -301,6 +331,71 @@ mod tests {
         let x = diff / sd;
         let p = 1.0 - x / (2.0 + x * x).sqrt(); // closed form for df = 2
         assert!((t.p_value - p).abs() < 1e-9, "{} vs {p}", t.p_value);
+    }
+
+    /// One configuration's samples in one round of an A/A run: the round's
+    /// host phase (`round`, shared by every configuration of the round), the
+    /// configuration's own block effect (sd 3 %: a phase hitting its block
+    /// only), 11 samples with 1 % noise.
+    fn round_block(rng: &mut SplitMix64, round: f64) -> Vec<f64> {
+        let block = 0.03 * normal(rng);
+        (0..11)
+            .map(|_| 100.0 * (round + block + 0.01 * normal(rng)).exp())
+            .collect()
+    }
+
+    /// One configuration of an A/A run of `rounds` rounds: (all samples, round medians).
+    fn aa_config(rng: &mut SplitMix64, phases: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let blocks: Vec<Vec<f64>> = phases.iter().map(|&p| round_block(rng, p)).collect();
+        let medians = blocks.iter().map(|b| median(b)).collect();
+        (blocks.concat(), medians)
+    }
+
+    #[test]
+    fn a_a_round_intervals_do_not_separate_more_often_than_nominal() {
+        // Two identical configurations, 10 rounds with host phases of 5 %.
+        // Intervals over the round medians overlap but in at most the nominal
+        // 5 % of trials; the order-statistic interval over all samples (which
+        // takes the 110 samples as independent) separates in over 15 % (18 % here).
+        let mut rng = SplitMix64::new(25);
+        let trials = 2000;
+        let (mut apart, mut apart_by_samples, mut centre_ratio_error) = (0, 0, 0.0f64);
+        for _ in 0..trials {
+            let phases: Vec<f64> = (0..10).map(|_| 0.05 * normal(&mut rng)).collect();
+            let (a, ra) = aa_config(&mut rng, &phases);
+            let (b, rb) = aa_config(&mut rng, &phases);
+            let ia = round_interval(median(&a), &ra).unwrap();
+            let ib = round_interval(median(&b), &rb).unwrap();
+            apart += usize::from(ia.1 < ib.0 || ib.1 < ia.0);
+            let by_samples = |v: &[f64]| {
+                let ci = crate::stats::median_ci(&crate::stats::summary::sorted(v), 0.95);
+                (ci.low, ci.high)
+            };
+            let (sa, sb) = (by_samples(&a), by_samples(&b));
+            apart_by_samples += usize::from(sa.1 < sb.0 || sb.1 < sa.0);
+            // The centres' ratio is the paired ratio (geometric mean of per-round ratios).
+            let (ca, _) = geometric_centre(&ra).unwrap();
+            let (cb, _) = geometric_centre(&rb).unwrap();
+            let paired = crate::stats::paired::paired_log_ratio_ci(&ra, &rb).ratio;
+            centre_ratio_error = centre_ratio_error.max((cb / ca - paired).abs());
+        }
+        assert!(apart * 100 <= trials * 5, "apart in {apart} of {trials}");
+        assert!(
+            apart_by_samples * 100 > trials * 15,
+            "the sample-level interval separated in only {apart_by_samples} of {trials}"
+        );
+        assert!(centre_ratio_error < 1e-12, "{centre_ratio_error}");
+    }
+
+    #[test]
+    fn round_intervals_fall_back_to_a_plain_t_interval() {
+        assert_eq!(round_interval(1.0, &[1.0]), None);
+        // Values −1, 1, 3: mean 1, sd 2, t(0.975, 2) = 4.302652729749464.
+        let (lo, hi) = round_interval(1.0, &[-1.0, 1.0, 3.0]).unwrap();
+        let half = 4.302_652_729_749_464 * 2.0 / 3f64.sqrt();
+        assert!((lo - (1.0 - half)).abs() < 1e-12 && (hi - (1.0 + half)).abs() < 1e-12);
+        let (c, (lo, hi)) = geometric_centre(&[50.0, 200.0]).unwrap();
+        assert!((c - 100.0).abs() < 1e-9 && lo < 50.0 && hi > 200.0);
     }
 
     #[test]

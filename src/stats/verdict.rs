@@ -133,7 +133,15 @@ impl Power {
     /// The exact sign-flip test on `n` paired values: at best 2 of the 2ⁿ
     /// sign patterns are as extreme as the data.
     pub fn sign_flip(n: usize, alpha: f64, what: &'static str, flag: &'static str) -> Self {
-        let min_p = |n: usize| 2.0 / (1u64 << n.min(62)) as f64;
+        // Beyond the exact test's reach its p-value comes from random draws.
+        let min_p = |n: usize| {
+            let exact = 2.0 / (1u64 << n.min(62)) as f64;
+            if n > super::paired::MAX_ROUNDS {
+                exact.max(1.0 / (1 + super::paired::SIGN_FLIP_DRAWS) as f64)
+            } else {
+                exact
+            }
+        };
         Power {
             min_p: min_p(n),
             n,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-use super::queries::{fingerprint, index_meta, index_series};
+use super::queries::{experiment_key, fingerprint, index_meta, index_series};
 use super::sql::{Conn, Param, bad_row, transaction};
 
 /// A data step some migrations need after their SQL.
@@ -15,6 +15,8 @@ enum Backfill {
     IndexSeries,
     /// Recompute every run's fingerprint (SHA-256 of the canonical JSON).
     Refingerprint,
+    /// Fill `runs.experiment` from the stored documents' configurations.
+    Experiments,
     /// Fill `run_meta` from the stored documents' `run.meta`.
     IndexMeta,
 }
@@ -75,7 +77,14 @@ pub(super) const MIGRATIONS: &[Migration] = &[
          CREATE INDEX runs_hostname ON runs(hostname);
          CREATE INDEX series_case ON series(bench, case_name, config);",
     },
-    // Version 4: each run's --meta pairs (the revision under test), one row each.
+    // Version 4: the experiment a run's configurations belong to, so that a
+    // configuration `a` of two unrelated experiments is two histories.
+    Migration {
+        before: "ALTER TABLE runs ADD COLUMN experiment TEXT NOT NULL DEFAULT '';",
+        backfill: Some(Backfill::Experiments),
+        after: "",
+    },
+    // Version 5: each run's --meta pairs (the revision under test), one row each.
     Migration {
         before: "CREATE TABLE run_meta (
              run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -87,7 +96,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: Some(Backfill::IndexMeta),
         after: "",
     },
-    // Version 5: the change points `osbench regressions` found, and what
+    // Version 6: the change points `osbench regressions` found, and what
     // people said of them (new, acknowledged, expected, fixed).
     Migration {
         before: "CREATE TABLE change_points (
@@ -114,7 +123,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: None,
         after: "",
     },
-    // Version 6: the stable view dashboards read (docs/store.md).
+    // Version 7: the stable view dashboards read (README, "Dashboards").
     Migration {
         before: "CREATE VIEW osbench_results AS
          SELECT {started_time} AS started,
@@ -170,6 +179,7 @@ fn migrate_locked<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
             match step.backfill {
                 Some(Backfill::IndexSeries) => index_stored_series(conn)?,
                 Some(Backfill::Refingerprint) => refingerprint(conn)?,
+                Some(Backfill::Experiments) => fill_experiments(conn)?,
                 Some(Backfill::IndexMeta) => index_stored_meta(conn)?,
                 None => {}
             }
@@ -214,6 +224,17 @@ fn refingerprint<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
         conn.execute(
             "UPDATE runs SET fingerprint = $1 WHERE id = $2",
             &[Param::Text(Some(fingerprint(&text))), Param::Int(id)],
+        )?;
+    }
+    Ok(())
+}
+
+fn fill_experiments<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        conn.execute(
+            "UPDATE runs SET experiment = $1 WHERE id = $2",
+            &[Param::Text(Some(experiment_key(&value))), Param::Int(id)],
         )?;
     }
     Ok(())

@@ -10,7 +10,8 @@
 //! document twice stores it once: runs carry the SHA-256 of the canonical
 //! JSON under a unique constraint, so two writers racing to store it cannot
 //! both succeed.
-//! Left out: deleting or editing runs (SQL on the store does that).
+//! Runs can be removed ([`Store::remove`]) and relabelled
+//! ([`Store::relabel`]); nothing else of a stored run changes.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -57,6 +58,9 @@ pub struct CaseRun {
     pub hostname: String,
     pub kernel: String,
     pub config: String,
+    /// The experiment the configuration belongs to (its configurations'
+    /// names and a digest, `a,b #1f0c3a9e`; empty in a run without them).
+    pub experiment: String,
     /// The series' unit as documents name it ("ns", "us", "s").
     pub unit: String,
     /// Samples behind the median.
@@ -80,6 +84,8 @@ pub struct Filter {
     pub kernel: Option<String>,
     /// Runs measured on exactly this host name.
     pub host: Option<String>,
+    /// Runs with a series of at least this many samples (`history --min-samples`).
+    pub min_samples: Option<i64>,
     /// Runs with every one of these `--meta` pairs.
     pub meta: Vec<(String, String)>,
 }
@@ -145,15 +151,33 @@ pub(super) fn index_series<C: Conn + ?Sized>(conn: &mut C, id: i64, doc: &Value)
     Ok(())
 }
 
-/// The runs a [`Filter`] selects (`$1` label, `$2` kernel text, `$3` bench, `$4` host).
+/// The experiment of a document (JSON) with configurations: their names in
+/// order and a digest of everything that defines them (set-up, tear-down,
+/// environment, parameters, placement, guest), e.g. `a,b #1f0c3a9e`; empty
+/// without configurations. Runs of one experiment share it; a configuration
+/// `a` of another experiment has another.
+pub fn experiment_key(doc: &Value) -> String {
+    let Some(configs) = doc["run"]["configs"].as_array().filter(|c| !c.is_empty()) else {
+        return String::new();
+    };
+    let names: Vec<&str> = configs.iter().filter_map(|c| c["name"].as_str()).collect();
+    let digest = Sha256::digest(Value::Array(configs.clone()).to_string().as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{} #{hex}", names.join(","))
+}
+
+/// The runs a [`Filter`] selects (`$1` label, `$2` kernel text, `$3` bench,
+/// `$4` host, `$5` fewest samples, 0 for any).
 const FILTER: &str = "(CAST($1 AS TEXT) IS NULL OR label = $1)
        AND (CAST($2 AS TEXT) IS NULL OR {instr}(kernel, $2) > 0)
        AND (CAST($3 AS TEXT) IS NULL OR EXISTS
              (SELECT 1 FROM series WHERE run_id = runs.id AND bench = $3))
-       AND (CAST($4 AS TEXT) IS NULL OR hostname = $4)";
+       AND (CAST($4 AS TEXT) IS NULL OR hostname = $4)
+       AND (CAST($5 AS {int}) = 0 OR EXISTS
+             (SELECT 1 FROM series WHERE run_id = runs.id AND n >= $5))";
 
 /// [`FILTER`] and its parameters, with one condition per `--meta` pair
-/// (parameters from `$5` on).
+/// (parameters from `$6` on).
 fn filter_sql(filter: &Filter) -> (String, Vec<Param>) {
     let mut sql = FILTER.to_string();
     let mut params: Vec<Param> = vec![
@@ -161,6 +185,7 @@ fn filter_sql(filter: &Filter) -> (String, Vec<Param>) {
         (&filter.kernel).into(),
         (&filter.bench).into(),
         (&filter.host).into(),
+        Param::Int(filter.min_samples.unwrap_or(0)),
     ];
     for (name, value) in &filter.meta {
         let n = params.len();
@@ -358,8 +383,50 @@ impl Store {
             .map_err(|m| bad_row(&name, m))
     }
 
-    /// The series of `bench` `case` in every stored run (of `config` and on
-    /// `host` when given), oldest start first, with each median's interval
+    /// Removes the runs `ids` (their series too) in one transaction: all of
+    /// them, or none when one is not stored (an error that names it).
+    pub fn remove(&mut self, ids: &[i64]) -> Result<()> {
+        let mut conn = self.conn();
+        transaction(conn.as_mut(), |conn| {
+            for &id in ids {
+                conn.execute("DELETE FROM series WHERE run_id = $1", &[Param::Int(id)])?;
+                if conn.execute("DELETE FROM runs WHERE id = $1", &[Param::Int(id)])? == 0 {
+                    return Err(no_such_run(conn.name(), id));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Gives run `id` the label `label` (none: no label), in the stored
+    /// document too; its fingerprint follows the document.
+    pub fn relabel(&mut self, id: i64, label: Option<&str>) -> Result<()> {
+        let Some(text) = self.document_text(id)? else {
+            return Err(no_such_run(self.location.to_string(), id));
+        };
+        let mut value: Value = serde_json::from_str(&text).map_err(|e| Error::Store {
+            path: self.location.to_string(),
+            message: format!("run {id}'s document is not JSON: {e}"),
+        })?;
+        value["run"]["label"] = label.map_or(Value::Null, |l| Value::String(l.to_string()));
+        let text = value.to_string();
+        let mut conn = self.conn();
+        transaction(conn.as_mut(), |conn| {
+            conn.execute(
+                "UPDATE runs SET label = $1, document = $2, fingerprint = $3 WHERE id = $4",
+                &[
+                    label.into(),
+                    text.as_str().into(),
+                    fingerprint(&text).as_str().into(),
+                    Param::Int(id),
+                ],
+            )
+            .map(drop)
+        })
+    }
+
+    /// The series of `bench` `case` in every stored run (of `config`, on
+    /// `host` and of `min_samples` samples or more when given), oldest start first, with each median's interval
     /// read from the stored document.
     pub fn case_history(
         &self,
@@ -367,8 +434,9 @@ impl Store {
         case: &str,
         config: Option<&str>,
         host: Option<&str>,
+        min_samples: Option<i64>,
     ) -> Result<Vec<CaseRun>> {
-        let runs = self.series_runs(Some(bench), Some(case), config, host)?;
+        let runs = self.series_runs(Some(bench), Some(case), config, host, min_samples)?;
         Ok(runs.into_iter().map(|(_, _, run)| run).collect())
     }
 
@@ -379,7 +447,7 @@ impl Store {
         bench: Option<&str>,
         host: Option<&str>,
     ) -> Result<Vec<(String, String, CaseRun)>> {
-        self.series_runs(bench, None, None, host)
+        self.series_runs(bench, None, None, host, None)
     }
 
     fn series_runs(
@@ -388,18 +456,26 @@ impl Store {
         case: Option<&str>,
         config: Option<&str>,
         host: Option<&str>,
+        min_samples: Option<i64>,
     ) -> Result<Vec<(String, String, CaseRun)>> {
         const WHERE: &str = "(CAST($1 AS TEXT) IS NULL OR series.bench = $1)
                AND (CAST($2 AS TEXT) IS NULL OR series.case_name = $2)
                AND (CAST($3 AS TEXT) IS NULL OR series.config = $3)
-               AND (CAST($4 AS TEXT) IS NULL OR runs.hostname = $4)";
-        let params = [bench.into(), case.into(), config.into(), host.into()];
+               AND (CAST($4 AS TEXT) IS NULL OR runs.hostname = $4)
+               AND series.n >= $5";
+        let params = [
+            bench.into(),
+            case.into(),
+            config.into(),
+            host.into(),
+            Param::Int(min_samples.unwrap_or(0)),
+        ];
         let mut conn = self.conn();
         let rows = conn.query(
             &format!(
                 "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel,
                     series.config, series.unit, series.n, series.median, {{summary:ci_low}},
-                    {{summary:ci_high}}, series.bench, series.case_name
+                    {{summary:ci_high}}, runs.experiment, series.bench, series.case_name
                  FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}
                  ORDER BY runs.started, runs.id, series.position"
             ),
@@ -424,13 +500,14 @@ impl Store {
                     hostname: r.text(3)?,
                     kernel: r.text(4)?,
                     config: r.text(5)?,
+                    experiment: r.text(11)?,
                     unit: r.text(6)?,
                     n: r.int(7)?,
                     median: r.float(8)?,
                     ci: (low.is_finite() && high.is_finite()).then_some((low, high)),
                     meta: meta.get(&run_id).cloned().unwrap_or_default(),
                 };
-                Ok((r.text(11)?, r.text(12)?, run))
+                Ok((r.text(12)?, r.text(13)?, run))
             })
             .collect::<std::result::Result<_, String>>()
             .map_err(|m| bad_row(&name, m))
@@ -446,6 +523,7 @@ fn store_one(
     origin: &str,
 ) -> Result<Inserted> {
     let print = fingerprint(text);
+    let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     let params = [
         (&doc.run.label).into(),
         doc.run.started.as_str().into(),
@@ -458,6 +536,7 @@ fn store_one(
         utc_now().as_str().into(),
         print.as_str().into(),
         text.into(),
+        experiment_key(&value).as_str().into(),
     ];
     let name = conn.name();
     let stored = |conn: &mut (dyn Conn + Send)| -> Result<Option<i64>> {
@@ -478,14 +557,13 @@ fn store_one(
     // nothing (the unique fingerprint), never a second copy.
     let new = conn.query(
         "INSERT INTO runs (label, started, finished, complete, kernel, hostname,
-                               osbench_version, origin, stored, fingerprint, document)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               osbench_version, origin, stored, fingerprint, document, experiment)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
              ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
         &params,
     )?;
     if let Some(row) = new.first() {
         let id = row.int(0).map_err(|m| bad_row(&name, m))?;
-        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         index_series(conn, id, &value)?;
         index_meta(conn, id, &value)?;
         return Ok(Inserted::New(id));
@@ -496,6 +574,14 @@ fn store_one(
             path: name.clone(),
             message: "the document was neither stored nor found stored; try again".into(),
         }),
+    }
+}
+
+/// The error for a run id the store does not hold.
+fn no_such_run(store: String, id: i64) -> Error {
+    Error::Store {
+        path: store,
+        message: format!("no run {id} is stored; `osbench history` lists the runs"),
     }
 }
 
@@ -560,5 +646,21 @@ mod tests {
             fingerprint(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn an_experiment_is_its_configurations_names_and_definitions() {
+        let doc = |configs: Value| serde_json::json!({ "run": { "configs": configs } });
+        assert_eq!(experiment_key(&doc(serde_json::json!([]))), "");
+        assert_eq!(experiment_key(&serde_json::json!({ "run": {} })), "");
+        let aa = experiment_key(&doc(serde_json::json!([{ "name": "a" }, { "name": "b" }])));
+        assert!(
+            aa.starts_with("a,b #") && aa.len() == "a,b #".len() + 8,
+            "{aa}"
+        );
+        let other = experiment_key(&doc(
+            serde_json::json!([{ "name": "a" }, { "name": "b", "setup": "echo 0 > /x" }]),
+        ));
+        assert!(other.starts_with("a,b #") && other != aa, "{other} {aa}");
     }
 }

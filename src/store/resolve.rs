@@ -112,7 +112,7 @@ pub fn invocation_priors(
 ) -> Result<std::collections::BTreeMap<(String, String, String), crate::stats::replicates::Prior>> {
     let mut priors = std::collections::BTreeMap::new();
     for (bench, case, config) in keys {
-        let runs = db.case_history(bench, case, Some(config), Some(host))?;
+        let runs = db.case_history(bench, case, Some(config), Some(host), None)?;
         let mut groups = Vec::new();
         for run in runs
             .iter()

@@ -447,10 +447,17 @@ mod tests {
             "series indexed from the stored document"
         );
         let medians = store
-            .case_history("syscall", "null", Some("patched, \"v2\""), None)
+            .case_history("syscall", "null", Some("patched, \"v2\""), None, None)
             .unwrap();
         assert_eq!(medians.len(), 1);
         assert_eq!(medians[0].median, 90.25);
+        // Version 4 filled in the experiment from the stored configurations.
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            medians[0].experiment,
+            crate::store::queries::experiment_key(&value)
+        );
+        assert!(medians[0].experiment.starts_with("base,patched, \"v2\" #"));
         // The old fingerprint ('x') became the document's SHA-256: a unique key.
         let print: String = Connection::open(&path)
             .unwrap()
@@ -465,12 +472,12 @@ mod tests {
     }
 
     #[test]
-    fn a_version_3_store_gains_meta_change_points_and_the_view() {
+    fn a_version_4_store_gains_meta_change_points_and_the_view() {
         let (_dir, path) = temp_store();
         let mut doc = variant(1);
         doc.run.meta.insert("commit".into(), "ab12cd".into());
         {
-            // A version 3 store (osbench before --meta): stored, then the new
+            // A version 4 store (osbench before --meta): stored, then the new
             // tables and the view taken away as if they had never been made.
             let mut store = Store::open(&path).unwrap();
             store.insert(&doc).unwrap();
@@ -479,7 +486,7 @@ mod tests {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
                 "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
-                 PRAGMA user_version = 3;",
+                 PRAGMA user_version = 4;",
             )
             .unwrap();
         }
@@ -497,7 +504,9 @@ mod tests {
         };
         let ids: Vec<i64> = store.list(&tagged).unwrap().iter().map(|r| r.id).collect();
         assert_eq!(ids, [1]);
-        let history = store.case_history("syscall", "null", None, None).unwrap();
+        let history = store
+            .case_history("syscall", "null", None, None, None)
+            .unwrap();
         assert_eq!(
             history[0].meta.get("commit").map(String::as_str),
             Some("ab12cd")

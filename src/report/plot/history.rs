@@ -109,7 +109,7 @@ pub(super) fn history_title(h: &CaseHistory) -> String {
 /// The file name of `h`'s plot: case, host and configuration.
 pub(super) fn history_name(h: &CaseHistory) -> String {
     format!(
-        "history-{}-{}-{}{}",
+        "history-{}-{}-{}{}{}",
         file_safe(&h.bench),
         file_safe(&h.case),
         file_safe(&h.host),
@@ -117,6 +117,11 @@ pub(super) fn history_name(h: &CaseHistory) -> String {
             String::new()
         } else {
             format!("-{}", file_safe(&h.config))
+        },
+        // The experiment's digest: two experiments' `a` are two files.
+        match h.experiment.as_deref().and_then(|e| e.rsplit_once('#')) {
+            Some((_, digest)) => format!("-{}", file_safe(digest)),
+            None => String::new(),
         }
     )
 }
