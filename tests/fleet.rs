@@ -92,7 +92,7 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         &install,
         "before",
         "100",
-        &["--install", "--out", &out_arg],
+        &["--install", "--out", &out_arg, "--meta", "commit=f1"],
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -115,6 +115,7 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         let doc = read_document(&out_dir.join(format!("{host}.json"))).unwrap();
         assert_eq!(doc.run.host.as_deref(), Some(host));
         assert_eq!(doc.run.label.as_deref(), Some("before"));
+        assert_eq!(doc.run.meta.get("commit").map(String::as_str), Some("f1"));
         assert!(doc.run.complete && doc.series.len() == 1);
         // The environment is the host's own, as its agent saw it.
         assert!(!doc.env.kernel.is_empty());

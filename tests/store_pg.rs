@@ -1146,3 +1146,221 @@ fn runs_are_removed_and_relabelled_alike_in_both_back_ends() {
         .collect();
     assert_eq!(left, [3]);
 }
+
+/// The two SQL blocks of README's "Dashboards" section (Grafana's panel and
+/// annotation queries), with `$__timeFilter(X)` expanded to November 2026.
+fn readme_queries() -> [String; 2] {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split_once("### Dashboards: the `osbench_results` view")
+        .expect("README has the Dashboards section")
+        .1;
+    let blocks: Vec<String> = section
+        .split("```sql\n")
+        .skip(1)
+        .take(2)
+        .map(|b| b.split_once("```").unwrap().0.to_string())
+        .collect();
+    let expand = |sql: &str| {
+        let mut sql = sql.to_string();
+        while let Some(at) = sql.find("$__timeFilter(") {
+            let end = at + sql[at..].find(')').unwrap();
+            let column = sql[at + "$__timeFilter(".len()..end].to_string();
+            sql.replace_range(
+                at..=end,
+                &format!("{column} BETWEEN '2026-11-01T00:00:00Z' AND '2026-11-30T23:59:59Z'"),
+            );
+        }
+        sql
+    };
+    [expand(&blocks[0]), expand(&blocks[1])]
+}
+
+/// Twelve runs on two hosts with `--meta commit`, and one recorded change point.
+fn nightly_store(store: &mut Store) {
+    for i in 0..12 {
+        let mut doc = variant(i, ["alpha", "beta"][i % 2]);
+        doc.run.meta.insert("commit".into(), format!("c{i:02}"));
+        store.insert(&doc).unwrap();
+    }
+    let point = osbench::store::FoundPoint {
+        bench: "syscall".into(),
+        case: "null".into(),
+        config: "base".into(),
+        host: "alpha".into(),
+        unit: "ns".into(),
+        run_id: 9,
+        before_run_id: 7,
+        before_median: 100.0,
+        after_median: 110.0,
+        relative: 0.1,
+        p_value: 0.01,
+        direction: "slower".into(),
+    };
+    store.record_change_point(&point).unwrap();
+}
+
+#[test]
+fn the_results_view_answers_the_readme_queries_in_both_back_ends() {
+    let [panel, annotations] = readme_queries();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    nightly_store(&mut Store::open(&path).unwrap());
+    // SQLite: every column but the time as text, '|' between them (as psql -A prints).
+    let lite = rusqlite::Connection::open(&path).unwrap();
+    let rows = |sql: &str| -> Vec<String> {
+        let mut st = lite.prepare(sql).unwrap();
+        let columns = st.column_count();
+        st.query_map([], |r| {
+            let cells: Vec<String> = (1..columns)
+                .map(|i| match r.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    other => String::from_utf8_lossy(other.as_bytes().unwrap()).into_owned(),
+                })
+                .collect();
+            Ok(cells.join("|"))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let lite_panel = rows(&panel);
+    assert_eq!(
+        lite_panel.len(),
+        24,
+        "two syscall series a run: {lite_panel:?}"
+    );
+    assert_eq!(lite_panel[0], "alpha null [base]|100.25");
+    let lite_notes = rows(&annotations);
+    assert_eq!(
+        lite_notes,
+        ["change point 1: slower syscall null on alpha (new)"]
+    );
+    let meta: String = lite
+        .query_row(
+            "SELECT json_extract(meta, '$.commit') FROM osbench_results WHERE run_id = 3 LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(meta, "c02");
+
+    if !have_postgres("the_results_view_answers_the_readme_queries_in_both_back_ends") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    nightly_store(&mut Store::open(PathBuf::from(pg.url("127.0.0.1", ""))).unwrap());
+    let rest = |sql: &str| -> Vec<String> {
+        pg.sql(sql)
+            .lines()
+            .map(|l| l.split_once('|').unwrap().1.to_string())
+            .collect()
+    };
+    assert_eq!(rest(&panel), lite_panel);
+    assert_eq!(rest(&annotations), lite_notes);
+    assert_eq!(
+        pg.sql("SELECT pg_typeof(started), pg_typeof(meta), meta->>'commit' FROM osbench_results WHERE run_id = 3 LIMIT 1"),
+        "timestamp with time zone|jsonb|c02\n"
+    );
+    assert_eq!(
+        pg.sql("SELECT started FROM osbench_results WHERE run_id = 1 LIMIT 1"),
+        "2026-11-01 09:00:00+00\n"
+    );
+}
+
+#[test]
+fn a_version_4_postgresql_store_is_migrated() {
+    if !have_postgres("a_version_4_postgresql_store_is_migrated") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    let url = PathBuf::from(pg.url("127.0.0.1", ""));
+    let mut doc = variant(0, "alpha");
+    doc.run.meta.insert("commit".into(), "ab12".into());
+    Store::open(url.clone()).unwrap().insert(&doc).unwrap();
+    // As osbench before --meta left it.
+    pg.sql(
+        "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
+         UPDATE osbench_schema SET version = 4",
+    );
+    let store = Store::open(url).unwrap();
+    let rows = store.list(&Filter::default()).unwrap();
+    assert_eq!(rows[0].meta.get("commit").map(String::as_str), Some("ab12"));
+    assert_eq!(
+        pg.sql("SELECT version FROM osbench_schema"),
+        format!("{}\n", osbench::store::SCHEMA_VERSION)
+    );
+    assert_eq!(pg.sql("SELECT count(*) FROM change_points"), "0\n");
+    assert_eq!(pg.sql("SELECT count(*) FROM osbench_results"), "4\n");
+}
+
+#[test]
+fn the_regression_sweep_records_and_dismisses_in_postgresql() {
+    if !have_postgres("the_regression_sweep_records_and_dismisses_in_postgresql") {
+        return;
+    }
+    let pg = Cluster::start(Tls::Off);
+    let url = pg.url("127.0.0.1", "");
+    let mut store = Store::open(PathBuf::from(&url)).unwrap();
+    // Twelve nights of host alpha with their commits.
+    for i in 0..12 {
+        let mut doc = variant(i, "alpha");
+        doc.run
+            .meta
+            .insert("commit".into(), format!("c{:02}", i + 1));
+        store.insert(&doc).unwrap();
+    }
+    drop(store);
+    // syscall null [base]'s indexed medians: 10 % slower from night 8 (the
+    // documents stay as they were: the environment diff reads them).
+    pg.sql(
+        "UPDATE series SET median = (CASE WHEN run_id >= 8 THEN 110 ELSE 100 END)
+             + (run_id % 3) * 0.1
+         WHERE bench = 'syscall' AND config = 'base'",
+    );
+    let sweep = || {
+        osbench(&url)
+            .args([
+                "regressions",
+                "--last",
+                "2",
+                "--bench",
+                "syscall",
+                "--csv",
+                "-",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = sweep();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert!(
+        rows[0].starts_with("1,syscall,null,base,alpha,ns,slower,"),
+        "{csv}"
+    );
+    assert!(
+        rows[0].contains(",c01,c07,") && rows[0].contains(",c08,c12,"),
+        "{csv}"
+    );
+    assert_eq!(
+        pg.sql("SELECT id, state, run_id FROM change_points"),
+        "1|new|8\n"
+    );
+    ok(osbench(&url)
+        .args(["regressions", "--expect", "1"])
+        .output()
+        .unwrap());
+    assert_eq!(pg.sql("SELECT state FROM change_points"), "expected\n");
+    let out = sweep();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+}

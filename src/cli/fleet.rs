@@ -24,7 +24,7 @@ use osbench::measure::Interrupt;
 use osbench::report::fmt_sig;
 
 use super::run::{Configs, MeasureArgs};
-use super::save::{ExportArgs, SaveArgs, StoreArgs, parse_label};
+use super::save::{ExportArgs, MetaArgs, SaveArgs, StoreArgs, parse_label};
 
 #[derive(Subcommand)]
 pub enum FleetCommand {
@@ -81,6 +81,8 @@ pub struct FleetRunArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     label: Option<String>,
     #[command(flatten)]
+    meta: MetaArgs,
+    #[command(flatten)]
     store: StoreArgs,
     /// Do not save the runs in the results store
     #[arg(long, conflicts_with = "store")]
@@ -103,6 +105,7 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow!("cannot create --out directory {}: {e}", dir.display()))?;
     }
+    let meta = args.meta.map()?;
     // Before measuring: a bad output path or store is found now.
     let savings = hosts
         .iter()
@@ -120,6 +123,7 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         match run.result {
             Ok(mut outcome) => {
                 outcome.document.run.label = args.label.clone();
+                outcome.document.run.meta = meta.clone();
                 // One host's files failing (a full disk) must not lose the others.
                 let keep = !outcome.document.series.is_empty();
                 if let Err(e) = saving.finish(&outcome.document, keep) {
@@ -229,6 +233,7 @@ fn save_args(args: &FleetRunArgs, h: &Host) -> SaveArgs {
             csv: None,
         },
         label: args.label.clone(),
+        meta: args.meta.clone(),
         store: args.store.clone(),
         no_store: args.no_store,
         // A host's environment is captured by its agent.

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use osbench::compare::history::order_runs;
 use osbench::document::Document;
 use osbench::report;
 use osbench::store::{self, Filter, Store};
@@ -52,10 +53,23 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         label: args.label,
         kernel: args.kernel,
         host: args.case.only.host.clone(),
+        meta: args.case.only.meta.clone(),
         min_samples: args.case.only.min_samples.map(i64::from),
     };
     let db = Store::open_existing(&location)?;
-    let rows = db.list(&filter)?;
+    let mut rows = db.list(&filter)?;
+    if let Some(order) = &args.case.only.order_by {
+        let (ordered, left_out) = order_runs(
+            rows,
+            order,
+            |r, k| r.meta.get(k).cloned(),
+            |r| r.started.clone(),
+        );
+        if left_out > 0 {
+            eprintln!("osbench: warning: {left_out} run(s) without the --order-by key left out");
+        }
+        rows = ordered;
+    }
     if rows.is_empty() {
         println!("No stored run matches (store: {location}).");
     } else if args.by.is_some() {

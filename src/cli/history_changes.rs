@@ -10,7 +10,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use osbench::compare::history::{CaseHistory, case_histories, plausible_runs};
+use osbench::compare::history::{
+    CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
+};
 use osbench::report;
 use osbench::stats::changepoint::Options;
 use osbench::store::{self, Filter, Store};
@@ -37,7 +39,7 @@ pub fn parse_case(s: &str) -> Result<CaseName, String> {
     }
 }
 
-fn parse_p(s: &str) -> Result<f64, String> {
+pub(super) fn parse_p(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
         _ => Err(format!("'{s}' is not a p-value between 0 and 1")),
@@ -75,6 +77,14 @@ pub struct OnlyArgs {
     /// of its own
     #[arg(long, value_name = "NAME")]
     pub config: Option<String>,
+    /// Only runs recorded with this --meta KEY=VALUE (repeat: all of them), e.g. commit=ab12cd
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = osbench::document::meta::parse_pair)]
+    pub meta: Vec<(String, String)>,
+    /// The order of the runs: start (their start times; case histories' default) or meta:KEY
+    /// (the order each value of --meta KEY first appears in, e.g. meta:commit: a revision
+    /// axis; runs without the key are left out)
+    #[arg(long, value_name = "start|meta:KEY")]
+    pub order_by: Option<RunOrder>,
     /// Leave out runs that took fewer than N samples (in a case history, of the case; in the
     /// run list, in every series), e.g. a quick `--samples 1` try beside n = 11 runs
     #[arg(long = "min-samples", value_name = "N",
@@ -158,7 +168,9 @@ fn read(
         only.host.as_deref(),
         only.min_samples.map(i64::from),
     )?;
-    let (runs, notes) = plausible_runs(runs);
+    let (runs, mut notes) = plausible_runs(with_meta(runs, &only.meta));
+    let (runs, left_out) = ordered_case_runs(runs, &only.order_by.clone().unwrap_or_default());
+    notes.extend(left_out);
     for note in notes {
         super::note(&format!(
             "osbench: warning: {}:{}: {note}",
@@ -176,6 +188,9 @@ fn nothing_stored(db: &Store, case: &CaseName, only: &OnlyArgs) -> anyhow::Resul
     }
     if let Some(config) = &only.config {
         which.push_str(&format!(" in configuration {config}"));
+    }
+    for (key, value) in &only.meta {
+        which.push_str(&format!(" with --meta {key}={value}"));
     }
     let filter = Filter {
         bench: Some(case.bench.clone()),

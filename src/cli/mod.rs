@@ -6,12 +6,13 @@
 //! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
 //! output file is `-`, with coloured verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
-//! `compare`, `list`, `env`, `plot`, `report`, `history`, `export`, `import`,
+//! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
 //! `rm` and `relabel` in `remove`;
 //! the store and export-file options in `save`, a case's history in `history_changes`,
-//! fleet runs in `fleet`, a VM guest's initramfs in `guest_image`, progress in `progress`, completions and the man
-//! page in `generate`, the OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in
-//! `bisect`); the work itself is the library's.
+//! the regression sweep's webhook in `webhook`, fleet runs in `fleet`, a VM guest's initramfs
+//! in `guest_image`, progress in `progress`, completions and the man page in `generate`, the
+//! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`); the work itself is
+//! the library's.
 
 mod agent;
 mod bisect;
@@ -28,12 +29,14 @@ mod ingest;
 mod list;
 mod plot;
 mod progress;
+mod regressions;
 mod remove;
 mod report;
 mod run;
 mod save;
 mod syscall_loop;
 mod time;
+mod webhook;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -127,6 +130,10 @@ enum Command {
     /// List the runs in the results store, or one case's runs in time order and where its
     /// level changed (BENCH:CASE --changes)
     History(history::HistoryArgs),
+    /// The nightly sweep: change points of every stored case, host and configuration in a
+    /// recent window (--since 24h, --last N), with the revisions and environment around
+    /// them; exits 1 on a slowdown; --ack ID / --expect ID dismiss one
+    Regressions(regressions::RegressionsArgs),
     /// Write a stored run to files (JSON document, Markdown, CSV)
     Export(export::ExportCmd),
     /// Remove stored runs (ids or labels), after a confirmation or with --yes
@@ -333,6 +340,7 @@ pub fn main() -> ExitCode {
             compare::compare(args, console)
         }
         Command::History(args) => history::history(args),
+        Command::Regressions(args) => regressions::regressions(args),
         Command::Export(args) => export::export(args),
         Command::Rm(args) => remove::rm(args),
         Command::Relabel(args) => remove::relabel(args),

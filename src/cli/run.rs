@@ -199,6 +199,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     // Before measuring: a bad output path must fail now, not after the run.
+    let meta = args.save.meta.map()?;
     let saving = args.save.prepare(args.quiet)?;
     let ingest = args.ingest.prepare()?;
     if plan.policy.samples == 1 && !args.quiet {
@@ -216,6 +217,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     let mut outcome = experiment::run(&plan, interrupt, args.save.environment(), &mut progress);
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
+    outcome.document.run.meta = meta;
 
     // With configurations, the paired comparison goes to the table and the document.
     let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {

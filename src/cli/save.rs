@@ -8,6 +8,7 @@
 //! written never loses a run: the document then goes to a JSON file and the
 //! warning says which.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -38,7 +39,8 @@ impl StoreArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// Also write JSON to FILE (run, time, export: the result document with every raw
-    /// sample; compare: the comparisons); `-`: standard output
+    /// sample; compare: the comparisons; regressions: the change points reported); `-`:
+    /// standard output
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also write Markdown tables to FILE; `-`: standard output
@@ -46,7 +48,8 @@ pub struct ExportArgs {
     pub markdown: Option<PathBuf>,
     /// Also write tidy CSV to FILE (run, time, export: one row per sample with bench, case,
     /// config, round, sample, value, unit; time adds each run's user, sys, max RSS, exit
-    /// status and parameters; compare: one row per change); `-`: standard output
+    /// status and parameters; compare: one row per change; regressions: one row per change
+    /// point); `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 }
@@ -103,6 +106,11 @@ impl ExportArgs {
     pub fn paths(&self) -> [Option<&Path>; 3] {
         [&self.json, &self.markdown, &self.csv].map(Option::as_deref)
     }
+
+    /// Whether one of them is standard output (an error when several are).
+    pub fn stdout_taken(&self) -> bool {
+        one_stdout(self.paths()).unwrap_or(true)
+    }
 }
 
 impl PendingExports {
@@ -150,6 +158,8 @@ pub struct SaveArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     pub label: Option<String>,
     #[command(flatten)]
+    pub meta: MetaArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
     /// Do not save the run in the results store
     #[arg(long, conflicts_with = "store")]
@@ -167,6 +177,22 @@ pub struct SaveArgs {
 /// Where the system logs are read: `/`, or for tests the tree `$OSBENCH_LOGS_ROOT`
 /// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`).
 const LOGS_ROOT_ENV: &str = "OSBENCH_LOGS_ROOT";
+
+/// `--meta KEY=VALUE`: what the run measured (the revision under test).
+#[derive(Args, Clone, Default)]
+pub struct MetaArgs {
+    /// Record what the run measured, KEY=VALUE (repeat): commit, branch and build are shown
+    /// by history, and history and regressions filter (--meta commit=abc) and order by them
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = osbench::document::meta::parse_pair)]
+    pub pairs: Vec<(String, String)>,
+}
+
+impl MetaArgs {
+    /// The pairs as the document stores them; a key given twice is an error.
+    pub fn map(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        osbench::document::meta::collect(&self.pairs).map_err(anyhow::Error::msg)
+    }
+}
 
 pub(super) fn parse_label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {

@@ -168,6 +168,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     let programs = timing::check(&plan)?;
+    let meta = args.save.meta.map()?;
     let saving = args.save.prepare(args.quiet)?;
     let hyperfine_file = args
         .export_hyperfine
@@ -188,6 +189,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
     progress.finish();
     let mut outcome = outcome?;
     outcome.document.run.label = args.save.label.clone();
+    outcome.document.run.meta = meta;
     let commands = outcome.document.series.len();
     let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
         osbench::compare::commands(doc, args.verdict.options(plan.seed))

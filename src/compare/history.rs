@@ -84,6 +84,94 @@ pub fn case_histories(
         .collect()
 }
 
+/// The order a history's runs are read in.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RunOrder {
+    /// By start time (ties by run id).
+    #[default]
+    Started,
+    /// By the order in which each value of this `--meta` key first appears
+    /// (in start order): a revision axis, so that a run re-measuring an old
+    /// commit sits with that commit; runs without the key are left out.
+    Meta(String),
+}
+
+impl std::str::FromStr for RunOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            None if s == "start" => Ok(RunOrder::Started),
+            Some(("meta", key)) if crate::document::meta::valid_key(key) => {
+                Ok(RunOrder::Meta(key.to_string()))
+            }
+            _ => Err(format!(
+                "'{s}' is not an order: 'start' (the runs' start times) or meta:KEY (the \
+                 order each value of --meta KEY first appears in, e.g. meta:commit)"
+            )),
+        }
+    }
+}
+
+/// `items` (in start order) in `order`; with [`RunOrder::Meta`], those
+/// without the key are left out and counted. `meta` reads an item's value of
+/// a key, `started` its start time.
+pub fn order_runs<T>(
+    mut items: Vec<T>,
+    order: &RunOrder,
+    meta: impl Fn(&T, &str) -> Option<String>,
+    started: impl Fn(&T) -> String,
+) -> (Vec<T>, usize) {
+    let key = match order {
+        RunOrder::Started => {
+            items.sort_by_key(|i| started(i));
+            return (items, 0);
+        }
+        RunOrder::Meta(key) => key,
+    };
+    items.sort_by_key(|i| started(i));
+    let before = items.len();
+    let mut tagged: Vec<(String, T)> = items
+        .into_iter()
+        .filter_map(|i| meta(&i, key).map(|v| (v, i)))
+        .collect();
+    let left_out = before - tagged.len();
+    let mut first_seen: Vec<String> = Vec::new();
+    for (value, _) in &tagged {
+        if !first_seen.contains(value) {
+            first_seen.push(value.clone());
+        }
+    }
+    // A stable sort: runs of one value keep their start order.
+    tagged.sort_by_key(|(value, _)| first_seen.iter().position(|v| v == value));
+    (tagged.into_iter().map(|(_, i)| i).collect(), left_out)
+}
+
+/// `runs` with every one of the `--meta` pairs `wanted`.
+pub fn with_meta(runs: Vec<CaseRun>, wanted: &[(String, String)]) -> Vec<CaseRun> {
+    runs.into_iter()
+        .filter(|r| wanted.iter().all(|(k, v)| r.meta.get(k) == Some(v)))
+        .collect()
+}
+
+/// `runs` of one case in `order` (see [`order_runs`]), with a note when
+/// runs were left out for want of the key.
+pub fn ordered_case_runs(runs: Vec<CaseRun>, order: &RunOrder) -> (Vec<CaseRun>, Option<String>) {
+    let (runs, left_out) = order_runs(
+        runs,
+        order,
+        |r, k| r.meta.get(k).cloned(),
+        |r| r.started.clone(),
+    );
+    let note = match order {
+        RunOrder::Meta(key) if left_out > 0 => Some(format!(
+            "{left_out} run{} without --meta {key} left out (ordered by meta:{key})",
+            if left_out == 1 { "" } else { "s" }
+        )),
+        _ => None,
+    };
+    (runs, note)
+}
+
 /// `runs` without those whose median is not a finite time of at most 10⁶ s
 /// (a store edited by hand or by another program), and a run's interval
 /// dropped where it is not one: the kept runs, and one message per run
@@ -137,6 +225,7 @@ pub(crate) mod tests {
             n: 30,
             median,
             ci: Some((median * 0.99, median * 1.01)),
+            meta: Default::default(),
         }
     }
 
@@ -209,5 +298,32 @@ pub(crate) mod tests {
         assert_eq!(histories[0].unit, Some(Unit::Ns));
         let listed = case_histories("syscall", "null", stepped(), None);
         assert_eq!((listed.len(), listed[0].detection.as_ref()), (1, None));
+    }
+
+    #[test]
+    fn runs_order_by_a_meta_keys_first_appearance() {
+        let mut runs = stepped();
+        for r in &mut runs {
+            r.meta.insert("commit".into(), format!("c{:02}", r.run_id));
+        }
+        // Run 5 re-measures commit c02 later; run 7 has no commit.
+        runs[4].meta.insert("commit".into(), "c02".into());
+        runs[6].meta.clear();
+        let order: RunOrder = "meta:commit".parse().unwrap();
+        let (ordered, note) = ordered_case_runs(runs.clone(), &order);
+        let ids: Vec<i64> = ordered.iter().take(5).map(|r| r.run_id).collect();
+        assert_eq!(ids, [1, 2, 5, 3, 4]);
+        assert_eq!(ordered.len(), 19);
+        assert!(
+            note.unwrap()
+                .starts_with("1 run without --meta commit left out")
+        );
+        let (by_start, note) = ordered_case_runs(runs.clone(), &RunOrder::Started);
+        assert_eq!((by_start.len(), note), (20, None));
+        assert!("meta:".parse::<RunOrder>().is_err());
+        assert!("commit".parse::<RunOrder>().is_err());
+        assert_eq!("start".parse::<RunOrder>(), Ok(RunOrder::Started));
+        let only = with_meta(runs, &[("commit".into(), "c02".into())]);
+        assert_eq!(only.iter().map(|r| r.run_id).collect::<Vec<_>>(), [2, 5]);
     }
 }

@@ -19,6 +19,7 @@
 //! case's stored runs.
 
 pub mod history;
+pub mod regressions;
 
 pub mod fleet;
 

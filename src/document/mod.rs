@@ -16,6 +16,7 @@ use crate::stats::histogram::{Buckets, Quantiles};
 
 mod config;
 mod invocation;
+pub mod meta;
 mod pin;
 mod sample;
 mod unit;
@@ -160,6 +161,11 @@ pub struct RunInfo {
     /// A name the user gave the run (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the run measured, as the user names it (`--meta KEY=VALUE`): the
+    /// revision under test by convention (`commit`, `branch`, `build`); empty
+    /// in documents before it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub meta: BTreeMap<String, String>,
     /// `fleet run`: the host's name in the fleet (`--host NAME=…`), which the
     /// store files the run under instead of `env.hostname`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

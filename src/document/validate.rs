@@ -15,6 +15,7 @@ pub const MAX_SECONDS: f64 = 1e6;
 
 /// Checks `doc`; the error names the series (or comparison) and the problem.
 pub fn validate(doc: &Document) -> Result<(), String> {
+    super::meta::check(&doc.run.meta)?;
     for (i, s) in doc.series.iter().enumerate() {
         series(s).map_err(|problem| {
             format!(

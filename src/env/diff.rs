@@ -95,6 +95,52 @@ fn plain_diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// A key whose values on two sides of a change share none.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SideChange {
+    pub key: String,
+    /// The distinct values before, in order of first appearance ("absent" where lacking).
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+}
+
+/// The keys whose values before and after a change in a history (each side
+/// a set of runs' environments) have no value in common: what else changed
+/// at the change. A key that varies within a side but takes some of the same
+/// values on both is noise, not a difference, and is left out; so is the load.
+pub fn between_sides(before: &[&Environment], after: &[&Environment]) -> Vec<SideChange> {
+    let flat = |side: &[&Environment]| -> Vec<BTreeMap<String, String>> {
+        side.iter().map(|e| flatten(e)).collect()
+    };
+    let (before, after) = (flat(before), flat(after));
+    let mut keys: Vec<&String> = before.iter().chain(&after).flat_map(|m| m.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let values = |side: &[BTreeMap<String, String>], key: &str| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in side {
+            let v = m.get(key).cloned().unwrap_or_else(|| "absent".to_string());
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
+    };
+    keys.into_iter()
+        .filter(|k| !NOT_DIFFED.contains(&k.split('.').next().unwrap_or(k)))
+        .filter_map(|key| {
+            let (b, a) = (values(&before, key), values(&after, key));
+            (!b.is_empty() && !a.is_empty() && b.iter().all(|v| !a.contains(v))).then(|| {
+                SideChange {
+                    key: key.clone(),
+                    before: b,
+                    after: a,
+                }
+            })
+        })
+        .collect()
+}
+
 /// Whether `key` is one of the declared `factors` or lies under one
 /// (`--factor vulnerabilities` covers `vulnerabilities.spectre_v2`).
 pub fn is_factor(key: &str, factors: &[String]) -> bool {
@@ -105,4 +151,35 @@ pub fn is_factor(key: &str, factors: &[String]) -> bool {
                 .strip_prefix(f)
                 .is_some_and(|rest| rest.starts_with('.'))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_share_no_value_across_the_change_are_listed() {
+        let base = crate::store::fixture().1.env;
+        let with = |kernel: &str, clock: &str| {
+            let mut e = base.clone();
+            e.kernel = kernel.into();
+            e.clocksource = Some(clock.into());
+            e
+        };
+        // The kernel changed with the level; the clocksource wobbles on both sides.
+        let before = [with("6.1", "tsc"), with("6.1", "hpet")];
+        let after = [with("6.2", "tsc"), with("6.2", "tsc")];
+        let b: Vec<&Environment> = before.iter().collect();
+        let a: Vec<&Environment> = after.iter().collect();
+        let changes = between_sides(&b, &a);
+        assert_eq!(
+            changes,
+            [SideChange {
+                key: "kernel".into(),
+                before: vec!["6.1".into()],
+                after: vec!["6.2".into()],
+            }]
+        );
+        assert!(between_sides(&b, &b).is_empty());
+    }
 }

@@ -26,7 +26,7 @@ mod types;
 
 pub use activity::{Activity, Load};
 pub use capture::{capture, capture_from, record_end};
-pub use diff::{diff, flatten, is_factor};
+pub use diff::{SideChange, between_sides, diff, flatten, is_factor};
 pub use types::{
     Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,
 };

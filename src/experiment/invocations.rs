@@ -269,6 +269,7 @@ fn run_info(
         host: None,
         invocations,
         perf_hooks_wait_ms: None,
+        meta: Default::default(),
     }
 }
 

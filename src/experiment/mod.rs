@@ -237,6 +237,7 @@ pub fn run_with<C: Clock>(
         host: plan.remote.as_ref().map(|r| r.name.clone()),
         invocations: Vec::new(),
         perf_hooks_wait_ms: None,
+        meta: Default::default(),
     };
     Outcome {
         document: Document::new(env, run, body.into_series()),

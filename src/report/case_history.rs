@@ -155,7 +155,26 @@ pub fn runs_table(h: &CaseHistory) -> Table {
             row.pop();
         }
     }
+    // The conventional --meta keys any run has, after the label.
+    for (at, key) in meta_keys(h).into_iter().enumerate() {
+        table.header.insert(4 + at, key);
+        table.numeric.insert(4 + at, false);
+        for (row, run) in table.rows.iter_mut().zip(&h.runs) {
+            row.insert(
+                4 + at,
+                run.meta.get(key).cloned().unwrap_or_else(|| "-".into()),
+            );
+        }
+    }
     table
+}
+
+/// The conventional `--meta` keys (commit, branch, build) some run of `h` has.
+fn meta_keys(h: &CaseHistory) -> Vec<&'static str> {
+    crate::document::meta::CONVENTIONAL
+        .into_iter()
+        .filter(|k| h.runs.iter().any(|r| r.meta.contains_key(*k)))
+        .collect()
 }
 
 /// The change points with the medians of the segments around each and the
@@ -213,7 +232,7 @@ fn decimals(h: &CaseHistory) -> usize {
 }
 
 /// "+8.1%" or "-3.0%".
-fn signed_pct(fraction: f64) -> String {
+pub(super) fn signed_pct(fraction: f64) -> String {
     let text = fmt_pct(fraction);
     if fraction > 0.0 {
         format!("+{text}")
@@ -344,5 +363,19 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("change"), "{text}");
+    }
+
+    #[test]
+    fn the_revision_is_a_column_when_runs_have_one() {
+        let mut runs = stepped();
+        for r in runs.iter_mut().skip(1) {
+            r.meta.insert("commit".into(), format!("c{:02}", r.run_id));
+        }
+        let h = case_histories("syscall", "null", runs, Some(&Options::default()));
+        let table = runs_table(&h[0]);
+        assert_eq!(table.header[3..6], ["label", "commit", "kernel"]);
+        assert_eq!(table.rows[0][4], "-");
+        assert_eq!(table.rows[12][4], "c13");
+        assert_eq!(table.rows[12].len(), table.header.len());
     }
 }

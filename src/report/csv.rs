@@ -196,18 +196,18 @@ pub fn comparison(c: &Comparison) -> String {
     finish(w)
 }
 
-fn writer() -> ::csv::Writer<Vec<u8>> {
+pub(super) fn writer() -> ::csv::Writer<Vec<u8>> {
     ::csv::WriterBuilder::new()
         .terminator(::csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new())
 }
 
-fn write(w: &mut ::csv::Writer<Vec<u8>>, record: &[&str]) {
+pub(super) fn write(w: &mut ::csv::Writer<Vec<u8>>, record: &[&str]) {
     w.write_record(record)
         .expect("writing CSV into memory cannot fail");
 }
 
-fn finish(w: ::csv::Writer<Vec<u8>>) -> String {
+pub(super) fn finish(w: ::csv::Writer<Vec<u8>>) -> String {
     let bytes = w
         .into_inner()
         .expect("flushing CSV into memory cannot fail");

@@ -42,20 +42,20 @@ pub fn by_host(runs: &[(&str, &Document)]) -> String {
     align(&header, &numeric, &rows)
 }
 
-/// The runs as a table, in the order given.
+/// The runs as a table, in the order given; the conventional `--meta` keys
+/// (commit, branch, build) get a column each when any run has them.
 pub fn render(rows: &[RunRow]) -> String {
-    let header = [
-        "id",
-        "started (UTC)",
-        "label",
-        "complete",
-        "kernel",
-        "host",
-        "cases",
-        "benchmarks",
-    ];
-    let numeric = [true, false, false, false, false, false, true, false];
-    let cells: Vec<[String; 8]> = rows
+    let meta: Vec<&str> = crate::document::meta::CONVENTIONAL
+        .into_iter()
+        .filter(|k| rows.iter().any(|r| r.meta.contains_key(*k)))
+        .collect();
+    let mut header = vec!["id", "started (UTC)", "label", "complete", "kernel", "host"];
+    header.extend(&meta);
+    header.extend(["cases", "benchmarks"]);
+    let mut numeric = vec![true, false, false, false, false, false];
+    numeric.extend(meta.iter().map(|_| false));
+    numeric.extend([true, false]);
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let mut benches: Vec<&str> = Vec::new();
@@ -65,16 +65,20 @@ pub fn render(rows: &[RunRow]) -> String {
                     benches.push(bench);
                 }
             }
-            [
+            let mut cells = vec![
                 r.id.to_string(),
                 r.started.clone(),
                 r.label.clone().unwrap_or_else(|| "-".into()),
                 if r.complete { "yes" } else { "no" }.into(),
                 r.kernel.clone(),
                 r.hostname.clone(),
-                r.cases.len().to_string(),
-                benches.join(", "),
-            ]
+            ];
+            cells.extend(
+                meta.iter()
+                    .map(|k| r.meta.get(*k).cloned().unwrap_or_else(|| "-".into())),
+            );
+            cells.extend([r.cases.len().to_string(), benches.join(", ")]);
+            cells
         })
         .collect();
     align(&header, &numeric, &cells)
@@ -97,6 +101,7 @@ mod tests {
             osbench_version: "0.1.0".into(),
             origin: "run".into(),
             cases: cases.iter().map(|c| c.to_string()).collect(),
+            meta: Default::default(),
         };
         let text = render(&[
             row(
@@ -112,6 +117,16 @@ mod tests {
             "id  started (UTC)         label   complete  kernel   host  cases  benchmarks\n\
              \x201  2026-11-30T08:00:00Z  before  yes       6.18.44  vm        3  syscall, ctx\n\
              12  2026-11-30T08:00:00Z  -       no        6.18.44  vm        1  syscall\n"
+        );
+        let mut tagged = row(3, None, true, &["syscall null"]);
+        tagged.meta.insert("commit".into(), "ab12cd".into());
+        tagged.meta.insert("other".into(), "x".into());
+        let text = render(&[row(2, None, true, &["syscall null"]), tagged]);
+        assert_eq!(
+            text,
+            "id  started (UTC)         label  complete  kernel   host  commit  cases  benchmarks\n\
+             \x202  2026-11-30T08:00:00Z  -      yes       6.18.44  vm    -           1  syscall\n\
+             \x203  2026-11-30T08:00:00Z  -      yes       6.18.44  vm    ab12cd      1  syscall\n"
         );
     }
 }

@@ -308,7 +308,7 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
 }
 
 /// A pipe table; `numeric` columns are right-aligned.
-fn table(header: &[String], numeric: &[bool], rows: &[Vec<String>]) -> String {
+pub(super) fn table(header: &[String], numeric: &[bool], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n|", header.join(" | "));
     for &n in numeric {
         out.push_str(if n { " ---: |" } else { " --- |" });

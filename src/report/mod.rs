@@ -20,6 +20,7 @@ pub mod junit;
 pub mod markdown;
 pub mod openmetrics;
 pub mod plot;
+pub mod regressions;
 pub mod results;
 pub mod sections;
 pub mod table;

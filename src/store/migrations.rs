@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-use super::queries::{experiment_key, fingerprint, index_series};
+use super::queries::{experiment_key, fingerprint, index_meta, index_series};
 use super::sql::{Conn, Param, bad_row, transaction};
 
 /// A data step some migrations need after their SQL.
@@ -17,6 +17,8 @@ enum Backfill {
     Refingerprint,
     /// Fill `runs.experiment` from the stored documents' configurations.
     Experiments,
+    /// Fill `run_meta` from the stored documents' `run.meta`.
+    IndexMeta,
 }
 
 /// One schema step: `before`, then the data step, then `after`.
@@ -82,6 +84,66 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: Some(Backfill::Experiments),
         after: "",
     },
+    // Version 5: each run's --meta pairs (the revision under test), one row each.
+    Migration {
+        before: "CREATE TABLE run_meta (
+             run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+             name TEXT NOT NULL,
+             value TEXT NOT NULL,
+             PRIMARY KEY (run_id, name)
+         );
+         CREATE INDEX run_meta_pair ON run_meta(name, value);",
+        backfill: Some(Backfill::IndexMeta),
+        after: "",
+    },
+    // Version 6: the change points `osbench regressions` found, and what
+    // people said of them (new, acknowledged, expected, fixed).
+    Migration {
+        before: "CREATE TABLE change_points (
+             id {id},
+             bench TEXT NOT NULL,
+             case_name TEXT NOT NULL,
+             config TEXT NOT NULL,
+             host TEXT NOT NULL,
+             unit TEXT NOT NULL,
+             run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,  -- first run of the new level
+             before_run_id {int} NOT NULL,         -- last run of the old level
+             before_median {float} NOT NULL,
+             after_median {float} NOT NULL,
+             relative {float} NOT NULL,            -- after / before - 1
+             p_value {float} NOT NULL,
+             direction TEXT NOT NULL,              -- 'slower' or 'faster'
+             state TEXT NOT NULL DEFAULT 'new'
+                 CHECK (state IN ('new', 'acknowledged', 'expected', 'fixed')),
+             found TEXT NOT NULL,                  -- UTC, RFC 3339: the sweep that found it
+             state_changed TEXT,                   -- UTC, RFC 3339: when the state was last set
+             UNIQUE (bench, case_name, config, host, run_id)
+         );
+         CREATE INDEX change_points_state ON change_points(state);",
+        backfill: None,
+        after: "",
+    },
+    // Version 7: the stable view dashboards read (README, "Dashboards").
+    Migration {
+        before: "CREATE VIEW osbench_results AS
+         SELECT {started_time} AS started,
+                runs.hostname AS host,
+                runs.label AS label,
+                runs.kernel AS kernel,
+                COALESCE((SELECT {object_agg}(run_meta.name, run_meta.value) FROM run_meta
+                          WHERE run_meta.run_id = runs.id), {empty_object}) AS meta,
+                series.bench AS bench,
+                series.case_name AS \"case\",
+                series.config AS config,
+                series.unit AS unit,
+                series.median AS median,
+                {summary:ci_low} AS ci_low,
+                {summary:ci_high} AS ci_high,
+                runs.id AS run_id
+         FROM series JOIN runs ON runs.id = series.run_id;",
+        backfill: None,
+        after: "",
+    },
 ];
 
 /// The schema version this osbench writes.
@@ -118,6 +180,7 @@ fn migrate_locked<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
                 Some(Backfill::IndexSeries) => index_stored_series(conn)?,
                 Some(Backfill::Refingerprint) => refingerprint(conn)?,
                 Some(Backfill::Experiments) => fill_experiments(conn)?,
+                Some(Backfill::IndexMeta) => index_stored_meta(conn)?,
                 None => {}
             }
             if !step.after.is_empty() {
@@ -144,6 +207,14 @@ fn index_stored_series<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
         // this step keeps working whatever the document type becomes.
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         index_series(conn, id, &value)?;
+    }
+    Ok(())
+}
+
+fn index_stored_meta<C: Conn + ?Sized>(conn: &mut C) -> Result<()> {
+    for (id, text) in stored_documents(conn)? {
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        index_meta(conn, id, &value)?;
     }
     Ok(())
 }

@@ -2,9 +2,11 @@
 //! (`document_file`) and the results store ([`Store`], in `queries`),
 //! one interface over the SQLite and PostgreSQL back ends, with its location
 //! (`location`), the SQL layer both share (`sql`) and the schema's
-//! migrations (`migrations`); [`resolve_document`] finds a document by
+//! migrations (`migrations`), the change points regressions found
+//! (`change_points`); [`resolve_document`] finds a document by
 //! file, run id or label.
 
+mod change_points;
 mod document_file;
 mod location;
 mod migrations;
@@ -17,6 +19,7 @@ mod sqlite;
 
 #[cfg(test)]
 use crate::document::Document;
+pub use change_points::{FoundPoint, PointState, StoredPoint};
 pub use document_file::{
     PendingFile, STDOUT, parse_document, read_document, read_document_text, to_json, write_new,
 };

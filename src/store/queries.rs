@@ -13,6 +13,7 @@
 //! Runs can be removed ([`Store::remove`]) and relabelled
 //! ([`Store::relabel`]); nothing else of a stored run changes.
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -42,6 +43,8 @@ pub struct RunRow {
     pub origin: String,
     /// Each series as "bench case" (with " \[config\]" when not "default"), in document order.
     pub cases: Vec<String>,
+    /// The run's `--meta` pairs.
+    pub meta: BTreeMap<String, String>,
 }
 
 /// One stored run's result for one case (one series), as a case's history
@@ -66,6 +69,8 @@ pub struct CaseRun {
     /// The 95 % interval of the median, from the stored document's summary
     /// (`None` where the document has none).
     pub ci: Option<(f64, f64)>,
+    /// The run's `--meta` pairs.
+    pub meta: BTreeMap<String, String>,
 }
 
 /// Which runs to list; every given field must match.
@@ -81,6 +86,8 @@ pub struct Filter {
     pub host: Option<String>,
     /// Runs with a series of at least this many samples (`history --min-samples`).
     pub min_samples: Option<i64>,
+    /// Runs with every one of these `--meta` pairs.
+    pub meta: Vec<(String, String)>,
 }
 
 /// What [`Store::insert`] did.
@@ -169,6 +176,71 @@ const FILTER: &str = "(CAST($1 AS TEXT) IS NULL OR label = $1)
        AND (CAST($5 AS {int}) = 0 OR EXISTS
              (SELECT 1 FROM series WHERE run_id = runs.id AND n >= $5))";
 
+/// [`FILTER`] and its parameters, with one condition per `--meta` pair
+/// (parameters from `$6` on).
+fn filter_sql(filter: &Filter) -> (String, Vec<Param>) {
+    let mut sql = FILTER.to_string();
+    let mut params: Vec<Param> = vec![
+        (&filter.label).into(),
+        (&filter.kernel).into(),
+        (&filter.bench).into(),
+        (&filter.host).into(),
+        Param::Int(filter.min_samples.unwrap_or(0)),
+    ];
+    for (name, value) in &filter.meta {
+        let n = params.len();
+        sql.push_str(&format!(
+            "\n       AND EXISTS (SELECT 1 FROM run_meta WHERE run_meta.run_id = runs.id
+                         AND run_meta.name = ${} AND run_meta.value = ${})",
+            n + 1,
+            n + 2
+        ));
+        params.push(name.as_str().into());
+        params.push(value.as_str().into());
+    }
+    (sql, params)
+}
+
+/// The `--meta` pairs of the runs `runs_sql` (a query of run ids) selects, by run id.
+fn meta_of(
+    conn: &mut (dyn Conn + Send),
+    runs_sql: &str,
+    params: &[Param],
+) -> Result<BTreeMap<i64, BTreeMap<String, String>>> {
+    let rows = conn.query(
+        &format!(
+            "SELECT run_id, name, value FROM run_meta WHERE run_id IN ({runs_sql})
+             ORDER BY run_id, name"
+        ),
+        params,
+    )?;
+    let name = conn.name();
+    let mut out: BTreeMap<i64, BTreeMap<String, String>> = BTreeMap::new();
+    for r in &rows {
+        let (id, key, value) = (|| Ok((r.int(0)?, r.text(1)?, r.text(2)?)))()
+            .map_err(|m: String| bad_row(&name, m))?;
+        out.entry(id).or_default().insert(key, value);
+    }
+    Ok(out)
+}
+
+/// Adds the `run_meta` rows of run `id` from its document's `run.meta`.
+pub(super) fn index_meta<C: Conn + ?Sized>(conn: &mut C, id: i64, doc: &Value) -> Result<()> {
+    let Some(meta) = doc["run"]["meta"].as_object() else {
+        return Ok(());
+    };
+    for (name, value) in meta {
+        let Some(value) = value.as_str() else {
+            continue;
+        };
+        conn.execute(
+            "INSERT INTO run_meta (run_id, name, value) VALUES ($1, $2, $3)",
+            &[Param::Int(id), name.as_str().into(), value.into()],
+        )?;
+    }
+    Ok(())
+}
+
 /// An open results store.
 pub struct Store {
     /// Behind a lock so that reading needs only `&self` (a PostgreSQL
@@ -204,7 +276,7 @@ impl Store {
 
     /// The connection (a panic elsewhere while it was held leaves it usable:
     /// every write is a transaction the server rolls back).
-    fn conn(&self) -> MutexGuard<'_, Box<dyn Conn + Send>> {
+    pub(super) fn conn(&self) -> MutexGuard<'_, Box<dyn Conn + Send>> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -246,32 +318,35 @@ impl Store {
 
     /// The runs matching `filter`, oldest id first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
-        let params = [
-            (&filter.label).into(),
-            (&filter.kernel).into(),
-            (&filter.bench).into(),
-            (&filter.host).into(),
-            Param::Int(filter.min_samples.unwrap_or(0)),
-        ];
+        let (filter, params) = filter_sql(filter);
         let mut conn = self.conn();
         let runs = conn.query(
             &format!(
                 "SELECT id, label, started, finished, complete, kernel, hostname,
                         osbench_version, origin
-                 FROM runs WHERE {FILTER} ORDER BY id"
+                 FROM runs WHERE {filter} ORDER BY id"
             ),
             &params,
         )?;
         let cases = conn.query(
             &format!(
                 "SELECT run_id, bench, case_name, config FROM series
-                 WHERE run_id IN (SELECT id FROM runs WHERE {FILTER})
+                 WHERE run_id IN (SELECT id FROM runs WHERE {filter})
                  ORDER BY run_id, position"
             ),
             &params,
         )?;
+        let mut meta = meta_of(
+            conn.as_mut(),
+            &format!("SELECT id FROM runs WHERE {filter}"),
+            &params,
+        )?;
         let name = conn.name();
-        run_rows(&runs, &cases).map_err(|m| bad_row(&name, m))
+        let mut rows = run_rows(&runs, &cases).map_err(|m| bad_row(&name, m))?;
+        for row in &mut rows {
+            row.meta = meta.remove(&row.id).unwrap_or_default();
+        }
+        Ok(rows)
     }
 
     /// The document of run `id` as stored (JSON text), if there is such a run.
@@ -361,31 +436,65 @@ impl Store {
         host: Option<&str>,
         min_samples: Option<i64>,
     ) -> Result<Vec<CaseRun>> {
-        let mut conn = self.conn();
-        let rows = conn.query(
-            "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel, series.config,
-                    series.unit, series.n, series.median, {summary:ci_low}, {summary:ci_high},
-                    runs.experiment
-             FROM series JOIN runs ON runs.id = series.run_id
-             WHERE series.bench = $1 AND series.case_name = $2
+        let runs = self.series_runs(Some(bench), Some(case), config, host, min_samples)?;
+        Ok(runs.into_iter().map(|(_, _, run)| run).collect())
+    }
+
+    /// Every stored series (of `bench` and on `host` when given) as
+    /// (bench, case, run), oldest start first: all cases' histories at once.
+    pub fn all_case_runs(
+        &self,
+        bench: Option<&str>,
+        host: Option<&str>,
+    ) -> Result<Vec<(String, String, CaseRun)>> {
+        self.series_runs(bench, None, None, host, None)
+    }
+
+    fn series_runs(
+        &self,
+        bench: Option<&str>,
+        case: Option<&str>,
+        config: Option<&str>,
+        host: Option<&str>,
+        min_samples: Option<i64>,
+    ) -> Result<Vec<(String, String, CaseRun)>> {
+        const WHERE: &str = "(CAST($1 AS TEXT) IS NULL OR series.bench = $1)
+               AND (CAST($2 AS TEXT) IS NULL OR series.case_name = $2)
                AND (CAST($3 AS TEXT) IS NULL OR series.config = $3)
                AND (CAST($4 AS TEXT) IS NULL OR runs.hostname = $4)
-               AND series.n >= $5
-             ORDER BY runs.started, runs.id, series.position",
-            &[
-                bench.into(),
-                case.into(),
-                config.into(),
-                host.into(),
-                Param::Int(min_samples.unwrap_or(0)),
-            ],
+               AND series.n >= $5";
+        let params = [
+            bench.into(),
+            case.into(),
+            config.into(),
+            host.into(),
+            Param::Int(min_samples.unwrap_or(0)),
+        ];
+        let mut conn = self.conn();
+        let rows = conn.query(
+            &format!(
+                "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel,
+                    series.config, series.unit, series.n, series.median, {{summary:ci_low}},
+                    {{summary:ci_high}}, runs.experiment, series.bench, series.case_name
+                 FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}
+                 ORDER BY runs.started, runs.id, series.position"
+            ),
+            &params,
+        )?;
+        let meta = meta_of(
+            conn.as_mut(),
+            &format!(
+                "SELECT series.run_id FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}"
+            ),
+            &params,
         )?;
         let name = conn.name();
         rows.iter()
             .map(|r| {
                 let (low, high) = (r.float(9)?, r.float(10)?);
-                Ok(CaseRun {
-                    run_id: r.int(0)?,
+                let run_id = r.int(0)?;
+                let run = CaseRun {
+                    run_id,
                     started: r.text(1)?,
                     label: r.opt_text(2)?,
                     hostname: r.text(3)?,
@@ -396,7 +505,9 @@ impl Store {
                     n: r.int(7)?,
                     median: r.float(8)?,
                     ci: (low.is_finite() && high.is_finite()).then_some((low, high)),
-                })
+                    meta: meta.get(&run_id).cloned().unwrap_or_default(),
+                };
+                Ok((r.text(12)?, r.text(13)?, run))
             })
             .collect::<std::result::Result<_, String>>()
             .map_err(|m| bad_row(&name, m))
@@ -454,6 +565,7 @@ fn store_one(
     if let Some(row) = new.first() {
         let id = row.int(0).map_err(|m| bad_row(&name, m))?;
         index_series(conn, id, &value)?;
+        index_meta(conn, id, &value)?;
         return Ok(Inserted::New(id));
     }
     match stored(conn)? {
@@ -491,6 +603,7 @@ fn run_rows(runs: &[Row], cases: &[Row]) -> std::result::Result<Vec<RunRow>, Str
             osbench_version: r.text(7)?,
             origin: r.text(8)?,
             cases: Vec::new(),
+            meta: BTreeMap::new(),
         };
         while let Some(c) = cases.next_if(|c| c.int(0).is_ok_and(|id| id <= row.id)) {
             if c.int(0)? < row.id {

@@ -96,16 +96,22 @@ pub(super) enum Dialect {
 
 impl Dialect {
     /// `shared` SQL in this dialect: `{id}` (an identity primary key), `{int}`
-    /// (64-bit), `{float}` (double), `{bool}` and `{instr}` (the 1-based
-    /// position of a substring) are replaced; SQLite gets `?N` for `$N`.
+    /// (64-bit), `{float}` (double), `{bool}`, `{instr}` (the 1-based
+    /// position of a substring), `{started_time}` (a run's start as the back
+    /// end's time type: RFC 3339 text in SQLite, `timestamptz` in PostgreSQL),
+    /// `{object_agg}` and `{empty_object}` (JSON objects: text in SQLite,
+    /// `jsonb` in PostgreSQL) are replaced; SQLite gets `?N` for `$N`.
     pub(super) fn sql(self, shared: &str) -> String {
-        let words: [(&str, &str); 5] = match self {
+        let words: [(&str, &str); 8] = match self {
             Dialect::Sqlite => [
                 ("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"),
                 ("{int}", "INTEGER"),
                 ("{float}", "REAL"),
                 ("{bool}", "INTEGER"),
                 ("{instr}", "instr"),
+                ("{started_time}", "runs.started"),
+                ("{object_agg}", "json_group_object"),
+                ("{empty_object}", "json_object()"),
             ],
             Dialect::Postgres => [
                 (
@@ -116,6 +122,9 @@ impl Dialect {
                 ("{float}", "DOUBLE PRECISION"),
                 ("{bool}", "BOOLEAN"),
                 ("{instr}", "strpos"),
+                ("{started_time}", "CAST(runs.started AS timestamptz)"),
+                ("{object_agg}", "jsonb_object_agg"),
+                ("{empty_object}", "jsonb_build_object()"),
             ],
         };
         let mut sql = shared.to_string();

@@ -472,6 +472,112 @@ mod tests {
     }
 
     #[test]
+    fn a_version_4_store_gains_meta_change_points_and_the_view() {
+        let (_dir, path) = temp_store();
+        let mut doc = variant(1);
+        doc.run.meta.insert("commit".into(), "ab12cd".into());
+        {
+            // A version 4 store (osbench before --meta): stored, then the new
+            // tables and the view taken away as if they had never been made.
+            let mut store = Store::open(&path).unwrap();
+            store.insert(&doc).unwrap();
+            store.insert(&variant(2)).unwrap();
+            drop(store);
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
+                 PRAGMA user_version = 4;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(user_version(&path), SCHEMA_VERSION);
+        let rows = store.list(&Filter::default()).unwrap();
+        assert_eq!(
+            rows[0].meta.get("commit").map(String::as_str),
+            Some("ab12cd")
+        );
+        assert!(rows[1].meta.is_empty());
+        let tagged = Filter {
+            meta: vec![("commit".into(), "ab12cd".into())],
+            ..Filter::default()
+        };
+        let ids: Vec<i64> = store.list(&tagged).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1]);
+        let history = store
+            .case_history("syscall", "null", None, None, None)
+            .unwrap();
+        assert_eq!(
+            history[0].meta.get("commit").map(String::as_str),
+            Some("ab12cd")
+        );
+        // The view: one row per series, meta as JSON, the interval from the document.
+        let conn = Connection::open(&path).unwrap();
+        let (started, meta, median, low): (String, String, f64, f64) = conn
+            .query_row(
+                "SELECT started, meta, median, ci_low FROM osbench_results
+                 WHERE run_id = 1 AND bench = 'syscall' AND \"case\" = 'null'
+                 AND config = 'base'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(started, doc.run.started);
+        assert_eq!(meta, r#"{"commit":"ab12cd"}"#);
+        let series = &doc.series[0];
+        assert_eq!(
+            (median, low),
+            (series.summary.median, series.summary.ci_low)
+        );
+        let empty: String = conn
+            .query_row(
+                "SELECT meta FROM osbench_results WHERE run_id = 2",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(empty, "{}");
+    }
+
+    #[test]
+    fn change_points_are_recorded_once_and_dismissed() {
+        use crate::store::{FoundPoint, PointState};
+        let (_dir, path) = temp_store();
+        let mut store = Store::open(&path).unwrap();
+        store.insert(&variant(1)).unwrap();
+        store.insert(&variant(2)).unwrap();
+        let point = FoundPoint {
+            bench: "syscall".into(),
+            case: "null".into(),
+            config: "default".into(),
+            host: "testhost".into(),
+            unit: "ns".into(),
+            run_id: 2,
+            before_run_id: 1,
+            before_median: 100.0,
+            after_median: 110.0,
+            relative: 0.1,
+            p_value: 0.01,
+            direction: "slower".into(),
+        };
+        let first = store.record_change_point(&point).unwrap();
+        assert_eq!((first.id, first.state), (1, PointState::New));
+        let again = store.record_change_point(&point).unwrap();
+        assert_eq!(again, first);
+        store
+            .set_change_point_state(1, PointState::Acknowledged)
+            .unwrap();
+        let later = store.record_change_point(&point).unwrap();
+        assert_eq!(later.state, PointState::Acknowledged);
+        assert_eq!(store.change_points().unwrap().len(), 1);
+        let e = store
+            .set_change_point_state(9, PointState::Expected)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no change point 9"), "{e}");
+    }
+
+    #[test]
     fn a_newer_schema_or_another_file_is_refused_with_a_reason() {
         let (_dir, path) = temp_store();
         drop(Store::open(&path).unwrap());

@@ -99,6 +99,15 @@ pub struct Case {
 }
 
 impl Case {
+    /// A case taking the policy's samples.
+    pub fn new(def: &'static BenchDef, params: Params) -> Self {
+        Case {
+            def,
+            params,
+            samples: None,
+        }
+    }
+
     pub fn name(&self) -> String {
         (self.def.case_name)(&self.params)
     }
@@ -228,19 +237,11 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
         fixed.extend(given.iter().copied());
         let params = Params::new(def, &fixed);
         if !out.iter().any(|c| c.params == params) {
-            out.push(Case {
-                def,
-                params,
-                samples: None,
-            });
+            out.push(Case::new(def, params));
         }
     }
     if out.is_empty() {
-        out.push(Case {
-            def,
-            params: Params::new(def, &given),
-            samples: None,
-        });
+        out.push(Case::new(def, Params::new(def, &given)));
     }
     Ok(out)
 }

@@ -190,6 +190,7 @@ pub fn run(
         host: None,
         invocations: Vec::new(),
         perf_hooks_wait_ms: None,
+        meta: Default::default(),
     };
     let document = Document::new(env, run, series);
     Ok(TimeOutcome { document, error })

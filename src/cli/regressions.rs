@@ -1,0 +1,299 @@
+//! `osbench regressions`: the nightly sweep. Reads every stored case ×
+//! host × configuration, finds change points as `history --changes` does,
+//! keeps those of a recent window (`--since`, `--last`) that are large
+//! enough and not yet dismissed in the store, records them in the store's
+//! `change_points`, adds the environment keys that changed with the level,
+//! prints them (and `--json`, `--markdown`, `--csv`), posts the Markdown to
+//! `--webhook`, and exits 1 when one is a slowdown. `--ack ID`, `--expect ID`
+//! and `--fixed ID` dismiss one. The work is the library's
+//! (`compare::regressions`, `report::regressions`); left out: any schedule
+//! (cron runs it).
+
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow};
+use clap::Args;
+
+use osbench::compare::history::{
+    CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
+};
+use osbench::compare::regressions::{Regression, SweepOptions, Window, sweep};
+use osbench::document::rfc3339;
+use osbench::report::regressions::{self as render, Scope};
+use osbench::stats::changepoint::Options;
+use osbench::store::{self, CaseRun, FoundPoint, PointState, Store, StoredPoint};
+
+use super::save::{ExportArgs, StoreArgs};
+
+/// `osbench regressions`.
+#[derive(Args)]
+pub struct RegressionsArgs {
+    /// Only runs on this host
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Only cases of this benchmark
+    #[arg(long, value_name = "BENCH")]
+    bench: Option<String>,
+    /// Only runs with exactly this label
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+    /// Only runs recorded with this --meta KEY=VALUE (repeat: all of them)
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = osbench::document::meta::parse_pair)]
+    meta: Vec<(String, String)>,
+    /// The window: change points whose new level starts in it (and each history's current
+    /// level, while it reaches into it and is not dismissed). A duration back from now
+    /// (90m, 24h, 7d), a run (id or label: runs started since it) or an RFC 3339 time
+    /// [default: 24h]
+    #[arg(long, value_name = "24h|RUN|TIME", conflicts_with = "last")]
+    since: Option<String>,
+    /// The window: the last N runs of each history
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    last: Option<u32>,
+    /// Only changes of at least PCT percent either way
+    #[arg(long, value_name = "PCT", default_value_t = 0.0, value_parser = parse_pct)]
+    min_change: f64,
+    /// The largest permutation p-value that makes a change point
+    #[arg(long, value_name = "P", default_value_t = Options::default().alpha,
+          value_parser = super::history_changes::parse_p)]
+    max_p: f64,
+    /// The order of each history's runs: start (default) or meta:KEY (a revision axis); the
+    /// revisions shown are those of KEY (default: commit)
+    #[arg(long, value_name = "start|meta:KEY")]
+    order_by: Option<RunOrder>,
+    #[command(flatten)]
+    exports: ExportArgs,
+    /// Also post the Markdown report to URL as {"text": …} (Slack and Mattermost incoming
+    /// webhooks), when something is reported
+    #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
+    webhook: Option<String>,
+    /// Mark change point ID acknowledged (looked at): later sweeps do not report it
+    #[arg(long, value_name = "ID", conflicts_with_all = ["expect", "fixed"])]
+    ack: Option<i64>,
+    /// Mark change point ID expected (meant to happen): later sweeps do not report it
+    #[arg(long, value_name = "ID", conflicts_with = "fixed")]
+    expect: Option<i64>,
+    /// Mark change point ID fixed: later sweeps do not report it
+    #[arg(long, value_name = "ID")]
+    fixed: Option<i64>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if (0.0..1000.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "'{s}' is not a percentage between 0 and 1000 (e.g. 5 for 5%)"
+        )),
+    }
+}
+
+/// How many runs on each side of a change the environment diff reads.
+const ENV_RUNS: usize = 5;
+
+pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
+    let location = store::location(args.store.store.as_deref())?;
+    if let Some((id, state)) = dismissal(&args) {
+        let db = Store::open_existing(&location)?;
+        db.set_change_point_state(id, state)?;
+        println!("change point {id}: {}", state.as_str());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pending = args.exports.prepare()?;
+    if !location.exists() {
+        println!(
+            "No runs stored yet ({location} does not exist; osbench run saves every run there)."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let db = Store::open_existing(&location)?;
+    let window = window(&args, &db)?;
+    let histories = histories(&args, &db)?;
+    let revision_key = match &args.order_by {
+        Some(RunOrder::Meta(key)) => key.clone(),
+        _ => "commit".to_string(),
+    };
+    let options = SweepOptions {
+        window: window.clone(),
+        min_change: args.min_change,
+        revision_key,
+    };
+    let mut found = Vec::new();
+    let dismissed: Vec<StoredPoint> = db
+        .change_points()?
+        .into_iter()
+        .filter(|p| p.state != PointState::New)
+        .collect();
+    for mut r in sweep(&histories, &options) {
+        let stored = db.record_change_point(&found_point(&r))?;
+        if stored.state != PointState::New {
+            continue;
+        }
+        // Dismissed already, where the detection placed it a run or two apart.
+        if let Some(earlier) = dismissed.iter().find(|p| r.is_same_change(&p.point)) {
+            db.set_change_point_state(stored.id, earlier.state)?;
+            continue;
+        }
+        r.id = stored.id;
+        r.env = env_changes(&db, &r);
+        found.push(r);
+    }
+    let scope = Scope {
+        window: match &window {
+            Window::Since(t) => format!("levels since {t}"),
+            Window::Last(n) => format!("the last {n} runs of each history"),
+        },
+        histories: histories.len(),
+        min_change: args.min_change,
+        max_p: args.max_p,
+    };
+    let text = render::text(&found, &scope);
+    if args.exports.stdout_taken() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    pending.commit(
+        || render::json(&found, &scope),
+        || render::markdown(&found, &scope),
+        || render::csv(&found),
+    )?;
+    if let (Some(url), false) = (&args.webhook, found.is_empty()) {
+        super::webhook::post_text(url, &render::markdown(&found, &scope))
+            .with_context(|| format!("the report was not posted to --webhook {url}"))?;
+    }
+    Ok(if found.iter().any(|r| r.slower) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--ack`, `--expect` or `--fixed`: the change point and its new state.
+fn dismissal(args: &RegressionsArgs) -> Option<(i64, PointState)> {
+    args.ack
+        .map(|id| (id, PointState::Acknowledged))
+        .or(args.expect.map(|id| (id, PointState::Expected)))
+        .or(args.fixed.map(|id| (id, PointState::Fixed)))
+}
+
+/// The window `--since` or `--last` asks for (default: the last 24 hours).
+fn window(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Window> {
+    if let Some(n) = args.last {
+        return Ok(Window::Last(n as usize));
+    }
+    let since = args.since.as_deref().unwrap_or("24h");
+    if let Some(secs) = duration_secs(since) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        return Ok(Window::Since(rfc3339(now.saturating_sub(secs))));
+    }
+    if looks_like_time(since) {
+        return Ok(Window::Since(since.to_string()));
+    }
+    let id = match since.parse::<i64>() {
+        Ok(id) => id,
+        Err(_) => db.latest_with_label(since)?.ok_or_else(|| {
+            anyhow!(
+                "--since '{since}' is not a duration (24h, 7d, 90m), an RFC 3339 time or a \
+                 stored run (id or label) in {}",
+                db.location()
+            )
+        })?,
+    };
+    let doc = db
+        .document(id)?
+        .ok_or_else(|| anyhow!("--since {id}: no run {id} is stored in {}", db.location()))?;
+    Ok(Window::Since(doc.run.started))
+}
+
+/// "90m", "24h", "7d", "2w", "30s" in seconds.
+fn duration_secs(s: &str) -> Option<u64> {
+    let unit = match s.chars().last()? {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        'w' => 7 * 86_400,
+        _ => return None,
+    };
+    let n: u64 = s[..s.len() - 1].parse().ok()?;
+    n.checked_mul(unit)
+}
+
+/// "2026-12-01" or "2026-12-01T02:00:00Z".
+fn looks_like_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().all(u8::is_ascii_digit)
+}
+
+/// Every stored case × host × configuration the filters select, each tested.
+fn histories(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Vec<CaseHistory>> {
+    let mut cases: Vec<((String, String), Vec<CaseRun>)> = Vec::new();
+    for (bench, case, run) in db.all_case_runs(args.bench.as_deref(), args.host.as_deref())? {
+        if args.label.is_some() && run.label != args.label {
+            continue;
+        }
+        let key = (bench, case);
+        match cases.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, runs)) => runs.push(run),
+            None => cases.push((key, vec![run])),
+        }
+    }
+    let options = Options {
+        alpha: args.max_p,
+        ..Options::default()
+    };
+    let order = args.order_by.clone().unwrap_or_default();
+    let mut histories = Vec::new();
+    for ((bench, case), runs) in cases {
+        let (runs, mut notes) = plausible_runs(with_meta(runs, &args.meta));
+        let (runs, left_out) = ordered_case_runs(runs, &order);
+        notes.extend(left_out);
+        for note in notes {
+            eprintln!("osbench: warning: {bench}:{case}: {note}");
+        }
+        histories.extend(case_histories(&bench, &case, runs, Some(&options)));
+    }
+    Ok(histories)
+}
+
+fn found_point(r: &Regression) -> FoundPoint {
+    FoundPoint {
+        bench: r.bench.clone(),
+        case: r.case.clone(),
+        config: r.config.clone(),
+        host: r.host.clone(),
+        unit: r.unit.clone(),
+        run_id: r.after.runs[0],
+        before_run_id: *r.before.runs.last().unwrap_or(&r.after.runs[0]),
+        before_median: r.before.median,
+        after_median: r.after.median,
+        relative: r.change,
+        p_value: r.p_value,
+        direction: if r.slower { "slower" } else { "faster" }.into(),
+    }
+}
+
+/// The environment keys that changed with the level, from the documents of
+/// up to [`ENV_RUNS`] runs on each side of the change.
+fn env_changes(db: &Store, r: &Regression) -> Vec<osbench::env::SideChange> {
+    let read = |ids: &[i64]| -> Vec<osbench::env::Environment> {
+        let mut envs = Vec::new();
+        for &id in ids {
+            // A document that cannot be read leaves the diff, not the sweep.
+            match db.document(id) {
+                Ok(Some(doc)) => envs.push(doc.env),
+                Ok(None) => {}
+                Err(e) => eprintln!("osbench: warning: environment of run {id} left out: {e}"),
+            }
+        }
+        envs
+    };
+    let before = &r.before.runs[r.before.runs.len().saturating_sub(ENV_RUNS)..];
+    let after = &r.after.runs[..r.after.runs.len().min(ENV_RUNS)];
+    let (before, after) = (read(before), read(after));
+    let (before, after): (Vec<_>, Vec<_>) = (before.iter().collect(), after.iter().collect());
+    osbench::env::between_sides(&before, &after)
+}

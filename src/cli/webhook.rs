@@ -1,0 +1,142 @@
+//! `--webhook URL`: posts a report as `{"text": …}`, the body Slack's and
+//! Mattermost's incoming webhooks take, with one HTTP/1.1 request over
+//! plain TCP (`http://`) or TLS (`https://`, rustls with the system's root
+//! certificates). Left out: proxies, redirects, retries, authentication other
+//! than what the URL's path carries (as those webhooks do).
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+
+/// How long connecting, sending and waiting for the answer may each take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The parts of a webhook URL.
+struct Target {
+    tls: bool,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+fn parse(url: &str) -> anyhow::Result<Target> {
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        bail!("'{url}' is not an http:// or https:// URL");
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| anyhow!("'{url}': '{p}' is not a port"))?,
+        ),
+        None => (authority, if tls { 443 } else { 80 }),
+    };
+    if host.is_empty() || host.contains('@') {
+        bail!("'{url}' names no host (user names in the URL are not supported)");
+    }
+    Ok(Target {
+        tls,
+        host: host.to_string(),
+        port,
+        path: if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        },
+    })
+}
+
+/// `url` as the command line gives it, refused at once when it is no webhook URL.
+pub fn parse_url(url: &str) -> Result<String, String> {
+    parse(url)
+        .map(|_| url.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// Posts `{"text": text}` to `url`; an error unless the answer is 2xx.
+pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
+    let target = parse(url)?;
+    let body = serde_json::json!({ "text": text }).to_string();
+    let request = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: osbench/{}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        target.path,
+        target.host,
+        env!("CARGO_PKG_VERSION"),
+        body.len()
+    );
+    let addr = (target.host.as_str(), target.port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {}", target.host))?
+        .next()
+        .ok_or_else(|| anyhow!("{} has no address", target.host))?;
+    let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)
+        .with_context(|| format!("cannot connect to {}:{}", target.host, target.port))?;
+    tcp.set_read_timeout(Some(TIMEOUT))?;
+    tcp.set_write_timeout(Some(TIMEOUT))?;
+    let answer = if target.tls {
+        exchange(tls_stream(&target.host, tcp)?, &request)?
+    } else {
+        exchange(tcp, &request)?
+    };
+    let status_line = answer.lines().next().unwrap_or_default();
+    let code: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("the answer is not HTTP ('{status_line}')"))?;
+    if !(200..300).contains(&code) {
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().trim();
+        let body: String = body.chars().take(200).collect();
+        bail!(
+            "the webhook answered {status_line}{}",
+            if body.is_empty() {
+                String::new()
+            } else {
+                format!(": {body}")
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Sends `request` and reads the whole answer (the server closes the connection).
+fn exchange(mut stream: impl Read + Write, request: &str) -> anyhow::Result<String> {
+    stream
+        .write_all(request.as_bytes())
+        .context("sending the request")?;
+    stream.flush()?;
+    let mut answer = Vec::new();
+    // A TLS peer that closes without close_notify still sent its answer.
+    match stream.take(1 << 20).read_to_end(&mut answer) {
+        Ok(_) => {}
+        Err(e) if !answer.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Err(e) => return Err(e).context("reading the answer"),
+    }
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+fn tls_stream(
+    host: &str,
+    tcp: TcpStream,
+) -> anyhow::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| anyhow!("'{host}' is not a TLS server name: {e}"))?;
+    let conn = rustls::ClientConnection::new(Arc::new(config), name)?;
+    Ok(rustls::StreamOwned::new(conn, tcp))
+}

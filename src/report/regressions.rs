@@ -1,0 +1,325 @@
+//! `osbench regressions` as text, Markdown (also what `--webhook` posts),
+//! CSV and JSON: each change point kept with its runs and revisions on both
+//! sides, the medians, the change, p, and the environment keys that changed.
+//! Left out: finding them ([`crate::compare::regressions`]) and the store's
+//! record of what was dismissed.
+
+use super::{case_label, fmt_pct, fmt_sig};
+use crate::compare::regressions::{Level, Regression};
+use crate::document::Unit;
+
+/// What was swept, for the headline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scope {
+    /// "the last 2 runs of each history", "runs since 2026-12-01T00:00:00Z".
+    pub window: String,
+    pub histories: usize,
+    /// The smallest |change| kept (fraction) and the largest p.
+    pub min_change: f64,
+    pub max_p: f64,
+}
+
+/// "syscall null [patched]".
+fn case_name(r: &Regression) -> String {
+    format!("{} {}", r.bench, case_label(&r.case, &r.config))
+}
+
+/// A median with its unit as people read it ("10.2 ms" stays "10.2 ms").
+fn median(value: f64, unit: &str) -> String {
+    let symbol = serde_json::from_value::<Unit>(serde_json::Value::String(unit.into()))
+        .map_or_else(|_| unit.to_string(), |u| u.symbol().to_string());
+    format!("{} {symbol}", fmt_sig(value))
+}
+
+fn p(value: f64) -> String {
+    super::compare::fmt_p(value)
+}
+
+/// The headline: how many slowdowns and improvements, over what.
+pub fn headline(found: &[Regression], scope: &Scope) -> String {
+    let slower = found.iter().filter(|r| r.slower).count();
+    let faster = found.len() - slower;
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{}, {} in {} (window: {}; |change| ≥ {}, p ≤ {})",
+        plural(slower, "slowdown", "slowdowns"),
+        plural(faster, "improvement", "improvements"),
+        plural(scope.histories, "history", "histories"),
+        scope.window,
+        fmt_pct(scope.min_change),
+        scope.max_p
+    )
+}
+
+const HEADER: [&str; 12] = [
+    "id",
+    "change",
+    "case",
+    "host",
+    "runs before",
+    "revisions before",
+    "median before",
+    "runs after",
+    "revisions after",
+    "median after",
+    "p",
+    "env changed",
+];
+
+fn revisions(level: &Level) -> String {
+    level.revisions().unwrap_or_else(|| "-".into())
+}
+
+fn row(r: &Regression) -> Vec<String> {
+    let keys: Vec<&str> = r.env.iter().map(|c| c.key.as_str()).collect();
+    vec![
+        r.id.to_string(),
+        format!(
+            "{} {}",
+            if r.slower { "slower" } else { "faster" },
+            super::case_history::signed_pct(r.change)
+        ),
+        case_name(r),
+        r.host.clone(),
+        r.before.run_range(),
+        revisions(&r.before),
+        median(r.before.median, &r.unit),
+        r.after.run_range(),
+        revisions(&r.after),
+        median(r.after.median, &r.unit),
+        p(r.p_value),
+        if keys.is_empty() {
+            "-".into()
+        } else {
+            keys.join(", ")
+        },
+    ]
+}
+
+/// One line per environment key that changed at a change point.
+fn env_lines(found: &[Regression], escape: impl Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    for r in found {
+        for c in &r.env {
+            out.push_str(&format!(
+                "- #{} {}: {} → {}\n",
+                r.id,
+                escape(&c.key),
+                escape(&c.before.join(", ")),
+                escape(&c.after.join(", "))
+            ));
+        }
+    }
+    out
+}
+
+/// For the terminal.
+pub fn text(found: &[Regression], scope: &Scope) -> String {
+    let mut out = format!("osbench regressions: {}\n", headline(found, scope));
+    if found.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    let rows: Vec<Vec<String>> = found.iter().map(row).collect();
+    let mut numeric = [false; 12];
+    numeric[0] = true;
+    numeric[6] = true;
+    numeric[9] = true;
+    numeric[10] = true;
+    out.push_str(&super::align(&HEADER, &numeric, &rows));
+    let env = env_lines(found, str::to_string);
+    if !env.is_empty() {
+        out.push_str("\nEnvironment keys that changed with the level:\n");
+        out.push_str(&env);
+    }
+    out.push_str(
+        "\nDismiss one with osbench regressions --ack ID (looked at) or --expect ID (meant to \
+         happen).\n",
+    );
+    out
+}
+
+/// Markdown: a heading, the table, the environment changes (what the webhook posts).
+pub fn markdown(found: &[Regression], scope: &Scope) -> String {
+    let esc = super::markdown::escape;
+    let mut out = format!(
+        "**osbench regressions**: {}\n",
+        esc(&headline(found, scope))
+    );
+    if found.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|r| row(r).iter().map(|c| esc(c)).collect())
+        .collect();
+    let mut numeric = vec![false; HEADER.len()];
+    numeric[0] = true;
+    out.push_str(&super::markdown::table(&header, &numeric, &rows));
+    let env = env_lines(found, esc);
+    if !env.is_empty() {
+        out.push_str("\nEnvironment keys that changed with the level:\n\n");
+        out.push_str(&env);
+    }
+    out
+}
+
+/// One row per change point.
+pub fn csv(found: &[Regression]) -> String {
+    let mut w = super::csv::writer();
+    super::csv::write(
+        &mut w,
+        &[
+            "id",
+            "bench",
+            "case",
+            "config",
+            "host",
+            "unit",
+            "direction",
+            "change",
+            "p_value",
+            "before_first_run",
+            "before_last_run",
+            "before_first_revision",
+            "before_last_revision",
+            "before_median",
+            "after_first_run",
+            "after_last_run",
+            "after_first_revision",
+            "after_last_revision",
+            "after_median",
+            "env_changed",
+        ],
+    );
+    for r in found {
+        let run = |l: &Level, last: bool| {
+            let id = if last { l.runs.last() } else { l.runs.first() };
+            id.map_or_else(String::new, i64::to_string)
+        };
+        let rev = |v: &Option<String>| v.clone().unwrap_or_default();
+        let keys: Vec<&str> = r.env.iter().map(|c| c.key.as_str()).collect();
+        let cells = [
+            r.id.to_string(),
+            r.bench.clone(),
+            r.case.clone(),
+            r.config.clone(),
+            r.host.clone(),
+            r.unit.clone(),
+            if r.slower { "slower" } else { "faster" }.into(),
+            r.change.to_string(),
+            r.p_value.to_string(),
+            run(&r.before, false),
+            run(&r.before, true),
+            rev(&r.before.first_revision),
+            rev(&r.before.last_revision),
+            r.before.median.to_string(),
+            run(&r.after, false),
+            run(&r.after, true),
+            rev(&r.after.first_revision),
+            rev(&r.after.last_revision),
+            r.after.median.to_string(),
+            keys.join(" "),
+        ];
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        super::csv::write(&mut w, &cells);
+    }
+    super::csv::finish(w)
+}
+
+/// `{"scope": …, "regressions": [...]}`.
+pub fn json(found: &[Regression], scope: &Scope) -> Vec<u8> {
+    let value = serde_json::json!({
+        "window": scope.window,
+        "histories": scope.histories,
+        "min_change": scope.min_change,
+        "max_p": scope.max_p,
+        "regressions": found,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&value).expect("plain data serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::history::case_histories;
+    use crate::compare::history::tests::stepped;
+    use crate::compare::regressions::{SweepOptions, Window, sweep};
+    use crate::env::SideChange;
+    use crate::stats::changepoint::Options;
+
+    fn found() -> Vec<Regression> {
+        let mut runs = stepped();
+        for r in &mut runs {
+            r.meta.insert("commit".into(), format!("c{:02}", r.run_id));
+        }
+        let h = case_histories("syscall", "null", runs, Some(&Options::default()));
+        let options = SweepOptions {
+            window: Window::Last(2),
+            min_change: 0.0,
+            revision_key: "commit".into(),
+        };
+        let mut found = sweep(&h, &options);
+        found[0].id = 7;
+        found[0].env.push(SideChange {
+            key: "kernel".into(),
+            before: vec!["6.1".into()],
+            after: vec!["6.2 | rc".into()],
+        });
+        found
+    }
+
+    fn scope() -> Scope {
+        Scope {
+            window: "the last 2 runs of each history".into(),
+            histories: 1,
+            min_change: 0.0,
+            max_p: 0.05,
+        }
+    }
+
+    #[test]
+    fn each_format_names_the_runs_revisions_and_change() {
+        let found = found();
+        let text = text(&found, &scope());
+        assert!(
+            text.starts_with("osbench regressions: 1 slowdown, 0 improvements in 1 history"),
+            "{text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("7 "))
+            .unwrap();
+        for want in [
+            "slower +10.0%",
+            "syscall null",
+            "1..12",
+            "c01..c12",
+            "13..20",
+            "c13..c20",
+        ] {
+            assert!(line.contains(want), "{want}: {line}");
+        }
+        assert!(text.contains("- #7 kernel: 6.1 → 6.2 | rc"), "{text}");
+        let md = markdown(&found, &scope());
+        assert!(md.contains("| 7 | slower +10.0% |"), "{md}");
+        assert!(md.contains("6.2 \\| rc"), "{md}");
+        let csv = csv(&found);
+        let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<::csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(&rows[0][6], "slower");
+        assert_eq!((&rows[0][11], &rows[0][17]), ("c01", "c20"));
+        let json: serde_json::Value =
+            serde_json::from_slice(&super::json(&found, &scope())).unwrap();
+        assert_eq!(json["regressions"][0]["after"]["first_revision"], "c13");
+        assert_eq!(json["regressions"][0]["slower"], true);
+        let none = super::text(&[], &scope());
+        assert_eq!(none.lines().count(), 1, "{none}");
+    }
+}
