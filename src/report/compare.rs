@@ -24,8 +24,10 @@ pub fn render(c: &Comparison, colour: bool) -> String {
     out.push_str(&env_differences(c, &letters));
     out.push('\n');
     for row in &c.rows {
-        let unit = row.unit.symbol();
-        let d = decimals_for(row.summaries[0].median);
+        // Whole commands' seconds in a readable unit, one for the case's lines.
+        let (factor, unit) =
+            super::readable_scale(row.unit, row.summaries.iter().map(|s| s.median));
+        let d = decimals_for(row.summaries[0].median * factor);
         let _ = writeln!(
             out,
             "{} {} ({unit}, median and 95% CI)",
@@ -41,9 +43,9 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {l}  {}  [{} – {}]  n={}{bandwidth}",
-                super::fmt_fixed(s.median, d),
-                super::fmt_fixed(s.ci_low, d),
-                super::fmt_fixed(s.ci_high, d),
+                super::fmt_fixed(s.median * factor, d),
+                super::fmt_fixed(s.ci_low * factor, d),
+                super::fmt_fixed(s.ci_high * factor, d),
                 s.n
             );
         }
@@ -116,23 +118,32 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
     out
 }
 
-/// The seed-002 layout: each side's mean ± standard deviation and the change.
+/// The seed-002 layout: each side's mean ± standard deviation (in the unit
+/// named after them) and the change; cases named as the other tables name
+/// them, with their configuration.
 fn summary_table(c: &Comparison, letters: &[String]) -> String {
     let mut out = String::from("\n");
     let mut header = vec!["benchmark".to_string()];
     header.extend(letters.iter().cloned());
+    header.push("unit".to_string());
     header.extend(letters[1..].iter().map(|l| format!("{l} vs A")));
     let mut rows: Vec<Vec<String>> = Vec::new();
     for row in &c.rows {
-        let d = decimals_for(row.summaries[0].mean);
-        let mut cells = vec![format!("{} {}", row.bench, row.case)];
+        let (factor, unit) = super::readable_scale(row.unit, row.summaries.iter().map(|s| s.mean));
+        let d = decimals_for(row.summaries[0].mean * factor);
+        let mut cells = vec![format!(
+            "{} {}",
+            row.bench,
+            super::case_label(&row.case, &row.config)
+        )];
         cells.extend(row.summaries.iter().map(|s| {
             format!(
                 "{} ± {}",
-                super::fmt_fixed(s.mean, d),
-                super::fmt_fixed(s.stddev, d)
+                super::fmt_fixed(s.mean * factor, d),
+                super::fmt_fixed(s.stddev * factor, d)
             )
         }));
+        cells.push(unit.to_string());
         cells.extend(
             row.changes
                 .iter()
@@ -141,7 +152,10 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
         rows.push(cells);
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
+    let unit_column = letters.len() + 1;
+    let numeric: Vec<bool> = (0..header.len())
+        .map(|i| i > 0 && i != unit_column)
+        .collect();
     out.push_str(&super::align(&header, &numeric, &rows));
     out
 }

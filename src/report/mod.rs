@@ -12,6 +12,7 @@ pub mod compare;
 pub mod counters;
 pub mod csv;
 pub mod env;
+pub mod fit;
 pub mod history;
 pub mod html;
 pub mod hyperfine;
@@ -27,7 +28,7 @@ use unicode_width::UnicodeWidthStr;
 use crate::document::{DEFAULT_CONFIG, Series};
 use crate::stats::verdict::Verdict;
 pub use env::env_text;
-pub use table::render_run;
+pub use table::{render_run, render_run_within};
 
 /// `x` with about four significant digits (at most six decimals; a value
 /// too small for them in scientific notation, never `0.000000`).
@@ -52,6 +53,28 @@ pub fn decimals_for(x: f64) -> usize {
         return 1;
     }
     (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
+}
+
+/// How a table shows values of `unit`, as (factor, symbol): seconds (whole
+/// commands, `osbench time`) in s, ms or µs, one for the table, chosen by the
+/// largest of `typical` (so it reads 1 or more, as hyperfine picks one unit
+/// per table); the benchmarks' own units (ns, µs) as they are.
+pub fn readable_scale(
+    unit: crate::document::Unit,
+    typical: impl IntoIterator<Item = f64>,
+) -> (f64, &'static str) {
+    if unit != crate::document::Unit::S {
+        return (1.0, unit.symbol());
+    }
+    let largest = typical
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    match largest {
+        s if s >= 1.0 => (1.0, "s"),
+        s if s >= 1e-3 => (1e3, "ms"),
+        _ => (1e6, "µs"),
+    }
 }
 
 /// A case as tables and legends name it: with its configuration in brackets,
