@@ -20,7 +20,8 @@ use osbench::bench::{BenchDef, Notation, Params, REGISTRY, find};
 pub struct ListArgs {
     /// Only these benchmarks (a selector's or printed case's benchmark counts: `ctx`,
     /// `ctx:2p/0K`); none: every benchmark
-    #[arg(value_name = "BENCH", value_parser = parse_bench)]
+    #[arg(value_name = "BENCH", value_parser = super::with_bench_names(parse_bench),
+          hide_possible_values = true)]
     benches: Vec<&'static BenchDef>,
 }
 

@@ -138,7 +138,7 @@ impl Refused {
             ),
             (
                 &self.time_unit,
-                "-u/--time-unit",
+                "--time-unit (-u)",
                 "one readable unit per table, chosen from the values",
             ),
             (
@@ -155,5 +155,34 @@ impl Refused {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    fn take(args: &[&str]) -> anyhow::Result<Taken> {
+        let cmd = HyperfineArgs::augment_args(clap::Command::new("time"));
+        let matches = cmd.try_get_matches_from(std::iter::once(&"time").chain(args))?;
+        HyperfineArgs::from_arg_matches(&matches)?.take()
+    }
+
+    #[test]
+    fn styles_outputs_and_shells_become_osbenchs_options() {
+        assert_eq!(take(&["--style", "nocolor"]).unwrap().colour, Some(false));
+        assert_eq!(take(&["--style", "basic"]).unwrap().colour, Some(false));
+        assert_eq!(take(&["--style", "color"]).unwrap().colour, Some(true));
+        assert!(take(&["--style", "none"]).unwrap().quiet);
+        assert!(take(&["--style", "bogus"]).is_err());
+        assert!(take(&["--output", "inherit"]).unwrap().show_output);
+        assert!(take(&["-S", "/bin/sh"]).unwrap().shell);
+        assert_eq!(
+            take(&["-S", "none", "--style", "full"]).unwrap(),
+            Taken::default()
+        );
+        let reference = take(&["--reference", "make old"]).unwrap().reference;
+        assert_eq!(reference.as_deref(), Some("make old"));
     }
 }
