@@ -24,7 +24,7 @@ mod types;
 
 pub use activity::{Activity, Load};
 pub use capture::{capture, capture_from, record_end};
-pub use diff::{diff, flatten, is_factor};
+pub use diff::{LONG_VALUE, WordChanges, diff, flatten, is_factor, word_changes};
 pub use types::{
     Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,
 };

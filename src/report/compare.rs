@@ -101,10 +101,15 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
             .unwrap_or(0)
             .min(40);
         for (key, values) in &c.env_diff {
+            let (values, as_changes) = super::env_values(values);
             let shown: Vec<String> = letters
                 .iter()
-                .zip(values)
-                .map(|(l, v)| format!("{l}: {v}"))
+                .zip(&values)
+                .enumerate()
+                .map(|(i, (l, v))| match as_changes && i > 0 {
+                    true => format!("{l} vs A: {v}"),
+                    false => format!("{l}: {v}"),
+                })
                 .collect();
             let flag = if crate::env::is_factor(key, &c.factors) {
                 "factor     "
@@ -412,5 +417,38 @@ mod tests {
         let row = &c.rows[0];
         assert!(lines[2].starts_with(&format!("  {} {} after.json: ±", row.bench, row.case)));
         assert!(text.ends_with("%\n"), "{text}");
+    }
+
+    #[test]
+    fn long_values_show_their_changed_words_and_the_summary_keeps_configurations() {
+        let docs = [
+            ("before.json".to_string(), crate::report::fixture()),
+            ("after.json".to_string(), crate::report::fixture()),
+        ];
+        let options = crate::compare::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        let mut c = crate::compare::compare(&docs, options).unwrap();
+        let base = "BOOT_IMAGE=/boot/vmlinuz-6.18.44 root=UUID=4f1c2a9e-3b7d-4e2a-9c1f-7d8e6b5a4c3d ro \
+                    quiet console=ttyS0,115200 init_on_alloc=1 transparent_hugepage=madvise";
+        let after = format!("{} mitigations=off", base.replace(" quiet", ""));
+        c.env_diff = vec![("cmdline".into(), vec![base.to_string(), after])];
+        let text = render(&c, false);
+        let line = text.lines().find(|l| l.contains("cmdline")).unwrap();
+        assert!(line.contains("A: 7 words"), "{line}");
+        assert!(line.contains("B vs A: +mitigations=off -quiet"), "{line}");
+        assert!(!line.contains("UUID"), "{line}");
+        let summary = &text[text.rfind("benchmark").unwrap()..];
+        let tagged: Vec<_> = c.rows.iter().filter(|r| r.config != "default").collect();
+        assert!(!tagged.is_empty());
+        for r in tagged {
+            let name = format!(
+                "{} {}",
+                r.bench,
+                super::super::case_label(&r.case, &r.config)
+            );
+            assert!(summary.contains(&name), "{name} not in {summary}");
+        }
     }
 }

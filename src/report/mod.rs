@@ -96,6 +96,35 @@ pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
     }
 }
 
+/// An environment key's values, one per side, and whether they are shown
+/// as changes: each as it is, or when one is long (a kernel command line),
+/// the baseline's word count and each other side's changed words against it
+/// (`+mitigations=off -quiet`), at most ten of them.
+pub(crate) fn env_values(values: &[String]) -> (Vec<String>, bool) {
+    if values
+        .iter()
+        .all(|v| v.chars().count() <= crate::env::LONG_VALUE)
+    {
+        return (values.to_vec(), false);
+    }
+    const SHOWN: usize = 10;
+    let base = &values[0];
+    let mut out = vec![format!("{} words", base.split_whitespace().count())];
+    for v in &values[1..] {
+        let mut words = crate::env::word_changes(base, v).words();
+        let more = words.len().saturating_sub(SHOWN);
+        words.truncate(SHOWN);
+        if more > 0 {
+            words.push(format!("… and {more} more"));
+        }
+        out.push(match words.is_empty() {
+            true => "the same words in another order".to_string(),
+            false => words.join(" "),
+        });
+    }
+    (out, true)
+}
+
 /// A percentage with one decimal.
 pub fn fmt_pct(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
