@@ -172,6 +172,14 @@ fn named_case(def: &BenchDef, name: &str) -> Option<Params> {
             );
             match spec.kind {
                 ParamKind::Choice(words) => v.extend(words.iter().copied()),
+                ParamKind::IntOr { word, .. } => {
+                    v.push(word);
+                    v.extend(numbers.iter().map(String::as_str));
+                }
+                ParamKind::CountOrAll { .. } => {
+                    v.push("all");
+                    v.extend(numbers.iter().map(String::as_str));
+                }
                 _ => v.extend(numbers.iter().map(String::as_str)),
             }
             let mut unique: Vec<&str> = Vec::new();
