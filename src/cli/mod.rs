@@ -112,8 +112,11 @@ impl Console {
         }
     }
 
-    /// Prints `text` (tables, results) where the tables go.
+    /// Prints `text` (tables, results) where the tables go; with a width,
+    /// any line still longer than it wrapped at words (tables are fitted
+    /// before they get here).
     pub fn print(&self, text: &str) {
+        let text = osbench::report::fit::wrap_prose(text, self.width);
         if self.to_stderr {
             eprint!("{text}");
         } else {
@@ -343,7 +346,7 @@ pub fn main() -> ExitCode {
         }
         Command::Env(args) => env::show_env(&args),
         Command::Compare(args) => {
-            let console = console(args.stdout_taken());
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
             compare::compare(args, console)
         }
         Command::History(args) => history::history(args),
@@ -352,7 +355,7 @@ pub fn main() -> ExitCode {
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
         Command::Time(args) => {
-            let console = console(args.stdout_taken());
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
             time::time(*args, console)
         }
         Command::Agent(args) => agent::agent(&args),

@@ -131,6 +131,8 @@ pub struct TimeArgs {
     verdict: VerdictArgs,
     #[command(flatten)]
     hyperfine: HyperfineArgs,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
