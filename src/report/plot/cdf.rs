@@ -31,13 +31,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     let top = (events as f64).log10().ceil().max(3.0);
     let curves: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|s| {
-            let points = cdf_points(s, per_unit);
-            let tail = points
-                .iter()
-                .map(|&(v, p)| (v, nines(p, events_of(s)).min(top)));
-            (series_label(s), tail.collect())
-        })
+        .map(|s| (series_label(s), cdf_points(s, per_unit, top)))
         .collect();
     let values = || curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let lo = values().fold(f64::INFINITY, f64::min);
@@ -98,9 +92,9 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     }))
 }
 
-/// A distribution's histogram as (value in units of `per_unit` ns, % of
-/// events at or below it).
-pub(super) fn cdf_points(s: &Series, per_unit: f64) -> Vec<(f64, f64)> {
+/// A distribution's histogram as (value in units of `per_unit` ns, the
+/// share of events at or below it on the tail axis, at most `top`).
+fn cdf_points(s: &Series, per_unit: f64, top: f64) -> Vec<(f64, f64)> {
     let buckets = s.histogram.as_ref().map_or(&[][..], |h| &h.ns[..]);
     let total: u64 = buckets.iter().map(|b| b[1]).sum();
     let mut below = 0;
@@ -108,10 +102,8 @@ pub(super) fn cdf_points(s: &Series, per_unit: f64) -> Vec<(f64, f64)> {
         .iter()
         .map(|&[value, count]| {
             below += count;
-            (
-                value as f64 / per_unit,
-                below as f64 / total.max(1) as f64 * 100.0,
-            )
+            let percent = below as f64 / total.max(1) as f64 * 100.0;
+            (value as f64 / per_unit, nines(percent, total).min(top))
         })
         .collect()
 }
