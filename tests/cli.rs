@@ -1980,6 +1980,16 @@ fn columns(line: &str) -> usize {
     line.chars().count()
 }
 
+/// Fails naming every line of `text` wider than `width`.
+fn assert_fits(text: &str, width: usize) {
+    let long: Vec<&str> = text.lines().filter(|l| columns(l) > width).collect();
+    assert!(
+        long.is_empty(),
+        "lines wider than {width}:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -1987,12 +1997,7 @@ fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
     let json = dir.path().join("run.json");
     let out = quick_run(&["run", "--no-store", "--width", "100"], &json);
     let text = String::from_utf8(out.stdout).unwrap();
-    let long: Vec<&str> = text.lines().filter(|l| columns(l) > 100).collect();
-    assert!(
-        long.is_empty(),
-        "lines wider than 100:\n{}",
-        long.join("\n")
-    );
+    assert_fits(&text, 100);
     assert!(
         text.contains("syscall") && text.contains("messaging"),
         "{text}"
@@ -2033,6 +2038,5 @@ fn the_default_suite_has_no_wrapped_line_on_an_80_column_terminal() {
     );
     let text = String::from_utf8(out.stdout).unwrap().replace('\r', "");
     assert!(text.contains("messaging"), "{text}");
-    let long: Vec<&str> = text.lines().filter(|l| columns(l) > 80).collect();
-    assert!(long.is_empty(), "lines wider than 80:\n{}", long.join("\n"));
+    assert_fits(&text, 80);
 }

@@ -395,8 +395,8 @@ pub fn target_lines(doc: &crate::document::Document) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn precision_lines_name_the_stop_and_each_comparison() {
+    /// The fixture compared with itself.
+    fn fixture_comparison() -> Comparison {
         let docs = [
             ("before.json".to_string(), crate::report::fixture()),
             ("after.json".to_string(), crate::report::fixture()),
@@ -405,7 +405,12 @@ mod tests {
             resamples: 200,
             ..Default::default()
         };
-        let c = crate::compare::compare(&docs, options).unwrap();
+        crate::compare::compare(&docs, options).unwrap()
+    }
+
+    #[test]
+    fn precision_lines_name_the_stop_and_each_comparison() {
+        let c = fixture_comparison();
         let text = precision_lines(Some(&c), "--max-time reached after 2 rounds");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Stopped: --max-time reached after 2 rounds.");
@@ -421,15 +426,7 @@ mod tests {
 
     #[test]
     fn long_values_show_their_changed_words_and_the_summary_keeps_configurations() {
-        let docs = [
-            ("before.json".to_string(), crate::report::fixture()),
-            ("after.json".to_string(), crate::report::fixture()),
-        ];
-        let options = crate::compare::Options {
-            resamples: 200,
-            ..Default::default()
-        };
-        let mut c = crate::compare::compare(&docs, options).unwrap();
+        let mut c = fixture_comparison();
         let base = "BOOT_IMAGE=/boot/vmlinuz-6.18.44 root=UUID=4f1c2a9e-3b7d-4e2a-9c1f-7d8e6b5a4c3d ro \
                     quiet console=ttyS0,115200 init_on_alloc=1 transparent_hugepage=madvise";
         let after = format!("{} mitigations=off", base.replace(" quiet", ""));

@@ -3,7 +3,7 @@
 //! moves to a legend under the table when it has too little room, and
 //! overlong prose lines wrap at words with a hanging indent. Without a width
 //! (a pipe, a file, `--wide`) nothing changes: one line per row, as
-//! [`super::align`] lays it out. Left out: finding the width (the command
+//! `report::align` lays it out. Left out: finding the width (the command
 //! line asks the terminal, as clap does for `--help`) and colour.
 
 use super::display_width;

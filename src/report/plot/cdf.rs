@@ -14,7 +14,7 @@ use super::{Plot, file_safe, series_label};
 
 /// The cumulative distribution of every `bench` series with a histogram: the
 /// fraction of events at or below each bucket's value (on the tail axis,
-/// [`nines`]), on a log time axis.
+/// `nines`), on a log time axis.
 pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     let series: Vec<&Series> = doc
         .series
