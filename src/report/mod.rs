@@ -97,21 +97,31 @@ pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
 }
 
 /// An environment key's values, one per side, and whether they are shown
-/// as changes: each as it is, or when one is long (a kernel command line),
-/// the baseline's word count and each other side's changed words against it
-/// (`+mitigations=off -quiet`), at most ten of them.
+/// as changes: each as it is, or when one is long (a kernel command line)
+/// and every other side changed at most half its words, the baseline's word
+/// count and each other side's changed words against it (`+mitigations=off
+/// -quiet`), at most ten of them. Values that differ throughout (a sentence
+/// replaced by another) are shown whole.
 pub(crate) fn env_values(values: &[String]) -> (Vec<String>, bool) {
-    if values
-        .iter()
-        .all(|v| v.chars().count() <= crate::env::LONG_VALUE)
-    {
-        return (values.to_vec(), false);
-    }
     const SHOWN: usize = 10;
     let base = &values[0];
-    let mut out = vec![format!("{} words", base.split_whitespace().count())];
-    for v in &values[1..] {
-        let mut words = crate::env::word_changes(base, v).words();
+    let words = |v: &str| v.split_whitespace().count();
+    let changes: Vec<Vec<String>> = values[1..]
+        .iter()
+        .map(|v| crate::env::word_changes(base, v).words())
+        .collect();
+    let long = values
+        .iter()
+        .any(|v| v.chars().count() > crate::env::LONG_VALUE);
+    let small = values[1..]
+        .iter()
+        .zip(&changes)
+        .all(|(v, c)| 2 * c.len() <= words(base).max(words(v)));
+    if !long || !small {
+        return (values.to_vec(), false);
+    }
+    let mut out = vec![format!("{} words", words(base))];
+    for mut words in changes {
         let more = words.len().saturating_sub(SHOWN);
         words.truncate(SHOWN);
         if more > 0 {

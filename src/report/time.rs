@@ -178,4 +178,52 @@ mod tests {
         assert_eq!(time_scale([0.000_42, 0.0512]).1, "ms");
         assert_eq!(fmt_in(0.000_487_7, time_scale([0.0512])), "0.4877");
     }
+
+    /// Two commands, 51.24 ms and 0.4877 ms, with user time, and a floor.
+    fn two_commands() -> Document {
+        let mut doc = crate::report::fixture();
+        let command = |name: &str, seconds: f64| {
+            let samples = vec![seconds * 0.99, seconds, seconds * 1.01];
+            let summary = crate::stats::summarize(&samples).unwrap();
+            let mut s = Series::new(
+                "command",
+                name.into(),
+                crate::document::Unit::S,
+                samples,
+                summary,
+            );
+            let user = crate::stats::summarize(&[seconds * 0.5e9; 3]).unwrap();
+            s.counters.insert("user_ns".into(), user);
+            s
+        };
+        doc.series = vec![command("make", 0.05124), command("true", 0.000_487_7)];
+        doc.comparisons.clear();
+        doc
+    }
+
+    #[test]
+    fn every_table_of_time_has_one_unit() {
+        let doc = two_commands();
+        let text = render(&doc);
+        assert!(text.contains("51.24") && text.contains("0.488"), "{text}");
+        assert!(
+            !text.contains("µs"),
+            "one unit, ms, for both blocks: {text}"
+        );
+        // The counters table (terminal and HTML) in the same readable unit, not seconds.
+        let crate::report::sections::Body::Blocks(blocks) =
+            crate::report::counters::section(&doc).unwrap()
+        else {
+            panic!("blocks");
+        };
+        let table = blocks
+            .iter()
+            .find_map(|b| match b {
+                crate::report::sections::Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .unwrap();
+        assert!(table.rows.iter().all(|r| r[5] == "ms"), "{:?}", table.rows);
+        assert_eq!(table.rows[0][2], "25.62", "{:?}", table.rows);
+    }
 }
