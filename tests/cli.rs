@@ -1992,6 +1992,7 @@ fn assert_fits(text: &str, width: usize) {
 
 #[test]
 fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
+    let _serial = helper_lock(); // the suite starts helpers (ctx, ipc, hackbench's workers)
     let dir = tempfile::tempdir().unwrap();
     // At 100 columns as asked (the terminal's width is tried through a pty below).
     let json = dir.path().join("run.json");
@@ -2019,6 +2020,7 @@ fn the_default_suite_has_no_wrapped_line_on_an_80_column_terminal() {
         eprintln!("skipped: no script(1) to give osbench a terminal");
         return;
     }
+    let _serial = helper_lock(); // the suite starts helpers (ctx, ipc, hackbench's workers)
     let bin = assert_cmd::cargo::cargo_bin("osbench");
     let run = format!(
         "stty cols 80 rows 50; {} run --no-store {} 2>/dev/null",
