@@ -25,7 +25,7 @@ pub enum Error {
     },
 
     #[error(
-        "malformed selector '{selector}': {why}; expected BENCH or BENCH:key=value[,key=value...]"
+        "malformed selector '{selector}': {why}; expected BENCH, BENCH:key=value[,key=value...] or BENCH:CASE as the tables print it"
     )]
     BadSelector { selector: String, why: String },
 

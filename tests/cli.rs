@@ -1974,3 +1974,71 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
         .collect();
     assert!(left.is_empty(), "left on the full filesystem: {left:?}");
 }
+
+/// Display columns of `line` (µ, –, ± are one each).
+fn columns(line: &str) -> usize {
+    line.chars().count()
+}
+
+/// Fails naming every line of `text` wider than `width`.
+fn assert_fits(text: &str, width: usize) {
+    let long: Vec<&str> = text.lines().filter(|l| columns(l) > width).collect();
+    assert!(
+        long.is_empty(),
+        "lines wider than {width}:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
+    let _serial = helper_lock(); // the suite starts helpers (ctx, ipc, hackbench's workers)
+    let dir = tempfile::tempdir().unwrap();
+    // At 100 columns as asked (the terminal's width is tried through a pty below).
+    let json = dir.path().join("run.json");
+    let out = quick_run(&["run", "--no-store", "--width", "100"], &json);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_fits(&text, 100);
+    assert!(
+        text.contains("syscall") && text.contains("messaging"),
+        "{text}"
+    );
+    // A pipe: one line per series in the results table, however wide.
+    let out = quick_run(&["run", "--no-store"], &json);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let series = read_document(&json).unwrap().series;
+    let results: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    let sampled = series.iter().filter(|s| s.quantiles.is_none()).count();
+    assert_eq!(results.len(), 1 + sampled, "{text}");
+    assert!(results.iter().any(|l| columns(l) > 100), "{text}");
+    assert!(!text.contains("\nop:\n"), "{text}");
+}
+
+#[test]
+fn the_default_suite_has_no_wrapped_line_on_an_80_column_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no script(1) to give osbench a terminal");
+        return;
+    }
+    let _serial = helper_lock(); // the suite starts helpers (ctx, ipc, hackbench's workers)
+    let bin = assert_cmd::cargo::cargo_bin("osbench");
+    let run = format!(
+        "stty cols 80 rows 50; {} run --no-store {} 2>/dev/null",
+        bin.display(),
+        QUICK.join(" ")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &run, "/dev/null"])
+        .env("OSBENCH_STORE", shared_store())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap().replace('\r', "");
+    assert!(text.contains("messaging"), "{text}");
+    assert_fits(&text, 80);
+}

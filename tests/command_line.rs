@@ -267,3 +267,43 @@ fn verdicts_are_coloured_on_a_terminal_only() {
         );
     }
 }
+
+#[test]
+fn completion_offers_benchmarks_and_placements_not_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = text(&osbench(&["completions", "bash"], dir.path()).stdout);
+    // The `run` block: its words include every benchmark, and --pin's values are the placements.
+    let run = script
+        .split("\n        osbench__subcmd__run)")
+        .nth(1)
+        .expect("a block for run");
+    let run = &run[..run.find("\n        osbench__").unwrap_or(run.len())];
+    for word in ["syscall", "ctx", "messaging", "all"] {
+        assert!(
+            run.contains(&format!(" {word}")),
+            "no {word} in run's completion"
+        );
+    }
+    assert!(run.contains("compgen -W \"none same spread\""), "{run}");
+}
+
+#[test]
+fn list_shows_the_benchmarks_named_and_refuses_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = osbench(&["list", "ctx", "syscall:null"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    let families: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.contains(" — "))
+        .map(|l| l.split(" — ").next().unwrap())
+        .collect();
+    assert_eq!(families, ["syscall", "ctx"], "{listing}");
+    let out = osbench(&["list", "nosuch"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("the benchmarks are: syscall"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -101,6 +101,9 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         "{err}"
     );
     assert!(err.contains("1 of 3 hosts"), "{err}");
+    assert!(err.contains("could not be reached over ssh"), "{err}");
+    // What osbench audits here (the load, busy processes) is not the unreached host's.
+    assert!(!err.contains("warning: down:"), "{err}");
     let table = text(&out.stdout);
     assert!(
         table
@@ -133,7 +136,13 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
     // 2. The hosts' own osbench, named by path; a slower spin afterwards.
     let hosts = hosts_file(&sshd, dir.path(), false);
     let out = fleet_run(&store, &hosts, "after", "100", &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("host 'down': could not be reached over ssh"),
+        "{err}"
+    );
+    assert!(!err.contains("warning: down:"), "{err}");
 
     // 3. Read back by host.
     let history = osbench(&store)

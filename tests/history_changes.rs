@@ -282,7 +282,8 @@ fn case_arguments_without_a_case_are_refused() {
     for (args, says) in [
         (&["history", "--changes"][..], "<BENCH:CASE>"),
         (&["history", "--config", "x"][..], "give BENCH:CASE"),
-        (&["history", "syscall"][..], "is not BENCH:CASE"),
+        // `history syscall` is the family's cases, as `run syscall`; an unknown name is refused.
+        (&["history", "nosuch"][..], "is not BENCH:CASE"),
         (
             &["history", "syscall:null", "--label", "x"][..],
             "cannot be used with",
@@ -457,4 +458,34 @@ fn absurd_stored_values_are_left_out_with_a_warning_never_a_loop() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn printed_names_and_selectors_name_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    import_nights(&store, "testhost", 3, |_| 0.0);
+    let history = |args: &[&str]| ok(osbench(&store).arg("history").args(args).output().unwrap());
+    let flagged = history(&["syscall:null", "--config", "base"]);
+    assert!(
+        flagged.starts_with("syscall null [base] on testhost: 3 runs"),
+        "{flagged}"
+    );
+    // The tag the tables print is the --config.
+    assert_eq!(history(&["syscall:null [base]"]), flagged);
+    assert_eq!(history(&["syscall null [base]"]), flagged);
+    // A family, as `run syscall` takes it: its cases that are stored.
+    let family = history(&["syscall", "--config", "base"]);
+    assert!(
+        family.contains("syscall null [base] on testhost"),
+        "{family}"
+    );
+    assert_eq!(history(&["syscall:case=null [base]"]), flagged);
+    let err = fails(
+        osbench(&store)
+            .args(["history", "syscall:null [base]", "--config", "other"])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("'base'") && err.contains("'other'"), "{err}");
 }

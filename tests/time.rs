@@ -684,3 +684,128 @@ fn the_hyperfine_export_has_what_hyperfines_scripts_read() {
         }
     }
 }
+
+#[test]
+fn hyperfines_short_and_long_option_names_mean_what_they_mean_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = dir.path().join("marks");
+    let mark = |what: &str| format!("echo {what} >> {}", marks.display());
+    let json = dir.path().join("t.json");
+    let (setup, prepare, cleanup) = (mark("setup"), mark("prepare"), mark("cleanup"));
+    let out = time(
+        &[
+            "-s",
+            &setup,
+            "-p",
+            &prepare,
+            "-c",
+            &cleanup,
+            "-m",
+            "2",
+            "-M",
+            "2",
+            "-S",
+            "sh",
+            "--style",
+            "nocolor",
+            "--output",
+            "null",
+            "--input",
+            "null",
+            "--reference",
+            "true",
+            "exit 0",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let marks = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(
+        marks.lines().filter(|l| *l == "setup").count(),
+        1,
+        "{marks}"
+    );
+    assert_eq!(
+        marks.lines().filter(|l| *l == "cleanup").count(),
+        1,
+        "{marks}"
+    );
+    // Two runs of each of the two commands (the reference first), each prepared.
+    assert_eq!(
+        marks.lines().filter(|l| *l == "prepare").count(),
+        4,
+        "{marks}"
+    );
+    let doc = read_document(&json).unwrap();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    assert_eq!(cases, ["true", "exit 0"], "the reference is the baseline");
+    assert!(doc.series.iter().all(|s| s.runs.len() == 2));
+    // -S sh is --shell: `exit 0` is a shell built-in, timed without error.
+}
+
+#[test]
+fn hyperfine_options_osbench_lacks_are_refused_with_what_it_offers() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, named, offered) in [
+        (&["-S", "bash"][..], "-S bash", "sh -c"),
+        (&["--output", "pipe"], "--output pipe", "--show-output"),
+        (&["--input", "in.txt"], "--input in.txt", "--shell"),
+        (
+            &["--export-asciidoc", "x"],
+            "--export-asciidoc",
+            "--export-markdown",
+        ),
+        (
+            &["--export-orgmode", "x"],
+            "--export-orgmode",
+            "--export-csv",
+        ),
+        (&["-u", "ms"], "--time-unit", "one readable unit per table"),
+        (&["--sort", "command"], "--sort", "the first the baseline"),
+        (&["--conclude", "true"], "--conclude", "--cleanup"),
+        (
+            &["--min-benchmarking-time", "1"],
+            "--min-benchmarking-time",
+            "--max-time",
+        ),
+    ] {
+        let out = time(&[args, &["--no-store", "true"]].concat(), dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("hyperfine's {named}")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(offered), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "clap's wrong tip: {err}");
+    }
+}
+
+#[test]
+fn a_placeholder_without_its_parameter_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = dir.path().join("setup-ran");
+    let setup = format!("touch {}", marks.display());
+    let out = time(&["--setup", &setup, "--no-store", "sleep {n}"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("{n}") && err.contains("-P/--parameter-scan n"),
+        "{err}"
+    );
+    assert!(!marks.exists(), "refused before the set-up ran");
+    // A brace that is no placeholder (awk's, find's) is left alone.
+    let out = time(
+        &[
+            "--runs",
+            "1",
+            "--no-store",
+            "--shell",
+            "echo {} | awk '{ print }'",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

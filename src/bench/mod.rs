@@ -47,6 +47,12 @@ pub enum ParamKind {
     Int { min: i64, max: i64 },
     /// A count in `min..=max`, or "all" (every CPU this process may use).
     CountOrAll { min: i64, max: i64 },
+    /// An integer in `min..=max`, or `word` (e.g. "inherit": left as it is).
+    IntOr {
+        word: &'static str,
+        min: i64,
+        max: i64,
+    },
 }
 
 /// One parameter of a family.
@@ -94,6 +100,13 @@ impl ParamSpec {
                     range(min, max)
                 )
             }
+            ParamKind::IntOr { word, min, max } => {
+                format!(
+                    "{word}{}{}",
+                    if short { "|" } else { ", or " },
+                    range(min, max)
+                )
+            }
         }
     }
 
@@ -107,13 +120,16 @@ impl ParamSpec {
             ParamKind::CountOrAll { min, max } => {
                 value == "all" || value.parse::<i64>().is_ok_and(|v| (min..=max).contains(&v))
             }
+            ParamKind::IntOr { word, min, max } => {
+                value == word || value.parse::<i64>().is_ok_and(|v| (min..=max).contains(&v))
+            }
         }
     }
 
     /// `value` as JSON: a number for integers, a string otherwise.
     fn to_json(self, value: &str) -> Value {
         match self.kind {
-            ParamKind::Int { .. } | ParamKind::CountOrAll { .. } => value
+            ParamKind::Int { .. } | ParamKind::CountOrAll { .. } | ParamKind::IntOr { .. } => value
                 .parse::<i64>()
                 .map_or_else(|_| Value::from(value), Value::from),
             ParamKind::Choice(_) => Value::from(value),
@@ -244,6 +260,9 @@ pub struct BenchDef {
     /// Whether the machine's TLB shootdown interrupts (/proc/interrupts) are
     /// read around each sample, as the counter `tlb_shootdowns`.
     pub counts_tlb_shootdowns: bool,
+    /// What else affects a case, read when it is measured and recorded in its
+    /// series' `params` beside the parameters (the timer's slack in effect).
+    pub recorded: fn(&Params) -> Vec<(&'static str, Value)>,
 }
 
 impl BenchDef {
@@ -276,6 +295,7 @@ impl BenchDef {
         check: |_| Ok(()),
         default_pin: None,
         counts_tlb_shootdowns: false,
+        recorded: |_| Vec::new(),
     };
 }
 

@@ -8,7 +8,12 @@
 //! the case and restores its policy after; `dma_latency=0` writes 0 to
 //! `/dev/cpu_dma_latency` and holds it open for the case (cyclictest does this
 //! silently by default; here it is explicit and recorded), closing it after.
-//! Both need privileges, checked before anything is measured. Left out:
+//! Both need privileges, checked before anything is measured. The timer
+//! slack (how much later than asked the kernel may wake a SCHED_OTHER task,
+//! 50 µs by default; none for SCHED_FIFO) is recorded with each series as
+//! `timer_slack_ns`, and `slack_ns=N` sets it for the case
+//! (`prctl(PR_SET_TIMERSLACK)`; 0 sets the least, 1 ns), as cyclictest
+//! users expect figures without it. Left out:
 //! cyclictest's several threads, mlockall, and its 1-µs histogram (ours is HDR).
 
 use std::fs::File;
@@ -16,7 +21,7 @@ use std::io::Write;
 
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
+use crate::measure::clock::{monotonic_ns, set_timer_slack_ns, timer_slack_ns};
 use crate::measure::placement::Placement;
 
 pub static DEF: BenchDef = BenchDef {
@@ -49,6 +54,16 @@ pub static DEF: BenchDef = BenchDef {
             default: "0",
         },
         ParamSpec {
+            name: "slack_ns",
+            help: "timer slack of the timing thread, ns (prctl PR_SET_TIMERSLACK; 0: the least, 1 ns); inherit: osbench's own (50 µs unless changed); SCHED_FIFO has none",
+            kind: ParamKind::IntOr {
+                word: "inherit",
+                min: 0,
+                max: 1_000_000_000,
+            },
+            default: "inherit",
+        },
+        ParamSpec {
             name: "dma_latency",
             help: "0 = hold /dev/cpu_dma_latency at 0 (no deep C-states) during the case; needs root",
             kind: ParamKind::Choice(&["none", "0"]),
@@ -63,15 +78,21 @@ pub static DEF: BenchDef = BenchDef {
         if p.get("dma_latency") == "0" {
             name.push_str("/dma0");
         }
+        if let Some(ns) = slack_asked(p) {
+            name.push_str(&format!("/slack{ns}"));
+        }
         name
     },
     op: |p| {
         format!(
             "one timer wake-up every {} µs (clock_nanosleep absolute), {}, cpu_dma_latency {}",
             p.int("interval_us"),
-            match p.int("priority") {
-                0 => "SCHED_OTHER".to_string(),
-                n => format!("SCHED_FIFO {n}"),
+            match (p.int("priority"), slack_asked(p)) {
+                (0, None) => "SCHED_OTHER with the inherited timer slack (timer_slack_ns; \
+                              50 µs unless changed)"
+                    .to_string(),
+                (0, Some(ns)) => format!("SCHED_OTHER with a timer slack of {} ns", ns.max(1)),
+                (n, _) => format!("SCHED_FIFO {n} (no timer slack)"),
             },
             if p.get("dma_latency") == "0" {
                 "held at 0"
@@ -91,14 +112,35 @@ pub static DEF: BenchDef = BenchDef {
         }
         a
     },
-    differs: "one thread, latencies in an HDR histogram (cyclictest: 1-µs buckets), and /dev/cpu_dma_latency held only with dma_latency=0 (cyclictest holds it by default).",
+    differs: "one thread, latencies in an HDR histogram (cyclictest: 1-µs buckets), /dev/cpu_dma_latency held only with dma_latency=0 (cyclictest holds it by default), and the timer slack recorded (timer_slack_ns) and settable (slack_ns).",
     setup,
+    recorded,
     sampling: Sampling::Events(|p| p.int("count") as u64),
     check,
     ..BenchDef::DEFAULTS
 };
 
 const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+/// The timer slack `slack_ns` asks for; `None` for "inherit".
+fn slack_asked(p: &Params) -> Option<u64> {
+    p.get("slack_ns").parse().ok()
+}
+
+/// The timer slack the case's timing thread has: none under SCHED_FIFO
+/// (the kernel gives real-time tasks none), the one asked for, or this
+/// thread's (which the timing thread inherits); why, when it cannot be read.
+fn recorded(p: &Params) -> Vec<(&'static str, serde_json::Value)> {
+    let slack = match (p.int("priority"), slack_asked(p)) {
+        (1.., _) => serde_json::Value::from(0),
+        (_, Some(ns)) => ns.max(1).into(),
+        (_, None) => crate::measure::clock::timer_slack_ns().map_or_else(
+            |e| format!("unavailable: PR_GET_TIMERSLACK: {e}").into(),
+            serde_json::Value::from,
+        ),
+    };
+    vec![("timer_slack_ns", slack)]
+}
 
 /// Fails, before anything runs, when a privilege the case needs is missing.
 fn check(p: &Params) -> Result<()> {
@@ -165,6 +207,8 @@ struct Timer {
     next_ns: u64,
     events: Vec<u64>,
     fifo: Option<Scheduling>,
+    /// The thread's timer slack before `slack_ns` changed it, to restore.
+    old_slack: Option<u64>,
     /// Open while the case runs: the kernel honours the request until it is closed.
     _dma: Option<File>,
 }
@@ -187,12 +231,21 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     } else {
         None
     };
+    let old_slack = match slack_asked(p) {
+        Some(ns) => {
+            let old = timer_slack_ns().map_err(|e| Error::io("reading the timer slack", e))?;
+            set_timer_slack_ns(ns).map_err(|e| Error::io("setting the timer slack", e))?;
+            Some(old)
+        }
+        None => None,
+    };
     let interval_ns = p.int("interval_us") as u64 * 1000;
     Ok(Box::new(Timer {
         interval_ns,
         next_ns: monotonic_ns() + interval_ns,
         events: Vec::new(),
         fifo,
+        old_slack,
         _dma: dma,
     }))
 }
@@ -220,6 +273,9 @@ impl Drop for Timer {
     fn drop(&mut self) {
         if let Some(old) = self.fifo.take() {
             old.restore();
+        }
+        if let Some(old) = self.old_slack.take() {
+            let _ = set_timer_slack_ns(old);
         }
         // `_dma` closes after this, releasing the latency request.
     }
@@ -277,5 +333,35 @@ mod tests {
         let p = Params::new(&DEF, &[("priority", "80"), ("dma_latency", "0")]);
         assert_eq!((DEF.case_name)(&p), "1000us/fifo80/dma0");
         assert_eq!((DEF.anchor)(&p), "cyclictest -t1 -i 1000 -l 2000 -q -p 80");
+    }
+
+    #[test]
+    fn the_timer_slack_is_set_for_the_case_recorded_and_restored() {
+        let before = timer_slack_ns().unwrap();
+        let p = Params::new(&DEF, &[("interval_us", "200"), ("slack_ns", "0")]);
+        assert_eq!((DEF.case_name)(&p), "200us/slack0");
+        assert!(
+            (DEF.op)(&p).contains("timer slack of 1 ns"),
+            "{}",
+            (DEF.op)(&p)
+        );
+        let mut t = setup(&p, &Placement::unpinned()).unwrap();
+        assert_eq!(timer_slack_ns().unwrap(), 1, "0 asks for the least slack");
+        t.run(2).unwrap();
+        drop(t);
+        assert_eq!(timer_slack_ns().unwrap(), before, "restored after the case");
+        assert_eq!(recorded(&p), [("timer_slack_ns", 1.into())]);
+        let inherited = Params::new(&DEF, &[]);
+        assert_eq!(recorded(&inherited), [("timer_slack_ns", before.into())]);
+        assert!((DEF.op)(&inherited).contains("inherited timer slack"));
+        let fifo = Params::new(&DEF, &[("priority", "80")]);
+        assert_eq!(recorded(&fifo), [("timer_slack_ns", 0.into())]);
+        assert!(
+            !DEF.params
+                .iter()
+                .find(|s| s.name == "slack_ns")
+                .unwrap()
+                .accepts("-1")
+        );
     }
 }

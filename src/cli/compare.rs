@@ -50,6 +50,8 @@ pub struct CompareArgs {
     /// One RUN (a fleet run with --config/--experiment): its configurations, within each host
     #[arg(long, value_name = "WHAT", value_parser = ["host"])]
     by: Option<String>,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
 impl CompareArgs {

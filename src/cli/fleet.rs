@@ -36,7 +36,7 @@ pub enum FleetCommand {
 #[derive(Args)]
 pub struct FleetRunArgs {
     /// BENCH or BENCH:key=value[,key=value...], as for `run`; none: the quick default suite
-    #[arg(value_name = "SELECTOR")]
+    #[arg(value_name = "SELECTOR", value_parser = super::selector_parser(), hide_possible_values = true)]
     selectors: Vec<String>,
     /// A host, NAME=TARGET: TARGET is what ssh connects to (user@host, or a Host of the ssh
     /// configuration); NAME is what its runs are filed under (repeat)

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use osbench::bench::util::select::{Selector, config_tag, resolve};
 use osbench::compare::history::{
     CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
 };
@@ -19,22 +20,46 @@ use osbench::store::{self, Filter, Store};
 
 use super::save::StoreArgs;
 
-/// A stored case: its benchmark and its name as tables show it.
+/// Stored cases of one benchmark, by their names as tables show them, and
+/// the configuration a tag named (`syscall:null [a]`).
 #[derive(Debug, Clone)]
 pub struct CaseName {
     pub bench: String,
     pub case: String,
+    /// Every case the argument names: `case` alone, or each case of a
+    /// selector (`syscall`: its default cases, as `run syscall` runs them).
+    pub cases: Vec<String>,
+    pub config: Option<String>,
 }
 
+/// A case as osbench prints it (`syscall:null`, `ctx 2p/0K [a]`), or any
+/// selector `run` takes (`syscall`, `ctx:procs=2`): its cases by name; a
+/// name the registry does not know (a case of an older osbench) as it is.
 pub fn parse_case(s: &str) -> Result<CaseName, String> {
-    match s.split_once(':') {
+    let (text, tag) = config_tag(s);
+    let config = tag.map(str::to_string);
+    if let Ok(sel) = text.parse::<Selector>()
+        && let Ok(cases) = resolve(std::slice::from_ref(&sel))
+        && cases.iter().all(|c| c.def.name == sel.bench)
+    {
+        let names: Vec<String> = cases.iter().map(|c| c.name()).collect();
+        return Ok(CaseName {
+            bench: sel.bench,
+            case: names.join(", "),
+            cases: names,
+            config,
+        });
+    }
+    match text.split_once(':') {
         Some((bench, case)) if !bench.is_empty() && !case.is_empty() => Ok(CaseName {
             bench: bench.to_string(),
             case: case.to_string(),
+            cases: vec![case.to_string()],
+            config,
         }),
         _ => Err(format!(
             "'{s}' is not BENCH:CASE (a case as history and the tables name it, e.g. \
-             syscall:null or ctx:2p/0K)"
+             syscall:null or ctx:2p/0K) nor a benchmark osbench knows"
         )),
     }
 }
@@ -50,9 +75,10 @@ pub(super) fn parse_p(s: &str) -> Result<f64, String> {
 #[derive(Args)]
 pub struct CaseArgs {
     /// Show one case's history instead of the run list: its stored runs in time order, with
-    /// the median and 95% interval of each (BENCH:CASE as tables name it, e.g. syscall:null)
-    #[arg(value_name = "BENCH:CASE", value_parser = parse_case,
-          conflicts_with_all = ["bench", "label", "kernel"])]
+    /// the median and 95% interval of each (BENCH:CASE as tables name it, e.g. syscall:null or
+    /// `syscall:null [a]`, or a selector as run takes, e.g. syscall: each of its cases)
+    #[arg(value_name = "BENCH:CASE", value_parser = super::with_bench_names(parse_case),
+          hide_possible_values = true, conflicts_with_all = ["bench", "label", "kernel"])]
     pub case: Option<CaseName>,
     /// With BENCH:CASE: find the runs where its level changed (E-divisive means with a
     /// permutation test), per host and configuration
@@ -161,23 +187,30 @@ fn read(
     only: &OnlyArgs,
     options: Option<&Options>,
 ) -> anyhow::Result<Vec<CaseHistory>> {
-    let runs = db.case_history(
-        &case.bench,
-        &case.case,
-        only.config.as_deref(),
-        only.host.as_deref(),
-        only.min_samples.map(i64::from),
-    )?;
-    let (runs, mut notes) = plausible_runs(with_meta(runs, &only.meta));
-    let (runs, left_out) = ordered_case_runs(runs, &only.order_by.clone().unwrap_or_default());
-    notes.extend(left_out);
-    for note in notes {
-        super::note(&format!(
-            "osbench: warning: {}:{}: {note}",
-            case.bench, case.case
-        ));
+    let config = match (&case.config, &only.config) {
+        (Some(tag), Some(flag)) if tag != flag => anyhow::bail!(
+            "the case names configuration '{tag}' and --config '{flag}': give one of them"
+        ),
+        (tag, flag) => tag.as_deref().or(flag.as_deref()),
+    };
+    let mut histories = Vec::new();
+    for name in &case.cases {
+        let runs = db.case_history(
+            &case.bench,
+            name,
+            config,
+            only.host.as_deref(),
+            only.min_samples.map(i64::from),
+        )?;
+        let (runs, mut notes) = plausible_runs(with_meta(runs, &only.meta));
+        let (runs, left_out) = ordered_case_runs(runs, &only.order_by.clone().unwrap_or_default());
+        notes.extend(left_out);
+        for note in notes {
+            super::note(&format!("osbench: warning: {}:{name}: {note}", case.bench));
+        }
+        histories.extend(case_histories(&case.bench, name, runs, options));
     }
-    Ok(case_histories(&case.bench, &case.case, runs, options))
+    Ok(histories)
 }
 
 /// Why `case` has no history here, and the cases of its benchmark that are stored.
@@ -186,7 +219,7 @@ fn nothing_stored(db: &Store, case: &CaseName, only: &OnlyArgs) -> anyhow::Resul
     if let Some(host) = &only.host {
         which.push_str(&format!(" on host {host}"));
     }
-    if let Some(config) = &only.config {
+    if let Some(config) = case.config.as_ref().or(only.config.as_ref()) {
         which.push_str(&format!(" in configuration {config}"));
     }
     for (key, value) in &only.meta {

@@ -1,4 +1,5 @@
-//! `osbench list`: the benchmark registry as text, every family with its
+//! `osbench list [BENCH…]`: the benchmark registry as text, every family (or
+//! the ones named) with its
 //! unit, its parameters (default, allowed values in
 //! [`Notation::Short`](osbench::bench::Notation::Short)) and its default
 //! cases (`*` marks the quick default suite) with what one op is, its anchor
@@ -9,23 +10,51 @@
 use std::fmt::Write;
 use std::process::ExitCode;
 
-use osbench::bench::util::select::in_default_suite;
-use osbench::bench::{BenchDef, Notation, Params, REGISTRY};
+use clap::Args;
 
-pub fn list() -> anyhow::Result<ExitCode> {
-    print!("{}", render());
+use osbench::bench::util::select::{config_tag, in_default_suite};
+use osbench::bench::{BenchDef, Notation, Params, REGISTRY, find};
+
+/// `osbench list [BENCH…]`.
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only these benchmarks (a selector's or printed case's benchmark counts: `ctx`,
+    /// `ctx:2p/0K`); none: every benchmark
+    #[arg(value_name = "BENCH", value_parser = super::with_bench_names(parse_bench),
+          hide_possible_values = true)]
+    benches: Vec<&'static BenchDef>,
+}
+
+/// The family a selector or printed case name (`ctx`, `syscall:null`) is of.
+fn parse_bench(s: &str) -> Result<&'static BenchDef, String> {
+    let (text, _) = config_tag(s);
+    let name = text.split([':', ' ']).next().unwrap_or(text);
+    find(name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTRY.iter().map(|d| d.name).collect();
+        format!(
+            "no benchmark '{name}'; the benchmarks are: {}",
+            names.join(", ")
+        )
+    })
+}
+
+pub fn list(args: &ListArgs) -> anyhow::Result<ExitCode> {
+    print!("{}", render(&args.benches));
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every family, its parameters, its default cases and its op.
-fn render() -> String {
+/// Every family (or those in `only`), its parameters, its default cases and its op.
+fn render(only: &[&BenchDef]) -> String {
     let mut out = String::new();
     for def in REGISTRY {
-        describe(&mut out, def);
+        if only.is_empty() || only.iter().any(|d| std::ptr::eq(*d, *def)) {
+            describe(&mut out, def);
+        }
     }
     out.push_str(
         "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
-         that agree with the given values, or else the one case they name. Cases marked * form the \
+         that agree with the given values, or else the one case they name; or name a case as the \
+         tables print it (BENCH:CASE, e.g. syscall:null or ctx:2p/0K). Cases marked * form the \
          quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
          case.\n",
     );

@@ -36,6 +36,7 @@ mod run;
 mod save;
 mod syscall_loop;
 mod time;
+mod time_hyperfine;
 mod webhook;
 
 use std::io::{IsTerminal, Write};
@@ -84,29 +85,46 @@ impl ColorWhen {
 }
 
 /// Where a command's tables go: standard output, or standard error when an
-/// output file is `-` (standard output then holds that file alone); and
-/// whether they are coloured.
+/// output file is `-` (standard output then holds that file alone); whether
+/// they are coloured; and the width they fit (the terminal's, as `--help`
+/// wraps to it; none off a terminal, so pipes and files get one stable line
+/// per row).
 #[derive(Clone, Copy)]
 pub struct Console {
     to_stderr: bool,
     pub colour: bool,
+    pub width: Option<usize>,
 }
 
 impl Console {
     fn new(when: ColorWhen, stdout_taken: bool) -> Self {
-        let terminal = if stdout_taken {
-            std::io::stderr().is_terminal()
+        let (terminal, size) = if stdout_taken {
+            let e = std::io::stderr();
+            (e.is_terminal(), terminal_size::terminal_size_of(e))
         } else {
-            std::io::stdout().is_terminal()
+            let o = std::io::stdout();
+            (o.is_terminal(), terminal_size::terminal_size_of(o))
         };
         Self {
             to_stderr: stdout_taken,
             colour: when.enabled(terminal),
+            width: size.map(|(w, _)| usize::from(w.0)).filter(|&w| w > 0),
         }
     }
 
-    /// Prints `text` (tables, results) where the tables go.
+    /// This console with the width `layout` asks for.
+    fn laid_out(self, layout: &LayoutArgs) -> Self {
+        Self {
+            width: layout.width(self.width),
+            ..self
+        }
+    }
+
+    /// Prints `text` (tables, results) where the tables go; with a width,
+    /// any line still longer than it wrapped at words (tables are fitted
+    /// before they get here).
     pub fn print(&self, text: &str) {
+        let text = osbench::report::fit::wrap_prose(text, self.width);
         if self.to_stderr {
             eprint!("{text}");
         } else {
@@ -118,8 +136,9 @@ impl Console {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List every benchmark: its cases, parameters (defaults, allowed values) and what one op is
-    List,
+    /// List every benchmark (or the ones named): its cases, parameters (defaults, allowed
+    /// values) and what one op is
+    List(list::ListArgs),
     /// Run benchmarks: the quick default suite, `all`, or the ones selected; the run is
     /// saved in the results store
     Run(run::RunArgs),
@@ -150,7 +169,7 @@ enum Command {
     Report(report::ReportArgs),
     /// Time whole commands (builds, scripts) like hyperfine: interleaved runs, real/user/sys,
     /// peak RSS per run, and a comparison when there are several
-    Time(time::TimeArgs),
+    Time(Box<time::TimeArgs>),
     /// Serve the agent protocol on stdin/stdout: osbench inside a guest (User-Mode Linux, a
     /// container, an SSH host) measuring what the host's `run` asks (docs/agent-protocol.md)
     Agent(agent::AgentArgs),
@@ -183,6 +202,31 @@ pub(crate) fn command() -> clap::Command {
         time.mut_arg("csv", |a| a.visible_alias("export-csv"))
             .mut_arg("markdown", |a| a.visible_alias("export-markdown"))
     })
+}
+
+/// How wide tables are laid out.
+#[derive(Args)]
+pub struct LayoutArgs {
+    /// One line per table row however wide (the layout of pipes and files), not fitted to
+    /// the terminal
+    #[arg(long, conflicts_with = "width")]
+    wide: bool,
+    /// Fit tables to COLS columns (wrapping text cells, the op texts moved under the table
+    /// when they have too little room) [default: the terminal's width; off a terminal, one
+    /// line per row]
+    #[arg(long, value_name = "COLS", value_parser = clap::value_parser!(u16).range(40..))]
+    width: Option<u16>,
+}
+
+impl LayoutArgs {
+    /// The width to fit, given the terminal's (`None`: one line per row).
+    fn width(&self, terminal: Option<usize>) -> Option<usize> {
+        match (self.wide, self.width) {
+            (true, _) => None,
+            (false, Some(cols)) => Some(usize::from(cols)),
+            (false, None) => terminal,
+        }
+    }
 }
 
 /// How comparisons (of configurations, or of saved documents) are judged.
@@ -296,6 +340,54 @@ fn bisect_exit_asked() -> bool {
     std::env::args_os().any(|a| a == "--bisect-exit")
 }
 
+/// Selectors (`run`'s, `fleet run`'s) as any text, checked later.
+fn selector_parser() -> impl clap::builder::TypedValueParser<Value = String> {
+    with_bench_names(clap::builder::StringValueParser::new())
+}
+
+/// `parser`, with the benchmark names and `all` as its possible values, so
+/// shell completion offers them rather than file names (they are not the
+/// only values it accepts: `syscall:null` is one too).
+fn with_bench_names<P: clap::builder::TypedValueParser>(parser: P) -> BenchNames<P> {
+    BenchNames(parser)
+}
+
+#[derive(Clone)]
+struct BenchNames<P>(P);
+
+impl<P: clap::builder::TypedValueParser> clap::builder::TypedValueParser for BenchNames<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<P::Value, clap::Error> {
+        self.0.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = osbench::bench::REGISTRY.iter().map(|d| d.name);
+        let all = std::iter::once(osbench::bench::util::select::ALL);
+        Some(Box::new(
+            names.chain(all).map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// `--pin`: one of the placements, which completion offers.
+fn pin_parser() -> impl clap::builder::TypedValueParser<Value = osbench::measure::placement::Pin> {
+    use clap::builder::TypedValueParser;
+    use osbench::measure::placement::Pin;
+    clap::builder::PossibleValuesParser::new(Pin::ALL.map(|p| p.as_str())).map(|name| {
+        name.parse::<Pin>()
+            .expect("a possible value is a placement")
+    })
+}
+
 fn parse_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
@@ -329,14 +421,14 @@ pub fn main() -> ExitCode {
         _ => false,
     };
     let result = match cli.command {
-        Command::List => list::list(),
+        Command::List(args) => list::list(&args),
         Command::Run(args) => {
-            let console = console(args.stdout_taken());
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
             run::run(args, console)
         }
         Command::Env(args) => env::show_env(&args),
         Command::Compare(args) => {
-            let console = console(args.stdout_taken());
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
             compare::compare(args, console)
         }
         Command::History(args) => history::history(args),
@@ -348,8 +440,8 @@ pub fn main() -> ExitCode {
         Command::Plot(args) => plot::plot(args),
         Command::Report(args) => report::html_report(args),
         Command::Time(args) => {
-            let console = console(args.stdout_taken());
-            time::time(args, console)
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
+            time::time(*args, console)
         }
         Command::Agent(args) => agent::agent(&args),
         Command::GuestImage(args) => guest_image::guest_image(&args),

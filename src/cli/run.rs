@@ -21,7 +21,9 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::{
+    Console, LayoutArgs, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock,
+};
 
 /// Invocations of a run without configurations unless `--invocations` says
 /// otherwise: one, so that a run stays one process (its Ctrl-C, limits and
@@ -34,9 +36,10 @@ const TARGET_CI_ROUNDS: usize = 60;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`;
-    /// none: the quick default suite; `all`: every default case of every benchmark
-    #[arg(value_name = "SELECTOR")]
+    /// BENCH or BENCH:key=value[,key=value...], e.g. `syscall` or `syscall:case=null`, or a
+    /// case as the tables print it (`syscall:null`, `ctx:2p/0K`); none: the quick default
+    /// suite; `all`: every default case of every benchmark
+    #[arg(value_name = "SELECTOR", value_parser = super::selector_parser(), hide_possible_values = true)]
     selectors: Vec<String>,
     #[command(flatten)]
     save: SaveArgs,
@@ -89,6 +92,8 @@ pub struct RunArgs {
     pub(super) verdict: VerdictArgs,
     #[command(flatten)]
     ingest: IngestArgs,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -118,7 +123,7 @@ pub struct MeasureArgs {
     /// Placement of each case's tasks: none (the scheduler's choice), same (all on one CPU),
     /// spread (round robin over the allowed CPUs). Default: one-task benchmarks on one CPU,
     /// others unpinned
-    #[arg(long, value_name = "PLACEMENT", value_parser = str::parse::<Pin>)]
+    #[arg(long, value_name = "PLACEMENT", value_parser = super::pin_parser())]
     pin: Option<Pin>,
     /// Do not open perf_event counters (context_switches, cpu_migrations, page_faults,
     /// cycles, instructions; counted in a short pass per case and configuration after all
@@ -350,7 +355,7 @@ impl Configs<'_> {
 fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Console) {
     let mut out = String::new();
     if !doc.series.is_empty() {
-        out.push_str(&report::render_run(doc));
+        out.push_str(&report::render_run_within(doc, console.width));
     }
     if let Some(c) = comparison {
         out.push('\n');

@@ -15,7 +15,7 @@ use clap::Args;
 
 use osbench::compare::Comparison;
 use osbench::document::Document;
-use osbench::experiment::time::command::{Parameter, build, unused};
+use osbench::experiment::time::command::{Parameter, build, undefined, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
 use osbench::measure::Interrupt;
 use osbench::measure::spawn::SpawnOptions;
@@ -25,6 +25,7 @@ use osbench::store::PendingFile;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
+use super::time_hyperfine::HyperfineArgs;
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
@@ -33,7 +34,8 @@ pub struct TimeArgs {
     /// respected) and executed directly; the first is the baseline of the comparison
     #[arg(value_name = "COMMAND", required = true)]
     commands: Vec<String>,
-    /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins)
+    /// Run each command through `sh -c` (for pipes, redirections, variables, built-ins);
+    /// hyperfine's -S sh
     #[arg(long)]
     shell: bool,
     /// A name for the command at the same position (repeat; hyperfine -n): tables, documents
@@ -68,24 +70,24 @@ pub struct TimeArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     runs: Option<u32>,
     /// With the default run count: at least this many runs
-    #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "runs",
+    #[arg(long, short = 'm', value_name = "N", default_value_t = 10, conflicts_with = "runs",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     min_runs: u32,
     /// With the default run count or --target-ci: at most this many runs
-    #[arg(long, value_name = "N", default_value_t = 10_000, conflicts_with = "runs",
+    #[arg(long, short = 'M', value_name = "N", default_value_t = 10_000, conflicts_with = "runs",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     max_runs: u32,
     /// Unrecorded runs of each command first
     #[arg(long, short = 'w', value_name = "N", default_value_t = 1)]
     warmup: u32,
     /// Shell command run before every run of every command (untimed)
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, short = 'p', value_name = "CMD")]
     prepare: Option<String>,
     /// Shell command run once before all runs
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, short = 's', value_name = "CMD")]
     setup: Option<String>,
     /// Shell command run once after all runs, whatever happened
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, short = 'c', value_name = "CMD")]
     cleanup: Option<String>,
     /// Kill a run (its whole process group) after SECS seconds; it then counts as failed.
     /// A --prepare that takes longer is killed too, and stops the run
@@ -130,6 +132,10 @@ pub struct TimeArgs {
     pub(super) verdict: VerdictArgs,
     #[command(flatten)]
     ingest: IngestArgs,
+    #[command(flatten)]
+    hyperfine: HyperfineArgs,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
@@ -145,6 +151,22 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 }
 
 impl TimeArgs {
+    /// These arguments with hyperfine's options turned into osbench's (a
+    /// `--reference` command first), and the colour `--style` asks for.
+    fn with_hyperfine_options(mut self) -> anyhow::Result<(Self, Option<bool>)> {
+        let taken = self.hyperfine.take()?;
+        self.shell |= taken.shell;
+        self.quiet |= taken.quiet;
+        self.show_output |= taken.show_output;
+        if let Some(reference) = taken.reference {
+            if !self.command_names.is_empty() {
+                self.command_names.insert(0, reference.clone());
+            }
+            self.commands.insert(0, reference);
+        }
+        Ok((self, taken.colour))
+    }
+
     /// Whether an output file is standard output (the tables then go to stderr).
     pub fn stdout_taken(&self) -> bool {
         self.outputs_to_stdout().unwrap_or(true)
@@ -165,6 +187,11 @@ impl TimeArgs {
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
     // First, as in `run`: a signal during the set-up stops, never kills.
     let interrupt = Interrupt::install()?;
+    let (args, colour) = args.with_hyperfine_options()?;
+    let console = Console {
+        colour: colour.unwrap_or(console.colour),
+        ..console
+    };
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     let programs = timing::check(&plan)?;
@@ -232,6 +259,12 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
             max,
             args.parameter_step.as_deref(),
         )?);
+    }
+    if let Some(name) = undefined(&args.commands, &args.command_names, &parameters).first() {
+        anyhow::bail!(
+            "{{{name}}} is in a command or name, but no parameter {name} is defined: give \
+             -P/--parameter-scan {name} MIN MAX or -L/--parameter-list {name} VALUES"
+        );
     }
     let commands = build(&args.commands, &args.command_names, &parameters, args.shell)?;
     args.verdict.refuse_gate_inside_margin()?;

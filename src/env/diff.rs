@@ -1,5 +1,6 @@
 //! The diff of environment records: each flattened to `key = value` lines,
-//! and the keys whose values differ between documents.
+//! the keys whose values differ between documents, and for long values of
+//! words (a kernel command line) the words that differ.
 
 use std::collections::BTreeMap;
 
@@ -141,6 +142,64 @@ pub fn between_sides(before: &[&Environment], after: &[&Environment]) -> Vec<Sid
         .collect()
 }
 
+/// A value longer than this many characters is shown as the words that changed.
+pub const LONG_VALUE: usize = 60;
+
+/// How a value of words (a kernel command line) changed from `from` to
+/// `to`: words only `to` has, words only `from` has, and `key=value` words
+/// whose value changed (`root=/dev/sda1` → `root=/dev/sda2`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct WordChanges {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// (key, from, to).
+    pub changed: Vec<(String, String, String)>,
+}
+
+impl WordChanges {
+    /// The changes in words: `+added`, `-removed`, `key: from → to`.
+    pub fn words(&self) -> Vec<String> {
+        let changed = self
+            .changed
+            .iter()
+            .map(|(k, from, to)| format!("{k}: {from} → {to}"));
+        self.added
+            .iter()
+            .map(|w| format!("+{w}"))
+            .chain(self.removed.iter().map(|w| format!("-{w}")))
+            .chain(changed)
+            .collect()
+    }
+}
+
+/// The words that differ between `from` and `to` (split at whitespace;
+/// order and repeats ignored).
+pub fn word_changes(from: &str, to: &str) -> WordChanges {
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        from.split_whitespace().collect(),
+        to.split_whitespace().collect(),
+    );
+    let key = |w: &str| w.split_once('=').map(|(k, _)| k.to_string());
+    let only_b: Vec<&str> = b.iter().copied().filter(|w| !a.contains(w)).collect();
+    let mut only_a: Vec<&str> = a.iter().copied().filter(|w| !b.contains(w)).collect();
+    let mut out = WordChanges::default();
+    for w in only_b {
+        let old = key(w).and_then(|k| only_a.iter().position(|o| key(o).as_ref() == Some(&k)));
+        match old {
+            Some(i) => {
+                let before = only_a.remove(i);
+                let (k, new) = w.split_once('=').expect("a key=value word");
+                let old = before.split_once('=').map_or("", |(_, v)| v);
+                out.changed
+                    .push((k.to_string(), old.to_string(), new.to_string()));
+            }
+            None => out.added.push(w.to_string()),
+        }
+    }
+    out.removed = only_a.into_iter().map(str::to_string).collect();
+    out
+}
+
 /// Whether `key` is one of the declared `factors` or lies under one
 /// (`--factor vulnerabilities` covers `vulnerabilities.spectre_v2`).
 pub fn is_factor(key: &str, factors: &[String]) -> bool {
@@ -181,5 +240,23 @@ mod tests {
             }]
         );
         assert!(between_sides(&b, &b).is_empty());
+    }
+
+    #[test]
+    fn a_command_line_diff_is_its_added_removed_and_changed_words() {
+        let before = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet splash";
+        let after = "BOOT_IMAGE=/vmlinuz root=/dev/sda2 ro splash mitigations=off";
+        let c = word_changes(before, after);
+        assert_eq!(c.added, ["mitigations=off"]);
+        assert_eq!(c.removed, ["quiet"]);
+        assert_eq!(
+            c.changed,
+            [("root".into(), "/dev/sda1".into(), "/dev/sda2".into())]
+        );
+        assert_eq!(
+            c.words(),
+            ["+mitigations=off", "-quiet", "root: /dev/sda1 → /dev/sda2"]
+        );
+        assert_eq!(word_changes(before, before), WordChanges::default());
     }
 }

@@ -26,7 +26,9 @@ mod types;
 
 pub use activity::{Activity, Load};
 pub use capture::{capture, capture_from, record_end};
-pub use diff::{SideChange, between_sides, diff, flatten, is_factor};
+pub use diff::{
+    LONG_VALUE, SideChange, WordChanges, between_sides, diff, flatten, is_factor, word_changes,
+};
 pub use types::{
     Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,
 };

@@ -66,6 +66,11 @@ pub struct Environment {
     /// The powercap (RAPL) zones under /sys/class/powercap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub powercap: Vec<String>,
+    /// osbench's timer slack at the start (`prctl(PR_GET_TIMERSLACK)`), ns: how
+    /// much later than asked its SCHED_OTHER timers may fire (50 µs by default);
+    /// benchmarks inherit it unless they set their own (`timer:slack_ns=N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
     /// Load average and busy processes at the start and end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,

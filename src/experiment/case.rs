@@ -355,6 +355,11 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     let summary = summarize(&samples).ok_or_else(|| not_finite(def, params))?;
     let mut series = Series::new(def.name, case.name(), def.unit, samples, summary);
     series.params = params.to_json(def);
+    series.params.extend(
+        (def.recorded)(params)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v)),
+    );
     series.op = (def.op)(params);
     series.anchor = (def.anchor)(params);
     series.bytes_per_op = (def.bytes_per_op)(params);

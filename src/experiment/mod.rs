@@ -187,6 +187,8 @@ pub fn run_with<C: Clock>(
     let configs = configs_to_run(plan);
     let mut body = RunRounds::new(plan, &configs, harness);
     let (ready, mut audit) = body.get_ready(&mut env);
+    // A remote host that never answered has no environment here to audit: the local one is not its.
+    let unreached = plan.remote.is_some() && ready.is_err();
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
         Err(e) => rounds::Rounds {
@@ -209,7 +211,10 @@ pub fn run_with<C: Clock>(
     body.record_end(&mut env);
     // After an error or a stop a guest may be busy measuring: it is killed at once.
     let guests = body.shut_down_guests(rounds.error.is_none());
-    for finding in crate::env::audit::after_run(&env) {
+    for finding in crate::env::audit::after_run(&env)
+        .into_iter()
+        .filter(|_| !unreached)
+    {
         observer.audit(&finding);
         audit.push(finding);
     }
@@ -311,7 +316,10 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             *env = guest.info().env.clone();
         }
         let unpinned = runs_unpinned(self.plan, self.configs);
-        let mut audit = crate::env::audit::before_run(env, unpinned);
+        let mut audit = match (&self.plan.remote, &ready) {
+            (Some(_), Err(_)) => Vec::new(),
+            _ => crate::env::audit::before_run(env, unpinned),
+        };
         audit.extend(self.emulated_guests());
         let ready = ready.map(|warnings| audit.extend(warnings));
         (ready, audit)

@@ -125,13 +125,14 @@ fn ssh_output(host: &Host, script: &str, stdin: Option<std::fs::File>) -> Result
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        // ssh's own failures (no connection, refused keys) are its status 255.
+        let what = match out.status.code() {
+            Some(255) => "could not be reached over ssh to install osbench".to_string(),
+            _ => format!("installing osbench: ssh {}", out.status),
+        };
         return Err(fail(
             host,
-            format!(
-                "installing osbench: ssh {} ({})",
-                out.status,
-                last.unwrap_or("no message")
-            ),
+            format!("{what} ({})", last.unwrap_or("no message")),
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())

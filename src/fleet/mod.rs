@@ -240,9 +240,23 @@ fn run_host(
 
 /// A host without osbench ends its session with status 127 ("not found"),
 /// one with another version is refused at the handshake: the error then
-/// says how to get this one there.
+/// says how to get this one there. A host ssh could not reach (ssh's status
+/// 255 before any answer) is said to be that.
 fn with_hint(e: Error, installing: bool) -> Error {
     match e {
+        Error::Guest { who, message }
+            if message.contains("(exit status: 255) when asked to boot and start its agent") =>
+        {
+            let rest = message.split_once("its agent").map_or("", |(_, r)| r);
+            Error::Guest {
+                who,
+                message: format!(
+                    "could not be reached over ssh (ssh exited with status 255 before the \
+                     agent answered): check the target and its ssh options with \
+                     `ssh TARGET true`{rest}"
+                ),
+            }
+        }
         Error::Guest { who, message } if !installing => {
             let hint = if message.contains("exit status: 127") {
                 "; osbench was not found on the host: give --install to copy this one there, or \
@@ -323,5 +337,19 @@ mod tests {
             .map(str::to_string)
             .collect();
         assert_eq!(words, host.ssh("a 'b' $c"));
+    }
+
+    #[test]
+    fn an_unreachable_host_is_said_to_be_unreachable() {
+        let e = Error::Guest {
+            who: "host 'b'".into(),
+            message: "the guest ended (exit status: 255) when asked to boot and start its agent; \
+                      its last console lines: ssh: connect to host 10.9.9.9 port 22: No route"
+                .into(),
+        };
+        let text = with_hint(e, false).to_string();
+        assert!(text.contains("could not be reached over ssh"), "{text}");
+        assert!(text.contains("No route"), "{text}");
+        assert!(!text.contains("to boot"), "{text}");
     }
 }

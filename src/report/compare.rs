@@ -24,8 +24,10 @@ pub fn render(c: &Comparison, colour: bool) -> String {
     out.push_str(&env_differences(c, &letters));
     out.push('\n');
     for row in &c.rows {
-        let unit = row.unit.symbol();
-        let d = decimals_for(row.summaries[0].median);
+        // Whole commands' seconds in a readable unit, one for the case's lines.
+        let (factor, unit) =
+            super::readable_scale(row.unit, row.summaries.iter().map(|s| s.median));
+        let d = decimals_for(row.summaries[0].median * factor);
         let _ = writeln!(
             out,
             "{} {} ({unit}, {} and 95% CI)",
@@ -42,9 +44,9 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {l}  {}  [{} – {}]  n={}{bandwidth}",
-                super::fmt_fixed(s.median, d),
-                super::fmt_fixed(s.ci_low, d),
-                super::fmt_fixed(s.ci_high, d),
+                super::fmt_fixed(s.median * factor, d),
+                super::fmt_fixed(s.ci_low * factor, d),
+                super::fmt_fixed(s.ci_high * factor, d),
                 s.n
             );
         }
@@ -103,10 +105,15 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
             .unwrap_or(0)
             .min(40);
         for (key, values) in &c.env_diff {
+            let (values, as_changes) = super::env_values(values);
             let shown: Vec<String> = letters
                 .iter()
-                .zip(values)
-                .map(|(l, v)| format!("{l}: {v}"))
+                .zip(&values)
+                .enumerate()
+                .map(|(i, (l, v))| match as_changes && i > 0 {
+                    true => format!("{l} vs A: {v}"),
+                    false => format!("{l}: {v}"),
+                })
                 .collect();
             let flag = if crate::env::is_factor(key, &c.factors) {
                 "factor     "
@@ -120,23 +127,32 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
     out
 }
 
-/// The seed-002 layout: each side's mean ± standard deviation and the change.
+/// The seed-002 layout: each side's mean ± standard deviation (in the unit
+/// named after them) and the change; cases named as the other tables name
+/// them, with their configuration.
 fn summary_table(c: &Comparison, letters: &[String]) -> String {
     let mut out = String::from("\n");
     let mut header = vec!["benchmark".to_string()];
     header.extend(letters.iter().cloned());
+    header.push("unit".to_string());
     header.extend(letters[1..].iter().map(|l| format!("{l} vs A")));
     let mut rows: Vec<Vec<String>> = Vec::new();
     for row in &c.rows {
-        let d = decimals_for(row.summaries[0].mean);
-        let mut cells = vec![format!("{} {}", row.bench, row.case)];
+        let (factor, unit) = super::readable_scale(row.unit, row.summaries.iter().map(|s| s.mean));
+        let d = decimals_for(row.summaries[0].mean * factor);
+        let mut cells = vec![format!(
+            "{} {}",
+            row.bench,
+            super::case_label(&row.case, &row.config)
+        )];
         cells.extend(row.summaries.iter().map(|s| {
             format!(
                 "{} ± {}",
-                super::fmt_fixed(s.mean, d),
-                super::fmt_fixed(s.stddev, d)
+                super::fmt_fixed(s.mean * factor, d),
+                super::fmt_fixed(s.stddev * factor, d)
             )
         }));
+        cells.push(unit.to_string());
         cells.extend(
             row.changes
                 .iter()
@@ -145,7 +161,10 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
         rows.push(cells);
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let numeric: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
+    let unit_column = letters.len() + 1;
+    let numeric: Vec<bool> = (0..header.len())
+        .map(|i| i > 0 && i != unit_column)
+        .collect();
     out.push_str(&super::align(&header, &numeric, &rows));
     let _ = writeln!(
         out,
@@ -389,8 +408,8 @@ pub fn target_lines(doc: &crate::document::Document) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn precision_lines_name_the_stop_and_each_comparison() {
+    /// The fixture compared with itself.
+    fn fixture_comparison() -> Comparison {
         let docs = [
             ("before.json".to_string(), crate::report::fixture()),
             ("after.json".to_string(), crate::report::fixture()),
@@ -399,7 +418,12 @@ mod tests {
             resamples: 200,
             ..Default::default()
         };
-        let c = crate::compare::compare(&docs, options).unwrap();
+        crate::compare::compare(&docs, options).unwrap()
+    }
+
+    #[test]
+    fn precision_lines_name_the_stop_and_each_comparison() {
+        let c = fixture_comparison();
         let text = precision_lines(Some(&c), "--max-time reached after 2 rounds");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Stopped: --max-time reached after 2 rounds.");
@@ -411,5 +435,30 @@ mod tests {
         let row = &c.rows[0];
         assert!(lines[2].starts_with(&format!("  {} {} after.json: ±", row.bench, row.case)));
         assert!(text.ends_with("%\n"), "{text}");
+    }
+
+    #[test]
+    fn long_values_show_their_changed_words_and_the_summary_keeps_configurations() {
+        let mut c = fixture_comparison();
+        let base = "BOOT_IMAGE=/boot/vmlinuz-6.18.44 root=UUID=4f1c2a9e-3b7d-4e2a-9c1f-7d8e6b5a4c3d ro \
+                    quiet console=ttyS0,115200 init_on_alloc=1 transparent_hugepage=madvise";
+        let after = format!("{} mitigations=off", base.replace(" quiet", ""));
+        c.env_diff = vec![("cmdline".into(), vec![base.to_string(), after])];
+        let text = render(&c, false);
+        let line = text.lines().find(|l| l.contains("cmdline")).unwrap();
+        assert!(line.contains("A: 7 words"), "{line}");
+        assert!(line.contains("B vs A: +mitigations=off -quiet"), "{line}");
+        assert!(!line.contains("UUID"), "{line}");
+        let summary = &text[text.rfind("benchmark").unwrap()..];
+        let tagged: Vec<_> = c.rows.iter().filter(|r| r.config != "default").collect();
+        assert!(!tagged.is_empty());
+        for r in tagged {
+            let name = format!(
+                "{} {}",
+                r.bench,
+                super::super::case_label(&r.case, &r.config)
+            );
+            assert!(summary.contains(&name), "{name} not in {summary}");
+        }
     }
 }

@@ -44,6 +44,14 @@ pub fn section(doc: &Document) -> Option<Body> {
         if tlb {
             header.push("tlb sd");
         }
+        // Whole commands' seconds (`time`) in one readable unit for the table.
+        let seconds = super::readable_scale(
+            crate::document::Unit::S,
+            counted
+                .iter()
+                .filter(|s| s.unit == crate::document::Unit::S)
+                .map(|s| s.summary.median),
+        );
         let mut numeric = vec![true; header.len()];
         numeric[0] = false;
         numeric[1] = false;
@@ -61,7 +69,7 @@ pub fn section(doc: &Document) -> Option<Body> {
         blocks.push(Block::Table(Table {
             header,
             numeric,
-            rows: counted.iter().map(|s| row(s, tlb)).collect(),
+            rows: counted.iter().map(|s| row(s, tlb, seconds)).collect(),
             cases: counted
                 .iter()
                 .map(|s| (s.case.clone(), s.config.clone()))
@@ -120,10 +128,15 @@ fn energy(series: &[Series]) -> Vec<Block> {
     ]
 }
 
-/// One case's cells; with `tlb`, its TLB shootdowns last.
-fn row(s: &Series, tlb: bool) -> Vec<String> {
+/// One case's cells; with `tlb`, its TLB shootdowns last. CPU times are in
+/// the case's unit, or for seconds in the table's `seconds` scale (factor, symbol).
+fn row(s: &Series, tlb: bool, seconds: (f64, &str)) -> Vec<String> {
     let mean = |name: &str| s.counters.get(name).map(|c| c.mean);
-    let unit_ns = s.unit.ns();
+    let (factor, symbol) = match s.unit {
+        crate::document::Unit::S => seconds,
+        unit => (1.0, unit.symbol()),
+    };
+    let unit_ns = s.unit.ns() / factor;
     let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt_sig);
     let (user, sys) = (mean("user_ns"), mean("sys_ns"));
     let share = match (user, sys) {
@@ -137,7 +150,7 @@ fn row(s: &Series, tlb: bool) -> Vec<String> {
         cell(user.map(|v| v / unit_ns)),
         cell(sys.map(|v| v / unit_ns)),
         share,
-        s.unit.symbol().to_string(),
+        symbol.to_string(),
         cell(mean("voluntary_switches")),
         cell(mean("involuntary_switches")),
         cell(mean("minor_faults")),

@@ -242,7 +242,16 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
                 "confounder?"
             };
             let mut cells = vec![escape(key), role.to_string()];
-            cells.extend(values.iter().map(|v| escape(v)));
+            let (values, as_changes) = super::env_values(values);
+            cells.extend(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| match as_changes && i > 0 {
+                        true => format!("vs A: {}", escape(v)),
+                        false => escape(v),
+                    }),
+            );
             cells
         })
         .collect();

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod counters;
 pub mod csv;
 pub mod env;
+pub mod fit;
 pub mod history;
 pub mod html;
 pub mod hyperfine;
@@ -31,7 +32,7 @@ use unicode_width::UnicodeWidthStr;
 use crate::document::{DEFAULT_CONFIG, Series};
 use crate::stats::verdict::Verdict;
 pub use env::env_text;
-pub use table::render_run;
+pub use table::{render_run, render_run_within};
 
 /// `x` with about four significant digits (at most six decimals; a value
 /// too small for them in scientific notation, never `0.000000`).
@@ -77,6 +78,28 @@ pub fn blank_numbers(text: &str) -> String {
     out
 }
 
+/// How a table shows values of `unit`, as (factor, symbol): seconds (whole
+/// commands, `osbench time`) in s, ms or µs, one for the table, chosen by the
+/// largest of `typical` (so it reads 1 or more, as hyperfine picks one unit
+/// per table); the benchmarks' own units (ns, µs) as they are.
+pub fn readable_scale(
+    unit: crate::document::Unit,
+    typical: impl IntoIterator<Item = f64>,
+) -> (f64, &'static str) {
+    if unit != crate::document::Unit::S {
+        return (1.0, unit.symbol());
+    }
+    let largest = typical
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    match largest {
+        s if s >= 1.0 => (1.0, "s"),
+        s if s >= 1e-3 => (1e3, "ms"),
+        _ => (1e6, "µs"),
+    }
+}
+
 /// A case as tables and legends name it: with its configuration in brackets,
 /// unless it ran without one ([`DEFAULT_CONFIG`]).
 pub fn case_label(case: &str, config: &str) -> String {
@@ -94,6 +117,45 @@ pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
     } else {
         &r.verdict_words
     }
+}
+
+/// An environment key's values, one per side, and whether they are shown
+/// as changes: each as it is, or when one is long (a kernel command line)
+/// and every other side changed at most half its words, the baseline's word
+/// count and each other side's changed words against it (`+mitigations=off
+/// -quiet`), at most ten of them. Values that differ throughout (a sentence
+/// replaced by another) are shown whole.
+pub(crate) fn env_values(values: &[String]) -> (Vec<String>, bool) {
+    const SHOWN: usize = 10;
+    let base = &values[0];
+    let words = |v: &str| v.split_whitespace().count();
+    let changes: Vec<Vec<String>> = values[1..]
+        .iter()
+        .map(|v| crate::env::word_changes(base, v).words())
+        .collect();
+    let long = values
+        .iter()
+        .any(|v| v.chars().count() > crate::env::LONG_VALUE);
+    let small = values[1..]
+        .iter()
+        .zip(&changes)
+        .all(|(v, c)| 2 * c.len() <= words(base).max(words(v)));
+    if !long || !small {
+        return (values.to_vec(), false);
+    }
+    let mut out = vec![format!("{} words", words(base))];
+    for mut words in changes {
+        let more = words.len().saturating_sub(SHOWN);
+        words.truncate(SHOWN);
+        if more > 0 {
+            words.push(format!("… and {more} more"));
+        }
+        out.push(match words.is_empty() {
+            true => "the same words in another order".to_string(),
+            false => words.join(" "),
+        });
+    }
+    (out, true)
 }
 
 /// A percentage with one decimal.

@@ -12,16 +12,17 @@ use crate::document::{Document, Series};
 use crate::stats::Summary;
 
 /// `doc`'s commands, from their summaries and per-run counters.
+/// One unit for every command and the floor, as hyperfine uses one per table.
 pub fn render(doc: &Document) -> String {
     let mut out = String::new();
+    let scale = time_scale(doc.series.iter().map(|s| s.summary.median));
     for (i, s) in doc.series.iter().enumerate() {
         let _ = writeln!(out, "{}", heading(i, s));
-        command(&mut out, s);
+        command(&mut out, s, scale);
     }
     out.push_str(&digest(doc));
     if let Some(floor) = doc.run.time.as_ref().and_then(|t| t.floor.as_ref()) {
         let f = &floor.summary;
-        let scale = time_scale(f.median);
         let _ = writeln!(
             out,
             "Floor: {} takes {} {} (median of {}, 95% CI {} – {}); every command's real time includes it.",
@@ -64,8 +65,7 @@ fn heading(i: usize, s: &Series) -> String {
 }
 
 /// Command `s`'s table (real, user, sys, peak RSS) and what else each run cost.
-fn command(out: &mut String, s: &Series) {
-    let scale = time_scale(s.summary.median);
+fn command(out: &mut String, s: &Series, scale: (f64, &str)) {
     // real, user and sys share the decimals that suit real.
     let d = super::decimals_for(s.summary.median * scale.0).min(3);
     let counter = |name: &str| s.counters.get(name);
@@ -187,13 +187,9 @@ pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
     out
 }
 
-/// Seconds shown as s, ms or µs, chosen by magnitude: (factor, symbol).
-fn time_scale(seconds: f64) -> (f64, &'static str) {
-    match seconds.abs() {
-        s if s >= 1.0 => (1.0, "s"),
-        s if s >= 1e-3 => (1e3, "ms"),
-        _ => (1e6, "µs"),
-    }
+/// Seconds shown as s, ms or µs, chosen by the largest of `seconds`: (factor, symbol).
+fn time_scale(seconds: impl IntoIterator<Item = f64>) -> (f64, &'static str) {
+    super::readable_scale(crate::document::Unit::S, seconds)
 }
 
 fn fmt_in(seconds: f64, scale: (f64, &str)) -> String {
@@ -219,9 +215,60 @@ mod tests {
 
     #[test]
     fn time_units_follow_magnitude() {
-        assert_eq!(time_scale(2.5).1, "s");
-        assert_eq!(time_scale(0.0105).1, "ms");
-        assert_eq!(time_scale(0.000_42).1, "µs");
-        assert_eq!(fmt_in(0.0105, time_scale(0.0105)), "10.50");
+        assert_eq!(time_scale([2.5]).1, "s");
+        assert_eq!(time_scale([0.0105]).1, "ms");
+        assert_eq!(time_scale([0.000_42]).1, "µs");
+        assert_eq!(fmt_in(0.0105, time_scale([0.0105])), "10.50");
+        // One unit for a table: the largest value's.
+        assert_eq!(time_scale([0.000_42, 0.0512]).1, "ms");
+        assert_eq!(fmt_in(0.000_487_7, time_scale([0.0512])), "0.4877");
+    }
+
+    /// Two commands, 51.24 ms and 0.4877 ms, with user time, and a floor.
+    fn two_commands() -> Document {
+        let mut doc = crate::report::fixture();
+        let command = |name: &str, seconds: f64| {
+            let samples = vec![seconds * 0.99, seconds, seconds * 1.01];
+            let summary = crate::stats::summarize(&samples).unwrap();
+            let mut s = Series::new(
+                "command",
+                name.into(),
+                crate::document::Unit::S,
+                samples,
+                summary,
+            );
+            let user = crate::stats::summarize(&[seconds * 0.5e9; 3]).unwrap();
+            s.counters.insert("user_ns".into(), user);
+            s
+        };
+        doc.series = vec![command("make", 0.05124), command("true", 0.000_487_7)];
+        doc.comparisons.clear();
+        doc
+    }
+
+    #[test]
+    fn every_table_of_time_has_one_unit() {
+        let doc = two_commands();
+        let text = render(&doc);
+        assert!(text.contains("51.24") && text.contains("0.488"), "{text}");
+        assert!(
+            !text.contains("µs"),
+            "one unit, ms, for both blocks: {text}"
+        );
+        // The counters table (terminal and HTML) in the same readable unit, not seconds.
+        let crate::report::sections::Body::Blocks(blocks) =
+            crate::report::counters::section(&doc).unwrap()
+        else {
+            panic!("blocks");
+        };
+        let table = blocks
+            .iter()
+            .find_map(|b| match b {
+                crate::report::sections::Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .unwrap();
+        assert!(table.rows.iter().all(|r| r[5] == "ms"), "{:?}", table.rows);
+        assert_eq!(table.rows[0][2], "25.62", "{:?}", table.rows);
     }
 }

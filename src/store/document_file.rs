@@ -294,6 +294,15 @@ pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
                 "schema '{other}', this osbench reads '{SCHEMA}'"
             )));
         }
+        None if is_hyperfine_export(&value) => {
+            return Err(bad(
+                "this is hyperfine's --export-json layout (results[].command, times), which has \
+                 no environment, run order or per-run rusage to compare by; time the commands \
+                 with `osbench time` (it takes hyperfine's options, and --export-json writes \
+                 this layout too) to store and compare them"
+                    .into(),
+            ));
+        }
         None => return Err(bad("no \"schema\" field".into())),
     }
     let doc = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
@@ -302,6 +311,20 @@ pub fn parse_document(text: &str, origin: &str) -> Result<Document> {
         problem,
     })?;
     Ok(doc)
+}
+
+/// Whether `value` is a hyperfine `--export-json` file: `results`, each with
+/// a `command` and its `times`.
+fn is_hyperfine_export(value: &serde_json::Value) -> bool {
+    value
+        .get("results")
+        .and_then(|r| r.as_array())
+        .is_some_and(|results| {
+            !results.is_empty()
+                && results
+                    .iter()
+                    .all(|r| r.get("command").is_some() && r.get("times").is_some())
+        })
 }
 
 #[cfg(test)]
@@ -466,5 +489,19 @@ mod tests {
             .collect();
         contents.sort();
         assert_eq!(contents, ["0", "1", "2", "3", "4", "5", "6", "7"]);
+    }
+
+    #[test]
+    fn a_hyperfine_export_is_named_with_what_to_do() {
+        let export = r#"{"results": [{"command": "sleep 0.1", "mean": 0.1, "times": [0.1, 0.1]}]}"#;
+        let e = parse_document(export, "bench.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hyperfine's --export-json"), "{e}");
+        assert!(e.contains("osbench time"), "{e}");
+        let e = parse_document(r#"{"results": []}"#, "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no \"schema\" field"), "{e}");
     }
 }

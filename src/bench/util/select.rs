@@ -13,7 +13,7 @@
 
 use std::str::FromStr;
 
-use crate::bench::{BenchDef, Params, REGISTRY, find};
+use crate::bench::{BenchDef, ParamKind, Params, REGISTRY, find};
 use crate::error::{Error, Result};
 
 /// The quick representative suite `osbench run` runs with no selector: one
@@ -51,14 +51,22 @@ pub struct Selector {
 impl FromStr for Selector {
     type Err = Error;
 
+    /// `BENCH`, `BENCH:key=value[,…]`, or a case as osbench prints it:
+    /// `BENCH:CASE` or `BENCH CASE` (`syscall:null`, `ctx 2p/0K`), with or
+    /// without a configuration tag (`syscall:null [a]`, which [`config_tag`]
+    /// reads; a selector names the case in every configuration).
     fn from_str(s: &str) -> Result<Self> {
         let bad = |why: &str| Error::BadSelector {
             selector: s.to_string(),
             why: why.to_string(),
         };
-        let (bench, rest) = match s.split_once(':') {
+        let (untagged, _) = config_tag(s);
+        let (bench, rest) = match untagged.split_once(':') {
             Some((b, r)) => (b, Some(r)),
-            None => (s, None),
+            None => match untagged.split_once(' ') {
+                Some((b, r)) => (b, Some(r)),
+                None => (untagged, None),
+            },
         };
         if bench.is_empty() {
             return Err(bad("no benchmark name"));
@@ -67,6 +75,9 @@ impl FromStr for Selector {
         if let Some(rest) = rest {
             if rest.is_empty() {
                 return Err(bad("nothing after ':'"));
+            }
+            if rest.split(',').any(|pair| !pair.contains('=')) {
+                return printed_case(bench, rest).ok_or_else(|| bad(&not_a_case(bench, rest)));
             }
             for pair in rest.split(',') {
                 let (k, v) = pair
@@ -88,7 +99,138 @@ impl FromStr for Selector {
     }
 }
 
-/// One case to run.
+/// `text` without its trailing configuration tag (`syscall:null [a]` →
+/// `syscall:null`, `Some("a")`), as tables print a case of a configuration.
+pub fn config_tag(text: &str) -> (&str, Option<&str>) {
+    let text = text.trim();
+    match text.strip_suffix(']').and_then(|t| t.rsplit_once(" [")) {
+        Some((case, tag)) if !tag.is_empty() => (case.trim_end(), Some(tag)),
+        _ => (text, None),
+    }
+}
+
+/// The selector of the case of family `bench` printed as `name`.
+fn printed_case(bench: &str, name: &str) -> Option<Selector> {
+    let def = find(bench)?;
+    let params = named_case(def, name)?;
+    Some(Selector {
+        bench: bench.to_string(),
+        fixed: def
+            .params
+            .iter()
+            .map(|p| (p.name.to_string(), params.get(p.name).to_string()))
+            .collect(),
+    })
+}
+
+/// Why `rest` names no case of `bench`, and what does.
+fn not_a_case(bench: &str, rest: &str) -> String {
+    let Some(def) = find(bench) else {
+        return format!("'{bench}' is no benchmark, and '{rest}' is not key=value");
+    };
+    let names: Vec<String> = def
+        .default_cases()
+        .iter()
+        .map(|fixed| (def.case_name)(&Params::new(def, fixed)))
+        .collect();
+    format!(
+        "'{rest}' is neither key=value nor a case name of {bench} (its default cases: {}; \
+         `osbench list {bench}` shows its parameters)",
+        names.join(", ")
+    )
+}
+
+/// Candidate cases tried when reading a printed name: at most this many.
+const MAX_CANDIDATES: usize = 100_000;
+
+/// The case of `def` whose printed name is `name`: a default case if one
+/// has it, else the case with the fewest parameters off their defaults among
+/// those built from each parameter's default, its default cases' values,
+/// every word of a choice, and the integers written in `name` (`4p/0K`:
+/// 4 and 0).
+fn named_case(def: &BenchDef, name: &str) -> Option<Params> {
+    let named = |p: &Params| (def.case_name)(p) == name;
+    if let Some(p) = def
+        .default_cases()
+        .iter()
+        .map(|fixed| Params::new(def, fixed))
+        .find(named)
+    {
+        return Some(p);
+    }
+    let numbers: Vec<String> = name
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.trim_start_matches('0').to_string())
+        .map(|t| if t.is_empty() { "0".to_string() } else { t })
+        .collect();
+    let defaults = def.default_cases();
+    let values: Vec<Vec<&str>> = def
+        .params
+        .iter()
+        .map(|spec| {
+            let mut v: Vec<&str> = vec![spec.default];
+            v.extend(
+                defaults
+                    .iter()
+                    .flatten()
+                    .filter(|(k, _)| *k == spec.name)
+                    .map(|(_, v)| *v),
+            );
+            match spec.kind {
+                ParamKind::Choice(words) => v.extend(words.iter().copied()),
+                ParamKind::IntOr { word, .. } => {
+                    v.push(word);
+                    v.extend(numbers.iter().map(String::as_str));
+                }
+                ParamKind::CountOrAll { .. } => {
+                    v.push("all");
+                    v.extend(numbers.iter().map(String::as_str));
+                }
+                _ => v.extend(numbers.iter().map(String::as_str)),
+            }
+            let mut unique: Vec<&str> = Vec::new();
+            for value in v {
+                if spec.accepts(value) && !unique.contains(&value) {
+                    unique.push(value);
+                }
+            }
+            unique
+        })
+        .collect();
+    let mut best: Option<(usize, Params)> = None;
+    let mut index = vec![0usize; values.len()];
+    for _ in 0..MAX_CANDIDATES {
+        let fixed: Vec<(&str, &str)> = def
+            .params
+            .iter()
+            .zip(values.iter().zip(&index))
+            .map(|(spec, (v, &i))| (spec.name, v[i]))
+            .collect();
+        let off = index.iter().filter(|&&i| i > 0).count();
+        let params = Params::new(def, &fixed);
+        if best.as_ref().is_none_or(|(o, _)| off < *o) && named(&params) {
+            best = Some((off, params));
+        }
+        if !advance(&mut index, &values) {
+            break;
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// The next combination of indices into `values` (odometer order); false after the last.
+fn advance(index: &mut [usize], values: &[Vec<&str>]) -> bool {
+    for (i, v) in index.iter_mut().zip(values) {
+        *i += 1;
+        if *i < v.len() {
+            return true;
+        }
+        *i = 0;
+    }
+    false
+}
+
 #[derive(Debug, Clone)]
 pub struct Case {
     pub def: &'static BenchDef,
@@ -397,5 +539,45 @@ mod tests {
         );
         let e = resolve(&[sel("syscall:foo=1")]).unwrap_err().to_string();
         assert!(e.contains("'foo'") && e.contains("case"), "{e}");
+    }
+
+    #[test]
+    fn every_printed_case_name_selects_its_case() {
+        for case in resolve(&[sel("all")]).unwrap() {
+            let (bench, name) = (case.def.name, case.name());
+            for printed in [
+                format!("{bench}:{name}"),
+                format!("{bench}:{name} [a]"),
+                format!("{bench} {name}"),
+                format!("{bench} {name} [config b]"),
+            ] {
+                let again = resolve(&[sel(&printed)]).unwrap();
+                assert_eq!(again.len(), 1, "{printed}");
+                assert_eq!(again[0].params, case.params, "{printed}");
+                assert!(std::ptr::eq(again[0].def, case.def), "{printed}");
+            }
+        }
+        // Cases outside the defaults, as a run of them prints them.
+        for selector in [
+            "ctx:procs=4",
+            "ctx:procs=3,mode=threads",
+            "ipc:kind=udp,bytes=1",
+        ] {
+            let case = resolve(&[sel(selector)]).unwrap().remove(0);
+            let printed = format!("{}:{}", case.def.name, case.name());
+            let again = resolve(&[sel(&printed)]).unwrap();
+            assert_eq!(again[0].params, case.params, "{printed}");
+        }
+        assert_eq!(config_tag("syscall:null [a]"), ("syscall:null", Some("a")));
+        assert_eq!(config_tag("ctx:2p/0K"), ("ctx:2p/0K", None));
+    }
+
+    #[test]
+    fn a_name_that_is_no_case_says_which_are() {
+        let e = "syscall:nosuch"
+            .parse::<Selector>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'nosuch'") && e.contains("null, read"), "{e}");
     }
 }

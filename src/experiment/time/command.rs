@@ -270,6 +270,27 @@ pub fn unused<'a>(
         .collect()
 }
 
+/// The `{NAME}` placeholders (NAME a word: letters, digits, `_`) of the
+/// commands and names that no parameter defines, each once: hyperfine
+/// would run them as literal text, which is never what was meant.
+pub fn undefined(templates: &[String], names: &[String], parameters: &[Parameter]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for text in templates.iter().chain(names) {
+        for (start, _) in text.match_indices('{') {
+            let rest = &text[start + 1..];
+            let Some(end) = rest.find('}') else { continue };
+            let name = &rest[..end];
+            let word = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if word && !parameters.iter().any(|p| p.name == name) && !out.iter().any(|n| n == name)
+            {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Whether `text` has `{name}` in it.
 fn uses(text: &str, name: &str) -> bool {
     text.contains(&format!("{{{name}}}"))

@@ -178,7 +178,8 @@ mod tests {
             "latency-cdf-wakeup",
             &[
                 "latency (µs, log scale)",
-                "events at or below (%)",
+                "events at or below (%, log-scaled tail)",
+                "99.9%",
                 "futex/threads",
                 "pipe/threads",
                 "p99",
