@@ -1905,8 +1905,8 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
                 "syscall:case=null",
                 "fs:phase=create,kib=4,files=200",
             ])
-            .args(["-q", "--no-perf", "--seed", "1", "--samples", "200"])
-            .args(["--sample-time", "20", "--warmup", "0", "--json"])
+            .args(["-q", "--no-perf", "--seed", "1", "--samples", "5000"])
+            .args(["--sample-time", "1", "--warmup", "0", "--json"])
             .arg(&json)
             .env("TMPDIR", &root)
             .stdout(Stdio::null())
@@ -1930,8 +1930,10 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
         assert!(std::time::Instant::now() < deadline, "fs never started");
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Let fs take samples of its own first (a sample lasts 20 ms, the case 4 s).
-    std::thread::sleep(Duration::from_secs(1));
+    // Let fs take samples of its own first. A sample is one pass of 200
+    // files, 1-4 ms on the development VMs, so the 5,000 passes asked for
+    // last far longer than this wait on any of them.
+    std::thread::sleep(Duration::from_millis(300));
     let mut filler = fs::File::create(root.join("filler")).unwrap();
     let block = [0u8; 4096];
     let status = loop {
