@@ -10,7 +10,7 @@
 //! the client, would put TIME_WAIT on the server's side instead: each
 //! client port is then free at once and connect() does not search past
 //! ports in TIME_WAIT; measured, it was not what made osbench's figure
-//! 0.6× lmbench's: placement was, see docs/crosscheck.md.) connect()'s cost therefore grows with the
+//! 0.6× lmbench's, see below.) connect()'s cost therefore grows with the
 //! connections of the last 60 s, this run's and others'. Over loopback Linux reuses such ports
 //! for new outgoing connections when `net.ipv4.tcp_tw_reuse` is 1 or 2 (2,
 //! loopback only, is the default), so a long run does not run out of
@@ -18,8 +18,13 @@
 //! it, and running out anyway (EADDRNOTAVAIL) is an error naming the ports.
 //! Only 127.0.0.1 is ever bound, on a port the kernel chooses.
 //!
-//! Differences on purpose: the server is forked by osbench (lmbench starts
-//! `lat_connect -s` separately, on its fixed port 4000-ish); the AF_UNIX
+//! Differences on purpose: the listen backlog is `net.core.somaxconn`
+//! where lmbench's is 100. When lmbench's server falls 100 connections
+//! behind (a pause of 1.5 ms), the kernel drops a SYN and that connect()
+//! waits out the 1 s retransmission timeout: such runs read milliseconds
+//! per connection (nstat's ListenOverflows and TCPTimeouts count them), and
+//! without one the two agree (docs/crosscheck.md). The server is forked by
+//! osbench (lmbench starts `lat_connect -s` separately, on its fixed port); the AF_UNIX
 //! socket lives in a temporary directory osbench removes; lmbench's server
 //! reads one byte to learn when to exit, osbench shuts its listener down.
 //! Left out: remote hosts.
@@ -66,7 +71,7 @@ pub static DEF: BenchDef = BenchDef {
         "tcp" => "lat_connect localhost (lat_connect -s running)".to_string(),
         _ => "lat_unix_connect".to_string(),
     },
-    differs: "client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
+    differs: "a listen backlog of net.core.somaxconn where lmbench's 100 overflows when its server falls behind, and each dropped SYN costs lmbench's run a 1 s retransmission (its millisecond figures); client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
     tasks: |_| 2,
     setup,
     check,
