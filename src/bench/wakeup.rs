@@ -47,14 +47,7 @@ pub static DEF: BenchDef = BenchDef {
         ParamSpec {
             name: "wait",
             help: "how the woken task waits",
-            kind: ParamKind::Choice(&[
-                "futex",
-                "eventfd",
-                "pipe",
-                "spin",
-                "spin-then-futex",
-                "epoll",
-            ]),
+            kind: ParamKind::Choice(WAITS),
             default: "futex",
         },
         ParamSpec {
@@ -133,6 +126,16 @@ pub static DEF: BenchDef = BenchDef {
     sampling: Sampling::Events(|p| 2 * p.int("count") as u64),
     ..BenchDef::DEFAULTS
 };
+
+/// The ways to wait (`wait=`).
+const WAITS: &[&str] = &[
+    "futex",
+    "eventfd",
+    "pipe",
+    "spin",
+    "spin-then-futex",
+    "epoll",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wait {
@@ -386,27 +389,27 @@ fn epoll_over(fds: &[OwnedFd]) -> Result<OwnedFd> {
 /// The descriptors of one direction (none for the shared-memory waits),
 /// and the descriptors to keep open.
 fn direction(wait: Wait, fds: usize, owned: &mut Vec<OwnedFd>) -> Result<Direction> {
-    let raw = |fds: &[&OwnedFd]| -> Arc<[RawFd]> { fds.iter().map(|f| f.as_raw_fd()).collect() };
+    let raw = |fds: &[OwnedFd]| -> Arc<[RawFd]> { fds.iter().map(AsRawFd::as_raw_fd).collect() };
     let (wait_fd, wake_fds) = match wait {
         Wait::EventFd => {
             let fd = eventfd()?;
             let dup = fd
                 .try_clone()
                 .map_err(|e| descriptor_error("duplicating an eventfd", e))?;
-            let d = (fd.as_raw_fd(), raw(&[&dup]));
+            let d = (fd.as_raw_fd(), raw(std::slice::from_ref(&dup)));
             owned.extend([fd, dup]);
             d
         }
         Wait::Pipe => {
             let (r, w) = pipe()?;
-            let d = (r.as_raw_fd(), raw(&[&w]));
+            let d = (r.as_raw_fd(), raw(std::slice::from_ref(&w)));
             owned.extend([r, w]);
             d
         }
         Wait::Epoll => {
             let ready = (0..fds).map(|_| eventfd()).collect::<Result<Vec<_>>>()?;
             let ep = epoll_over(&ready)?;
-            let d = (ep.as_raw_fd(), raw(&ready.iter().collect::<Vec<_>>()));
+            let d = (ep.as_raw_fd(), raw(&ready));
             owned.push(ep);
             owned.extend(ready);
             d
@@ -557,14 +560,7 @@ mod tests {
     #[test]
     fn every_wait_kind_completes_exactly_n_hand_offs() {
         for mode in ["threads", "processes"] {
-            for wait in [
-                "futex",
-                "eventfd",
-                "pipe",
-                "spin",
-                "spin-then-futex",
-                "epoll",
-            ] {
+            for &wait in WAITS {
                 let p = Params::new(
                     &DEF,
                     &[

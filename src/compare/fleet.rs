@@ -236,14 +236,11 @@ impl FleetCase {
 }
 
 impl FleetComparison {
-    /// Whether any case is, over the fleet, significantly slower by more
-    /// than `pct` % (also when called slower within the equivalence margin,
-    /// as [`super::Comparison::gate_tripped`]).
+    /// Whether any case, over the fleet, trips a gate at `pct` % ([`Verdict::trips_gate`]).
     pub fn gate_tripped(&self, pct: f64) -> bool {
-        self.cases.iter().any(|c| {
-            matches!(c.verdict, Verdict::Slower | Verdict::SlowerWithinMargin)
-                && c.ci.ratio > 1.0 + pct / 100.0
-        })
+        self.cases
+            .iter()
+            .any(|c| c.verdict.trips_gate(c.ci.ratio, pct))
     }
 }
 

@@ -147,18 +147,9 @@ impl Change {
         }
     }
 
-    /// Whether this change is significantly slower than the baseline by
-    /// more than `pct` %: called slower, or slower within the equivalence
-    /// margin when the gate lies inside it (the command line refuses such a
-    /// gate; here it still trips rather than let the slowdown pass).
-    /// A gate of 0 is no gate: only `slower` trips it (bisection's "bad").
+    /// Whether this change trips a gate at `pct` % ([`Verdict::trips_gate`]).
     pub fn trips_gate(&self, pct: f64) -> bool {
-        let slower = match self.verdict {
-            Verdict::Slower => true,
-            Verdict::SlowerWithinMargin => pct > 0.0,
-            _ => false,
-        };
-        slower && self.ci.ratio > 1.0 + pct / 100.0
+        self.verdict.trips_gate(self.ci.ratio, pct)
     }
 
     /// The verdict in words ([`Verdict::words`]) with what it was

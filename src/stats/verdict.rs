@@ -65,6 +65,20 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Whether a change with this verdict and `ratio` (candidate ÷ baseline)
+    /// trips a gate at `pct` %: called slower, or slower within the
+    /// equivalence margin when the gate lies inside it (the command line
+    /// refuses such a gate; here it still trips rather than let the slowdown
+    /// pass). A gate of 0 is no gate: only `slower` trips it.
+    pub fn trips_gate(self, ratio: f64, pct: f64) -> bool {
+        let slower = match self {
+            Verdict::Slower => true,
+            Verdict::SlowerWithinMargin => pct > 0.0,
+            _ => false,
+        };
+        slower && ratio > 1.0 + pct / 100.0
+    }
+
     /// Every verdict, in the order [`verdict`] considers them.
     pub const ALL: [Verdict; 7] = [
         Verdict::Faster,

@@ -270,24 +270,21 @@ impl Case {
 /// duplicates. No selectors means the [`DEFAULT_SUITE`]; [`ALL`] means every
 /// family's default cases.
 pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
-    // The quick suite: its selectors, each with its samples if it has its own.
-    let quick: Vec<(Selector, Option<usize>)> = DEFAULT_SUITE
-        .iter()
-        .map(|s| {
-            let samples = QUICK_SUITE_SAMPLES.iter().find(|(q, _)| q == s);
-            let sel = s.parse().expect("the default suite's selectors are valid");
-            (sel, samples.map(|&(_, n)| n))
-        })
-        .collect();
-    let given: Vec<(Selector, Option<usize>)>;
-    let selectors = if selectors.is_empty() {
-        &quick
+    // No selector: the quick suite's, each with its samples if it has its own.
+    let selectors: Vec<(Selector, Option<usize>)> = if selectors.is_empty() {
+        DEFAULT_SUITE
+            .iter()
+            .map(|s| {
+                let samples = QUICK_SUITE_SAMPLES.iter().find(|(q, _)| q == s);
+                let sel = s.parse().expect("the default suite's selectors are valid");
+                (sel, samples.map(|&(_, n)| n))
+            })
+            .collect()
     } else {
-        given = selectors.iter().map(|s| (s.clone(), None)).collect();
-        &given
+        selectors.iter().map(|s| (s.clone(), None)).collect()
     };
     let mut cases: Vec<Case> = Vec::new();
-    for (sel, samples) in selectors {
+    for (sel, samples) in &selectors {
         for case in expand(sel)? {
             if !cases
                 .iter()
