@@ -11,8 +11,8 @@
 //! the store and export-file options in `save`, a case's history in `history_changes`,
 //! the regression sweep's webhook in `webhook`, fleet runs in `fleet`, a VM guest's initramfs
 //! in `guest_image`, progress in `progress`, completions and the man page in `generate`, the
-//! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`); the work itself is
-//! the library's.
+//! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`, the job queue's
+//! `submit` and `jobs` in `submit` and `worker` in `worker`); the work itself is the library's.
 
 mod agent;
 mod bisect;
@@ -34,10 +34,12 @@ mod remove;
 mod report;
 mod run;
 mod save;
+mod submit;
 mod syscall_loop;
 mod time;
 mod time_hyperfine;
 mod webhook;
+mod worker;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -180,6 +182,13 @@ enum Command {
     /// stored under its name; compare them with `compare BEFORE AFTER --by host`
     #[command(subcommand)]
     Fleet(fleet::FleetCommand),
+    /// Queue a plan (a plan file, or selectors) as jobs for hosts' workers, one per host, in
+    /// a PostgreSQL store; each `osbench worker` runs its own and stores the run under its name
+    Submit(submit::SubmitArgs),
+    /// List the queued, running and finished jobs (or --workers), or --cancel one
+    Jobs(submit::JobsArgs),
+    /// Run this host's jobs from the queue of a PostgreSQL store: claim, run, store, repeat
+    Worker(worker::WorkerArgs),
     /// Find the commit that made something slower: `git bisect` in a work tree, each
     /// candidate built and A/B-timed against the good build (--command) or run against it as
     /// configurations (--case)
@@ -448,6 +457,9 @@ pub fn main() -> ExitCode {
         Command::Loop(args) => syscall_loop::run(&args),
         Command::Bisect(args) => bisect::bisect(&args),
         Command::Fleet(command) => fleet::fleet(command),
+        Command::Submit(args) => submit::submit(args),
+        Command::Jobs(args) => submit::jobs(args),
+        Command::Worker(args) => worker::worker(args),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),
     };

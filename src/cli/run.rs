@@ -21,6 +21,7 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
+use super::worker::{Hooked, JobHook, JobRun};
 use super::{
     Console, LayoutArgs, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock,
 };
@@ -198,11 +199,32 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
+    run_hooked(args, console, None).result
+}
+
+/// `run`, as a job of `osbench worker` when `hook` is given: the plan is
+/// checked against the host's limits, the lease renewed between cases, the
+/// run filed under the worker's name; what was saved is returned too.
+pub fn run_hooked(args: RunArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+    let mut saved = None;
+    let result = run_body(args, console, hook, &mut saved);
+    JobRun { result, saved }
+}
+
+fn run_body(
+    args: RunArgs,
+    console: Console,
+    mut hook: Option<&mut JobHook>,
+    saved_out: &mut Option<Saved>,
+) -> anyhow::Result<ExitCode> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
     let interrupt = Interrupt::install()?;
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
+    if let Some(h) = &hook {
+        h.limits.check(plan.expected_duration())?;
+    }
     // Before measuring: a bad output path must fail now, not after the run.
     let meta = args.save.meta.map()?;
     let saving = args.save.prepare(args.quiet)?;
@@ -219,9 +241,15 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
-    let mut outcome = experiment::run(&plan, interrupt, args.save.environment(), &mut progress);
+    let mut outcome = {
+        let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
+        experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
+    };
     progress.finish();
     outcome.document.run.label = args.save.label.clone();
+    if let Some(h) = &hook {
+        outcome.document.run.host = Some(h.host.clone());
+    }
     outcome.document.run.meta = meta;
 
     // With configurations, the paired comparison goes to the table and the document.
@@ -235,6 +263,7 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
     // an early interrupt) leaves no file and no stored run behind.
     let keep = !doc.series.is_empty() || outcome.error.is_none();
     let saved = saving.finish(doc, keep)?;
+    *saved_out = Some(saved.clone());
     if keep {
         let source = Source::Run(doc, comparison.as_ref());
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
@@ -244,6 +273,13 @@ pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
         None => Ok(code),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
+}
+
+/// The checks `run` makes before measuring (selectors, configurations,
+/// options that would do nothing), for a job being submitted.
+pub fn check(args: &RunArgs) -> anyhow::Result<()> {
+    args.outputs_to_stdout()?;
+    plan(args).map(drop)
 }
 
 /// What the arguments ask to run. The selectors and configurations are

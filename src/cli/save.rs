@@ -225,7 +225,7 @@ pub struct Saving {
 }
 
 /// What [`Saving::finish`] saved.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Saved {
     /// The run's id in the store.
     pub run_id: Option<i64>,

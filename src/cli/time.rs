@@ -26,6 +26,7 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
+use super::worker::{Hooked, JobHook, JobRun};
 use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
@@ -185,6 +186,24 @@ impl TimeArgs {
 }
 
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
+    time_hooked(args, console, None).result
+}
+
+/// `time`, as a job of `osbench worker` when `hook` is given (as
+/// `run::run_hooked`: the lease renewed after each round, the run filed
+/// under the worker's name, what was saved returned).
+pub fn time_hooked(args: TimeArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+    let mut saved = None;
+    let result = time_body(args, console, hook, &mut saved);
+    JobRun { result, saved }
+}
+
+fn time_body(
+    args: TimeArgs,
+    console: Console,
+    mut hook: Option<&mut JobHook>,
+    saved_out: &mut Option<save::Saved>,
+) -> anyhow::Result<ExitCode> {
     // First, as in `run`: a signal during the set-up stops, never kills.
     let interrupt = Interrupt::install()?;
     let (args, colour) = args.with_hyperfine_options()?;
@@ -211,11 +230,14 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         programs,
         &interrupt,
         args.save.environment(),
-        &mut progress,
+        &mut Hooked::new(&mut progress, hook.as_deref_mut()),
     );
     progress.finish();
     let mut outcome = outcome?;
     outcome.document.run.label = args.save.label.clone();
+    if let Some(h) = &hook {
+        outcome.document.run.host = Some(h.host.clone());
+    }
     outcome.document.run.meta = meta;
     let commands = outcome.document.series.len();
     let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
@@ -231,7 +253,7 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
             eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
         }
     }
-    saving.finish(doc, !doc.series.is_empty())?;
+    *saved_out = Some(saving.finish(doc, !doc.series.is_empty())?);
     if !doc.series.is_empty() {
         let source = Source::Run(doc, comparison.as_ref());
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
@@ -241,6 +263,14 @@ pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
         None => Ok(code),
         Some(e) => Err(anyhow!(e)),
     }
+}
+
+/// The checks `time` makes before timing (its options, parameters), for a
+/// job being submitted; the commands are looked for on the host.
+pub fn check(args: TimeArgs) -> anyhow::Result<()> {
+    let (args, _) = args.with_hyperfine_options()?;
+    args.outputs_to_stdout()?;
+    plan(&args).map(drop)
 }
 
 /// What the arguments ask to time: every command for every parameter value,

@@ -144,6 +144,48 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: None,
         after: "",
     },
+    // Version 8: the job queue (`osbench submit`, `jobs`, `worker`; used in
+    // PostgreSQL only, see `super::jobs`): the workers that registered, and
+    // one row per job with its plan, lease and outcome.
+    Migration {
+        before: "CREATE TABLE workers (
+             name TEXT PRIMARY KEY,                 -- the host name its runs are filed under
+             tags TEXT NOT NULL,                    -- comma-separated
+             machine TEXT NOT NULL,                 -- the machine's own host name
+             pid {int} NOT NULL,
+             osbench_version TEXT NOT NULL,
+             token TEXT,                            -- the running worker's; NULL once it stopped
+             started {timestamp} NOT NULL,
+             last_seen {timestamp} NOT NULL,
+             lease_expires {timestamp}              -- the name is taken until then
+         );
+         CREATE TABLE jobs (
+             id {id},
+             host TEXT NOT NULL,                    -- the worker name that runs it
+             label TEXT,
+             meta TEXT NOT NULL,                    -- JSON object of --meta pairs
+             plan TEXT NOT NULL,                    -- JSON: what to run (queue::JobPlan)
+             kernel TEXT,                           -- JSON: the kernel a boot job asks for
+             osbench_version TEXT NOT NULL,         -- the osbench that must run it
+             not_before {timestamp},
+             state TEXT NOT NULL DEFAULT 'queued'
+                 CHECK (state IN ('queued', 'claimed', 'running', 'rebooting', 'done',
+                                  'failed', 'lost', 'cancelled')),
+             submitted {timestamp} NOT NULL,
+             lease_owner TEXT,                      -- worker name and pid of the last claim
+             lease_token TEXT,                      -- the claiming worker's; NULL when released
+             lease_expires {timestamp},
+             attempts {int} NOT NULL DEFAULT 0,
+             max_attempts {int} NOT NULL,
+             started {timestamp},
+             finished {timestamp},
+             error TEXT,
+             run_id {int}                           -- the stored run (a removed run keeps the id here)
+         );
+         CREATE INDEX jobs_next ON jobs(host, state, id);",
+        backfill: None,
+        after: "",
+    },
 ];
 
 /// The schema version this osbench writes.

@@ -3,11 +3,12 @@
 //! one interface over the SQLite and PostgreSQL back ends, with its location
 //! (`location`), the SQL layer both share (`sql`) and the schema's
 //! migrations (`migrations`), the change points regressions found
-//! (`change_points`); [`resolve_document`] finds a document by
-//! file, run id or label.
+//! (`change_points`), the job queue's rows (`jobs`); [`resolve_document`]
+//! finds a document by file, run id or label.
 
 mod change_points;
 mod document_file;
+mod jobs;
 mod location;
 mod migrations;
 mod pinned;
@@ -23,6 +24,7 @@ pub use change_points::{FoundPoint, PointState, StoredPoint};
 pub use document_file::{
     PendingFile, STDOUT, parse_document, read_document, read_document_text, to_json, write_new,
 };
+pub use jobs::{Finish, JobRow, JobState, NewJob, WorkerId, WorkerRow, queue_needs_postgres};
 pub use location::{Location, STORE_ENV, location};
 pub use migrations::SCHEMA_VERSION;
 pub use queries::{CaseRun, Filter, Inserted, RunRow, Store};

@@ -100,9 +100,11 @@ impl Dialect {
     /// position of a substring), `{started_time}` (a run's start as the back
     /// end's time type: RFC 3339 text in SQLite, `timestamptz` in PostgreSQL),
     /// `{object_agg}` and `{empty_object}` (JSON objects: text in SQLite,
-    /// `jsonb` in PostgreSQL) are replaced; SQLite gets `?N` for `$N`.
+    /// `jsonb` in PostgreSQL), `{timestamp}` (a column of times: RFC 3339
+    /// text in SQLite, `timestamptz` in PostgreSQL) are replaced; SQLite gets
+    /// `?N` for `$N`.
     pub(super) fn sql(self, shared: &str) -> String {
-        let words: [(&str, &str); 8] = match self {
+        let words: [(&str, &str); 9] = match self {
             Dialect::Sqlite => [
                 ("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"),
                 ("{int}", "INTEGER"),
@@ -112,6 +114,7 @@ impl Dialect {
                 ("{started_time}", "runs.started"),
                 ("{object_agg}", "json_group_object"),
                 ("{empty_object}", "json_object()"),
+                ("{timestamp}", "TEXT"),
             ],
             Dialect::Postgres => [
                 (
@@ -125,6 +128,7 @@ impl Dialect {
                 ("{started_time}", "CAST(runs.started AS timestamptz)"),
                 ("{object_agg}", "jsonb_object_agg"),
                 ("{empty_object}", "jsonb_build_object()"),
+                ("{timestamp}", "TIMESTAMPTZ"),
             ],
         };
         let mut sql = shared.to_string();

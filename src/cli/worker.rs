@@ -1,0 +1,416 @@
+//! `osbench worker`: one host's end of the job queue (`osbench::queue`).
+//! It registers its name (refused while another live worker holds it),
+//! then loops: send the runs its spool holds (stored when the store was
+//! away), claim the next job for its name, check it (osbench version,
+//! host limits), run it with the ordinary `run` / `time` glue — parsed
+//! from the job's arguments by the same command line — under a lease
+//! renewed between cases ([`Hooked`]), and end the job (done with its run
+//! id, failed with the error, or released on SIGTERM). It works in its
+//! spool directory, so a run whose store fails lands there as a file.
+//! Left out: booting the kernel a job asks for (another part of the queue).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow};
+use clap::{Args, FromArgMatches};
+
+use osbench::bench::util::select::Case;
+use osbench::document::Series;
+use osbench::experiment::Observer;
+use osbench::measure::Interrupt;
+use osbench::queue::worker::{self as queue_worker, JOB_META, Lease, Limits};
+use osbench::queue::{JobCommand, JobPlan};
+use osbench::store::{self, Finish, JobRow, Location, Store, WorkerId};
+
+use super::save::{Saved, StoreArgs};
+use super::{Cli, ColorWhen, Command, Console, parse_secs};
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The name this host's runs are filed under, and jobs are submitted to (`submit --hosts`)
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
+    name: String,
+    /// A tag `submit --tag` selects this worker by (repeat)
+    #[arg(long = "tag", value_name = "TAG", value_parser = parse_name)]
+    tags: Vec<String>,
+    /// Run at most one job, then exit (none queued: exit at once)
+    #[arg(long)]
+    once: bool,
+    /// Seconds between asking for a job when there is none [default: 30]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    poll: Option<f64>,
+    /// Seconds a claim (and this worker's name) is held without renewal; the lease is
+    /// renewed between cases, so a case must take less [default: 300]
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    lease: Option<f64>,
+    /// Refuse (fail) jobs planned to take longer than SECS seconds on this host
+    #[arg(long = "max-job-time", value_name = "SECS", value_parser = parse_secs)]
+    max_job_time: Option<f64>,
+    /// Where runs that could not be stored wait, and where jobs run [default:
+    /// $STATE_DIRECTORY, else $XDG_STATE_HOME/osbench/worker-NAME, else
+    /// ~/.local/state/osbench/worker-NAME]
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// Worker and host names: what runs are filed under.
+pub(super) fn parse_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    match ok {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "'{s}' is not a name: letters, digits, '-', '_' and '.', not starting with '.'"
+        )),
+    }
+}
+
+/// What a job's run is given by the worker: its host name, its lease and
+/// the host's limits.
+pub struct JobHook {
+    pub host: String,
+    pub job: i64,
+    pub lease: Lease,
+    pub limits: Limits,
+}
+
+/// A run's result, and what it saved (none when it stopped before saving).
+pub struct JobRun {
+    pub result: anyhow::Result<ExitCode>,
+    pub saved: Option<Saved>,
+}
+
+/// An observer that renews a job's lease between cases (before each case,
+/// after each round: never while one is measured), then tells `inner`.
+pub struct Hooked<'a> {
+    inner: &'a mut dyn Observer,
+    hook: Option<&'a mut JobHook>,
+}
+
+impl<'a> Hooked<'a> {
+    pub fn new(inner: &'a mut dyn Observer, hook: Option<&'a mut JobHook>) -> Self {
+        Self { inner, hook }
+    }
+
+    fn renew(&mut self) {
+        if let Some(h) = self.hook.as_deref_mut()
+            && let Some(warning) = h.lease.renew(h.job)
+        {
+            eprintln!("osbench: warning: {warning}");
+        }
+    }
+}
+
+impl Observer for Hooked<'_> {
+    fn case_started(&mut self, index: usize, total: usize, case: &Case) {
+        self.renew();
+        self.inner.case_started(index, total, case);
+    }
+    fn step(&mut self, round: usize, rounds: usize, config: &str) {
+        self.inner.step(round, rounds, config);
+    }
+    fn case_finished(&mut self, series: &Series) {
+        self.inner.case_finished(series);
+    }
+    fn case_failed(&mut self, error: &osbench::Error) {
+        self.inner.case_failed(error);
+    }
+    fn round_finished(&mut self, done: usize, planned: usize) {
+        self.inner.round_finished(done, planned);
+        self.renew();
+    }
+    fn audit(&mut self, finding: &str) {
+        self.inner.audit(finding);
+    }
+}
+
+/// The worker as it runs: who it is, where, and how.
+struct Worker {
+    id: WorkerId,
+    location: Location,
+    /// `--store` as given (with any password), for the runs.
+    store_arg: Option<PathBuf>,
+    spool: PathBuf,
+    lease: Duration,
+    poll: Duration,
+    limits: Limits,
+    interrupt: Interrupt,
+}
+
+pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    let interrupt = Interrupt::install()?;
+    let location = store::location(args.store.store.as_deref())?;
+    let spool = queue_worker::spool_dir(args.spool.as_deref(), &args.name)?;
+    // Absolute: the worker works in it.
+    let spool = std::fs::create_dir_all(&spool)
+        .and_then(|()| std::fs::canonicalize(&spool))
+        .with_context(|| format!("cannot use the spool directory {}", spool.display()))?;
+    let w = Worker {
+        id: queue_worker::identity(&args.name, &args.tags),
+        spool,
+        lease: args
+            .lease
+            .map_or(queue_worker::DEFAULT_LEASE, Duration::from_secs_f64),
+        poll: args
+            .poll
+            .map_or(queue_worker::DEFAULT_POLL, Duration::from_secs_f64),
+        limits: Limits {
+            max_job_time: args.max_job_time.map(Duration::from_secs_f64),
+        },
+        location,
+        store_arg: args.store.store.clone(),
+        interrupt,
+    };
+    let mut store = Store::open(&w.location)?;
+    store.require_queue("worker")?;
+    if let Some(other) = store.register_worker(&w.id, w.lease.as_secs_f64())? {
+        return Err(queue_worker::name_taken(&w.id, &other).into());
+    }
+    drop(store);
+    let run = w.serve(args.once);
+    // Whatever happened, the name is freed (a store that is away lets it expire).
+    if let Ok(mut s) = Store::open_existing(&w.location) {
+        let _ = s.unregister_worker(&w.id);
+    }
+    run
+}
+
+impl Worker {
+    /// The loop: pending runs sent, then one job claimed and run, until
+    /// stopped (or, with `once`, after one claim).
+    fn serve(&self, once: bool) -> anyhow::Result<ExitCode> {
+        std::env::set_current_dir(&self.spool)
+            .with_context(|| format!("cannot use the spool directory {}", self.spool.display()))?;
+        eprintln!(
+            "osbench: worker '{}' ({}) waiting for jobs in {} (spool {})",
+            self.id.name,
+            self.id.owner(),
+            self.location,
+            self.spool.display()
+        );
+        let mut warned = false;
+        while !self.interrupt.is_set() {
+            match self.next() {
+                Ok(Some(job)) => {
+                    warned = false;
+                    self.run_job(job);
+                    if once {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(None) if once => break,
+                Ok(None) => warned = false,
+                Err(e) if !warned => {
+                    warned = true;
+                    eprintln!("osbench: warning: {e:#}; asking again every {:?}", self.poll);
+                }
+                Err(_) => {}
+            }
+            self.sleep(self.poll);
+        }
+        match self.interrupt.is_set() {
+            true => Err(anyhow!(osbench::Error::Interrupted).context("worker stopped")),
+            false => Ok(ExitCode::SUCCESS),
+        }
+    }
+
+    /// Sends what the spool holds, renews the name, claims the next job.
+    fn next(&self) -> anyhow::Result<Option<JobRow>> {
+        let mut store = Store::open_existing(&self.location)?;
+        for (file, run_id, job) in queue_worker::send_pending(&mut store, &self.spool, &self.id)? {
+            let job = job.map_or(String::new(), |j| format!(" (job {j} done)"));
+            eprintln!(
+                "osbench: stored {} as run {run_id}{job}, now that the store is back",
+                file.display()
+            );
+        }
+        if !store.heartbeat(&self.id, self.lease.as_secs_f64())? {
+            // Taken over while the store was away: register again, or refuse.
+            if let Some(other) = store.register_worker(&self.id, self.lease.as_secs_f64())? {
+                return Err(queue_worker::name_taken(&self.id, &other).into());
+            }
+        }
+        Ok(store.claim(&self.id, self.lease.as_secs_f64())?)
+    }
+
+    /// Sleeps `d`, waking at a stop signal.
+    fn sleep(&self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.interrupt.is_set() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+    }
+
+    /// Runs one claimed job and ends it in the store (or, when the store is
+    /// away, leaves its run in the spool for [`Worker::next`] to send).
+    fn run_job(&self, job: JobRow) {
+        eprintln!(
+            "osbench: job {} (attempt {} of {}): starting",
+            job.id, job.attempts, job.max_attempts
+        );
+        let end = match self.refusal(&job) {
+            Some(error) => Finish::Failed { error },
+            None => match self.measure(&job) {
+                Some(end) => end,
+                None => {
+                    eprintln!(
+                        "osbench: job {}: its run could not be stored; it waits in {} and is \
+                         sent, and the job marked done, when the store is back",
+                        job.id,
+                        self.spool.display()
+                    );
+                    return;
+                }
+            },
+        };
+        let said = match &end {
+            Finish::Done { run_id, .. } => format!("done, run {run_id}"),
+            Finish::Failed { error } => format!("failed: {error}"),
+            Finish::Released { note } => format!("released: {note}"),
+        };
+        let ended = Store::open_existing(&self.location)
+            .and_then(|mut s| s.finish_job(job.id, &self.id, &end));
+        match ended {
+            Ok(true) => eprintln!("osbench: job {}: {said}", job.id),
+            Ok(false) => eprintln!(
+                "osbench: job {}: {said}; it is no longer this worker's (cancelled, or claimed \
+                 again after its lease expired), so it was left as it is",
+                job.id
+            ),
+            Err(e) => eprintln!(
+                "osbench: warning: job {}: {said}, and the store could not be told ({e}); its \
+                 lease will expire",
+                job.id
+            ),
+        }
+    }
+
+    /// Why this worker will not run `job`, if it will not.
+    fn refusal(&self, job: &JobRow) -> Option<String> {
+        if let Some(why) = queue_worker::refuse_version(&job.osbench_version, &self.id) {
+            return Some(why);
+        }
+        if job.kernel.is_some() {
+            // Kernel-boot jobs are staged and checked by `queue::boot`, not this worker.
+            return Some(
+                "the job asks for a kernel ([kernel]) and this osbench's worker does not boot \
+                 kernels"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    /// Runs the job's plan; how the job ends (`None`: its run waits in the
+    /// spool, and the job is ended when it is sent).
+    fn measure(&self, job: &JobRow) -> Option<Finish> {
+        let failed = |error: String| Some(Finish::Failed { error });
+        let plan = match JobPlan::from_json(&job.plan) {
+            Ok(plan) => plan,
+            Err(e) => return failed(format!("this osbench cannot read the job's plan: {e}")),
+        };
+        let dir = match tempfile::tempdir() {
+            Ok(dir) => dir,
+            Err(e) => return failed(format!("no temporary directory for the plan: {e}")),
+        };
+        let experiment = dir.path().join("experiment.toml");
+        if let Some(text) = &plan.experiment
+            && let Err(e) = std::fs::write(&experiment, text)
+        {
+            return failed(format!("cannot write {}: {e}", experiment.display()));
+        }
+        let argv = self.argv(job, &plan, plan.experiment.as_ref().map(|_| experiment.as_path()));
+        let command = match super::command()
+            .try_get_matches_from(&argv)
+            .and_then(|m| Cli::from_arg_matches(&m))
+        {
+            Ok(cli) => cli.command,
+            Err(e) => {
+                return failed(format!(
+                    "this osbench cannot run the job's plan ({}): {}",
+                    plan.argv(None).join(" "),
+                    super::one_line(&e.render().to_string())
+                ));
+            }
+        };
+        let mut hook = JobHook {
+            host: self.id.name.clone(),
+            job: job.id,
+            lease: Lease::new(self.location.clone(), self.id.clone(), self.lease),
+            limits: self.limits,
+        };
+        if let Ok(mut s) = Store::open_existing(&self.location) {
+            let _ = s.start_job(job.id, &self.id);
+        }
+        let console = Console::new(ColorWhen::Never, false);
+        let run = match command {
+            Command::Run(args) => super::run::run_hooked(args, console, Some(&mut hook)),
+            Command::Time(args) => super::time::time_hooked(*args, console, Some(&mut hook)),
+            _ => unreachable!("a job's plan is `run` or `time`"),
+        };
+        self.ending(run)
+    }
+
+    /// The command line of a job: `osbench run|time ARGS…`, its
+    /// experiment file, this store, the job's label and meta, and its id.
+    fn argv(&self, job: &JobRow, plan: &JobPlan, experiment: Option<&std::path::Path>) -> Vec<String> {
+        let mut argv = vec!["osbench".to_string()];
+        argv.extend(plan.argv(experiment));
+        if let Some(given) = &self.store_arg {
+            argv.extend(["--store".into(), given.display().to_string()]);
+        }
+        if let Some(label) = &job.label {
+            argv.extend(["--label".into(), label.clone()]);
+        }
+        for (k, v) in &job.meta {
+            argv.extend(["--meta".into(), format!("{k}={v}")]);
+        }
+        argv.extend(["--meta".into(), format!("{JOB_META}={}", job.id)]);
+        if plan.command == JobCommand::Time {
+            argv.push("--quiet".into());
+        }
+        argv
+    }
+
+    /// How a job ends after its run (`None`: its run is in the spool).
+    fn ending(&self, run: JobRun) -> Option<Finish> {
+        let run_id = run.saved.as_ref().and_then(|s| s.run_id);
+        let in_spool = run
+            .saved
+            .as_ref()
+            .is_some_and(|s| s.run_id.is_none() && !s.documents.is_empty());
+        Some(match (run.result, run_id) {
+            (Ok(_), Some(run_id)) => Finish::Done { run_id, note: None },
+            (_, None) if in_spool => return None,
+            (Err(e), _) if self.interrupt.is_set() => Finish::Released {
+                note: format!(
+                    "worker {} stopped ({}){}; the job is queued again",
+                    self.id.name,
+                    super::one_line(&format!("{e:#}")),
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what it measured is run {id}"
+                    ))
+                ),
+            },
+            (Err(e), _) => Finish::Failed {
+                error: format!(
+                    "{}{}",
+                    super::one_line(&format!("{e:#}")),
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what was measured is run {id}"
+                    ))
+                ),
+            },
+            (Ok(_), None) => Finish::Failed {
+                error: "the run saved nothing (nothing was measured)".into(),
+            },
+        })
+    }
+}

@@ -1,0 +1,226 @@
+//! The parts of `osbench worker` that are not the command line: who the
+//! worker is ([`identity`]), its spool directory (where a run that could not
+//! be stored waits, [`send_pending`]), the lease it renews between cases
+//! ([`Lease`]), and the checks a job passes before it runs (its osbench
+//! version, [`refuse_version`]; the host's limits, [`Limits`]). Running the
+//! job is the CLI's `run` / `time` glue, the same code as on the command
+//! line. Left out: booting kernels (`queue::boot`, another part of the
+//! queue) and any scheduling beyond "oldest claimable job first".
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::store::{Finish, Location, Store, WorkerId};
+
+/// How long a claim or a worker's name is held without renewal, unless
+/// `--lease` says otherwise.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+
+/// How often an idle worker asks for a job, unless `--poll` says otherwise.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(30);
+
+/// Attempts of a job before an expired lease fails it.
+pub const MAX_ATTEMPTS: i64 = 3;
+
+/// The meta key a job's runs carry its id under.
+pub const JOB_META: &str = "job";
+
+/// This worker, named `name`, with `tags`: the machine's host name, the
+/// process id, this osbench's version and a token no other process has.
+pub fn identity(name: &str, tags: &[String]) -> WorkerId {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    WorkerId {
+        name: name.to_string(),
+        tags: tags.to_vec(),
+        machine: machine.clone(),
+        pid: i64::from(pid),
+        osbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        token: format!("{machine}/{pid}/{nanos:x}"),
+    }
+}
+
+/// The refusal of a worker name that another live worker holds.
+pub fn name_taken(w: &WorkerId, other: &crate::store::WorkerRow) -> Error {
+    Error::Usage(format!(
+        "worker name '{}' is in use by the worker on {} (pid {}, osbench {}, last seen {}), \
+         whose lease is live until {}: give this worker another --name, or stop that one (a \
+         worker that died frees its name when its lease ends)",
+        w.name,
+        other.machine,
+        other.pid,
+        other.osbench_version,
+        other.last_seen,
+        other.lease_expires.as_deref().unwrap_or("?")
+    ))
+}
+
+/// The refusal of a job that another osbench version must run, or `None`.
+pub fn refuse_version(needed: &str, w: &WorkerId) -> Option<String> {
+    (needed != w.osbench_version).then(|| {
+        format!(
+            "the job needs osbench {needed} and worker '{}' runs osbench {}: install osbench \
+             {needed} on {} (or resubmit the job from osbench {})",
+            w.name, w.osbench_version, w.machine, w.osbench_version
+        )
+    })
+}
+
+/// What this host takes on: `--max-job-time`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// The longest a job may be planned to take (warm-up and samples' target time).
+    pub max_job_time: Option<Duration>,
+}
+
+impl Limits {
+    /// An error when a plan expected to take `expected` is beyond them.
+    pub fn check(&self, expected: Duration) -> Result<()> {
+        match self.max_job_time {
+            Some(most) if expected > most => Err(Error::Usage(format!(
+                "the plan would take about {:.0} s, beyond this host's --max-job-time of {:.0} s: \
+                 submit fewer cases, samples or rounds, or run the worker with a longer \
+                 --max-job-time",
+                expected.as_secs_f64(),
+                most.as_secs_f64()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The spool directory of worker `name`: `--spool`, else systemd's
+/// `$STATE_DIRECTORY`, else `$XDG_STATE_HOME/osbench/worker-NAME`, else
+/// `~/.local/state/osbench/worker-NAME`.
+pub fn spool_dir(given: Option<&Path>, name: &str) -> Result<PathBuf> {
+    if let Some(dir) = given {
+        return Ok(dir.to_path_buf());
+    }
+    if let Some(dir) = std::env::var_os("STATE_DIRECTORY").filter(|d| !d.is_empty()) {
+        // systemd gives several, colon-separated, when the unit names several.
+        let first = dir.to_string_lossy().split(':').next().unwrap_or("").to_string();
+        return Ok(PathBuf::from(first));
+    }
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".local/state"),
+            None => {
+                return Err(Error::Usage(
+                    "no spool directory: give --spool DIR (HOME is not set)".into(),
+                ));
+            }
+        },
+    };
+    Ok(base.join("osbench").join(format!("worker-{name}")))
+}
+
+/// The documents waiting in `spool` (runs that could not be stored:
+/// `osbench-*.json`, as a run writes them when its store fails), oldest first.
+pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(spool)
+        .map_err(|e| Error::io(format!("reading the spool directory {}", spool.display()), e))?;
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with("osbench-") && name.ends_with(".json")
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Stores every pending document of `spool`, marks its job done, and
+/// removes it; what was sent, as (file, run id, job id). The first
+/// failure stops it (the rest wait for the next try).
+pub fn send_pending(
+    store: &mut Store,
+    spool: &Path,
+    w: &WorkerId,
+) -> Result<Vec<(PathBuf, i64, Option<i64>)>> {
+    let mut sent = Vec::new();
+    for file in pending(spool)? {
+        let (text, doc) = crate::store::read_document_text(&file)?;
+        let run_id = store.import(&doc, &text)?.id();
+        let job = doc.run.meta.get(JOB_META).and_then(|j| j.parse::<i64>().ok());
+        if let Some(id) = job {
+            store.finish_job(id, w, &Finish::Done { run_id, note: None })?;
+        }
+        std::fs::remove_file(&file)
+            .map_err(|e| Error::io(format!("removing {} once stored", file.display()), e))?;
+        sent.push((file, run_id, job));
+    }
+    Ok(sent)
+}
+
+/// The lease a running job holds, renewed between cases (never inside a
+/// timed region: the run's observer calls [`Lease::renew`] before each case
+/// and after each round), at most every quarter of its length. A store that
+/// cannot be reached is said once; the run goes on, and what it measures
+/// goes to the spool when it cannot be stored.
+pub struct Lease {
+    location: Location,
+    worker: WorkerId,
+    length: Duration,
+    renewed: Instant,
+    warned: bool,
+    /// The job is no longer this worker's (cancelled, or the lease expired).
+    pub lost: bool,
+}
+
+impl Lease {
+    pub fn new(location: Location, worker: WorkerId, length: Duration) -> Self {
+        Self {
+            location,
+            worker,
+            length,
+            renewed: Instant::now(),
+            warned: false,
+            lost: false,
+        }
+    }
+
+    /// Renews the worker's name and its job if a quarter of the lease has
+    /// passed; returns a warning to show, if any.
+    pub fn renew(&mut self, job: i64) -> Option<String> {
+        if self.renewed.elapsed() < self.length / 4 {
+            return None;
+        }
+        let renewed = Store::open_existing(&self.location).and_then(|mut s| {
+            s.heartbeat(&self.worker, self.length.as_secs_f64())?;
+            s.job_held(job, &self.worker)
+        });
+        match renewed {
+            Ok(Some(_)) => {
+                self.renewed = Instant::now();
+                self.warned = false;
+                None
+            }
+            Ok(None) if !self.lost => {
+                self.lost = true;
+                Some(format!(
+                    "job {job} is no longer this worker's (cancelled, or its lease expired); \
+                     the run goes on and is stored, and the job is left as it is"
+                ))
+            }
+            Ok(None) => None,
+            Err(e) if !self.warned => {
+                self.warned = true;
+                Some(format!(
+                    "cannot renew the lease of job {job} ({e}); the run goes on, and is kept \
+                     in the spool if the store is still away at its end"
+                ))
+            }
+            Err(_) => None,
+        }
+    }
+}
