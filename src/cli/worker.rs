@@ -146,6 +146,9 @@ struct Worker {
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let interrupt = Interrupt::install()?;
     let location = store::location(args.store.store.as_deref())?;
+    if let Location::File(path) = &location {
+        return Err(store::queue_needs_postgres("worker", &path.display().to_string()).into());
+    }
     let spool = queue_worker::spool_dir(args.spool.as_deref(), &args.name)?;
     // Absolute: the worker works in it.
     let spool = std::fs::create_dir_all(&spool)

@@ -360,10 +360,11 @@ impl Store {
             .map_err(|m| bad_row(&name, m))
     }
 
-    /// Job `id`, if there is one.
+    /// Job `id`, if there is one (expired leases judged first).
     pub fn job(&self, id: i64) -> Result<Option<JobRow>> {
         self.require_queue("jobs")?;
         let mut conn = self.conn();
+        conn.execute(SWEEP, &[])?;
         let rows = conn.query(
             &format!("SELECT {} FROM jobs WHERE id = $1", job_columns()),
             &[Param::Int(id)],
@@ -575,8 +576,9 @@ impl Store {
         let (sql, extra): (String, Vec<Param>) = match how {
             Finish::Done { run_id, note } => (
                 format!(
-                    "UPDATE jobs SET state = 'done', run_id = $4, error = CAST($5 AS TEXT),
-                         finished = now(), lease_token = NULL WHERE {mine}"
+                    "UPDATE jobs SET state = 'done', run_id = $4,
+                         error = COALESCE(CAST($5 AS TEXT), error), finished = now(),
+                         lease_token = NULL WHERE {mine}"
                 ),
                 vec![Param::Int(*run_id), note.as_deref().into()],
             ),

@@ -1,8 +1,11 @@
 //! What several integration test files share: a throwaway sshd on a
-//! loopback port (the guest and fleet tests reach "hosts" through it).
+//! loopback port (the guest and fleet tests reach "hosts" through it), and
+//! a throwaway PostgreSQL cluster ([`pg`]).
 //! Left out: anything osbench-specific.
 
 #![allow(dead_code)] // each test file uses a part
+
+pub mod pg;
 
 use std::fs;
 use std::path::Path;
