@@ -10,6 +10,14 @@
 # when run as root) and stopped on exit, with fsync on, as a real one.
 #
 #   scripts/store-scale.sh            (OSBENCH=path/to/osbench to time another build)
+#
+# With `queue`, the job queue instead: 1,000 jobs queued for one host and
+# claimed by 8 concurrent claimers (each its own connection, as 8 workers),
+# the claim latency's percentiles and the count of duplicate claims (the
+# ignored test claims_of_1000_jobs_by_8_workers in tests/queue.rs, release
+# build, against this script's cluster with fsync on):
+#
+#   scripts/store-scale.sh queue
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${OSBENCH:-target/release/osbench}")
@@ -22,6 +30,25 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# A PostgreSQL cluster of our own, fsync on as a real one; its URL in $pg_url.
+start_pg() {
+    [ "$(id -u)" != 0 ] || chown postgres "$work"
+    "${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U osbench -A trust --no-instructions >/dev/null
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
+        -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$work" start >/dev/null
+    pg_url="postgresql://osbench@127.0.0.1:$port/postgres"
+}
+
+if [ "${1:-}" = queue ]; then
+    start_pg
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    OSBENCH_SCALE_STORE=$pg_url cargo test --release --test queue -- --ignored --nocapture \
+        --exact claims_of_1000_jobs_by_8_workers 2>&1 | grep '^queue:'
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 
 # Ten batches of 1,000 documents, every one different (label, start, host).
 python3 - "$work" <<'EOF'
@@ -70,11 +97,7 @@ echo "| store | import 1,000 (empty store) | import 1,000 (9,000 stored) | histo
 echo "|---|---|---|---|---|"
 measure "$work/results.sqlite" SQLite
 
-[ "$(id -u)" != 0 ] || chown postgres "$work"
-"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U osbench -A trust --no-instructions >/dev/null
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$work" start >/dev/null
-measure "postgresql://osbench@127.0.0.1:$port/postgres" "PostgreSQL $(basename "$(dirname "$pgbin")")"
+start_pg
+measure "$pg_url" "PostgreSQL $(basename "$(dirname "$pgbin")")"
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -24,14 +24,30 @@ use common::pg::{Cluster, Tls, have_postgres};
 use osbench::store::{JobRow, JobState, Location, NewJob, Store, WorkerId};
 
 /// A quick run: few short samples, no warm-up.
-const QUICK: [&str; 7] = ["--", "--samples", "3", "--sample-time", "1", "--warmup", "0"];
+const QUICK: [&str; 7] = [
+    "--",
+    "--samples",
+    "3",
+    "--sample-time",
+    "1",
+    "--warmup",
+    "0",
+];
 
 /// A run of about `secs` seconds (samples of 20 ms), to be caught mid-job.
 fn slow(secs: u32) -> Vec<String> {
     let samples = (secs * 50).to_string();
-    ["--", "--samples", &samples, "--sample-time", "20", "--warmup", "0"]
-        .map(String::from)
-        .to_vec()
+    [
+        "--",
+        "--samples",
+        &samples,
+        "--sample-time",
+        "20",
+        "--warmup",
+        "0",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// A cluster, its URL and a directory for spools and logs.
@@ -84,7 +100,10 @@ impl Queue {
 
     /// A worker process named `name`, asking every 0.2 s, with `extra` options.
     fn worker(&self, name: &str, extra: &[&str]) -> WorkerProc {
-        let log = self.dir.path().join(format!("worker-{name}-{}.log", nanos()));
+        let log = self
+            .dir
+            .path()
+            .join(format!("worker-{name}-{}.log", nanos()));
         let child = self
             .osbench()
             .args(["worker", "--name", name, "--poll", "0.2", "--spool"])
@@ -120,7 +139,10 @@ fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
         if let Some(v) = ready() {
             return v;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "waited 60 s for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "waited 60 s for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -171,12 +193,23 @@ fn workers_as_hosts_run_their_own_jobs_and_file_runs_under_their_names() {
         let live = q.store().workers(Some("lab")).unwrap();
         (live.iter().filter(|w| w.live).count() == 3).then_some(())
     });
-    let mut args = vec!["syscall:null", "--tag", "lab", "--repeat", "2", "--label", "nightly"];
+    let mut args = vec![
+        "syscall:null",
+        "--tag",
+        "lab",
+        "--repeat",
+        "2",
+        "--label",
+        "nightly",
+    ];
     args.extend(["--meta", "commit=abc"]);
     args.extend(QUICK);
     let ids = q.submit(&args);
     assert_eq!(ids.len(), 6);
-    let done: Vec<JobRow> = ids.iter().map(|&id| q.wait_for(id, JobState::Done)).collect();
+    let done: Vec<JobRow> = ids
+        .iter()
+        .map(|&id| q.wait_for(id, JobState::Done))
+        .collect();
     let store = q.store();
     let mut runs = BTreeSet::new();
     for j in &done {
@@ -191,10 +224,18 @@ fn workers_as_hosts_run_their_own_jobs_and_file_runs_under_their_names() {
     }
     let hosts: BTreeSet<&str> = done.iter().map(|j| j.host.as_str()).collect();
     assert_eq!(hosts, BTreeSet::from(["a", "b", "c"]));
-    assert_eq!(store.list(&Default::default()).unwrap().len(), 6, "no job run twice");
+    assert_eq!(
+        store.list(&Default::default()).unwrap().len(),
+        6,
+        "no job run twice"
+    );
     // The list shows them, as a table and as JSON.
     let (table, _) = common::ok(q.osbench().args(["jobs", "--host", "b"]).output().unwrap());
-    assert_eq!(table.lines().filter(|l| l.contains(" done ")).count(), 2, "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.contains(" done ")).count(),
+        2,
+        "{table}"
+    );
     let (json, _) = common::ok(q.osbench().args(["jobs", "--json"]).output().unwrap());
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 6);
@@ -218,13 +259,19 @@ fn a_killed_workers_job_is_lost_then_done_by_the_next_worker_of_its_name() {
     first.exit();
     let lost = q.wait_for(id, JobState::Lost);
     let error = lost.error.unwrap();
-    assert!(error.contains("lease of worker a pid") && error.contains("queued again"), "{error}");
+    assert!(
+        error.contains("lease of worker a pid") && error.contains("queued again"),
+        "{error}"
+    );
     // The next worker of that name (as systemd would restart it) takes it.
     let second = q.worker("a", &["--lease", "2"]);
     let running = q.wait_for(id, JobState::Running);
     assert_eq!(running.attempts, 2);
     let owner = running.lease_owner.unwrap();
-    assert!(!owner.contains(&format!("pid {} ", first.child.id())), "{owner}");
+    assert!(
+        !owner.contains(&format!("pid {} ", first.child.id())),
+        "{owner}"
+    );
     drop(first);
     let done = q.wait_for(id, JobState::Done);
     drop(second);
@@ -285,7 +332,11 @@ fn a_store_that_goes_away_mid_job_gets_the_run_when_it_is_back() {
     assert!(!pending[0].exists(), "sent and removed");
     let doc = q.store().document(done.run_id.unwrap()).unwrap().unwrap();
     assert_eq!(doc.run.meta["job"], id.to_string());
-    assert!(w.log().contains("now that the store is back"), "{}", w.log());
+    assert!(
+        w.log().contains("now that the store is back"),
+        "{}",
+        w.log()
+    );
 }
 
 #[test]
@@ -307,10 +358,16 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
     assert_eq!(job.state, JobState::Queued, "{}", w.log());
     assert_eq!(job.attempts, 0, "a stop uses up no attempt");
     let note = job.error.unwrap();
-    assert!(note.contains("stopped") && note.contains("what it measured is run"), "{note}");
+    assert!(
+        note.contains("stopped") && note.contains("what it measured is run"),
+        "{note}"
+    );
     let runs = q.store().list(&Default::default()).unwrap();
     assert_eq!(runs.len(), 1);
-    assert!(!runs[0].complete, "the run keeps what was measured, marked incomplete");
+    assert!(
+        !runs[0].complete,
+        "the run keeps what was measured, marked incomplete"
+    );
     // Its name is free at once.
     let workers = q.store().workers(None).unwrap();
     assert!(!workers[0].live);
@@ -318,7 +375,8 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
 
 /// `claimers` threads, each its own connection and worker token, claim
 /// `jobs` jobs of one host until none is left; every claim's latency.
-fn claim_all(q: &Queue, jobs: usize, claimers: usize) -> Vec<(i64, Duration)> {
+fn claim_all(url: &str, jobs: usize, claimers: usize) -> Vec<(i64, Duration)> {
+    let open = || Store::open(Location::new(Path::new(url))).unwrap();
     let job = NewJob {
         host: "h".into(),
         label: None,
@@ -329,12 +387,12 @@ fn claim_all(q: &Queue, jobs: usize, claimers: usize) -> Vec<(i64, Duration)> {
         not_before: None,
         max_attempts: 3,
     };
-    q.store().submit(&vec![job; jobs]).unwrap();
+    open().submit(&vec![job; jobs]).unwrap();
     std::thread::scope(|scope| {
         let threads: Vec<_> = (0..claimers)
             .map(|i| {
                 scope.spawn(move || {
-                    let mut store = q.store();
+                    let mut store = open();
                     let w = WorkerId {
                         name: "h".into(),
                         tags: Vec::new(),
@@ -354,7 +412,10 @@ fn claim_all(q: &Queue, jobs: usize, claimers: usize) -> Vec<(i64, Duration)> {
                 })
             })
             .collect();
-        threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
     })
 }
 
@@ -364,25 +425,33 @@ fn concurrent_claimers_never_take_a_job_twice() {
         return;
     }
     let q = Queue::start();
-    let claims = claim_all(&q, 200, 4);
+    let claims = claim_all(&q.url, 200, 4);
     let ids: BTreeSet<i64> = claims.iter().map(|(id, _)| *id).collect();
     assert_eq!(claims.len(), 200, "every job claimed once");
     assert_eq!(ids.len(), 200, "no job claimed twice");
 }
 
-/// docs/store-scale.md's queue measurement: 1,000 jobs, 8 claimers.
+/// docs/store-scale.md's queue measurement: 1,000 jobs, 8 claimers, in
+/// the empty database `$OSBENCH_SCALE_STORE` (the script's cluster, fsync
+/// on), else in a throwaway cluster of the tests' (fsync off).
 #[test]
 #[ignore = "a measurement: run it alone (scripts/store-scale.sh queue)"]
 fn claims_of_1000_jobs_by_8_workers() {
-    if !have_postgres("claims_of_1000_jobs") {
+    let given = std::env::var("OSBENCH_SCALE_STORE").ok();
+    if given.is_none() && !have_postgres("claims_of_1000_jobs") {
         return;
     }
-    let q = Queue::start();
+    let q = given.is_none().then(Queue::start);
+    let url = given.unwrap_or_else(|| q.as_ref().unwrap().url.clone());
     let start = Instant::now();
-    let claims = claim_all(&q, 1000, 8);
+    let claims = claim_all(&url, 1000, 8);
     let wall = start.elapsed();
     let ids: BTreeSet<i64> = claims.iter().map(|(id, _)| *id).collect();
-    assert_eq!((claims.len(), ids.len()), (1000, 1000), "no duplicate claim");
+    assert_eq!(
+        (claims.len(), ids.len()),
+        (1000, 1000),
+        "no duplicate claim"
+    );
     let mut ms: Vec<f64> = claims.iter().map(|(_, d)| d.as_secs_f64() * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     let at = |p: f64| ms[((ms.len() - 1) as f64 * p).round() as usize];
@@ -404,7 +473,9 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     }
     let q = Queue::start();
     let version = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
-    q.pg.sql(&format!("UPDATE jobs SET osbench_version = '0.0.1' WHERE id = {version}"));
+    q.pg.sql(&format!(
+        "UPDATE jobs SET osbench_version = '0.0.1' WHERE id = {version}"
+    ));
     let limits = q.submit(&["syscall:null", "--hosts", "a", "--", "--samples", "1000"])[0];
     let unreadable = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
     q.pg.sql(&format!(
@@ -412,16 +483,32 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
          WHERE id = {unreadable}"
     ));
     let plan = q.dir.path().join("boot.toml");
-    fs::write(&plan, "select = [\"syscall:null\"]\n[kernel]\nrelease = \"6.99\"\n").unwrap();
+    fs::write(
+        &plan,
+        "select = [\"syscall:null\"]\n[kernel]\nrelease = \"6.99\"\n",
+    )
+    .unwrap();
     let kernel = q.submit(&[plan.to_str().unwrap(), "--hosts", "a"])[0];
     for _ in 0..4 {
         let out = q
             .osbench()
-            .args(["worker", "--name", "a", "--once", "--max-job-time", "5", "--spool"])
+            .args([
+                "worker",
+                "--name",
+                "a",
+                "--once",
+                "--max-job-time",
+                "5",
+                "--spool",
+            ])
             .arg(q.spool("a"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let error = |id| {
         let j = q.job(id);
@@ -429,13 +516,19 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
         j.error.unwrap()
     };
     let e = error(version);
-    assert!(e.contains("needs osbench 0.0.1") && e.contains(env!("CARGO_PKG_VERSION")), "{e}");
+    assert!(
+        e.contains("needs osbench 0.0.1") && e.contains(env!("CARGO_PKG_VERSION")),
+        "{e}"
+    );
     assert!(error(limits).contains("beyond this host's --max-job-time of 5 s"));
     assert!(error(unreadable).contains("cannot run the job's plan"));
     assert!(error(kernel).contains("asks for a kernel"));
     let (table, _) = common::ok(q.osbench().arg("jobs").output().unwrap());
     assert!(table.contains("needs osbench 0.0.1"), "{table}");
-    assert!(q.store().list(&Default::default()).unwrap().is_empty(), "nothing ran");
+    assert!(
+        q.store().list(&Default::default()).unwrap().is_empty(),
+        "nothing ran"
+    );
 }
 
 #[test]
@@ -446,7 +539,12 @@ fn a_second_worker_of_a_name_in_use_refuses_to_start_naming_the_first() {
     let q = Queue::start();
     let first = q.worker("a", &[]);
     wait_until("the first worker", || {
-        q.store().workers(None).unwrap().first().filter(|w| w.live).cloned()
+        q.store()
+            .workers(None)
+            .unwrap()
+            .first()
+            .filter(|w| w.live)
+            .cloned()
     });
     let out = q
         .osbench()
@@ -457,7 +555,10 @@ fn a_second_worker_of_a_name_in_use_refuses_to_start_naming_the_first() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("worker name 'a' is in use"), "{stderr}");
-    assert!(stderr.contains(&format!("pid {}", first.child.id())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", first.child.id())),
+        "{stderr}"
+    );
     // Another name is fine.
     common::ok(
         q.osbench()
@@ -482,17 +583,45 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
     };
     refused(&["nosuch", "--hosts", "a"], "unknown benchmark 'nosuch'");
     refused(&["syscall"], "--hosts");
-    refused(&["syscall", "--tag", "gpu"], "no registered worker has tag 'gpu'");
-    refused(&["syscall", "--hosts", "a", "--not-before", "soon"], "'soon' is not a time");
-    refused(&["syscall", "--hosts", "a", "--meta", "job=3"], "set by the worker");
+    refused(
+        &["syscall", "--tag", "gpu"],
+        "no registered worker has tag 'gpu'",
+    );
+    refused(
+        &["syscall", "--hosts", "a", "--not-before", "soon"],
+        "'soon' is not a time",
+    );
+    refused(
+        &["syscall", "--hosts", "a", "--meta", "job=3"],
+        "set by the worker",
+    );
     refused(&["syscall", "--hosts", "a,a"], "given twice");
-    refused(&["syscall", "--hosts", "a", "--", "--rounds", "3"], "--rounds repeats");
-    refused(&["syscall", "--hosts", "a", "--", "--label", "x"], "cannot give --label");
+    refused(
+        &["syscall", "--hosts", "a", "--", "--rounds", "3"],
+        "--rounds repeats",
+    );
+    refused(
+        &["syscall", "--hosts", "a", "--", "--label", "x"],
+        "cannot give --label",
+    );
     let plan = q.dir.path().join("p.toml");
-    fs::write(&plan, "select = [\"syscall\"]\n[[config]]\nname = \"only\"\n").unwrap();
-    refused(&[plan.to_str().unwrap(), "--hosts", "a"], "one configuration");
+    fs::write(
+        &plan,
+        "select = [\"syscall\"]\n[[config]]\nname = \"only\"\n",
+    )
+    .unwrap();
+    refused(
+        &[plan.to_str().unwrap(), "--hosts", "a"],
+        "one configuration",
+    );
     // Not before an hour from now: a worker finds nothing to do.
-    let later = q.submit(&[&["syscall:null", "--hosts", "a", "--not-before", "+1 hour"][..], &QUICK].concat())[0];
+    let later = q.submit(
+        &[
+            &["syscall:null", "--hosts", "a", "--not-before", "+1 hour"][..],
+            &QUICK,
+        ]
+        .concat(),
+    )[0];
     common::ok(
         q.osbench()
             .args(["worker", "--name", "a", "--once", "--spool"])
@@ -503,13 +632,26 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
     let j = q.job(later);
     assert_eq!(j.state, JobState::Queued);
     assert!(j.not_before.is_some());
-    let (out, _) = common::ok(q.osbench().args(["jobs", "--cancel", &later.to_string()]).output().unwrap());
+    let (out, _) = common::ok(
+        q.osbench()
+            .args(["jobs", "--cancel", &later.to_string()])
+            .output()
+            .unwrap(),
+    );
     assert!(out.contains("cancelled job"), "{out}");
     assert_eq!(q.job(later).state, JobState::Cancelled);
-    let again = q.osbench().args(["jobs", "--cancel", &later.to_string()]).output().unwrap();
+    let again = q
+        .osbench()
+        .args(["jobs", "--cancel", &later.to_string()])
+        .output()
+        .unwrap();
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("cancelled already"));
-    let none = q.osbench().args(["jobs", "--cancel", "999"]).output().unwrap();
+    let none = q
+        .osbench()
+        .args(["jobs", "--cancel", "999"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&none.stderr).contains("there is no job 999"));
     assert_eq!(q.jobs().len(), 1);
 }

@@ -34,7 +34,6 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
 
-
 /// osbench with its store at `store` (a path or URL) and nothing else to find one.
 fn osbench(store: &str) -> Command {
     let mut cmd = common::osbench_at(store);

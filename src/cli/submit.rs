@@ -217,7 +217,11 @@ fn hosts(args: &SubmitArgs, store: &Store) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn jobs(args: JobsArgs) -> anyhow::Result<ExitCode> {
-    let what = if args.cancel.is_some() { "jobs --cancel" } else { "jobs" };
+    let what = if args.cancel.is_some() {
+        "jobs --cancel"
+    } else {
+        "jobs"
+    };
     let mut store = queue_store(&args.store, what)?;
     if let Some(id) = args.cancel {
         let was = store.cancel_job(id)?;
@@ -227,7 +231,10 @@ pub fn jobs(args: JobsArgs) -> anyhow::Result<ExitCode> {
     if args.workers {
         let workers = store.workers(None)?;
         match args.json {
-            true => println!("{}", json!(workers.iter().map(worker_json).collect::<Vec<_>>())),
+            true => println!(
+                "{}",
+                json!(workers.iter().map(worker_json).collect::<Vec<_>>())
+            ),
             false => print!("{}", workers_table(&workers)),
         }
         return Ok(ExitCode::SUCCESS);
@@ -242,8 +249,10 @@ pub fn jobs(args: JobsArgs) -> anyhow::Result<ExitCode> {
 
 fn job_json(j: &JobRow) -> serde_json::Value {
     let plan: serde_json::Value = serde_json::from_str(&j.plan).unwrap_or(json!(j.plan));
-    let kernel: Option<serde_json::Value> =
-        j.kernel.as_deref().and_then(|k| serde_json::from_str(k).ok());
+    let kernel: Option<serde_json::Value> = j
+        .kernel
+        .as_deref()
+        .and_then(|k| serde_json::from_str(k).ok());
     json!({
         "id": j.id, "host": j.host, "state": j.state.as_str(), "label": j.label,
         "meta": j.meta, "plan": plan, "kernel": kernel, "osbench_version": j.osbench_version,
@@ -286,9 +295,19 @@ fn jobs_table(jobs: &[JobRow]) -> String {
     }
     let dash = |t: &Option<String>| t.clone().unwrap_or_else(|| "-".into());
     let mut rows = vec![
-        ["id", "host", "state", "try", "submitted", "started", "finished", "run", "label"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "id",
+            "host",
+            "state",
+            "try",
+            "submitted",
+            "started",
+            "finished",
+            "run",
+            "label",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     let mut errors = Vec::new();
     for j in jobs {
@@ -320,9 +339,17 @@ fn workers_table(workers: &[WorkerRow]) -> String {
         return "no workers have registered\n".into();
     }
     let mut rows = vec![
-        ["name", "tags", "machine", "pid", "osbench", "state", "last seen"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "name",
+            "tags",
+            "machine",
+            "pid",
+            "osbench",
+            "state",
+            "last seen",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for w in workers {
         rows.push(vec![

@@ -212,7 +212,10 @@ impl Worker {
                 Ok(None) => warned = false,
                 Err(e) if !warned => {
                     warned = true;
-                    eprintln!("osbench: warning: {e:#}; asking again every {:?}", self.poll);
+                    eprintln!(
+                        "osbench: warning: {e:#}; asking again every {:?}",
+                        self.poll
+                    );
                 }
                 Err(_) => {}
             }
@@ -329,7 +332,11 @@ impl Worker {
         {
             return failed(format!("cannot write {}: {e}", experiment.display()));
         }
-        let argv = self.argv(job, &plan, plan.experiment.as_ref().map(|_| experiment.as_path()));
+        let argv = self.argv(
+            job,
+            &plan,
+            plan.experiment.as_ref().map(|_| experiment.as_path()),
+        );
         let command = match super::command()
             .try_get_matches_from(&argv)
             .and_then(|m| Cli::from_arg_matches(&m))
@@ -363,7 +370,12 @@ impl Worker {
 
     /// The command line of a job: `osbench run|time ARGS…`, its
     /// experiment file, this store, the job's label and meta, and its id.
-    fn argv(&self, job: &JobRow, plan: &JobPlan, experiment: Option<&std::path::Path>) -> Vec<String> {
+    fn argv(
+        &self,
+        job: &JobRow,
+        plan: &JobPlan,
+        experiment: Option<&std::path::Path>,
+    ) -> Vec<String> {
         let mut argv = vec!["osbench".to_string()];
         argv.extend(plan.argv(experiment));
         if let Some(given) = &self.store_arg {

@@ -121,7 +121,10 @@ pub fn parse_plan_file(text: &str, origin: &str) -> Result<PlanFile> {
                     other => Err(format!("{key}: {} is not a string", inline(&other))),
                 })
                 .collect(),
-            other => Err(format!("{key} must be an array of strings, not {}", inline(&other))),
+            other => Err(format!(
+                "{key} must be an array of strings, not {}",
+                inline(&other)
+            )),
         }
     };
     let select = table.remove("select").map(|v| strings(v, "select"));
@@ -143,7 +146,10 @@ pub fn parse_plan_file(text: &str, origin: &str) -> Result<PlanFile> {
             ));
         }
         (_, Some(commands)) => (JobCommand::Time, commands.map_err(bad)?),
-        (select, None) => (JobCommand::Run, select.transpose().map_err(bad)?.unwrap_or_default()),
+        (select, None) => (
+            JobCommand::Run,
+            select.transpose().map_err(bad)?.unwrap_or_default(),
+        ),
     };
     if command == JobCommand::Time && !experiment.is_empty() {
         return Err(bad(
@@ -173,7 +179,10 @@ fn option_words(key: &str, value: toml::Value) -> std::result::Result<Vec<String
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
-        other => Err(format!("{key}: {} is not a string or a number", inline(other))),
+        other => Err(format!(
+            "{key}: {} is not a string or a number",
+            inline(other)
+        )),
     };
     match &value {
         toml::Value::Boolean(true) => Ok(vec![flag]),
@@ -193,7 +202,9 @@ fn option_words(key: &str, value: toml::Value) -> std::result::Result<Vec<String
 /// An error when `args` give an option the worker sets itself.
 pub fn refuse_worker_options(args: &[String]) -> Result<()> {
     for a in args {
-        let name = a.strip_prefix("--").map(|n| n.split('=').next().unwrap_or(n));
+        let name = a
+            .strip_prefix("--")
+            .map(|n| n.split('=').next().unwrap_or(n));
         if let Some(name) = name.filter(|n| WORKER_OPTIONS.contains(n)) {
             return Err(Error::Usage(format!(
                 "a job's plan cannot give --{name}: the worker stores each run under its own \

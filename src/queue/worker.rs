@@ -105,7 +105,12 @@ pub fn spool_dir(given: Option<&Path>, name: &str) -> Result<PathBuf> {
     }
     if let Some(dir) = std::env::var_os("STATE_DIRECTORY").filter(|d| !d.is_empty()) {
         // systemd gives several, colon-separated, when the unit names several.
-        let first = dir.to_string_lossy().split(':').next().unwrap_or("").to_string();
+        let first = dir
+            .to_string_lossy()
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_string();
         return Ok(PathBuf::from(first));
     }
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
@@ -125,8 +130,12 @@ pub fn spool_dir(given: Option<&Path>, name: &str) -> Result<PathBuf> {
 /// The documents waiting in `spool` (runs that could not be stored:
 /// `osbench-*.json`, as a run writes them when its store fails), oldest first.
 pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(spool)
-        .map_err(|e| Error::io(format!("reading the spool directory {}", spool.display()), e))?;
+    let entries = std::fs::read_dir(spool).map_err(|e| {
+        Error::io(
+            format!("reading the spool directory {}", spool.display()),
+            e,
+        )
+    })?;
     let mut files: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
@@ -151,7 +160,11 @@ pub fn send_pending(
     for file in pending(spool)? {
         let (text, doc) = crate::store::read_document_text(&file)?;
         let run_id = store.import(&doc, &text)?.id();
-        let job = doc.run.meta.get(JOB_META).and_then(|j| j.parse::<i64>().ok());
+        let job = doc
+            .run
+            .meta
+            .get(JOB_META)
+            .and_then(|j| j.parse::<i64>().ok());
         if let Some(id) = job {
             store.finish_job(id, w, &Finish::Done { run_id, note: None })?;
         }

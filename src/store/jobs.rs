@@ -291,10 +291,12 @@ impl Store {
                  ELSE CAST(CAST($1 AS TEXT) AS timestamptz) END AS t) AS given",
             time("t")
         );
-        let rows = conn.query(&sql, &[given.into()]).map_err(|e| Error::Usage(format!(
-            "'{given}' is not a time the store can read ({e}); give RFC 3339 \
+        let rows = conn.query(&sql, &[given.into()]).map_err(|e| {
+            Error::Usage(format!(
+                "'{given}' is not a time the store can read ({e}); give RFC 3339 \
              (2026-12-03T02:00:00Z) or +INTERVAL from now (+2 hours)"
-        )))?;
+            ))
+        })?;
         let name = conn.name();
         rows.first()
             .ok_or_else(|| bad_row(&name, "no time".into()))?
@@ -381,9 +383,9 @@ impl Store {
     /// measured, and the job stays cancelled.
     pub fn cancel_job(&mut self, id: i64) -> Result<JobState> {
         self.require_queue("jobs --cancel")?;
-        let before = self.job(id)?.ok_or_else(|| Error::Usage(format!(
-            "there is no job {id}; `osbench jobs` lists them"
-        )))?;
+        let before = self.job(id)?.ok_or_else(|| {
+            Error::Usage(format!("there is no job {id}; `osbench jobs` lists them"))
+        })?;
         if before.state.is_final() {
             return Err(Error::Usage(format!(
                 "job {id} is {} already; only a job that has not ended can be cancelled",

@@ -178,8 +178,13 @@ impl Cluster {
         let data = self.data();
         let log = self.dir.path().join("log");
         self.as_owner("pg_ctl", |c| {
-            c.arg("-D").arg(&data).arg("-l").arg(&log).args(["-w", "-o"]);
-            c.arg(format!("{} -p {}", self.options, self.port)).arg("start");
+            c.arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(&log)
+                .args(["-w", "-o"]);
+            c.arg(format!("{} -p {}", self.options, self.port))
+                .arg("start");
         });
     }
 
