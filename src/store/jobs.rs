@@ -573,8 +573,8 @@ impl Store {
     /// job went elsewhere (cancelled, or claimed by another worker).
     pub fn finish_job(&mut self, id: i64, w: &WorkerId, how: &Finish) -> Result<bool> {
         self.require_queue("worker")?;
-        let mine = "id = $1 AND (lease_token = $2 OR (state IN ('lost', 'queued')
-                    AND split_part(lease_owner, ' ', 1) = $3))";
+        let mine = "id = $1 AND ((lease_token = $2 AND state IN ('claimed', 'running'))
+                    OR (state IN ('lost', 'queued') AND split_part(lease_owner, ' ', 1) = $3))";
         let (sql, extra): (String, Vec<Param>) = match how {
             Finish::Done { run_id, note } => (
                 format!(
