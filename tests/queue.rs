@@ -373,6 +373,30 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
     assert!(!workers[0].live);
 }
 
+#[test]
+fn a_running_job_cancelled_stays_cancelled_and_its_run_is_kept() {
+    if !have_postgres("a_running_job_cancelled") {
+        return;
+    }
+    let q = Queue::start();
+    let mut args = vec!["syscall:null", "ctx:2p/0K", "--hosts", "a"];
+    let slow = slow(2);
+    args.extend(slow.iter().map(String::as_str));
+    let id = q.submit(&args)[0];
+    let w = q.worker("a", &["--lease", "2"]);
+    q.wait_for(id, JobState::Running);
+    common::ok(q.osbench().args(["jobs", "--cancel", &id.to_string()]).output().unwrap());
+    wait_until("the run stored", || {
+        (q.store().list(&Default::default()).unwrap().len() == 1).then_some(())
+    });
+    wait_until("the worker's word on it", || {
+        w.log().contains("left as it is").then_some(())
+    });
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Cancelled, "{}", w.log());
+    assert!(job.error.unwrap().contains("cancelled (was running)"));
+}
+
 /// `claimers` threads, each its own connection and worker token, claim
 /// `jobs` jobs of one host until none is left; every claim's latency.
 fn claim_all(url: &str, jobs: usize, claimers: usize) -> Vec<(i64, Duration)> {
