@@ -210,6 +210,10 @@ impl Worker {
                 }
                 Ok(None) if once => break,
                 Ok(None) => warned = false,
+                // Its name taken by another worker: this one stops.
+                Err(e) if matches!(e.downcast_ref(), Some(osbench::Error::Usage(_))) => {
+                    return Err(e);
+                }
                 Err(e) if !warned => {
                     warned = true;
                     eprintln!(
