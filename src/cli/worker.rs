@@ -20,7 +20,7 @@ use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
 use osbench::measure::Interrupt;
-use osbench::queue::worker::{self as queue_worker, JOB_META, Lease, Limits};
+use osbench::queue::worker::{self as queue_worker, JOB_META, Lease, Limits, Sent};
 use osbench::queue::{JobCommand, JobPlan};
 use osbench::store::{self, Finish, JobRow, Location, Store, WorkerId};
 
@@ -234,12 +234,18 @@ impl Worker {
     /// Sends what the spool holds, renews the name, claims the next job.
     fn next(&self) -> anyhow::Result<Option<JobRow>> {
         let mut store = Store::open_existing(&self.location)?;
-        for (file, run_id, job) in queue_worker::send_pending(&mut store, &self.spool, &self.id)? {
-            let job = job.map_or(String::new(), |j| format!(" (job {j} done)"));
-            eprintln!(
-                "osbench: stored {} as run {run_id}{job}, now that the store is back",
-                file.display()
-            );
+        for (file, sent) in queue_worker::send_pending(&mut store, &self.spool, &self.id)? {
+            match sent {
+                Sent::Stored { run_id, job } => eprintln!(
+                    "osbench: stored {} as run {run_id}{}, now that the store is back",
+                    file.display(),
+                    job.map_or(String::new(), |j| format!(" (job {j} done)"))
+                ),
+                Sent::SetAside { to, why } => eprintln!(
+                    "osbench: warning: {why}; it is not sent again (renamed {})",
+                    to.display()
+                ),
+            }
         }
         if !store.heartbeat(&self.id, self.lease.as_secs_f64())? {
             // Taken over while the store was away: register again, or refuse.

@@ -148,29 +148,40 @@ pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// What [`send_pending`] did with one file of the spool.
+#[derive(Debug)]
+pub enum Sent {
+    /// Stored as this run (and this job, if it names one, marked done).
+    Stored { run_id: i64, job: Option<i64> },
+    /// Not a result document: renamed to `*.unreadable`, with why.
+    SetAside { to: PathBuf, why: String },
+}
+
 /// Stores every pending document of `spool`, marks its job done, and
-/// removes it; what was sent, as (file, run id, job id). The first
-/// failure stops it (the rest wait for the next try).
-pub fn send_pending(
-    store: &mut Store,
-    spool: &Path,
-    w: &WorkerId,
-) -> Result<Vec<(PathBuf, i64, Option<i64>)>> {
+/// removes it (a file that is no document is renamed `*.unreadable`, never
+/// retried); what happened to each. The first store error stops it (the
+/// rest wait for the next try).
+pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec<(PathBuf, Sent)>> {
     let mut sent = Vec::new();
     for file in pending(spool)? {
-        let (text, doc) = crate::store::read_document_text(&file)?;
+        let (text, doc) = match crate::store::read_document_text(&file) {
+            Ok(read) => read,
+            Err(e) => {
+                let to = file.with_extension("unreadable");
+                std::fs::rename(&file, &to)
+                    .map_err(|e| Error::io(format!("renaming {}", file.display()), e))?;
+                sent.push((file, Sent::SetAside { to, why: e.to_string() }));
+                continue;
+            }
+        };
         let run_id = store.import(&doc, &text)?.id();
-        let job = doc
-            .run
-            .meta
-            .get(JOB_META)
-            .and_then(|j| j.parse::<i64>().ok());
+        let job = doc.run.meta.get(JOB_META).and_then(|j| j.parse::<i64>().ok());
         if let Some(id) = job {
             store.finish_job(id, w, &Finish::Done { run_id, note: None })?;
         }
         std::fs::remove_file(&file)
             .map_err(|e| Error::io(format!("removing {} once stored", file.display()), e))?;
-        sent.push((file, run_id, job));
+        sent.push((file, Sent::Stored { run_id, job }));
     }
     Ok(sent)
 }
