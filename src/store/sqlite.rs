@@ -486,7 +486,7 @@ mod tests {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
                 "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
-                 PRAGMA user_version = 4;",
+                 DROP TABLE jobs; DROP TABLE workers; PRAGMA user_version = 4;",
             )
             .unwrap();
         }
