@@ -385,7 +385,12 @@ fn a_running_job_cancelled_stays_cancelled_and_its_run_is_kept() {
     let id = q.submit(&args)[0];
     let w = q.worker("a", &["--lease", "2"]);
     q.wait_for(id, JobState::Running);
-    common::ok(q.osbench().args(["jobs", "--cancel", &id.to_string()]).output().unwrap());
+    common::ok(
+        q.osbench()
+            .args(["jobs", "--cancel", &id.to_string()])
+            .output()
+            .unwrap(),
+    );
     wait_until("the run stored", || {
         (q.store().list(&Default::default()).unwrap().len() == 1).then_some(())
     });

@@ -170,12 +170,22 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
                 let to = file.with_extension("unreadable");
                 std::fs::rename(&file, &to)
                     .map_err(|e| Error::io(format!("renaming {}", file.display()), e))?;
-                sent.push((file, Sent::SetAside { to, why: e.to_string() }));
+                sent.push((
+                    file,
+                    Sent::SetAside {
+                        to,
+                        why: e.to_string(),
+                    },
+                ));
                 continue;
             }
         };
         let run_id = store.import(&doc, &text)?.id();
-        let job = doc.run.meta.get(JOB_META).and_then(|j| j.parse::<i64>().ok());
+        let job = doc
+            .run
+            .meta
+            .get(JOB_META)
+            .and_then(|j| j.parse::<i64>().ok());
         if let Some(id) = job {
             store.finish_job(id, w, &Finish::Done { run_id, note: None })?;
         }
