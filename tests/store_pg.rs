@@ -935,8 +935,8 @@ fn a_version_4_postgresql_store_is_migrated() {
     Store::open(url.clone()).unwrap().insert(&doc).unwrap();
     // As osbench before --meta left it.
     pg.sql(
-        "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta; DROP TABLE jobs; DROP TABLE workers;
-         UPDATE osbench_schema SET version = 4",
+        "DROP VIEW osbench_results; DROP TABLE change_points; DROP TABLE run_meta;
+         DROP TABLE jobs; DROP TABLE workers; UPDATE osbench_schema SET version = 4",
     );
     let store = Store::open(url).unwrap();
     let rows = store.list(&Filter::default()).unwrap();
