@@ -541,6 +541,16 @@ fn error_lines(text: &str) -> (String, Vec<String>) {
     (first, tips.collect())
 }
 
+/// A clap error as one line: its first line and its tips, without the usage.
+fn clap_words(e: &clap::Error) -> String {
+    let (first, tips) = error_lines(&e.render().to_string());
+    let first = first.strip_prefix("error: ").unwrap_or(&first).to_string();
+    std::iter::once(first)
+        .chain(tips)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn is_tip(line: &str) -> bool {
     line.trim_start().starts_with("tip:")
 }

@@ -177,7 +177,7 @@ fn check(plan: &JobPlan) -> anyhow::Result<()> {
         .map_err(|e| {
             anyhow!(
                 "the job would run `osbench {shown}`, which is refused: {}",
-                super::one_line(&e.render().to_string())
+                super::clap_words(&e)
             )
         })?;
     let checked = match cli.command {

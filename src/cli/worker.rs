@@ -356,7 +356,7 @@ impl Worker {
                 return failed(format!(
                     "this osbench cannot run the job's plan ({}): {}",
                     plan.argv(None).join(" "),
-                    super::one_line(&e.render().to_string())
+                    super::clap_words(&e)
                 ));
             }
         };
