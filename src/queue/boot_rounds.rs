@@ -12,8 +12,6 @@
 //! not finish is left out whole, and so is a case from a round in which some
 //! kernel lacks it, each said in the document's audit.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::boot::KernelRequirement;
@@ -336,40 +334,12 @@ fn run_info(
         .enumerate()
         .flat_map(|(r, boots)| boots.iter().map(move |b| (r, *b)))
         .collect();
-    let label = |r: usize, b: &BootRun| format!("{} round {}", names[b.kernel], r + 1);
-    let mut order = Vec::new();
-    let mut findings: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut found_order: Vec<&str> = Vec::new();
     for &(r, b) in &boots {
-        let run = &b.document.run;
-        let configured = !run.configs.is_empty();
-        order.extend(run.order.iter().map(|step| {
-            // A boot run with its one configuration wrote "1 NAME: bench case".
-            let case = match (configured, step.split_once(": ")) {
-                (true, Some((_, case))) => case,
-                _ => step.as_str(),
-            };
-            format!("{} {}: {case}", r + 1, names[b.kernel])
-        }));
-        if let Some(why) = &run.stopped_because {
-            stopped.push(format!("{}: {why}", label(r, b)));
-        }
-        for finding in &run.audit {
-            if !findings.contains_key(finding.as_str()) {
-                found_order.push(finding);
-            }
-            findings.entry(finding).or_default().push(label(r, b));
+        if let Some(why) = &b.document.run.stopped_because {
+            stopped.push(format!("{}: {why}", boot_label(names, r, b)));
         }
     }
-    for finding in found_order {
-        let had = &findings[finding];
-        let which = if had.len() == boots.len() {
-            "every boot".to_string()
-        } else {
-            had.join(", ")
-        };
-        audit.push(format!("{finding} ({which})"));
-    }
+    audit.extend(boot_findings(names, &boots));
     let docs = || boots.iter().map(|(_, b)| &b.document);
     let first_env = |k: usize| {
         let first = boots.iter().find(|(_, b)| b.kernel == k);
@@ -393,7 +363,7 @@ fn run_info(
             .unwrap_or_default(),
         seed,
         policy: first.policy,
-        order,
+        order: merged_order(names, &boots),
         complete: stopped.is_empty() && docs().all(|d| d.run.complete),
         stopped_because: (!stopped.is_empty()).then(|| stopped.join("; ")),
         time: None,
@@ -420,11 +390,59 @@ fn run_info(
     }
 }
 
+/// A boot in words: "patched round 3".
+fn boot_label(names: &[String], round: usize, boot: &BootRun) -> String {
+    format!("{} round {}", names[boot.kernel], round + 1)
+}
+
+/// The cases of `boots` (merged round, boot) as run, "ROUND KERNEL: bench case".
+fn merged_order(names: &[String], boots: &[(usize, &BootRun)]) -> Vec<String> {
+    let mut order = Vec::new();
+    for &(r, b) in boots {
+        let run = &b.document.run;
+        let configured = !run.configs.is_empty();
+        order.extend(run.order.iter().map(|step| {
+            // A boot run with its one configuration wrote "1 NAME: bench case".
+            let case = match (configured, step.split_once(": ")) {
+                (true, Some((_, case))) => case,
+                _ => step.as_str(),
+            };
+            format!("{} {}: {case}", r + 1, names[b.kernel])
+        }));
+    }
+    order
+}
+
+/// Every boot's audit findings, each once, in the order first found, with
+/// the boots that had it ("every boot", or which).
+fn boot_findings(names: &[String], boots: &[(usize, &BootRun)]) -> Vec<String> {
+    let mut had: Vec<(&str, Vec<String>)> = Vec::new();
+    for &(r, b) in boots {
+        for finding in &b.document.run.audit {
+            let label = boot_label(names, r, b);
+            match had.iter_mut().find(|(f, _)| f == finding) {
+                Some((_, which)) => which.push(label),
+                None => had.push((finding, vec![label])),
+            }
+        }
+    }
+    had.into_iter()
+        .map(|(finding, which)| {
+            let which = if which.len() == boots.len() {
+                "every boot".to_string()
+            } else {
+                which.join(", ")
+            };
+            format!("{finding} ({which})")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compare::{Options, paired};
-    use crate::experiment::{Plan, Silent as Quiet};
+    use crate::experiment::Plan;
     use crate::measure::{Interrupt, Policy};
     use crate::stats::rng::log_normal_sample;
     use crate::stats::verdict::Verdict;
@@ -527,7 +545,7 @@ mod tests {
             allow_unknown_boot_parameters: false,
         };
         let out =
-            crate::experiment::run(&plan, Interrupt::none(), crate::env::capture(), &mut Quiet);
+            crate::experiment::run(&plan, Interrupt::none(), crate::env::capture(), &mut Silent);
         assert!(out.error.is_none(), "{:?}", out.error);
         out.document
     }
