@@ -673,6 +673,10 @@ mod tests {
             "{:?}",
             doc.run.audit
         );
+        for finding in &template.run.audit {
+            let once = format!("{finding} (every boot)");
+            assert!(doc.run.audit.contains(&once), "{:?}", doc.run.audit);
+        }
         crate::document::validate::validate(&doc).unwrap();
     }
 
