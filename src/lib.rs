@@ -21,6 +21,7 @@ pub mod experiment;
 pub mod fleet;
 pub mod guest;
 pub mod measure;
+pub mod queue;
 pub mod report;
 pub mod stats;
 pub mod store;
