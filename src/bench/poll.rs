@@ -303,18 +303,9 @@ impl Multiplex {
         let mut socket_set = None;
         match on {
             "socket" => {
-                let ep = p
-                    .get("call")
-                    .starts_with("epoll")
-                    .then(new_epoll)
-                    .transpose()?;
-                for i in 0..wanted {
-                    let fd = unconnected_socket()?;
-                    if let Some(ep) = ep.as_ref().filter(|_| i < n) {
-                        epoll_add(ep, fd.as_raw_fd(), mask)?;
-                    }
-                    fds.push(fd);
-                }
+                let epoll = p.get("call").starts_with("epoll");
+                let ep = epoll.then(new_epoll).transpose()?;
+                fds = unconnected_sockets(wanted, ep.as_ref().map(|ep| (ep, n, mask)))?;
                 socket_set = ep;
             }
             _ => {
@@ -559,6 +550,23 @@ fn epoll_add(ep: &OwnedFd, fd: RawFd, mask: u32) -> Result<()> {
         return Err(last_error("adding a descriptor to the epoll set"));
     }
     Ok(())
+}
+
+/// `count` unconnected sockets; with `(ep, n, mask)` the first `n` are
+/// each added to `ep` as it is made, as LEBench does.
+fn unconnected_sockets(
+    count: usize,
+    epoll: Option<(&OwnedFd, usize, u32)>,
+) -> Result<Vec<OwnedFd>> {
+    let mut fds = Vec::with_capacity(count);
+    for i in 0..count {
+        let fd = unconnected_socket()?;
+        if let Some((ep, _, mask)) = epoll.filter(|&(_, n, _)| i < n) {
+            epoll_add(ep, fd.as_raw_fd(), mask)?;
+        }
+        fds.push(fd);
+    }
+    Ok(fds)
 }
 
 /// A TCP socket that is never connected (LEBench's descriptors).
