@@ -511,14 +511,21 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
         "UPDATE jobs SET plan = '{{\"command\":\"run\",\"args\":[\"--no-such-option\"]}}' \
          WHERE id = {unreadable}"
     ));
-    let plan = q.dir.path().join("boot.toml");
-    fs::write(
-        &plan,
-        "select = [\"syscall:null\"]\n[kernel]\nrelease = \"6.99\"\n",
-    )
-    .unwrap();
-    let kernel = q.submit(&[plan.to_str().unwrap(), "--hosts", "a"])[0];
-    for _ in 0..4 {
+    let plan = |name: &str, table: &str| {
+        let path = q.dir.path().join(name);
+        let quick = "samples = 3\nsample_time = 1\nwarmup = 0\n";
+        let text = format!("select = [\"syscall:null\"]\n{quick}[kernel]\n{table}\n");
+        fs::write(&path, text).unwrap();
+        q.submit(&[path.to_str().unwrap(), "--hosts", "a"])[0]
+    };
+    let kernel = plan("other.toml", "release = \"6.99\"");
+    let no_file = plan(
+        "nofile.toml",
+        "kernel = \"/boot/no-such-vmlinuz\"\nrelease = \"6.99\"",
+    );
+    let uname = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let running = plan("running.toml", &format!("release = \"{}\"", uname.trim()));
+    for _ in 0..6 {
         let out = q
             .osbench()
             .args([
@@ -551,13 +558,17 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     );
     assert!(error(limits).contains("beyond this host's --max-job-time of 5 s"));
     assert!(error(unreadable).contains("cannot run the job's plan"));
-    assert!(error(kernel).contains("asks for a kernel"));
+    assert!(error(kernel).contains("asks for kernel 6.99 and this host runs another"));
+    let e = error(no_file);
+    assert!(
+        e.contains("/boot/no-such-vmlinuz does not exist on this host"),
+        "{e}"
+    );
     let (table, _) = common::ok(q.osbench().arg("jobs").output().unwrap());
     assert!(table.contains("needs osbench 0.0.1"), "{table}");
-    assert!(
-        q.store().list(&Default::default()).unwrap().is_empty(),
-        "nothing ran"
-    );
+    // The job whose kernel is the running one ran; nothing else did.
+    assert_eq!(q.job(running).state, JobState::Done);
+    assert_eq!(q.store().list(&Default::default()).unwrap().len(), 1);
 }
 
 #[test]

@@ -130,6 +130,32 @@ impl Observer for Hooked<'_> {
     }
 }
 
+/// Why a job with this `[kernel]` table (JSON) does not run here, if it
+/// does not: a table this host refuses (`queue::boot`'s check: a kernel
+/// file that does not exist, …), or a kernel other than the running one
+/// (staging and booting it, `queue::boot`, is not wired into this loop yet).
+/// A job whose kernel is the running one runs.
+fn kernel_refusal(table: &str) -> Option<String> {
+    let req: osbench::queue::boot::KernelRequirement = match serde_json::from_str(table) {
+        Ok(req) => req,
+        Err(e) => {
+            return Some(format!(
+                "the job's [kernel] table is not one this osbench reads: {e}"
+            ));
+        }
+    };
+    let checked = req.expectation().and_then(|e| e.check_running());
+    match checked {
+        Ok(()) => None,
+        Err(osbench::Error::KernelMismatch { .. }) => Some(format!(
+            "the job asks for kernel {} and this host runs another; this worker does not boot \
+             kernels (queue::boot is not wired into it yet)",
+            req.label()
+        )),
+        Err(e) => Some(format!("the job's [kernel] table: {e}")),
+    }
+}
+
 /// The worker as it runs: who it is, where, and how.
 struct Worker {
     id: WorkerId,
@@ -313,15 +339,7 @@ impl Worker {
         if let Some(why) = queue_worker::refuse_version(&job.osbench_version, &self.id) {
             return Some(why);
         }
-        if job.kernel.is_some() {
-            // Kernel-boot jobs are staged and checked by `queue::boot`, not this worker.
-            return Some(
-                "the job asks for a kernel ([kernel]) and this osbench's worker does not boot \
-                 kernels"
-                    .into(),
-            );
-        }
-        None
+        job.kernel.as_deref().and_then(kernel_refusal)
     }
 
     /// Runs the job's plan; how the job ends (`None`: its run waits in the
