@@ -351,7 +351,11 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
     let id = q.submit(&args)[0];
     let mut w = q.worker("a", &[]);
     q.wait_for(id, JobState::Running);
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the case is sampling (its progress line is out), a second of 20 ms samples.
+    wait_until("the case to start", || {
+        w.log().contains("[1/1] syscall null").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
     w.signal(libc::SIGTERM);
     assert_eq!(w.exit().code(), Some(130), "{}", w.log());
     let job = q.job(id);
