@@ -39,8 +39,14 @@
 #   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
 #   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
-#                        fs:phase=…,kib=… vs `lat_fs` in a scratch directory, 10^6 ÷ its files/s (µs)
+#                        fs:phase=…,kib=… vs `lat_fs` in a scratch directory, 10^6 ÷ its files/s (µs);
+#                        a suffix :files=N (fs-delete-0k:files=2000) sets osbench's files per pass
 #   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
+#   bw-KIND:same, bw-KIND:spread  the same, both tools placed alike: reader and writer on
+#                        CPU 0 (osbench --pin same; lmbench under taskset -c 0), or on CPUs 0
+#                        and 1 (--pin spread; bw_pipe and bw_unix with LMBENCH_SCHED=UNIQUE from
+#                        LMBENCH_SCHED_BIN, lmbench built with -DHAVE_SCHED_SETAFFINITY;
+#                        bw_tcp's server under taskset -c 1, its client -c 0)
 #   bw-file-rd           file:io=read,pages=256,chunk=16,sum=yes vs `bw_file_rd 1m io_only` (MB/s)
 #   io                   every one of these I/O checks
 #   lebench-CALL:N       poll:call=CALL,on=socket,fds=N vs LEBench's CALL test over N sockets,
@@ -71,7 +77,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,52p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,58p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -230,10 +236,13 @@ define() {
         bench=connect unit=µs scale=1 anchor_name="lat_connect localhost"
         anchor() { "$lc" localhost 2>&1 | last_figure; } ;;
     fs-create-* | fs-delete-*)
-        phase=${1:3:6} kib=${1##*-}
+        # An optional :files=N gives osbench lmbench's files per pass.
+        spec=${1%%:*} extra=
+        [ "$spec" = "$1" ] || extra=,${1#*:}
+        phase=${spec:3:6} kib=${spec##*-}
         kib=${kib%k}
         lf=$(lmbench lat_fs)
-        ours=("$bin" run "fs:phase=$phase,kib=$kib" -q --no-store)
+        ours=("$bin" run "fs:phase=$phase,kib=$kib$extra" -q --no-store)
         bench=fs unit=µs scale=1
         # lat_fs prints SIZE, files, creates/s, deletes/s; -s 0 means every size.
         column=3
@@ -245,20 +254,38 @@ define() {
             anchor_name="lat_fs -N 1 -s ${kib}k DIR"
             anchor() { mkdir -p "$tmp/fs" && "$lf" -N 1 -s "${kib}k" "$tmp/fs" 2>&1 | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
         fi ;;
+    bw-pipe:same | bw-unix:same)
+        kind=${1#bw-} kind=${kind%:*}
+        bw=$(lmbench "bw_$kind")
+        ours=("$bin" run "stream:kind=$kind" --pin same -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="taskset -c 0 bw_$kind"
+        anchor() { taskset -c 0 "$bw" 2>&1 | last_figure; } ;;
+    bw-pipe:spread | bw-unix:spread)
+        kind=${1#bw-} kind=${kind%:*}
+        bw=${LMBENCH_SCHED_BIN:-/tmp/anchor-lmbench/bin-sched}/bw_$kind
+        [ -x "$bw" ] || { echo "$bw not found: build lmbench's bw_$kind with -D_GNU_SOURCE -DHAVE_SCHED_SETAFFINITY=1 and set LMBENCH_SCHED_BIN" >&2; exit 2; }
+        ours=("$bin" run "stream:kind=$kind" --pin spread -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="LMBENCH_SCHED=UNIQUE bw_$kind"
+        anchor() { LMBENCH_SCHED=UNIQUE "$bw" 2>&1 | last_figure; } ;;
     bw-pipe | bw-unix)
         kind=${1#bw-}
         bw=$(lmbench "bw_$kind")
         ours=("$bin" run "stream:kind=$kind" -q --no-store)
         bench=stream unit=MB/s scale=1 anchor_name="bw_$kind"
         anchor() { "$bw" 2>&1 | last_figure; } ;;
-    bw-tcp)
-
+    bw-tcp | bw-tcp:same | bw-tcp:spread)
         bt=$(lmbench bw_tcp)
-        "$bt" -s
+        place=${1#bw-tcp} place=${place#:}
+        server=() client=() pin=()
+        case $place in
+        same) server=(taskset -c 0) client=(taskset -c 0) pin=(--pin same) ;;
+        spread) server=(taskset -c 1) client=(taskset -c 0) pin=(--pin spread) ;;
+        esac
+        "${server[@]}" "$bt" -s
         after() { "$bt" -S localhost; }
-        ours=("$bin" run stream:kind=tcp -q --no-store)
-        bench=stream unit=MB/s scale=1 anchor_name="bw_tcp localhost"
-        anchor() { "$bt" localhost 2>&1 | last_figure; } ;;
+        ours=("$bin" run stream:kind=tcp "${pin[@]}" -q --no-store)
+        bench=stream unit=MB/s scale=1 anchor_name="${client[*]}${client:+ }bw_tcp localhost${place:+ (server ${server[*]})}"
+        anchor() { "${client[@]}" "$bt" localhost 2>&1 | last_figure; } ;;
     bw-file-rd)
 
         br=$(lmbench bw_file_rd)

@@ -81,6 +81,21 @@ pub enum Error {
     )]
     UnknownRun { arg: String, store: String },
 
+    /// A kernel-boot job cannot be checked, staged or booted
+    /// (`queue::boot`): a missing kernel file, no way to boot, a failed command.
+    #[error("{0}")]
+    Boot(String),
+
+    /// The kernel that booted is not the one a job asked for: each
+    /// mismatch names what was asked and what is running.
+    #[error(
+        "the running kernel is not the one the job asked for: {}; the boot may have fallen \
+         back to another kernel (a kexec or one-shot boot entry that did not take): check the \
+         host's boot log, then queue the job again",
+        .mismatches.join("; ")
+    )]
+    KernelMismatch { mismatches: Vec<String> },
+
     /// A plot could not be drawn or rasterised; `what` names the plot.
     #[error("cannot draw the plot '{what}': {message}")]
     Plot { what: String, message: String },

@@ -109,7 +109,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
-    differs: "µs per file (lmbench prints files/s); one new directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop (850-2,850 files here, and a pass of 1,000 costs 10-40 % more per file than one of 100: docs/crosscheck.md); fsync=yes exists.",
+    differs: "µs per file (lmbench prints files/s); one new directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop (850 to 411,000 files a pass here; a pass of 1,000 costs 10-40 % more per file than one of 100; nesting and lmbench's fork do not matter: docs/crosscheck.md); fsync=yes exists.",
     ops_per_iter: |p| p.int("files") as f64,
     sampling: Sampling::WholeRuns,
     setup,

@@ -105,7 +105,7 @@ pub static DEF: BenchDef = BenchDef {
             kind => format!("bw_{kind}{chunk}"),
         }
     },
-    differs: "MB/s with lmbench's MB = 10^6 B, from the median of 10 ms batches of 10 MiB reads (lmbench: the best of its repetitions); TCP on a kernel-chosen loopback port without a separate server; writer mode=threads exists.",
+    differs: "MB/s with lmbench's MB = 10^6 B, from the median of 10 ms batches of 10 MiB reads (lmbench: the best of its repetitions); TCP on a kernel-chosen loopback port without a separate server; writer mode=threads exists. lmbench leaves placement to the scheduler: compare with --pin same or spread against lmbench under taskset or LMBENCH_SCHED (docs/crosscheck.md).",
     bytes_per_op: |_| Some(BYTES_PER_OP as f64),
     tasks: |_| 2,
     setup,

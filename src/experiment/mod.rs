@@ -676,12 +676,29 @@ impl<'a, C: Clock> RunRounds<'a, C> {
 
     /// The series, by configuration then case, each summarized over its rounds.
     fn into_series(self) -> Vec<Series> {
-        let mut done = self.done;
-        done.sort_by_key(|(key, _)| *key);
-        done.into_iter()
-            .map(|(_, s)| case::resummarize(s))
-            .collect()
+        summarized(self.done)
     }
+}
+
+/// Series measured one round at a time outside a run (the boots of a
+/// kernel-boot job, `queue::boot_rounds`), merged as a run merges its
+/// rounds: `measured` in round order, each keyed (configuration, case
+/// slot), with its configuration and slot set; returned by configuration
+/// then case, each summarized over its rounds.
+pub fn merge_rounds(measured: Vec<((usize, usize), Series)>) -> Vec<Series> {
+    let mut done = Vec::new();
+    for (key, series) in measured {
+        case::merge(&mut done, key, series);
+    }
+    summarized(done)
+}
+
+/// `done` by configuration then case, each series summarized over its rounds.
+fn summarized(mut done: Vec<((usize, usize), Series)>) -> Vec<Series> {
+    done.sort_by_key(|(key, _)| *key);
+    done.into_iter()
+        .map(|(_, s)| case::resummarize(s))
+        .collect()
 }
 
 impl<C: Clock> RoundBody for RunRounds<'_, C> {

@@ -11,6 +11,8 @@
 //! Where it comes from: Phoromatic's polling clients, LKP's testboxes and
 //! LAVA's workers, with the database osbench already shares as the server.
 
+pub mod boot;
+pub mod boot_rounds;
 pub mod job;
 pub mod worker;
 
