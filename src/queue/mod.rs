@@ -6,14 +6,15 @@
 //! runs it with the ordinary `run` / `time` code and stores the document
 //! under its own name ([`worker`]). A worker that dies leaves a lease that
 //! expires: the job is then `lost` and claimed again, up to
-//! [`worker::MAX_ATTEMPTS`] attempts. Left out here: jobs that boot a
-//! kernel (their `[kernel]` table is carried, opaque, for `queue::boot`).
+//! [`worker::MAX_ATTEMPTS`] attempts. Jobs that boot a kernel: [`boot`],
+//! [`boot_rounds`], and the worker's part of them, [`kernel_jobs`].
 //! Where it comes from: Phoromatic's polling clients, LKP's testboxes and
 //! LAVA's workers, with the database osbench already shares as the server.
 
 pub mod boot;
 pub mod boot_rounds;
 pub mod job;
+pub mod kernel_jobs;
 pub mod worker;
 
 pub use job::{JobCommand, JobPlan, PlanFile, parse_plan_file};

@@ -8,6 +8,7 @@
 
 mod change_points;
 mod document_file;
+mod boot_jobs;
 mod jobs;
 mod location;
 mod migrations;
