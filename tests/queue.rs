@@ -552,7 +552,10 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     assert!(error(limits).contains("beyond this host's --max-job-time of 5 s"));
     assert!(error(unreadable).contains("cannot run the job's plan"));
     let e = error(kernel);
-    assert!(e.contains("cannot boot 6.99") && e.contains("no reboot command"), "{e}");
+    assert!(
+        e.contains("cannot boot 6.99") && e.contains("no reboot command"),
+        "{e}"
+    );
     let (table, _) = common::ok(q.osbench().arg("jobs").output().unwrap());
     assert!(table.contains("needs osbench 0.0.1"), "{table}");
     assert!(

@@ -122,7 +122,9 @@ impl Host {
     fn worker_once(&self, extra: &[&str]) -> String {
         let out = self
             .osbench()
-            .args(["worker", "--name", "a", "--once", "--poll", "0.2", "--spool"])
+            .args([
+                "worker", "--name", "a", "--once", "--poll", "0.2", "--spool",
+            ])
             .arg(self.dir.path().join("spool"))
             .args(extra)
             .stdin(Stdio::null())
@@ -165,7 +167,10 @@ fn a_job_boots_its_kernel_then_runs_on_it_and_boots_back() {
     assert_eq!(j.state, JobState::Rebooting);
     let record: serde_json::Value = serde_json::from_str(j.kernel.as_deref().unwrap()).unwrap();
     assert_eq!(record["progress"]["boot"]["from"]["release"], BASE);
-    assert_eq!(record["progress"]["boot"]["expectation"]["append"][0], "nosmt");
+    assert_eq!(
+        record["progress"]["boot"]["expectation"]["append"][0],
+        "nosmt"
+    );
     assert_eq!(h.boots(), [format!("job {id} boot 6.18.0-test")]);
     // The host comes back in that kernel; its worker starts again.
     let err = h.worker_once(&args);
@@ -204,7 +209,10 @@ fn a_boot_into_another_kernel_fails_the_job_with_the_mismatch() {
     let j = h.job(id);
     assert_eq!(j.state, JobState::Failed);
     let e = j.error.unwrap();
-    assert!(e.contains("asked for 6.18.0-test, running 6.1.0-base"), "{e}");
+    assert!(
+        e.contains("asked for 6.18.0-test, running 6.1.0-base"),
+        "{e}"
+    );
     assert!(e.contains("mitigations=off is not on /proc/cmdline"), "{e}");
     // Not retried: the next start has nothing to do and boots nothing.
     h.worker_once(&["--reboot-command", &reboot]);
@@ -276,7 +284,11 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     let j = h.job(id);
     assert_eq!(j.state, JobState::Done, "{:?}", j.error);
     let boots = h.boots();
-    assert_eq!(boots.len(), 4, "every step boots, even into the running kernel");
+    assert_eq!(
+        boots.len(),
+        4,
+        "every step boots, even into the running kernel"
+    );
     for kernel in [BASE, "6.18.0-patched"] {
         let n = boots.iter().filter(|b| b.ends_with(kernel)).count();
         assert_eq!(n, 2, "{boots:?}");
@@ -286,7 +298,10 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     let configs: Vec<&str> = doc.run.configs.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(configs, ["base", "patched"]);
     assert_eq!(doc.run.schedule.len(), 2);
-    assert!(!doc.comparisons.is_empty(), "the paired comparison is attached");
+    assert!(
+        !doc.comparisons.is_empty(),
+        "the paired comparison is attached"
+    );
     assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
     // Each boot's run is kept, with its step.
     let steps: Vec<String> = store

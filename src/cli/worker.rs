@@ -324,9 +324,8 @@ impl Worker {
             Finish::Done { run_id, .. } if job.kernel.is_some() => *run_id,
             _ => return Some(end),
         };
-        let after = Store::open_existing(&self.location).and_then(|mut s| {
-            kernel_jobs::after_run(&mut s, job, &self.id, &self.boot, run_id)
-        });
+        let after = Store::open_existing(&self.location)
+            .and_then(|mut s| kernel_jobs::after_run(&mut s, job, &self.id, &self.boot, run_id));
         match after {
             Ok(After::Done { run_id, note }) => Some(Finish::Done { run_id, note }),
             Ok(After::Rebooting) => {

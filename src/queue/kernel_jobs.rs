@@ -59,9 +59,8 @@ impl KernelJob {
     /// [`TABLES`]), typed and checked as far as the submitter can: files
     /// are checked on the worker's host, which has them.
     pub fn from_tables(tables: serde_json::Value) -> Result<Self> {
-        let job: Self = serde_json::from_value(tables).map_err(|e| {
-            Error::Boot(format!("the plan's [kernel] or [boot_rounds] table: {e}"))
-        })?;
+        let job: Self = serde_json::from_value(tables)
+            .map_err(|e| Error::Boot(format!("the plan's [kernel] or [boot_rounds] table: {e}")))?;
         match (&job.kernel, &job.boot_rounds) {
             (Some(k), None) => check_kernel(k),
             (None, Some(r)) => check_rounds(r),
@@ -158,7 +157,10 @@ pub fn before_run(
         }
         return reboot(store, job, w, settings, &req, kj);
     }
-    let rounds = kj.boot_rounds.clone().expect("a kernel job has one or the other");
+    let rounds = kj
+        .boot_rounds
+        .clone()
+        .expect("a kernel job has one or the other");
     rounds.validate()?;
     kj.progress.seed = fresh_seed(job.id);
     let (_, first) = rounds.schedule(kj.progress.seed)[0];
@@ -297,7 +299,7 @@ fn store_merged(store: &mut Store, rounds: &BootRounds, p: &Progress) -> Result<
 /// asks to; whether the host is going down.
 pub fn boot_back(job: &JobRow, settings: &BootSettings) -> Result<bool> {
     let kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
-    let wanted = kj.kernel.as_ref().map_or(false, |k| k.boot_back)
+    let wanted = kj.kernel.as_ref().is_some_and(|k| k.boot_back)
         || kj.boot_rounds.as_ref().is_some_and(|r| r.boot_back);
     if wanted {
         boot::boot_back(settings, &job.id.to_string())?;
