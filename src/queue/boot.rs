@@ -6,9 +6,9 @@
 //! Rounds of several kernels, one boot each, are [`super::boot_rounds`].
 //!
 //! Left out: the queue's part (recording the job `rebooting`, finding it
-//! again after the boot: the worker's), signed kexec (`kexec -s`) and a
-//! timeout on the boot itself (a host that never comes back shows as an
-//! expired lease). How a worker uses this: docs/kernel-boot-jobs.md.
+//! again after the boot: [`super::kernel_jobs`]), signed kexec (`kexec -s`) and a
+//! timeout on the boot itself (a host that never comes back leaves its job
+//! `rebooting`). How a worker uses this: docs/kernel-boot-jobs.md.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
