@@ -6,8 +6,10 @@
 //! `--once`, so it exits after "rebooting" and the test starts it again as
 //! the host would after the boot. Cases: a one-boot job (and its boot back),
 //! a boot that comes up in the wrong kernel (the job failed, the mismatch
-//! named), a kernel file missing on the host, and two kernels over two boot
-//! rounds merged into one document that `compare --by host` reads. A real
+//! named), a kernel file missing on the host, two kernels over two boot
+//! rounds merged into one document that `compare --by host` reads, and a
+//! boot whose run waits in the spool while the store is away (the job given
+//! back and that boot's run made again). A real
 //! kexec is not run. Without PostgreSQL these tests say so and pass, unless
 //! `OSBENCH_REQUIRE_PG=1`.
 
@@ -15,7 +17,8 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::pg::{Cluster, Tls, have_postgres};
 use osbench::store::{JobRow, JobState, Location, Store};
@@ -25,7 +28,7 @@ const BASE: &str = "6.1.0-base";
 
 /// A cluster, its URL, a directory for plans and spools, and a fake /proc.
 struct Host {
-    _pg: Cluster,
+    pg: Cluster,
     url: String,
     dir: tempfile::TempDir,
 }
@@ -35,7 +38,7 @@ impl Host {
         let pg = Cluster::start(Tls::Off);
         let url = pg.url("127.0.0.1", "?connect_timeout=3");
         let host = Host {
-            _pg: pg,
+            pg,
             url,
             dir: tempfile::tempdir().unwrap(),
         };
@@ -134,6 +137,81 @@ impl Host {
         assert!(out.status.success(), "{err}");
         err
     }
+}
+
+/// A worker left running (not `--once`), killed and reaped when dropped.
+struct Running {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Running {
+    fn start(h: &Host, extra: &[&str]) -> Self {
+        let log = h.dir.path().join("worker.log");
+        let child = h
+            .osbench()
+            .args(["worker", "--name", "a", "--poll", "0.2", "--spool"])
+            .arg(h.dir.path().join("spool"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Running { child, log }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 20 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("worker log:\n{}", self.log());
+        }
+    }
+}
+
+/// `ready()` once it is `Some`, asked every 50 ms for up to 60 s.
+fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(start.elapsed().as_secs() < 60, "waited 60 s for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The runs in the store that are one boot of a boot-rounds job: their steps.
+fn boot_steps(store: &Store) -> Vec<String> {
+    store
+        .list(&Default::default())
+        .unwrap()
+        .iter()
+        .filter_map(|r| store.document(r.id).unwrap())
+        .filter_map(|d| d.run.meta.get("boot_step").cloned())
+        .collect()
+}
+
+/// Two kernels over two rounds, each boot running `plan`.
+fn two_kernels(plan: &str) -> String {
+    format!(
+        "{plan}[boot_rounds]\nrounds = 2\n[[boot_rounds.kernel]]\nname = \"base\"\n\
+         release = \"{BASE}\"\n[[boot_rounds.kernel]]\nname = \"patched\"\n\
+         release = \"6.18.0-patched\"\n"
+    )
 }
 
 /// A plan of one quick case.
@@ -267,14 +345,7 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
         return;
     }
     let h = Host::start();
-    let id = h.submit(
-        &format!(
-            "{PLAN}[boot_rounds]\nrounds = 2\n[[boot_rounds.kernel]]\nname = \"base\"\n\
-             release = \"{BASE}\"\n[[boot_rounds.kernel]]\nname = \"patched\"\n\
-             release = \"6.18.0-patched\"\n"
-        ),
-        &["--label", "bootcmp"],
-    );
+    let id = h.submit(&two_kernels(PLAN), &["--label", "bootcmp"]);
     let reboot = h.reboot_command(false);
     // One start to stage the first boot, then one after each of the 4 boots.
     for start in 0..5 {
@@ -304,13 +375,7 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     );
     assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
     // Each boot's run is kept, with its step.
-    let steps: Vec<String> = store
-        .list(&Default::default())
-        .unwrap()
-        .iter()
-        .filter_map(|r| store.document(r.id).unwrap())
-        .filter_map(|d| d.run.meta.get("boot_step").cloned())
-        .collect();
+    let steps = boot_steps(&store);
     assert_eq!(steps.len(), 4, "{steps:?}");
     // `compare --by host` reads the merged document as a run's configurations.
     let dir = h.dir.path().join("merged");
@@ -333,4 +398,49 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     let compared = &json["configurations"][0]["hosts"][0]["comparisons"][0];
     assert_eq!(compared["candidate"], "patched", "{json}");
     assert_eq!(compared["replicated"]["unit"], "rounds", "{json}");
+}
+
+#[test]
+fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
+    if !have_postgres("a_boots_run_kept_in_the_spool") {
+        return;
+    }
+    let h = Host::start();
+    // Each boot runs about 2 s (samples of 20 ms), long enough to stop the store mid-run.
+    let slow = "select = [\"syscall:null\"]\nsamples = 100\nsample_time = 20\nwarmup = 0\n";
+    let id = h.submit(&two_kernels(slow), &[]);
+    let reboot = h.reboot_command(false);
+    let args = ["--reboot-command", reboot.as_str()];
+    h.worker_once(&args); // stages the first boot
+    let w = Running::start(&h, &["--reboot-command", &reboot, "--lease", "30"]);
+    wait_until("the first boot's run", || {
+        (h.job(id).state == JobState::Running).then_some(())
+    });
+    h.pg.halt();
+    let spool = h.dir.path().join("spool");
+    wait_until("the boot's run in the spool", || {
+        let files = fs::read_dir(&spool).unwrap().flatten();
+        let json = files.filter(|e| e.path().extension().is_some_and(|x| x == "json"));
+        (json.count() == 1).then_some(())
+    });
+    h.pg.resume();
+    // Sent, the job given back, that boot run again, then the next boot staged.
+    wait_until("the second boot staged", || {
+        (h.job(id).state == JobState::Rebooting && h.boots().len() == 2).then_some(())
+    });
+    let steps = boot_steps(&h.store());
+    assert_eq!(steps, ["0", "0"], "{}", w.log());
+    assert!(
+        w.log().contains("now that the store is back"),
+        "{}",
+        w.log()
+    );
+    drop(w);
+    for _ in 0..3 {
+        h.worker_once(&args);
+    }
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
+    assert_eq!(boot_steps(&h.store()).len(), 5, "one boot measured twice");
 }
