@@ -105,7 +105,12 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|t| store.server_time(t))
         .transpose()?;
-    let kernel = file.kernel.as_ref().map(|k| k.to_string());
+    let kernel = file
+        .kernel
+        .clone()
+        .map(osbench::queue::kernel_jobs::KernelJob::from_tables)
+        .transpose()?
+        .map(|k| k.to_json());
     let mut jobs = Vec::new();
     for _ in 0..args.repeat {
         for host in &hosts {

@@ -7,7 +7,7 @@
 //! renewed between cases ([`Hooked`]), and end the job (done with its run
 //! id, failed with the error, or released on SIGTERM). It works in its
 //! spool directory, so a run whose store fails lands there as a file.
-//! Left out: booting the kernel a job asks for (another part of the queue).
+//! A job that asks for a kernel is booted into it first (`queue::kernel_jobs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,6 +20,8 @@ use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
 use osbench::measure::Interrupt;
+use osbench::queue::boot::{self, BootSettings};
+use osbench::queue::kernel_jobs::{self, After, Next};
 use osbench::queue::worker::{self as queue_worker, JOB_META, Lease, Limits, Sent};
 use osbench::queue::{JobCommand, JobPlan};
 use osbench::store::{self, Finish, JobRow, Location, Store, WorkerId};
@@ -53,6 +55,19 @@ pub struct WorkerArgs {
     /// ~/.local/state/osbench/worker-NAME]
     #[arg(long, value_name = "DIR")]
     spool: Option<PathBuf>,
+    /// Kernel jobs: a shell command that boots the job's kernel once and reboots (a one-shot
+    /// boot entry), told what to boot in OSBENCH_BOOT_* variables; used where kexec is not on
+    /// PATH, or the job names only a release (docs/kernel-boot-jobs.md)
+    #[arg(long = "reboot-command", value_name = "CMD")]
+    reboot_command: Option<String>,
+    /// Kernel jobs: what boots back into the default kernel after a job that asks to
+    /// [default: systemctl reboot]
+    #[arg(long = "boot-back-command", value_name = "CMD")]
+    boot_back_command: Option<String>,
+    /// Kernel jobs: boot a kexec-loaded kernel with `kexec -e` at once (no clean shutdown)
+    /// instead of `systemctl kexec`
+    #[arg(long = "kexec-direct")]
+    kexec_direct: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -130,32 +145,6 @@ impl Observer for Hooked<'_> {
     }
 }
 
-/// Why a job with this `[kernel]` table (JSON) does not run here, if it
-/// does not: a table this host refuses (`queue::boot`'s check: a kernel
-/// file that does not exist, …), or a kernel other than the running one
-/// (staging and booting it, `queue::boot`, is not wired into this loop yet).
-/// A job whose kernel is the running one runs.
-fn kernel_refusal(table: &str) -> Option<String> {
-    let req: osbench::queue::boot::KernelRequirement = match serde_json::from_str(table) {
-        Ok(req) => req,
-        Err(e) => {
-            return Some(format!(
-                "the job's [kernel] table is not one this osbench reads: {e}"
-            ));
-        }
-    };
-    let checked = req.expectation().and_then(|e| e.check_running());
-    match checked {
-        Ok(()) => None,
-        Err(osbench::Error::KernelMismatch { .. }) => Some(format!(
-            "the job asks for kernel {} and this host runs another; this worker does not boot \
-             kernels (queue::boot is not wired into it yet)",
-            req.label()
-        )),
-        Err(e) => Some(format!("the job's [kernel] table: {e}")),
-    }
-}
-
 /// The worker as it runs: who it is, where, and how.
 struct Worker {
     id: WorkerId,
@@ -166,6 +155,8 @@ struct Worker {
     lease: Duration,
     poll: Duration,
     limits: Limits,
+    /// How kernel jobs are booted here.
+    boot: BootSettings,
     interrupt: Interrupt,
 }
 
@@ -191,6 +182,11 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             .map_or(queue_worker::DEFAULT_POLL, Duration::from_secs_f64),
         limits: Limits {
             max_job_time: args.max_job_time.map(Duration::from_secs_f64),
+        },
+        boot: BootSettings {
+            reboot_command: args.reboot_command.clone(),
+            kexec_direct: args.kexec_direct,
+            boot_back_command: args.boot_back_command.clone(),
         },
         location,
         store_arg: args.store.store.clone(),
@@ -228,9 +224,12 @@ impl Worker {
             match self.next() {
                 Ok(Some(job)) => {
                     warned = false;
-                    self.run_job(job);
+                    let going_down = self.run_job(job);
                     if once {
                         break;
+                    }
+                    if going_down {
+                        self.await_shutdown();
                     }
                     continue;
                 }
@@ -279,7 +278,78 @@ impl Worker {
                 return Err(queue_worker::name_taken(&self.id, &other).into());
             }
         }
+        // The job this worker's name rebooted for comes first.
+        if let Some(job) = store.take_rebooted(&self.id, self.lease.as_secs_f64())? {
+            eprintln!("osbench: job {}: back after the boot made for it", job.id);
+            return Ok(Some(job));
+        }
         Ok(store.claim(&self.id, self.lease.as_secs_f64())?)
+    }
+
+    /// Waits for the host to go down after a reboot for a job; if it has
+    /// not within [`boot::REBOOT_TIMEOUT`], says so and goes on (the check
+    /// after the "boot" then fails the job).
+    fn await_shutdown(&self) {
+        self.sleep(boot::REBOOT_TIMEOUT);
+        if !self.interrupt.is_set() {
+            eprintln!(
+                "osbench: warning: the host did not go down within {:?} of the reboot; going on",
+                boot::REBOOT_TIMEOUT
+            );
+        }
+    }
+
+    /// A kernel job's boot before its run: `Ok(Some(extra arguments))` to
+    /// run it now, `Ok(None)` when the host is rebooting for it.
+    fn kernel_first(&self, job: &JobRow) -> Result<Option<Vec<String>>, String> {
+        if job.kernel.is_none() {
+            return Ok(Some(Vec::new()));
+        }
+        let next = Store::open_existing(&self.location)
+            .and_then(|mut s| kernel_jobs::before_run(&mut s, job, &self.id, &self.boot));
+        match next {
+            Ok(Next::Run(extra)) => Ok(Some(extra)),
+            Ok(Next::Rebooting) => {
+                eprintln!("osbench: job {}: rebooting into its kernel", job.id);
+                Ok(None)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// How a kernel job goes on after its run ended as `end` (`None`: the
+    /// host is rebooting for its next boot).
+    fn kernel_after(&self, job: &JobRow, end: Finish) -> Option<Finish> {
+        let run_id = match &end {
+            Finish::Done { run_id, .. } if job.kernel.is_some() => *run_id,
+            _ => return Some(end),
+        };
+        let after = Store::open_existing(&self.location)
+            .and_then(|mut s| kernel_jobs::after_run(&mut s, job, &self.id, &self.boot, run_id));
+        match after {
+            Ok(After::Done { run_id, note }) => Some(Finish::Done { run_id, note }),
+            Ok(After::Rebooting) => {
+                eprintln!(
+                    "osbench: job {}: boot stored as run {run_id}; rebooting for the next",
+                    job.id
+                );
+                None
+            }
+            Err(e) => Some(Finish::Failed {
+                error: format!("{e}; what this boot measured is run {run_id}"),
+            }),
+        }
+    }
+
+    /// After kernel job `job` is done: boots back when it asks to; whether
+    /// the host is going down.
+    fn boot_back(&self, job: &JobRow) -> bool {
+        if job.kernel.is_none() {
+            return false;
+        }
+        kernel_jobs::boot_back(job, &self.boot)
+            .inspect_err(|e| eprintln!("osbench: warning: job {}: {e}", job.id))
+            .unwrap_or(false)
     }
 
     /// Sleeps `d`, waking at a stop signal.
@@ -291,26 +361,16 @@ impl Worker {
     }
 
     /// Runs one claimed job and ends it in the store (or, when the store is
-    /// away, leaves its run in the spool for [`Worker::next`] to send).
-    fn run_job(&self, job: JobRow) {
+    /// away, leaves its run in the spool for [`Worker::next`] to send), a
+    /// kernel job booted first; whether the host is going down (rebooting).
+    fn run_job(&self, job: JobRow) -> bool {
         eprintln!(
             "osbench: job {} (attempt {} of {}): starting",
             job.id, job.attempts, job.max_attempts
         );
-        let end = match self.refusal(&job) {
-            Some(error) => Finish::Failed { error },
-            None => match self.measure(&job) {
-                Some(end) => end,
-                None => {
-                    eprintln!(
-                        "osbench: job {}: its run could not be stored; it waits in {} and is \
-                         sent, and the job marked done, when the store is back",
-                        job.id,
-                        self.spool.display()
-                    );
-                    return;
-                }
-            },
+        let end = match self.outcome(&job) {
+            Ok(end) => end,
+            Err(going_down) => return going_down,
         };
         let said = match &end {
             Finish::Done { run_id, .. } => format!("done, run {run_id}"),
@@ -320,7 +380,10 @@ impl Worker {
         let ended = Store::open_existing(&self.location)
             .and_then(|mut s| s.finish_job(job.id, &self.id, &end));
         match ended {
-            Ok(true) => eprintln!("osbench: job {}: {said}", job.id),
+            Ok(true) => {
+                eprintln!("osbench: job {}: {said}", job.id);
+                return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
+            }
             Ok(false) => eprintln!(
                 "osbench: job {}: {said}; it is no longer this worker's (cancelled, or claimed \
                  again after its lease expired), so it was left as it is",
@@ -332,6 +395,31 @@ impl Worker {
                 job.id
             ),
         }
+        false
+    }
+
+    /// How `job` ends now (refused, booted and run, or failed);
+    /// `Err(true)` when the host is rebooting for it, `Err(false)` when its
+    /// run waits in the spool.
+    fn outcome(&self, job: &JobRow) -> Result<Finish, bool> {
+        if let Some(error) = self.refusal(job) {
+            return Ok(Finish::Failed { error });
+        }
+        let extra = match self.kernel_first(job) {
+            Ok(Some(extra)) => extra,
+            Ok(None) => return Err(true),
+            Err(error) => return Ok(Finish::Failed { error }),
+        };
+        let Some(end) = self.measure(job, &extra) else {
+            eprintln!(
+                "osbench: job {}: its run could not be stored; it waits in {} and is sent, and \
+                 the job marked done, when the store is back",
+                job.id,
+                self.spool.display()
+            );
+            return Err(false);
+        };
+        self.kernel_after(job, end).ok_or(true)
     }
 
     /// Why this worker will not run `job`, if it will not.
@@ -339,12 +427,12 @@ impl Worker {
         if let Some(why) = queue_worker::refuse_version(&job.osbench_version, &self.id) {
             return Some(why);
         }
-        job.kernel.as_deref().and_then(kernel_refusal)
+        None
     }
 
     /// Runs the job's plan; how the job ends (`None`: its run waits in the
     /// spool, and the job is ended when it is sent).
-    fn measure(&self, job: &JobRow) -> Option<Finish> {
+    fn measure(&self, job: &JobRow, extra: &[String]) -> Option<Finish> {
         let failed = |error: String| Some(Finish::Failed { error });
         let plan = match JobPlan::from_json(&job.plan) {
             Ok(plan) => plan,
@@ -360,11 +448,12 @@ impl Worker {
         {
             return failed(format!("cannot write {}: {e}", experiment.display()));
         }
-        let argv = self.argv(
+        let mut argv = self.argv(
             job,
             &plan,
             plan.experiment.as_ref().map(|_| experiment.as_path()),
         );
+        argv.extend(extra.iter().cloned());
         let command = match super::command()
             .try_get_matches_from(&argv)
             .and_then(|m| Cli::from_arg_matches(&m))

@@ -6,9 +6,9 @@
 //! Rounds of several kernels, one boot each, are [`super::boot_rounds`].
 //!
 //! Left out: the queue's part (recording the job `rebooting`, finding it
-//! again after the boot: the worker's), signed kexec (`kexec -s`) and a
-//! timeout on the boot itself (a host that never comes back shows as an
-//! expired lease). How a worker uses this: docs/kernel-boot-jobs.md.
+//! again after the boot: [`super::kernel_jobs`]), signed kexec (`kexec -s`) and a
+//! timeout on the boot itself (a host that never comes back leaves its job
+//! `rebooting`). How a worker uses this: docs/kernel-boot-jobs.md.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -210,6 +210,9 @@ pub fn cmdline_words(text: &str) -> Vec<&str> {
     words
 }
 
+/// A directory read instead of /proc for the running kernel ([`Running::read`]).
+pub const PROC_ROOT_ENV: &str = "OSBENCH_BOOT_PROC_ROOT";
+
 /// What the running kernel is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Running {
@@ -220,16 +223,22 @@ pub struct Running {
 }
 
 impl Running {
-    /// This host's kernel.
+    /// This host's kernel: /proc/sys/kernel/osrelease and /proc/cmdline,
+    /// read under [`PROC_ROOT_ENV`] instead of /proc when it is set (tests
+    /// fake a boot by rewriting those two files).
     pub fn read() -> Result<Self> {
-        let read = |path: &str| {
-            std::fs::read_to_string(path)
+        let root = std::env::var_os(PROC_ROOT_ENV)
+            .filter(|r| !r.is_empty())
+            .map_or_else(|| PathBuf::from("/proc"), PathBuf::from);
+        let read = |rel: &str| {
+            let path = root.join(rel);
+            std::fs::read_to_string(&path)
                 .map(|s| s.trim().to_string())
-                .map_err(|e| Error::io(format!("reading {path}"), e))
+                .map_err(|e| Error::io(format!("reading {}", path.display()), e))
         };
         Ok(Self {
-            release: read("/proc/sys/kernel/osrelease")?,
-            cmdline: read("/proc/cmdline")?,
+            release: read("sys/kernel/osrelease")?,
+            cmdline: read("cmdline")?,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! `osbench time` on its host (selectors or commands, policy, precision
 //! target, any other option of theirs), an experiment file's
 //! configurations with their set-ups, and an optional kernel table that
-//! kernel-boot jobs carry (opaque here). Made from a plan file
+//! kernel-boot jobs carry (typed by `kernel_jobs`). Made from a plan file
 //! ([`parse_plan_file`]) or from selectors, and checked by the submitter's
 //! own command-line parser before it is queued. Left out: anything that
 //! says where results go (the worker stores them under its own name).
@@ -97,7 +97,8 @@ pub const WORKER_OPTIONS: [&str; 6] = [
     "bisect-exit",
 ];
 
-/// A plan file read: the plan, and its kernel table as JSON.
+/// A plan file read: the plan, and its `[kernel]` / `[boot_rounds]` tables
+/// as a JSON object keyed by their names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanFile {
     pub plan: JobPlan,
@@ -130,9 +131,13 @@ pub fn parse_plan_file(text: &str, origin: &str) -> Result<PlanFile> {
     let select = table.remove("select").map(|v| strings(v, "select"));
     let time = table.remove("time").map(|v| strings(v, "time"));
     let words = table.remove("args").map(|v| strings(v, "args"));
-    let kernel = table
-        .remove("kernel")
-        .map(|v| serde_json::to_value(v).expect("TOML is JSON-shaped"));
+    // A kernel job's tables, as JSON keyed by their names (`kernel_jobs::KernelJob`).
+    let kernel: serde_json::Map<String, serde_json::Value> = super::kernel_jobs::TABLES
+        .iter()
+        .filter_map(|k| Some((k.to_string(), table.remove(*k)?)))
+        .map(|(k, v)| (k, serde_json::to_value(v).expect("TOML is JSON-shaped")))
+        .collect();
+    let kernel = (!kernel.is_empty()).then_some(serde_json::Value::Object(kernel));
     let mut experiment = toml::Table::new();
     for key in ["config", "guests"] {
         if let Some(v) = table.remove(key) {
@@ -298,7 +303,7 @@ mod tests {
                 "same"
             ]
         );
-        assert_eq!(file.kernel.unwrap()["release"], "6.18");
+        assert_eq!(file.kernel.unwrap()["kernel"]["release"], "6.18");
         // The experiment text reads back as the same tables.
         let back: toml::Table = toml::from_str(file.plan.experiment.as_ref().unwrap()).unwrap();
         let configs = back["config"].as_array().unwrap();

@@ -157,7 +157,8 @@ pub enum Sent {
     SetAside { to: PathBuf, why: String },
 }
 
-/// Stores every pending document of `spool`, marks its job done, and
+/// Stores every pending document of `spool`, marks its job done (gives a
+/// boot-rounds job back, for one boot's run: `queue::kernel_jobs`), and
 /// removes it (a file that is no document is renamed `*.unreadable`, never
 /// retried); what happened to each. The first store error stops it (the
 /// rest wait for the next try).
@@ -186,9 +187,19 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
             .meta
             .get(JOB_META)
             .and_then(|j| j.parse::<i64>().ok());
+        // One boot of a boot-rounds job is not the job's run: the job is
+        // given back, and its step runs again when it is claimed.
+        let step = doc.run.meta.get(super::kernel_jobs::STEP_META);
+        let end = match step {
+            Some(step) => Finish::Released {
+                note: format!("boot step {step} was kept in the spool (run {run_id}); run again"),
+            },
+            None => Finish::Done { run_id, note: None },
+        };
         if let Some(id) = job {
-            store.finish_job(id, w, &Finish::Done { run_id, note: None })?;
+            store.finish_job(id, w, &end)?;
         }
+        let job = job.filter(|_| step.is_none());
         std::fs::remove_file(&file)
             .map_err(|e| Error::io(format!("removing {} once stored", file.display()), e))?;
         sent.push((file, Sent::Stored { run_id, job }));

@@ -178,12 +178,12 @@ fn time(column: &str) -> String {
 }
 
 /// A lease of `$N` seconds from now.
-fn lease_until(param: usize) -> String {
+pub(super) fn lease_until(param: usize) -> String {
     format!("now() + CAST(${param} AS DOUBLE PRECISION) * interval '1 second'")
 }
 
 /// The columns [`job_row`] reads.
-fn job_columns() -> String {
+pub(super) fn job_columns() -> String {
     format!(
         "id, host, label, meta, plan, kernel, osbench_version, {}, state, {}, lease_owner, {},
          attempts, max_attempts, {}, {}, error, run_id",
@@ -195,7 +195,7 @@ fn job_columns() -> String {
     )
 }
 
-fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
+pub(super) fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
     let meta: BTreeMap<String, String> =
         serde_json::from_str(&r.text(3)?).map_err(|e| format!("job meta: {e}"))?;
     let opt_int = |i: usize| match r.cell(i) {

@@ -3,9 +3,11 @@
 //! one interface over the SQLite and PostgreSQL back ends, with its location
 //! (`location`), the SQL layer both share (`sql`) and the schema's
 //! migrations (`migrations`), the change points regressions found
-//! (`change_points`), the job queue's rows (`jobs`); [`resolve_document`]
+//! (`change_points`), the job queue's rows (`jobs`, and `boot_jobs` for
+//! jobs that boot a kernel); [`resolve_document`]
 //! finds a document by file, run id or label.
 
+mod boot_jobs;
 mod change_points;
 mod document_file;
 mod jobs;

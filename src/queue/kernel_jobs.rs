@@ -1,0 +1,333 @@
+//! A queued job that boots its kernel, as the worker runs it (issue 30,
+//! item 3; the boot itself is [`super::boot`], rounds of boots
+//! [`super::boot_rounds`]). The job's `kernel` column holds a [`KernelJob`]
+//! as JSON: the `[kernel]` or `[boot_rounds]` table it asks for, typed and
+//! checked at submit ([`KernelJob::from_tables`]), and how far it got
+//! ([`Progress`]: the record of the boot made for it, the boots done).
+//! Before a claimed job runs, [`before_run`] runs it at once when the kernel
+//! is already the one asked for, else stages the kernel, records the job
+//! `rebooting` (committed) and reboots; the worker that starts after the boot
+//! takes the job again (`Store::take_rebooted`) and [`before_run`] checks the
+//! running kernel: a mismatch fails the job, named. Boot rounds boot for
+//! every step and, after each boot's run, [`after_run`] keeps that run's id
+//! and boots the next, or merges the boots into the job's one document.
+//! Left out: a host that never comes back (the job stays `rebooting`).
+
+use serde::{Deserialize, Serialize};
+
+use super::boot::{self, BootRecord, BootSettings, KernelRequirement, Running};
+use super::boot_rounds::{self, BootRounds, BootRun};
+use crate::error::{Error, Result};
+use crate::store::{JobRow, Store, WorkerId};
+
+/// The plan file's tables a kernel job is made of.
+pub const TABLES: [&str; 2] = ["kernel", "boot_rounds"];
+
+/// The meta key each boot's run of a boot-rounds job carries its step under.
+pub const STEP_META: &str = "boot_step";
+
+/// What a job's `kernel` column holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelJob {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelRequirement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_rounds: Option<BootRounds>,
+    #[serde(default)]
+    pub progress: Progress,
+}
+
+/// How far a kernel job got.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The boot made for the job (or its current step), to check after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootRecord>,
+    /// Boot rounds: the next step of the schedule, the job's seed, and the
+    /// runs of the boots done (round, kernel index, run id).
+    #[serde(default)]
+    pub step: usize,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub boots: Vec<(usize, usize, i64)>,
+}
+
+impl KernelJob {
+    /// A plan file's `[kernel]` / `[boot_rounds]` tables (JSON, keyed by
+    /// [`TABLES`]), typed and checked as far as the submitter can: files
+    /// are checked on the worker's host, which has them.
+    pub fn from_tables(tables: serde_json::Value) -> Result<Self> {
+        let job: Self = serde_json::from_value(tables)
+            .map_err(|e| Error::Boot(format!("the plan's [kernel] or [boot_rounds] table: {e}")))?;
+        match (&job.kernel, &job.boot_rounds) {
+            (Some(k), None) => check_kernel(k),
+            (None, Some(r)) => check_rounds(r),
+            _ => Err(Error::Boot(
+                "give a job [kernel] (one kernel) or [boot_rounds] (kernels compared over boots), \
+                 not both"
+                    .into(),
+            )),
+        }?;
+        Ok(job)
+    }
+
+    /// The job's column as stored.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| {
+            Error::Boot(format!(
+                "this osbench cannot read the job's kernel table ({e}): resubmit it"
+            ))
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a kernel job always serialises")
+    }
+}
+
+/// The submitter's checks of one kernel: something to boot or match, absolute paths.
+fn check_kernel(k: &KernelRequirement) -> Result<()> {
+    if k.kernel.is_none() && k.release.is_none() {
+        return Err(Error::Boot(
+            "a [kernel] table needs `kernel = \"/boot/vmlinuz-…\"`, `release = \"…\"`, or both"
+                .into(),
+        ));
+    }
+    for path in [&k.kernel, &k.initrd].into_iter().flatten() {
+        if !path.is_absolute() {
+            return Err(Error::Boot(format!(
+                "'{}' is not an absolute path: name the file on the worker's host from /",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The submitter's checks of boot rounds: each kernel, their number and the rounds.
+fn check_rounds(r: &BootRounds) -> Result<()> {
+    r.kernels.iter().try_for_each(check_kernel)?;
+    let names = r.names();
+    let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+    if r.kernels.len() < 2 || distinct.len() != names.len() {
+        return Err(Error::Boot(format!(
+            "boot rounds compare two kernels or more, each with its own name (these are: {})",
+            names.join(", ")
+        )));
+    }
+    if !(2..=crate::stats::paired::MOST_ROUNDS).contains(&r.rounds) {
+        return Err(Error::Boot(format!(
+            "boot rounds: rounds = {}; the paired comparison needs from 2 to {}",
+            r.rounds,
+            crate::stats::paired::MOST_ROUNDS
+        )));
+    }
+    Ok(())
+}
+
+/// What the worker does with a kernel job now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Run the plan here, with these extra arguments (a boot's seed and step).
+    Run(Vec<String>),
+    /// The job is recorded `rebooting` and the host is going down: wait.
+    Rebooting,
+}
+
+/// Before claimed `job` (with a kernel column) runs on worker `w`: after a
+/// boot made for it, the running kernel checked (a mismatch is the error);
+/// else run at once when the kernel already is the one asked for (one
+/// kernel; boot rounds boot for every step), or stage, record and reboot.
+pub fn before_run(
+    store: &mut Store,
+    job: &JobRow,
+    w: &WorkerId,
+    settings: &BootSettings,
+) -> Result<Next> {
+    let mut kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
+    if let Some(record) = &kj.progress.boot {
+        record.expectation.check_running()?;
+        return Ok(Next::Run(step_args(&kj)));
+    }
+    if let Some(req) = kj.kernel.clone() {
+        if req.expectation()?.check(&Running::read()?).is_ok() {
+            return Ok(Next::Run(Vec::new()));
+        }
+        return reboot(store, job, w, settings, &req, kj);
+    }
+    let rounds = kj
+        .boot_rounds
+        .clone()
+        .expect("a kernel job has one or the other");
+    rounds.validate()?;
+    kj.progress.seed = fresh_seed(job.id);
+    let (_, first) = rounds.schedule(kj.progress.seed)[0];
+    reboot(store, job, w, settings, &rounds.kernels[first], kj)
+}
+
+/// A boot-rounds step's extra arguments: its seed and its step in the run's meta.
+fn step_args(kj: &KernelJob) -> Vec<String> {
+    if kj.boot_rounds.is_none() {
+        return Vec::new();
+    }
+    let p = &kj.progress;
+    vec![
+        "--seed".into(),
+        boot_rounds::boot_seed(p.seed, p.step).to_string(),
+        "--meta".into(),
+        format!("{STEP_META}={}", p.step),
+    ]
+}
+
+/// A seed for a boot-rounds job's schedule, from the clock and its id.
+fn fresh_seed(id: i64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    nanos ^ (id as u64).rotate_left(32)
+}
+
+/// Stages `req`, records the job `rebooting` with the boot's record
+/// (committed), then reboots. A failed reboot puts the job back to
+/// `running` so that the worker can fail it with the error.
+fn reboot(
+    store: &mut Store,
+    job: &JobRow,
+    w: &WorkerId,
+    settings: &BootSettings,
+    req: &KernelRequirement,
+    mut kj: KernelJob,
+) -> Result<Next> {
+    let name = job.id.to_string();
+    let (method, record) = boot::stage_boot(req, settings, &name)?;
+    kj.progress.boot = Some(record);
+    if !store.mark_rebooting(job.id, w, &kj.to_json())? {
+        return Err(Error::Boot(format!(
+            "job {} is no longer this worker's (cancelled, or its lease expired): not rebooting",
+            job.id
+        )));
+    }
+    if let Err(e) = method.reboot(req, &name) {
+        store.unmark_rebooting(job.id, w)?;
+        return Err(e);
+    }
+    Ok(Next::Rebooting)
+}
+
+/// How a kernel job goes on after a run of its plan stored as `run_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum After {
+    /// The job is done with this run (one kernel's, or the boots' merged).
+    Done { run_id: i64, note: Option<String> },
+    /// The next boot of the rounds is under way.
+    Rebooting,
+}
+
+/// After a run of `job`'s plan (stored as `run_id`): one kernel's job is
+/// done; boot rounds keep the run and boot the next step, or after the last
+/// merge every boot's run into one document with the paired comparison
+/// attached, stored as the job's run.
+pub fn after_run(
+    store: &mut Store,
+    job: &JobRow,
+    w: &WorkerId,
+    settings: &BootSettings,
+    run_id: i64,
+) -> Result<After> {
+    let mut kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
+    let Some(rounds) = kj.boot_rounds.clone() else {
+        return Ok(After::Done { run_id, note: None });
+    };
+    let schedule = rounds.schedule(kj.progress.seed);
+    let (round, kernel) = schedule[kj.progress.step];
+    kj.progress.boots.push((round, kernel, run_id));
+    kj.progress.step += 1;
+    kj.progress.boot = None;
+    if let Some(&(_, next)) = schedule.get(kj.progress.step) {
+        reboot(store, job, w, settings, &rounds.kernels[next], kj)?;
+        return Ok(After::Rebooting);
+    }
+    let run_id = store_merged(store, &rounds, &kj.progress)?;
+    let runs: Vec<String> = kj.progress.boots.iter().map(|b| b.2.to_string()).collect();
+    Ok(After::Done {
+        run_id,
+        note: Some(format!(
+            "merged from the runs of {} boots ({})",
+            runs.len(),
+            runs.join(", ")
+        )),
+    })
+}
+
+/// The boots' runs merged ([`boot_rounds::merge`]) with the paired
+/// comparison attached, stored; its run id.
+fn store_merged(store: &mut Store, rounds: &BootRounds, p: &Progress) -> Result<i64> {
+    let mut boots = Vec::new();
+    for &(round, kernel, run_id) in &p.boots {
+        let document = store.document(run_id)?.ok_or_else(|| {
+            Error::Boot(format!(
+                "run {run_id} (round {} of the boots) is no longer in the store: the rounds \
+                 cannot be merged; resubmit the job",
+                round + 1
+            ))
+        })?;
+        boots.push(BootRun {
+            round,
+            kernel,
+            document,
+        });
+    }
+    let first = boots[0].document.run.clone();
+    let mut doc = boot_rounds::merge(&rounds.names(), boots, p.seed)?;
+    doc.run.host = first.host;
+    doc.run.label = first.label;
+    doc.run.meta = first.meta;
+    doc.run.meta.remove(STEP_META);
+    let options = crate::compare::Options {
+        seed: p.seed,
+        ..Default::default()
+    };
+    doc.comparisons = crate::compare::paired(&doc, options)?.records();
+    let text = serde_json::to_string_pretty(&doc).expect("a document always serialises");
+    Ok(store.import(&doc, &text)?.id())
+}
+
+/// After `job` is done: boot back into the host's default kernel when it
+/// asks to; whether the host is going down.
+pub fn boot_back(job: &JobRow, settings: &BootSettings) -> Result<bool> {
+    let kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
+    let wanted = kj.kernel.as_ref().is_some_and(|k| k.boot_back)
+        || kj.boot_rounds.as_ref().is_some_and(|r| r.boot_back);
+    if wanted {
+        boot::boot_back(settings, &job.id.to_string())?;
+    }
+    Ok(wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_typed_and_checked_at_submit() {
+        let ok = KernelJob::from_tables(serde_json::json!({
+            "kernel": {"kernel": "/boot/vmlinuz-x", "append": "nosmt"}
+        }))
+        .unwrap();
+        assert_eq!(ok.kernel.unwrap().append.as_deref(), Some("nosmt"));
+        let e = |v: serde_json::Value| KernelJob::from_tables(v).unwrap_err().to_string();
+        assert!(e(serde_json::json!({"kernel": {"kernel": "vmlinuz"}})).contains("absolute"));
+        assert!(e(serde_json::json!({"kernel": {}})).contains("needs"));
+        assert!(e(serde_json::json!({"kernel": {"kernal": "/x"}})).contains("kernal"));
+        let rounds = |n: usize, names: [&str; 2]| {
+            serde_json::json!({"boot_rounds": {"rounds": n, "kernel": [
+                {"name": names[0], "release": "1"}, {"name": names[1], "release": "2"}]}})
+        };
+        assert!(KernelJob::from_tables(rounds(2, ["a", "b"])).is_ok());
+        assert!(e(rounds(1, ["a", "b"])).contains("rounds = 1"));
+        assert!(e(rounds(2, ["a", "a"])).contains("own name"));
+    }
+}

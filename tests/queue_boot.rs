@@ -1,0 +1,446 @@
+//! Kernel-boot jobs run by real worker processes against a throwaway
+//! PostgreSQL cluster (`common::pg`), with the boot faked: the worker reads
+//! the running kernel under `OSBENCH_BOOT_PROC_ROOT` (a directory with
+//! sys/kernel/osrelease and cmdline), its `--reboot-command` rewrites those
+//! files and notes the boot in a marker file, and the worker runs with
+//! `--once`, so it exits after "rebooting" and the test starts it again as
+//! the host would after the boot. Cases: a one-boot job (and its boot back),
+//! a boot that comes up in the wrong kernel (the job failed, the mismatch
+//! named), a kernel file missing on the host, two kernels over two boot
+//! rounds merged into one document that `compare --by host` reads, and a
+//! boot whose run waits in the spool while the store is away (the job given
+//! back and that boot's run made again). A real
+//! kexec is not run. Without PostgreSQL these tests say so and pass, unless
+//! `OSBENCH_REQUIRE_PG=1`.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::pg::{Cluster, Tls, have_postgres};
+use osbench::store::{JobRow, JobState, Location, Store};
+
+/// The running kernel before any boot.
+const BASE: &str = "6.1.0-base";
+
+/// A cluster, its URL, a directory for plans and spools, and a fake /proc.
+struct Host {
+    pg: Cluster,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Host {
+    fn start() -> Self {
+        let pg = Cluster::start(Tls::Off);
+        let url = pg.url("127.0.0.1", "?connect_timeout=3");
+        let host = Host {
+            pg,
+            url,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        fs::create_dir_all(host.proc_root().join("sys/kernel")).unwrap();
+        host.boot_into(BASE, "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1");
+        host
+    }
+
+    fn proc_root(&self) -> PathBuf {
+        self.dir.path().join("proc")
+    }
+
+    fn marker(&self) -> PathBuf {
+        self.dir.path().join("boots")
+    }
+
+    /// What the fake /proc says is running.
+    fn boot_into(&self, release: &str, cmdline: &str) {
+        let root = self.proc_root();
+        fs::write(root.join("sys/kernel/osrelease"), format!("{release}\n")).unwrap();
+        fs::write(root.join("cmdline"), format!("{cmdline}\n")).unwrap();
+    }
+
+    /// The boots the reboot commands noted, one line each.
+    fn boots(&self) -> Vec<String> {
+        fs::read_to_string(self.marker())
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// A reboot command that "boots" the job's release with its append
+    /// words (or, `fall_back`, leaves the kernel as it is) and notes it.
+    fn reboot_command(&self, fall_back: bool) -> String {
+        let root = self.proc_root();
+        let rewrite = format!(
+            "printf '%s\\n' \"$OSBENCH_BOOT_RELEASE\" > {0}/sys/kernel/osrelease && \
+             printf 'root=/dev/sda1 %s\\n' \"$OSBENCH_BOOT_APPEND\" > {0}/cmdline && ",
+            root.display()
+        );
+        format!(
+            "{}echo \"job $OSBENCH_BOOT_JOB boot $OSBENCH_BOOT_RELEASE\" >> {}",
+            if fall_back { "" } else { &rewrite },
+            self.marker().display()
+        )
+    }
+
+    fn osbench(&self) -> Command {
+        let mut cmd = common::osbench_at(&self.url);
+        cmd.env_remove("PGPASSWORD")
+            .env("OSBENCH_BOOT_PROC_ROOT", self.proc_root())
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    fn store(&self) -> Store {
+        Store::open(Location::new(Path::new(&self.url))).unwrap()
+    }
+
+    fn job(&self, id: i64) -> JobRow {
+        self.store().job(id).unwrap().unwrap()
+    }
+
+    /// `osbench submit` of a plan file with `text`, to host "a"; the job's id.
+    fn submit(&self, text: &str, extra: &[&str]) -> i64 {
+        let plan = self.dir.path().join("plan.toml");
+        fs::write(&plan, text).unwrap();
+        let out = self
+            .osbench()
+            .arg("submit")
+            .arg(&plan)
+            .args(["--hosts", "a"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let (out, _) = common::ok(out);
+        out.split_whitespace().nth(2).unwrap().parse().unwrap()
+    }
+
+    /// One start of worker "a" with `--once` (it exits after one job, or
+    /// after rebooting for one); its standard error. It has exited when
+    /// this returns: no worker is left running.
+    fn worker_once(&self, extra: &[&str]) -> String {
+        let out = self
+            .osbench()
+            .args([
+                "worker", "--name", "a", "--once", "--poll", "0.2", "--spool",
+            ])
+            .arg(self.dir.path().join("spool"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    }
+}
+
+/// A worker left running (not `--once`), killed and reaped when dropped.
+struct Running {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Running {
+    fn start(h: &Host, extra: &[&str]) -> Self {
+        let log = h.dir.path().join("worker.log");
+        let child = h
+            .osbench()
+            .args(["worker", "--name", "a", "--poll", "0.2", "--spool"])
+            .arg(h.dir.path().join("spool"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Running { child, log }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 20 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("worker log:\n{}", self.log());
+        }
+    }
+}
+
+/// `ready()` once it is `Some`, asked every 50 ms for up to 60 s.
+fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(start.elapsed().as_secs() < 60, "waited 60 s for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The runs in the store that are one boot of a boot-rounds job: their steps.
+fn boot_steps(store: &Store) -> Vec<String> {
+    store
+        .list(&Default::default())
+        .unwrap()
+        .iter()
+        .filter_map(|r| store.document(r.id).unwrap())
+        .filter_map(|d| d.run.meta.get("boot_step").cloned())
+        .collect()
+}
+
+/// Two kernels over two rounds, each boot running `plan`.
+fn two_kernels(plan: &str) -> String {
+    format!(
+        "{plan}[boot_rounds]\nrounds = 2\n[[boot_rounds.kernel]]\nname = \"base\"\n\
+         release = \"{BASE}\"\n[[boot_rounds.kernel]]\nname = \"patched\"\n\
+         release = \"6.18.0-patched\"\n"
+    )
+}
+
+/// A plan of one quick case.
+const PLAN: &str = "select = [\"syscall:null\"]\nsamples = 3\nsample_time = 1\nwarmup = 0\n";
+
+#[test]
+fn a_job_boots_its_kernel_then_runs_on_it_and_boots_back() {
+    if !have_postgres("a_job_boots_its_kernel") {
+        return;
+    }
+    let h = Host::start();
+    let kernel = h.dir.path().join("vmlinuz-6.18.0-test");
+    fs::write(&kernel, "not really a kernel").unwrap();
+    let id = h.submit(
+        &format!(
+            "{PLAN}[kernel]\nkernel = \"{}\"\nrelease = \"6.18.0-test\"\nappend = \"nosmt\"\n\
+             boot_back = true\n",
+            kernel.display()
+        ),
+        &[],
+    );
+    let reboot = h.reboot_command(false);
+    let back = format!(
+        "echo \"job $OSBENCH_BOOT_JOB back\" >> {}",
+        h.marker().display()
+    );
+    let args = ["--reboot-command", &reboot, "--boot-back-command", &back];
+    let err = h.worker_once(&args);
+    assert!(err.contains("rebooting into its kernel"), "{err}");
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Rebooting);
+    let record: serde_json::Value = serde_json::from_str(j.kernel.as_deref().unwrap()).unwrap();
+    assert_eq!(record["progress"]["boot"]["from"]["release"], BASE);
+    assert_eq!(
+        record["progress"]["boot"]["expectation"]["append"][0],
+        "nosmt"
+    );
+    assert_eq!(h.boots(), [format!("job {id} boot 6.18.0-test")]);
+    // The host comes back in that kernel; its worker starts again.
+    let err = h.worker_once(&args);
+    assert!(err.contains("back after the boot"), "{err}");
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    assert_eq!(j.attempts, 1);
+    let doc = h.store().document(j.run_id.unwrap()).unwrap().unwrap();
+    assert_eq!(doc.host(), "a");
+    assert_eq!(doc.run.meta["job"], id.to_string());
+    assert_eq!(h.boots()[1], format!("job {id} back"));
+    // A job whose kernel is already running runs without a boot.
+    let again = h.submit(
+        &format!("{PLAN}[kernel]\nrelease = \"6.18.*\"\nappend = \"nosmt\"\n"),
+        &[],
+    );
+    h.worker_once(&args);
+    assert_eq!(h.job(again).state, JobState::Done);
+    assert_eq!(h.boots().len(), 2, "no boot for a kernel already running");
+}
+
+#[test]
+fn a_boot_into_another_kernel_fails_the_job_with_the_mismatch() {
+    if !have_postgres("a_boot_into_another_kernel") {
+        return;
+    }
+    let h = Host::start();
+    let id = h.submit(
+        &format!("{PLAN}[kernel]\nrelease = \"6.18.0-test\"\nappend = \"mitigations=off\"\n"),
+        &[],
+    );
+    let reboot = h.reboot_command(true);
+    h.worker_once(&["--reboot-command", &reboot]);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    h.worker_once(&["--reboot-command", &reboot]);
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Failed);
+    let e = j.error.unwrap();
+    assert!(
+        e.contains("asked for 6.18.0-test, running 6.1.0-base"),
+        "{e}"
+    );
+    assert!(e.contains("mitigations=off is not on /proc/cmdline"), "{e}");
+    // Not retried: the next start has nothing to do and boots nothing.
+    h.worker_once(&["--reboot-command", &reboot]);
+    assert_eq!(h.job(id).state, JobState::Failed);
+    assert_eq!(h.boots().len(), 1);
+    assert!(h.job(id).run_id.is_none());
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(table.contains("running 6.1.0-base"), "{table}");
+}
+
+#[test]
+fn a_kernel_file_missing_on_the_host_fails_the_job_with_its_path() {
+    if !have_postgres("a_kernel_file_missing") {
+        return;
+    }
+    let h = Host::start();
+    let missing = h.dir.path().join("vmlinuz-not-here");
+    let id = h.submit(
+        &format!(
+            "{PLAN}[kernel]\nkernel = \"{}\"\nrelease = \"6.18.0\"\n",
+            missing.display()
+        ),
+        &[],
+    );
+    let reboot = h.reboot_command(false);
+    h.worker_once(&["--reboot-command", &reboot]);
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Failed);
+    let e = j.error.unwrap();
+    assert!(
+        e.contains(&missing.display().to_string()) && e.contains("does not exist on this host"),
+        "{e}"
+    );
+    assert!(h.boots().is_empty(), "nothing booted");
+    // A relative path is refused at submit already.
+    let plan = h.dir.path().join("bad.toml");
+    fs::write(&plan, format!("{PLAN}[kernel]\nkernel = \"vmlinuz\"\n")).unwrap();
+    let out = h
+        .osbench()
+        .arg("submit")
+        .arg(&plan)
+        .args(["--hosts", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an absolute path"));
+}
+
+#[test]
+fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
+    if !have_postgres("two_kernels_over_two_boot_rounds") {
+        return;
+    }
+    let h = Host::start();
+    let id = h.submit(&two_kernels(PLAN), &["--label", "bootcmp"]);
+    let reboot = h.reboot_command(false);
+    // One start to stage the first boot, then one after each of the 4 boots.
+    for start in 0..5 {
+        assert_ne!(h.job(id).state, JobState::Done, "done after {start} starts");
+        h.worker_once(&["--reboot-command", &reboot]);
+    }
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    let boots = h.boots();
+    assert_eq!(
+        boots.len(),
+        4,
+        "every step boots, even into the running kernel"
+    );
+    for kernel in [BASE, "6.18.0-patched"] {
+        let n = boots.iter().filter(|b| b.ends_with(kernel)).count();
+        assert_eq!(n, 2, "{boots:?}");
+    }
+    let store = h.store();
+    let doc = store.document(j.run_id.unwrap()).unwrap().unwrap();
+    let configs: Vec<&str> = doc.run.configs.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(configs, ["base", "patched"]);
+    assert_eq!(doc.run.schedule.len(), 2);
+    assert!(
+        !doc.comparisons.is_empty(),
+        "the paired comparison is attached"
+    );
+    assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
+    // Each boot's run is kept, with its step.
+    let steps = boot_steps(&store);
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    // `compare --by host` reads the merged document as a run's configurations.
+    let dir = h.dir.path().join("merged");
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("a.json"), serde_json::to_string(&doc).unwrap()).unwrap();
+    let record = h.dir.path().join("compare.json");
+    let (table, _) = common::ok(
+        h.osbench()
+            .arg("compare")
+            .arg(&dir)
+            .args(["--by", "host", "--json"])
+            .arg(&record)
+            .output()
+            .unwrap(),
+    );
+    assert!(table.contains("patched"), "{table}");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&record).unwrap()).unwrap();
+    assert!(table.contains("Paired over 2 rounds"), "{table}");
+    let compared = &json["configurations"][0]["hosts"][0]["comparisons"][0];
+    assert_eq!(compared["candidate"], "patched", "{json}");
+    assert_eq!(compared["replicated"]["unit"], "rounds", "{json}");
+}
+
+#[test]
+fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
+    if !have_postgres("a_boots_run_kept_in_the_spool") {
+        return;
+    }
+    let h = Host::start();
+    // Each boot runs about 2 s (samples of 20 ms), long enough to stop the store mid-run.
+    let slow = "select = [\"syscall:null\"]\nsamples = 100\nsample_time = 20\nwarmup = 0\n";
+    let id = h.submit(&two_kernels(slow), &[]);
+    let reboot = h.reboot_command(false);
+    let args = ["--reboot-command", reboot.as_str()];
+    h.worker_once(&args); // stages the first boot
+    let w = Running::start(&h, &["--reboot-command", &reboot, "--lease", "30"]);
+    wait_until("the first boot's run", || {
+        (h.job(id).state == JobState::Running).then_some(())
+    });
+    h.pg.halt();
+    let spool = h.dir.path().join("spool");
+    wait_until("the boot's run in the spool", || {
+        let files = fs::read_dir(&spool).unwrap().flatten();
+        let json = files.filter(|e| e.path().extension().is_some_and(|x| x == "json"));
+        (json.count() == 1).then_some(())
+    });
+    h.pg.resume();
+    // Sent, the job given back, that boot run again, then the next boot staged.
+    wait_until("the second boot staged", || {
+        (h.job(id).state == JobState::Rebooting && h.boots().len() == 2).then_some(())
+    });
+    let steps = boot_steps(&h.store());
+    assert_eq!(steps, ["0", "0"], "{}", w.log());
+    assert!(
+        w.log().contains("now that the store is back"),
+        "{}",
+        w.log()
+    );
+    drop(w);
+    for _ in 0..3 {
+        h.worker_once(&args);
+    }
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
+    assert_eq!(boot_steps(&h.store()).len(), 5, "one boot measured twice");
+}
