@@ -398,6 +398,28 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     let compared = &json["configurations"][0]["hosts"][0]["comparisons"][0];
     assert_eq!(compared["candidate"], "patched", "{json}");
     assert_eq!(compared["replicated"]["unit"], "rounds", "{json}");
+    // Each boot's run has a label of its own, so the job's label names the
+    // merged document, which `compare LABEL` finds in the store.
+    let labels: Vec<String> = store
+        .list(&Default::default())
+        .unwrap()
+        .iter()
+        .filter_map(|r| store.document(r.id).unwrap())
+        .filter(|d| d.run.meta.contains_key("boot_step"))
+        .filter_map(|d| d.run.label)
+        .collect();
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    assert!(
+        labels.iter().all(|l| l.starts_with("bootcmp boot ")),
+        "{labels:?}"
+    );
+    let (table, _) = common::ok(
+        h.osbench()
+            .args(["compare", "bootcmp", "--by", "host"])
+            .output()
+            .unwrap(),
+    );
+    assert!(table.contains("Paired over 2 rounds"), "{table}");
 }
 
 #[test]

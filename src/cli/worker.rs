@@ -448,12 +448,12 @@ impl Worker {
         {
             return failed(format!("cannot write {}: {e}", experiment.display()));
         }
-        let mut argv = self.argv(
+        let argv = self.argv(
             job,
             &plan,
             plan.experiment.as_ref().map(|_| experiment.as_path()),
+            extra,
         );
-        argv.extend(extra.iter().cloned());
         let command = match super::command()
             .try_get_matches_from(&argv)
             .and_then(|m| Cli::from_arg_matches(&m))
@@ -486,19 +486,26 @@ impl Worker {
     }
 
     /// The command line of a job: `osbench run|time ARGS…`, its
-    /// experiment file, this store, the job's label and meta, and its id.
+    /// experiment file, this store, the job's label and meta, its id, and
+    /// `extra` (a boot-rounds step's, whose label replaces the job's).
     fn argv(
         &self,
         job: &JobRow,
         plan: &JobPlan,
         experiment: Option<&std::path::Path>,
+        extra: &[String],
     ) -> Vec<String> {
         let mut argv = vec!["osbench".to_string()];
         argv.extend(plan.argv(experiment));
         if let Some(given) = &self.store_arg {
             argv.extend(["--store".into(), given.display().to_string()]);
         }
-        if let Some(label) = &job.label {
+        // A boot-rounds step brings a label of its own (queue::kernel_jobs).
+        if let Some(label) = job
+            .label
+            .as_ref()
+            .filter(|_| !extra.iter().any(|a| a == "--label"))
+        {
             argv.extend(["--label".into(), label.clone()]);
         }
         for (k, v) in &job.meta {
@@ -508,6 +515,7 @@ impl Worker {
         if plan.command == JobCommand::Time {
             argv.push("--quiet".into());
         }
+        argv.extend(extra.iter().cloned());
         argv
     }
 

@@ -149,7 +149,7 @@ pub fn before_run(
     let mut kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
     if let Some(record) = &kj.progress.boot {
         record.expectation.check_running()?;
-        return Ok(Next::Run(step_args(&kj)));
+        return Ok(Next::Run(step_args(job, &kj)));
     }
     if let Some(req) = kj.kernel.clone() {
         if req.expectation()?.check(&Running::read()?).is_ok() {
@@ -167,8 +167,10 @@ pub fn before_run(
     reboot(store, job, w, settings, &rounds.kernels[first], kj)
 }
 
-/// A boot-rounds step's extra arguments: its seed and its step in the run's meta.
-fn step_args(kj: &KernelJob) -> Vec<String> {
+/// A boot-rounds step's extra arguments: its seed, its step in the run's
+/// meta, and a label of its own ([`step_label`]), so that the job's label
+/// names only the merged document.
+fn step_args(job: &JobRow, kj: &KernelJob) -> Vec<String> {
     if kj.boot_rounds.is_none() {
         return Vec::new();
     }
@@ -178,7 +180,19 @@ fn step_args(kj: &KernelJob) -> Vec<String> {
         boot_rounds::boot_seed(p.seed, p.step).to_string(),
         "--meta".into(),
         format!("{STEP_META}={}", p.step),
+        "--label".into(),
+        step_label(job, p.step),
     ]
+}
+
+/// The label of one boot's run of a boot-rounds job: the job's label (or
+/// "job ID") and the step, e.g. "nightly boot 3".
+pub fn step_label(job: &JobRow, step: usize) -> String {
+    let base = job
+        .label
+        .clone()
+        .unwrap_or_else(|| format!("job {}", job.id));
+    format!("{base} boot {step}")
 }
 
 /// A seed for a boot-rounds job's schedule, from the clock and its id.
@@ -250,7 +264,7 @@ pub fn after_run(
         reboot(store, job, w, settings, &rounds.kernels[next], kj)?;
         return Ok(After::Rebooting);
     }
-    let run_id = store_merged(store, &rounds, &kj.progress)?;
+    let run_id = store_merged(store, job, &rounds, &kj.progress)?;
     let runs: Vec<String> = kj.progress.boots.iter().map(|b| b.2.to_string()).collect();
     Ok(After::Done {
         run_id,
@@ -263,8 +277,8 @@ pub fn after_run(
 }
 
 /// The boots' runs merged ([`boot_rounds::merge`]) with the paired
-/// comparison attached, stored; its run id.
-fn store_merged(store: &mut Store, rounds: &BootRounds, p: &Progress) -> Result<i64> {
+/// comparison attached, stored under the job's label; its run id.
+fn store_merged(store: &mut Store, job: &JobRow, rounds: &BootRounds, p: &Progress) -> Result<i64> {
     let mut boots = Vec::new();
     for &(round, kernel, run_id) in &p.boots {
         let document = store.document(run_id)?.ok_or_else(|| {
@@ -283,7 +297,7 @@ fn store_merged(store: &mut Store, rounds: &BootRounds, p: &Progress) -> Result<
     let first = boots[0].document.run.clone();
     let mut doc = boot_rounds::merge(&rounds.names(), boots, p.seed)?;
     doc.run.host = first.host;
-    doc.run.label = first.label;
+    doc.run.label = job.label.clone();
     doc.run.meta = first.meta;
     doc.run.meta.remove(STEP_META);
     let options = crate::compare::Options {
