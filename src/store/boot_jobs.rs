@@ -7,9 +7,9 @@
 
 use crate::error::Result;
 
-use super::jobs::{JobRow, WorkerId, job_columns, job_row, lease_until};
+use super::jobs::{JobRow, WorkerId};
 use super::queries::Store;
-use super::sql::{Param, bad_row};
+use super::sql::Param;
 
 impl Store {
     /// Records job `id`, held by `w`, as `rebooting` with `kernel` (its
@@ -44,28 +44,6 @@ impl Store {
     /// none when there is none.
     pub fn take_rebooted(&mut self, w: &WorkerId, lease: f64) -> Result<Option<JobRow>> {
         self.require_queue("worker")?;
-        let mut conn = self.conn();
-        let rows = conn.query(
-            &format!(
-                "UPDATE jobs SET state = 'claimed', lease_owner = $2, lease_token = $3,
-                     lease_expires = {}
-                 WHERE id = (SELECT id FROM jobs WHERE host = $1 AND state = 'rebooting'
-                             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                 RETURNING {}",
-                lease_until(4),
-                job_columns()
-            ),
-            &[
-                w.name.as_str().into(),
-                w.owner().as_str().into(),
-                w.token.as_str().into(),
-                Param::Float(lease),
-            ],
-        )?;
-        let name = conn.name();
-        rows.first()
-            .map(job_row)
-            .transpose()
-            .map_err(|m| bad_row(&name, m))
+        self.take_one(w, lease, "", "state = 'rebooting'")
     }
 }

@@ -178,12 +178,12 @@ fn time(column: &str) -> String {
 }
 
 /// A lease of `$N` seconds from now.
-pub(super) fn lease_until(param: usize) -> String {
+fn lease_until(param: usize) -> String {
     format!("now() + CAST(${param} AS DOUBLE PRECISION) * interval '1 second'")
 }
 
 /// The columns [`job_row`] reads.
-pub(super) fn job_columns() -> String {
+fn job_columns() -> String {
     format!(
         "id, host, label, meta, plan, kernel, osbench_version, {}, state, {}, lease_owner, {},
          attempts, max_attempts, {}, {}, error, run_id",
@@ -195,7 +195,7 @@ pub(super) fn job_columns() -> String {
     )
 }
 
-pub(super) fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
+fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
     let meta: BTreeMap<String, String> =
         serde_json::from_str(&r.text(3)?).map_err(|e| format!("job meta: {e}"))?;
     let opt_int = |i: usize| match r.cell(i) {
@@ -518,13 +518,32 @@ impl Store {
         self.require_queue("worker")?;
         let mut conn = self.conn();
         conn.execute(SWEEP, &[])?;
+        drop(conn);
+        self.take_one(
+            w,
+            lease,
+            ", attempts = attempts + 1, started = now()",
+            "state IN ('queued', 'lost') AND (not_before IS NULL OR not_before <= now())",
+        )
+    }
+
+    /// The oldest job of `w`'s host matching `which` (SQL), taken under a
+    /// lease of `lease` seconds with `set` (more assignments) applied;
+    /// concurrent callers skip each other's rows. Used by [`Store::claim`]
+    /// and by the worker taking back the job it rebooted for.
+    pub(super) fn take_one(
+        &mut self,
+        w: &WorkerId,
+        lease: f64,
+        set: &str,
+        which: &str,
+    ) -> Result<Option<JobRow>> {
+        let mut conn = self.conn();
         let rows = conn.query(
             &format!(
                 "UPDATE jobs SET state = 'claimed', lease_owner = $2, lease_token = $3,
-                     lease_expires = {}, attempts = attempts + 1, started = now()
-                 WHERE id = (SELECT id FROM jobs
-                             WHERE host = $1 AND state IN ('queued', 'lost')
-                               AND (not_before IS NULL OR not_before <= now())
+                     lease_expires = {}{set}
+                 WHERE id = (SELECT id FROM jobs WHERE host = $1 AND {which}
                              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
                  RETURNING {}",
                 lease_until(4),
