@@ -10,7 +10,9 @@ use super::clock::{Clock, Monotonic};
 use super::counters::{self, Edge, PerfEvents};
 use super::interrupt::Interrupt;
 use super::meters::{MeterDelta, Meters, PerfPass};
-use super::sampler::{ACCEPT_LOW, MAX_ITERS, Measurement, Sampler, SamplingEnd, rescale};
+use super::sampler::{
+    ACCEPT_LOW, MAX_ITERS, MAX_RAISES, Measurement, Sampler, SamplingEnd, rescale,
+};
 use super::workload::{SampleMethod, Workload};
 use crate::document::{Overhead, Policy, RawSample};
 use crate::error::{Error, Result};
@@ -329,6 +331,7 @@ impl<C: Clock> Harness<C> {
     ) -> Result<Vec<Measurement>> {
         let started = self.clock.now_ns();
         let target = self.policy.sample_time_ns as f64;
+        let mut raises = 0;
         let mut samplers = Vec::with_capacity(benches.len());
         for bench in benches.iter_mut() {
             let mut iters = self.calibrate(*bench, target)?;
@@ -337,11 +340,20 @@ impl<C: Clock> Harness<C> {
                 iters = rescale(iters, elapsed, target);
                 Ok(())
             })?;
-            samplers.push(Sampler::new(iters, self.policy.samples));
+            samplers.push(Sampler::new(iters, self.policy.samples, target));
         }
         let (end, failure, stopped_by) = loop {
             match self.sample_alternately(benches, &mut samplers) {
                 Ok(true) => break (SamplingEnd::Interrupted, None, None),
+                // None landed in the window: try again with longer samples.
+                Ok(false) if raises < MAX_RAISES && samplers.iter().any(Sampler::none_landed) => {
+                    samplers
+                        .iter_mut()
+                        .filter(|s| s.none_landed())
+                        .for_each(Sampler::raise_target);
+                    raises += 1;
+                    continue;
+                }
                 Ok(false) => {}
                 // Failed after some samples: keep them, and stop the run with the error.
                 Err(e) if !samplers[0].accepted.is_empty() && !matches!(e, Error::Interrupted) => {
@@ -366,7 +378,7 @@ impl<C: Clock> Harness<C> {
         let iters = samplers[0].iters;
         let mut measured = samplers
             .into_iter()
-            .map(|s| s.finish(target, end, self.overhead))
+            .map(|s| s.finish(end, self.overhead))
             .collect::<Result<Vec<_>>>()?;
         measured[0].target_stop = stopped_by;
         measured[0].perf = if let Some(e) = failure {
@@ -388,7 +400,6 @@ impl<C: Clock> Harness<C> {
         benches: &mut [&mut dyn Workload],
         samplers: &mut [Sampler],
     ) -> Result<bool> {
-        let target = self.policy.sample_time_ns as f64;
         while samplers.iter().any(|s| !s.done()) {
             if self.interrupt.is_set() {
                 return Ok(true);
@@ -396,7 +407,7 @@ impl<C: Clock> Harness<C> {
             for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
                 if !sampler.done() {
                     match self.time_metered(*bench, sampler.iters) {
-                        Ok((elapsed, used)) => sampler.record(elapsed, target, used),
+                        Ok((elapsed, used)) => sampler.record(elapsed, used),
                         // A workload that noticed the signal while blocked: keep what we have.
                         Err(Error::Interrupted) => return Ok(true),
                         Err(e) => return Err(e),
@@ -481,7 +492,7 @@ impl<C: Clock> Harness<C> {
             bench.prepare()?;
             bench.run(1)
         })?;
-        let mut sampler = Sampler::new(1, samples);
+        let mut sampler = Sampler::new(1, samples, self.policy.sample_time_ns as f64);
         let (mut end, mut failure) = (SamplingEnd::Planned, None);
         let mut wanted = samples;
         let mut stopped_by = None;
@@ -524,7 +535,7 @@ impl<C: Clock> Harness<C> {
             }
         }
         sampler.want_more(wanted - samples);
-        let mut measured = sampler.finish(self.policy.sample_time_ns as f64, end, self.overhead)?;
+        let mut measured = sampler.finish(end, self.overhead)?;
         measured.target_stop = stopped_by;
         measured.perf = if let Some(e) = failure {
             measured.failed = Some(e.to_string());
@@ -768,6 +779,9 @@ mod tests {
         /// Each call's iterations cost `cost_ns` plus 0..=jitter ns more, in a
         /// cycle (7 × call mod (jitter + 1)): noise inside the acceptance window.
         jitter: u64,
+        /// The calls in this range take `stall_ns` longer (a preemption).
+        stalled: std::ops::Range<usize>,
+        stall_ns: u64,
     }
 
     impl Workload for FakeBench {
@@ -776,6 +790,9 @@ mod tests {
             let mut t = iters * (self.cost_ns + extra);
             if self.spikes.contains(&self.calls) {
                 t *= self.spike_factor;
+            }
+            if self.stalled.contains(&self.calls) {
+                t += self.stall_ns;
             }
             if let Some((_, flag)) = self
                 .interrupt_at
@@ -820,6 +837,8 @@ mod tests {
             interrupt_at: None,
             perf: None,
             jitter: 0,
+            stalled: 0..0,
+            stall_ns: 0,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
@@ -861,6 +880,47 @@ mod tests {
         assert_eq!(m.rejected.len(), 2);
         assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
         assert!(m.rejected.iter().all(|s| s.elapsed_ns == 3_000_000));
+    }
+
+    #[test]
+    fn when_no_sample_lands_the_target_is_raised_and_said() {
+        // Calls 8–26, the whole first budget of 19 attempts for 3 samples,
+        // each stall 2 ms: none lands near 1 ms; at 4 ms all do.
+        let (_, mut b) = setup(100, vec![]);
+        let policy = Policy {
+            samples: 3,
+            sample_time_ns: 1_000_000,
+            warmup_ns: 3_000_000,
+        };
+        let overhead = Overhead {
+            timer_ns: 0.0,
+            loop_ns_per_iter: 0.0,
+        };
+        let h = Harness::with_clock(b.clock.clone(), policy, overhead, Interrupt::none());
+        (b.stalled, b.stall_ns) = (8..27, 2_000_000);
+        let m = h
+            .batched(&mut [&mut b], 1.0)
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        assert_eq!(
+            m.rejected.len(),
+            20,
+            "19 stalled, one short after the raise"
+        );
+        assert_eq!(m.accepted.len(), 3);
+        assert!(m.accepted.iter().all(|s| s.elapsed_ns == 4_000_000));
+        assert!(
+            m.warnings[0].starts_with(
+                "none of 19 samples landed within 0.9–1.5 × the 1.0 ms target; sampled again \
+                 with a 4.0 ms target"
+            ),
+            "{:?}",
+            m.warnings
+        );
+        // Without a stall nothing is raised.
+        let (h, mut b) = setup(100, vec![]);
+        let m = h.batched(&mut [&mut b], 1.0).unwrap().remove(0);
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     }
 
     #[test]

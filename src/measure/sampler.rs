@@ -14,6 +14,12 @@ pub const ACCEPT_LOW: f64 = 0.9;
 pub const ACCEPT_HIGH: f64 = 1.5;
 /// Never run more than this many iterations in one batch.
 pub(super) const MAX_ITERS: u64 = 1 << 40;
+/// When no sample of a workload lands in the window, the harness samples it
+/// again with a target this many times longer (what the "too noisy" advice
+/// says to do by hand): a preemption of a few ms then fits in the window.
+pub(super) const RAISE_FACTOR: u64 = 4;
+/// …at most this many times.
+pub(super) const MAX_RAISES: u32 = 2;
 
 /// Everything the harness measured for one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,32 +70,66 @@ pub(super) enum SamplingEnd {
 /// The sampling state of one batched workload.
 pub(super) struct Sampler {
     pub(super) iters: u64,
+    /// The sample time aimed at (ns).
+    target: f64,
     pub(super) accepted: Vec<RawSample>,
     rejected: Vec<RawSample>,
     /// What each accepted sample used, same order.
     pub(super) meters: Vec<MeterDelta>,
     long_in_a_row: u32,
     max_attempts: usize,
+    /// Attempts spent before the last raise of the target (not counted
+    /// against the budget since).
+    spent_before: usize,
     wanted: usize,
+    /// What raising the target said (it goes first in the warnings).
+    raised: Vec<String>,
 }
 
 impl Sampler {
-    pub(super) fn new(iters: u64, wanted: usize) -> Self {
+    pub(super) fn new(iters: u64, wanted: usize, target: f64) -> Self {
         Self {
             iters,
+            target,
             accepted: Vec::with_capacity(wanted),
             rejected: Vec::new(),
             meters: Vec::with_capacity(wanted),
             long_in_a_row: 0,
             max_attempts: wanted * 3 + 10,
+            spent_before: 0,
             wanted,
+            raised: Vec::new(),
         }
+    }
+
+    /// True when the attempts are spent and none landed in the window.
+    pub(super) fn none_landed(&self) -> bool {
+        self.done() && self.accepted.is_empty()
+    }
+
+    /// Starts over with a target [`RAISE_FACTOR`] times longer: a batch that
+    /// many times longer and a fresh attempt budget; the samples set aside
+    /// so far stay set aside.
+    pub(super) fn raise_target(&mut self) {
+        let old = self.target;
+        self.target *= RAISE_FACTOR as f64;
+        self.raised.push(format!(
+            "none of {} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the {:.1} ms target; \
+             sampled again with a {:.1} ms target",
+            self.rejected.len(),
+            old / 1e6,
+            self.target / 1e6
+        ));
+        self.iters = (self.iters.saturating_mul(RAISE_FACTOR)).min(MAX_ITERS);
+        self.long_in_a_row = 0;
+        self.spent_before = self.rejected.len();
+        self.max_attempts = self.spent_before + self.wanted * 3 + 10;
     }
 
     /// Asks for `extra` more accepted samples (a precision target not yet reached).
     pub(super) fn want_more(&mut self, extra: usize) {
         self.wanted += extra;
-        self.max_attempts = self.wanted * 3 + 10;
+        self.max_attempts = self.spent_before + self.wanted * 3 + 10;
     }
 
     pub(super) fn done(&self) -> bool {
@@ -100,7 +140,8 @@ impl Sampler {
     /// Files one timed batch as accepted or rejected and re-sizes the batch:
     /// at once after a short one, after two long ones in a row (one long
     /// sample is usually an interruption, not a wrong count).
-    pub(super) fn record(&mut self, elapsed: u64, target: f64, used: MeterDelta) {
+    pub(super) fn record(&mut self, elapsed: u64, used: MeterDelta) {
+        let target = self.target;
         let sample = RawSample {
             iters: self.iters,
             elapsed_ns: elapsed,
@@ -124,14 +165,9 @@ impl Sampler {
         }
     }
 
-    pub(super) fn finish(
-        self,
-        target: f64,
-        end: SamplingEnd,
-        overhead: Overhead,
-    ) -> Result<Measurement> {
+    pub(super) fn finish(self, end: SamplingEnd, overhead: Overhead) -> Result<Measurement> {
         let wanted = self.wanted;
-        let mut warnings = Vec::new();
+        let mut warnings = self.raised;
         let (taken, tried) = (
             self.accepted.len(),
             self.accepted.len() + self.rejected.len(),
@@ -147,7 +183,7 @@ impl Sampler {
                 "only {taken} of {wanted} samples landed within {ACCEPT_LOW}–{ACCEPT_HIGH} × the {:.1} ms \
                  target after {tried} attempts; the system is too noisy for this sample time (try a \
                  longer --sample-time)",
-                target / 1e6
+                self.target / 1e6
             )),
             SamplingEnd::Planned => {}
         }
