@@ -612,8 +612,28 @@ impl QuietArg {
 /// A message on stderr (`osbench: wrote …`, a warning), unless `-q` was given.
 fn note(line: &str) {
     if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        eprintln!("{line}");
+        eprint_wrapped(line);
     }
+}
+
+/// The width of the terminal standard error is on (none off a terminal).
+fn stderr_width() -> Option<usize> {
+    static WIDTH: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *WIDTH.get_or_init(|| {
+        let e = std::io::stderr();
+        e.is_terminal()
+            .then(|| terminal_size::terminal_size_of(e))
+            .flatten()
+            .map(|(w, _)| usize::from(w.0))
+            .filter(|&w| w > 0)
+    })
+}
+
+/// `text` on standard error, its long lines wrapped at words to the
+/// terminal's width (as they are, one line each, off a terminal).
+fn eprint_wrapped(text: &str) {
+    let wrapped = osbench::report::fit::wrap_prose(text, stderr_width());
+    eprintln!("{}", wrapped.trim_end_matches('\n'));
 }
 
 fn one_line(s: &str) -> String {

@@ -215,7 +215,7 @@ impl Progress {
         match &self.mode {
             Mode::Quiet => {}
             Mode::Lines => eprintln!("{line}"),
-            Mode::Bar { bar, .. } => bar.suspend(|| eprintln!("{line}")),
+            Mode::Bar { bar, .. } => bar.suspend(|| super::eprint_wrapped(line)),
         }
     }
 }

@@ -230,14 +230,14 @@ fn run_body(
     let saving = args.save.prepare(args.quiet)?;
     let ingest = args.ingest.prepare()?;
     if plan.policy.samples == 1 && !args.quiet {
-        eprintln!(
+        super::eprint_wrapped(
             "osbench: warning: with one sample a case has no spread and no interval; take 6 or \
-             more --samples for a 95% interval of the median"
+             more --samples for a 95% interval of the median",
         );
     } else if plan.policy.samples < 6 && !args.quiet {
-        eprintln!(
+        super::eprint_wrapped(
             "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
-             probability; the CI shown is min–max with its true coverage"
+             probability; the CI shown is min–max with its true coverage",
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());

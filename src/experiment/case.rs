@@ -386,12 +386,12 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
     if let Some(modes) = bimodal(&series.samples) {
         series.noise.push("bimodal".to_string());
         series.warnings.push(format!(
-            "samples form two clusters: {} near {:.4} and {} near {:.4} {unit}; the machine switched modes \
+            "samples form two clusters: {} near {} and {} near {} {unit}; the machine switched modes \
              during the case: {}",
             modes.low_count,
-            modes.low,
+            crate::report::fmt_sig(modes.low),
             modes.high_count,
-            modes.high,
+            crate::report::fmt_sig(modes.high),
             two_cluster_causes(tasks, series.pin)
         ));
     }
