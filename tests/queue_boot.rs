@@ -466,3 +466,27 @@ fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
     assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
     assert_eq!(boot_steps(&h.store()).len(), 5, "one boot measured twice");
 }
+
+#[test]
+fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
+    if !have_postgres("boot_rounds_of_a_time_plan") {
+        return;
+    }
+    let h = Host::start();
+    let plan = "time = [\"true\", \"sh -c 'exit 0'\"]\nruns = 3\n";
+    let id = h.submit(&two_kernels(plan), &["--label", "timecmp"]);
+    let reboot = h.reboot_command(false);
+    for _ in 0..5 {
+        h.worker_once(&["--reboot-command", &reboot]);
+    }
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    let doc = h.store().document(j.run_id.unwrap()).unwrap().unwrap();
+    println!("{}", serde_json::to_string_pretty(&doc.run).unwrap());
+    for s in &doc.series { println!("{} {} {} n={}", s.bench, s.case, s.config, s.samples.len()); }
+    println!("comparisons {}", doc.comparisons.len());
+    let out = h.osbench().args(["compare", "timecmp", "--by", "host"]).output().unwrap();
+    println!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = h.osbench().args(["report", "timecmp"]).output().unwrap();
+    println!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}

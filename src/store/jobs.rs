@@ -379,8 +379,9 @@ impl Store {
     }
 
     /// Cancels job `id` unless it has ended; returns the state it was in. A
-    /// running job's worker finishes the case it is in and stores what it
-    /// measured, and the job stays cancelled.
+    /// running job's worker finishes the case it is in, stops the run there,
+    /// stores what it measured ([`Store::note_cancelled_run`]) and goes on
+    /// to its next job; the job stays cancelled.
     pub fn cancel_job(&mut self, id: i64) -> Result<JobState> {
         self.require_queue("jobs --cancel")?;
         let before = self.job(id)?.ok_or_else(|| {
@@ -405,6 +406,26 @@ impl Store {
             )));
         }
         Ok(before.state)
+    }
+
+    /// Notes on cancelled job `id` the run that kept what its worker had
+    /// measured when it stopped; false when the job is not cancelled or has
+    /// a run already.
+    pub fn note_cancelled_run(&mut self, id: i64, run_id: i64) -> Result<bool> {
+        self.require_queue("worker")?;
+        let mut conn = self.conn();
+        let n = conn.execute(
+            "UPDATE jobs SET run_id = $2,
+                 error = COALESCE(error || '; ', '') || 'what was measured before it stopped is run '
+                     || $3
+             WHERE id = $1 AND state = 'cancelled' AND run_id IS NULL",
+            &[
+                Param::Int(id),
+                Param::Int(run_id),
+                run_id.to_string().as_str().into(),
+            ],
+        )?;
+        Ok(n == 1)
     }
 
     /// Registers (or re-registers) a worker with a lease of `lease` seconds
@@ -574,17 +595,6 @@ impl Store {
             &[Param::Int(id), w.token.as_str().into()],
         )?;
         Ok(n == 1)
-    }
-
-    /// The state of job `id` if `w` still holds it, else what it is now.
-    pub fn job_held(&self, id: i64, w: &WorkerId) -> Result<Option<JobState>> {
-        Ok(self
-            .job(id)?
-            .filter(|j| {
-                j.lease_owner.as_deref() == Some(w.owner().as_str())
-                    && matches!(j.state, JobState::Claimed | JobState::Running)
-            })
-            .map(|j| j.state))
     }
 
     /// Ends job `id` as `how` says, if it is still `w`'s or nobody's (lost,
