@@ -302,6 +302,105 @@ fn a_boot_into_another_kernel_fails_the_job_with_the_mismatch() {
 }
 
 #[test]
+fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
+    if !have_postgres("a_host_that_never_comes_back") {
+        return;
+    }
+    let h = Host::start();
+    let plan = format!("{PLAN}boot_timeout = \"2s\"\n[kernel]\nrelease = \"6.18.0-test\"\n");
+    let id = h.submit(&plan, &["--attempts", "2"]);
+    let reboot = h.reboot_command(false);
+    let args = ["--reboot-command", reboot.as_str()];
+    h.worker_once(&args);
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Rebooting);
+    assert_eq!(j.boot_into.as_deref(), Some("release 6.18.0-test"));
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(
+        table.contains("booting into release 6.18.0-test; lost unless its host is back by"),
+        "{table}"
+    );
+    // No worker starts after the boot: past the deadline the job is lost.
+    let lost = wait_until("the job lost", || {
+        Some(h.job(id)).filter(|j| j.state == JobState::Lost)
+    });
+    let e = lost.error.unwrap();
+    for says in [
+        "host a did not come back from its boot into release 6.18.0-test: it waited 00:00:0",
+        "past its boot_timeout of 00:00:02",
+        "after attempt 1 of 2; queued again",
+    ] {
+        assert!(e.contains(says), "{says:?} in {e}");
+    }
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(table.contains("did not come back"), "{table}");
+    // Claimed again as any lost job, it boots again (the host is back in
+    // its old kernel); lost on its last attempt, it fails.
+    h.boot_into(BASE, "root=/dev/sda1");
+    h.worker_once(&args);
+    let j = h.job(id);
+    assert_eq!((j.state, j.attempts), (JobState::Rebooting, 2));
+    assert_eq!(h.boots().len(), 2);
+    let failed = wait_until("the job failed", || {
+        Some(h.job(id)).filter(|j| j.state == JobState::Failed)
+    });
+    assert!(failed.error.unwrap().contains("after attempt 2 of 2; not retried"));
+    assert!(failed.finished.is_some());
+    // A worker that starts now has nothing to take back.
+    let err = h.worker_once(&args);
+    assert!(!err.contains("back after the boot"), "{err}");
+    assert_eq!(h.boots().len(), 2);
+    // Bad timeouts are refused at submit.
+    for (bad, says) in [
+        ("boot_timeout = \"20\"\n[kernel]\nrelease = \"6.18\"\n", "not a time a boot may take"),
+        ("boot_timeout = 90\n[kernel]\nrelease = \"6.18\"\n", "boot_timeout = 90"),
+        ("boot_timeout = \"5m\"\n", "for a job that boots a kernel"),
+    ] {
+        let path = h.dir.path().join("bad.toml");
+        fs::write(&path, format!("{PLAN}{bad}")).unwrap();
+        let out = h
+            .osbench()
+            .arg("submit")
+            .arg(&path)
+            .args(["--hosts", "a"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says:?} in {stderr}");
+    }
+}
+
+#[test]
+fn a_version_8_store_gains_the_boot_deadline_and_keeps_its_jobs() {
+    if !have_postgres("a_version_8_store_gains_the_boot_deadline") {
+        return;
+    }
+    let h = Host::start();
+    let id = h.submit(&format!("{PLAN}[kernel]\nrelease = \"6.18.0-test\"\n"), &[]);
+    // As osbench before boot_timeout left it.
+    h.pg.sql(
+        "ALTER TABLE jobs DROP COLUMN boot_into, DROP COLUMN boot_started,
+             DROP COLUMN boot_deadline;
+         UPDATE osbench_schema SET version = 8",
+    );
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(table.contains(" queued "), "{table}");
+    assert_eq!(
+        h.pg.sql("SELECT version FROM osbench_schema"),
+        format!("{}\n", osbench::store::SCHEMA_VERSION)
+    );
+    // The job boots with a deadline, the default 30 minutes away.
+    let reboot = h.reboot_command(false);
+    h.worker_once(&["--reboot-command", &reboot]);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    let minutes = h.pg.sql(
+        "SELECT round(EXTRACT(EPOCH FROM boot_deadline - boot_started) / 60) FROM jobs",
+    );
+    assert_eq!(minutes.trim(), "30");
+}
+
+#[test]
 fn a_kernel_file_missing_on_the_host_fails_the_job_with_its_path() {
     if !have_postgres("a_kernel_file_missing") {
         return;
