@@ -572,7 +572,7 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
         return;
     }
     let h = Host::start();
-    let plan = "time = [\"true\", \"sh -c 'exit 0'\"]\nruns = 3\n";
+    let plan = "time = [\"true\", \"sh -c 'exit 0'\"]\nruns = 3\nprepare = \"true\"\n";
     let id = h.submit(&two_kernels(plan), &["--label", "timecmp"]);
     let reboot = h.reboot_command(false);
     for _ in 0..5 {
@@ -580,12 +580,52 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
     }
     let j = h.job(id);
     assert_eq!(j.state, JobState::Done, "{:?}", j.error);
-    let doc = h.store().document(j.run_id.unwrap()).unwrap().unwrap();
-    println!("{}", serde_json::to_string_pretty(&doc.run).unwrap());
-    for s in &doc.series { println!("{} {} {} n={}", s.bench, s.case, s.config, s.samples.len()); }
-    println!("comparisons {}", doc.comparisons.len());
-    let out = h.osbench().args(["compare", "timecmp", "--by", "host"]).output().unwrap();
-    println!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let out = h.osbench().args(["report", "timecmp"]).output().unwrap();
-    println!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(h.boots().len(), 4);
+    let store = h.store();
+    let doc = store.document(j.run_id.unwrap()).unwrap().unwrap();
+    // Each command under each kernel, with every boot's runs.
+    let series: Vec<(&str, &str, usize)> = doc
+        .series
+        .iter()
+        .map(|s| (s.case.as_str(), s.config.as_str(), s.samples.len()))
+        .collect();
+    assert!(doc.series.iter().all(|s| s.runs.len() == 6));
+    assert_eq!(
+        series,
+        [
+            ("true", "base", 6),
+            ("sh -c 'exit 0'", "base", 6),
+            ("true", "patched", 6),
+            ("sh -c 'exit 0'", "patched", 6),
+        ]
+    );
+    // The time settings kept, each kernel's floor said.
+    let time = doc.run.time.as_ref().expect("a merged `time` run");
+    assert_eq!(time.prepare.as_deref(), Some("true"));
+    assert!(time.floor.is_none() && time.rss_floor_kb > 0);
+    let floors = doc.run.audit.iter().find(|a| a.contains("floor of starting"));
+    let floors = floors.expect("the floors in the audit");
+    assert!(floors.contains("base ") && floors.contains("patched "), "{floors}");
+    assert_eq!(doc.comparisons.len(), 2, "one paired comparison per command");
+    assert_eq!(boot_steps(&store).len(), 4);
+    let (table, _) = common::ok(
+        h.osbench()
+            .args(["compare", "timecmp", "--by", "host"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        table.contains("Paired over 2 rounds") && table.contains("command sh -c 'exit 0'"),
+        "{table}"
+    );
+    let html = h.dir.path().join("report.html");
+    common::ok(
+        h.osbench()
+            .args(["report", "timecmp", "--html"])
+            .arg(&html)
+            .output()
+            .unwrap(),
+    );
+    let html = fs::read_to_string(&html).unwrap();
+    assert!(html.contains("Command 3: true [patched]   (no shell, 6 runs)"), "{html}");
 }
