@@ -425,7 +425,9 @@ fn a_running_job_cancelled_stops_at_the_next_case_and_the_worker_goes_on() {
     // Renewed at most every second (a quarter of the lease), so at every
     // case boundary.
     let w = q.worker("a", &["--lease", "4"]);
-    wait_until("the third case", || (started(&w.log(), 40) >= 3).then_some(()));
+    wait_until("the third case", || {
+        (started(&w.log(), 40) >= 3).then_some(())
+    });
     common::ok(
         q.osbench()
             .args(["jobs", "--cancel", &id.to_string()])
@@ -435,7 +437,10 @@ fn a_running_job_cancelled_stops_at_the_next_case_and_the_worker_goes_on() {
     let at_cancel = started(&w.log(), 40);
     let done = q.wait_for(next, JobState::Done);
     let log = w.log();
-    assert!(log.contains(&format!("job {id}: stopped, as it was cancelled")), "{log}");
+    assert!(
+        log.contains(&format!("job {id}: stopped, as it was cancelled")),
+        "{log}"
+    );
     let after = started(&log, 40) - at_cancel;
     assert!(after <= 2, "{after} cases started after the cancel:\n{log}");
     let job = q.job(id);
@@ -444,7 +449,10 @@ fn a_running_job_cancelled_stops_at_the_next_case_and_the_worker_goes_on() {
     assert!(note.contains("cancelled (was running)"), "{note}");
     // What was measured is stored under the job's meta, and named on it.
     let run = job.run_id.expect("the stopped run noted on the job");
-    assert!(note.contains(&format!("before it stopped is run {run}")), "{note}");
+    assert!(
+        note.contains(&format!("before it stopped is run {run}")),
+        "{note}"
+    );
     let doc = q.store().document(run).unwrap().unwrap();
     assert_eq!(doc.run.meta["job"], id.to_string());
     assert_eq!(doc.run.label.as_deref(), Some("long"));

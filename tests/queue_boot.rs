@@ -103,20 +103,32 @@ impl Host {
         self.store().job(id).unwrap().unwrap()
     }
 
-    /// `osbench submit` of a plan file with `text`, to host "a"; the job's id.
-    fn submit(&self, text: &str, extra: &[&str]) -> i64 {
+    /// `osbench submit` of a plan file with `text` to host "a", with `extra`.
+    fn submit_output(&self, text: &str, extra: &[&str]) -> std::process::Output {
         let plan = self.dir.path().join("plan.toml");
         fs::write(&plan, text).unwrap();
-        let out = self
-            .osbench()
+        self.osbench()
             .arg("submit")
             .arg(&plan)
             .args(["--hosts", "a"])
             .args(extra)
             .output()
-            .unwrap();
-        let (out, _) = common::ok(out);
+            .unwrap()
+    }
+
+    /// `osbench submit` of a plan file with `text`, to host "a"; the job's id.
+    fn submit(&self, text: &str, extra: &[&str]) -> i64 {
+        let (out, _) = common::ok(self.submit_output(text, extra));
         out.split_whitespace().nth(2).unwrap().parse().unwrap()
+    }
+
+    /// `osbench submit` of a plan file with `text` to host "a", which must
+    /// be refused (status 2) with `says` in the message.
+    fn refused(&self, text: &str, says: &str) {
+        let out = self.submit_output(text, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
 
     /// One start of worker "a" with `--once` (it exits after one job, or
@@ -344,7 +356,12 @@ fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
     let failed = wait_until("the job failed", || {
         Some(h.job(id)).filter(|j| j.state == JobState::Failed)
     });
-    assert!(failed.error.unwrap().contains("after attempt 2 of 2; not retried"));
+    assert!(
+        failed
+            .error
+            .unwrap()
+            .contains("after attempt 2 of 2; not retried")
+    );
     assert!(failed.finished.is_some());
     // A worker that starts now has nothing to take back.
     let err = h.worker_once(&args);
@@ -352,22 +369,17 @@ fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
     assert_eq!(h.boots().len(), 2);
     // Bad timeouts are refused at submit.
     for (bad, says) in [
-        ("boot_timeout = \"20\"\n[kernel]\nrelease = \"6.18\"\n", "not a time a boot may take"),
-        ("boot_timeout = 90\n[kernel]\nrelease = \"6.18\"\n", "boot_timeout = 90"),
+        (
+            "boot_timeout = \"20\"\n[kernel]\nrelease = \"6.18\"\n",
+            "not a time a boot may take",
+        ),
+        (
+            "boot_timeout = 90\n[kernel]\nrelease = \"6.18\"\n",
+            "boot_timeout = 90",
+        ),
         ("boot_timeout = \"5m\"\n", "for a job that boots a kernel"),
     ] {
-        let path = h.dir.path().join("bad.toml");
-        fs::write(&path, format!("{PLAN}{bad}")).unwrap();
-        let out = h
-            .osbench()
-            .arg("submit")
-            .arg(&path)
-            .args(["--hosts", "a"])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(says), "{says:?} in {stderr}");
+        h.refused(&format!("{PLAN}{bad}"), says);
     }
 }
 
@@ -394,9 +406,8 @@ fn a_version_8_store_gains_the_boot_deadline_and_keeps_its_jobs() {
     let reboot = h.reboot_command(false);
     h.worker_once(&["--reboot-command", &reboot]);
     assert_eq!(h.job(id).state, JobState::Rebooting);
-    let minutes = h.pg.sql(
-        "SELECT round(EXTRACT(EPOCH FROM boot_deadline - boot_started) / 60) FROM jobs",
-    );
+    let minutes =
+        h.pg.sql("SELECT round(EXTRACT(EPOCH FROM boot_deadline - boot_started) / 60) FROM jobs");
     assert_eq!(minutes.trim(), "30");
 }
 
@@ -425,17 +436,10 @@ fn a_kernel_file_missing_on_the_host_fails_the_job_with_its_path() {
     );
     assert!(h.boots().is_empty(), "nothing booted");
     // A relative path is refused at submit already.
-    let plan = h.dir.path().join("bad.toml");
-    fs::write(&plan, format!("{PLAN}[kernel]\nkernel = \"vmlinuz\"\n")).unwrap();
-    let out = h
-        .osbench()
-        .arg("submit")
-        .arg(&plan)
-        .args(["--hosts", "a"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not an absolute path"));
+    h.refused(
+        &format!("{PLAN}[kernel]\nkernel = \"vmlinuz\"\n"),
+        "not an absolute path",
+    );
 }
 
 #[test]
@@ -603,10 +607,21 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
     let time = doc.run.time.as_ref().expect("a merged `time` run");
     assert_eq!(time.prepare.as_deref(), Some("true"));
     assert!(time.floor.is_none() && time.rss_floor_kb > 0);
-    let floors = doc.run.audit.iter().find(|a| a.contains("floor of starting"));
+    let floors = doc
+        .run
+        .audit
+        .iter()
+        .find(|a| a.contains("floor of starting"));
     let floors = floors.expect("the floors in the audit");
-    assert!(floors.contains("base ") && floors.contains("patched "), "{floors}");
-    assert_eq!(doc.comparisons.len(), 2, "one paired comparison per command");
+    assert!(
+        floors.contains("base ") && floors.contains("patched "),
+        "{floors}"
+    );
+    assert_eq!(
+        doc.comparisons.len(),
+        2,
+        "one paired comparison per command"
+    );
     assert_eq!(boot_steps(&store).len(), 4);
     let (table, _) = common::ok(
         h.osbench()
@@ -627,5 +642,8 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
             .unwrap(),
     );
     let html = fs::read_to_string(&html).unwrap();
-    assert!(html.contains("Command 3: true [patched]   (no shell, 6 runs)"), "{html}");
+    assert!(
+        html.contains("Command 3: true [patched]   (no shell, 6 runs)"),
+        "{html}"
+    );
 }

@@ -14,8 +14,8 @@ use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::{self, Config, Plan};
-use osbench::measure::placement::Pin;
 use osbench::measure::Policy;
+use osbench::measure::placement::Pin;
 use osbench::report;
 
 use super::ingest::{IngestArgs, Source};

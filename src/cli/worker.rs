@@ -5,7 +5,10 @@
 //! host limits), run it with the ordinary `run` / `time` glue — parsed
 //! from the job's arguments by the same command line — under a lease
 //! renewed between cases ([`Hooked`]), and end the job (done with its run
-//! id, failed with the error, or released on SIGTERM). It works in its
+//! id, failed with the error, or released on SIGTERM). A job cancelled (or
+//! claimed by another worker) while it runs stops the run before its next
+//! case, through the run's stop flag nested in the worker's; what it
+//! measured is kept and the worker goes on to its next job. It works in its
 //! spool directory, so a run whose store fails lands there as a file.
 //! A job that asks for a kernel is booted into it first (`queue::kernel_jobs`).
 

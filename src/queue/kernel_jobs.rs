@@ -446,13 +446,27 @@ mod tests {
         // Kept as written.
         assert!(ok.to_json().contains(r#""boot_timeout":"20m""#));
         assert_eq!(KernelJob::from_json(&ok.to_json()).unwrap(), ok);
-        for bad in ["20".into(), serde_json::json!(20), "0s".into(), "2d".into(), "soon".into()] {
+        for bad in [
+            "20".into(),
+            serde_json::json!(20),
+            "0s".into(),
+            "2d".into(),
+            "soon".into(),
+        ] {
             let e = job(bad.clone()).unwrap_err().to_string();
-            assert!(e.contains("not a time a boot may take") && e.contains("\"20m\""), "{bad}: {e}");
+            assert!(
+                e.contains("not a time a boot may take") && e.contains("\"20m\""),
+                "{bad}: {e}"
+            );
         }
         let plain = KernelJob::from_tables(serde_json::json!({"kernel": {"release": "6.18"}}));
         assert_eq!(plain.unwrap().boot_timeout(), DEFAULT_BOOT_TIMEOUT);
         let alone = KernelJob::from_tables(serde_json::json!({"boot_timeout": "5m"}));
-        assert!(alone.unwrap_err().to_string().contains("for a job that boots a kernel"));
+        assert!(
+            alone
+                .unwrap_err()
+                .to_string()
+                .contains("for a job that boots a kernel")
+        );
     }
 }

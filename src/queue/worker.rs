@@ -287,7 +287,10 @@ impl Lease {
 /// `Ok(None)` while `w` holds it, `Ok(Some(warning))` when its lease expired
 /// and nobody took it (the run goes on and ends it), `Err(why)` when it was
 /// taken away (cancelled, claimed by another worker, ended).
-pub fn still_ours(job: Option<&JobRow>, w: &WorkerId) -> std::result::Result<Option<String>, String> {
+pub fn still_ours(
+    job: Option<&JobRow>,
+    w: &WorkerId,
+) -> std::result::Result<Option<String>, String> {
     let Some(j) = job else {
         return Err("it is no longer in the store".into());
     };

@@ -22,11 +22,11 @@ mod sqlite;
 
 #[cfg(test)]
 use crate::document::Document;
+pub use boot_jobs::BootWait;
 pub use change_points::{FoundPoint, PointState, StoredPoint};
 pub use document_file::{
     PendingFile, STDOUT, parse_document, read_document, read_document_text, to_json, write_new,
 };
-pub use boot_jobs::BootWait;
 pub use jobs::{Finish, JobRow, JobState, NewJob, WorkerId, WorkerRow, queue_needs_postgres};
 pub use location::{Location, STORE_ENV, location};
 pub use migrations::SCHEMA_VERSION;
