@@ -345,17 +345,16 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
         return;
     }
     let q = Queue::start();
-    let mut args = vec!["syscall:null", "--hosts", "a"];
-    let slow = slow(20);
-    args.extend(slow.iter().map(String::as_str));
+    let mut args = vec!["--hosts", "a"];
+    let many = steps(200, 100);
+    args.extend(many.iter().map(String::as_str));
     let id = q.submit(&args)[0];
     let mut w = q.worker("a", &[]);
-    q.wait_for(id, JobState::Running);
-    // Once the case is sampling (its progress line is out), a second of 20 ms samples.
-    wait_until("the case to start", || {
-        w.log().contains("[1/1] syscall null").then_some(())
+    // Once the second case has started, the first is measured: there is
+    // something to store, however slowly the machine got there.
+    wait_until("the second case", || {
+        (started(&w.log(), 200) >= 2).then_some(())
     });
-    std::thread::sleep(Duration::from_secs(1));
     w.signal(libc::SIGTERM);
     assert_eq!(w.exit().code(), Some(130), "{}", w.log());
     let job = q.job(id);
@@ -372,38 +371,96 @@ fn sigterm_stores_what_was_measured_and_gives_the_job_back() {
         !runs[0].complete,
         "the run keeps what was measured, marked incomplete"
     );
+    // It stopped within the case it was in: at most one more started.
+    let doc = q.store().document(runs[0].id).unwrap().unwrap();
+    assert!(doc.run.order.len() <= 3, "{:?}", doc.run.order);
     // Its name is free at once.
     let workers = q.store().workers(None).unwrap();
     assert!(!workers[0].live);
 }
 
+/// Selectors and options of a run of `steps` cases (2 configurations over
+/// `steps / 2` rounds of `syscall null`), each sampled for about
+/// `sample_ms × 5` ms: its progress lines are "[i/steps] round …".
+fn steps(steps: u32, sample_ms: u32) -> Vec<String> {
+    let (rounds, ms) = ((steps / 2).to_string(), sample_ms.to_string());
+    [
+        "syscall:null",
+        "--",
+        "--config",
+        "x=true",
+        "--config",
+        "y=true",
+        "--rounds",
+        &rounds,
+        "--samples",
+        "5",
+        "--sample-time",
+        &ms,
+        "--warmup",
+        "0",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The progress lines of the cases of a run of `total` steps in `log`.
+fn started(log: &str, total: u32) -> usize {
+    log.matches(&format!("/{total}] round ")).count()
+}
+
 #[test]
-fn a_running_job_cancelled_stays_cancelled_and_its_run_is_kept() {
+fn a_running_job_cancelled_stops_at_the_next_case_and_the_worker_goes_on() {
     if !have_postgres("a_running_job_cancelled") {
         return;
     }
     let q = Queue::start();
-    let mut args = vec!["syscall:null", "ctx:2p/0K", "--hosts", "a"];
-    let slow = slow(2);
-    args.extend(slow.iter().map(String::as_str));
+    // 40 cases of at least a second each (five 200 ms samples), and a
+    // quick job after it.
+    let long = steps(40, 200);
+    let mut args = vec!["--hosts", "a", "--label", "long"];
+    args.extend(long.iter().map(String::as_str));
     let id = q.submit(&args)[0];
-    let w = q.worker("a", &["--lease", "2"]);
-    q.wait_for(id, JobState::Running);
+    let next = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
+    // Renewed at most every second (a quarter of the lease), so at every
+    // case boundary.
+    let w = q.worker("a", &["--lease", "4"]);
+    wait_until("the third case", || {
+        (started(&w.log(), 40) >= 3).then_some(())
+    });
     common::ok(
         q.osbench()
             .args(["jobs", "--cancel", &id.to_string()])
             .output()
             .unwrap(),
     );
-    wait_until("the run stored", || {
-        (q.store().list(&Default::default()).unwrap().len() == 1).then_some(())
-    });
-    wait_until("the worker's word on it", || {
-        w.log().contains("left as it is").then_some(())
-    });
+    let at_cancel = started(&w.log(), 40);
+    let done = q.wait_for(next, JobState::Done);
+    let log = w.log();
+    assert!(
+        log.contains(&format!("job {id}: stopped, as it was cancelled")),
+        "{log}"
+    );
+    let after = started(&log, 40) - at_cancel;
+    assert!(after <= 2, "{after} cases started after the cancel:\n{log}");
     let job = q.job(id);
-    assert_eq!(job.state, JobState::Cancelled, "{}", w.log());
-    assert!(job.error.unwrap().contains("cancelled (was running)"));
+    assert_eq!(job.state, JobState::Cancelled, "{log}");
+    let note = job.error.unwrap();
+    assert!(note.contains("cancelled (was running)"), "{note}");
+    // What was measured is stored under the job's meta, and named on it.
+    let run = job.run_id.expect("the stopped run noted on the job");
+    assert!(
+        note.contains(&format!("before it stopped is run {run}")),
+        "{note}"
+    );
+    let doc = q.store().document(run).unwrap().unwrap();
+    assert_eq!(doc.run.meta["job"], id.to_string());
+    assert_eq!(doc.run.label.as_deref(), Some("long"));
+    assert!(!doc.run.complete, "marked incomplete");
+    assert!(doc.run.order.len() < 40, "{:?}", doc.run.order);
+    assert_ne!(done.run_id, Some(run));
+    assert_eq!(q.store().list(&Default::default()).unwrap().len(), 2);
+    drop(w);
 }
 
 /// `claimers` threads, each its own connection and worker token, claim

@@ -103,20 +103,32 @@ impl Host {
         self.store().job(id).unwrap().unwrap()
     }
 
-    /// `osbench submit` of a plan file with `text`, to host "a"; the job's id.
-    fn submit(&self, text: &str, extra: &[&str]) -> i64 {
+    /// `osbench submit` of a plan file with `text` to host "a", with `extra`.
+    fn submit_output(&self, text: &str, extra: &[&str]) -> std::process::Output {
         let plan = self.dir.path().join("plan.toml");
         fs::write(&plan, text).unwrap();
-        let out = self
-            .osbench()
+        self.osbench()
             .arg("submit")
             .arg(&plan)
             .args(["--hosts", "a"])
             .args(extra)
             .output()
-            .unwrap();
-        let (out, _) = common::ok(out);
+            .unwrap()
+    }
+
+    /// `osbench submit` of a plan file with `text`, to host "a"; the job's id.
+    fn submit(&self, text: &str, extra: &[&str]) -> i64 {
+        let (out, _) = common::ok(self.submit_output(text, extra));
         out.split_whitespace().nth(2).unwrap().parse().unwrap()
+    }
+
+    /// `osbench submit` of a plan file with `text` to host "a", which must
+    /// be refused (status 2) with `says` in the message.
+    fn refused(&self, text: &str, says: &str) {
+        let out = self.submit_output(text, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says:?} in {stderr}");
     }
 
     /// One start of worker "a" with `--once` (it exits after one job, or
@@ -302,6 +314,104 @@ fn a_boot_into_another_kernel_fails_the_job_with_the_mismatch() {
 }
 
 #[test]
+fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
+    if !have_postgres("a_host_that_never_comes_back") {
+        return;
+    }
+    let h = Host::start();
+    let plan = format!("{PLAN}boot_timeout = \"2s\"\n[kernel]\nrelease = \"6.18.0-test\"\n");
+    let id = h.submit(&plan, &["--attempts", "2"]);
+    let reboot = h.reboot_command(false);
+    let args = ["--reboot-command", reboot.as_str()];
+    h.worker_once(&args);
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Rebooting);
+    assert_eq!(j.boot_into.as_deref(), Some("release 6.18.0-test"));
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(
+        table.contains("booting into release 6.18.0-test; lost unless its host is back by"),
+        "{table}"
+    );
+    // No worker starts after the boot: past the deadline the job is lost.
+    let lost = wait_until("the job lost", || {
+        Some(h.job(id)).filter(|j| j.state == JobState::Lost)
+    });
+    let e = lost.error.unwrap();
+    for says in [
+        "host a did not come back from its boot into release 6.18.0-test: it waited 00:00:0",
+        "past its boot_timeout of 00:00:02",
+        "after attempt 1 of 2; queued again",
+    ] {
+        assert!(e.contains(says), "{says:?} in {e}");
+    }
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(table.contains("did not come back"), "{table}");
+    // Claimed again as any lost job, it boots again (the host is back in
+    // its old kernel); lost on its last attempt, it fails.
+    h.boot_into(BASE, "root=/dev/sda1");
+    h.worker_once(&args);
+    let j = h.job(id);
+    assert_eq!((j.state, j.attempts), (JobState::Rebooting, 2));
+    assert_eq!(h.boots().len(), 2);
+    let failed = wait_until("the job failed", || {
+        Some(h.job(id)).filter(|j| j.state == JobState::Failed)
+    });
+    assert!(
+        failed
+            .error
+            .unwrap()
+            .contains("after attempt 2 of 2; not retried")
+    );
+    assert!(failed.finished.is_some());
+    // A worker that starts now has nothing to take back.
+    let err = h.worker_once(&args);
+    assert!(!err.contains("back after the boot"), "{err}");
+    assert_eq!(h.boots().len(), 2);
+    // Bad timeouts are refused at submit.
+    for (bad, says) in [
+        (
+            "boot_timeout = \"20\"\n[kernel]\nrelease = \"6.18\"\n",
+            "not a time a boot may take",
+        ),
+        (
+            "boot_timeout = 90\n[kernel]\nrelease = \"6.18\"\n",
+            "boot_timeout = 90",
+        ),
+        ("boot_timeout = \"5m\"\n", "for a job that boots a kernel"),
+    ] {
+        h.refused(&format!("{PLAN}{bad}"), says);
+    }
+}
+
+#[test]
+fn a_version_8_store_gains_the_boot_deadline_and_keeps_its_jobs() {
+    if !have_postgres("a_version_8_store_gains_the_boot_deadline") {
+        return;
+    }
+    let h = Host::start();
+    let id = h.submit(&format!("{PLAN}[kernel]\nrelease = \"6.18.0-test\"\n"), &[]);
+    // As osbench before boot_timeout left it.
+    h.pg.sql(
+        "ALTER TABLE jobs DROP COLUMN boot_into, DROP COLUMN boot_started,
+             DROP COLUMN boot_deadline;
+         UPDATE osbench_schema SET version = 8",
+    );
+    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    assert!(table.contains(" queued "), "{table}");
+    assert_eq!(
+        h.pg.sql("SELECT version FROM osbench_schema"),
+        format!("{}\n", osbench::store::SCHEMA_VERSION)
+    );
+    // The job boots with a deadline, the default 30 minutes away.
+    let reboot = h.reboot_command(false);
+    h.worker_once(&["--reboot-command", &reboot]);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    let minutes =
+        h.pg.sql("SELECT round(EXTRACT(EPOCH FROM boot_deadline - boot_started) / 60) FROM jobs");
+    assert_eq!(minutes.trim(), "30");
+}
+
+#[test]
 fn a_kernel_file_missing_on_the_host_fails_the_job_with_its_path() {
     if !have_postgres("a_kernel_file_missing") {
         return;
@@ -326,17 +436,10 @@ fn a_kernel_file_missing_on_the_host_fails_the_job_with_its_path() {
     );
     assert!(h.boots().is_empty(), "nothing booted");
     // A relative path is refused at submit already.
-    let plan = h.dir.path().join("bad.toml");
-    fs::write(&plan, format!("{PLAN}[kernel]\nkernel = \"vmlinuz\"\n")).unwrap();
-    let out = h
-        .osbench()
-        .arg("submit")
-        .arg(&plan)
-        .args(["--hosts", "a"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not an absolute path"));
+    h.refused(
+        &format!("{PLAN}[kernel]\nkernel = \"vmlinuz\"\n"),
+        "not an absolute path",
+    );
 }
 
 #[test]
@@ -465,4 +568,82 @@ fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
     assert_eq!(j.state, JobState::Done, "{:?}", j.error);
     assert!(j.error.unwrap().contains("merged from the runs of 4 boots"));
     assert_eq!(boot_steps(&h.store()).len(), 5, "one boot measured twice");
+}
+
+#[test]
+fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
+    if !have_postgres("boot_rounds_of_a_time_plan") {
+        return;
+    }
+    let h = Host::start();
+    let plan = "time = [\"true\", \"sh -c 'exit 0'\"]\nruns = 3\nprepare = \"true\"\n";
+    let id = h.submit(&two_kernels(plan), &["--label", "timecmp"]);
+    let reboot = h.reboot_command(false);
+    for _ in 0..5 {
+        h.worker_once(&["--reboot-command", &reboot]);
+    }
+    let j = h.job(id);
+    assert_eq!(j.state, JobState::Done, "{:?}", j.error);
+    assert_eq!(h.boots().len(), 4);
+    let store = h.store();
+    let doc = store.document(j.run_id.unwrap()).unwrap().unwrap();
+    // Each command under each kernel, with every boot's runs.
+    let series: Vec<(&str, &str, usize)> = doc
+        .series
+        .iter()
+        .map(|s| (s.case.as_str(), s.config.as_str(), s.samples.len()))
+        .collect();
+    assert!(doc.series.iter().all(|s| s.runs.len() == 6));
+    assert_eq!(
+        series,
+        [
+            ("true", "base", 6),
+            ("sh -c 'exit 0'", "base", 6),
+            ("true", "patched", 6),
+            ("sh -c 'exit 0'", "patched", 6),
+        ]
+    );
+    // The time settings kept, each kernel's floor said.
+    let time = doc.run.time.as_ref().expect("a merged `time` run");
+    assert_eq!(time.prepare.as_deref(), Some("true"));
+    assert!(time.floor.is_none() && time.rss_floor_kb > 0);
+    let floors = doc
+        .run
+        .audit
+        .iter()
+        .find(|a| a.contains("floor of starting"));
+    let floors = floors.expect("the floors in the audit");
+    assert!(
+        floors.contains("base ") && floors.contains("patched "),
+        "{floors}"
+    );
+    assert_eq!(
+        doc.comparisons.len(),
+        2,
+        "one paired comparison per command"
+    );
+    assert_eq!(boot_steps(&store).len(), 4);
+    let (table, _) = common::ok(
+        h.osbench()
+            .args(["compare", "timecmp", "--by", "host"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        table.contains("Paired over 2 rounds") && table.contains("command sh -c 'exit 0'"),
+        "{table}"
+    );
+    let html = h.dir.path().join("report.html");
+    common::ok(
+        h.osbench()
+            .args(["report", "timecmp", "--html"])
+            .arg(&html)
+            .output()
+            .unwrap(),
+    );
+    let html = fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("Command 3: true [patched]   (no shell, 6 runs)"),
+        "{html}"
+    );
 }

@@ -18,7 +18,7 @@ use osbench::compare::history::{
     CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
 };
 use osbench::compare::regressions::{Regression, SweepOptions, Window, sweep};
-use osbench::document::rfc3339;
+use osbench::document::{rfc3339, span_secs};
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
 use osbench::store::{self, CaseRun, FoundPoint, PointState, Store, StoredPoint};
@@ -183,7 +183,7 @@ fn window(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Window> {
         return Ok(Window::Last(n as usize));
     }
     let since = args.since.as_deref().unwrap_or("24h");
-    if let Some(secs) = duration_secs(since) {
+    if let Some(secs) = span_secs(since) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -206,20 +206,6 @@ fn window(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Window> {
         .document(id)?
         .ok_or_else(|| anyhow!("--since {id}: no run {id} is stored in {}", db.location()))?;
     Ok(Window::Since(doc.run.started))
-}
-
-/// "90m", "24h", "7d", "2w", "30s" in seconds.
-fn duration_secs(s: &str) -> Option<u64> {
-    let unit = match s.chars().last()? {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        'w' => 7 * 86_400,
-        _ => return None,
-    };
-    let n: u64 = s[..s.len() - 1].parse().ok()?;
-    n.checked_mul(unit)
 }
 
 /// "2026-12-01" or "2026-12-01T02:00:00Z".

@@ -14,8 +14,8 @@ use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::{self, Config, Plan};
+use osbench::measure::Policy;
 use osbench::measure::placement::Pin;
-use osbench::measure::{Interrupt, Policy};
 use osbench::report;
 
 use super::ingest::{IngestArgs, Source};
@@ -219,7 +219,7 @@ fn run_body(
 ) -> anyhow::Result<ExitCode> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
-    let interrupt = Interrupt::install()?;
+    let interrupt = super::worker::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     if let Some(h) = &hook {

@@ -72,7 +72,8 @@ pub struct JobsArgs {
     /// Print JSON (one object per job, or per worker with --workers)
     #[arg(long)]
     json: bool,
-    /// Cancel job ID (a running one stores what it measured; the job stays cancelled)
+    /// Cancel job ID (a running one stops at its next case and stores what it measured; the
+    /// job stays cancelled)
     #[arg(long, value_name = "ID", conflicts_with_all = ["host", "state", "workers"])]
     cancel: Option<i64>,
     /// List the registered workers (name, tags, machine, version, last seen) instead
@@ -264,7 +265,8 @@ fn job_json(j: &JobRow) -> serde_json::Value {
         "not_before": j.not_before, "submitted": j.submitted, "lease_owner": j.lease_owner,
         "lease_expires": j.lease_expires, "attempts": j.attempts,
         "max_attempts": j.max_attempts, "started": j.started, "finished": j.finished,
-        "error": j.error, "run_id": j.run_id,
+        "error": j.error, "run_id": j.run_id, "boot_into": j.boot_into,
+        "boot_deadline": j.boot_deadline,
     })
 }
 
@@ -329,6 +331,14 @@ fn jobs_table(jobs: &[JobRow]) -> String {
         ]);
         if let Some(e) = &j.error {
             errors.push(format!("job {}: {e}\n", j.id));
+        }
+        if let (JobState::Rebooting, Some(into), Some(deadline)) =
+            (j.state, &j.boot_into, &j.boot_deadline)
+        {
+            errors.push(format!(
+                "job {}: booting into {into}; lost unless its host is back by {deadline}\n",
+                j.id
+            ));
         }
     }
     let mut out = columns(&rows);

@@ -17,7 +17,6 @@ use osbench::compare::Comparison;
 use osbench::document::Document;
 use osbench::experiment::time::command::{Parameter, build, undefined, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
-use osbench::measure::Interrupt;
 use osbench::measure::spawn::SpawnOptions;
 use osbench::report;
 use osbench::store::PendingFile;
@@ -205,7 +204,7 @@ fn time_body(
     saved_out: &mut Option<save::Saved>,
 ) -> anyhow::Result<ExitCode> {
     // First, as in `run`: a signal during the set-up stops, never kills.
-    let interrupt = Interrupt::install()?;
+    let interrupt = super::worker::run_stop(hook.as_deref())?;
     let (args, colour) = args.with_hyperfine_options()?;
     let console = Console {
         colour: colour.unwrap_or(console.colour),

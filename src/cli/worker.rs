@@ -5,7 +5,10 @@
 //! host limits), run it with the ordinary `run` / `time` glue — parsed
 //! from the job's arguments by the same command line — under a lease
 //! renewed between cases ([`Hooked`]), and end the job (done with its run
-//! id, failed with the error, or released on SIGTERM). It works in its
+//! id, failed with the error, or released on SIGTERM). A job cancelled (or
+//! claimed by another worker) while it runs stops the run before its next
+//! case, through the run's stop flag nested in the worker's; what it
+//! measured is kept and the worker goes on to its next job. It works in its
 //! spool directory, so a run whose store fails lands there as a file.
 //! A job that asks for a kernel is booted into it first (`queue::kernel_jobs`).
 
@@ -86,13 +89,22 @@ pub(super) fn parse_name(s: &str) -> Result<String, String> {
     }
 }
 
-/// What a job's run is given by the worker: its host name, its lease and
-/// the host's limits.
+/// What a job's run is given by the worker: its host name, its lease, the
+/// host's limits, and the stop flag it runs under (the worker's, nested: set
+/// by a stop signal, or by the lease when the job is taken away).
 pub struct JobHook {
     pub host: String,
     pub job: i64,
     pub lease: Lease,
     pub limits: Limits,
+    pub stop: Interrupt,
+}
+
+/// The stop flag a run measures under: stop signals' (their handlers
+/// installed now), or as a job of the worker the job's own ([`JobHook::stop`]).
+pub fn run_stop(hook: Option<&JobHook>) -> anyhow::Result<Interrupt> {
+    let signals = Interrupt::install()?;
+    Ok(hook.map_or(signals, |h| h.stop.clone()))
 }
 
 /// A run's result, and what it saved (none when it stopped before saving).
@@ -143,6 +155,17 @@ impl Observer for Hooked<'_> {
     fn audit(&mut self, finding: &str) {
         self.inner.audit(finding);
     }
+}
+
+/// Why a job's run did not end the job here.
+enum NotEnded {
+    /// The host is rebooting for it.
+    Rebooting,
+    /// Its run waits in the spool, and is ended when it is sent.
+    Spooled,
+    /// It was taken away while it ran (cancelled, or claimed by another
+    /// worker): why, and the run that kept what was measured, if any.
+    TakenAway { why: String, run_id: Option<i64> },
 }
 
 /// The worker as it runs: who it is, where, and how.
@@ -370,7 +393,12 @@ impl Worker {
         );
         let end = match self.outcome(&job) {
             Ok(end) => end,
-            Err(going_down) => return going_down,
+            Err(NotEnded::Rebooting) => return true,
+            Err(NotEnded::Spooled) => return false,
+            Err(NotEnded::TakenAway { why, run_id }) => {
+                self.taken_away(&job, &why, run_id);
+                return false;
+            }
         };
         let said = match &end {
             Finish::Done { run_id, .. } => format!("done, run {run_id}"),
@@ -384,11 +412,17 @@ impl Worker {
                 eprintln!("osbench: job {}: {said}", job.id);
                 return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
             }
-            Ok(false) => eprintln!(
-                "osbench: job {}: {said}; it is no longer this worker's (cancelled, or claimed \
-                 again after its lease expired), so it was left as it is",
-                job.id
-            ),
+            Ok(false) => {
+                if let Finish::Done { run_id, .. } = &end {
+                    let _ = Store::open_existing(&self.location)
+                        .and_then(|mut s| s.note_cancelled_run(job.id, *run_id));
+                }
+                eprintln!(
+                    "osbench: job {}: {said}; it is no longer this worker's (cancelled, or \
+                     claimed again after its lease expired), so it was left as it is",
+                    job.id
+                )
+            }
             Err(e) => eprintln!(
                 "osbench: warning: job {}: {said}, and the store could not be told ({e}); its \
                  lease will expire",
@@ -398,28 +432,52 @@ impl Worker {
         false
     }
 
-    /// How `job` ends now (refused, booted and run, or failed);
-    /// `Err(true)` when the host is rebooting for it, `Err(false)` when its
-    /// run waits in the spool.
-    fn outcome(&self, job: &JobRow) -> Result<Finish, bool> {
+    /// After `job` was taken away mid-run: says so, and notes the run that
+    /// kept what was measured on the job when it was cancelled.
+    fn taken_away(&self, job: &JobRow, why: &str, run_id: Option<i64>) {
+        let Some(run_id) = run_id else {
+            eprintln!(
+                "osbench: job {}: stopped, as {why}; nothing was measured",
+                job.id
+            );
+            return;
+        };
+        let noted = Store::open_existing(&self.location)
+            .and_then(|mut s| s.note_cancelled_run(job.id, run_id));
+        eprintln!(
+            "osbench: job {}: stopped, as {why}; what it measured is run {run_id} (meta \
+             {JOB_META}={}){}",
+            job.id,
+            job.id,
+            match noted {
+                Ok(true) => ", noted on the job".to_string(),
+                Ok(false) => String::new(),
+                Err(e) => format!(" (not noted on the job: {e})"),
+            }
+        );
+    }
+
+    /// How `job` ends now (refused, booted and run, or failed), or why it
+    /// is not ended here.
+    fn outcome(&self, job: &JobRow) -> Result<Finish, NotEnded> {
         if let Some(error) = self.refusal(job) {
             return Ok(Finish::Failed { error });
         }
         let extra = match self.kernel_first(job) {
             Ok(Some(extra)) => extra,
-            Ok(None) => return Err(true),
+            Ok(None) => return Err(NotEnded::Rebooting),
             Err(error) => return Ok(Finish::Failed { error }),
         };
-        let Some(end) = self.measure(job, &extra) else {
+        let end = self.measure(job, &extra);
+        if let Err(NotEnded::Spooled) = end {
             eprintln!(
                 "osbench: job {}: its run could not be stored; it waits in {} and is sent, and \
                  the job marked done, when the store is back",
                 job.id,
                 self.spool.display()
             );
-            return Err(false);
-        };
-        self.kernel_after(job, end).ok_or(true)
+        }
+        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
     }
 
     /// Why this worker will not run `job`, if it will not.
@@ -430,10 +488,9 @@ impl Worker {
         None
     }
 
-    /// Runs the job's plan; how the job ends (`None`: its run waits in the
-    /// spool, and the job is ended when it is sent).
-    fn measure(&self, job: &JobRow, extra: &[String]) -> Option<Finish> {
-        let failed = |error: String| Some(Finish::Failed { error });
+    /// Runs the job's plan; how the job ends, or why it is not ended here.
+    fn measure(&self, job: &JobRow, extra: &[String]) -> Result<Finish, NotEnded> {
+        let failed = |error: String| Ok(Finish::Failed { error });
         let plan = match JobPlan::from_json(&job.plan) {
             Ok(plan) => plan,
             Err(e) => return failed(format!("this osbench cannot read the job's plan: {e}")),
@@ -467,11 +524,18 @@ impl Worker {
                 ));
             }
         };
+        let stop = self.interrupt.nested();
         let mut hook = JobHook {
             host: self.id.name.clone(),
             job: job.id,
-            lease: Lease::new(self.location.clone(), self.id.clone(), self.lease),
+            lease: Lease::new(
+                self.location.clone(),
+                self.id.clone(),
+                self.lease,
+                stop.clone(),
+            ),
             limits: self.limits,
+            stop,
         };
         if let Ok(mut s) = Store::open_existing(&self.location) {
             let _ = s.start_job(job.id, &self.id);
@@ -482,7 +546,7 @@ impl Worker {
             Command::Time(args) => super::time::time_hooked(*args, console, Some(&mut hook)),
             _ => unreachable!("a job's plan is `run` or `time`"),
         };
-        self.ending(run)
+        self.ending(run, hook.lease.taken)
     }
 
     /// The command line of a job: `osbench run|time ARGS…`, its
@@ -519,16 +583,22 @@ impl Worker {
         argv
     }
 
-    /// How a job ends after its run (`None`: its run is in the spool).
-    fn ending(&self, run: JobRun) -> Option<Finish> {
+    /// How a job ends after its run (`taken`: why the job was taken away
+    /// while it ran, if it was), or why it is not ended here.
+    fn ending(&self, run: JobRun, taken: Option<String>) -> Result<Finish, NotEnded> {
         let run_id = run.saved.as_ref().and_then(|s| s.run_id);
         let in_spool = run
             .saved
             .as_ref()
             .is_some_and(|s| s.run_id.is_none() && !s.documents.is_empty());
-        Some(match (run.result, run_id) {
+        if in_spool {
+            return Err(NotEnded::Spooled);
+        }
+        if let Some(why) = taken {
+            return Err(NotEnded::TakenAway { why, run_id });
+        }
+        Ok(match (run.result, run_id) {
             (Ok(_), Some(run_id)) => Finish::Done { run_id, note: None },
-            (_, None) if in_spool => return None,
             (Err(e), _) if self.interrupt.is_set() => Finish::Released {
                 note: format!(
                     "worker {} stopped ({}){}; the job is queued again",

@@ -383,6 +383,21 @@ pub fn utc_now() -> String {
     rfc3339(secs)
 }
 
+/// A span of time as people write it — "30s", "90m", "24h", "7d", "2w" —
+/// in seconds; `None` for anything else (a bare number included).
+pub fn span_secs(s: &str) -> Option<u64> {
+    let unit = match s.chars().last()? {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        'w' => 7 * 86_400,
+        _ => return None,
+    };
+    let n: u64 = s[..s.len() - 1].parse().ok()?;
+    n.checked_mul(unit)
+}
+
 /// Seconds since the Unix epoch as `YYYY-MM-DDThh:mm:ssZ`.
 pub fn rfc3339(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64;

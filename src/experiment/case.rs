@@ -38,8 +38,9 @@ pub(super) fn merge(
     append(s, new, &label);
 }
 
-/// Appends `new`'s samples, counters, noise flags and warnings (prefixed
-/// with `label`: "round 3") to `s`, the same case measured earlier.
+/// Appends `new`'s samples, counters, noise flags, warnings (prefixed
+/// with `label`: "round 3") and command runs (`time`'s, merged over boots)
+/// to `s`, the same case measured earlier.
 pub(super) fn append(s: &mut Series, new: Series, label: &str) {
     series_meters::merge(s, &new);
     if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
@@ -49,6 +50,7 @@ pub(super) fn append(s: &mut Series, new: Series, label: &str) {
     s.samples.extend(new.samples);
     s.raw.extend(new.raw);
     s.rejected.extend(new.rejected);
+    s.runs.extend(new.runs);
     for flag in new.noise {
         if !s.noise.contains(&flag) {
             s.noise.push(flag);

@@ -24,6 +24,10 @@
 //! earlier signal already stopped the measuring, and while one is held a
 //! repeated signal does not end the process at once (the wait itself ends
 //! within a fraction of a second and the run is kept in a file).
+//!
+//! An [`Interrupt`] can be nested in another ([`Interrupt::nested`]): set by
+//! its own `set()` or by the outer one, so one stop mechanism serves a stop
+//! signal and a part of the program stopped alone (a cancelled job).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -195,14 +199,35 @@ fn ignored(sig: libc::c_int) -> Result<bool> {
     }
 }
 
-/// A "stop soon" flag: the process-wide one set by signals, or a private one.
+/// A "stop soon" flag: the process-wide one set by signals, or a private
+/// one; either may be nested in another ([`Interrupt::nested`]), which
+/// then sets it too.
 #[derive(Debug, Clone)]
-pub struct Interrupt(Option<Arc<AtomicBool>>);
+pub struct Interrupt {
+    /// A private flag, or `None`: the process-wide one signals set.
+    own: Option<Arc<AtomicBool>>,
+    /// The interrupt this one is nested in.
+    outer: Option<Arc<Interrupt>>,
+}
 
 impl Interrupt {
     /// A private flag no signal sets (tests, library callers with their own handling).
     pub fn none() -> Self {
-        Self(Some(Arc::new(AtomicBool::new(false))))
+        Self {
+            own: Some(Arc::new(AtomicBool::new(false))),
+            outer: None,
+        }
+    }
+
+    /// A flag of its own, also set whenever this one is: a part of the
+    /// program that can be stopped alone (a worker's job that was
+    /// cancelled), which every stop signal still stops. Setting it leaves
+    /// this one alone.
+    pub fn nested(&self) -> Self {
+        Self {
+            own: Some(Arc::new(AtomicBool::new(false))),
+            outer: Some(Arc::new(self.clone())),
+        }
     }
 
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP, and the one
@@ -234,19 +259,23 @@ impl Interrupt {
                 }
             }
         }
-        Ok(Self(None))
+        Ok(Self {
+            own: None,
+            outer: None,
+        })
     }
 
     pub fn is_set(&self) -> bool {
-        match &self.0 {
+        let own = match &self.own {
             Some(flag) => flag.load(Ordering::Relaxed),
             None => requested(),
-        }
+        };
+        own || self.outer.as_ref().is_some_and(|outer| outer.is_set())
     }
 
-    /// Sets the flag (as a signal would).
+    /// Sets the flag (as a signal would): its own, not the one it is nested in.
     pub fn set(&self) {
-        match &self.0 {
+        match &self.own {
             Some(flag) => flag.store(true, Ordering::Relaxed),
             None => REQUESTED.store(true, Ordering::Relaxed),
         }
@@ -259,5 +288,21 @@ impl Interrupt {
         } else {
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_interrupt_is_set_by_its_outer_one_and_not_the_other_way() {
+        let outer = Interrupt::none();
+        let job = outer.nested();
+        let other = outer.nested();
+        job.set();
+        assert!(job.is_set() && !outer.is_set() && !other.is_set());
+        outer.set();
+        assert!(other.is_set() && outer.nested().is_set());
     }
 }

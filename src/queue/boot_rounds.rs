@@ -7,6 +7,12 @@
 //! is drawn by the round loop itself ([`crate::experiment::rounds`]); the
 //! series are merged by the run's own code ([`crate::experiment::merge_rounds`]).
 //!
+//! A boot may run a `time` plan (whole commands) as well as a `run` plan:
+//! its commands are cases like any other, the merged document keeps the
+//! first boot's `time` settings, and each kernel's floor of starting a
+//! process is said in the audit (a document has one floor, and each kernel
+//! has its own).
+//!
 //! Left out: several configurations inside one boot (a boot document has at
 //! most one) and warm-up boots. Rounds stay paired: a round some kernel did
 //! not finish is left out whole, and so is a case from a round in which some
@@ -15,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::boot::KernelRequirement;
-use crate::document::{Config, Document, RunInfo, Series};
+use crate::document::{Config, Document, RunInfo, Series, TimeInfo};
 use crate::error::{Error, Result};
 use crate::experiment::rounds::{self, Observer, RoundBody, Silent, StopRule};
 use crate::measure::Clock;
@@ -246,6 +252,13 @@ fn check(names: &[String], boots: &[BootRun]) -> Result<()> {
                 first.document.host()
             ));
         }
+        if run.time.is_some() != first.document.run.time.is_some() {
+            return refuse(format!(
+                "{what} is a run of `{}` and the first of `{}`; one job runs one plan",
+                if run.time.is_some() { "time" } else { "run" },
+                if run.time.is_some() { "run" } else { "time" },
+            ));
+        }
         if run.policy != first.document.run.policy {
             return refuse(format!(
                 "{what} was measured with another policy (samples, sample time, warm-up) than \
@@ -340,6 +353,7 @@ fn run_info(
         }
     }
     audit.extend(boot_findings(names, &boots));
+    audit.extend(time_floors(names, &boots));
     let docs = || boots.iter().map(|(_, b)| &b.document);
     let first_env = |k: usize| {
         let first = boots.iter().find(|(_, b)| b.kernel == k);
@@ -366,7 +380,7 @@ fn run_info(
         order: merged_order(names, &boots),
         complete: stopped.is_empty() && docs().all(|d| d.run.complete),
         stopped_because: (!stopped.is_empty()).then(|| stopped.join("; ")),
-        time: None,
+        time: merged_time(&boots),
         configs: names
             .iter()
             .map(|name| Config {
@@ -388,6 +402,44 @@ fn run_info(
         invocations: docs().flat_map(|d| d.run.invocations.clone()).collect(),
         perf_hooks_wait_ms: (!waited.is_empty()).then(|| waited.iter().sum()),
     }
+}
+
+/// The settings of merged `time` runs (none for `run`'s): the first
+/// boot's, with the largest `rss_floor_kb` and no floor, as the empty
+/// command's time is each kernel's own ([`time_floors`] says it).
+fn merged_time(boots: &[(usize, &BootRun)]) -> Option<TimeInfo> {
+    let mut time = boots[0].1.document.run.time.clone()?;
+    time.floor = None;
+    time.rss_floor_kb = boots
+        .iter()
+        .filter_map(|(_, b)| b.document.run.time.as_ref())
+        .map(|t| t.rss_floor_kb)
+        .max()
+        .unwrap_or(time.rss_floor_kb);
+    Some(time)
+}
+
+/// The floor of starting a process (the empty command every `time` round
+/// runs) of each kernel's boots, in words for the audit; none for `run`.
+fn time_floors(names: &[String], boots: &[(usize, &BootRun)]) -> Option<String> {
+    let per_kernel: Vec<String> = (0..names.len())
+        .filter_map(|k| {
+            let medians: Vec<String> = boots
+                .iter()
+                .filter(|(_, b)| b.kernel == k)
+                .filter_map(|(_, b)| b.document.run.time.as_ref()?.floor.as_ref())
+                .map(|f| format!("{:.1}", f.summary.median * 1e6))
+                .collect();
+            (!medians.is_empty()).then(|| format!("{} {}", names[k], medians.join(", ")))
+        })
+        .collect();
+    (!per_kernel.is_empty()).then(|| {
+        format!(
+            "the floor of starting a process (the empty command of each boot's rounds, median \
+             µs per boot): {}; every command's time includes its kernel's",
+            per_kernel.join("; ")
+        )
+    })
 }
 
 /// A boot in words: "patched round 3".

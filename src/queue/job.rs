@@ -16,6 +16,7 @@
 //! sample_time = 2                    # --KEY VALUE (underscores become dashes),
 //! no_perf = true                     # true is a flag, an array repeats it
 //! args = ["--pin", "same"]           # or options as words
+//! boot_timeout = "20m"               # how long a boot may take (boot jobs)
 //! [[config]]                         # configurations, as in experiment files
 //! name = "on"
 //! [[config]]
@@ -98,7 +99,7 @@ pub const WORKER_OPTIONS: [&str; 6] = [
 ];
 
 /// A plan file read: the plan, and its `[kernel]` / `[boot_rounds]` tables
-/// as a JSON object keyed by their names.
+/// and `boot_timeout` as a JSON object keyed by their names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanFile {
     pub plan: JobPlan,
@@ -131,8 +132,9 @@ pub fn parse_plan_file(text: &str, origin: &str) -> Result<PlanFile> {
     let select = table.remove("select").map(|v| strings(v, "select"));
     let time = table.remove("time").map(|v| strings(v, "time"));
     let words = table.remove("args").map(|v| strings(v, "args"));
-    // A kernel job's tables, as JSON keyed by their names (`kernel_jobs::KernelJob`).
-    let kernel: serde_json::Map<String, serde_json::Value> = super::kernel_jobs::TABLES
+    // A kernel job's tables and boot_timeout, as JSON keyed by their names
+    // (`kernel_jobs::KernelJob`).
+    let kernel: serde_json::Map<String, serde_json::Value> = super::kernel_jobs::KEYS
         .iter()
         .filter_map(|k| Some((k.to_string(), table.remove(*k)?)))
         .map(|(k, v)| (k, serde_json::to_value(v).expect("TOML is JSON-shaped")))

@@ -11,17 +11,62 @@
 //! running kernel: a mismatch fails the job, named. Boot rounds boot for
 //! every step and, after each boot's run, [`after_run`] keeps that run's id
 //! and boots the next, or merges the boots into the job's one document.
-//! Left out: a host that never comes back (the job stays `rebooting`).
+//! A host that never comes back: the job's `boot_timeout` ([`BootTimeout`],
+//! default [`DEFAULT_BOOT_TIMEOUT`]) is recorded as its deadline when it is
+//! marked `rebooting`, and past it the queue's sweep makes the job `lost`
+//! (re-queued to boot again) or, after its last attempt, `failed`.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::boot::{self, BootRecord, BootSettings, KernelRequirement, Running};
 use super::boot_rounds::{self, BootRounds, BootRun};
 use crate::error::{Error, Result};
-use crate::store::{JobRow, Store, WorkerId};
+use crate::store::{BootWait, JobRow, Store, WorkerId};
 
-/// The plan file's tables a kernel job is made of.
-pub const TABLES: [&str; 2] = ["kernel", "boot_rounds"];
+/// The plan file's keys a kernel job is made of: its tables, and how long
+/// a boot may take.
+pub const KEYS: [&str; 3] = ["kernel", "boot_rounds", "boot_timeout"];
+
+/// How long a host may take to come back from a boot unless the plan says.
+pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The longest `boot_timeout` a plan may give.
+pub const MOST_BOOT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// A plan's `boot_timeout`: how long the host may take to come back from
+/// a boot made for the job ("20m", "90s", "1h"; 1 s to a day), kept as
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "serde_json::Value", into = "String")]
+pub struct BootTimeout {
+    written: String,
+    pub duration: Duration,
+}
+
+impl TryFrom<serde_json::Value> for BootTimeout {
+    type Error = String;
+    fn try_from(value: serde_json::Value) -> std::result::Result<Self, String> {
+        let secs = value.as_str().and_then(crate::document::span_secs);
+        match secs.map(Duration::from_secs) {
+            Some(d) if !d.is_zero() && d <= MOST_BOOT_TIMEOUT => Ok(Self {
+                written: value.as_str().unwrap_or_default().to_string(),
+                duration: d,
+            }),
+            _ => Err(format!(
+                "boot_timeout = {value} is not a time a boot may take: give a number and a \
+                 unit, s, m, h or d, as text (\"20m\", \"90s\"), from 1 s to 1 day"
+            )),
+        }
+    }
+}
+
+impl From<BootTimeout> for String {
+    fn from(t: BootTimeout) -> String {
+        t.written
+    }
+}
 
 /// The meta key each boot's run of a boot-rounds job carries its step under.
 pub const STEP_META: &str = "boot_step";
@@ -34,6 +79,8 @@ pub struct KernelJob {
     pub kernel: Option<KernelRequirement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_rounds: Option<BootRounds>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_timeout: Option<BootTimeout>,
     #[serde(default)]
     pub progress: Progress,
 }
@@ -55,15 +102,23 @@ pub struct Progress {
 }
 
 impl KernelJob {
-    /// A plan file's `[kernel]` / `[boot_rounds]` tables (JSON, keyed by
-    /// [`TABLES`]), typed and checked as far as the submitter can: files
-    /// are checked on the worker's host, which has them.
+    /// A plan file's `[kernel]` / `[boot_rounds]` tables and `boot_timeout`
+    /// (JSON, keyed by [`KEYS`]), typed and checked as far as the submitter
+    /// can: files are checked on the worker's host, which has them.
     pub fn from_tables(tables: serde_json::Value) -> Result<Self> {
-        let job: Self = serde_json::from_value(tables)
-            .map_err(|e| Error::Boot(format!("the plan's [kernel] or [boot_rounds] table: {e}")))?;
+        let job: Self = serde_json::from_value(tables).map_err(|e| {
+            Error::Boot(format!(
+                "the plan's kernel job ([kernel], [boot_rounds], boot_timeout): {e}"
+            ))
+        })?;
         match (&job.kernel, &job.boot_rounds) {
             (Some(k), None) => check_kernel(k),
             (None, Some(r)) => check_rounds(r),
+            (None, None) => Err(Error::Boot(
+                "boot_timeout is for a job that boots a kernel: add a [kernel] or [boot_rounds] \
+                 table, or leave it out"
+                    .into(),
+            )),
             _ => Err(Error::Boot(
                 "give a job [kernel] (one kernel) or [boot_rounds] (kernels compared over boots), \
                  not both"
@@ -84,6 +139,13 @@ impl KernelJob {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a kernel job always serialises")
+    }
+
+    /// How long a boot made for the job may take.
+    pub fn boot_timeout(&self) -> Duration {
+        self.boot_timeout
+            .as_ref()
+            .map_or(DEFAULT_BOOT_TIMEOUT, |t| t.duration)
     }
 }
 
@@ -162,9 +224,12 @@ pub fn before_run(
         .clone()
         .expect("a kernel job has one or the other");
     rounds.validate()?;
-    kj.progress.seed = fresh_seed(job.id);
-    let (_, first) = rounds.schedule(kj.progress.seed)[0];
-    reboot(store, job, w, settings, &rounds.kernels[first], kj)
+    // A job lost in a boot (its host late) boots that step again, on its schedule.
+    if kj.progress.step == 0 {
+        kj.progress.seed = fresh_seed(job.id);
+    }
+    let (_, kernel) = rounds.schedule(kj.progress.seed)[kj.progress.step];
+    reboot(store, job, w, settings, &rounds.kernels[kernel], kj)
 }
 
 /// A boot-rounds step's extra arguments: its seed, its step in the run's
@@ -217,8 +282,12 @@ fn reboot(
 ) -> Result<Next> {
     let name = job.id.to_string();
     let (method, record) = boot::stage_boot(req, settings, &name)?;
+    let wait = BootWait {
+        into: booting_into(req, &record, &kj),
+        timeout: kj.boot_timeout(),
+    };
     kj.progress.boot = Some(record);
-    if !store.mark_rebooting(job.id, w, &kj.to_json())? {
+    if !store.mark_rebooting(job.id, w, &kj.to_json(), &wait)? {
         return Err(Error::Boot(format!(
             "job {} is no longer this worker's (cancelled, or its lease expired): not rebooting",
             job.id
@@ -229,6 +298,26 @@ fn reboot(
         return Err(e);
     }
     Ok(Next::Rebooting)
+}
+
+/// The kernel a boot is made into, in words: its file and the release
+/// expected, and for boot rounds its name and step ("'patched':
+/// /boot/vmlinuz-6.18 (release 6.18.0), boot 3 of 4").
+fn booting_into(req: &KernelRequirement, record: &BootRecord, kj: &KernelJob) -> String {
+    let release = &record.expectation.release;
+    let kernel = match &req.kernel {
+        Some(file) => format!("{} (release {release})", file.display()),
+        None => format!("release {release}"),
+    };
+    match &kj.boot_rounds {
+        Some(rounds) => format!(
+            "'{}': {kernel}, boot {} of {}",
+            req.label(),
+            kj.progress.step + 1,
+            rounds.rounds * rounds.kernels.len()
+        ),
+        None => kernel,
+    }
 }
 
 /// How a kernel job goes on after a run of its plan stored as `run_id`.
@@ -343,5 +432,41 @@ mod tests {
         assert!(KernelJob::from_tables(rounds(2, ["a", "b"])).is_ok());
         assert!(e(rounds(1, ["a", "b"])).contains("rounds = 1"));
         assert!(e(rounds(2, ["a", "a"])).contains("own name"));
+    }
+
+    #[test]
+    fn a_boot_timeout_is_a_span_from_a_second_to_a_day() {
+        let job = |t: serde_json::Value| {
+            KernelJob::from_tables(serde_json::json!({
+                "kernel": {"release": "6.18"}, "boot_timeout": t
+            }))
+        };
+        let ok = job("20m".into()).unwrap();
+        assert_eq!(ok.boot_timeout(), Duration::from_secs(1200));
+        // Kept as written.
+        assert!(ok.to_json().contains(r#""boot_timeout":"20m""#));
+        assert_eq!(KernelJob::from_json(&ok.to_json()).unwrap(), ok);
+        for bad in [
+            "20".into(),
+            serde_json::json!(20),
+            "0s".into(),
+            "2d".into(),
+            "soon".into(),
+        ] {
+            let e = job(bad.clone()).unwrap_err().to_string();
+            assert!(
+                e.contains("not a time a boot may take") && e.contains("\"20m\""),
+                "{bad}: {e}"
+            );
+        }
+        let plain = KernelJob::from_tables(serde_json::json!({"kernel": {"release": "6.18"}}));
+        assert_eq!(plain.unwrap().boot_timeout(), DEFAULT_BOOT_TIMEOUT);
+        let alone = KernelJob::from_tables(serde_json::json!({"boot_timeout": "5m"}));
+        assert!(
+            alone
+                .unwrap_err()
+                .to_string()
+                .contains("for a job that boots a kernel")
+        );
     }
 }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::store::{Finish, Location, Store, WorkerId};
+use crate::measure::Interrupt;
+use crate::store::{Finish, JobRow, JobState, Location, Store, WorkerId};
 
 /// How long a claim or a worker's name is held without renewal, unless
 /// `--lease` says otherwise.
@@ -211,53 +212,65 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
 /// timed region: the run's observer calls [`Lease::renew`] before each case
 /// and after each round), at most every quarter of its length. A store that
 /// cannot be reached is said once; the run goes on, and what it measures
-/// goes to the spool when it cannot be stored.
+/// goes to the spool when it cannot be stored. A job taken away from the
+/// worker (cancelled, or claimed by another worker after its lease expired)
+/// sets the run's stop flag, so the run stops before its next case as it
+/// does on SIGTERM.
 pub struct Lease {
     location: Location,
     worker: WorkerId,
     length: Duration,
     renewed: Instant,
     warned: bool,
-    /// The job is no longer this worker's (cancelled, or the lease expired).
-    pub lost: bool,
+    /// Whether an expired lease nobody took was said.
+    said_expired: bool,
+    /// The run's stop flag (nested in the worker's: a signal sets it too).
+    stop: Interrupt,
+    /// Why the job was taken away, once it was.
+    pub taken: Option<String>,
 }
 
 impl Lease {
-    pub fn new(location: Location, worker: WorkerId, length: Duration) -> Self {
+    pub fn new(location: Location, worker: WorkerId, length: Duration, stop: Interrupt) -> Self {
         Self {
             location,
             worker,
             length,
             renewed: Instant::now(),
             warned: false,
-            lost: false,
+            said_expired: false,
+            stop,
+            taken: None,
         }
     }
 
     /// Renews the worker's name and its job if a quarter of the lease has
-    /// passed; returns a warning to show, if any.
+    /// passed, and stops the run if the job was taken away; returns a
+    /// warning to show, if any.
     pub fn renew(&mut self, job: i64) -> Option<String> {
-        if self.renewed.elapsed() < self.length / 4 {
+        if self.taken.is_some() || self.renewed.elapsed() < self.length / 4 {
             return None;
         }
-        let renewed = Store::open_existing(&self.location).and_then(|mut s| {
+        let now = Store::open_existing(&self.location).and_then(|mut s| {
             s.heartbeat(&self.worker, self.length.as_secs_f64())?;
-            s.job_held(job, &self.worker)
+            s.job(job)
         });
-        match renewed {
-            Ok(Some(_)) => {
+        match now.map(|row| still_ours(row.as_ref(), &self.worker)) {
+            Ok(Ok(expired)) => {
                 self.renewed = Instant::now();
                 self.warned = false;
-                None
+                expired.filter(|_| !std::mem::replace(&mut self.said_expired, true))
             }
-            Ok(None) if !self.lost => {
-                self.lost = true;
-                Some(format!(
-                    "job {job} is no longer this worker's (cancelled, or its lease expired); \
-                     the run goes on and is stored, and the job is left as it is"
-                ))
+            Ok(Err(why)) => {
+                self.stop.set();
+                let said = format!(
+                    "job {job} is no longer this worker's: {why}; its run stops here, between \
+                     cases; what it measured is stored (meta {JOB_META}={job}), and the job is \
+                     left as it is"
+                );
+                self.taken = Some(why);
+                Some(said)
             }
-            Ok(None) => None,
             Err(e) if !self.warned => {
                 self.warned = true;
                 Some(format!(
@@ -267,5 +280,34 @@ impl Lease {
             }
             Err(_) => None,
         }
+    }
+}
+
+/// Whether `job` (as the store has it now) is still worker `w`'s to run:
+/// `Ok(None)` while `w` holds it, `Ok(Some(warning))` when its lease expired
+/// and nobody took it (the run goes on and ends it), `Err(why)` when it was
+/// taken away (cancelled, claimed by another worker, ended).
+pub fn still_ours(
+    job: Option<&JobRow>,
+    w: &WorkerId,
+) -> std::result::Result<Option<String>, String> {
+    let Some(j) = job else {
+        return Err("it is no longer in the store".into());
+    };
+    let owner = j.lease_owner.as_deref().unwrap_or("nobody");
+    match j.state {
+        JobState::Claimed | JobState::Running if owner == w.owner() => Ok(None),
+        JobState::Lost | JobState::Queued if owner.split(' ').next() == Some(&w.name) => {
+            Ok(Some(format!(
+                "the lease of job {} expired (a case took longer than --lease?); no other \
+                 worker took it, so the run goes on",
+                j.id
+            )))
+        }
+        JobState::Cancelled => Err("it was cancelled".into()),
+        JobState::Claimed | JobState::Running | JobState::Rebooting => Err(format!(
+            "after its lease expired it was claimed again, by {owner}"
+        )),
+        state => Err(format!("it is {state} already")),
     }
 }

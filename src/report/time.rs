@@ -46,6 +46,8 @@ fn heading(i: usize, s: &Series) -> String {
         Some(line) if line != s.case => format!("{} = {line}", s.case),
         _ => s.case.clone(),
     };
+    // Merged boot rounds: each command once per kernel.
+    let name = super::case_label(&name, &s.config);
     format!(
         "Command {}: {name}   ({}, {} run{}{})",
         i + 1,

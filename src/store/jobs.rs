@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 
 use super::location::Location;
 use super::queries::Store;
-use super::sql::{Param, Row, bad_row, transaction};
+use super::sql::{Conn, Param, Row, bad_row, transaction};
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +126,10 @@ pub struct JobRow {
     pub finished: Option<String>,
     pub error: Option<String>,
     pub run_id: Option<i64>,
+    /// While `rebooting`: the kernel its host boots into, in words, and
+    /// when the job is lost unless the host is back (its boot_timeout).
+    pub boot_into: Option<String>,
+    pub boot_deadline: Option<String>,
 }
 
 /// A registered worker. Times are UTC, RFC 3339.
@@ -186,12 +190,13 @@ fn lease_until(param: usize) -> String {
 fn job_columns() -> String {
     format!(
         "id, host, label, meta, plan, kernel, osbench_version, {}, state, {}, lease_owner, {},
-         attempts, max_attempts, {}, {}, error, run_id",
+         attempts, max_attempts, {}, {}, error, run_id, boot_into, {}",
         time("not_before"),
         time("submitted"),
         time("lease_expires"),
         time("started"),
         time("finished"),
+        time("boot_deadline"),
     )
 }
 
@@ -221,6 +226,8 @@ fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
         finished: r.opt_text(15)?,
         error: r.opt_text(16)?,
         run_id: opt_int(17)?,
+        boot_into: r.opt_text(18)?,
+        boot_deadline: r.opt_text(19)?,
     })
 }
 
@@ -255,19 +262,47 @@ fn split_tags(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Expired leases: the job is `lost` (claimable again), or `failed` once
-/// its attempts are used up; the error says whose lease it was.
-const SWEEP: &str = "UPDATE jobs SET
-        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'lost' END,
+/// Expired leases, then boots past their deadline: the job is `lost`
+/// (claimable again) or, once its attempts are used up, `failed`; the error
+/// says whose lease it was, or which host did not come back from which
+/// boot and how long it waited. A boot's record is dropped from the job's
+/// progress (its `kernel` column), so that the next claim boots again.
+fn sweep(conn: &mut (dyn Conn + Send)) -> Result<()> {
+    let ended = "state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'lost' END,
         finished = CASE WHEN attempts >= max_attempts THEN now() ELSE NULL END,
-        error = 'the lease of worker ' || COALESCE(lease_owner, '?') || ' expired at '
-            || to_char(lease_expires AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')
-            || ' (the worker died, hung or lost the store) after attempt ' || attempts
-            || ' of ' || max_attempts
-            || CASE WHEN attempts >= max_attempts THEN '; not retried: resubmit it'
-                    ELSE '; queued again' END,
-        lease_token = NULL
-     WHERE state IN ('claimed', 'running') AND lease_expires < now()";
+        lease_token = NULL";
+    let tries = "' after attempt ' || attempts || ' of ' || max_attempts
+        || CASE WHEN attempts >= max_attempts THEN '; not retried: resubmit it'
+                ELSE '; queued again' END";
+    conn.execute(
+        &format!(
+            "UPDATE jobs SET {ended},
+                 error = 'the lease of worker ' || COALESCE(lease_owner, '?') || ' expired at '
+                     || {} || ' (the worker died, hung or lost the store)' || {tries}
+             WHERE state IN ('claimed', 'running') AND lease_expires < now()",
+            time("lease_expires")
+        ),
+        &[],
+    )?;
+    conn.execute(
+        &format!(
+            "UPDATE jobs SET {ended},
+                 error = 'host ' || host || ' did not come back from its boot into '
+                     || COALESCE(boot_into, 'its kernel') || ': it waited '
+                     || CAST(date_trunc('second', now() - boot_started) AS TEXT) || ' from '
+                     || {} || ', past its boot_timeout of '
+                     || CAST(date_trunc('second', boot_deadline - boot_started) AS TEXT)
+                     || ' (the kernel hung, panicked or fell back, or the worker did not start)'
+                     || {tries},
+                 kernel = CAST(CAST(kernel AS jsonb) #- '{{progress,boot}}' AS TEXT),
+                 boot_deadline = NULL
+             WHERE state = 'rebooting' AND boot_deadline < now()",
+            time("boot_started")
+        ),
+        &[],
+    )
+    .map(drop)
+}
 
 impl Store {
     /// An error unless this store can hold a queue (PostgreSQL); `what`
@@ -344,7 +379,7 @@ impl Store {
     pub fn jobs(&self, host: Option<&str>, state: Option<JobState>) -> Result<Vec<JobRow>> {
         self.require_queue("jobs")?;
         let mut conn = self.conn();
-        conn.execute(SWEEP, &[])?;
+        sweep(&mut **conn)?;
         let rows = conn.query(
             &format!(
                 "SELECT {} FROM jobs
@@ -366,7 +401,7 @@ impl Store {
     pub fn job(&self, id: i64) -> Result<Option<JobRow>> {
         self.require_queue("jobs")?;
         let mut conn = self.conn();
-        conn.execute(SWEEP, &[])?;
+        sweep(&mut **conn)?;
         let rows = conn.query(
             &format!("SELECT {} FROM jobs WHERE id = $1", job_columns()),
             &[Param::Int(id)],
@@ -379,8 +414,9 @@ impl Store {
     }
 
     /// Cancels job `id` unless it has ended; returns the state it was in. A
-    /// running job's worker finishes the case it is in and stores what it
-    /// measured, and the job stays cancelled.
+    /// running job's worker finishes the case it is in, stops the run there,
+    /// stores what it measured ([`Store::note_cancelled_run`]) and goes on
+    /// to its next job; the job stays cancelled.
     pub fn cancel_job(&mut self, id: i64) -> Result<JobState> {
         self.require_queue("jobs --cancel")?;
         let before = self.job(id)?.ok_or_else(|| {
@@ -405,6 +441,26 @@ impl Store {
             )));
         }
         Ok(before.state)
+    }
+
+    /// Notes on cancelled job `id` the run that kept what its worker had
+    /// measured when it stopped; false when the job is not cancelled or has
+    /// a run already.
+    pub fn note_cancelled_run(&mut self, id: i64, run_id: i64) -> Result<bool> {
+        self.require_queue("worker")?;
+        let mut conn = self.conn();
+        let n = conn.execute(
+            "UPDATE jobs SET run_id = $2,
+                 error = COALESCE(error || '; ', '') || 'what was measured before it stopped is run '
+                     || $3
+             WHERE id = $1 AND state = 'cancelled' AND run_id IS NULL",
+            &[
+                Param::Int(id),
+                Param::Int(run_id),
+                run_id.to_string().as_str().into(),
+            ],
+        )?;
+        Ok(n == 1)
     }
 
     /// Registers (or re-registers) a worker with a lease of `lease` seconds
@@ -517,7 +573,7 @@ impl Store {
     pub fn claim(&mut self, w: &WorkerId, lease: f64) -> Result<Option<JobRow>> {
         self.require_queue("worker")?;
         let mut conn = self.conn();
-        conn.execute(SWEEP, &[])?;
+        sweep(&mut **conn)?;
         drop(conn);
         self.take_one(
             w,
@@ -574,17 +630,6 @@ impl Store {
             &[Param::Int(id), w.token.as_str().into()],
         )?;
         Ok(n == 1)
-    }
-
-    /// The state of job `id` if `w` still holds it, else what it is now.
-    pub fn job_held(&self, id: i64, w: &WorkerId) -> Result<Option<JobState>> {
-        Ok(self
-            .job(id)?
-            .filter(|j| {
-                j.lease_owner.as_deref() == Some(w.owner().as_str())
-                    && matches!(j.state, JobState::Claimed | JobState::Running)
-            })
-            .map(|j| j.state))
     }
 
     /// Ends job `id` as `how` says, if it is still `w`'s or nobody's (lost,

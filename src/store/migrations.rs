@@ -186,6 +186,15 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: None,
         after: "",
     },
+    // Version 9: a job `rebooting` waits for its host until a deadline (its
+    // plan's boot_timeout), past which it is lost (`super::jobs`).
+    Migration {
+        before: "ALTER TABLE jobs ADD COLUMN boot_into TEXT;  -- the kernel it boots, in words
+         ALTER TABLE jobs ADD COLUMN boot_started {timestamp};
+         ALTER TABLE jobs ADD COLUMN boot_deadline {timestamp};",
+        backfill: None,
+        after: "",
+    },
 ];
 
 /// The schema version this osbench writes.

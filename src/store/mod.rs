@@ -22,6 +22,7 @@ mod sqlite;
 
 #[cfg(test)]
 use crate::document::Document;
+pub use boot_jobs::BootWait;
 pub use change_points::{FoundPoint, PointState, StoredPoint};
 pub use document_file::{
     PendingFile, STDOUT, parse_document, read_document, read_document_text, to_json, write_new,
