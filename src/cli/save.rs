@@ -166,7 +166,8 @@ pub struct SaveArgs {
     pub no_store: bool,
     /// Keep the system logs with the run (the default): the kernel configuration and its
     /// SHA-256, the kernel log with its warnings and oopses counted, loaded modules, sysctls
-    /// under kernel/, vm/ and net.core/, DMI; compressed, at most 1 MiB before compression
+    /// under kernel/, vm/ and net.core/, DMI, PCI devices; compressed, at most 1 MiB before
+    /// compression
     #[arg(long, overrides_with = "no_logs")]
     pub logs: bool,
     /// Do not keep the system logs with the run
@@ -175,7 +176,8 @@ pub struct SaveArgs {
 }
 
 /// Where the system logs are read: `/`, or for tests the tree `$OSBENCH_LOGS_ROOT`
-/// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`).
+/// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`,
+/// `sys/bus/pci/devices/`).
 const LOGS_ROOT_ENV: &str = "OSBENCH_LOGS_ROOT";
 
 /// `--meta KEY=VALUE`: what the run measured (the revision under test).
