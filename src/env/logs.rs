@@ -170,6 +170,14 @@ pub fn capture(sys: &Sys, release: &str) -> (SystemLogs, Option<String>) {
     (logs, hash)
 }
 
+/// Captures the logs from the tree `sys` into `env`, with the kernel
+/// configuration's hash.
+pub fn attach(env: &mut Environment, sys: &Sys) {
+    let (logs, hash) = capture(sys, &env.kernel);
+    env.logs = Some(logs);
+    env.kconfig_sha256 = hash;
+}
+
 /// Fits `archive` within [`ARCHIVE_LIMIT`] (the log's head goes first, then
 /// kconfig symbols from the end) and stores it compressed in `logs`.
 fn pack(logs: &mut SystemLogs, mut archive: Archive) {
