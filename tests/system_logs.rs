@@ -1,8 +1,8 @@
 //! The system logs kept with every run, read from fake trees
 //! (`OSBENCH_LOGS_ROOT`): two runs whose kernel configurations differ are
 //! compared and the changed symbols listed as possible confounders; a planted
-//! oops in the second run's kernel log is warned about; `--no-logs` keeps
-//! none. Checks correctness only.
+//! oops in the second run's kernel log is warned about, on the terminal, in
+//! `--markdown` and in the HTML report; `--no-logs` keeps none. Checks correctness only.
 
 mod common;
 
@@ -109,16 +109,7 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
         "{markdown}"
     );
     let html = dir.path().join("r.html");
-    let report = osbench("system-logs.sqlite")
-        .arg("report")
-        .arg(&ja)
-        .arg(&jb)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    common::ok(report);
-    let page = fs::read_to_string(&html).unwrap();
+    let page = html_report(&ja, &jb, &html);
     let section = page.split("<h3>Kernel log</h3>").nth(1).unwrap_or_default();
     let item = section.split("</li>").next().unwrap_or_default();
     assert!(
@@ -140,16 +131,20 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
         !stdout.contains("kconfig.") && !stdout.contains("Kernel log"),
         "{stdout}"
     );
-    let report = osbench("system-logs.sqlite")
+    assert!(!html_report(&jb, &jb, &html).contains("Kernel log"));
+}
+
+/// `osbench report A B --html HTML`'s page.
+fn html_report(a: &Path, b: &Path, html: &Path) -> String {
+    let out = osbench("system-logs.sqlite")
         .arg("report")
-        .arg(&jb)
-        .arg(&jb)
+        .args([a, b])
         .arg("--html")
-        .arg(&html)
+        .arg(html)
         .output()
         .unwrap();
-    common::ok(report);
-    assert!(!fs::read_to_string(&html).unwrap().contains("Kernel log"));
+    common::ok(out);
+    fs::read_to_string(html).unwrap()
 }
 
 #[test]
