@@ -82,7 +82,7 @@ pub struct FleetRunArgs {
     label: Option<String>,
     #[command(flatten)]
     meta: MetaArgs,
-    /// Each host's agent keeps its system logs with its run unless --no-logs
+    // Each host's agent keeps its system logs with its run unless --no-logs.
     #[command(flatten)]
     logs: LogsArgs,
     #[command(flatten)]
