@@ -1,8 +1,10 @@
 //! Fleet runs as a user meets them: two "hosts" that are this machine under
 //! two names, reached through a throwaway sshd, and one that cannot be
 //! reached. The good hosts' documents are stored and written, the bad one is
-//! named, the exit status says the run was partial, nothing is left running;
-//! then `compare --by host` and `history --by host` read the fleet back.
+//! named, the exit status says the run was partial, nothing is left running,
+//! each document keeps the system logs its host's agent read (none with
+//! `--no-logs`); then `compare --by host` and `history --by host` read the
+//! fleet back.
 //! Needs openssh-server and root; skips and says so without them, unless
 //! `OSBENCH_REQUIRE_SSH=1` (as `.ci/run` sets). No test asserts on speed.
 
@@ -57,8 +59,23 @@ fn hosts_file(sshd: &Sshd, dir: &Path, install: bool) -> std::path::PathBuf {
 }
 
 fn fleet_run(store: &Path, hosts: &Path, label: &str, work: &str, extra: &[&str]) -> Output {
-    osbench(store)
-        .args(["fleet", "run", &format!("spin:work={work}"), "--no-perf"])
+    fleet_run_with_logs(store, hosts, label, work, extra, None)
+}
+
+/// [`fleet_run`], this client's system logs (it should read none) in `logs`.
+fn fleet_run_with_logs(
+    store: &Path,
+    hosts: &Path,
+    label: &str,
+    work: &str,
+    extra: &[&str],
+    logs: Option<&Path>,
+) -> Output {
+    let mut cmd = osbench(store);
+    if let Some(logs) = logs {
+        cmd.env("OSBENCH_LOGS_ROOT", logs);
+    }
+    cmd.args(["fleet", "run", &format!("spin:work={work}"), "--no-perf"])
         .args(["--samples", "5", "--sample-time", "1", "--warmup", "0"])
         .arg("--hosts")
         .arg(hosts)
@@ -76,23 +93,30 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
     }
     let mark = "fleet-test";
     let cache = tempfile::tempdir().unwrap();
-    let sshd = Sshd::start(&[&format!(
-        "SetEnv OSBENCH_TEST_MARK={mark} XDG_CACHE_HOME={}",
-        cache.path().display()
-    )]);
+    // The hosts' agents read their system logs from one tree, this client
+    // (which must not: a host's are its own) from another.
     let dir = tempfile::tempdir().unwrap();
+    let (remote_logs, local_logs) = (dir.path().join("remote"), dir.path().join("local"));
+    common::logs_tree(&remote_logs, "Linux version of the remote host");
+    common::logs_tree(&local_logs, "Linux version of the client");
+    let sshd = Sshd::start(&[&format!(
+        "SetEnv OSBENCH_TEST_MARK={mark} XDG_CACHE_HOME={} OSBENCH_LOGS_ROOT={}",
+        cache.path().display(),
+        remote_logs.display()
+    )]);
     let store = dir.path().join("fleet.sqlite");
     let out_dir = dir.path().join("before");
 
     // 1. --install: a and b get this osbench in their cache; `down` fails alone.
     let install = hosts_file(&sshd, dir.path(), true);
     let out_arg = out_dir.to_string_lossy().into_owned();
-    let out = fleet_run(
+    let out = fleet_run_with_logs(
         &store,
         &install,
         "before",
         "100",
         &["--install", "--out", &out_arg, "--meta", "commit=f1"],
+        Some(&local_logs),
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -120,8 +144,13 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         assert_eq!(doc.run.label.as_deref(), Some("before"));
         assert_eq!(doc.run.meta.get("commit").map(String::as_str), Some("f1"));
         assert!(doc.run.complete && doc.series.len() == 1);
-        // The environment is the host's own, as its agent saw it.
+        // The environment is the host's own, as its agent saw it, and so are its logs.
         assert!(!doc.env.kernel.is_empty());
+        let log = common::kept_kernel_log(&doc.env);
+        assert!(
+            log.ends_with("] Linux version of the remote host"),
+            "{log:?}"
+        );
     }
     assert!(!out_dir.join("down.json").exists());
     let installed: Vec<_> = fs::read_dir(cache.path().join("osbench"))
@@ -133,9 +162,17 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         "one copy, shared by both hosts: {installed:?}"
     );
 
-    // 2. The hosts' own osbench, named by path; a slower spin afterwards.
+    // 2. The hosts' own osbench, named by path; a slower spin afterwards; no logs.
     let hosts = hosts_file(&sshd, dir.path(), false);
-    let out = fleet_run(&store, &hosts, "after", "100", &[]);
+    let no_logs_dir = dir.path().join("after");
+    let no_logs_arg = no_logs_dir.to_string_lossy().into_owned();
+    let out = fleet_run(
+        &store,
+        &hosts,
+        "after",
+        "100",
+        &["--no-logs", "--out", &no_logs_arg],
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -143,6 +180,10 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
         "{err}"
     );
     assert!(!err.contains("warning: down:"), "{err}");
+    for host in ["a", "b"] {
+        let doc = read_document(&no_logs_dir.join(format!("{host}.json"))).unwrap();
+        assert!(doc.env.logs.is_none() && doc.env.kconfig_sha256.is_none());
+    }
 
     // 3. Read back by host.
     let history = osbench(&store)

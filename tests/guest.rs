@@ -3,7 +3,8 @@
 //! hardware needed) and User-Mode Linux — and every way a guest can fail:
 //! another version, no answer, death mid-run, a malformed reply, a failed
 //! boot, Ctrl-C. Each must name the configuration, leave nothing running and
-//! keep what was measured. Correctness only; no test asserts on speed.
+//! keep what was measured. A guest's system logs are its own, read by its
+//! agent (none with `--no-logs`). Correctness only; no test asserts on speed.
 //!
 //! The UML tests need `linux.uml` (Debian: user-mode-linux; or a kernel in
 //! `$OSBENCH_UML_KERNEL`). Without it they skip and say so, unless
@@ -42,10 +43,22 @@ const QUICK: [&str; 8] = [
 /// `osbench run SELECTOR --config native= --guest GUEST QUICK --json JSON`,
 /// guests given `timeout_s` to answer.
 fn run_guest(selector: &str, guest: &str, json: &Path, timeout_s: &str) -> Output {
+    run_guest_with(selector, guest, json, timeout_s, &[])
+}
+
+/// [`run_guest`] with `extra` arguments.
+fn run_guest_with(
+    selector: &str,
+    guest: &str,
+    json: &Path,
+    timeout_s: &str,
+    extra: &[&str],
+) -> Output {
     osbench()
         .args(["run", selector, "--no-perf", "--config", "native="])
         .args(["--guest", guest])
         .args(QUICK)
+        .args(extra)
         .arg("--json")
         .arg(json)
         .env("OSBENCH_GUEST_TIMEOUT", timeout_s)
@@ -77,7 +90,14 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("g.json");
     let mark = "ok-guest";
-    let out = run_with_guest(&marked_command(mark, "exec {osbench} agent"), &json, "60");
+    // The guest's agent reads its system logs from a tree of its own.
+    let logs = dir.path().join("guest-logs");
+    common::logs_tree(&logs, "Linux version of the guest");
+    let agent = format!(
+        "export OSBENCH_LOGS_ROOT='{}'; exec {{osbench}} agent",
+        logs.display()
+    );
+    let out = run_with_guest(&marked_command(mark, &agent), &json, "60");
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = read_document(&json).unwrap();
     let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
@@ -88,12 +108,26 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
     assert_eq!(guest.config, "g");
     assert_eq!(guest.version, env!("CARGO_PKG_VERSION"));
     assert!(guest.boot_s > 0.0 && !guest.env.kernel.is_empty());
+    let log = common::kept_kernel_log(&guest.env);
+    assert!(log.ends_with("] Linux version of the guest"), "{log:?}");
+    assert!(!common::kept_kernel_log(&doc.env).contains("of the guest"));
     assert_eq!(doc.comparisons.len(), 1);
     assert!(
         common::marked(mark).is_empty(),
         "left running: {:?}",
         common::marked(mark)
     );
+}
+
+#[test]
+fn no_logs_asks_a_guest_for_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("g.json");
+    let guest = "g=command:exec {osbench} agent";
+    let out = run_guest_with("spin:work=100", guest, &json, "60", &["--no-logs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    assert!(doc.env.logs.is_none() && doc.run.guests[0].env.logs.is_none());
 }
 
 /// Runs a broken guest; returns osbench's stderr after checking the exit
@@ -284,6 +318,13 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
     let doc = read_document(&json).unwrap();
     let guest = &doc.run.guests[0];
     assert_ne!(guest.env.kernel_version, doc.env.kernel_version);
+    // Its system logs are its own kernel's: its log tells of its boot.
+    let log = common::kept_kernel_log(&guest.env);
+    assert!(
+        log.contains(&format!("Linux version {}", guest.env.kernel)),
+        "{:?}\n{log}",
+        guest.env.logs
+    );
     assert!(
         doc.run
             .config_env_diff

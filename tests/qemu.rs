@@ -2,7 +2,8 @@
 //! x86-64 kernel, the initramfs `osbench guest-image` writes, the serial
 //! console as the agent's channel (`-serial stdio`), under TCG (emulation:
 //! no KVM needed, and this machine's KVM runs only PVM guest kernels). One
-//! quick case is measured and the document must say the guest was emulated;
+//! quick case is measured and the document must say the guest was emulated
+//! (and keep its own kernel's log);
 //! a kernel that cannot find its init must fail naming the configuration and
 //! quoting its console. Nothing may be left running. And the initramfs's
 //! init outside a guest must refuse, not power the host off. Correctness only.
@@ -129,6 +130,10 @@ fn a_qemu_guest_boots_the_initramfs_and_measures_emulated() {
     assert!(cmdline.contains("console=ttyS0"), "{cmdline}");
     let virt = guest.env.virtualization.as_ref().unwrap();
     assert!(virt.emulated(), "TCG says so in CPUID: {virt:?}");
+    // Its system logs are its own kernel's, read by its agent.
+    let log = common::kept_kernel_log(&guest.env);
+    let booted = format!("Linux version {}", guest.env.kernel);
+    assert!(log.contains(&booted), "{:?}\n{log}", guest.env.logs);
     let finding = "configuration 'vm' runs emulated";
     assert!(doc.run.audit.iter().any(|f| f.starts_with(finding)));
     assert!(err.contains(finding), "said on stderr too: {err}");

@@ -1,8 +1,8 @@
 //! The system logs kept with every run, read from fake trees
 //! (`OSBENCH_LOGS_ROOT`): two runs whose kernel configurations differ are
 //! compared and the changed symbols listed as possible confounders; a planted
-//! oops in the second run's kernel log is warned about; `--no-logs` keeps
-//! none. Checks correctness only.
+//! oops in the second run's kernel log is warned about, on the terminal, in
+//! `--markdown` and in the HTML report; `--no-logs` keeps none. Checks correctness only.
 
 mod common;
 
@@ -67,13 +67,15 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
     assert_eq!(doc_b["env"]["logs"]["dmesg"]["oopses"], 1);
     assert_eq!(doc_b["env"]["logs"]["dmesg"]["call_traces"], 1);
 
-    let record = dir.path().join("compare.json");
+    let (record, markdown) = (dir.path().join("compare.json"), dir.path().join("c.md"));
     let out = osbench("system-logs.sqlite")
         .arg("compare")
         .arg(&ja)
         .arg(&jb)
         .arg("--json")
         .arg(&record)
+        .arg("--markdown")
+        .arg(&markdown)
         .output()
         .unwrap();
     let record: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
@@ -97,6 +99,25 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
         "{stderr}"
     );
     assert!(stdout.contains("Kernel log: "), "{stdout}");
+    // The Markdown and the HTML report say the same.
+    let markdown = fs::read_to_string(&markdown).unwrap();
+    let line = markdown.lines().skip_while(|l| *l != "Kernel log:").nth(2);
+    assert!(
+        line.is_some_and(|l| l.starts_with("- ")
+            && l.contains("b.json: a new kernel warning or oops appeared")
+            && l.contains("NULL pointer dereference")),
+        "{markdown}"
+    );
+    let html = dir.path().join("r.html");
+    let page = html_report(&ja, &jb, &html);
+    let section = page.split("<h3>Kernel log</h3>").nth(1).unwrap_or_default();
+    let item = section.split("</li>").next().unwrap_or_default();
+    assert!(
+        item.contains("<li class=\"warn\">")
+            && item.contains("b.json: a new kernel warning or oops appeared")
+            && item.contains("NULL pointer dereference"),
+        "{page}"
+    );
 
     // The same logs on both sides: no symbol listed, no warning.
     let out = osbench("system-logs.sqlite")
@@ -110,6 +131,20 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
         !stdout.contains("kconfig.") && !stdout.contains("Kernel log"),
         "{stdout}"
     );
+    assert!(!html_report(&jb, &jb, &html).contains("Kernel log"));
+}
+
+/// `osbench report A B --html HTML`'s page.
+fn html_report(a: &Path, b: &Path, html: &Path) -> String {
+    let out = osbench("system-logs.sqlite")
+        .arg("report")
+        .args([a, b])
+        .arg("--html")
+        .arg(html)
+        .output()
+        .unwrap();
+    common::ok(out);
+    fs::read_to_string(html).unwrap()
 }
 
 #[test]

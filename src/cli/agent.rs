@@ -56,6 +56,7 @@ fn serve(args: &AgentArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock(),
         &interrupt,
         handed,
+        &super::save::logs_tree(),
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -24,7 +24,7 @@ use osbench::measure::Interrupt;
 use osbench::report::fmt_sig;
 
 use super::run::{Configs, MeasureArgs};
-use super::save::{ExportArgs, MetaArgs, SaveArgs, StoreArgs, parse_label};
+use super::save::{ExportArgs, LogsArgs, MetaArgs, SaveArgs, StoreArgs, parse_label};
 
 #[derive(Subcommand)]
 pub enum FleetCommand {
@@ -82,6 +82,9 @@ pub struct FleetRunArgs {
     label: Option<String>,
     #[command(flatten)]
     meta: MetaArgs,
+    // Each host's agent keeps its system logs with its run unless --no-logs.
+    #[command(flatten)]
+    logs: LogsArgs,
     #[command(flatten)]
     store: StoreArgs,
     /// Do not save the runs in the results store
@@ -180,7 +183,7 @@ fn plan(args: &FleetRunArgs) -> anyhow::Result<Plan> {
     let plan = Plan {
         configs,
         rounds: args.rounds.map_or(10, |n| n as usize),
-        ..args.measure.plan(resolve(&selectors)?)
+        ..args.measure.plan(resolve(&selectors)?, args.logs.wanted())
     };
     osbench::experiment::check_remote_configs(&plan.configs)?; // once, not once per host
     Ok(plan)
@@ -236,9 +239,11 @@ fn save_args(args: &FleetRunArgs, h: &Host) -> SaveArgs {
         meta: args.meta.clone(),
         store: args.store.clone(),
         no_store: args.no_store,
-        // A host's environment is captured by its agent.
-        logs: false,
-        no_logs: true,
+        // A host's environment and system logs are captured by its agent (`Plan::logs`).
+        logs: LogsArgs {
+            logs: false,
+            no_logs: true,
+        },
     }
 }
 

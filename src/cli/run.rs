@@ -139,8 +139,9 @@ pub struct MeasureArgs {
 
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
-    /// configurations (callers add them).
-    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>) -> Plan {
+    /// configurations (callers add them); guests and a remote host asked for
+    /// their system logs when `logs`.
+    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>, logs: bool) -> Plan {
         if self.samples.is_some() {
             // Samples asked for are what every case takes.
             cases.iter_mut().for_each(|c| c.samples = None);
@@ -162,6 +163,7 @@ impl MeasureArgs {
             // Probed at the start; each case's counting pass opens them on its tasks.
             perf: !self.no_perf,
             remote: None,
+            logs,
             allow_unknown_boot_parameters: self.allow_unknown_boot_parameters,
         }
     }
@@ -314,7 +316,9 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         },
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(std::time::Duration::from_secs_f64),
-        ..args.measure.plan(resolve(&selectors)?)
+        ..args
+            .measure
+            .plan(resolve(&selectors)?, args.save.logs.wanted())
     })
 }
 

@@ -164,9 +164,17 @@ pub struct SaveArgs {
     /// Do not save the run in the results store
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
+    #[command(flatten)]
+    pub logs: LogsArgs,
+}
+
+/// `--logs` / `--no-logs`: whether the system logs go with the run.
+#[derive(Args, Clone, Default)]
+pub struct LogsArgs {
     /// Keep the system logs with the run (the default): the kernel configuration and its
     /// SHA-256, the kernel log with its warnings and oopses counted, loaded modules, sysctls
-    /// under kernel/, vm/ and net.core/, DMI; compressed, at most 1 MiB before compression
+    /// under kernel/, vm/ and net.core/, DMI, PCI devices; compressed, at most 1 MiB before
+    /// compression. A guest's or a fleet host's are its own, read by its agent
     #[arg(long, overrides_with = "no_logs")]
     pub logs: bool,
     /// Do not keep the system logs with the run
@@ -174,8 +182,16 @@ pub struct SaveArgs {
     pub no_logs: bool,
 }
 
+impl LogsArgs {
+    /// Whether the logs are kept: unless `--no-logs`.
+    pub fn wanted(&self) -> bool {
+        !self.no_logs
+    }
+}
+
 /// Where the system logs are read: `/`, or for tests the tree `$OSBENCH_LOGS_ROOT`
-/// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`).
+/// (its `proc/config.gz`, `boot/`, `dev/kmsg`, `proc/modules`, `proc/sys/`, `sys/class/dmi/id/`,
+/// `sys/bus/pci/devices/`).
 const LOGS_ROOT_ENV: &str = "OSBENCH_LOGS_ROOT";
 
 /// `--meta KEY=VALUE`: what the run measured (the revision under test).
@@ -233,20 +249,22 @@ pub struct Saved {
     pub documents: Vec<PathBuf>,
 }
 
+/// The tree the system logs are read from: `$OSBENCH_LOGS_ROOT` when set, else `/`.
+pub fn logs_tree() -> osbench::env::probe::Sys {
+    std::env::var_os(LOGS_ROOT_ENV)
+        .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at)
+}
+
 /// Captures the system logs into `env` (from `$OSBENCH_LOGS_ROOT` when set).
 pub fn add_logs(env: &mut osbench::env::Environment) {
-    let sys = std::env::var_os(LOGS_ROOT_ENV)
-        .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at);
-    let (logs, hash) = osbench::env::logs::capture(&sys, &env.kernel);
-    env.logs = Some(logs);
-    env.kconfig_sha256 = hash;
+    osbench::env::logs::attach(env, &logs_tree());
 }
 
 impl SaveArgs {
     /// This machine's environment now, with the system logs unless `--no-logs`.
     pub fn environment(&self) -> osbench::env::Environment {
         let mut env = osbench::env::capture();
-        if !self.no_logs {
+        if self.logs.wanted() {
             add_logs(&mut env);
         }
         env

@@ -7,16 +7,17 @@
 //! (`/proc/modules`), every sysctl under `kernel/`, `vm/` and `net/core/`
 //! (but the ones that change by themselves: `kernel.random.*`,
 //! `kernel.ns_last_pid`, `kernel.pty.nr`), and the DMI fields readable
-//! under /sys/class/dmi/id (serial numbers and UUIDs left out). The counts,
-//! sources and DMI are plain; the configuration, log, modules and sysctls
+//! under /sys/class/dmi/id (serial numbers and UUIDs left out), and the PCI
+//! devices sysfs lists with their drivers ([`super::pci`]). The counts,
+//! sources, DMI and PCI devices are plain; the configuration, log, modules and sysctls
 //! go into one gzip-compressed, base64-encoded `archive` of at most
 //! [`ARCHIVE_LIMIT`] bytes before compression (the log's tail at most
 //! [`DMESG_LIMIT`]). A source that cannot be read is named in `unavailable`
 //! with the reason (`dmesg_restrict` refusing the log, no config). [`diff`]
-//! lists the kconfig symbols, modules and sysctls that differ between
-//! environments; [`new_kernel_problems`] the warnings and oopses a later
-//! environment's log has that the first's has not. Left out: lspci, the
-//! journal, anything that would need a program run.
+//! lists the kconfig symbols, modules, sysctls and PCI devices that differ
+//! between environments; [`new_kernel_problems`] the warnings and oopses a later
+//! environment's log has that the first's has not. Left out: the journal,
+//! anything that would need a program run (`lspci`: sysfs is read instead).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{ErrorKind, Read, Write};
@@ -25,6 +26,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::pci::{self, PciDevice};
 use super::probe::Sys;
 use super::types::Environment;
 
@@ -56,7 +58,11 @@ pub struct SystemLogs {
     /// /sys/class/dmi/id file → contents.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dmi: BTreeMap<String, String>,
-    /// Sources that could not be read (`kconfig`, `dmesg`, `modules`, `sysctl`, `dmi`) → why.
+    /// The PCI devices, by slot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci: Vec<PciDevice>,
+    /// Sources that could not be read (`kconfig`, `dmesg`, `modules`, `sysctl`, `dmi`,
+    /// `pci`) → why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: BTreeMap<String, String>,
     /// What was cut to keep the archive within its bound.
@@ -152,12 +158,24 @@ pub fn capture(sys: &Sys, release: &str) -> (SystemLogs, Option<String>) {
         Ok(files) => logs.dmi = dmi_fields(files),
         Err(why) => unavailable("dmi", why),
     }
+    match pci::capture(sys) {
+        Ok(devices) => logs.pci = devices,
+        Err(why) => unavailable("pci", why),
+    }
     logs.unavailable = missing;
     logs.kconfig_symbols = archive.kconfig.len();
     logs.modules = archive.modules.len();
     logs.sysctls = archive.sysctl.len();
     pack(&mut logs, archive);
     (logs, hash)
+}
+
+/// Captures the logs from the tree `sys` into `env`, with the kernel
+/// configuration's hash.
+pub fn attach(env: &mut Environment, sys: &Sys) {
+    let (logs, hash) = capture(sys, &env.kernel);
+    env.logs = Some(logs);
+    env.kconfig_sha256 = hash;
 }
 
 /// Fits `archive` within [`ARCHIVE_LIMIT`] (the log's head goes first, then
@@ -405,29 +423,35 @@ fn dmi_fields(files: BTreeMap<String, String>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The kconfig symbols (`kconfig.CONFIG_X`), modules (`modules.NAME`) and
-/// sysctls (`sysctl.vm.swappiness`) whose values differ between `envs`,
-/// each value in input order (`not set`, `not loaded`, `absent` where one
-/// lacks it); nothing unless every environment has readable logs.
+/// The kconfig symbols (`kconfig.CONFIG_X`), modules (`modules.NAME`),
+/// sysctls (`sysctl.vm.swappiness`) and PCI devices (`pci.0000:00:01.0`:
+/// id and driver) whose values differ between `envs`, each value in input
+/// order (`not set`, `not loaded`, `absent` where one lacks it); nothing
+/// unless every environment has logs, and of a source only when every one
+/// could read it.
 pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
-    let archives: Option<Vec<Archive>> = envs
-        .iter()
-        .map(|e| e.logs.as_ref().and_then(SystemLogs::archive))
-        .collect();
-    let Some(archives) = archives.filter(|a| a.len() >= 2) else {
+    let logs: Option<Vec<&SystemLogs>> = envs.iter().map(|e| e.logs.as_ref()).collect();
+    let Some(logs) = logs.filter(|l| l.len() >= 2) else {
+        return Vec::new();
+    };
+    let mut out = archive_diff(&logs);
+    if logs.iter().all(|l| !l.unavailable.contains_key("pci")) {
+        let slots: Vec<BTreeMap<String, String>> =
+            logs.iter().map(|l| pci::by_slot(&l.pci)).collect();
+        differing("pci", &slots.iter().collect::<Vec<_>>(), "absent", &mut out);
+    }
+    out
+}
+
+/// [`diff`] of the archived sources: kconfig, sysctls, modules.
+fn archive_diff(logs: &[&SystemLogs]) -> Vec<(String, Vec<String>)> {
+    let archives: Option<Vec<Archive>> = logs.iter().map(|l| l.archive()).collect();
+    let Some(archives) = archives else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let kconfig: Vec<_> = archives
-        .iter()
-        .zip(envs)
-        .map(|(a, e)| {
-            let has = e.logs.as_ref().is_some_and(|l| l.kconfig_source.is_some());
-            has.then_some(&a.kconfig)
-        })
-        .collect();
-    if kconfig.iter().all(Option::is_some) {
-        let maps: Vec<_> = kconfig.into_iter().flatten().collect();
+    if logs.iter().all(|l| l.kconfig_source.is_some()) {
+        let maps: Vec<_> = archives.iter().map(|a| &a.kconfig).collect();
         differing("kconfig", &maps, "not set", &mut out);
     }
     let sysctl: Vec<_> = archives.iter().map(|a| &a.sysctl).collect();
@@ -535,6 +559,8 @@ mod tests {
         put(root, "/proc/sys/net/core/somaxconn", b"4096\n");
         put(root, "/sys/class/dmi/id/sys_vendor", b"QEMU\n");
         put(root, "/sys/class/dmi/id/product_serial", b"secret\n");
+        let bridge = ("0x8086", "0x0d57");
+        super::super::pci::tests::put_device(root, "0000:00:00.0", bridge, None);
         dir
     }
 
@@ -579,6 +605,7 @@ mod tests {
         );
         assert_eq!(logs.dmi.keys().collect::<Vec<_>>(), ["sys_vendor"]);
         assert_eq!(logs.dmesg.as_ref().unwrap().lines, 2);
+        assert_eq!(logs.pci[0].id, "8086:0d57");
         assert!(logs.unavailable.is_empty(), "{:?}", logs.unavailable);
     }
 
@@ -610,6 +637,42 @@ mod tests {
             "{found:?}"
         );
         assert!(new_kernel_problems(&[&b, &b], &labels).is_empty());
+    }
+
+    #[test]
+    fn added_removed_and_rebound_pci_devices_are_listed() {
+        let (a_dir, b_dir) = (tree("CONFIG_A=y\n", ""), tree("CONFIG_A=y\n", ""));
+        let put = super::super::pci::tests::put_device;
+        let (virtio, nic, nvme) = (
+            ("0x1af4", "0x1041"),
+            ("0x8086", "0x10d3"),
+            ("0x144d", "0xa808"),
+        );
+        put(a_dir.path(), "0000:00:01.0", virtio, Some("virtio-pci"));
+        put(a_dir.path(), "0000:00:02.0", nic, Some("e1000e"));
+        put(b_dir.path(), "0000:00:01.0", virtio, Some("vfio-pci"));
+        put(b_dir.path(), "0000:00:03.0", nvme, Some("nvme"));
+        let (a, b) = (env_of(&a_dir), env_of(&b_dir));
+        let pair = |k: &str, x: &str, y: &str| (k.to_string(), vec![x.to_string(), y.to_string()]);
+        assert_eq!(
+            diff(&[&a, &b]),
+            [
+                pair(
+                    "pci.0000:00:01.0",
+                    "1af4:1041 virtio-pci",
+                    "1af4:1041 vfio-pci"
+                ),
+                pair("pci.0000:00:02.0", "8086:10d3 e1000e", "absent"),
+                pair("pci.0000:00:03.0", "absent", "144d:a808 nvme"),
+            ]
+        );
+        // A side without a PCI bus: no device is listed as removed.
+        let bare = tree("CONFIG_A=y\n", "");
+        std::fs::remove_dir_all(bare.path().join("sys/bus/pci")).unwrap();
+        let bare = env_of(&bare);
+        let logs = bare.logs.as_ref().unwrap();
+        assert!(logs.pci.is_empty() && logs.unavailable["pci"].contains("no PCI bus"));
+        assert!(diff(&[&a, &bare]).is_empty(), "{:?}", diff(&[&a, &bare]));
     }
 
     #[test]

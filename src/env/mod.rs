@@ -21,6 +21,7 @@ pub mod audit;
 mod capture;
 mod diff;
 pub mod logs;
+pub mod pci;
 pub mod probe;
 mod types;
 

@@ -1,7 +1,8 @@
 //! `osbench agent`: osbench inside a guest, serving the agent protocol
 //! (`guest::protocol`, docs/agent-protocol.md) on a byte stream: `ready`
 //! first (with what the kernel handed it, when it is a guest's init), then
-//! one reply per request — the environment, one case measured with this
+//! one reply per request — the environment (with this system's logs when
+//! asked, read from the tree the caller names), one case measured with this
 //! system's clocks, a shell command's end (a configuration's set-up or
 //! tear-down, run here), or `bye`. A request it cannot serve gets an
 //! `error` reply and the agent goes on; nothing but protocol lines is ever
@@ -14,6 +15,7 @@ use std::io::{BufRead, Write};
 use super::case;
 use crate::bench::util::select::{Selector, resolve};
 use crate::document::Series;
+use crate::env::probe::Sys;
 use crate::error::{Error, Result};
 use crate::guest::protocol::{self, InitHandOff, OUTPUT_TAIL, Reply, Request, RunRequest, ShDone};
 use crate::measure::hook::{Watch, sh_captured};
@@ -21,12 +23,14 @@ use crate::measure::{Harness, Interrupt, Meters};
 
 /// Serves requests read from `input`, replying on `output`, until `shutdown`
 /// or the end of the input; `init` is what the kernel handed it as a
-/// guest's init. Errors are the channel's own (a write failed).
+/// guest's init; system logs asked for are read from `logs_tree` (`/` but
+/// in tests). Errors are the channel's own (a write failed).
 pub fn serve(
     input: impl BufRead,
     mut output: impl Write,
     interrupt: &Interrupt,
     init: Option<InitHandOff>,
+    logs_tree: &Sys,
 ) -> Result<()> {
     let mut say = |reply: &Reply| {
         output
@@ -46,7 +50,7 @@ pub fn serve(
             Err(e) => Reply::Error(format!(
                 "malformed request ({e}); send one JSON object per line (docs/agent-protocol.md)"
             )),
-            Ok(Request::Env {}) => Reply::Env(Box::new(crate::env::capture())),
+            Ok(Request::Env { logs }) => Reply::Env(Box::new(environment(logs, logs_tree))),
             Ok(Request::Run(request)) => match measure(&request, interrupt) {
                 Ok(series) => Reply::Series(Box::new(series)),
                 Err(e) => Reply::Error(e.to_string()),
@@ -60,6 +64,15 @@ pub fn serve(
         say(&reply)?;
     }
     Ok(())
+}
+
+/// This system's environment, with its logs from `tree` when `logs`.
+fn environment(logs: bool, tree: &Sys) -> crate::env::Environment {
+    let mut env = crate::env::capture();
+    if logs {
+        crate::env::logs::attach(&mut env, tree);
+    }
+    env
 }
 
 /// Runs a shell command here, within its timeout (the client bounds the
@@ -122,8 +135,13 @@ mod tests {
     use crate::document::Policy;
 
     fn talk(input: &str) -> Vec<Reply> {
+        talk_with_logs_in(input, &Sys::at("/nonexistent"))
+    }
+
+    /// [`talk`], the system logs read from `tree`.
+    fn talk_with_logs_in(input: &str, tree: &Sys) -> Vec<Reply> {
         let mut out = Vec::new();
-        serve(input.as_bytes(), &mut out, &Interrupt::none(), None).unwrap();
+        serve(input.as_bytes(), &mut out, &Interrupt::none(), None, tree).unwrap();
         String::from_utf8(out)
             .unwrap()
             .lines()
@@ -157,6 +175,30 @@ mod tests {
         };
         assert_eq!((s.bench.as_str(), s.samples.len()), ("spin", 3));
         assert_eq!(replies[3], Reply::Bye {});
+    }
+
+    #[test]
+    fn the_environment_carries_the_system_logs_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |path: &str, text: &str| {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put(
+            "dev/kmsg",
+            "6,1,1000000,-;Linux version of this agent's kernel\n",
+        );
+        put("proc/modules", "kvm 1 0 - Live 0x0\n");
+        let input = "{\"env\":{\"logs\":true}}\n{\"env\":{}}\n";
+        let replies = talk_with_logs_in(input, &Sys::at(dir.path()));
+        let Reply::Env(with) = &replies[1] else {
+            panic!("{:?}", replies[1]);
+        };
+        let logs = with.logs.as_ref().expect("logs were asked for");
+        assert_eq!(logs.dmesg.as_ref().map(|d| d.lines), Some(1));
+        assert_eq!(logs.modules, 1);
+        assert!(matches!(&replies[2], Reply::Env(e) if e.logs.is_none()));
     }
 
     #[test]

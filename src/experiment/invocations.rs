@@ -359,6 +359,7 @@ mod tests {
                     },
                     perf: false,
                     remote: None,
+                    logs: false,
                     allow_unknown_boot_parameters: false,
                 },
                 utc_now(),

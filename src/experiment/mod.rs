@@ -76,6 +76,10 @@ pub struct Plan {
     /// set-up and tear-down, and its environment is the run's. The
     /// configurations must not name guests of their own.
     pub remote: Option<Remote>,
+    /// Ask each guest's (and a remote system's) agent for its system logs
+    /// with the environment it reports when it starts (`--logs`, the
+    /// default): its own kernel's, read where it runs.
+    pub logs: bool,
     /// A boot parameter that nothing in a guest recognised (it reached the
     /// guest's init) is a warning, not an error that stops the run.
     pub allow_unknown_boot_parameters: bool,
@@ -344,7 +348,8 @@ impl<'a, C: Clock> RunRounds<'a, C> {
                 Some(name) if self.plan.remote.is_none() => format!("guest '{name}'"),
                 _ => self.who(config),
             };
-            let mut guest = Guest::start(&label, &who, spec, self.harness.interrupt())?;
+            let interrupt = self.harness.interrupt();
+            let mut guest = Guest::start(&label, &who, spec, self.plan.logs, interrupt)?;
             if let Some(name) = name {
                 shared.push((name, self.guests.len()));
                 guest.add_config(&config.name);
@@ -978,6 +983,7 @@ mod tests {
             },
             perf: false,
             remote: None,
+            logs: false,
             allow_unknown_boot_parameters: false,
         }
     }

@@ -81,6 +81,7 @@ impl Guest {
         config: &str,
         who: &str,
         spec: &GuestSpec,
+        logs: bool,
         interrupt: &Interrupt,
     ) -> Result<Guest> {
         let Launch {
@@ -105,7 +106,7 @@ impl Guest {
             busy: false,
             _dir: dir,
         };
-        guest.handshake(started, interrupt)?;
+        guest.handshake(started, logs, interrupt)?;
         let info = guest.info.as_mut().expect("a started guest has answered");
         info.accelerator = accelerator;
         match spec {
@@ -150,8 +151,9 @@ impl Guest {
         self.info.as_ref().expect("a started guest has answered")
     }
 
-    /// Waits for `ready`, checks the agent's protocol and version, asks for its environment.
-    fn handshake(&mut self, started: Instant, interrupt: &Interrupt) -> Result<()> {
+    /// Waits for `ready`, checks the agent's protocol and version, asks for
+    /// its environment (with its system logs when `logs`).
+    fn handshake(&mut self, started: Instant, logs: bool, interrupt: &Interrupt) -> Result<()> {
         let (version, init) =
             match self.reply(boot_timeout(), interrupt, "to boot and start its agent")? {
                 Reply::Ready {
@@ -171,7 +173,7 @@ impl Guest {
                 other => return Err(self.unexpected("ready", &other)),
             };
         let boot_s = started.elapsed().as_secs_f64();
-        let env = self.env(interrupt)?;
+        let env = self.env_with(logs, interrupt)?;
         self.info = Some(GuestInfo {
             config: self.config.clone(),
             boot_s,
@@ -187,7 +189,12 @@ impl Guest {
 
     /// The environment as the guest's agent sees it now.
     pub fn env(&mut self, interrupt: &Interrupt) -> Result<crate::env::Environment> {
-        self.send(&Request::Env {})?;
+        self.env_with(false, interrupt)
+    }
+
+    /// [`Self::env`], with the guest's system logs when `logs`.
+    fn env_with(&mut self, logs: bool, interrupt: &Interrupt) -> Result<crate::env::Environment> {
+        self.send(&Request::Env { logs })?;
         match self.reply(boot_timeout(), interrupt, "to report its environment")? {
             Reply::Env(env) => Ok(*env),
             other => Err(self.unexpected("env", &other)),

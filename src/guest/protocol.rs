@@ -23,8 +23,12 @@ pub const PROTOCOL: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
-    /// The environment as seen inside the guest.
-    Env {},
+    /// The environment as seen inside the guest; with `logs`, its system
+    /// logs too (`env.logs`: its kernel's configuration, log, modules, …).
+    Env {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        logs: bool,
+    },
     /// Measure one case there and return its series.
     Run(RunRequest),
     /// Run a shell command there (a configuration's set-up or tear-down).
@@ -122,7 +126,8 @@ mod tests {
     #[test]
     fn messages_are_one_line_objects_and_read_back() {
         let requests = [
-            Request::Env {},
+            Request::Env { logs: false },
+            Request::Env { logs: true },
             Request::Shutdown {},
             Request::Run(RunRequest {
                 selector: "syscall:case=getpid".into(),
@@ -142,7 +147,11 @@ mod tests {
             assert!(is_protocol(&text), "{text}");
             assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), r);
         }
-        assert_eq!(line(&Request::Env {}), "{\"env\":{}}\n");
+        assert_eq!(line(&Request::Env { logs: false }), "{\"env\":{}}\n");
+        assert_eq!(
+            line(&Request::Env { logs: true }),
+            "{\"env\":{\"logs\":true}}\n"
+        );
         assert_eq!(line(&Reply::Bye {}), "{\"bye\":{}}\n");
         let ready = line(&Reply::ready(None));
         assert!(ready.starts_with("{\"ready\":{\"protocol\":1,\"version\":"));

@@ -594,6 +594,7 @@ mod tests {
             },
             perf: false,
             remote: None,
+            logs: false,
             allow_unknown_boot_parameters: false,
         };
         let out =

@@ -505,6 +505,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         "<p class=\"meta\">{}</p>",
         escape(&super::compare::method_line(c))
     );
+    kernel_log_html(out, c);
     env_diff_html(out, c, &letters);
     missing_html(out, c);
     let (bars, x_desc) = plot::comparison_bars(c);
@@ -515,6 +516,17 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     }
     out.push_str("</section>\n");
     Ok(())
+}
+
+/// The kernel warnings and oopses a later side's log has that A's has not.
+fn kernel_log_html(out: &mut String, c: &Comparison) {
+    if !c.kernel_log.is_empty() {
+        out.push_str("<h3>Kernel log</h3>\n<ul class=\"warnings\">\n");
+        for finding in &c.kernel_log {
+            let _ = writeln!(out, "<li class=\"warn\">{}</li>", escape(finding));
+        }
+        out.push_str("</ul>\n");
+    }
 }
 
 /// The environment values that differ between the documents.

@@ -194,6 +194,12 @@ pub fn comparison(c: &Comparison) -> String {
     out.push_str("\n## Changes\n\n");
     out.push_str(&changes(c, &letters));
     let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
+    if !c.kernel_log.is_empty() {
+        out.push_str("\nKernel log:\n\n");
+        for finding in &c.kernel_log {
+            let _ = writeln!(out, "- {}", escape(finding));
+        }
+    }
     if !c.missing.is_empty() {
         out.push_str("\nNot in every document (not compared):\n\n");
         for (case, lacking) in &c.missing {

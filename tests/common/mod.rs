@@ -164,3 +164,22 @@ impl Drop for Sshd {
         let _ = self.child.wait();
     }
 }
+
+/// A tree of system logs for `OSBENCH_LOGS_ROOT` at `root`: a kernel log of
+/// the one line `line` and one loaded module; what an agent read it from
+/// shows in the line.
+pub fn logs_tree(root: &Path, line: &str) {
+    fs::create_dir_all(root.join("dev")).unwrap();
+    fs::create_dir_all(root.join("proc")).unwrap();
+    fs::write(root.join("dev/kmsg"), format!("6,1,1000000,-;{line}\n")).unwrap();
+    fs::write(root.join("proc/modules"), "kvm 1 0 - Live 0x0\n").unwrap();
+}
+
+/// The kernel log a document's environment `env` kept, decoded; empty without logs.
+pub fn kept_kernel_log(env: &osbench::env::Environment) -> String {
+    env.logs
+        .as_ref()
+        .and_then(osbench::env::logs::SystemLogs::archive)
+        .map(|a| a.dmesg)
+        .unwrap_or_default()
+}
