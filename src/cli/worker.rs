@@ -417,9 +417,13 @@ impl Worker {
                     let _ = Store::open_existing(&self.location)
                         .and_then(|mut s| s.note_cancelled_run(job.id, *run_id));
                 }
+                let stored = match &end {
+                    Finish::Done { run_id, .. } => format!("its run {run_id} is stored, but "),
+                    _ => format!("{said}, but "),
+                };
                 eprintln!(
-                    "osbench: job {}: {said}; it is no longer this worker's (cancelled, or \
-                     claimed again after its lease expired), so it was left as it is",
+                    "osbench: job {}: {stored}the job is no longer this worker's (cancelled, \
+                     or claimed again after its lease expired) and was left as it is",
                     job.id
                 )
             }
