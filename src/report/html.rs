@@ -505,7 +505,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
         "<p class=\"meta\">{}</p>",
         escape(&super::compare::method_line(c))
     );
-    kernel_log_html(out, c);
+    findings_html(out, c);
     env_diff_html(out, c, &letters);
     missing_html(out, c);
     let (bars, x_desc) = plot::comparison_bars(c);
@@ -518,14 +518,17 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     Ok(())
 }
 
-/// The kernel warnings and oopses a later side's log has that A's has not.
-fn kernel_log_html(out: &mut String, c: &Comparison) {
-    if !c.kernel_log.is_empty() {
-        out.push_str("<h3>Kernel log</h3>\n<ul class=\"warnings\">\n");
-        for finding in &c.kernel_log {
-            let _ = writeln!(out, "<li class=\"warn\">{}</li>", escape(finding));
+/// What the drift sentinels saw of the machine's own speed, and the kernel
+/// warnings and oopses a later side's log has that A's has not.
+fn findings_html(out: &mut String, c: &Comparison) {
+    for (title, findings) in [("Drift", &c.drift), ("Kernel log", &c.kernel_log)] {
+        if !findings.is_empty() {
+            let _ = writeln!(out, "<h3>{title}</h3>\n<ul class=\"warnings\">");
+            for finding in findings {
+                let _ = writeln!(out, "<li class=\"warn\">{}</li>", escape(finding));
+            }
+            out.push_str("</ul>\n");
         }
-        out.push_str("</ul>\n");
     }
 }
 
@@ -649,6 +652,23 @@ mod tests {
         let mut doc = fixture();
         doc.run.label = Some(label.into());
         doc
+    }
+
+    #[test]
+    fn drift_and_kernel_log_findings_get_a_section_each() {
+        let mut c = crate::report::markdown::tests::fixed_comparison();
+        let mut page = String::new();
+        findings_html(&mut page, &c);
+        assert_eq!(page, "", "nothing to say, no section");
+        c.drift = vec!["B's sentinel spin is 12% slower than A's".into()];
+        c.kernel_log = vec!["B's log has 1 oops A's has not: <Oops>".into()];
+        findings_html(&mut page, &c);
+        assert_eq!(
+            page,
+            "<h3>Drift</h3>\n<ul class=\"warnings\">\n<li class=\"warn\">B&#39;s sentinel spin is 12% \
+             slower than A&#39;s</li>\n</ul>\n<h3>Kernel log</h3>\n<ul class=\"warnings\">\n<li \
+             class=\"warn\">B&#39;s log has 1 oops A&#39;s has not: &lt;Oops&gt;</li>\n</ul>\n"
+        );
     }
 
     #[test]

@@ -194,10 +194,12 @@ pub fn comparison(c: &Comparison) -> String {
     out.push_str("\n## Changes\n\n");
     out.push_str(&changes(c, &letters));
     let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
-    if !c.kernel_log.is_empty() {
-        out.push_str("\nKernel log:\n\n");
-        for finding in &c.kernel_log {
-            let _ = writeln!(out, "- {}", escape(finding));
+    for (title, findings) in [("Drift", &c.drift), ("Kernel log", &c.kernel_log)] {
+        if !findings.is_empty() {
+            let _ = writeln!(out, "\n{title}:\n");
+            for finding in findings {
+                let _ = writeln!(out, "- {}", escape(finding));
+            }
         }
     }
     if !c.missing.is_empty() {
@@ -487,6 +489,17 @@ pub(crate) mod tests {
     #[test]
     fn a_comparison_renders_as_its_snapshot() {
         assert_snapshot("comparison.md", &comparison(&fixed_comparison()));
+    }
+
+    #[test]
+    fn drift_and_kernel_log_findings_are_listed_as_the_terminal_says_them() {
+        let mut c = fixed_comparison();
+        c.drift = vec!["B's sentinel spin is 12% slower than A's".into()];
+        c.kernel_log = vec!["B's log has 1 oops A's has not: Oops: 0002".into()];
+        let text = comparison(&c);
+        let drift = text.find("Drift:\n\n- B's sentinel spin is 12% slower than A's");
+        let oops = text.find("Kernel log:\n\n- B's log has 1 oops A's has not: Oops: 0002");
+        assert!(drift.is_some() && oops.is_some(), "{text}");
     }
 
     #[test]
