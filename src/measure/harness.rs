@@ -886,17 +886,8 @@ mod tests {
     fn when_no_sample_lands_the_target_is_raised_and_said() {
         // Calls 8–26, the whole first budget of 19 attempts for 3 samples,
         // each stall 2 ms: none lands near 1 ms; at 4 ms all do.
-        let (_, mut b) = setup(100, vec![]);
-        let policy = Policy {
-            samples: 3,
-            sample_time_ns: 1_000_000,
-            warmup_ns: 3_000_000,
-        };
-        let overhead = Overhead {
-            timer_ns: 0.0,
-            loop_ns_per_iter: 0.0,
-        };
-        let h = Harness::with_clock(b.clock.clone(), policy, overhead, Interrupt::none());
+        let (mut h, mut b) = setup(100, vec![]);
+        h.policy.samples = 3;
         (b.stalled, b.stall_ns) = (8..27, 2_000_000);
         let m = h
             .batched(&mut [&mut b], 1.0)
