@@ -77,7 +77,6 @@ pub(super) struct Sampler {
     /// What each accepted sample used, same order.
     pub(super) meters: Vec<MeterDelta>,
     long_in_a_row: u32,
-    max_attempts: usize,
     /// Attempts spent before the last raise of the target (not counted
     /// against the budget since).
     spent_before: usize,
@@ -95,7 +94,6 @@ impl Sampler {
             rejected: Vec::new(),
             meters: Vec::with_capacity(wanted),
             long_in_a_row: 0,
-            max_attempts: wanted * 3 + 10,
             spent_before: 0,
             wanted,
             raised: Vec::new(),
@@ -123,18 +121,22 @@ impl Sampler {
         self.iters = (self.iters.saturating_mul(RAISE_FACTOR)).min(MAX_ITERS);
         self.long_in_a_row = 0;
         self.spent_before = self.rejected.len();
-        self.max_attempts = self.spent_before + self.wanted * 3 + 10;
     }
 
     /// Asks for `extra` more accepted samples (a precision target not yet reached).
     pub(super) fn want_more(&mut self, extra: usize) {
         self.wanted += extra;
-        self.max_attempts = self.spent_before + self.wanted * 3 + 10;
+    }
+
+    /// Attempts allowed: three per sample wanted and ten more, since the
+    /// last raise of the target.
+    fn max_attempts(&self) -> usize {
+        self.spent_before + self.wanted * 3 + 10
     }
 
     pub(super) fn done(&self) -> bool {
         self.accepted.len() >= self.wanted
-            || self.accepted.len() + self.rejected.len() >= self.max_attempts
+            || self.accepted.len() + self.rejected.len() >= self.max_attempts()
     }
 
     /// Files one timed batch as accepted or rejected and re-sizes the batch:
