@@ -24,10 +24,7 @@ pub struct EnvArgs {
 }
 
 pub fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
-    let mut env = osbench::env::capture();
-    if args.logs {
-        super::save::add_logs(&mut env);
-    }
+    let env = osbench::env::logs::environment(args.logs.then(super::save::logs_tree).as_ref());
     if args.json {
         let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
         println!("{text}");

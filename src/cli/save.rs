@@ -255,19 +255,10 @@ pub fn logs_tree() -> osbench::env::probe::Sys {
         .map_or_else(osbench::env::probe::Sys::real, osbench::env::probe::Sys::at)
 }
 
-/// Captures the system logs into `env` (from `$OSBENCH_LOGS_ROOT` when set).
-pub fn add_logs(env: &mut osbench::env::Environment) {
-    osbench::env::logs::attach(env, &logs_tree());
-}
-
 impl SaveArgs {
     /// This machine's environment now, with the system logs unless `--no-logs`.
     pub fn environment(&self) -> osbench::env::Environment {
-        let mut env = osbench::env::capture();
-        if self.logs.wanted() {
-            add_logs(&mut env);
-        }
-        env
+        osbench::env::logs::environment(self.logs.wanted().then(logs_tree).as_ref())
     }
 
     /// Before measuring: creates the export files' temporaries (a bad path is an

@@ -170,12 +170,17 @@ pub fn capture(sys: &Sys, release: &str) -> (SystemLogs, Option<String>) {
     (logs, hash)
 }
 
-/// Captures the logs from the tree `sys` into `env`, with the kernel
-/// configuration's hash.
-pub fn attach(env: &mut Environment, sys: &Sys) {
-    let (logs, hash) = capture(sys, &env.kernel);
-    env.logs = Some(logs);
-    env.kconfig_sha256 = hash;
+/// This machine's environment now ([`super::capture`]), with the system
+/// logs read from the tree `logs` (and the kernel configuration's hash)
+/// when given.
+pub fn environment(logs: Option<&Sys>) -> Environment {
+    let mut env = super::capture();
+    if let Some(sys) = logs {
+        let (logs, hash) = capture(sys, &env.kernel);
+        env.logs = Some(logs);
+        env.kconfig_sha256 = hash;
+    }
+    env
 }
 
 /// Fits `archive` within [`ARCHIVE_LIMIT`] (the log's head goes first, then

@@ -50,7 +50,9 @@ pub fn serve(
             Err(e) => Reply::Error(format!(
                 "malformed request ({e}); send one JSON object per line (docs/agent-protocol.md)"
             )),
-            Ok(Request::Env { logs }) => Reply::Env(Box::new(environment(logs, logs_tree))),
+            Ok(Request::Env { logs }) => Reply::Env(Box::new(crate::env::logs::environment(
+                logs.then_some(logs_tree),
+            ))),
             Ok(Request::Run(request)) => match measure(&request, interrupt) {
                 Ok(series) => Reply::Series(Box::new(series)),
                 Err(e) => Reply::Error(e.to_string()),
@@ -64,15 +66,6 @@ pub fn serve(
         say(&reply)?;
     }
     Ok(())
-}
-
-/// This system's environment, with its logs from `tree` when `logs`.
-fn environment(logs: bool, tree: &Sys) -> crate::env::Environment {
-    let mut env = crate::env::capture();
-    if logs {
-        crate::env::logs::attach(&mut env, tree);
-    }
-    env
 }
 
 /// Runs a shell command here, within its timeout (the client bounds the
