@@ -413,12 +413,11 @@ impl Worker {
                 return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
             }
             Ok(false) => {
-                if let Finish::Done { run_id, .. } = &end {
-                    let _ = Store::open_existing(&self.location)
-                        .and_then(|mut s| s.note_cancelled_run(job.id, *run_id));
-                }
                 let stored = match &end {
-                    Finish::Done { run_id, .. } => format!("its run {run_id} is stored, but "),
+                    Finish::Done { run_id, .. } => {
+                        let _ = self.note_run(&job, *run_id);
+                        format!("its run {run_id} is stored, but ")
+                    }
                     _ => format!("{said}, but "),
                 };
                 eprintln!(
@@ -446,8 +445,7 @@ impl Worker {
             );
             return;
         };
-        let noted = Store::open_existing(&self.location)
-            .and_then(|mut s| s.note_cancelled_run(job.id, run_id));
+        let noted = self.note_run(job, run_id);
         eprintln!(
             "osbench: job {}: stopped, as {why}; what it measured is run {run_id} (meta \
              {JOB_META}={}){}",
@@ -459,6 +457,12 @@ impl Worker {
                 Err(e) => format!(" (not noted on the job: {e})"),
             }
         );
+    }
+
+    /// Notes `run_id` on `job`, taken away from this worker, when it was
+    /// cancelled ([`Store::note_cancelled_run`]).
+    fn note_run(&self, job: &JobRow, run_id: i64) -> osbench::Result<bool> {
+        Store::open_existing(&self.location).and_then(|mut s| s.note_cancelled_run(job.id, run_id))
     }
 
     /// How `job` ends now (refused, booted and run, or failed), or why it
