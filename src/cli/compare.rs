@@ -101,7 +101,7 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
     for finding in &comparison.kernel_log {
-        eprintln!("osbench: warning: {finding}");
+        super::warn(finding);
     }
     pending.commit(
         || {

@@ -203,7 +203,7 @@ fn print_config_comparisons(stored: &[(String, Document)], seed: u64) {
                 print!("{}", osbench::report::compare::render_fleet(f, false));
             }
         }
-        Err(e) if !stored.is_empty() => eprintln!("osbench: warning: {e}"),
+        Err(e) if !stored.is_empty() => super::warn(&e.to_string()),
         Err(_) => {}
     }
 }

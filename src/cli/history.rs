@@ -66,7 +66,9 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
             |r| r.started.clone(),
         );
         if left_out > 0 {
-            eprintln!("osbench: warning: {left_out} run(s) without the --order-by key left out");
+            super::warn(&format!(
+                "{left_out} run(s) without the --order-by key left out"
+            ));
         }
         rows = ordered;
     }

@@ -629,6 +629,11 @@ fn stderr_width() -> Option<usize> {
     })
 }
 
+/// `osbench: warning: WHAT` on standard error, wrapped as [`eprint_wrapped`] does.
+fn warn(what: &str) {
+    eprint_wrapped(&format!("osbench: warning: {what}"));
+}
+
 /// `text` on standard error, its long lines wrapped at words to the
 /// terminal's width (as they are, one line each, off a terminal).
 fn eprint_wrapped(text: &str) {
@@ -659,7 +664,7 @@ fn attach_comparison(
         return None;
     }
     let comparison = compare(doc)
-        .inspect_err(|e| eprintln!("osbench: warning: no comparison: {e}"))
+        .inspect_err(|e| warn(&format!("no comparison: {e}")))
         .ok()?;
     doc.comparisons = comparison.records();
     Some(comparison)

@@ -238,7 +238,7 @@ fn histories(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Vec<CaseHisto
         let (runs, left_out) = ordered_case_runs(runs, &order);
         notes.extend(left_out);
         for note in notes {
-            eprintln!("osbench: warning: {bench}:{case}: {note}");
+            super::warn(&format!("{bench}:{case}: {note}"));
         }
         histories.extend(case_histories(&bench, &case, runs, Some(&options)));
     }
@@ -272,7 +272,7 @@ fn env_changes(db: &Store, r: &Regression) -> Vec<osbench::env::SideChange> {
             match db.document(id) {
                 Ok(Some(doc)) => envs.push(doc.env),
                 Ok(None) => {}
-                Err(e) => eprintln!("osbench: warning: environment of run {id} left out: {e}"),
+                Err(e) => super::warn(&format!("environment of run {id} left out: {e}")),
             }
         }
         envs

@@ -129,7 +129,7 @@ impl<'a> Hooked<'a> {
         if let Some(h) = self.hook.as_deref_mut()
             && let Some(warning) = h.lease.renew(h.job)
         {
-            eprintln!("osbench: warning: {warning}");
+            super::warn(&warning);
         }
     }
 }
