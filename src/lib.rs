@@ -23,7 +23,9 @@ pub mod guest;
 pub mod measure;
 pub mod queue;
 pub mod report;
+pub mod rng;
 pub mod stats;
+pub mod stop;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -9,7 +9,7 @@
 use osbench::compare::{self, Options};
 use osbench::document::Document;
 use osbench::report;
-use osbench::stats::SplitMix64;
+use osbench::rng::SplitMix64;
 use osbench::store;
 use serde_json::Value;
 

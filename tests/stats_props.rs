@@ -1,7 +1,8 @@
 //! Property tests of the statistics core: invariants that must hold for any data.
 
+use osbench::rng::SplitMix64;
+use osbench::stats::summarize;
 use osbench::stats::summary::{median, sorted};
-use osbench::stats::{SplitMix64, summarize};
 use proptest::prelude::*;
 
 fn samples() -> impl Strategy<Value = Vec<f64>> {

@@ -41,11 +41,11 @@ use std::os::fd::{AsRawFd, RawFd};
 use tempfile::NamedTempFile;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
+use crate::env::process::limit_hint;
 use crate::error::{Error, Result};
-use crate::measure::limits::limit_hint;
 use crate::measure::placement::Placement;
 use crate::measure::supervise::Supervisor;
-use crate::stats::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// The largest mapping a case may ask for, in pages (4 GiB of 4 KiB pages).
 pub(crate) const MAX_PAGES: i64 = 1 << 20;

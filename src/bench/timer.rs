@@ -20,8 +20,9 @@ use std::fs::File;
 use std::io::Write;
 
 use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
+use crate::env::process::timer_slack_ns;
 use crate::error::{Error, Result};
-use crate::measure::clock::{monotonic_ns, set_timer_slack_ns, timer_slack_ns};
+use crate::measure::clock::{monotonic_ns, set_timer_slack_ns};
 use crate::measure::placement::Placement;
 
 pub static DEF: BenchDef = BenchDef {
@@ -134,7 +135,7 @@ fn recorded(p: &Params) -> Vec<(&'static str, serde_json::Value)> {
     let slack = match (p.int("priority"), slack_asked(p)) {
         (1.., _) => serde_json::Value::from(0),
         (_, Some(ns)) => ns.max(1).into(),
-        (_, None) => crate::measure::clock::timer_slack_ns().map_or_else(
+        (_, None) => timer_slack_ns().map_or_else(
             |e| format!("unavailable: PR_GET_TIMERSLACK: {e}").into(),
             serde_json::Value::from,
         ),

@@ -321,7 +321,7 @@ impl Saving {
             saved.documents.extend(json_dest.clone());
         }
         // A signal from here on (not one that stopped the measuring) stops storing.
-        let _watch = osbench::measure::interrupt::Watch::new();
+        let _watch = osbench::stop::Watch::new();
         let stored = match self.store {
             StoreState::Off => None,
             StoreState::Ready(location) => Some(

@@ -94,7 +94,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
         uml_sysemu: sys.read("/proc/sysemu").ok(),
         perf: None,
         powercap: Vec::new(),
-        timer_slack_ns: crate::measure::clock::timer_slack_ns()
+        timer_slack_ns: super::process::timer_slack_ns()
             .inspect_err(|e| {
                 absent.insert("timer_slack_ns".into(), format!("PR_GET_TIMERSLACK: {e}"));
             })

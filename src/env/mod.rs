@@ -23,6 +23,7 @@ mod diff;
 pub mod logs;
 pub mod pci;
 pub mod probe;
+pub mod process;
 mod types;
 
 pub use activity::{Activity, Load};

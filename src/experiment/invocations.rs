@@ -29,7 +29,7 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::sentinel::Sentinels;
 use crate::measure::{Harness, Interrupt, Meters};
-use crate::stats::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::stats::replicates::{replicate_interval, spread_parts};
 
 /// The environment variable that carries an invocation's heap offset to its agent.

@@ -31,7 +31,7 @@ use crate::guest::Guest;
 use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
-use crate::stats::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::stats::paired::paired_log_ratio_ci;
 use case::CaseEnd;
 pub use case::NOISY_CV;

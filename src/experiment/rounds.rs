@@ -16,7 +16,7 @@ use crate::bench::util::select::Case;
 use crate::document::Series;
 use crate::error::{Error, Result};
 use crate::measure::Clock;
-use crate::stats::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Receives progress; the CLI prints it, tests ignore it.
 pub trait Observer {

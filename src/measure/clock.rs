@@ -37,18 +37,6 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The calling thread's timer slack (`prctl(PR_GET_TIMERSLACK)`), ns: how
-/// much later than asked the kernel may fire a normal (SCHED_OTHER) task's
-/// timers, to group wake-ups (50 µs by default; real-time tasks get none).
-pub fn timer_slack_ns() -> std::io::Result<u64> {
-    // SAFETY: PR_GET_TIMERSLACK takes no pointers; it returns the slack or -1.
-    let r = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(r as u64)
-}
-
 /// Sets the calling thread's timer slack to `ns` (at least 1: the kernel
 /// reads 0 as "back to the default"), as `prctl(PR_SET_TIMERSLACK)`.
 pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {

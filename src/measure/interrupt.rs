@@ -19,74 +19,26 @@
 //! their exit): every wait for them then ends at once, whenever the signal
 //! landed.
 //!
-//! Waits on another system (the PostgreSQL store) hold a [`Watch`]: they give
-//! up at the first stop signal that comes after it was taken, even when an
-//! earlier signal already stopped the measuring, and while one is held a
-//! repeated signal does not end the process at once (the wait itself ends
-//! within a fraction of a second and the run is kept in a file).
+//! Waits on another system (the PostgreSQL store) hold a [`crate::stop::Watch`]:
+//! the handler counts every signal there, and while a watch is held a repeated
+//! signal does not end the process at once.
 //!
 //! An [`Interrupt`] can be nested in another ([`Interrupt::nested`]): set by
 //! its own `set()` or by the outer one, so one stop mechanism serves a stop
 //! signal and a part of the program stopped alone (a cancelled job).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::error::{Error, Result};
 
 /// Set by the signal handler.
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
-/// Stop signals received so far.
-static SIGNALS: AtomicU64 = AtomicU64::new(0);
-
-/// [`Watch`]es held now: while any is, a repeated signal does not `_exit`.
-static WATCHES: AtomicUsize = AtomicUsize::new(0);
-
-/// [`SIGNALS`] when the outermost of the watches held now was taken.
-static WATCH_BASE: AtomicU64 = AtomicU64::new(0);
-
 /// Whether a stop was requested by a signal (for long blocking waits).
 #[inline]
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
-}
-
-/// Held by a wait that gives up on the next stop signal (see the module's notes).
-#[derive(Debug)]
-pub struct Watch {
-    since: u64,
-}
-
-impl Watch {
-    /// Watches for stop signals from now on, or, taken while another watch
-    /// is held, from when that one was taken (so a caller can watch a whole
-    /// step whose parts take watches of their own).
-    pub fn new() -> Self {
-        if WATCHES.fetch_add(1, Ordering::SeqCst) == 0 {
-            WATCH_BASE.store(SIGNALS.load(Ordering::SeqCst), Ordering::SeqCst);
-        }
-        Self {
-            since: WATCH_BASE.load(Ordering::SeqCst),
-        }
-    }
-
-    /// Whether a stop signal came since this watch was taken.
-    pub fn signalled(&self) -> bool {
-        SIGNALS.load(Ordering::SeqCst) > self.since
-    }
-}
-
-impl Default for Watch {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        WATCHES.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// Process groups of live helper processes (0: a free slot), killed by the
@@ -145,8 +97,8 @@ fn kill_group(pgid: libc::pid_t) {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNALS.fetch_add(1, Ordering::SeqCst);
-    if REQUESTED.swap(true, Ordering::SeqCst) && WATCHES.load(Ordering::SeqCst) == 0 {
+    let watched = crate::stop::count_signal();
+    if REQUESTED.swap(true, Ordering::SeqCst) && !watched {
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
     }

@@ -5,6 +5,7 @@
 
 use std::io;
 
+use crate::env::process::limit_hint;
 use crate::error::{Error, Result};
 
 /// fork failed (errno just set): say which limit to raise.
@@ -41,34 +42,12 @@ pub fn thread_error(started: usize, e: io::Error) -> Error {
         Some(libc::EAGAIN) => format!(
             "the thread limit or the address space for its stack was exhausted: raise `ulimit -u` \
              (now {}) or `ulimit -v` (now {}), or the kernel's kernel.threads-max",
-            limit_text(libc::RLIMIT_NPROC),
-            limit_text(libc::RLIMIT_AS)
+            crate::env::process::limit_text(libc::RLIMIT_NPROC),
+            crate::env::process::limit_text(libc::RLIMIT_AS)
         ),
         _ => limit_hint(&e).unwrap_or_else(|| "it failed".to_string()),
     };
     Error::io(format!("starting thread {}: {hint}", started + 1), e)
-}
-
-/// What a resource error's errno says to do, with the limit's current
-/// value; `None` for errors that are not about a limit.
-pub fn limit_hint(e: &io::Error) -> Option<String> {
-    Some(match e.raw_os_error()? {
-        libc::EAGAIN => format!(
-            "the process and thread limit was reached: raise `ulimit -u` (now {}) or the \
-             kernel's kernel.pid_max / kernel.threads-max",
-            limit_text(libc::RLIMIT_NPROC)
-        ),
-        libc::ENOMEM => format!(
-            "out of memory: raise `ulimit -v` (now {}), or use fewer tasks or a smaller working set",
-            limit_text(libc::RLIMIT_AS)
-        ),
-        libc::EMFILE => format!(
-            "the open-file limit is too low (ulimit -n is {}): raise it, e.g. `ulimit -n 65536`",
-            limit_text(libc::RLIMIT_NOFILE)
-        ),
-        libc::ENFILE => "the system-wide file limit (fs.file-max) was reached".to_string(),
-        _ => return None,
-    })
 }
 
 /// Address space a thread takes in osbench's own process (a 16–64 KiB
@@ -134,23 +113,6 @@ pub fn check_address_space(what: &str, threads: usize) -> Result<()> {
         need >> 20,
         limit >> 10
     )))
-}
-
-/// The soft limit as text ("unlimited" or a number).
-fn limit_text(resource: libc::__rlimit_resource_t) -> String {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid out-pointer.
-    if unsafe { libc::getrlimit(resource, &mut lim) } != 0 {
-        return "unknown".into();
-    }
-    if lim.rlim_cur == libc::RLIM_INFINITY {
-        "unlimited".into()
-    } else {
-        lim.rlim_cur.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use crate::document::SentinelReading;
 use crate::measure::clock::monotonic_ns;
-use crate::stats::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::stats::summary::median;
 
 /// Timed repetitions of each sentinel per reading.

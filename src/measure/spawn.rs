@@ -59,7 +59,7 @@ pub fn run_once(program: &Path, argv: &[String], opts: &SpawnOptions) -> Result<
     }
     let start = monotonic_ns();
     let child = cmd.spawn().map_err(|e| {
-        let hint = super::limits::limit_hint(&e).map_or(String::new(), |h| format!(": {h}"));
+        let hint = crate::env::process::limit_hint(&e).map_or(String::new(), |h| format!(": {h}"));
         Error::io(format!("starting '{}'{hint}", program.display()), e)
     })?;
     let pid = child.id() as libc::pid_t;

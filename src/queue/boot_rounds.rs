@@ -25,7 +25,7 @@ use crate::document::{Config, Document, RunInfo, Series, TimeInfo};
 use crate::error::{Error, Result};
 use crate::experiment::rounds::{self, Observer, RoundBody, Silent, StopRule};
 use crate::measure::Clock;
-use crate::stats::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::stats::paired::MOST_ROUNDS;
 
 /// A job's `[boot_rounds]` table: kernels compared over rounds of boots.
@@ -496,7 +496,7 @@ mod tests {
     use crate::compare::{Options, paired};
     use crate::experiment::Plan;
     use crate::measure::{Interrupt, Policy};
-    use crate::stats::rng::log_normal_sample;
+    use crate::rng::log_normal_sample;
     use crate::stats::verdict::Verdict;
 
     #[test]

@@ -30,8 +30,8 @@
 //! estimator, Otava's Student-t replacement of the permutation test, and any
 //! use of the per-run intervals (each run counts as one value, its median).
 
-use super::rng::SplitMix64;
 use super::summary::median;
+use crate::rng::SplitMix64;
 
 /// How the detection is run.
 #[derive(Debug, Clone, Copy, PartialEq)]

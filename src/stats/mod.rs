@@ -1,6 +1,7 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
 //! bimodality check, histograms, unpaired and paired comparisons and their
-//! verdicts, replicate intervals, change points in a history, a seeded PRNG.
+//! verdicts, replicate intervals, change points in a history (their seeded generator is
+//! [`crate::rng`]: an RNG is not statistics).
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
 //! numbers and returns plain numbers, so each can be checked against values
@@ -12,12 +13,10 @@ pub mod histogram;
 pub mod noise;
 pub mod paired;
 pub mod replicates;
-pub mod rng;
 pub mod summary;
 pub mod unpaired;
 pub mod verdict;
 
 pub use ci::{MedianCi, median_ci};
 pub use noise::{Modes, bimodal};
-pub use rng::SplitMix64;
 pub use summary::{Summary, summarize};

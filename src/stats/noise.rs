@@ -108,7 +108,7 @@ pub fn shared_shift(steps: &[(usize, f64)]) -> Option<SharedShift> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// Three cases measured in turn for 20 rounds with 2 % noise; with
     /// `phase`, the host is 20 % slower during rounds 5 to 12.
@@ -121,7 +121,7 @@ mod tests {
                 } else {
                     1.0
                 };
-                let noise = crate::stats::rng::log_normal_sample(rng, 1, 1.0)[0].powf(0.4);
+                let noise = crate::rng::log_normal_sample(rng, 1, 1.0)[0].powf(0.4);
                 steps.push((case, (case + 1) as f64 * 100.0 * slow * noise));
             }
         }

@@ -79,7 +79,7 @@ fn observed_sum(d: &[f64]) -> f64 {
 /// counts as one of the draws).
 fn drawn_sign_flip_p(d: &[f64], draws: usize) -> f64 {
     let observed = observed_sum(d);
-    let mut rng = super::SplitMix64::new(SIGN_FLIP_SEED);
+    let mut rng = crate::rng::SplitMix64::new(SIGN_FLIP_SEED);
     let mut extreme = 0usize;
     for _ in 0..draws {
         let mut sum = 0.0;
@@ -132,7 +132,7 @@ fn log_ratios(baseline: &[f64], candidate: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::SplitMix64;
+    use crate::rng::SplitMix64;
     use crate::stats::verdict::{POWERFUL, Verdict, verdict};
 
     #[test]
@@ -178,7 +178,7 @@ mod tests {
         assert!((t_quantile(0.975, 1000.0) - 1.962_339_1).abs() < 1e-6);
     }
 
-    use crate::stats::rng::log_normal_sample as sample;
+    use crate::rng::log_normal_sample as sample;
 
     #[test]
     fn paired_ratios_cancel_drift_between_rounds() {

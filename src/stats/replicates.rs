@@ -217,7 +217,7 @@ fn t_cdf(t: f64, df: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// A standard normal deviate (Box–Muller) from the project's seeded PRNG.
     fn normal(rng: &mut SplitMix64) -> f64 {

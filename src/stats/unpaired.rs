@@ -12,9 +12,9 @@
 //! Paired series (interleaved rounds) are `stats::paired`'s; what a ratio and
 //! a p-value conclude is `stats::verdict`'s.
 
-use super::SplitMix64;
 use super::summary::{median_of_sorted, sorted};
 use super::verdict::RatioCi;
+use crate::rng::SplitMix64;
 
 /// `erfc(x)`: the complementary error function from `libm` (a port of
 /// musl's, accurate to about one unit in the last place).
@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(mann_whitney_p(&[1.0, 1.0], &[1.0, 1.0]), 1.0);
     }
 
-    use crate::stats::rng::log_normal_sample as sample;
+    use crate::rng::log_normal_sample as sample;
 
     #[test]
     fn a_and_a_rarely_differ_and_the_interval_covers_one() {

@@ -21,7 +21,7 @@
 //! (set to [`STATEMENT_TIMEOUT`] when the server has none) plus [`GRACE`],
 //! and TCP keepalives and `tcp_user_timeout` notice a vanished host (the
 //! URL's `keepalives*` and `tcp_user_timeout` win). A stop signal while it
-//! waits ends the wait ([`crate::measure::interrupt::Watch`]). A connection
+//! waits ends the wait ([`crate::stop::Watch`]). A connection
 //! that timed out or was interrupted is not used again. Left out:
 //! `~/.pgpass`, client certificates, `PGHOST` and the other libpq variables.
 
@@ -52,7 +52,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::pinned::Pinned;
 use super::sql::{Cell, Conn, Dialect, Param, Row};
 use crate::error::{Error, Result};
-use crate::measure::interrupt::Watch;
+use crate::stop::Watch;
 
 /// How long the handshake may take when the URL sets no `connect_timeout`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

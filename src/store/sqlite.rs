@@ -273,7 +273,7 @@ fn cause(e: &rusqlite::Error) -> String {
 fn descriptor_shortage() -> Option<String> {
     match std::fs::File::open("/dev/null") {
         Ok(_) => None,
-        Err(e) => crate::measure::limits::limit_hint(&e),
+        Err(e) => crate::env::process::limit_hint(&e),
     }
 }
 

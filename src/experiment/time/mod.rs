@@ -37,8 +37,8 @@ use crate::error::{Error, Result};
 use crate::measure::energy::{EnergyDomain, Rapl};
 use crate::measure::spawn::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::{Interrupt, Monotonic, Policy, RawSample};
+use crate::rng::SplitMix64;
 use crate::stats::paired::{block_medians, paired_log_ratio_ci};
-use crate::stats::rng::SplitMix64;
 use crate::stats::summary::{median, summarize};
 use command::CommandSpec;
 

@@ -1,7 +1,10 @@
 //! SplitMix64 (Steele, Lea & Flood 2014; Vigna's reference `splitmix64.c`):
 //! a tiny seeded generator so every random choice (case and round order,
 //! bootstrap resampling, permutation tests) is reproducible from the seed in the document,
-//! independent of any crate's version.
+//! independent of any crate's version. It stands at the crate's root, beside
+//! the error type, because statistics (permutations, bootstraps), the harness
+//! (sentinels), benchmarks (fault's page order) and the round loop all draw
+//! from it, and none of those may import another for it.
 
 /// SplitMix64 state.
 #[derive(Debug, Clone)]
