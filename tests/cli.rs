@@ -114,13 +114,13 @@ fn run_prints_all_six_cases_and_writes_every_raw_sample() {
     assert_eq!(doc.series.len(), 6);
     for s in &doc.series {
         assert_eq!(
-            (s.bench.as_str(), s.unit.as_str(), s.config.as_str()),
+            (s.key.bench.as_str(), s.unit.as_str(), s.key.config.as_str()),
             ("syscall", "ns", "default")
         );
         assert_eq!(s.samples.len(), 3);
         assert_eq!(s.raw.len(), 3);
         assert_eq!(s.summary.n, 3);
-        assert_eq!(s.params["case"], s.case.as_str());
+        assert_eq!(s.params["case"], s.key.case.as_str());
         assert_eq!(
             (s.pin.as_str(), s.cpus.len()),
             ("same", 1),
@@ -558,10 +558,13 @@ fn ipc_and_ctx_record_placement_and_mode() {
     let cpus = std::thread::available_parallelism().unwrap().get().min(3);
     for s in &doc.series {
         assert_eq!(s.pin, "spread");
-        assert_eq!(s.cpus.len(), cpus.min(if s.bench == "ipc" { 2 } else { 3 }));
+        assert_eq!(
+            s.cpus.len(),
+            cpus.min(if s.key.bench == "ipc" { 2 } else { 3 })
+        );
     }
     assert_eq!(doc.series[1].params["mode"], "threads");
-    assert_eq!(doc.series[1].case, "3t/0K");
+    assert_eq!(doc.series[1].key.case, "3t/0K");
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
         !table.contains("Context switching"),
@@ -605,7 +608,7 @@ fn messaging_prints_hackbench_time_and_counts_every_message() {
         assert!(
             cpu_ns > 0.05 * wall_ns,
             "{}: {cpu_ns} ns of CPU in {wall_ns} ns",
-            s.case
+            s.key.case
         );
     }
     assert!(helper_processes().is_empty());
@@ -753,7 +756,7 @@ fn proc_runs_all_six_cases() {
         .unwrap()
         .series
         .iter()
-        .map(|s| s.case.clone())
+        .map(|s| s.key.case.clone())
         .collect();
     assert_eq!(
         cases,
@@ -1149,7 +1152,7 @@ fn configurations_run_in_seeded_rounds_and_are_compared_paired() {
             "each round is a permutation of the configurations"
         );
     }
-    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
     assert_eq!(configs, ["a", "b"]);
     assert!(
         doc.series
@@ -1816,8 +1819,8 @@ fn every_io_family_runs_the_cases_list_names() {
         let mut ran: Vec<String> = doc
             .series
             .iter()
-            .filter(|s| s.bench == family)
-            .map(|s| s.case.clone())
+            .filter(|s| s.key.bench == family)
+            .map(|s| s.key.case.clone())
             .collect();
         assert!(!listed.is_empty(), "{family} lists no cases:\n{list}");
         listed.sort();
@@ -1826,19 +1829,19 @@ fn every_io_family_runs_the_cases_list_names() {
     }
     for s in &doc.series {
         // Two asked; one may be set aside on a loaded machine.
-        assert!(!s.samples.is_empty(), "{} {}", s.bench, s.case);
+        assert!(!s.samples.is_empty(), "{} {}", s.key.bench, s.key.case);
         assert!(
             !s.anchor.is_empty(),
             "{} {} names no anchor",
-            s.bench,
-            s.case
+            s.key.bench,
+            s.key.case
         );
-        if s.bench == "stream" || s.bench == "file" {
+        if s.key.bench == "stream" || s.key.bench == "file" {
             assert!(
                 s.bytes_per_op.is_some(),
                 "{} {} is a bandwidth",
-                s.bench,
-                s.case
+                s.key.bench,
+                s.key.case
             );
         }
     }
@@ -1960,10 +1963,10 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     assert!(
         doc.series
             .iter()
-            .any(|s| s.bench == "syscall" && !s.samples.is_empty()),
+            .any(|s| s.key.bench == "syscall" && !s.samples.is_empty()),
         "the case measured before is kept"
     );
-    let fs_series = doc.series.iter().find(|s| s.bench == "fs");
+    let fs_series = doc.series.iter().find(|s| s.key.bench == "fs");
     assert!(
         fs_series.is_some_and(|s| !s.samples.is_empty() && s.noise.iter().any(|n| n == "failed")),
         "the failing case keeps its own samples, flagged: {:?}",

@@ -115,7 +115,7 @@ fn an_a_a_run_shows_one_change_and_intervals_over_its_rounds() {
             (s.summary.ci_low, s.summary.ci_high),
             (lo, hi),
             "{}",
-            s.config
+            s.key.config
         );
     }
     // Progress names the round and the configuration; each warning comes once a case.

@@ -394,7 +394,7 @@ fn each_host_applies_and_restores_its_own_toggles_and_a_failing_set_up_names_its
         let names: Vec<&str> = doc.run.configs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["off", "on"]);
         assert_eq!(doc.run.schedule.len(), 3, "three rounds");
-        let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+        let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
         assert_eq!(configs, ["off", "on"]);
         assert!(doc.series.iter().all(|s| s.rounds.len() == 3));
         // Applied and restored in every round, on this host, in the order

@@ -100,7 +100,7 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
     let out = run_with_guest(&marked_command(mark, &agent), &json, "60");
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = read_document(&json).unwrap();
-    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
     assert_eq!(configs, ["native", "g"]);
     assert!(doc.series.iter().all(|s| s.rounds.len() == 2));
     assert_eq!(doc.run.guests.len(), 1);
@@ -220,7 +220,7 @@ fn a_series_of_another_case_is_refused() {
     // The round order is random: when native ran first, its series is kept alone.
     if json.exists() {
         let doc = read_document(&json).unwrap();
-        let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+        let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
         assert!(
             configs.iter().all(|c| *c == "native"),
             "nothing of g is kept: {configs:?}"
@@ -237,7 +237,7 @@ fn a_series_without_samples_is_refused_and_the_rest_is_kept() {
     // back: the document passes its checks.
     if json.exists() {
         let doc = read_document(&json).unwrap();
-        assert!(!doc.series.is_empty() && doc.series.iter().all(|s| s.config == "native"));
+        assert!(!doc.series.is_empty() && doc.series.iter().all(|s| s.key.config == "native"));
     }
 }
 
@@ -254,7 +254,7 @@ fn a_guest_that_dies_mid_run_keeps_what_was_measured() {
     let doc = read_document(&json).unwrap();
     assert!(!doc.run.complete);
     // Round 1 ran the native case and the guest's first; both are kept.
-    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
     assert_eq!(configs, ["native", "g"], "what was measured before is kept");
 }
 
@@ -333,7 +333,7 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
         "{:?}",
         doc.run.config_env_diff
     );
-    let uml = doc.series.iter().find(|s| s.config == "uml").unwrap();
+    let uml = doc.series.iter().find(|s| s.key.config == "uml").unwrap();
     assert_eq!(uml.rounds.len(), 2);
     assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
 
@@ -522,7 +522,7 @@ fn configurations_share_a_guest_and_set_it_up_inside_interleaved_with_the_host()
         (guest.config.as_str(), guest.configs.clone()),
         ("g", vec!["a".into(), "b".into()])
     );
-    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
     assert_eq!(configs, ["native", "a", "b"]);
     assert!(doc.run.schedule.iter().all(|round| round.len() == 3));
     assert!(
@@ -769,7 +769,7 @@ fn uml_crashing_at_sysemu_0_stops_the_run_naming_it_and_keeps_what_was_measured(
     assert_eq!(doc.run.schedule[0], ["native", "sysemu-2", "sysemu-0"]);
     if out.status.success() {
         // A UML whose run-time switch works: 0 measured like the others.
-        assert!(doc.series.iter().any(|s| s.config == "sysemu-0"));
+        assert!(doc.series.iter().any(|s| s.key.config == "sysemu-0"));
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -779,7 +779,7 @@ fn uml_crashing_at_sysemu_0_stops_the_run_naming_it_and_keeps_what_was_measured(
         err.contains("last console lines"),
         "UML's last words are quoted: {err}"
     );
-    let configs: Vec<&str> = doc.series.iter().map(|s| s.config.as_str()).collect();
+    let configs: Vec<&str> = doc.series.iter().map(|s| s.key.config.as_str()).collect();
     assert_eq!(
         configs,
         ["native", "sysemu-2"],

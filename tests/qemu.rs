@@ -123,7 +123,7 @@ fn a_qemu_guest_boots_the_initramfs_and_measures_emulated() {
     assert!(out.status.success(), "{err}");
     assert_nothing_left(mark);
     let doc = read_document(&json).unwrap();
-    let vm = doc.series.iter().find(|s| s.config == "vm").unwrap();
+    let vm = doc.series.iter().find(|s| s.key.config == "vm").unwrap();
     assert_eq!(vm.rounds.len(), 2);
     let guest = &doc.run.guests[0];
     let cmdline = guest.env.cmdline.as_deref().unwrap_or("");

@@ -591,7 +591,7 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
     let series: Vec<(&str, &str, usize)> = doc
         .series
         .iter()
-        .map(|s| (s.case.as_str(), s.config.as_str(), s.samples.len()))
+        .map(|s| (s.key.case.as_str(), s.key.config.as_str(), s.samples.len()))
         .collect();
     assert!(doc.series.iter().all(|s| s.runs.len() == 6));
     assert_eq!(

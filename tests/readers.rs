@@ -59,7 +59,7 @@ fn pandas_and_duckdb_read_every_case_with_their_defaults() {
     let null_rows: usize = doc
         .series
         .iter()
-        .filter(|s| s.case == "null")
+        .filter(|s| s.key.case == "null")
         .map(|s| s.samples.len())
         .sum();
     assert!(null_rows > 0, "the fixture has the syscall case null");

@@ -157,7 +157,7 @@ fn both_back_ends_answer_alike() {
             let mut doc = variant(i, host);
             if i == 5 {
                 doc.env.kernel = "6.1.0-old".into();
-                doc.series.retain(|s| s.bench == "wakeup");
+                doc.series.retain(|s| s.key.bench == "wakeup");
             }
             assert_eq!(store.insert(&doc).unwrap(), Inserted::New(i as i64 + 1));
         }
@@ -838,9 +838,7 @@ fn nightly_store(store: &mut Store) {
         store.insert(&doc).unwrap();
     }
     let point = osbench::store::FoundPoint {
-        bench: "syscall".into(),
-        case: "null".into(),
-        config: "base".into(),
+        key: osbench::document::CaseKey::new("syscall", "null", "base"),
         host: "alpha".into(),
         unit: "ns".into(),
         run_id: 9,

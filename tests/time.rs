@@ -129,7 +129,7 @@ fn every_run_is_recorded_with_its_own_rusage_in_interleaved_rounds() {
     assert_eq!(doc.series.len(), 2);
     let (b, s) = (&doc.series[0], &doc.series[1]);
     assert_eq!(
-        (b.bench.as_str(), b.case.as_str(), b.unit.as_str()),
+        (b.key.bench.as_str(), b.key.case.as_str(), b.unit.as_str()),
         ("command", big, "s")
     );
     assert_eq!((b.runs.len(), b.samples.len()), (4, 4));
@@ -249,7 +249,7 @@ fn parameter_scans_expand_and_export_in_hyperfines_layout() {
         assert!(last[key].is_number(), "{key}: {last}");
     }
     assert_eq!(last["mean"], doc.series[3].summary.mean);
-    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.key.case.as_str()).collect();
     assert_eq!(cases, ["echo a1", "echo b1", "echo a2", "echo b2"]);
     let params = &doc.series[3].params["parameters"];
     assert_eq!(params["n"], "2");
@@ -310,7 +310,7 @@ fn command_names_label_the_series_and_keep_the_lines() {
         text(&out.stdout)
     );
     let doc = read_document(&json).unwrap();
-    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.key.case.as_str()).collect();
     assert_eq!(cases, ["old", "new0"]);
     assert_eq!(doc.series[1].params["command"], "sleep 0");
 
@@ -739,7 +739,7 @@ fn hyperfines_short_and_long_option_names_mean_what_they_mean_there() {
         "{marks}"
     );
     let doc = read_document(&json).unwrap();
-    let cases: Vec<&str> = doc.series.iter().map(|s| s.case.as_str()).collect();
+    let cases: Vec<&str> = doc.series.iter().map(|s| s.key.case.as_str()).collect();
     assert_eq!(cases, ["true", "exit 0"], "the reference is the baseline");
     assert!(doc.series.iter().all(|s| s.runs.len() == 2));
     // -S sh is --shell: `exit 0` is a shell built-in, timed without error.

@@ -319,8 +319,8 @@ impl Observer for HostLine {
             None => self.say(&format!(
                 "{}: {} {}: {} {}",
                 self.host,
-                s.bench,
-                osbench::report::case_label(&s.case, &s.config),
+                s.key.bench,
+                s.key.short(),
                 fmt_sig(s.summary.median),
                 s.unit.symbol()
             )),

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
-use osbench::report::{blank_numbers, case_label, fmt_pct, fmt_sig};
+use osbench::report::{blank_numbers, fmt_pct, fmt_sig};
 use osbench::stats::noise::shared_shift;
 
 /// Runs shorter than this get no bar.
@@ -316,7 +316,7 @@ impl Observer for Progress {
         if let Mode::Bar { bar, .. } = &self.mode {
             bar.inc(1);
         }
-        let case = format!("{} {}", s.bench, case_label(&s.case, &s.config));
+        let case = s.key.to_string();
         *self.finished.entry(case.clone()).or_default() += 1;
         let id = match self.cases_seen.iter().position(|c| *c == case) {
             Some(id) => id,
@@ -365,7 +365,7 @@ mod tests {
     fn measured(case: &str, config: &str, warnings: &[String]) -> Series {
         let summary = osbench::stats::summarize(&[100.0]).unwrap();
         let mut s = Series::new("syscall", case.into(), Unit::Ns, vec![100.0], summary);
-        s.config = config.into();
+        s.key.config = config.into();
         s.warnings = warnings.to_vec();
         s
     }

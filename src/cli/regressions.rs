@@ -247,9 +247,7 @@ fn histories(args: &RegressionsArgs, db: &Store) -> anyhow::Result<Vec<CaseHisto
 
 fn found_point(r: &Regression) -> FoundPoint {
     FoundPoint {
-        bench: r.bench.clone(),
-        case: r.case.clone(),
-        config: r.config.clone(),
+        key: r.key.clone(),
         host: r.host.clone(),
         unit: r.unit.clone(),
         run_id: r.after.runs[0],

@@ -178,13 +178,7 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
     if hosts.len() < 2 {
         return Vec::new();
     }
-    let name = |r: &super::CaseRow| {
-        format!(
-            "{} {}",
-            r.bench,
-            crate::report::case_label(&r.case, &r.config)
-        )
-    };
+    let name = |r: &super::CaseRow| r.key.to_string();
     let mut cases: Vec<FleetCase> = Vec::new();
     for row in &hosts[0].1.rows {
         let key = name(row);
@@ -347,9 +341,9 @@ mod tests {
             })
             .to_vec();
         let mut off = d.series[0].clone();
-        (off.config, off.slot, off.rounds) = ("off".into(), Some(0), vec![100.0, 101.0, 99.0]);
+        (off.key.config, off.slot, off.rounds) = ("off".into(), Some(0), vec![100.0, 101.0, 99.0]);
         let mut on = off.clone();
-        on.config = "on".into();
+        on.key.config = "on".into();
         on.rounds = off.rounds.iter().map(|r| r * factor).collect();
         d.series = vec![off, on];
         d

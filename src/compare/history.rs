@@ -7,16 +7,14 @@
 //! render the result. Left out: choosing which runs to read (the caller
 //! filters by host and configuration through the store).
 
-use crate::document::Unit;
+use crate::document::{CaseKey, Unit};
 use crate::stats::changepoint::{self, Detection, Options};
 use crate::store::CaseRun;
 
 /// One host's runs of one case in one configuration, and where their level changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseHistory {
-    pub bench: String,
-    pub case: String,
-    pub config: String,
+    pub key: CaseKey,
     /// The experiment of the configuration (`a,b #1f0c3a9e`), named only
     /// where another history of the same host and configuration belongs to
     /// another experiment: it tells them apart.
@@ -71,9 +69,7 @@ pub fn case_histories(
             let medians: Vec<f64> = runs.iter().map(|r| r.median).collect();
             let first = &runs[0];
             CaseHistory {
-                bench: bench.to_string(),
-                case: case.to_string(),
-                config: first.config.clone(),
+                key: CaseKey::new(bench, case, first.config.clone()),
                 experiment: shared.then(|| first.experiment.clone()),
                 host: first.hostname.clone(),
                 unit: unit(&first.unit),
@@ -272,7 +268,7 @@ pub(crate) mod tests {
         let histories = case_histories("syscall", "null", runs, Some(&Options::default()));
         let names: Vec<(&str, &str, usize)> = histories
             .iter()
-            .map(|h| (h.host.as_str(), h.config.as_str(), h.runs.len()))
+            .map(|h| (h.host.as_str(), h.key.config.as_str(), h.runs.len()))
             .collect();
         assert_eq!(
             names,

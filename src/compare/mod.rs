@@ -44,8 +44,7 @@ pub struct Side<'a> {
     pub docs: Vec<&'a Document>,
 }
 
-/// The key a series is matched by: benchmark, case, configuration.
-pub type CaseKey = (String, String, String);
+pub use crate::document::CaseKey;
 
 /// The spread of single invocations of each case, from stored runs of it on
 /// the same host and kernel ([`Prior::from_runs`]), for comparisons whose
@@ -81,9 +80,7 @@ impl Default for Options {
 /// One case as seen in every document, in document order.
 #[derive(Debug, Clone)]
 pub struct CaseRow {
-    pub bench: String,
-    pub case: String,
-    pub config: String,
+    pub key: CaseKey,
     pub unit: Unit,
     /// Bandwidth cases: the bytes one operation moves (the sides' medians
     /// are shown as MB/s too; the ratio stays one of times, so a higher
@@ -199,7 +196,7 @@ pub struct Comparison {
 }
 
 pub fn key(s: &Series) -> CaseKey {
-    (s.bench.clone(), s.case.clone(), s.config.clone())
+    s.key.clone()
 }
 
 /// Compares `docs` (label, document), the first being the baseline, each
@@ -286,7 +283,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
             continue;
         }
         seen.push(k.clone());
-        let name = crate::report::case_label(&format!("{} {}", k.0, k.1), &k.2);
+        let name = k.to_string();
         match compare_case(sides, &labels, &name, k, priors)? {
             CaseOutcome::Row(row) => rows.push(row),
             CaseOutcome::Missing(lacking) => missing.push((name, lacking)),
@@ -382,9 +379,7 @@ fn compare_case(
         )));
     }
     Ok(CaseOutcome::Row(CaseRow {
-        bench: k.0,
-        case: k.1,
-        config: k.2,
+        key: k,
         unit: first_unit,
         bytes_per_op: found[0].series[0].bytes_per_op,
         summaries: found.iter().map(|f| f.summary.clone()).collect(),
@@ -488,16 +483,21 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         ));
     }
     let mut rows = Vec::new();
-    for base in doc.series.iter().filter(|s| s.config == names[0]) {
+    for base in doc.series.iter().filter(|s| s.key.config == names[0]) {
         // The same selected case in every configuration (by slot: a configuration
         // may have changed its parameters, and so its name).
         let same_case = |s: &&Series| match (s.slot, base.slot) {
             (Some(a), Some(b)) => a == b,
-            _ => s.bench == base.bench && s.case == base.case,
+            _ => s.key.bench == base.key.bench && s.key.case == base.key.case,
         };
         let sides: Vec<&Series> = names
             .iter()
-            .filter_map(|n| doc.series.iter().filter(|s| s.config == *n).find(same_case))
+            .filter_map(|n| {
+                doc.series
+                    .iter()
+                    .filter(|s| s.key.config == *n)
+                    .find(same_case)
+            })
             .collect();
         let rounds = sides.iter().map(|s| s.rounds.len()).min().unwrap_or(0);
         if sides.len() < names.len() || rounds < 2 {
@@ -517,9 +517,11 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             })
             .collect();
         rows.push(CaseRow {
-            bench: base.bench.clone(),
-            case: base.case.clone(),
-            config: DEFAULT_CONFIG.into(),
+            key: CaseKey::new(
+                base.key.bench.clone(),
+                base.key.case.clone(),
+                DEFAULT_CONFIG,
+            ),
             unit: base.unit,
             bytes_per_op: base.bytes_per_op,
             summaries: sides
@@ -579,7 +581,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
     let sides: Vec<&Series> = doc
         .series
         .iter()
-        .filter(|s| s.bench == COMMAND_BENCH)
+        .filter(|s| s.key.bench == COMMAND_BENCH)
         .collect();
     let rounds = sides.iter().map(|s| s.samples.len()).min().unwrap_or(0);
     if sides.len() < 2 || rounds < 2 {
@@ -602,9 +604,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         })
         .collect();
     let mut rows = vec![CaseRow {
-        bench: COMMAND_BENCH.into(),
-        case: "wall time".into(),
-        config: DEFAULT_CONFIG.into(),
+        key: CaseKey::new(COMMAND_BENCH, "wall time", DEFAULT_CONFIG),
         unit: sides[0].unit,
         bytes_per_op: None,
         summaries: sides
@@ -620,7 +620,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         base.len()
     );
     Ok(Comparison {
-        labels: sides.iter().map(|s| s.case.clone()).collect(),
+        labels: sides.iter().map(|s| s.key.case.clone()).collect(),
         rows,
         missing: Vec::new(),
         not_compared: Vec::new(),
@@ -695,8 +695,8 @@ impl Comparison {
                     .iter()
                     .zip(&self.labels[1..])
                     .map(|(ch, candidate)| ComparisonRecord {
-                        bench: row.bench.clone(),
-                        case: row.case.clone(),
+                        bench: row.key.bench.clone(),
+                        case: row.key.case.clone(),
                         baseline: self.labels[0].clone(),
                         candidate: candidate.clone(),
                         ratio: ch.ci.ratio,

@@ -17,6 +17,7 @@
 use serde::Serialize;
 
 use super::history::CaseHistory;
+use crate::document::CaseKey;
 use crate::env::SideChange;
 use crate::stats::changepoint::{ChangePoint, Detection};
 use crate::store::CaseRun;
@@ -93,9 +94,9 @@ impl Level {
 pub struct Regression {
     /// Its id in the store's `change_points` (0 until recorded).
     pub id: i64,
-    pub bench: String,
-    pub case: String,
-    pub config: String,
+    /// Written as the fields `bench`, `case`, `config`.
+    #[serde(flatten)]
+    pub key: CaseKey,
     pub host: String,
     /// The medians' unit as documents name it.
     pub unit: String,
@@ -122,9 +123,9 @@ impl Regression {
     pub fn is_same_change(&self, earlier: &crate::store::FoundPoint) -> bool {
         let before = &self.before.runs[self.before.runs.len().saturating_sub(SAME_CHANGE_RUNS)..];
         let after = &self.after.runs[..self.after.runs.len().min(SAME_CHANGE_RUNS + 1)];
-        earlier.bench == self.bench
-            && earlier.case == self.case
-            && earlier.config == self.config
+        earlier.key.bench == self.key.bench
+            && earlier.key.case == self.key.case
+            && earlier.key.config == self.key.config
             && earlier.host == self.host
             && (earlier.direction == "slower") == self.slower
             && (before.contains(&earlier.run_id) || after.contains(&earlier.run_id))
@@ -170,9 +171,7 @@ pub fn sweep(histories: &[CaseHistory], options: &SweepOptions) -> Vec<Regressio
 fn regression(h: &CaseHistory, p: &ChangePoint, start: usize, end: usize, key: &str) -> Regression {
     Regression {
         id: 0,
-        bench: h.bench.clone(),
-        case: h.case.clone(),
-        config: h.config.clone(),
+        key: h.key.clone(),
         host: h.host.clone(),
         unit: h.runs[p.index].unit.clone(),
         before: Level::of(&h.runs[start..p.index], p.before, key),
@@ -266,9 +265,7 @@ mod tests {
         let found = sweep(&fleet(), &options(Window::Last(2), 0.05));
         let r = &found[0];
         let earlier = |run_id: i64, direction: &str, host: &str| crate::store::FoundPoint {
-            bench: "syscall".into(),
-            case: "null".into(),
-            config: "default".into(),
+            key: CaseKey::new("syscall", "null", "default"),
             host: host.into(),
             unit: "ns".into(),
             run_id,

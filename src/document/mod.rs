@@ -14,6 +14,7 @@ use crate::env::Environment;
 use crate::stats::Summary;
 use crate::stats::histogram::{Buckets, Quantiles};
 
+mod case_key;
 mod config;
 mod invocation;
 pub mod meta;
@@ -22,6 +23,7 @@ mod sample;
 mod unit;
 pub mod validate;
 
+pub use case_key::CaseKey;
 pub use config::{
     BootParameter, Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, InitHandOff, Override, TimeInfo,
 };
@@ -92,6 +94,18 @@ pub struct ComparisonRecord {
     /// What the test was replicated over; absent from documents before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicated: Option<Replication>,
+}
+
+impl ComparisonRecord {
+    /// The verdict in words: as the terminal showed it, or its value in
+    /// documents written before the words were kept.
+    pub fn words(&self) -> &str {
+        if self.verdict_words.is_empty() {
+            self.verdict.as_str()
+        } else {
+            &self.verdict_words
+        }
+    }
 }
 
 /// A case sampled to a precision target (`run --target-ci` without configurations).
@@ -184,10 +198,11 @@ pub struct RunInfo {
 /// Everything measured for one case under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
-    pub bench: String,
-    pub case: String,
-    /// The configuration's name; [`DEFAULT_CONFIG`] in a run without configurations.
-    pub config: String,
+    /// Benchmark, case and configuration, written as the fields `bench`,
+    /// `case` and `config` (the configuration's name; [`DEFAULT_CONFIG`] in a
+    /// run without configurations).
+    #[serde(flatten)]
+    pub key: CaseKey,
     pub params: Map<String, Value>,
     /// Written "ns", "us" or "s".
     pub unit: Unit,
@@ -310,9 +325,7 @@ impl Series {
     /// operation per iteration, no placement, nothing subtracted.
     pub fn new(bench: &str, case: String, unit: Unit, samples: Vec<f64>, summary: Summary) -> Self {
         Self {
-            bench: bench.to_string(),
-            case,
-            config: DEFAULT_CONFIG.into(),
+            key: CaseKey::new(bench, case, DEFAULT_CONFIG),
             params: Map::new(),
             unit,
             op: String::new(),

@@ -21,9 +21,9 @@ pub fn validate(doc: &Document) -> Result<(), String> {
             format!(
                 "series {} (bench {}, case {}, config {}): {problem}",
                 i + 1,
-                s.bench,
-                s.case,
-                s.config
+                s.key.bench,
+                s.key.case,
+                s.key.config
             )
         })?;
     }

@@ -166,7 +166,7 @@ mod tests {
         let Reply::Series(s) = &replies[2] else {
             panic!("{:?}", replies[2]);
         };
-        assert_eq!((s.bench.as_str(), s.samples.len()), ("spin", 3));
+        assert_eq!((s.key.bench.as_str(), s.samples.len()), ("spin", 3));
         assert_eq!(replies[3], Reply::Bye {});
     }
 

@@ -146,8 +146,15 @@ fn add_invocation(merged: &mut Vec<Series>, mut new: Series) {
     new.invocations = vec![new.summary.median];
     new.invocation_samples = vec![new.samples.len()];
     let found = merged.iter_mut().find(|s| {
-        (s.bench.as_str(), s.case.as_str(), s.config.as_str())
-            == (new.bench.as_str(), new.case.as_str(), new.config.as_str())
+        (
+            s.key.bench.as_str(),
+            s.key.case.as_str(),
+            s.key.config.as_str(),
+        ) == (
+            new.key.bench.as_str(),
+            new.key.case.as_str(),
+            new.key.config.as_str(),
+        )
     });
     let Some(s) = found else {
         merged.push(new);
@@ -233,7 +240,7 @@ pub(super) fn wait_for_perf_hooks(meters: &Meters, interrupt: &Interrupt) -> f64
 }
 
 fn is_case(s: &Series, case: &Case) -> bool {
-    s.bench == case.def.name && s.case == case.name() && s.config == DEFAULT_CONFIG
+    s.key.bench == case.def.name && s.key.case == case.name() && s.key.config == DEFAULT_CONFIG
 }
 
 /// The run's record: the plan as it ran, its invocations and their findings.

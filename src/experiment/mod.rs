@@ -640,7 +640,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let (mut series, end) = self
             .measure(ci, case, pin)
             .inspect_err(|e| observer.case_failed(e))?;
-        series.config = config.name.clone();
+        series.key.config = config.name.clone();
         series.slot = (!plan.configs.is_empty()).then_some(idx);
         observer.case_finished(&series);
         case::merge(&mut self.done, (ci, idx), series);
@@ -1050,7 +1050,7 @@ mod tests {
         let names: Vec<(&str, &str)> = doc
             .series
             .iter()
-            .map(|s| (s.config.as_str(), s.case.as_str()))
+            .map(|s| (s.key.config.as_str(), s.key.case.as_str()))
             .collect();
         assert_eq!(
             names,
@@ -1073,7 +1073,7 @@ mod tests {
         assert!(!out.document.run.complete);
         assert_eq!(std::fs::read_to_string(&mark).unwrap(), "b\n");
         // Whatever configuration "a" measured before "b" failed is kept.
-        assert!(out.document.series.iter().all(|s| s.config == "a"));
+        assert!(out.document.series.iter().all(|s| s.key.config == "a"));
     }
 
     #[test]

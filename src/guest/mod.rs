@@ -216,12 +216,12 @@ impl Guest {
         self.send(&Request::Run(request))?;
         match self.reply(timeout, interrupt, &format!("to measure {selector}"))? {
             Reply::Series(series)
-                if (series.bench.as_str(), series.case.as_str()) != (bench, case) =>
+                if (series.key.bench.as_str(), series.key.case.as_str()) != (bench, case) =>
             {
                 Err(self.fail(format!(
                     "asked to measure {selector}, the guest's agent answered with a series of \
                      {} {}",
-                    series.bench, series.case
+                    series.key.bench, series.key.case
                 )))
             }
             Reply::Series(series) => match crate::document::validate::series(&series) {

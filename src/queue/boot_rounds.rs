@@ -238,7 +238,7 @@ fn check(names: &[String], boots: &[BootRun]) -> Result<()> {
             .document
             .series
             .iter()
-            .map(|s| s.config.as_str())
+            .map(|s| s.key.config.as_str())
             .collect();
         if run.configs.len() > 1 || configs.iter().any(|c| *c != configs[0]) {
             return refuse(format!(
@@ -288,7 +288,7 @@ fn merged_series(
     rounds: &[Vec<&BootRun>],
     audit: &mut Vec<String>,
 ) -> Vec<Series> {
-    let case = |s: &Series| (s.bench.clone(), s.case.clone());
+    let case = |s: &Series| (s.key.bench.clone(), s.key.case.clone());
     let mut slots: Vec<(String, String)> = Vec::new();
     for s in rounds.iter().flatten().flat_map(|b| &b.document.series) {
         if !slots.contains(&case(s)) {
@@ -323,7 +323,7 @@ fn merged_series(
             }
             for (b, s) in boots.iter().zip(found) {
                 let mut s = s.expect("every boot has it").clone();
-                s.config = names[b.kernel].clone();
+                s.key.config = names[b.kernel].clone();
                 s.slot = Some(slot);
                 measured.push(((b.kernel, slot), s));
             }
@@ -653,7 +653,7 @@ mod tests {
         assert_eq!(run.schedule.len(), 10);
         assert_eq!(doc.series.len(), 4);
         for s in &doc.series {
-            assert_eq!(s.rounds.len(), 10, "{}", s.case);
+            assert_eq!(s.rounds.len(), 10, "{}", s.key.case);
             assert_eq!(s.round_samples, [4; 10]);
             assert!(s.slot.is_some());
         }
@@ -715,8 +715,8 @@ mod tests {
         );
         assert_eq!(doc.run.schedule.len(), 3);
         for s in &doc.series {
-            let rounds = if s.case == lost.case { 2 } else { 3 };
-            assert_eq!(s.rounds.len(), rounds, "{} {}", s.config, s.case);
+            let rounds = if s.key.case == lost.key.case { 2 } else { 3 };
+            assert_eq!(s.rounds.len(), rounds, "{} {}", s.key.config, s.key.case);
         }
         assert!(
             doc.run

@@ -19,7 +19,7 @@ use crate::document::{DEFAULT_CONFIG, Document, Series};
 fn case_us(series: &[&Series], bench: &str, case: &str) -> Option<f64> {
     let s = series
         .iter()
-        .find(|s| s.bench == bench && s.case == case && s.params.get("mode").is_none())?;
+        .find(|s| s.key.bench == bench && s.key.case == case && s.params.get("mode").is_none())?;
     Some(s.summary.median * s.unit.ns() / 1e3)
 }
 
@@ -67,7 +67,7 @@ pub fn lock_prefix(doc: &Document) -> Option<Body> {
     let median = |bench: &str, case: &str| {
         doc.series
             .iter()
-            .find(|s| s.bench == bench && s.case == case)
+            .find(|s| s.key.bench == bench && s.key.case == case)
             .map(|s| s.summary.median)
     };
     let (plain, locked) = (median("atomic", "plain")?, median("atomic", "locked")?);
@@ -87,7 +87,7 @@ pub fn lock_prefix(doc: &Document) -> Option<Body> {
 /// milliseconds truncated as hackbench prints them).
 pub fn hackbench(doc: &Document) -> Option<Body> {
     let mut out = String::new();
-    for s in doc.series.iter().filter(|s| s.bench == "messaging") {
+    for s in doc.series.iter().filter(|s| s.key.bench == "messaging") {
         let m = &s.summary;
         let time = (m.median * 1000.0).floor() / 1000.0;
         let _ = writeln!(
@@ -163,17 +163,16 @@ fn ctx_rows(series: &[Series]) -> Vec<CtxRow> {
             .position(|&(p, k)| param(s, "procs") == Some(p) && param(s, "size") == Some(k))
     };
     let mut rows: Vec<CtxRow> = Vec::new();
-    for s in series.iter().filter(|s| s.bench == "ctx") {
+    for s in series.iter().filter(|s| s.key.bench == "ctx") {
         let Some(cell) = cell_of(s) else { continue };
         let mode = ctx_mode(s);
-        let i = match rows
-            .iter()
-            .position(|r| (&r.0, r.1.as_str(), r.2.as_str()) == (&s.config, mode, s.pin.as_str()))
-        {
+        let i = match rows.iter().position(|r| {
+            (&r.0, r.1.as_str(), r.2.as_str()) == (&s.key.config, mode, s.pin.as_str())
+        }) {
             Some(i) => i,
             None => {
                 rows.push((
-                    s.config.clone(),
+                    s.key.config.clone(),
                     mode.to_string(),
                     s.pin.to_string(),
                     [None; 7],
@@ -200,7 +199,7 @@ struct Column {
 /// (values as they are written in the document: numbers or words).
 fn find<'a>(series: &[&'a Series], bench: &str, params: &[(&str, &str)]) -> Option<&'a Series> {
     series.iter().copied().find(|s| {
-        s.bench == bench
+        s.key.bench == bench
             && params.iter().all(|(k, v)| {
                 s.params.get(*k).is_some_and(|p| match p {
                     serde_json::Value::String(text) => text == v,
@@ -237,14 +236,18 @@ fn fit(v: f64, width: usize) -> String {
 fn lmbench_table(doc: &Document, title: &str, footnote: &str, columns: &[Column]) -> Option<Body> {
     let mut configs: Vec<&str> = Vec::new();
     for s in &doc.series {
-        if !configs.contains(&s.config.as_str()) {
-            configs.push(&s.config);
+        if !configs.contains(&s.key.config.as_str()) {
+            configs.push(&s.key.config);
         }
     }
     let rows: Vec<(&str, Vec<Option<f64>>)> = configs
         .into_iter()
         .map(|config| {
-            let series: Vec<&Series> = doc.series.iter().filter(|s| s.config == config).collect();
+            let series: Vec<&Series> = doc
+                .series
+                .iter()
+                .filter(|s| s.key.config == config)
+                .collect();
             (config, columns.iter().map(|c| (c.value)(&series)).collect())
         })
         .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
@@ -374,7 +377,7 @@ fn file_reread(series: &[&Series]) -> Option<f64> {
     };
     let s = series
         .iter()
-        .filter(|s| s.bench == "file" && s.params.get("io").is_some_and(|v| v == "read"))
+        .filter(|s| s.key.bench == "file" && s.params.get("io").is_some_and(|v| v == "read"))
         .filter(|s| s.params.get("sum").is_some_and(|v| v == "yes"))
         .filter(|s| chunk_bytes(s) == Some(65536.0))
         .max_by_key(|s| pages(s))?;
@@ -558,9 +561,9 @@ mod tests {
         unit: Unit,
     ) {
         let mut s = doc.series[0].clone();
-        s.bench = bench.into();
-        s.case = case.into();
-        s.config = DEFAULT_CONFIG.into();
+        s.key.bench = bench.into();
+        s.key.case = case.into();
+        s.key.config = DEFAULT_CONFIG.into();
         s.params = params.as_object().unwrap().clone();
         s.unit = unit;
         s.summary.median = median;
@@ -578,7 +581,7 @@ mod tests {
     #[test]
     fn the_io_families_fill_lmbench_columns() {
         let mut doc = crate::report::fixture();
-        doc.series.retain(|s| s.bench != "ctx");
+        doc.series.retain(|s| s.key.bench != "ctx");
         let stream = |kind: &str| json!({"kind": kind, "chunk": 65536, "mode": "processes"});
         // 10,485,760 B in 3,000 µs: 3495 MB/s.
         plant(&mut doc, "stream", "pipe", stream("pipe"), 3000.0, Unit::Us);
@@ -641,7 +644,7 @@ mod tests {
     #[test]
     fn the_vm_table_fills_lmbench_columns_with_its_subtractions() {
         let mut doc = crate::report::fixture();
-        doc.series.retain(|s| s.bench != "syscall");
+        doc.series.retain(|s| s.key.bench != "syscall");
         let mut at = |bench: &str, case: &str, median: f64| {
             plant(&mut doc, bench, case, json!({}), median, Unit::Us);
         };
@@ -662,16 +665,16 @@ mod tests {
         let terms = text(lmbench_processor(&doc));
         assert!(terms.contains("sig hndl 1.500"), "{terms}");
         doc.series
-            .retain(|s| s.bench != "mmap" && s.bench != "fault");
+            .retain(|s| s.key.bench != "mmap" && s.key.bench != "fault");
         doc.series
-            .retain(|s| !(s.bench == "signal" && s.case == "prot"));
+            .retain(|s| !(s.key.bench == "signal" && s.key.case == "prot"));
         assert!(lmbench_file_vm(&doc).is_none());
     }
 
     #[test]
     fn no_io_series_no_io_tables() {
         let mut doc = crate::report::fixture();
-        doc.series.retain(|s| s.bench != "ctx");
+        doc.series.retain(|s| s.key.bench != "ctx");
         assert!(lmbench_bandwidth(&doc).is_none());
         assert!(lmbench_file_vm(&doc).is_none());
         assert!(lmbench_latencies(&doc).is_none());

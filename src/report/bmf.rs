@@ -14,8 +14,6 @@ use crate::compare::Comparison;
 use crate::document::{Document, Unit};
 use crate::stats::Summary;
 
-use super::case_label;
-
 /// The measures of one summary.
 fn measures(summary: &Summary, unit: Unit, bytes_per_op: Option<f64>) -> Value {
     let ns = |x: f64| x * unit.ns();
@@ -54,7 +52,7 @@ fn finish(benchmarks: Map<String, Value>) -> Vec<u8> {
 pub fn run(doc: &Document) -> Vec<u8> {
     let mut benchmarks = Map::new();
     for s in &doc.series {
-        let name = format!("{}: {}", s.bench, case_label(&s.case, &s.config));
+        let name = format!("{}: {}", s.key.bench, s.key.short());
         benchmarks.insert(name, measures(&s.summary, s.unit, s.bytes_per_op));
     }
     finish(benchmarks)
@@ -65,11 +63,7 @@ pub fn comparison(c: &Comparison) -> Vec<u8> {
     let mut benchmarks = Map::new();
     for row in &c.rows {
         for (summary, run) in row.summaries.iter().zip(&c.labels) {
-            let name = format!(
-                "{}: {} @ {run}",
-                row.bench,
-                case_label(&row.case, &row.config)
-            );
+            let name = format!("{}: {} @ {run}", row.key.bench, row.key.short());
             benchmarks.insert(name, measures(summary, row.unit, row.bytes_per_op));
         }
     }

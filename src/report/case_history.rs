@@ -6,7 +6,7 @@
 //! ([`crate::compare::history`]) and the plot ([`super::plot::history_plot`]).
 
 use super::sections::Table;
-use super::{case_label, decimals_for, fmt_fixed, fmt_pct, fmt_sig};
+use super::{decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};
 
@@ -16,8 +16,8 @@ use crate::stats::changepoint::{ChangePoint, Changes, Detection};
 pub fn title(h: &CaseHistory) -> String {
     format!(
         "{} {} on {}{}",
-        h.bench,
-        case_label(&h.case, &h.config),
+        h.key.bench,
+        h.key.short(),
         h.host,
         h.experiment
             .as_ref()

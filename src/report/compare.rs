@@ -31,8 +31,8 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         let _ = writeln!(
             out,
             "{} {} ({unit}, {} and 95% CI)",
-            row.bench,
-            super::case_label(&row.case, &row.config),
+            row.key.bench,
+            row.key.short(),
             c.centre
         );
         for (l, s) in letters.iter().zip(&row.summaries) {
@@ -140,11 +140,7 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
     for row in &c.rows {
         let (factor, unit) = super::readable_scale(row.unit, row.summaries.iter().map(|s| s.mean));
         let d = decimals_for(row.summaries[0].mean * factor);
-        let mut cells = vec![format!(
-            "{} {}",
-            row.bench,
-            super::case_label(&row.case, &row.config)
-        )];
+        let mut cells = vec![row.key.to_string()];
         cells.extend(row.summaries.iter().map(|s| {
             format!(
                 "{} ± {}",
@@ -195,21 +191,16 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
         return out;
     };
     for row in &first.rows {
-        let name = format!(
-            "{} {}",
-            row.bench,
-            super::case_label(&row.case, &row.config)
-        );
+        let name = row.key.to_string();
         let _ = writeln!(out, "\n{name} ({}, medians)", row.unit.symbol());
         let header = ["host", "A", "B", "B/A", "95% CI", "change", "p", "verdict"];
         let numeric = [false, true, true, true, true, true, true, false];
         let mut cells: Vec<Vec<String>> = Vec::new();
         for (host, c) in &f.hosts {
-            let Some(r) = c
-                .rows
-                .iter()
-                .find(|r| (&r.bench, &r.case, &r.config) == (&row.bench, &row.case, &row.config))
-            else {
+            let Some(r) = c.rows.iter().find(|r| {
+                (&r.key.bench, &r.key.case, &r.key.config)
+                    == (&row.key.bench, &row.key.case, &row.key.config)
+            }) else {
                 cells.push(vec![
                     host.clone(),
                     "-".into(),
@@ -364,7 +355,11 @@ pub fn precision_lines(c: Option<&Comparison>, stopped_by: &str) -> String {
     for row in &c.rows {
         for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
             let half = ch.ci.relative_half_width() * 100.0;
-            let _ = writeln!(out, "  {} {} {label}: ±{half:.2}%", row.bench, row.case);
+            let _ = writeln!(
+                out,
+                "  {} {} {label}: ±{half:.2}%",
+                row.key.bench, row.key.case
+            );
         }
     }
     out
@@ -396,8 +391,8 @@ pub fn target_lines(doc: &crate::document::Document) -> String {
             } else {
                 "NOT reached"
             },
-            s.bench,
-            super::case_label(&s.case, &s.config),
+            s.key.bench,
+            s.key.short(),
             t.stopped_by
         );
     }
@@ -433,7 +428,10 @@ mod tests {
         );
         assert_eq!(lines.len(), 2 + c.rows.len());
         let row = &c.rows[0];
-        assert!(lines[2].starts_with(&format!("  {} {} after.json: ±", row.bench, row.case)));
+        assert!(lines[2].starts_with(&format!(
+            "  {} {} after.json: ±",
+            row.key.bench, row.key.case
+        )));
         assert!(text.ends_with("%\n"), "{text}");
     }
 
@@ -450,14 +448,14 @@ mod tests {
         assert!(line.contains("B vs A: +mitigations=off -quiet"), "{line}");
         assert!(!line.contains("UUID"), "{line}");
         let summary = &text[text.rfind("benchmark").unwrap()..];
-        let tagged: Vec<_> = c.rows.iter().filter(|r| r.config != "default").collect();
+        let tagged: Vec<_> = c
+            .rows
+            .iter()
+            .filter(|r| r.key.config != "default")
+            .collect();
         assert!(!tagged.is_empty());
         for r in tagged {
-            let name = format!(
-                "{} {}",
-                r.bench,
-                super::super::case_label(&r.case, &r.config)
-            );
+            let name = r.key.to_string();
             assert!(summary.contains(&name), "{name} not in {summary}");
         }
     }

@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use super::fmt_sig;
 use super::sections::{Block, Body, Table};
-use super::{case_label, fmt_sig};
 use crate::document::{Document, Series};
 
 /// The counters section of `doc`, if anything was counted or found
@@ -72,7 +72,7 @@ pub fn section(doc: &Document) -> Option<Body> {
             rows: counted.iter().map(|s| row(s, tlb, seconds)).collect(),
             cases: counted
                 .iter()
-                .map(|s| (s.case.clone(), s.config.clone()))
+                .map(|s| (s.key.case.clone(), s.key.config.clone()))
                 .collect(),
         }));
     }
@@ -107,13 +107,13 @@ fn energy(series: &[Series]) -> Vec<Block> {
         .flat_map(|s| {
             s.energy.iter().map(|(zone, e)| {
                 let row = vec![
-                    s.bench.clone(),
-                    case_label(&s.case, &s.config),
+                    s.key.bench.clone(),
+                    s.key.short().to_string(),
                     zone.clone(),
                     fmt_sig(e.joules_per_op.mean),
                     fmt_sig(e.watts.mean),
                 ];
-                (row, (s.case.clone(), s.config.clone()))
+                (row, (s.key.case.clone(), s.key.config.clone()))
             })
         })
         .unzip();
@@ -143,9 +143,9 @@ fn row(s: &Series, tlb: bool, seconds: (f64, &str)) -> Vec<String> {
         (Some(u), Some(k)) if u + k > 0.0 => format!("{:.0}%", k / (u + k) * 100.0),
         _ => "n/a".to_string(),
     };
-    let case = case_label(&s.case, &s.config);
+    let case = s.key.short().to_string();
     let mut cells = vec![
-        s.bench.clone(),
+        s.key.bench.clone(),
         case,
         cell(user.map(|v| v / unit_ns)),
         cell(sys.map(|v| v / unit_ns)),

@@ -63,9 +63,9 @@ pub fn run(doc: &Document) -> String {
                 .as_ref()
                 .map_or_else(String::new, |r| r[i].to_string());
             let mut record: Vec<String> = vec![
-                name(&s.bench).into(),
-                name(&s.case).into(),
-                name(&s.config).into(),
+                name(&s.key.bench).into(),
+                name(&s.key.case).into(),
+                name(&s.key.config).into(),
                 round,
                 (i + 1).to_string(),
                 value.to_string(),
@@ -179,9 +179,9 @@ pub fn comparison(c: &Comparison) -> String {
             ]
             .map(|x| x.to_string());
             let mut record: Vec<Cow<str>> = vec![
-                name(&row.bench),
-                name(&row.case),
-                name(&row.config),
+                name(&row.key.bench),
+                name(&row.key.case),
+                name(&row.key.config),
                 row.unit.as_str().into(),
                 name(&c.labels[0]),
             ];
@@ -237,7 +237,7 @@ mod tests {
     fn commas_quotes_and_line_breaks_read_back_as_written() {
         let (_, mut doc) = crate::store::fixture();
         doc.series.truncate(1);
-        doc.series[0].config = "a, \"b\"\nc".into();
+        doc.series[0].key.config = "a, \"b\"\nc".into();
         let text = run(&doc);
         assert!(text.contains("\"a, \"\"b\"\"\nc\""), "{text}");
         let mut reader = ::csv::Reader::from_reader(text.as_bytes());
@@ -274,10 +274,10 @@ mod tests {
     #[test]
     fn no_name_reads_as_missing_in_pandas_or_r() {
         let (_, mut doc) = crate::store::fixture();
-        doc.series[0].case = "null".into(); // syscall's own case name
-        doc.series[1].config = "NA".into(); // R's only missing value
+        doc.series[0].key.case = "null".into(); // syscall's own case name
+        doc.series[1].key.config = "NA".into(); // R's only missing value
         for s in &mut doc.series[2..] {
-            s.case = "None".into();
+            s.key.case = "None".into();
         }
         let text = run(&doc);
         let (header, rows) = read_like_pandas(&text);
@@ -324,8 +324,8 @@ mod tests {
         let (_, mut doc) = crate::store::fixture();
         doc.series.truncate(1);
         let s = &mut doc.series[0];
-        s.bench = crate::document::COMMAND_BENCH.into();
-        s.case = "sleep null".into();
+        s.key.bench = crate::document::COMMAND_BENCH.into();
+        s.key.case = "sleep null".into();
         s.params = serde_json::json!({"command": "sleep {x}", "shell": false,
                                       "parameters": {"x": "null"}})
         .as_object()

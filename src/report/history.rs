@@ -3,7 +3,7 @@
 //! and, by host (`history --by host`, `fleet run`), a case × host table of
 //! medians. Left out: the runs' other results (they are in each document).
 
-use super::{align, case_label, fmt_sig};
+use super::{align, fmt_sig};
 use crate::document::Document;
 use crate::store::RunRow;
 
@@ -12,8 +12,7 @@ use crate::store::RunRow;
 /// no such case. Each document is one host's run.
 pub fn by_host(runs: &[(&str, &Document)]) -> String {
     let mut cases: Vec<String> = Vec::new();
-    let label =
-        |s: &crate::document::Series| format!("{} {}", s.bench, case_label(&s.case, &s.config));
+    let label = |s: &crate::document::Series| s.key.to_string();
     for (_, doc) in runs {
         for s in &doc.series {
             let l = label(s);

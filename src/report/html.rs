@@ -284,7 +284,7 @@ fn warnings_html(out: &mut String, doc: &Document) {
         .flat_map(|s| {
             s.warnings
                 .iter()
-                .map(move |w| format!("{} {}: {w}", s.bench, s.case))
+                .map(move |w| format!("{} {}: {w}", s.key.bench, s.key.case))
         })
         .collect();
     if !warnings.is_empty() {
@@ -382,9 +382,9 @@ fn cases_table(out: &mut String, doc: &Document) {
                 format!("{} (CPU {})", s.pin, cpus.join(", "))
             };
             vec![
-                s.bench.clone(),
-                s.case.clone(),
-                s.config.clone(),
+                s.key.bench.clone(),
+                s.key.case.clone(),
+                s.key.config.clone(),
                 params.join(", "),
                 placement,
                 s.anchor.clone(),
@@ -440,7 +440,7 @@ fn records_table(out: &mut String, records: &[ComparisonRecord]) {
             fmt_ratio(r.ci_high),
             (r.ratio - 1.0) * 100.0,
             super::compare::fmt_p(r.p_value),
-            verdict_cell(r.verdict.as_str(), super::verdict_words(r))
+            verdict_cell(r.verdict.as_str(), r.words())
         );
     }
     out.push_str("</tbody>\n</table></div>\n");
@@ -465,11 +465,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     }
     out.push_str("<th>vs A</th><th>ratio [95% CI]</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n");
     for row in &c.rows {
-        let case = format!(
-            "{} {}",
-            row.bench,
-            super::case_label(&row.case, &row.config)
-        );
+        let case = row.key.to_string();
         let d = decimals_for(row.summaries[0].median);
         let medians: String = row
             .summaries
@@ -729,13 +725,13 @@ mod tests {
         let mark = "<i>\"x'&";
         let mut doc = labelled(mark);
         let s = &mut doc.series[0];
-        s.case = mark.into();
+        s.key.case = mark.into();
         s.op = mark.into();
         s.anchor = mark.into();
         s.noise.push(mark.into());
         s.warnings.push(mark.into());
         s.params.insert("key".into(), Value::String(mark.into()));
-        doc.series[5].case = mark.into(); // a latency distribution
+        doc.series[5].key.case = mark.into(); // a latency distribution
         doc.env.hostname = mark.into();
         doc.env.cpu_model = mark.into();
         doc.run.configs[0].setup = Some(mark.into());

@@ -43,7 +43,7 @@ pub fn render(doc: &Document) -> Vec<u8> {
     let results = doc
         .series
         .iter()
-        .filter(|s| s.bench == COMMAND_BENCH)
+        .filter(|s| s.key.bench == COMMAND_BENCH)
         .map(result)
         .collect();
     let mut bytes = serde_json::to_vec_pretty(&Export { results })
@@ -56,7 +56,7 @@ fn result(s: &Series) -> CommandResult<'_> {
     let m = &s.summary;
     let runs = s.runs.len().max(1) as f64;
     CommandResult {
-        command: &s.case,
+        command: &s.key.case,
         mean: m.mean,
         stddev: (s.samples.len() > 1).then_some(m.stddev),
         median: m.median,

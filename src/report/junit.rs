@@ -13,8 +13,6 @@ use std::fmt::Write;
 use crate::compare::Comparison;
 use crate::stats::verdict::Verdict;
 
-use super::case_label;
-
 /// The JUnit XML of `c`, in a suite named `suite`, failing on slowdowns
 /// beyond `gate_pct` % (0 without `--gate`).
 pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
@@ -23,16 +21,12 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
     for row in &c.rows {
         for (ch, candidate) in row.changes.iter().zip(&c.labels[1..]) {
             tests += 1;
-            let name = format!(
-                "{}: {candidate} vs {}",
-                case_label(&row.case, &row.config),
-                c.labels[0]
-            );
+            let name = format!("{}: {candidate} vs {}", row.key.short(), c.labels[0]);
             let words = ch.words(&c.options);
             let _ = writeln!(
                 cases,
                 "    <testcase classname=\"{}\" name=\"{}\">",
-                attr(&format!("osbench.{}", row.bench)),
+                attr(&format!("osbench.{}", row.key.bench)),
                 attr(&name)
             );
             if ch.trips_gate(gate_pct) {

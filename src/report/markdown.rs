@@ -19,7 +19,7 @@ use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document};
 pub fn run(doc: &Document) -> String {
     let mut out = run_header(doc);
     // A configuration column only when there are configurations.
-    let configs = doc.series.iter().any(|s| s.config != DEFAULT_CONFIG);
+    let configs = doc.series.iter().any(|s| s.key.config != DEFAULT_CONFIG);
     for section in sections::of(doc) {
         let _ = write!(out, "\n## {}\n\n", section.title);
         match section.body {
@@ -168,7 +168,7 @@ fn records(records: &[ComparisonRecord]) -> String {
                 format!("{:.3} – {:.3}", r.ci_low, r.ci_high),
                 format!("{:+.1}%", (r.ratio - 1.0) * 100.0),
                 fmt_p(r.p_value),
-                escape(super::verdict_words(r)),
+                escape(r.words()),
             ]
         })
         .collect();
@@ -298,9 +298,9 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
         };
         for (i, ch) in row.changes.iter().enumerate() {
             rows.push(vec![
-                escape(&row.bench),
-                escape(&row.case),
-                escape(&row.config),
+                escape(&row.key.bench),
+                escape(&row.key.case),
+                escape(&row.key.config),
                 median(0),
                 letters[i + 1].clone(),
                 median(i + 1),
@@ -314,7 +314,7 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
         }
     }
     // The configuration column only when some case has one.
-    if c.rows.iter().all(|r| r.config == DEFAULT_CONFIG) {
+    if c.rows.iter().all(|r| r.key.config == DEFAULT_CONFIG) {
         header.remove(2);
         numeric.remove(2);
         rows.iter_mut().for_each(|r| {
@@ -378,9 +378,11 @@ pub(crate) mod tests {
         Comparison {
             labels: vec!["before.json".into(), "after, \"tuned\" | x".into()],
             rows: vec![CaseRow {
-                bench: "syscall".into(),
-                case: "null".into(),
-                config: crate::document::DEFAULT_CONFIG.into(),
+                key: crate::document::CaseKey::new(
+                    "syscall",
+                    "null",
+                    crate::document::DEFAULT_CONFIG,
+                ),
                 unit: crate::document::Unit::Ns,
                 bytes_per_op: None,
                 summaries: vec![summary(0), summary(2)],
@@ -463,7 +465,7 @@ pub(crate) mod tests {
     fn the_anchors_layouts_are_exported_too() {
         let mut doc = crate::report::fixture();
         let mut messaging = doc.series[0].clone();
-        messaging.bench = "messaging".into();
+        messaging.key.bench = "messaging".into();
         messaging.anchor = "hackbench -g 10 -l 100".into();
         doc.series.push(messaging);
         let text = run(&doc);
@@ -509,7 +511,7 @@ pub(crate) mod tests {
             "a\\|b &lt;script&gt;alert(1)&lt;/script&gt; \\`x\\` \\*y\\* \\[z\\] \\\\ &amp;lt; line break"
         );
         let mut doc = crate::store::fixture().1;
-        doc.series[0].config = "evil | config\nname".into();
+        doc.series[0].key.config = "evil | config\nname".into();
         let text = run(&doc);
         let line = text
             .lines()

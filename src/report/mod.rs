@@ -29,7 +29,7 @@ pub mod time;
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::document::{DEFAULT_CONFIG, Series};
+use crate::document::Series;
 use crate::stats::verdict::Verdict;
 pub use env::env_text;
 pub use table::{render_run, render_run_within};
@@ -97,25 +97,6 @@ pub fn readable_scale(
         s if s >= 1.0 => (1.0, "s"),
         s if s >= 1e-3 => (1e3, "ms"),
         _ => (1e6, "µs"),
-    }
-}
-
-/// A case as tables and legends name it: with its configuration in brackets,
-/// unless it ran without one ([`DEFAULT_CONFIG`]).
-pub fn case_label(case: &str, config: &str) -> String {
-    if config == DEFAULT_CONFIG {
-        case.to_string()
-    } else {
-        format!("{case} [{config}]")
-    }
-}
-
-/// A saved comparison's verdict in words (its value, in documents before the words were kept).
-pub(crate) fn verdict_words(r: &crate::document::ComparisonRecord) -> &str {
-    if r.verdict_words.is_empty() {
-        r.verdict.as_str()
-    } else {
-        &r.verdict_words
     }
 }
 
@@ -305,16 +286,17 @@ mod tests {
         let doc = fixture();
         let table = results::results_table(&doc).unwrap();
         let cases: Vec<&str> = table.rows.iter().map(|r| r[1].as_str()).collect();
-        for config in doc.series.iter().map(|s| &s.config) {
-            if config != DEFAULT_CONFIG {
+        for config in doc.series.iter().map(|s| &s.key.config) {
+            if config != crate::document::DEFAULT_CONFIG {
                 assert!(
                     cases.iter().any(|c| c.ends_with(&format!("[{config}]"))),
                     "{config} missing from {cases:?}"
                 );
             }
         }
-        assert!(doc.series.iter().any(|s| s.config != "default"));
-        assert_eq!(case_label("null", "default"), "null");
+        assert!(doc.series.iter().any(|s| s.key.config != "default"));
+        let plain = crate::document::CaseKey::new("syscall", "null", "default");
+        assert_eq!(plain.short().to_string(), "null");
     }
 
     #[test]

@@ -156,9 +156,9 @@ impl Families {
         for row in &c.rows {
             for (i, ch) in row.changes.iter().enumerate() {
                 let labels = vec![
-                    ("bench", row.bench.clone()),
-                    ("case", row.case.clone()),
-                    ("config", row.config.clone()),
+                    ("bench", row.key.bench.clone()),
+                    ("case", row.key.case.clone()),
+                    ("config", row.key.config.clone()),
                     ("baseline", c.labels[0].clone()),
                     ("candidate", c.labels[i + 1].clone()),
                     ("host", host(i + 1)),
@@ -183,9 +183,9 @@ impl Families {
 
 fn series_labels(s: &Series, host: &str) -> Vec<(&'static str, String)> {
     vec![
-        ("bench", s.bench.clone()),
-        ("case", s.case.clone()),
-        ("config", s.config.clone()),
+        ("bench", s.key.bench.clone()),
+        ("case", s.key.case.clone()),
+        ("config", s.key.config.clone()),
         ("host", host.to_string()),
     ]
 }
@@ -217,9 +217,9 @@ pub fn comparison(c: &Comparison, hosts: &[String]) -> String {
     for row in &c.rows {
         for (i, summary) in row.summaries.iter().enumerate() {
             let labels = vec![
-                ("bench", row.bench.clone()),
-                ("case", row.case.clone()),
-                ("config", row.config.clone()),
+                ("bench", row.key.bench.clone()),
+                ("case", row.key.case.clone()),
+                ("config", row.key.config.clone()),
                 ("host", hosts[i].clone()),
                 ("run", runs[i].clone()),
             ];

@@ -4,7 +4,7 @@
 //! Left out: finding them ([`crate::compare::regressions`]) and the store's
 //! record of what was dismissed.
 
-use super::{case_label, fmt_pct, fmt_sig};
+use super::{fmt_pct, fmt_sig};
 use crate::compare::regressions::{Level, Regression};
 use crate::document::Unit;
 
@@ -21,7 +21,7 @@ pub struct Scope {
 
 /// "syscall null [patched]".
 fn case_name(r: &Regression) -> String {
-    format!("{} {}", r.bench, case_label(&r.case, &r.config))
+    r.key.to_string()
 }
 
 /// A median with its unit as people read it ("10.2 ms" stays "10.2 ms").
@@ -204,9 +204,9 @@ pub fn csv(found: &[Regression]) -> String {
         let keys: Vec<&str> = r.env.iter().map(|c| c.key.as_str()).collect();
         let cells = [
             r.id.to_string(),
-            r.bench.clone(),
-            r.case.clone(),
-            r.config.clone(),
+            r.key.bench.clone(),
+            r.key.case.clone(),
+            r.key.config.clone(),
             r.host.clone(),
             r.unit.clone(),
             if r.slower { "slower" } else { "faster" }.into(),

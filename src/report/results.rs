@@ -4,7 +4,7 @@
 //! counters ([`super::counters`]).
 
 use super::sections::{Body, Table};
-use super::{case_label, decimals_for, fmt_pct};
+use super::{decimals_for, fmt_pct};
 use crate::document::{Document, Series, SeriesKind};
 use crate::stats::histogram::Quantiles;
 
@@ -50,7 +50,7 @@ pub fn results_table(doc: &Document) -> Option<Table> {
 fn cases(series: &[&Series]) -> Vec<(String, String)> {
     series
         .iter()
-        .map(|s| (s.case.clone(), s.config.clone()))
+        .map(|s| (s.key.case.clone(), s.key.config.clone()))
         .collect()
 }
 
@@ -101,8 +101,8 @@ fn row(s: &Series) -> Vec<String> {
         )
     };
     vec![
-        s.bench.clone(),
-        case_label(&s.case, &s.config),
+        s.key.bench.clone(),
+        s.key.short().to_string(),
         super::fmt_fixed(median, dm),
         ci,
         spread,
@@ -153,8 +153,8 @@ pub fn distribution_table(series: &[Series]) -> Option<Table> {
 fn distribution_row(s: &Series, q: Quantiles) -> Vec<String> {
     let d = decimals_for(q.p50);
     vec![
-        s.bench.clone(),
-        case_label(&s.case, &s.config),
+        s.key.bench.clone(),
+        s.key.short().to_string(),
         super::fmt_fixed(s.summary.min, d),
         super::fmt_fixed(q.p50, d),
         super::fmt_fixed(q.p90, d),
@@ -187,8 +187,8 @@ pub fn invocations(doc: &Document) -> Option<Body> {
         if let Some(spread) = &s.invocation_spread {
             text.push_str(&format!(
                 "  {} {}: {:.1}% / {:.1}%\n",
-                s.bench,
-                case_label(&s.case, &s.config),
+                s.key.bench,
+                s.key.short(),
                 spread.between_cv * 100.0,
                 spread.within_cv * 100.0
             ));

@@ -43,11 +43,16 @@ fn heading(i: usize, s: &Series) -> String {
     // A named command (--command-name) shows its line too.
     let line = s.params.get("command").and_then(|v| v.as_str());
     let name = match line {
-        Some(line) if line != s.case => format!("{} = {line}", s.case),
-        _ => s.case.clone(),
+        Some(line) if line != s.key.case => format!("{} = {line}", s.key.case),
+        _ => s.key.case.clone(),
     };
     // Merged boot rounds: each command once per kernel.
-    let name = super::case_label(&name, &s.config);
+    let name = crate::document::CaseKey {
+        case: name,
+        ..s.key.clone()
+    }
+    .short()
+    .to_string();
     format!(
         "Command {}: {name}   ({}, {} run{}{})",
         i + 1,

@@ -3,7 +3,7 @@
 //! that the next sweep does not announce an acknowledged one again. Left out:
 //! finding them (`compare::regressions`) and deciding what to announce.
 
-use crate::document::utc_now;
+use crate::document::{CaseKey, utc_now};
 use crate::error::{Error, Result};
 
 use super::queries::Store;
@@ -47,9 +47,7 @@ impl PointState {
 /// A change point as a sweep found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundPoint {
-    pub bench: String,
-    pub case: String,
-    pub config: String,
+    pub key: CaseKey,
     pub host: String,
     /// The medians' unit as documents name it.
     pub unit: String,
@@ -85,9 +83,7 @@ fn stored_point(r: &Row) -> std::result::Result<StoredPoint, String> {
         state: PointState::parse(&r.text(1)?)?,
         found: r.text(2)?,
         point: FoundPoint {
-            bench: r.text(3)?,
-            case: r.text(4)?,
-            config: r.text(5)?,
+            key: CaseKey::new(r.text(3)?, r.text(4)?, r.text(5)?),
             host: r.text(6)?,
             unit: r.text(7)?,
             run_id: r.int(8)?,
@@ -110,9 +106,9 @@ impl Store {
         let p = point.clone();
         transaction(conn.as_mut(), |conn| {
             let key = [
-                p.bench.as_str().into(),
-                p.case.as_str().into(),
-                p.config.as_str().into(),
+                p.key.bench.as_str().into(),
+                p.key.case.as_str().into(),
+                p.key.config.as_str().into(),
                 p.host.as_str().into(),
                 Param::Int(p.run_id),
             ];

@@ -19,7 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::document::{DEFAULT_CONFIG, Document, utc_now};
+use crate::document::{CaseKey, DEFAULT_CONFIG, Document, utc_now};
 use crate::error::{Error, Result};
 
 use super::location::Location;
@@ -609,12 +609,8 @@ fn run_rows(runs: &[Row], cases: &[Row]) -> std::result::Result<Vec<RunRow>, Str
             if c.int(0)? < row.id {
                 continue;
             }
-            let (bench, case, config) = (c.text(1)?, c.text(2)?, c.text(3)?);
-            row.cases.push(if config == DEFAULT_CONFIG {
-                format!("{bench} {case}")
-            } else {
-                format!("{bench} {case} [{config}]")
-            });
+            let key = CaseKey::new(c.text(1)?, c.text(2)?, c.text(3)?);
+            row.cases.push(key.to_string());
         }
         out.push(row);
     }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::document::Document;
+use crate::document::{CaseKey, Document};
 use crate::error::{Error, Result};
 
 use super::document_file::read_document;
@@ -104,15 +104,15 @@ pub const PRIOR_RUNS: usize = 20;
 /// Cases with fewer than two other stored runs get none.
 pub fn invocation_priors(
     db: &Store,
-    keys: &[(String, String, String)],
+    keys: &[CaseKey],
     host: &str,
     kernel: &str,
     exclude: &[i64],
     compared: &[&Document],
-) -> Result<std::collections::BTreeMap<(String, String, String), crate::stats::replicates::Prior>> {
+) -> Result<std::collections::BTreeMap<CaseKey, crate::stats::replicates::Prior>> {
     let mut priors = std::collections::BTreeMap::new();
-    for (bench, case, config) in keys {
-        let runs = db.case_history(bench, case, Some(config), Some(host), None)?;
+    for key in keys {
+        let runs = db.case_history(&key.bench, &key.case, Some(&key.config), Some(host), None)?;
         let mut groups = Vec::new();
         for run in runs
             .iter()
@@ -136,10 +136,7 @@ pub fn invocation_priors(
             if compared.iter().any(same) {
                 continue;
             }
-            let series = doc
-                .series
-                .iter()
-                .find(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
+            let series = doc.series.iter().find(|s| s.key == *key);
             if let Some(s) = series {
                 groups.push(s.replicates());
             }
@@ -149,15 +146,12 @@ pub fn invocation_priors(
         }
         let others = groups.len();
         for doc in compared {
-            let series = doc
-                .series
-                .iter()
-                .filter(|s| (&s.bench, &s.case, &s.config) == (bench, case, config));
+            let series = doc.series.iter().filter(|s| s.key == *key);
             groups.extend(series.map(|s| s.replicates()));
         }
         if let Some(mut prior) = crate::stats::replicates::Prior::from_runs(&groups) {
             prior.runs = others;
-            priors.insert((bench.clone(), case.clone(), config.clone()), prior);
+            priors.insert(key.clone(), prior);
         }
     }
     Ok(priors)

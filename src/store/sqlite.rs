@@ -366,7 +366,7 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         let mut a = variant(1);
         a.env.kernel = "6.1.0-old".into();
-        a.series.retain(|s| s.bench == "syscall");
+        a.series.retain(|s| s.key.bench == "syscall");
         store.insert(&a).unwrap();
         store.insert(&variant(2)).unwrap();
         store.insert(&variant(3)).unwrap();
@@ -547,9 +547,7 @@ mod tests {
         store.insert(&variant(1)).unwrap();
         store.insert(&variant(2)).unwrap();
         let point = FoundPoint {
-            bench: "syscall".into(),
-            case: "null".into(),
-            config: "default".into(),
+            key: crate::document::CaseKey::new("syscall", "null", "default"),
             host: "testhost".into(),
             unit: "ns".into(),
             run_id: 2,

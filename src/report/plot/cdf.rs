@@ -19,7 +19,7 @@ pub fn cdf_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     let series: Vec<&Series> = doc
         .series
         .iter()
-        .filter(|s| s.bench == bench && s.histogram.is_some())
+        .filter(|s| s.key.bench == bench && s.histogram.is_some())
         .collect();
     let Some(first) = series.first() else {
         return Ok(None);

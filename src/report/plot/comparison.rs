@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, DEFAULT_CONFIG};
+use crate::document::ComparisonRecord;
 use crate::error::Result;
 use crate::stats::verdict::Verdict;
 
@@ -69,11 +69,7 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
     let several = c.labels.len() > 2;
     let mut bars = Vec::new();
     for row in &c.rows {
-        let case = if row.config == DEFAULT_CONFIG {
-            format!("{} {}", row.bench, row.case)
-        } else {
-            format!("{} {} [{}]", row.bench, row.case, row.config)
-        };
+        let case = row.key.to_string();
         for (i, ch) in row.changes.iter().enumerate() {
             bars.push(Bar {
                 label: if several {

@@ -88,7 +88,7 @@ pub(super) type CtxKey = (i64, String, String, String);
 
 /// A ctx series' process count and working set, if it has both.
 pub(super) fn ctx_point(s: &Series) -> Option<(i64, i64)> {
-    if s.bench != "ctx" {
+    if s.key.bench != "ctx" {
         return None;
     }
     Some((param_i64(s, "procs")?, param_i64(s, "size")?))
@@ -106,7 +106,7 @@ pub(super) fn ctx_lines(doc: &Document) -> Vec<(CtxKey, Vec<(f64, &Summary)>)> {
             procs,
             crate::report::ctx_mode(s).to_string(),
             s.pin.to_string(),
-            s.config.clone(),
+            s.key.config.clone(),
         );
         let point = (size as f64, &s.summary);
         match lines.iter_mut().find(|(l, _)| *l == k) {

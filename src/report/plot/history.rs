@@ -110,13 +110,13 @@ pub(super) fn history_title(h: &CaseHistory) -> String {
 pub(super) fn history_name(h: &CaseHistory) -> String {
     format!(
         "history-{}-{}-{}{}{}",
-        file_safe(&h.bench),
-        file_safe(&h.case),
+        file_safe(&h.key.bench),
+        file_safe(&h.key.case),
         file_safe(&h.host),
-        if h.config == DEFAULT_CONFIG {
+        if h.key.config == DEFAULT_CONFIG {
             String::new()
         } else {
-            format!("-{}", file_safe(&h.config))
+            format!("-{}", file_safe(&h.key.config))
         },
         // The experiment's digest: two experiments' `a` are two files.
         match h.experiment.as_deref().and_then(|e| e.rsplit_once('#')) {
@@ -146,7 +146,7 @@ pub(super) fn history_range(runs: &[CaseRun]) -> (f64, f64) {
 
 /// What the y axis of `h`'s plot shows.
 pub(super) fn history_y_desc(h: &CaseHistory) -> String {
-    if h.bench == crate::document::COMMAND_BENCH {
+    if h.key.bench == crate::document::COMMAND_BENCH {
         format!(
             "wall time per run ({})",
             crate::report::case_history::unit(h)

@@ -68,7 +68,7 @@ pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
 
 /// The benchmark families of `series`, in order of first appearance.
 pub(super) fn benches<'a>(series: impl Iterator<Item = &'a Series>) -> Vec<String> {
-    first_seen(series.map(|s| &s.bench))
+    first_seen(series.map(|s| &s.key.bench))
 }
 
 /// `names` without repeats, in order of first appearance.
@@ -84,7 +84,7 @@ pub(super) fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<Str
 
 /// A series' name in a legend: its case, and its configuration when there are several.
 pub(super) fn series_label(s: &Series) -> String {
-    super::case_label(&s.case, &s.config)
+    s.key.short().to_string()
 }
 
 pub(super) fn param_i64(s: &Series, key: &str) -> Option<i64> {
@@ -95,14 +95,12 @@ pub(super) fn param_i64(s: &Series, key: &str) -> Option<i64> {
 /// first appearance.
 pub(super) fn cases_of<'a>(doc: &'a Document, bench: &str) -> Vec<(String, Vec<&'a Series>)> {
     let mut cases: Vec<(String, Vec<&Series>)> = Vec::new();
-    for s in doc
-        .series
-        .iter()
-        .filter(|s| s.bench == bench && s.kind != SeriesKind::Distribution && !s.samples.is_empty())
-    {
-        match cases.iter_mut().find(|(case, _)| *case == s.case) {
+    for s in doc.series.iter().filter(|s| {
+        s.key.bench == bench && s.kind != SeriesKind::Distribution && !s.samples.is_empty()
+    }) {
+        match cases.iter_mut().find(|(case, _)| *case == s.key.case) {
             Some((_, list)) => list.push(s),
-            None => cases.push((s.case.clone(), vec![s])),
+            None => cases.push((s.key.case.clone(), vec![s])),
         }
     }
     cases
@@ -218,8 +216,8 @@ mod tests {
     #[test]
     fn text_from_the_document_is_escaped_in_the_svg() {
         let mut doc = fixture();
-        doc.series[0].case = "<script>alert(1)</script>".into();
-        doc.series[0].config = "a&b".into();
+        doc.series[0].key.case = "<script>alert(1)</script>".into();
+        doc.series[0].key.config = "a&b".into();
         doc.comparisons[0].case = "<img src=x>".into();
         for p in document_plots(&doc).unwrap() {
             assert!(

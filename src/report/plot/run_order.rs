@@ -20,7 +20,7 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
     let configs = first_seen(
         cases
             .iter()
-            .flat_map(|(_, list)| list.iter().map(|s| &s.config)),
+            .flat_map(|(_, list)| list.iter().map(|s| &s.key.config)),
     );
     let columns = if cases.len() == 1 { 1 } else { 2 };
     let rows = cases.len().div_ceil(columns);
@@ -55,13 +55,13 @@ pub fn run_order_plot(doc: &Document, bench: &str) -> Result<Option<Plot>> {
                 .y_labels(6)
                 .draw()?;
             for s in list {
-                let i = configs.iter().position(|c| *c == s.config).unwrap_or(0);
+                let i = configs.iter().position(|c| *c == s.key.config).unwrap_or(0);
                 let c = color(i);
                 let points = decimate(&s.samples);
                 let line = chart
                     .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(1)))?;
                 if configs.len() > 1 {
-                    line.label(s.config.as_str()).legend(move |(x, y)| {
+                    line.label(s.key.config.as_str()).legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                     });
                 }
