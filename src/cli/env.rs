@@ -24,7 +24,7 @@ pub struct EnvArgs {
 }
 
 pub fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
-    let env = osbench::env::logs::environment(args.logs.then(super::save::logs_tree).as_ref());
+    let env = osbench::env::environment(args.logs.then(super::save::logs_tree).as_ref());
     if args.json {
         let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
         println!("{text}");

@@ -258,7 +258,7 @@ pub fn logs_tree() -> osbench::env::probe::Sys {
 impl SaveArgs {
     /// This machine's environment now, with the system logs unless `--no-logs`.
     pub fn environment(&self) -> osbench::env::Environment {
-        osbench::env::logs::environment(self.logs.wanted().then(logs_tree).as_ref())
+        osbench::env::environment(self.logs.wanted().then(logs_tree).as_ref())
     }
 
     /// Before measuring: creates the export files' temporaries (a bad path is an

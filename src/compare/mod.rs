@@ -191,7 +191,7 @@ pub struct Comparison {
     /// against the baseline, where it changed ("the machine itself ran …").
     pub drift: Vec<String>,
     /// Kernel warnings and oopses a later side's log has that the baseline's
-    /// has not, in words ([`crate::env::logs::new_kernel_problems`]).
+    /// has not, in words ([`crate::env::new_kernel_problems`]).
     pub kernel_log: Vec<String>,
 }
 
@@ -297,7 +297,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
     let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
     let env_diff = crate::env::diff(&envs);
-    let kernel_log = crate::env::logs::new_kernel_problems(&envs, &labels);
+    let kernel_log = crate::env::new_kernel_problems(&envs, &labels);
     let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
                   invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
                   with Student t 95% intervals on their logs, variance pooled over both sides \

@@ -18,6 +18,7 @@ mod case_key;
 mod config;
 mod invocation;
 pub mod meta;
+pub mod number;
 mod pin;
 mod sample;
 mod unit;

@@ -109,7 +109,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
     };
     env.topology = topology(sys, &online, &mut env.absent);
     env.signal_frame = signal_frame(&mut env.absent);
-    devices(sys, &online, &mut env);
+    power_and_topology(sys, &online, &mut env);
     env
 }
 
@@ -178,7 +178,7 @@ pub(super) fn thp(sys: &Sys, absent: &mut BTreeMap<String, String>) -> BTreeMap<
 
 /// NUMA nodes, cpufreq and cpuidle of the `online` CPUs, the perf settings
 /// and the powercap zones, into `env`.
-pub(super) fn devices(sys: &Sys, online: &[usize], env: &mut Environment) {
+pub(super) fn power_and_topology(sys: &Sys, online: &[usize], env: &mut Environment) {
     env.numa_nodes = match sys.list("/sys/devices/system/node") {
         Ok(names) => Some(names.iter().filter(|n| is_numbered(n, "node")).count()),
         Err(why) => {
@@ -500,4 +500,17 @@ pub(super) fn online_cpus() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).unwrap_or(0)
+}
+
+/// This machine's environment now ([`super::capture`]), with the system
+/// logs read from the tree `logs` (and the kernel configuration's hash)
+/// when given.
+pub fn environment(logs: Option<&Sys>) -> Environment {
+    let mut env = super::capture();
+    if let Some(sys) = logs {
+        let (logs, hash) = super::logs::capture(sys, &env.kernel);
+        env.logs = Some(logs);
+        env.kconfig_sha256 = hash;
+    }
+    env
 }

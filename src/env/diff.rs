@@ -2,14 +2,16 @@
 //! the keys whose values differ between documents, and for long values of
 //! words (a kernel command line) the words that differ.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::logs::{Archive, SystemLogs, message};
+use super::pci;
 use super::types::Environment;
 
 /// Keys left out of [`diff`]: they differ on every run (the load), repeat other
-/// keys (`absent`), or are compared source by source (`logs`, [`super::logs::diff`]).
+/// keys (`absent`), or are compared source by source (`logs`, [`logs_diff`]).
 pub(super) const NOT_DIFFED: [&str; 3] = ["load", "absent", "logs"];
 
 /// Every value of `env` as dotted key → text (`cpuidle.haltpoll.guest_halt_poll_ns` → `0`),
@@ -67,10 +69,10 @@ pub(super) fn scalar_text(v: &Value) -> String {
 /// document lacks the key). The load at start and end is not compared.
 /// Nothing here knows which difference was intended: see [`is_factor`].
 /// The system logs' kconfig symbols, modules and sysctls follow
-/// ([`super::logs::diff`]).
+/// ([`logs_diff`]).
 pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
     let mut out = plain_diff(envs);
-    out.extend(super::logs::diff(envs));
+    out.extend(logs_diff(envs));
     out
 }
 
@@ -210,6 +212,108 @@ pub fn is_factor(key: &str, factors: &[String]) -> bool {
                 .strip_prefix(f)
                 .is_some_and(|rest| rest.starts_with('.'))
     })
+}
+
+/// The kconfig symbols (`kconfig.CONFIG_X`), modules (`modules.NAME`),
+/// sysctls (`sysctl.vm.swappiness`) and PCI devices (`pci.0000:00:01.0`:
+/// id and driver) whose values differ between `envs`, each value in input
+/// order (`not set`, `not loaded`, `absent` where one lacks it); nothing
+/// unless every environment has logs, and of a source only when every one
+/// could read it.
+pub fn logs_diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
+    let logs: Option<Vec<&SystemLogs>> = envs.iter().map(|e| e.logs.as_ref()).collect();
+    let Some(logs) = logs.filter(|l| l.len() >= 2) else {
+        return Vec::new();
+    };
+    let mut out = archive_diff(&logs);
+    if logs.iter().all(|l| !l.unavailable.contains_key("pci")) {
+        let slots: Vec<BTreeMap<String, String>> =
+            logs.iter().map(|l| pci::by_slot(&l.pci)).collect();
+        differing("pci", &slots.iter().collect::<Vec<_>>(), "absent", &mut out);
+    }
+    out
+}
+
+/// [`diff`] of the archived sources: kconfig, sysctls, modules.
+fn archive_diff(logs: &[&SystemLogs]) -> Vec<(String, Vec<String>)> {
+    let archives: Option<Vec<Archive>> = logs.iter().map(|l| l.archive()).collect();
+    let Some(archives) = archives else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if logs.iter().all(|l| l.kconfig_source.is_some()) {
+        let maps: Vec<_> = archives.iter().map(|a| &a.kconfig).collect();
+        differing("kconfig", &maps, "not set", &mut out);
+    }
+    let sysctl: Vec<_> = archives.iter().map(|a| &a.sysctl).collect();
+    differing("sysctl", &sysctl, "absent", &mut out);
+    let modules: Vec<BTreeMap<String, String>> = archives
+        .iter()
+        .map(|a| {
+            let loaded = |m: &String| (m.clone(), "loaded".to_string());
+            a.modules.iter().map(loaded).collect()
+        })
+        .collect();
+    let modules: Vec<_> = modules.iter().collect();
+    differing("modules", &modules, "not loaded", &mut out);
+    out
+}
+
+/// Keys of `maps` whose values differ, as `PREFIX.KEY`, `missing` where one lacks the key.
+fn differing(
+    prefix: &str,
+    maps: &[&BTreeMap<String, String>],
+    missing: &str,
+    out: &mut Vec<(String, Vec<String>)>,
+) {
+    let keys: BTreeSet<&String> = maps.iter().flat_map(|m| m.keys()).collect();
+    for key in keys {
+        let values: Vec<String> = maps
+            .iter()
+            .map(|m| m.get(key).cloned().unwrap_or_else(|| missing.to_string()))
+            .collect();
+        if values.iter().any(|v| *v != values[0]) {
+            out.push((format!("{prefix}.{key}"), values));
+        }
+    }
+}
+
+/// For each environment after the first (named by `labels`): the kernel
+/// warnings and oopses its log has that the first's has not, in words,
+/// with the first such line. Nothing where either log is missing.
+pub fn new_kernel_problems(envs: &[&Environment], labels: &[String]) -> Vec<String> {
+    let log = |e: &Environment| e.logs.as_ref().and_then(|l| l.dmesg.clone());
+    let Some(base) = envs.first().and_then(|e| log(e)) else {
+        return Vec::new();
+    };
+    let seen: BTreeSet<&str> = base.flagged.iter().map(|l| message(l)).collect();
+    let mut out = Vec::new();
+    for (env, label) in envs.iter().zip(labels).skip(1) {
+        let Some(candidate) = log(env) else { continue };
+        let new: Vec<&String> = candidate
+            .flagged
+            .iter()
+            .filter(|l| !seen.contains(message(l)))
+            .collect();
+        let more = candidate.oopses > base.oopses || candidate.warnings > base.warnings;
+        if new.is_empty() && !more {
+            continue;
+        }
+        let first = new
+            .first()
+            .map_or(String::new(), |l| format!("; first: \"{}\"", message(l)));
+        out.push(format!(
+            "{label}: a new kernel warning or oops appeared since {}: its log has {} oops and {} \
+             warning lines ({} and {} before), {} not in the first{first}",
+            labels[0],
+            candidate.oopses,
+            candidate.warnings,
+            base.oopses,
+            base.warnings,
+            new.len()
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

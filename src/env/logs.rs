@@ -19,7 +19,7 @@
 //! environment's log has that the first's has not. Left out: the journal,
 //! anything that would need a program run (`lspci`: sysfs is read instead).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 
 use base64::Engine;
@@ -28,7 +28,6 @@ use sha2::{Digest, Sha256};
 
 use super::pci::{self, PciDevice};
 use super::probe::Sys;
-use super::types::Environment;
 
 /// The archive's size before compression, at most (bytes).
 pub const ARCHIVE_LIMIT: usize = 1 << 20;
@@ -168,19 +167,6 @@ pub fn capture(sys: &Sys, release: &str) -> (SystemLogs, Option<String>) {
     logs.sysctls = archive.sysctl.len();
     pack(&mut logs, archive);
     (logs, hash)
-}
-
-/// This machine's environment now ([`super::capture`]), with the system
-/// logs read from the tree `logs` (and the kernel configuration's hash)
-/// when given.
-pub fn environment(logs: Option<&Sys>) -> Environment {
-    let mut env = super::capture();
-    if let Some(sys) = logs {
-        let (logs, hash) = capture(sys, &env.kernel);
-        env.logs = Some(logs);
-        env.kconfig_sha256 = hash;
-    }
-    env
 }
 
 /// Fits `archive` within [`ARCHIVE_LIMIT`] (the log's head goes first, then
@@ -365,7 +351,7 @@ fn count_problems(log: &str) -> KernelLog {
 }
 
 /// A log line's text without its `[seconds] ` stamp.
-fn message(line: &str) -> &str {
+pub(super) fn message(line: &str) -> &str {
     match line.split_once("] ") {
         Some((stamp, text)) if stamp.starts_with('[') => text,
         _ => line,
@@ -428,111 +414,11 @@ fn dmi_fields(files: BTreeMap<String, String>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The kconfig symbols (`kconfig.CONFIG_X`), modules (`modules.NAME`),
-/// sysctls (`sysctl.vm.swappiness`) and PCI devices (`pci.0000:00:01.0`:
-/// id and driver) whose values differ between `envs`, each value in input
-/// order (`not set`, `not loaded`, `absent` where one lacks it); nothing
-/// unless every environment has logs, and of a source only when every one
-/// could read it.
-pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
-    let logs: Option<Vec<&SystemLogs>> = envs.iter().map(|e| e.logs.as_ref()).collect();
-    let Some(logs) = logs.filter(|l| l.len() >= 2) else {
-        return Vec::new();
-    };
-    let mut out = archive_diff(&logs);
-    if logs.iter().all(|l| !l.unavailable.contains_key("pci")) {
-        let slots: Vec<BTreeMap<String, String>> =
-            logs.iter().map(|l| pci::by_slot(&l.pci)).collect();
-        differing("pci", &slots.iter().collect::<Vec<_>>(), "absent", &mut out);
-    }
-    out
-}
-
-/// [`diff`] of the archived sources: kconfig, sysctls, modules.
-fn archive_diff(logs: &[&SystemLogs]) -> Vec<(String, Vec<String>)> {
-    let archives: Option<Vec<Archive>> = logs.iter().map(|l| l.archive()).collect();
-    let Some(archives) = archives else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    if logs.iter().all(|l| l.kconfig_source.is_some()) {
-        let maps: Vec<_> = archives.iter().map(|a| &a.kconfig).collect();
-        differing("kconfig", &maps, "not set", &mut out);
-    }
-    let sysctl: Vec<_> = archives.iter().map(|a| &a.sysctl).collect();
-    differing("sysctl", &sysctl, "absent", &mut out);
-    let modules: Vec<BTreeMap<String, String>> = archives
-        .iter()
-        .map(|a| {
-            let loaded = |m: &String| (m.clone(), "loaded".to_string());
-            a.modules.iter().map(loaded).collect()
-        })
-        .collect();
-    let modules: Vec<_> = modules.iter().collect();
-    differing("modules", &modules, "not loaded", &mut out);
-    out
-}
-
-/// Keys of `maps` whose values differ, as `PREFIX.KEY`, `missing` where one lacks the key.
-fn differing(
-    prefix: &str,
-    maps: &[&BTreeMap<String, String>],
-    missing: &str,
-    out: &mut Vec<(String, Vec<String>)>,
-) {
-    let keys: BTreeSet<&String> = maps.iter().flat_map(|m| m.keys()).collect();
-    for key in keys {
-        let values: Vec<String> = maps
-            .iter()
-            .map(|m| m.get(key).cloned().unwrap_or_else(|| missing.to_string()))
-            .collect();
-        if values.iter().any(|v| *v != values[0]) {
-            out.push((format!("{prefix}.{key}"), values));
-        }
-    }
-}
-
-/// For each environment after the first (named by `labels`): the kernel
-/// warnings and oopses its log has that the first's has not, in words,
-/// with the first such line. Nothing where either log is missing.
-pub fn new_kernel_problems(envs: &[&Environment], labels: &[String]) -> Vec<String> {
-    let log = |e: &Environment| e.logs.as_ref().and_then(|l| l.dmesg.clone());
-    let Some(base) = envs.first().and_then(|e| log(e)) else {
-        return Vec::new();
-    };
-    let seen: BTreeSet<&str> = base.flagged.iter().map(|l| message(l)).collect();
-    let mut out = Vec::new();
-    for (env, label) in envs.iter().zip(labels).skip(1) {
-        let Some(candidate) = log(env) else { continue };
-        let new: Vec<&String> = candidate
-            .flagged
-            .iter()
-            .filter(|l| !seen.contains(message(l)))
-            .collect();
-        let more = candidate.oopses > base.oopses || candidate.warnings > base.warnings;
-        if new.is_empty() && !more {
-            continue;
-        }
-        let first = new
-            .first()
-            .map_or(String::new(), |l| format!("; first: \"{}\"", message(l)));
-        out.push(format!(
-            "{label}: a new kernel warning or oops appeared since {}: its log has {} oops and {} \
-             warning lines ({} and {} before), {} not in the first{first}",
-            labels[0],
-            candidate.oopses,
-            candidate.warnings,
-            base.oopses,
-            base.warnings,
-            new.len()
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::Environment;
+    use crate::env::diff::{logs_diff as diff, new_kernel_problems};
 
     fn put(root: &std::path::Path, path: &str, text: &[u8]) {
         let p = root.join(path.trim_start_matches('/'));

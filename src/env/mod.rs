@@ -27,9 +27,10 @@ pub mod process;
 mod types;
 
 pub use activity::{Activity, Load};
-pub use capture::{capture, capture_from, record_end};
+pub use capture::{capture, capture_from, environment, record_end};
 pub use diff::{
-    LONG_VALUE, SideChange, WordChanges, between_sides, diff, flatten, is_factor, word_changes,
+    LONG_VALUE, SideChange, WordChanges, between_sides, diff, flatten, is_factor,
+    new_kernel_problems, word_changes,
 };
 pub use types::{
     Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,

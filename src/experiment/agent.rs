@@ -50,9 +50,9 @@ pub fn serve(
             Err(e) => Reply::Error(format!(
                 "malformed request ({e}); send one JSON object per line (docs/agent-protocol.md)"
             )),
-            Ok(Request::Env { logs }) => Reply::Env(Box::new(crate::env::logs::environment(
-                logs.then_some(logs_tree),
-            ))),
+            Ok(Request::Env { logs }) => {
+                Reply::Env(Box::new(crate::env::environment(logs.then_some(logs_tree))))
+            }
             Ok(Request::Run(request)) => match measure(&request, interrupt) {
                 Ok(series) => Reply::Series(Box::new(series)),
                 Err(e) => Reply::Error(e.to_string()),

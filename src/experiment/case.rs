@@ -391,9 +391,9 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
             "samples form two clusters: {} near {} and {} near {} {unit}; the machine switched modes \
              during the case: {}",
             modes.low_count,
-            crate::report::fmt_sig(modes.low),
+            crate::document::number::fmt_sig(modes.low),
             modes.high_count,
-            crate::report::fmt_sig(modes.high),
+            crate::document::number::fmt_sig(modes.high),
             two_cluster_causes(tasks, series.pin)
         ));
     }

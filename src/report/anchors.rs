@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use super::sections::Body;
+use super::layout::Body;
 use super::{ctx_mode, fmt_sig};
 use crate::document::{DEFAULT_CONFIG, Document, Series};
 

@@ -5,7 +5,7 @@
 //! same tables and sentences. Left out: the detection itself
 //! ([`crate::compare::history`]) and the plot ([`super::plot::history_plot`]).
 
-use super::sections::Table;
+use super::layout::Table;
 use super::{decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::fmt_sig;
-use super::sections::{Block, Body, Table};
+use super::layout::{Block, Body, Table};
 use crate::document::{Document, Series};
 
 /// The counters section of `doc`, if anything was counted or found

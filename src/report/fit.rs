@@ -7,7 +7,7 @@
 //! line asks the terminal, as clap does for `--help`) and colour.
 
 use super::display_width;
-use super::sections::Table;
+use super::layout::Table;
 
 /// The narrowest a wrapping text column gets.
 const TEXT_FLOOR: usize = 10;

@@ -17,8 +17,9 @@ use serde_json::Value;
 
 use super::case_history;
 use super::decimals_for;
+use super::layout::{Block, Body, Table};
 use super::plot::{self, Plot};
-use super::sections::{self, Block, Body, Section, Table};
+use super::sections::{self, Section};
 use crate::compare::Comparison;
 use crate::compare::history::CaseHistory;
 use crate::document::{ComparisonRecord, Document};

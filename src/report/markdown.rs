@@ -9,7 +9,8 @@ use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
 use super::decimals_for;
-use super::sections::{self, Block, Body, Table};
+use super::layout::{Block, Body, Table};
+use super::sections;
 use crate::compare::Comparison;
 use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document};
 

@@ -18,6 +18,7 @@ pub mod history;
 pub mod html;
 pub mod hyperfine;
 pub mod junit;
+pub mod layout;
 pub mod markdown;
 pub mod openmetrics;
 pub mod plot;
@@ -30,34 +31,10 @@ pub mod time;
 use unicode_width::UnicodeWidthStr;
 
 use crate::document::Series;
+pub use crate::document::number::{decimals_for, fmt_fixed, fmt_sig};
 use crate::stats::verdict::Verdict;
 pub use env::env_text;
 pub use table::{render_run, render_run_within};
-
-/// `x` with about four significant digits (at most six decimals; a value
-/// too small for them in scientific notation, never `0.000000`).
-pub fn fmt_sig(x: f64) -> String {
-    fmt_fixed(x, decimals_for(x))
-}
-
-/// `x` with `decimals` decimals, or in scientific notation (four
-/// significant digits) when those would show none of its digits.
-pub fn fmt_fixed(x: f64, decimals: usize) -> String {
-    let smallest = 0.5 * 10f64.powi(-(decimals.min(300) as i32));
-    if x != 0.0 && x.is_finite() && x.abs() < smallest {
-        format!("{x:.3e}")
-    } else {
-        format!("{x:.decimals$}")
-    }
-}
-
-/// Decimals that give `x` about four significant digits.
-pub fn decimals_for(x: f64) -> usize {
-    if x == 0.0 || !x.is_finite() {
-        return 1;
-    }
-    (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize
-}
 
 /// `text` with every number blanked to `#`: the same warning whatever the
 /// values in it ("CV 12.5%" and "CV 30.1%" alike), to say it once.

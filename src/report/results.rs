@@ -3,7 +3,7 @@
 //! distribution. Left out: the anchors' layouts ([`super::anchors`]) and the
 //! counters ([`super::counters`]).
 
-use super::sections::{Body, Table};
+use super::layout::{Body, Table};
 use super::{decimals_for, fmt_pct};
 use crate::document::{Document, Series, SeriesKind};
 use crate::stats::histogram::Quantiles;

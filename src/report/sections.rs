@@ -5,39 +5,9 @@
 //! per-case result (the run's settings, comparisons, environment, plots),
 //! which each renderer shows in its own way.
 
+use super::layout::Body;
 use super::{anchors, counters, results};
 use crate::document::Document;
-
-/// A table as cells: what every renderer lays out in its own way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub header: Vec<&'static str>,
-    /// Which columns are numbers (right-aligned).
-    pub numeric: Vec<bool>,
-    pub rows: Vec<Vec<String>>,
-    /// Each row's case and configuration when the rows are cases (column 0
-    /// the bench, column 1 both as `case [config]`), so a renderer can give
-    /// the configuration its own column; empty otherwise.
-    pub cases: Vec<(String, String)>,
-}
-
-/// What a section holds.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Body {
-    Table(Table),
-    /// Preformatted lines, each ending in a newline (an anchor's own layout).
-    Text(String),
-    /// Lines and tables in turn (captions, notes): the counters.
-    Blocks(Vec<Block>),
-}
-
-/// One part of a [`Body::Blocks`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum Block {
-    /// Lines of prose, each ending in a newline.
-    Text(String),
-    Table(Table),
-}
 
 /// One section of a run's report.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,8 @@
 
 use super::align;
 use super::fit::wrap_prose;
-use super::sections::{self, Block, Body, Table};
+use super::layout::{Block, Body, Table};
+use super::sections;
 use crate::document::Document;
 
 impl Table {

@@ -263,7 +263,7 @@ mod tests {
             "one unit, ms, for both blocks: {text}"
         );
         // The counters table (terminal and HTML) in the same readable unit, not seconds.
-        let crate::report::sections::Body::Blocks(blocks) =
+        let crate::report::layout::Body::Blocks(blocks) =
             crate::report::counters::section(&doc).unwrap()
         else {
             panic!("blocks");
@@ -271,7 +271,7 @@ mod tests {
         let table = blocks
             .iter()
             .find_map(|b| match b {
-                crate::report::sections::Block::Table(t) => Some(t),
+                crate::report::layout::Block::Table(t) => Some(t),
                 _ => None,
             })
             .unwrap();

@@ -1,4 +1,5 @@
-//! Distribution-free confidence interval for the median.
+//! Confidence intervals: the distribution-free one of a median, and the
+//! shape of a ratio's ([`RatioCi`]), which the paired and unpaired tests fill in.
 //!
 //! Method: the order-statistic interval [x₍ₗ₎, x₍ₙ₊₁₋ₗ₎] of the sorted sample. Whatever
 //! the distribution (continuous), it covers the true median with probability
@@ -101,5 +102,22 @@ mod tests {
         let v: Vec<f64> = (1..=11).map(f64::from).collect();
         let ci = median_ci(&v, 0.95);
         assert_eq!((ci.low, ci.high, ci.ranks), (2.0, 10.0, (2, 10)));
+    }
+}
+
+/// A ratio of medians with bootstrap intervals at 95 % and 90 %.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatioCi {
+    pub ratio: f64,
+    pub ci95: (f64, f64),
+    /// For the equivalence test (two one-sided tests at 5 %).
+    pub ci90: (f64, f64),
+}
+
+impl RatioCi {
+    /// Half the width of the 95 % interval as a fraction of the ratio: the
+    /// smallest relative change the comparison could show.
+    pub fn relative_half_width(&self) -> f64 {
+        (self.ci95.1 - self.ci95.0) / 2.0 / self.ratio
     }
 }

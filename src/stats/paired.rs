@@ -8,7 +8,7 @@
 //! Independent series are `stats::unpaired`'s; what a ratio and a p-value
 //! conclude is `stats::verdict`'s.
 
-use super::verdict::RatioCi;
+use super::ci::RatioCi;
 
 /// The `p` quantile of Student's t distribution with `df` degrees of freedom
 /// (`statrs`' inverse of the regularized incomplete beta function: exact to

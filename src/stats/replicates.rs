@@ -23,9 +23,9 @@
 //! boot; what a reboot changes is covered only when the sides' runs come
 //! from several boots.
 
+use super::ci::RatioCi;
 use super::paired::t_quantile;
 use super::summary::{mean, median, stddev};
-use super::verdict::RatioCi;
 
 /// The spread of single replicates known from elsewhere: log-scale sum of
 /// squared deviations and its degrees of freedom (values of stored runs).

@@ -12,8 +12,8 @@
 //! Paired series (interleaved rounds) are `stats::paired`'s; what a ratio and
 //! a p-value conclude is `stats::verdict`'s.
 
+use super::ci::RatioCi;
 use super::summary::{median_of_sorted, sorted};
-use super::verdict::RatioCi;
 use crate::rng::SplitMix64;
 
 /// `erfc(x)`: the complementary error function from `libm` (a port of

@@ -7,6 +7,7 @@
 //! The intervals and p-values come from `stats::unpaired` (separately saved
 //! runs) and `stats::paired` (interleaved rounds).
 
+pub use super::ci::RatioCi;
 use super::unpaired::mann_whitney_p;
 
 /// Holm–Bonferroni adjusted p-values, in the input order.
@@ -21,23 +22,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
         adjusted[i] = running;
     }
     adjusted
-}
-
-/// A ratio of medians with bootstrap intervals at 95 % and 90 %.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RatioCi {
-    pub ratio: f64,
-    pub ci95: (f64, f64),
-    /// For the equivalence test (two one-sided tests at 5 %).
-    pub ci90: (f64, f64),
-}
-
-impl RatioCi {
-    /// Half the width of the 95 % interval as a fraction of the ratio: the
-    /// smallest relative change the comparison could show.
-    pub fn relative_half_width(&self) -> f64 {
-        (self.ci95.1 - self.ci95.0) / 2.0 / self.ratio
-    }
 }
 
 /// What a comparison concludes, for a time-like quantity (smaller is better).

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-use super::queries::{experiment_key, fingerprint, index_meta, index_series};
+use super::index::{experiment_key, fingerprint, index_meta, index_series};
 use super::sql::{Conn, Param, bad_row, transaction};
 
 /// A data step some migrations need after their SQL.

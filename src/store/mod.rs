@@ -10,6 +10,7 @@
 mod boot_jobs;
 mod change_points;
 mod document_file;
+mod index;
 mod jobs;
 mod location;
 mod migrations;

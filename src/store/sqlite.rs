@@ -455,7 +455,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(
             medians[0].experiment,
-            crate::store::queries::experiment_key(&value)
+            crate::store::index::experiment_key(&value)
         );
         assert!(medians[0].experiment.starts_with("base,patched, \"v2\" #"));
         // The old fingerprint ('x') became the document's SHA-256: a unique key.
@@ -463,7 +463,7 @@ mod tests {
             .unwrap()
             .query_row("SELECT fingerprint FROM runs", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(print, crate::store::queries::fingerprint(text));
+        assert_eq!(print, crate::store::index::fingerprint(text));
         let wakeup = Filter {
             bench: Some("wakeup".into()),
             ..Filter::default()
