@@ -804,7 +804,10 @@ fn runs_are_removed_and_relabelled_alike_in_both_back_ends() {
 /// The two SQL blocks of the guide's "Dashboards" section (Grafana's panel and
 /// annotation queries), with `$__timeFilter(X)` expanded to November 2026.
 fn readme_queries() -> [String; 2] {
-    let guide = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/nightly-regressions.md");
+    let guide = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/nightly-regressions.md"
+    );
     let readme = fs::read_to_string(guide).unwrap();
     let section = readme
         .split_once("## Dashboards: the `osbench_results` view")
