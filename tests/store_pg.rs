@@ -801,13 +801,17 @@ fn runs_are_removed_and_relabelled_alike_in_both_back_ends() {
     assert_eq!(left, [3]);
 }
 
-/// The two SQL blocks of README's "Dashboards" section (Grafana's panel and
+/// The two SQL blocks of the guide's "Dashboards" section (Grafana's panel and
 /// annotation queries), with `$__timeFilter(X)` expanded to November 2026.
 fn readme_queries() -> [String; 2] {
-    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let guide = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/nightly-regressions.md"
+    );
+    let readme = fs::read_to_string(guide).unwrap();
     let section = readme
-        .split_once("### Dashboards: the `osbench_results` view")
-        .expect("README has the Dashboards section")
+        .split_once("## Dashboards: the `osbench_results` view")
+        .expect("the guide has the Dashboards section")
         .1;
     let blocks: Vec<String> = section
         .split("```sql\n")

@@ -2,7 +2,8 @@
 //! completion script (clap_complete) and the man page in roff (clap_mangen),
 //! both generated at run time from the same clap definitions that parse the
 //! command line ([`super::command`]), so they never fall behind it. Left out:
-//! installing them (the README says where they go) and a build step that
+//! installing them (README.md's Installation and docs/guide/usage.md say where
+//! they go) and a build step that
 //! writes them to files.
 
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! console, and print the `--guest` option that runs it. The archive is
 //! `osbench::guest::image`'s; this names the file and says how to use it.
 //! Left out: the kernel (any stock x86-64 kernel with its serial console
-//! built in; README "QEMU guests").
+//! built in; docs/guide/configurations-and-guests.md, "QEMU guests").
 
 use std::path::PathBuf;
 use std::process::ExitCode;

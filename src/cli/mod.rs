@@ -13,6 +13,7 @@
 //! in `guest_image`, progress in `progress`, completions and the man page in `generate`, the
 //! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`, the job queue's
 //! `submit` and `jobs` in `submit` and `worker` in `worker`); the work itself is the library's.
+//! `OSBENCH_PARSE_ONLY=1` ([`PARSE_ONLY`]) stops after parsing: status 0 or 2, nothing run.
 
 mod agent;
 mod bisect;
@@ -413,14 +414,18 @@ fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The environment variable that makes osbench only parse its command line:
+/// `OSBENCH_PARSE_ONLY=1 osbench …` exits 0 when the command line parses and
+/// 2 (with clap's message) when it does not, and does nothing else — no
+/// store, no files, no benchmark. tests/docs.rs checks every command line in
+/// README.md and docs/guide/ with it; it is not in `--help`.
+const PARSE_ONLY: &str = "OSBENCH_PARSE_ONLY";
+
 pub fn main() -> ExitCode {
     osbench::measure::limits::fit_address_space_limit();
-    let cli = match command()
-        .try_get_matches_from(arguments())
-        .and_then(|m| Cli::from_arg_matches(&m))
-    {
+    let cli = match parse() {
         Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
+        Err(code) => return code,
     };
     let console = |stdout_taken: bool| Console::new(cli.color, stdout_taken);
     let bisect_exit = match &cli.command {
@@ -467,6 +472,20 @@ pub fn main() -> ExitCode {
         eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
         failure_code(&e, bisect_exit)
     })
+}
+
+/// The parsed command line, or the exit status when there is nothing to run:
+/// help, version, a usage error, or a command line that parses under
+/// [`PARSE_ONLY`]`=1` (status 0).
+fn parse() -> Result<Cli, ExitCode> {
+    let cli = command()
+        .try_get_matches_from(arguments())
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(clap_exit)?;
+    if std::env::var_os(PARSE_ONLY).is_some_and(|v| v == "1") {
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(cli)
 }
 
 /// The command line. As a guest's init the kernel puts the words of its

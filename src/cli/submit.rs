@@ -22,8 +22,8 @@ use super::{Cli, Command};
 
 #[derive(Args)]
 pub struct SubmitArgs {
-    /// A plan file (TOML: select or time, options, [[config]]; see README "Beyond one
-    /// machine"), or selectors as `run` takes them, or with --time the commands to time
+    /// A plan file (TOML: select or time, options, [[config]]; see
+    /// docs/guide/worker-queue.md), or selectors as `run` takes them, or with --time the commands to time
     #[arg(value_name = "PLAN.toml|SELECTOR", required = true)]
     items: Vec<String>,
     /// The items are commands for `osbench time`, not selectors

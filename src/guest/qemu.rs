@@ -3,7 +3,8 @@
 //! `$OSBENCH_QEMU_KERNEL`): osbench writes the initramfs
 //! ([`super::image`]) for its own binary, cached by the binary's identity,
 //! picks the accelerator and boots the kernel with its serial port as the
-//! agent's channel — the README's command guest, without the command.
+//! agent's channel — the guide's command guest
+//! (docs/guide/configurations-and-guests.md), without the command.
 //!
 //! Command: `qemu-system-x86_64 -accel kvm -cpu host | -accel tcg -m 1G
 //! -smp 1 -nodefaults -display none -serial stdio -no-reboot -kernel KERNEL

@@ -123,7 +123,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         backfill: None,
         after: "",
     },
-    // Version 7: the stable view dashboards read (README, "Dashboards").
+    // Version 7: the stable view dashboards read (docs/guide/nightly-regressions.md, "Dashboards").
     Migration {
         before: "CREATE VIEW osbench_results AS
          SELECT {started_time} AS started,
