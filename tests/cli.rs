@@ -378,7 +378,11 @@ fn interrupted_ring_leaves_no_process_and_keeps_its_samples() {
     assert!(!doc.run.complete);
     let series = &doc.series[0];
     assert!(!series.samples.is_empty() && series.samples.len() < 1000);
-    assert!(series.noise.contains(&"interrupted".to_string()));
+    assert!(
+        series
+            .noise
+            .contains(&osbench::document::NoiseFlag::Interrupted)
+    );
     assert!(series.baseline.is_some(), "the ovr baseline is recorded");
 }
 
@@ -1968,7 +1972,9 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     );
     let fs_series = doc.series.iter().find(|s| s.key.bench == "fs");
     assert!(
-        fs_series.is_some_and(|s| !s.samples.is_empty() && s.noise.iter().any(|n| n == "failed")),
+        fs_series
+            .is_some_and(|s| !s.samples.is_empty()
+                && s.noise.contains(&osbench::document::NoiseFlag::Failed)),
         "the failing case keeps its own samples, flagged: {:?}",
         fs_series.map(|s| (s.samples.len(), &s.noise))
     );

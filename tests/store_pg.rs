@@ -851,7 +851,7 @@ fn nightly_store(store: &mut Store) {
         after_median: 110.0,
         relative: 0.1,
         p_value: 0.01,
-        direction: "slower".into(),
+        direction: osbench::document::Direction::Slower,
     };
     store.record_change_point(&point).unwrap();
 }

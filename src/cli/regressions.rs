@@ -256,7 +256,7 @@ fn found_point(r: &Regression) -> FoundPoint {
         after_median: r.after.median,
         relative: r.change,
         p_value: r.p_value,
-        direction: if r.slower { "slower" } else { "faster" }.into(),
+        direction: osbench::document::Direction::of(r.slower),
     }
 }
 

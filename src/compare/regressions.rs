@@ -17,7 +17,7 @@
 use serde::Serialize;
 
 use super::history::CaseHistory;
-use crate::document::CaseKey;
+use crate::document::{CaseKey, Direction};
 use crate::env::SideChange;
 use crate::stats::changepoint::{ChangePoint, Detection};
 use crate::store::CaseRun;
@@ -127,7 +127,7 @@ impl Regression {
             && earlier.key.case == self.key.case
             && earlier.key.config == self.key.config
             && earlier.host == self.host
-            && (earlier.direction == "slower") == self.slower
+            && earlier.direction == Direction::of(self.slower)
             && (before.contains(&earlier.run_id) || after.contains(&earlier.run_id))
     }
 }
@@ -274,7 +274,7 @@ mod tests {
             after_median: 110.0,
             relative: 0.1,
             p_value: 0.01,
-            direction: direction.into(),
+            direction: Direction::parse(direction).unwrap(),
         };
         // The new level starts at run 13: runs 11..15 are the same change.
         for near in [11, 12, 14, 15] {

@@ -16,6 +16,7 @@ use crate::stats::histogram::{Buckets, Quantiles};
 
 mod case_key;
 mod config;
+mod flags;
 mod invocation;
 pub mod meta;
 pub mod number;
@@ -28,6 +29,7 @@ pub use case_key::CaseKey;
 pub use config::{
     BootParameter, Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, InitHandOff, Override, TimeInfo,
 };
+pub use flags::{Direction, NoiseFlag};
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
 pub use pin::Pin;
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
@@ -272,7 +274,7 @@ pub struct Series {
     /// "interrupted" (fewer samples than asked for), "failed" (an error
     /// stopped the case after these samples).
     #[serde(default)]
-    pub noise: Vec<String>,
+    pub noise: Vec<NoiseFlag>,
     #[serde(default)]
     pub warnings: Vec<String>,
     /// `command` series (`osbench time`): what each run cost, in run order.

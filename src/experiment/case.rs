@@ -7,7 +7,7 @@
 use super::series_meters;
 use crate::bench::util::select::Case;
 use crate::bench::{self, BenchDef, Params, StandIn};
-use crate::document::{ReferenceSeries, Series, SeriesKind, TargetOutcome};
+use crate::document::{NoiseFlag, ReferenceSeries, Series, SeriesKind, TargetOutcome};
 use crate::error::{Error, Result};
 use crate::measure::placement::{Pin, PinGuard, Placement, pin_current_thread};
 use crate::measure::{
@@ -281,7 +281,7 @@ fn sampled(
         (def.tasks)(&case.params),
     );
     if m.failed.is_some() {
-        series.noise.push("failed".to_string());
+        series.noise.push(NoiseFlag::Failed);
     }
     if series.samples.iter().any(|&v| v <= 0.0) {
         series.warnings.push(
@@ -341,7 +341,7 @@ fn distribution<C: Clock>(
         &e.perf,
     );
     if e.interrupted {
-        series.noise.push("interrupted".into());
+        series.noise.push(NoiseFlag::Interrupted);
         series.warnings.push(format!(
             "interrupted after {} of {} events",
             e.latencies_ns.len(),
@@ -374,11 +374,11 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
 /// interrupt. `tasks` and the placement decide what two clusters can come from.
 fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) {
     if interrupted {
-        series.noise.push("interrupted".to_string());
+        series.noise.push(NoiseFlag::Interrupted);
     }
     let cv = series.summary.cv;
     if cv > NOISY_CV {
-        series.noise.push("high-cv".to_string());
+        series.noise.push(NoiseFlag::HighCv);
         series.warnings.push(format!(
             "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
              --samples before trusting small differences",
@@ -386,7 +386,7 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
         ));
     }
     if let Some(modes) = bimodal(&series.samples) {
-        series.noise.push("bimodal".to_string());
+        series.noise.push(NoiseFlag::Bimodal);
         series.warnings.push(format!(
             "samples form two clusters: {} near {} and {} near {} {unit}; the machine switched modes \
              during the case: {}",

@@ -24,7 +24,7 @@ pub mod time;
 use std::time::Duration;
 
 use crate::bench::util::select::Case;
-use crate::document::{DEFAULT_CONFIG, Document, RunInfo, Series, utc_now};
+use crate::document::{DEFAULT_CONFIG, Document, NoiseFlag, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
@@ -111,7 +111,7 @@ impl Plan {
             .iter()
             .map(|s| {
                 let taken = s.rounds.len().max(s.invocations.len()).max(1);
-                let cut = s.noise.iter().any(|n| n == "interrupted" || n == "failed");
+                let cut = s.noise.iter().any(NoiseFlag::cut_short);
                 taken - usize::from(cut)
             })
             .sum()
@@ -867,7 +867,7 @@ mod tests {
                 summary.clone(),
             );
             s.rounds = vec![1.0; rounds];
-            s.noise = noise.iter().map(|n| n.to_string()).collect();
+            s.noise = noise.iter().map(|&n| NoiseFlag::from(n)).collect();
             s
         };
         // Six cases without rounds, every one complete: all six.
@@ -875,7 +875,7 @@ mod tests {
         assert_eq!(Plan::steps_done(&done), 6);
         // The sixth interrupted while sampling: five.
         let mut cut = done.clone();
-        cut[5].noise.push("interrupted".into());
+        cut[5].noise.push(NoiseFlag::Interrupted);
         assert_eq!(Plan::steps_done(&cut), 5);
         // Rounds: 3 + 3 complete, the third round of the second cut short.
         assert_eq!(

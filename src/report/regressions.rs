@@ -77,7 +77,7 @@ fn row(r: &Regression) -> Vec<String> {
         r.id.to_string(),
         format!(
             "{} {}",
-            if r.slower { "slower" } else { "faster" },
+            crate::document::Direction::of(r.slower),
             super::case_history::signed_pct(r.change)
         ),
         case_name(r),
@@ -209,7 +209,7 @@ pub fn csv(found: &[Regression]) -> String {
             r.key.config.clone(),
             r.host.clone(),
             r.unit.clone(),
-            if r.slower { "slower" } else { "faster" }.into(),
+            crate::document::Direction::of(r.slower).to_string(),
             r.change.to_string(),
             r.p_value.to_string(),
             run(&r.before, false),

@@ -109,7 +109,11 @@ fn row(s: &Series) -> Vec<String> {
         fmt_pct(m.cv),
         m.n.to_string(),
         unit.to_string(),
-        s.noise.join(","),
+        s.noise
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
         s.op.clone(),
     ]
 }

@@ -3,7 +3,7 @@
 //! that the next sweep does not announce an acknowledged one again. Left out:
 //! finding them (`compare::regressions`) and deciding what to announce.
 
-use crate::document::{CaseKey, utc_now};
+use crate::document::{CaseKey, Direction, utc_now};
 use crate::error::{Error, Result};
 
 use super::queries::Store;
@@ -61,7 +61,7 @@ pub struct FoundPoint {
     pub relative: f64,
     pub p_value: f64,
     /// "slower" or "faster".
-    pub direction: String,
+    pub direction: Direction,
 }
 
 /// A change point as the store keeps it.
@@ -92,7 +92,10 @@ fn stored_point(r: &Row) -> std::result::Result<StoredPoint, String> {
             after_median: r.float(11)?,
             relative: r.float(12)?,
             p_value: r.float(13)?,
-            direction: r.text(14)?,
+            direction: {
+                let word = r.text(14)?;
+                Direction::parse(&word).ok_or_else(|| format!("direction '{word}'"))?
+            },
         },
     })
 }

@@ -556,7 +556,7 @@ mod tests {
             after_median: 110.0,
             relative: 0.1,
             p_value: 0.01,
-            direction: "slower".into(),
+            direction: crate::document::Direction::Slower,
         };
         let first = store.record_change_point(&point).unwrap();
         assert_eq!((first.id, first.state), (1, PointState::New));
