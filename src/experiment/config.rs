@@ -3,7 +3,7 @@
 //! undone by a tear-down command after it.
 //!
 //! A configuration that runs in a guest has its set-up and tear-down run
-//! inside the guest instead (`RunRounds::in_config`, through the agent);
+//! inside the guest instead (`place::Place::apply`, through the agent);
 //! [`share_guests`] lets several configurations share one guest.
 //!
 //! Commands run with `sh -c` in a process group of their own

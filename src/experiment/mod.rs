@@ -17,6 +17,7 @@ mod case;
 pub mod config;
 pub mod file;
 pub mod invocations;
+mod place;
 pub mod rounds;
 mod series_meters;
 pub mod time;
@@ -27,16 +28,15 @@ use crate::bench::util::select::Case;
 use crate::document::{DEFAULT_CONFIG, Document, NoiseFlag, RunInfo, Series, utc_now};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::guest::Guest;
-use crate::guest::protocol::RunRequest;
 use crate::measure::placement::Pin;
 use crate::measure::{Clock, Harness, Interrupt, Meters, Policy, Target};
 use crate::rng::SplitMix64;
 use crate::stats::paired::paired_log_ratio_ci;
 use case::CaseEnd;
 pub use case::NOISY_CV;
-use config::Applied;
 pub use config::Config;
+use place::Places;
+pub use place::check_remote_configs;
 pub use rounds::{Observer, Silent};
 use rounds::{RoundBody, StopRule};
 
@@ -149,7 +149,8 @@ pub fn run(
         return invocations::run(plan, interrupt, env, observer);
     }
     // A remote plan is measured there, with the remote's counters.
-    let local_perf = plan.perf && plan.remote.is_none();
+    let here = place::measured_here(plan);
+    let local_perf = plan.perf && here;
     let stop = interrupt.clone();
     let mut harness = Harness::new(plan.policy, interrupt)
         .with_meters(Meters::open(local_perf))
@@ -164,7 +165,7 @@ pub fn run(
     // The drift sentinels of this one process, read once its cases are done
     // (so nothing delays the first case), and only after a run that ended
     // well (so nothing delays a stop).
-    if plan.remote.is_none() && outcome.error.is_none() && !stop.is_set() {
+    if here && outcome.error.is_none() && !stop.is_set() {
         outcome.document.run.invocations = vec![invocations::this_process(plan.seed)];
     }
     if local_perf {
@@ -191,8 +192,8 @@ pub fn run_with<C: Clock>(
     let configs = configs_to_run(plan);
     let mut body = RunRounds::new(plan, &configs, harness);
     let (ready, mut audit) = body.get_ready(&mut env);
-    // A remote host that never answered has no environment here to audit: the local one is not its.
-    let unreached = plan.remote.is_some() && ready.is_err();
+    // A remote system that never answered has no environment here to audit.
+    let auditable = body.places.auditable(ready.is_ok());
     audit.iter().for_each(|f| observer.audit(f));
     let mut rounds = match ready {
         Err(e) => rounds::Rounds {
@@ -212,12 +213,12 @@ pub fn run_with<C: Clock>(
     } else {
         body.not_counted("not counted: the run stopped before its perf counting pass");
     }
-    body.record_end(&mut env);
+    body.places.record_end(&mut env);
     // After an error or a stop a guest may be busy measuring: it is killed at once.
-    let guests = body.shut_down_guests(rounds.error.is_none());
+    let guests = body.places.shut_down(rounds.error.is_none());
     for finding in crate::env::audit::after_run(&env)
         .into_iter()
-        .filter(|_| !unreached)
+        .filter(|_| auditable)
     {
         observer.audit(&finding);
         audit.push(finding);
@@ -243,7 +244,7 @@ pub fn run_with<C: Clock>(
         config_env_diff,
         guests,
         label: None,
-        host: plan.remote.as_ref().map(|r| r.name.clone()),
+        host: body.places.host(),
         invocations: Vec::new(),
         perf_hooks_wait_ms: None,
         meta: Default::default(),
@@ -284,11 +285,8 @@ struct RunRounds<'a, C: Clock> {
     /// (a guest's, as its agent reported it), to show what the set-up or the
     /// guest (the declared factor) changed.
     config_envs: Vec<Option<Environment>>,
-    /// The started guests (one per configuration that runs in a guest of
-    /// its own, one per shared guest), until they are shut down.
-    guests: Vec<Guest>,
-    /// Which of `guests` each configuration runs in.
-    guest_of: Vec<Option<usize>>,
+    /// Where each configuration runs, and the guests started for them.
+    places: Places,
     /// When the rounds began, on the harness's clock.
     started_ns: u64,
 }
@@ -302,154 +300,35 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             done: Vec::new(),
             order: Vec::new(),
             config_envs: vec![None; configs.len()],
-            guests: Vec::new(),
-            guest_of: vec![None; configs.len()],
+            places: Places::new(plan, configs),
             started_ns: harness.clock().now_ns(),
         }
     }
 
-    /// Starts every configuration's guest, once, before the first round: a
-    /// guest of its own, or the one it shares (`in`), booted for the first
-    /// configuration that names it. Returns warnings: boot parameters
-    /// nothing recognised, with `allow_unknown_boot_parameters` (else an error).
-    /// Checks the plan and starts the guests (a remote guest's environment
-    /// replaces `env`); whether all is ready, and the audit findings so far.
+    /// Checks the plan and starts every configuration's guest (a remote
+    /// system's environment replaces `env`); whether all is ready, and the
+    /// audit findings so far (with the warnings of starting the guests).
     fn get_ready(&mut self, env: &mut Environment) -> (Result<()>, Vec<String>) {
-        let ready = self.check().and_then(|()| self.start_guests());
-        if let (Ok(_), Some(guest)) = (&ready, self.remote_guest()) {
-            *env = guest.info().env.clone();
+        let (plan, configs) = (self.plan, self.configs);
+        let places = &mut self.places;
+        let ready = places
+            .check(plan, configs)
+            .and_then(|()| places.start(plan, configs, self.harness.interrupt()));
+        for (ci, known) in self.config_envs.iter_mut().enumerate() {
+            *known = self.places.reported_env(ci).cloned();
+        }
+        if ready.is_ok() {
+            self.places.run_env(env);
         }
         let unpinned = runs_unpinned(self.plan, self.configs);
-        let mut audit = match (&self.plan.remote, &ready) {
-            (Some(_), Err(_)) => Vec::new(),
-            _ => crate::env::audit::before_run(env, unpinned),
+        let mut audit = if self.places.auditable(ready.is_ok()) {
+            crate::env::audit::before_run(env, unpinned)
+        } else {
+            Vec::new()
         };
-        audit.extend(self.emulated_guests());
+        audit.extend(self.places.emulated_guests(self.configs));
         let ready = ready.map(|warnings| audit.extend(warnings));
         (ready, audit)
-    }
-
-    fn start_guests(&mut self) -> Result<Vec<String>> {
-        let mut shared: Vec<(&str, usize)> = Vec::new();
-        let mut warnings = Vec::new();
-        for (ci, config) in self.configs.iter().enumerate() {
-            let Some(spec) = &config.guest else {
-                continue;
-            };
-            let name = config.in_guest.as_deref();
-            if let Some(&(_, gi)) = shared.iter().find(|(n, _)| Some(*n) == name) {
-                self.guest_of[ci] = Some(gi);
-                self.guests[gi].add_config(&config.name);
-                self.config_envs[ci] = Some(self.guests[gi].info().env.clone());
-                continue;
-            }
-            let label = name.map_or_else(|| config.name.clone(), str::to_string);
-            let who = match name {
-                Some(name) if self.plan.remote.is_none() => format!("guest '{name}'"),
-                _ => self.who(config),
-            };
-            let interrupt = self.harness.interrupt();
-            let mut guest = Guest::start(&label, &who, spec, self.plan.logs, interrupt)?;
-            if let Some(name) = name {
-                shared.push((name, self.guests.len()));
-                guest.add_config(&config.name);
-            }
-            let unknown = guest.unrecognised_parameters();
-            if !unknown.is_empty() {
-                let message = unrecognised(&unknown, self.plan.allow_unknown_boot_parameters);
-                if !self.plan.allow_unknown_boot_parameters {
-                    return Err(Error::Guest { who, message });
-                }
-                warnings.push(format!("{who}: {message}"));
-            }
-            self.config_envs[ci] = Some(guest.info().env.clone());
-            self.guest_of[ci] = Some(self.guests.len());
-            self.guests.push(guest);
-        }
-        Ok(warnings)
-    }
-
-    /// The guest configuration `ci` runs in, if any.
-    fn guest(&mut self, ci: usize) -> Option<&mut Guest> {
-        self.guest_of[ci].map(|gi| &mut self.guests[gi])
-    }
-
-    /// How errors and findings name `config`'s guest.
-    fn who(&self, config: &Config) -> String {
-        match &self.plan.remote {
-            Some(remote) => format!("host '{}'", remote.name),
-            None => format!("configuration '{}'", config.name),
-        }
-    }
-
-    /// The audit's findings for guests that run emulated.
-    fn emulated_guests(&self) -> Vec<String> {
-        let started = self.configs.iter().zip(&self.guest_of);
-        let mut findings: Vec<String> = started
-            .filter_map(|(config, gi)| {
-                let env = &self.guests[(*gi)?].info().env;
-                crate::env::audit::emulated_guest(&self.who(config), env)
-            })
-            .collect();
-        findings.dedup(); // a remote system's configurations share its one finding
-        findings
-    }
-
-    /// The guest that runs the whole plan, once started.
-    fn remote_guest(&self) -> Option<&Guest> {
-        self.plan.remote.as_ref().and(self.guests.first())
-    }
-
-    /// Reads the load at the end of the run: here, or on the remote system
-    /// (if it still answers; else the end stays unrecorded).
-    fn record_end(&mut self, env: &mut Environment) {
-        if self.plan.remote.is_none() {
-            return crate::env::record_end(env);
-        }
-        let interrupt = Interrupt::none();
-        let end = self.guests.first_mut().and_then(|g| g.env(&interrupt).ok());
-        if let (Some(load), Some(end)) = (env.load.as_mut(), end.and_then(|e| e.load)) {
-            load.end = Some(end.start);
-        }
-    }
-
-    /// Ends every guest — asked to shut down when `gracefully`, killed if
-    /// it does not go or otherwise — and returns what the document records
-    /// of them (nothing of a remote system: its environment is the run's).
-    fn shut_down_guests(&mut self, gracefully: bool) -> Vec<crate::document::GuestInfo> {
-        let mut infos = Vec::new();
-        for guest in std::mem::take(&mut self.guests) {
-            if self.plan.remote.is_none() {
-                infos.push(guest.info().clone());
-            }
-            if gracefully {
-                guest.shutdown();
-            } // else dropped: its process group is killed and reaped
-        }
-        infos
-    }
-
-    /// Measures `case` under configuration `ci`: here, or in its guest.
-    fn measure(&mut self, ci: usize, case: &Case, pin: Option<Pin>) -> Result<(Series, CaseEnd)> {
-        let (plan, harness) = (self.plan, self.harness);
-        let Some(guest) = self.guest(ci) else {
-            return case::run_case(case, pin, harness);
-        };
-        // Perf is counted once, after the rounds ([`Self::count_perf`]).
-        let request = RunRequest {
-            selector: case.selector(),
-            policy: plan.policy,
-            pin,
-            perf: false,
-        };
-        let asked = (case.def.name, case.name());
-        let series = guest.run(
-            request,
-            (asked.0, &asked.1),
-            guest_timeout(plan),
-            harness.interrupt(),
-        )?;
-        Ok((series, CaseEnd::Done))
     }
 
     /// The perf counting pass of every configuration × case measured, once,
@@ -487,28 +366,10 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let case = with_overrides(&self.plan.cases[idx], config);
         let pin = config.pin.or(self.plan.pin);
         let (plan, harness) = (self.plan, self.harness);
-        let counted = match self.guest(ci) {
-            Some(guest) => {
-                let request = RunRequest {
-                    selector: case.selector(),
-                    policy: plan.policy,
-                    pin,
-                    perf: true,
-                };
-                let asked = (case.def.name, case.name());
-                let timeout = guest_timeout(plan);
-                let in_guest =
-                    guest.run(request, (asked.0, &asked.1), timeout, harness.interrupt())?;
-                series_meters::take_perf(self.series_mut((ci, idx)), &in_guest);
-                return Ok(());
-            }
-            None => case::count_case(&case, pin, self.harness)?,
-        };
-        let meters = self.harness.meters();
-        let series = self.series_mut((ci, idx));
-        let ops = series.ops_per_iter;
-        series_meters::attach_perf(series, meters, ops, &counted);
-        Ok(())
+        let series = series_in(&mut self.done, (ci, idx));
+        self.places
+            .of(ci)
+            .count((&case, pin), plan, harness, series)
     }
 
     /// Says why every series not counted yet has no perf counters.
@@ -527,90 +388,22 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         }
     }
 
-    /// Runs `block` with configuration `ci` applied: its set-up first, its
-    /// tear-down after, whatever `block` returns — here, or inside its guest.
-    /// A set-up that fails (or is stopped) is torn down too, and is the error.
+    /// Runs `block` with configuration `ci` applied in its place: its set-up
+    /// first, its tear-down after, whatever `block` returns. A set-up that
+    /// fails (or is stopped) is torn down too, and is the error; so is a
+    /// tear-down that fails after `block` went well.
     fn in_config<R>(&mut self, ci: usize, block: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
-        let configs = self.configs;
+        let (configs, harness) = (self.configs, self.harness);
         let config = &configs[ci];
-        if self.guest_of[ci].is_none() {
-            // On an error in `block`, `applied` drops: the tear-down runs.
-            let applied = Applied::apply(config, self.harness.interrupt())?;
-            let out = block(self)?;
-            applied.finish()?;
-            return Ok(out);
-        }
-        let who = self.who(config);
-        if let Some(setup) = &config.setup {
-            let interrupt = self.harness.interrupt().clone();
-            let guest = self.guest(ci).expect("a guest configuration has its guest");
-            guest.set_who(&who);
-            let what = format!("the set-up of configuration '{}'", config.name);
-            if let Err(e) = guest.sh(&what, setup, &config.env, &interrupt) {
-                // The set-up's failure is the error; the tear-down's would hide it.
-                let _ = self.guest_teardown(ci);
-                return Err(e);
-            }
-        } else if let Some(guest) = self.guest(ci) {
-            guest.set_who(&who);
-        }
+        let who = self.places.who(config);
+        let applied = self
+            .places
+            .of(ci)
+            .apply(config, &who, harness.interrupt())?;
         let out = block(self);
-        let torn = self.guest_teardown(ci);
+        let torn = self.places.of(ci).tear_down(applied);
         let out = out?;
         torn.map(|()| out)
-    }
-
-    /// Runs configuration `ci`'s tear-down inside its guest, if it has one
-    /// and the guest can take it: after an interrupt, once the request the
-    /// guest was busy with has ended (within [`SETTLE`]); a guest that has
-    /// ended or does not finish in time is killed with whatever it had applied.
-    fn guest_teardown(&mut self, ci: usize) -> Result<()> {
-        let config = &self.configs[ci];
-        let Some(teardown) = &config.teardown else {
-            return Ok(());
-        };
-        let what = format!("the tear-down of configuration '{}'", config.name);
-        let guest = self.guest(ci).expect("a guest configuration has its guest");
-        if !guest.settle(SETTLE) {
-            return Ok(());
-        }
-        // Not stopped by an interrupt: it is what undoes the set-up.
-        guest.sh(&what, teardown, &config.env, &Interrupt::none())
-    }
-
-    /// The environment configuration `ci` measures in now: here, or its guest's.
-    fn env_of(&mut self, ci: usize) -> Result<Environment> {
-        let interrupt = self.harness.interrupt().clone();
-        match self.guest(ci) {
-            None => Ok(crate::env::capture_from(&crate::env::probe::Sys::real())),
-            Some(guest) => guest.env(&interrupt),
-        }
-    }
-
-    fn series_mut(&mut self, key: (usize, usize)) -> &mut Series {
-        let (_, series) = self
-            .done
-            .iter_mut()
-            .find(|(k, _)| *k == key)
-            .expect("a series for every case measured");
-        series
-    }
-
-    /// Privileges and devices, checked for every case under every
-    /// configuration (its parameters may differ) before anything is measured.
-    fn check(&self) -> Result<()> {
-        if self.plan.remote.is_some() {
-            return check_remote_configs(&self.plan.configs); // its agent checks the cases
-        }
-        self.configs
-            .iter()
-            .flat_map(|config| {
-                self.plan
-                    .cases
-                    .iter()
-                    .map(move |c| with_overrides(c, config))
-            })
-            .try_for_each(|c| (c.def.check)(&c.params))
     }
 
     /// Runs case `idx` under configuration `ci` once, merging its series.
@@ -637,8 +430,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             self.harness.set_case_limit(self.case_limit());
         }
         let pin = config.pin.or(plan.pin);
-        let (mut series, end) = self
-            .measure(ci, case, pin)
+        let harness = self.harness;
+        let (mut series, end) = (self.places.of(ci))
+            .measure(case, pin, plan, harness)
             .inspect_err(|e| observer.case_failed(e))?;
         series.key.config = config.name.clone();
         series.slot = (!plan.configs.is_empty()).then_some(idx);
@@ -723,10 +517,12 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
             let config_has_setup = self.configs[ci].setup.is_some();
             self.in_config(ci, |body| {
                 // Each configuration's environment as its first set-up left it
-                // (a guest's, without one, is the one it reported when it started).
-                let has_guest = body.guest_of[ci].is_some();
-                if round == 0 && !body.plan.configs.is_empty() && (!has_guest || config_has_setup) {
-                    body.config_envs[ci] = Some(body.env_of(ci)?);
+                // (without a set-up, a place that reported one when it started,
+                // a guest, keeps that one).
+                let known = body.config_envs[ci].is_some() && !config_has_setup;
+                if round == 0 && !body.plan.configs.is_empty() && !known {
+                    let interrupt = body.harness.interrupt();
+                    body.config_envs[ci] = Some(body.places.of(ci).environment(interrupt)?);
                 }
                 let mut case_order: Vec<usize> = (0..body.plan.cases.len()).collect();
                 rng.shuffle(&mut case_order);
@@ -766,67 +562,26 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
     }
 }
 
-/// A remote plan's configurations run on the remote system, their set-ups
-/// and tear-downs by its agent: none may name a guest of its own.
-pub fn check_remote_configs(configs: &[Config]) -> Result<()> {
-    match configs.iter().find(|c| c.guest.is_some()) {
-        Some(c) => Err(Error::Usage(format!(
-            "configuration '{}' names a guest, but a fleet host runs every configuration \
-             itself (its set-up and tear-down by the host's agent); drop its guest (or `in`), \
-             or run it with `osbench run` on that host",
-            c.name
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// The configurations a run applies: the plan's, or one implicit
-/// [`DEFAULT_CONFIG`]; on a remote system, every one in its guest (one
-/// session, shared), so each set-up and tear-down runs there, by its agent.
+/// [`DEFAULT_CONFIG`] (where each runs is [`Places::new`]'s to say).
 fn configs_to_run(plan: &Plan) -> Vec<Config> {
-    let mut configs = if plan.configs.is_empty() {
+    if plan.configs.is_empty() {
         vec![Config {
             name: DEFAULT_CONFIG.into(),
             ..Config::default()
         }]
     } else {
         plan.configs.clone()
-    };
-    if let Some(remote) = &plan.remote {
-        for config in &mut configs {
-            config.guest = Some(remote.guest.clone());
-            config.in_guest = Some(remote.name.clone());
-        }
     }
-    configs
 }
 
-/// How long a guest left busy by an interrupt has to finish its request
-/// before a tear-down is sent to it.
-const SETTLE: Duration = Duration::from_secs(5);
-
-/// Why a guest's unrecognised boot parameters stop the run (or, `allowed`, do not).
-fn unrecognised(words: &[String], allowed: bool) -> String {
-    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
-    let what = if allowed {
-        "ran anyway (--allow-unknown-boot-parameters)"
-    } else {
-        "check the spelling, or pass --allow-unknown-boot-parameters to run anyway"
-    };
-    format!(
-        "no part of the guest's kernel recognised the boot parameter{} {}: {} reached its \
-         init as an argument or environment variable, as words that no kernel option names \
-         do; {what}",
-        if words.len() == 1 { "" } else { "s" },
-        quoted.join(", "),
-        if words.len() == 1 { "it" } else { "they" },
-    )
-}
-
-/// How long a guest may take for one case: guests can be hundreds of times
-/// slower than the host (UML's system calls).
-fn guest_timeout(plan: &Plan) -> std::time::Duration {
-    std::time::Duration::from_secs(600).max(plan.expected_per_case() * 200)
+/// The series of `(configuration, case)` in `done`.
+fn series_in(done: &mut [((usize, usize), Series)], key: (usize, usize)) -> &mut Series {
+    let (_, series) = done
+        .iter_mut()
+        .find(|(k, _)| *k == key)
+        .expect("a series for every case measured");
+    series
 }
 
 /// Whether some case runs several tasks with no pinning (the scheduler places them).

@@ -1,0 +1,399 @@
+//! Where a configuration runs: here (its set-up and tear-down as shell
+//! commands on this system, its cases measured and counted by this process's
+//! harness) or in a guest (a UML or QEMU kernel, a command, an ssh host, each
+//! running `osbench agent`, which runs the set-up and tear-down and measures
+//! with the guest's clocks and counters). [`Places`] resolves every
+//! configuration's [`Place`] once, before the first round — a guest of its
+//! own, one it shares (`in`), or here; on a remote plan (a fleet host, one
+//! invocation of `--invocations`) every configuration's place is that
+//! system's one guest — starts the guests and ends them. The round loop then
+//! applies, measures, counts, reads the environment and tears down through a
+//! `Place` without asking which one it is. The readings of the whole run
+//! that depend on where it ran are here too: which environment it records
+//! and audits, its load at the end, the guests the document lists, its host.
+//!
+//! Left out: what measuring a case is (`case`), the rounds and their order
+//! (`rounds`, `RunRounds` in this module's parent), and the agent protocol
+//! (`crate::guest`). Comes from `RunRounds` in `experiment/mod.rs`, which
+//! branched on "remote" and "in a guest" at each of these steps; DESIGN.md:
+//! "one `Place` (local or guest) behind which a configuration is applied,
+//! measured, counted and torn down".
+
+use std::time::Duration;
+
+use super::case::{self, CaseEnd};
+use super::config::{self, Config};
+use super::{Plan, series_meters, with_overrides};
+use crate::bench::util::select::Case;
+use crate::document::{GuestInfo, GuestSpec, Series};
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::guest::Guest;
+use crate::guest::protocol::RunRequest;
+use crate::measure::placement::Pin;
+use crate::measure::{Clock, Harness, Interrupt};
+
+/// How long a guest left busy by an interrupt has to finish its request
+/// before a tear-down is sent to it.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Whether this process measures `plan`, with its own perf counters and
+/// drift sentinels (false: a remote system's agent measures all of it).
+pub(super) fn measured_here(plan: &Plan) -> bool {
+    plan.remote.is_none()
+}
+
+/// A remote plan's configurations run on the remote system, their set-ups
+/// and tear-downs by its agent: none may name a guest of its own.
+pub fn check_remote_configs(configs: &[Config]) -> Result<()> {
+    match configs.iter().find(|c| c.guest.is_some()) {
+        Some(c) => Err(Error::Usage(format!(
+            "configuration '{}' names a guest, but a fleet host runs every configuration \
+             itself (its set-up and tear-down by the host's agent); drop its guest (or `in`), \
+             or run it with `osbench run` on that host",
+            c.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Where one configuration runs.
+pub(super) enum Place<'g> {
+    /// On this system: set-up and tear-down by `sh`, cases by this harness.
+    Here,
+    /// In a started guest (or the remote system), through its agent.
+    Guest(&'g mut Guest),
+}
+
+/// A configuration's set-up that has run. Here, it holds the guard whose
+/// drop runs the tear-down (an error or a panic in between tears it down
+/// too); in a guest, [`Place::tear_down`] sends the tear-down.
+pub(super) struct Applied<'c> {
+    config: &'c Config,
+    here: Option<config::Applied<'c>>,
+}
+
+impl Place<'_> {
+    /// Runs `config`'s set-up, stopped by `stop` (`who` names the guest in
+    /// its errors). A set-up that fails (or is stopped) is torn down too,
+    /// and is the error.
+    pub(super) fn apply<'c>(
+        &mut self,
+        config: &'c Config,
+        who: &str,
+        stop: &Interrupt,
+    ) -> Result<Applied<'c>> {
+        let Place::Guest(guest) = self else {
+            let here = Some(config::Applied::apply(config, stop)?);
+            return Ok(Applied { config, here });
+        };
+        guest.set_who(who);
+        let applied = Applied { config, here: None };
+        if let Some(setup) = &config.setup {
+            let what = format!("the set-up of configuration '{}'", config.name);
+            if let Err(e) = guest.sh(&what, setup, &config.env, stop) {
+                // The set-up's failure is the error; the tear-down's would hide it.
+                let _ = self.tear_down(applied);
+                return Err(e);
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Runs the tear-down of what [`Place::apply`] applied. In a guest,
+    /// only if the guest can take it: after an interrupt, once the request
+    /// it was busy with has ended (within [`SETTLE`]); a guest that has
+    /// ended or does not finish in time is killed with whatever it had
+    /// applied. Not stopped by an interrupt: it is what undoes the set-up.
+    pub(super) fn tear_down(&mut self, applied: Applied<'_>) -> Result<()> {
+        let config = applied.config;
+        let guest = match (self, applied.here) {
+            (_, Some(here)) => return here.finish(),
+            (Place::Here, None) => return Ok(()),
+            (Place::Guest(guest), None) => guest,
+        };
+        let Some(teardown) = &config.teardown else {
+            return Ok(());
+        };
+        let what = format!("the tear-down of configuration '{}'", config.name);
+        if !guest.settle(SETTLE) {
+            return Ok(());
+        }
+        guest.sh(&what, teardown, &config.env, &Interrupt::none())
+    }
+
+    /// Measures `case` (its configuration applied), placed by `pin`.
+    pub(super) fn measure<C: Clock>(
+        &mut self,
+        case: &Case,
+        pin: Option<Pin>,
+        plan: &Plan,
+        harness: &Harness<C>,
+    ) -> Result<(Series, CaseEnd)> {
+        match self {
+            Place::Here => case::run_case(case, pin, harness),
+            Place::Guest(guest) => {
+                // Perf is counted once, after the rounds ([`Place::count`]).
+                let series = ask(guest, case, pin, false, plan, harness.interrupt())?;
+                Ok((series, CaseEnd::Done))
+            }
+        }
+    }
+
+    /// Counts `case`'s perf events (its configuration applied) into
+    /// `series`: here, by a counting pass of its own ([`case::count_case`]);
+    /// in a guest, by measuring it once more with perf on and taking the
+    /// guest's counters.
+    pub(super) fn count<C: Clock>(
+        &mut self,
+        (case, pin): (&Case, Option<Pin>),
+        plan: &Plan,
+        harness: &Harness<C>,
+        series: &mut Series,
+    ) -> Result<()> {
+        match self {
+            Place::Here => {
+                let counted = case::count_case(case, pin, harness)?;
+                let ops = series.ops_per_iter;
+                series_meters::attach_perf(series, harness.meters(), ops, &counted);
+            }
+            Place::Guest(guest) => {
+                let in_guest = ask(guest, case, pin, true, plan, harness.interrupt())?;
+                series_meters::take_perf(series, &in_guest);
+            }
+        }
+        Ok(())
+    }
+
+    /// The environment this place measures in now: captured here, or as
+    /// the guest's agent reports it.
+    pub(super) fn environment(&mut self, interrupt: &Interrupt) -> Result<Environment> {
+        match self {
+            Place::Here => Ok(crate::env::capture_from(&crate::env::probe::Sys::real())),
+            Place::Guest(guest) => guest.env(interrupt),
+        }
+    }
+}
+
+/// Asks `guest`'s agent to measure `case` (with perf on, when `perf`).
+fn ask(
+    guest: &mut Guest,
+    case: &Case,
+    pin: Option<Pin>,
+    perf: bool,
+    plan: &Plan,
+    interrupt: &Interrupt,
+) -> Result<Series> {
+    let request = RunRequest {
+        selector: case.selector(),
+        policy: plan.policy,
+        pin,
+        perf,
+    };
+    let asked = (case.def.name, case.name());
+    guest.run(request, (asked.0, &asked.1), guest_timeout(plan), interrupt)
+}
+
+/// How long a guest may take for one case: guests can be hundreds of times
+/// slower than the host (UML's system calls).
+fn guest_timeout(plan: &Plan) -> Duration {
+    Duration::from_secs(600).max(plan.expected_per_case() * 200)
+}
+
+/// Every configuration's place, resolved once from the plan, and the guests
+/// started for them.
+pub(super) struct Places {
+    /// The name of the system that runs the whole plan in place of this one
+    /// (`Plan::remote`), whose environment is the run's.
+    remote: Option<String>,
+    /// Each configuration's guest to start (its spec, and the name of the
+    /// guest it shares), or none: it runs here.
+    wanted: Vec<Option<(GuestSpec, Option<String>)>>,
+    /// The started guests (one per configuration that runs in a guest of
+    /// its own, one per shared guest), until they are shut down.
+    guests: Vec<Guest>,
+    /// Which of `guests` each configuration runs in.
+    of: Vec<Option<usize>>,
+}
+
+impl Places {
+    /// Each of `configs`' places: its guest, or here; on a remote plan, every
+    /// one in that system's guest (one session, shared), so each set-up and
+    /// tear-down runs there, by its agent.
+    pub(super) fn new(plan: &Plan, configs: &[Config]) -> Self {
+        let wanted = configs
+            .iter()
+            .map(|config| match &plan.remote {
+                Some(remote) => Some((remote.guest.clone(), Some(remote.name.clone()))),
+                None => config.guest.clone().map(|g| (g, config.in_guest.clone())),
+            })
+            .collect();
+        Self {
+            remote: plan.remote.as_ref().map(|r| r.name.clone()),
+            wanted,
+            guests: Vec::new(),
+            of: vec![None; configs.len()],
+        }
+    }
+
+    /// Where configuration `ci` runs.
+    pub(super) fn of(&mut self, ci: usize) -> Place<'_> {
+        match self.of[ci] {
+            Some(gi) => Place::Guest(&mut self.guests[gi]),
+            None => Place::Here,
+        }
+    }
+
+    /// The environment configuration `ci`'s place reported when it started
+    /// (a guest's); none here, where nothing was started.
+    pub(super) fn reported_env(&self, ci: usize) -> Option<&Environment> {
+        self.of[ci].map(|gi| &self.guests[gi].info().env)
+    }
+
+    /// Privileges and devices, checked for every case under every
+    /// configuration (its parameters may differ) before anything is
+    /// measured; a remote system's agent checks its cases itself.
+    pub(super) fn check(&self, plan: &Plan, configs: &[Config]) -> Result<()> {
+        if self.remote.is_some() {
+            return check_remote_configs(&plan.configs);
+        }
+        configs
+            .iter()
+            .flat_map(|config| plan.cases.iter().map(move |c| with_overrides(c, config)))
+            .try_for_each(|c| (c.def.check)(&c.params))
+    }
+
+    /// Starts every configuration's guest, once, before the first round: a
+    /// guest of its own, or the one it shares (`in`), booted for the first
+    /// configuration that names it. Returns warnings: boot parameters
+    /// nothing recognised, with `allow_unknown_boot_parameters` (else an error).
+    pub(super) fn start(
+        &mut self,
+        plan: &Plan,
+        configs: &[Config],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<String>> {
+        let mut shared: Vec<(String, usize)> = Vec::new();
+        let mut warnings = Vec::new();
+        for (ci, config) in configs.iter().enumerate() {
+            let Some((spec, name)) = self.wanted[ci].clone() else {
+                continue;
+            };
+            if let Some(&(_, gi)) = shared.iter().find(|(n, _)| Some(n) == name.as_ref()) {
+                self.of[ci] = Some(gi);
+                self.guests[gi].add_config(&config.name);
+                continue;
+            }
+            let label = name.clone().unwrap_or_else(|| config.name.clone());
+            let who = match &name {
+                Some(name) if self.remote.is_none() => format!("guest '{name}'"),
+                _ => self.who(config),
+            };
+            let mut guest = Guest::start(&label, &who, &spec, plan.logs, interrupt)?;
+            if let Some(name) = name {
+                shared.push((name, self.guests.len()));
+                guest.add_config(&config.name);
+            }
+            let unknown = guest.unrecognised_parameters();
+            if !unknown.is_empty() {
+                let allowed = plan.allow_unknown_boot_parameters;
+                let message = unrecognised(&unknown, allowed);
+                if !allowed {
+                    return Err(Error::Guest { who, message });
+                }
+                warnings.push(format!("{who}: {message}"));
+            }
+            self.of[ci] = Some(self.guests.len());
+            self.guests.push(guest);
+        }
+        Ok(warnings)
+    }
+
+    /// How errors and findings name `config`'s place.
+    pub(super) fn who(&self, config: &Config) -> String {
+        match &self.remote {
+            Some(remote) => format!("host '{remote}'"),
+            None => format!("configuration '{}'", config.name),
+        }
+    }
+
+    /// The run's host: the remote system's name, or none (this one).
+    pub(super) fn host(&self) -> Option<String> {
+        self.remote.clone()
+    }
+
+    /// The environment of the run: a remote system's once it answered
+    /// (it replaces `env`), else `env`, captured here.
+    pub(super) fn run_env(&self, env: &mut Environment) {
+        if let (Some(_), Some(guest)) = (&self.remote, self.guests.first()) {
+            *env = guest.info().env.clone();
+        }
+    }
+
+    /// Whether the run's environment can be audited, given whether the
+    /// places got `ready`: a remote system that never answered has no
+    /// environment here (the local one is not its).
+    pub(super) fn auditable(&self, ready: bool) -> bool {
+        self.remote.is_none() || ready
+    }
+
+    /// The audit's findings for guests that run emulated.
+    pub(super) fn emulated_guests(&self, configs: &[Config]) -> Vec<String> {
+        let started = configs.iter().zip(&self.of);
+        let mut findings: Vec<String> = started
+            .filter_map(|(config, gi)| {
+                let env = &self.guests[(*gi)?].info().env;
+                crate::env::audit::emulated_guest(&self.who(config), env)
+            })
+            .collect();
+        findings.dedup(); // a remote system's configurations share its one finding
+        findings
+    }
+
+    /// Reads the load at the end of the run: here, or on the remote system
+    /// (if it still answers; else the end stays unrecorded).
+    pub(super) fn record_end(&mut self, env: &mut Environment) {
+        if self.remote.is_none() {
+            return crate::env::record_end(env);
+        }
+        let interrupt = Interrupt::none();
+        let end = self.guests.first_mut().and_then(|g| g.env(&interrupt).ok());
+        if let (Some(load), Some(end)) = (env.load.as_mut(), end.and_then(|e| e.load)) {
+            load.end = Some(end.start);
+        }
+    }
+
+    /// Ends every guest — asked to shut down when `gracefully`, killed if
+    /// it does not go or otherwise — and returns what the document records
+    /// of them (nothing of a remote system: its environment is the run's).
+    pub(super) fn shut_down(&mut self, gracefully: bool) -> Vec<GuestInfo> {
+        let mut infos = Vec::new();
+        for guest in std::mem::take(&mut self.guests) {
+            if self.remote.is_none() {
+                infos.push(guest.info().clone());
+            }
+            if gracefully {
+                guest.shutdown();
+            } // else dropped: its process group is killed and reaped
+        }
+        infos
+    }
+}
+
+/// Why a guest's unrecognised boot parameters stop the run (or, `allowed`, do not).
+fn unrecognised(words: &[String], allowed: bool) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let what = if allowed {
+        "ran anyway (--allow-unknown-boot-parameters)"
+    } else {
+        "check the spelling, or pass --allow-unknown-boot-parameters to run anyway"
+    };
+    format!(
+        "no part of the guest's kernel recognised the boot parameter{} {}: {} reached its \
+         init as an argument or environment variable, as words that no kernel option names \
+         do; {what}",
+        if words.len() == 1 { "" } else { "s" },
+        quoted.join(", "),
+        if words.len() == 1 { "it" } else { "they" },
+    )
+}
