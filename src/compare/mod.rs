@@ -482,55 +482,12 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
             "a paired comparison needs at least two configurations".into(),
         ));
     }
-    let mut rows = Vec::new();
-    for base in doc.series.iter().filter(|s| s.key.config == names[0]) {
-        // The same selected case in every configuration (by slot: a configuration
-        // may have changed its parameters, and so its name).
-        let same_case = |s: &&Series| match (s.slot, base.slot) {
-            (Some(a), Some(b)) => a == b,
-            _ => s.key.bench == base.key.bench && s.key.case == base.key.case,
-        };
-        let sides: Vec<&Series> = names
-            .iter()
-            .filter_map(|n| {
-                doc.series
-                    .iter()
-                    .filter(|s| s.key.config == *n)
-                    .find(same_case)
-            })
-            .collect();
-        let rounds = sides.iter().map(|s| s.rounds.len()).min().unwrap_or(0);
-        if sides.len() < names.len() || rounds < 2 {
-            continue; // interrupted before every configuration had two rounds of this case
-        }
-        let changes = sides[1..]
-            .iter()
-            .map(|cand| {
-                let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
-                let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
-                Change::unjudged(
-                    r,
-                    p,
-                    power,
-                    paired_replication(ReplicateUnit::Rounds, rounds),
-                )
-            })
-            .collect();
-        rows.push(CaseRow {
-            key: CaseKey::new(
-                base.key.bench.clone(),
-                base.key.case.clone(),
-                DEFAULT_CONFIG,
-            ),
-            unit: base.unit,
-            bytes_per_op: base.bytes_per_op,
-            summaries: sides
-                .iter()
-                .map(|s| centred(&s.summary, &s.rounds[..rounds]))
-                .collect(),
-            changes,
-        });
-    }
+    let mut rows: Vec<CaseRow> = doc
+        .series
+        .iter()
+        .filter(|s| s.key.config == names[0])
+        .filter_map(|base| paired_row(doc, &names, base, &options))
+        .collect();
     if rows.is_empty() {
         return Err(Error::Measure(
             "no case has two complete rounds in every configuration".into(),
@@ -557,6 +514,63 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         options,
         drift: Vec::new(),
         kernel_log: Vec::new(),
+    })
+}
+
+/// Case `base` (of the baseline configuration `names[0]`) compared round by
+/// round with the same selected case in every other configuration; `None`
+/// when a configuration lacks it or has fewer than two rounds of it.
+fn paired_row(
+    doc: &Document,
+    names: &[String],
+    base: &Series,
+    options: &Options,
+) -> Option<CaseRow> {
+    // The same selected case in every configuration (by slot: a configuration
+    // may have changed its parameters, and so its name).
+    let same_case = |s: &&Series| match (s.slot, base.slot) {
+        (Some(a), Some(b)) => a == b,
+        _ => s.key.bench == base.key.bench && s.key.case == base.key.case,
+    };
+    let sides: Vec<&Series> = names
+        .iter()
+        .filter_map(|n| {
+            doc.series
+                .iter()
+                .filter(|s| s.key.config == *n)
+                .find(same_case)
+        })
+        .collect();
+    let rounds = sides.iter().map(|s| s.rounds.len()).min().unwrap_or(0);
+    if sides.len() < names.len() || rounds < 2 {
+        return None; // interrupted before every configuration had two rounds of this case
+    }
+    let changes = sides[1..]
+        .iter()
+        .map(|cand| {
+            let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
+            let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
+            Change::unjudged(
+                r,
+                p,
+                power,
+                paired_replication(ReplicateUnit::Rounds, rounds),
+            )
+        })
+        .collect();
+    Some(CaseRow {
+        key: CaseKey::new(
+            base.key.bench.clone(),
+            base.key.case.clone(),
+            DEFAULT_CONFIG,
+        ),
+        unit: base.unit,
+        bytes_per_op: base.bytes_per_op,
+        summaries: sides
+            .iter()
+            .map(|s| centred(&s.summary, &s.rounds[..rounds]))
+            .collect(),
+        changes,
     })
 }
 
