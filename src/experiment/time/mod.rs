@@ -163,35 +163,22 @@ pub fn run(
         audit.push(finding);
     }
     let (series, floor) = body.into_series(&rapl);
-    let run = RunInfo {
-        started,
-        finished: document::utc_now(),
-        seed: plan.seed,
-        policy: Policy {
-            samples: rounds.schedule.len(),
-            sample_time_ns: 0,
-            warmup_ns: 0,
-        },
-        order: plan
-            .commands
-            .iter()
-            .map(|c| c.label().to_string())
-            .collect(),
-        complete: error.is_none(),
-        stopped_because: error.as_ref().map(|e| e.to_string()),
-        configs: Vec::new(),
-        stopped_by: rounds.stopped_by,
-        schedule: rounds.schedule,
-        audit,
-        config_env_diff: Vec::new(),
-        guests: Vec::new(),
-        time: Some(plan.time_info(hook_env, floor)),
-        label: None,
-        host: None,
-        invocations: Vec::new(),
-        perf_hooks_wait_ms: None,
-        meta: Default::default(),
+    let policy = Policy {
+        samples: rounds.schedule.len(),
+        sample_time_ns: 0,
+        warmup_ns: 0,
     };
+    let mut run = RunInfo::new(started, plan.seed, policy)
+        .ended_by(error.as_ref().map(|e| e as &dyn std::fmt::Display));
+    run.order = plan
+        .commands
+        .iter()
+        .map(|c| c.label().to_string())
+        .collect();
+    run.stopped_by = rounds.stopped_by;
+    run.schedule = rounds.schedule;
+    run.audit = audit;
+    run.time = Some(plan.time_info(hook_env, floor));
     let document = Document::new(env, run, series);
     Ok(TimeOutcome { document, error })
 }
