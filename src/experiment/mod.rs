@@ -130,7 +130,9 @@ impl Plan {
     }
 }
 
-/// The document of a run, and the error that stopped it early, if any.
+/// What a run produced — `run`'s, `time`'s, a fleet host's, a boot's: the
+/// document with everything measured, and the error that stopped it early
+/// (a failing case or command, an interrupt), if any.
 #[derive(Debug)]
 pub struct Outcome {
     pub document: Document,
