@@ -22,6 +22,7 @@ pub mod history;
 pub mod regressions;
 
 pub mod fleet;
+pub mod gate;
 
 use std::collections::BTreeMap;
 
