@@ -11,6 +11,7 @@ mod boot_jobs;
 mod change_points;
 mod document_file;
 mod jobs;
+pub mod keep;
 mod location;
 mod migrations;
 mod pinned;
