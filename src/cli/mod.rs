@@ -654,20 +654,3 @@ fn seed_from_clock() -> u64 {
         .unwrap_or_default();
     (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
 }
-
-/// When `wanted` and something was measured: `compare(doc)`, its records
-/// written into `doc`; a comparison that cannot be made is a warning.
-fn attach_comparison(
-    doc: &mut osbench::document::Document,
-    wanted: bool,
-    compare: impl FnOnce(&osbench::document::Document) -> osbench::Result<osbench::compare::Comparison>,
-) -> Option<osbench::compare::Comparison> {
-    if !wanted || doc.series.is_empty() {
-        return None;
-    }
-    let comparison = compare(doc)
-        .inspect_err(|e| warn(&format!("no comparison: {e}")))
-        .ok()?;
-    doc.comparisons = comparison.records();
-    Some(comparison)
-}

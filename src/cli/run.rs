@@ -12,7 +12,8 @@ use clap::Args;
 
 use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
-use osbench::document::Document;
+use osbench::document::{Document, RunIdentity};
+use osbench::envelope;
 use osbench::experiment::{self, Config, Plan};
 use osbench::measure::Policy;
 use osbench::measure::placement::Pin;
@@ -22,9 +23,7 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
 use super::worker::{Hooked, JobHook, JobRun};
-use super::{
-    Console, LayoutArgs, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock,
-};
+use super::{Console, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
 
 /// Invocations of a run without configurations unless `--invocations` says
 /// otherwise: one, so that a run stays one process (its Ctrl-C, limits and
@@ -243,35 +242,36 @@ fn run_body(
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
-    let mut outcome = {
+    let outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
     };
     progress.finish();
-    outcome.document.run.label = args.save.label.clone();
-    if let Some(h) = &hook {
-        outcome.document.run.host = Some(h.host.clone());
-    }
-    outcome.document.run.meta = meta;
-
+    let identity = RunIdentity {
+        label: args.save.label.clone(),
+        host: hook.as_ref().map(|h| h.host.clone()),
+        meta,
+    };
     // With configurations, the paired comparison goes to the table and the document.
-    let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {
-        osbench::compare::paired(doc, args.verdict.options(plan.seed))
-    });
-    let doc = &outcome.document;
-    print_results(doc, comparison.as_ref(), console);
-    progress.digest();
+    let paired = |doc: &Document| osbench::compare::paired(doc, args.verdict.options(plan.seed));
+    let compare: envelope::Compare = (plan.configs.len() >= 2).then_some(&paired);
+    let show = |doc: &Document, comparison: Option<&Comparison>| {
+        print_results(doc, comparison, console);
+        progress.digest();
+        Ok::<(), anyhow::Error>(())
+    };
+    let kept = saving.keep(outcome, &identity, compare, show)?;
+    let saved = kept.saved.map_err(super::save::kept_error)?;
+    *saved_out = Some(saved.clone());
+    let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
-    let keep = !doc.series.is_empty() || outcome.error.is_none();
-    let saved = saving.finish(doc, keep)?;
-    *saved_out = Some(saved.clone());
-    if keep {
-        let source = Source::Run(doc, comparison.as_ref());
+    if kept.kept {
+        let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison.as_ref());
-    match outcome.error {
+    let code = args.verdict.exit_code(comparison);
+    match kept.error {
         None => Ok(code),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }

@@ -259,6 +259,34 @@ impl Saving {
             .finish(doc, keep, watch, &mut |n| say(&n, quiet))
             .map_err(kept_error)
     }
+
+    /// Ends a measured run in the library's envelope
+    /// ([`osbench::envelope::keep_run`]): stamped, compared, shown, kept;
+    /// what it tells said on stderr (a comparison that cannot be made is a
+    /// warning).
+    pub fn keep<E>(
+        self,
+        outcome: osbench::experiment::Outcome,
+        identity: &osbench::document::RunIdentity,
+        compare: osbench::envelope::Compare,
+        show: impl FnOnce(&Document, Option<&osbench::compare::Comparison>) -> Result<(), E>,
+    ) -> Result<osbench::envelope::Kept, E> {
+        use osbench::envelope::Told;
+        let quiet = self.quiet;
+        let watch = osbench::measure::interrupt::Watch::new;
+        osbench::envelope::keep_run(
+            outcome,
+            identity,
+            compare,
+            show,
+            self.keeping,
+            watch,
+            &mut |t| match t {
+                Told::NoComparison(e) => super::warn(&format!("no comparison: {e}")),
+                Told::Kept(n) => say(&n, quiet),
+            },
+        )
+    }
 }
 
 /// A failure to keep a run, for the command's error: an interrupt stays

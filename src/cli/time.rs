@@ -14,7 +14,8 @@ use anyhow::anyhow;
 use clap::Args;
 
 use osbench::compare::Comparison;
-use osbench::document::Document;
+use osbench::document::{Document, RunIdentity};
+use osbench::envelope;
 use osbench::experiment::time::command::{Parameter, build, undefined, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
 use osbench::measure::spawn::SpawnOptions;
@@ -26,7 +27,7 @@ use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
 use super::worker::{Hooked, JobHook, JobRun};
-use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::{Console, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
 
 #[derive(Args)]
 pub struct TimeArgs {
@@ -232,33 +233,36 @@ fn time_body(
         &mut Hooked::new(&mut progress, hook.as_deref_mut()),
     );
     progress.finish();
-    let mut outcome = outcome?;
-    outcome.document.run.label = args.save.label.clone();
-    if let Some(h) = &hook {
-        outcome.document.run.host = Some(h.host.clone());
-    }
-    outcome.document.run.meta = meta;
-    let commands = outcome.document.series.len();
-    let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
-        osbench::compare::commands(doc, args.verdict.options(plan.seed))
-    });
-    let doc = &outcome.document;
-    print_results(doc, comparison.as_ref(), console);
-    progress.digest();
-    if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
-        let dest = save::shown(file.dest());
-        file.commit(&report::hyperfine::render(doc))?;
-        if !args.quiet {
-            eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+    let outcome = outcome?;
+    let identity = RunIdentity {
+        label: args.save.label.clone(),
+        host: hook.as_ref().map(|h| h.host.clone()),
+        meta,
+    };
+    let commands =
+        |doc: &Document| osbench::compare::commands(doc, args.verdict.options(plan.seed));
+    let compare: envelope::Compare = (outcome.document.series.len() >= 2).then_some(&commands);
+    let show = |doc: &Document, comparison: Option<&Comparison>| {
+        print_results(doc, comparison, console);
+        progress.digest();
+        if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+            let dest = save::shown(file.dest());
+            file.commit(&report::hyperfine::render(doc))?;
+            if !args.quiet {
+                eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+            }
         }
-    }
-    *saved_out = Some(saving.finish(doc, !doc.series.is_empty())?);
+        Ok::<(), anyhow::Error>(())
+    };
+    let kept = saving.keep(outcome, &identity, compare, show)?;
+    *saved_out = Some(kept.saved.map_err(save::kept_error)?);
+    let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
     if !doc.series.is_empty() {
-        let source = Source::Run(doc, comparison.as_ref());
+        let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison.as_ref());
-    match outcome.error {
+    let code = args.verdict.exit_code(comparison);
+    match kept.error {
         None => Ok(code),
         Some(e) => Err(anyhow!(e)),
     }

@@ -393,7 +393,7 @@ fn store_merged(store: &mut Store, job: &JobRow, rounds: &BootRounds, p: &Progre
         seed: p.seed,
         ..Default::default()
     };
-    doc.comparisons = crate::compare::paired(&doc, options)?.records();
+    crate::envelope::attach_comparison(&mut doc, &|d| crate::compare::paired(d, options))?;
     let text = serde_json::to_string_pretty(&doc).expect("a document always serialises");
     Ok(store.import(&doc, &text)?.id())
 }
