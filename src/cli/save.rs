@@ -247,19 +247,6 @@ impl SaveArgs {
 }
 
 impl Saving {
-    /// After measuring: the library's keep policy ([`Keeping::finish`]),
-    /// what it wrote said on stderr (where the run is, even with `--quiet`,
-    /// when the store did not take it). With `keep` false nothing is saved.
-    /// A stop signal while the store is written leaves the run in a file and
-    /// is an `Interrupted` error (status 130).
-    pub fn finish(self, doc: &Document, keep: bool) -> anyhow::Result<Saved> {
-        let quiet = self.quiet;
-        let watch = osbench::measure::interrupt::Watch::new;
-        self.keeping
-            .finish(doc, keep, watch, &mut |n| say(&n, quiet))
-            .map_err(kept_error)
-    }
-
     /// Ends a measured run in the library's envelope
     /// ([`osbench::envelope::keep_run`]): stamped, compared, shown, kept;
     /// what it tells said on stderr (a comparison that cannot be made is a
