@@ -185,11 +185,10 @@ fn plan(args: &FleetRunArgs) -> anyhow::Result<Plan> {
              fleet run without configurations measures each case once per host"
         );
     }
-    let plan = Plan {
-        configs,
-        rounds: args.rounds.map_or(10, |n| n as usize),
-        ..args.measure.plan(resolve(&selectors)?, args.logs.wanted())
-    };
+    let plan = args
+        .measure
+        .plan(resolve(&selectors)?, args.logs.wanted())
+        .with_configs(configs, args.rounds.map_or(10, |n| n as usize));
     osbench::experiment::check_remote_configs(&plan.configs)?; // once, not once per host
     Ok(plan)
 }

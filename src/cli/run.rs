@@ -145,26 +145,18 @@ impl MeasureArgs {
             // Samples asked for are what every case takes.
             cases.iter_mut().for_each(|c| c.samples = None);
         }
-        Plan {
-            cases,
-            seed: self.seed.unwrap_or_else(seed_from_clock),
-            pin: self.pin,
-            configs: Vec::new(),
-            rounds: 1,
-            invocations: 1,
-            target_ci: None,
-            max_time: None,
-            policy: Policy {
-                samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
-                sample_time_ns: (self.sample_time * 1e6).round() as u64,
-                warmup_ns: (self.warmup * 1e6).round() as u64,
-            },
-            // Probed at the start; each case's counting pass opens them on its tasks.
-            perf: !self.no_perf,
-            remote: None,
-            logs,
-            allow_unknown_boot_parameters: self.allow_unknown_boot_parameters,
-        }
+        let policy = Policy {
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
+            sample_time_ns: (self.sample_time * 1e6).round() as u64,
+            warmup_ns: (self.warmup * 1e6).round() as u64,
+        };
+        let mut plan = Plan::new(cases, self.seed.unwrap_or_else(seed_from_clock), policy);
+        plan.pin = self.pin;
+        // Probed at the start; each case's counting pass opens them on its tasks.
+        plan.perf = !self.no_perf;
+        plan.logs = logs;
+        plan.allow_unknown_boot_parameters = self.allow_unknown_boot_parameters;
+        plan
     }
 }
 
@@ -306,20 +298,19 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         None if single => 1,
         None => DEFAULT_INVOCATIONS,
     };
-    Ok(Plan {
-        configs,
-        invocations,
-        rounds: match (args.rounds, args.target_ci) {
-            (Some(n), _) => n as usize,
-            (None, Some(_)) => TARGET_CI_ROUNDS,
-            (None, None) => 10,
-        },
-        target_ci: args.target_ci.map(|pct| pct / 100.0),
-        max_time: args.max_time.map(std::time::Duration::from_secs_f64),
-        ..args
-            .measure
-            .plan(resolve(&selectors)?, args.save.logs.wanted())
-    })
+    let rounds = match (args.rounds, args.target_ci) {
+        (Some(n), _) => n as usize,
+        (None, Some(_)) => TARGET_CI_ROUNDS,
+        (None, None) => 10,
+    };
+    let mut plan = args
+        .measure
+        .plan(resolve(&selectors)?, args.save.logs.wanted())
+        .with_configs(configs, rounds);
+    plan.invocations = invocations;
+    plan.target_ci = args.target_ci.map(|pct| pct / 100.0);
+    plan.max_time = args.max_time.map(std::time::Duration::from_secs_f64);
+    Ok(plan)
 }
 
 /// Refuses flags that would do nothing with `configs` configurations,

@@ -79,20 +79,14 @@ pub fn run(
             sentinels_before: read(),
             sentinels_after: Vec::new(),
         };
-        let sub = Plan {
-            seed: record.seed,
-            invocations: 1,
-            perf: false,
-            policy: crate::document::Policy {
-                samples: samples_per_invocation(plan.policy.samples, n),
-                ..plan.policy
-            },
-            remote: Some(Remote {
+        let sub = plan.for_invocation(
+            record.seed,
+            samples_per_invocation(plan.policy.samples, n),
+            Remote {
                 name: format!("invocation {}", k + 1),
                 guest: agent_spec(&record),
-            }),
-            ..plan.clone()
-        };
+            },
+        );
         let mut offset = Offset {
             inner: observer,
             done: k * plan.cases.len(),

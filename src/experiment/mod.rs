@@ -17,6 +17,7 @@ mod case;
 pub mod config;
 pub mod file;
 pub mod invocations;
+mod plan;
 pub mod rounds;
 mod series_meters;
 pub mod time;
