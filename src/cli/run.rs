@@ -22,8 +22,8 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::worker::{Hooked, JobHook, JobRun};
 use super::{Console, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use osbench::queue::hook::{self, Hooked, JobHook};
 
 /// Invocations of a run without configurations unless `--invocations` says
 /// otherwise: one, so that a run stays one process (its Ctrl-C, limits and
@@ -192,16 +192,20 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
-    run_hooked(args, console, None).result
+    run_hooked(args, console, None).0
 }
 
 /// `run`, as a job of `osbench worker` when `hook` is given: the plan is
 /// checked against the host's limits, the lease renewed between cases, the
 /// run filed under the worker's name; what was saved is returned too.
-pub fn run_hooked(args: RunArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+pub fn run_hooked(
+    args: RunArgs,
+    console: Console,
+    hook: Option<&mut JobHook>,
+) -> (anyhow::Result<ExitCode>, Option<Saved>) {
     let mut saved = None;
     let result = run_body(args, console, hook, &mut saved);
-    JobRun { result, saved }
+    (result, saved)
 }
 
 fn run_body(
@@ -212,7 +216,7 @@ fn run_body(
 ) -> anyhow::Result<ExitCode> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
-    let interrupt = super::worker::run_stop(hook.as_deref())?;
+    let interrupt = hook::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     if let Some(h) = &hook {

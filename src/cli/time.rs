@@ -26,8 +26,8 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
-use super::worker::{Hooked, JobHook, JobRun};
 use super::{Console, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use osbench::queue::hook::{self, Hooked, JobHook};
 
 #[derive(Args)]
 pub struct TimeArgs {
@@ -186,16 +186,20 @@ impl TimeArgs {
 }
 
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
-    time_hooked(args, console, None).result
+    time_hooked(args, console, None).0
 }
 
 /// `time`, as a job of `osbench worker` when `hook` is given (as
 /// `run::run_hooked`: the lease renewed after each round, the run filed
 /// under the worker's name, what was saved returned).
-pub fn time_hooked(args: TimeArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+pub fn time_hooked(
+    args: TimeArgs,
+    console: Console,
+    hook: Option<&mut JobHook>,
+) -> (anyhow::Result<ExitCode>, Option<save::Saved>) {
     let mut saved = None;
     let result = time_body(args, console, hook, &mut saved);
-    JobRun { result, saved }
+    (result, saved)
 }
 
 fn time_body(
@@ -205,7 +209,7 @@ fn time_body(
     saved_out: &mut Option<save::Saved>,
 ) -> anyhow::Result<ExitCode> {
     // First, as in `run`: a signal during the set-up stops, never kills.
-    let interrupt = super::worker::run_stop(hook.as_deref())?;
+    let interrupt = hook::run_stop(hook.as_deref())?;
     let (args, colour) = args.with_hyperfine_options()?;
     let console = Console {
         colour: colour.unwrap_or(console.colour),
