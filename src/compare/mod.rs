@@ -18,6 +18,7 @@
 //! run round by round instead; [`history`] looks for changes over time in a
 //! case's stored runs.
 
+pub mod case_query;
 pub mod history;
 pub mod regressions;
 
