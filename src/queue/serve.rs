@@ -178,7 +178,7 @@ impl<R: JobRunner> Worker<R> {
             );
             return Ok(Some(job));
         }
-        Ok(store.claim(&self.id, self.lease.as_secs_f64())?)
+        store.claim(&self.id, self.lease.as_secs_f64())
     }
 
     /// Waits for the host to go down after a reboot for a job; if it has
