@@ -16,6 +16,7 @@ pub mod bench;
 pub mod compare;
 pub mod document;
 pub mod env;
+pub mod envelope;
 pub mod error;
 pub mod experiment;
 pub mod fleet;

@@ -30,7 +30,7 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
     }
     let pending = args.exports.prepare()?;
     let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
-    for f in pending.commit_document(&doc)? {
+    for f in super::save::commit_document(pending, &doc)? {
         super::note(&format!("osbench: wrote {} ({name})", shown(&f)));
     }
     Ok(ExitCode::SUCCESS)

@@ -17,7 +17,7 @@ use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use osbench::bench::util::select::{Case, resolve};
-use osbench::document::{Document, Series};
+use osbench::document::{Document, RunIdentity, Series};
 use osbench::experiment::{Observer, Plan};
 use osbench::fleet::{self, Host};
 use osbench::measure::Interrupt;
@@ -124,18 +124,23 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let mut failures: Vec<String> = Vec::new();
     for (run, saving) in runs.into_iter().zip(savings) {
         match run.result {
-            Ok(mut outcome) => {
-                outcome.document.run.label = args.label.clone();
-                outcome.document.run.meta = meta.clone();
+            Ok(outcome) => {
+                // The host's name is already the run's (`Plan::remote`).
+                let identity = RunIdentity {
+                    label: args.label.clone(),
+                    host: None,
+                    meta: meta.clone(),
+                };
+                let show = |_: &Document, _: Option<&_>| Ok::<(), std::convert::Infallible>(());
+                let Ok(kept) = saving.keep(outcome, &identity, None, show);
                 // One host's files failing (a full disk) must not lose the others.
-                let keep = !outcome.document.series.is_empty();
-                if let Err(e) = saving.finish(&outcome.document, keep) {
+                if let Err(e) = kept.saved.map_err(super::save::kept_error) {
                     failures.push(format!("host '{}': {e:#}", run.host));
                 }
-                if let Some(e) = outcome.error {
+                if let Some(e) = kept.error {
                     failures.push(format!("host '{}' stopped early: {e}", run.host));
                 }
-                stored.push((run.host, outcome.document));
+                stored.push((run.host, kept.document));
             }
             Err(e) => failures.push(e.to_string()),
         }
@@ -180,11 +185,10 @@ fn plan(args: &FleetRunArgs) -> anyhow::Result<Plan> {
              fleet run without configurations measures each case once per host"
         );
     }
-    let plan = Plan {
-        configs,
-        rounds: args.rounds.map_or(10, |n| n as usize),
-        ..args.measure.plan(resolve(&selectors)?, args.logs.wanted())
-    };
+    let plan = args
+        .measure
+        .plan(resolve(&selectors)?, args.logs.wanted())
+        .with_configs(configs, args.rounds.map_or(10, |n| n as usize));
     osbench::experiment::check_remote_configs(&plan.configs)?; // once, not once per host
     Ok(plan)
 }

@@ -1,9 +1,10 @@
 //! A case's history on the command line: `osbench history BENCH:CASE
 //! [--changes] [--host H] [--config C]` (its stored runs in time order, and
 //! where its level changed), and the `--history BENCH:CASE` of `plot` and
-//! `report`. The store reads the runs, `compare::history` finds the change
-//! points, `report::case_history` lays them out; this parses the arguments
-//! and joins them. Left out: the run list of plain `osbench history`
+//! `report`. The query is the library's (`compare::case_query`: the store
+//! reads the runs, `compare::history` finds the change points),
+//! `report::case_history` lays them out; this parses the arguments and
+//! prints. Left out: the run list of plain `osbench history`
 //! (in `history`).
 
 use std::process::ExitCode;
@@ -11,12 +12,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use osbench::bench::util::select::{Selector, config_tag, resolve};
-use osbench::compare::history::{
-    CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
-};
+use osbench::compare::case_query::{self, CaseQuery};
+use osbench::compare::history::{CaseHistory, RunOrder};
 use osbench::report;
 use osbench::stats::changepoint::Options;
-use osbench::store::{self, Filter, Store};
+use osbench::store::{self, Store};
 
 use super::save::StoreArgs;
 
@@ -181,79 +181,44 @@ pub fn load(
     Ok(histories)
 }
 
+/// The query `case` and `only` make ([`osbench::compare::case_query`]).
+fn query(case: &CaseName, only: &OnlyArgs) -> CaseQuery {
+    CaseQuery {
+        bench: case.bench.clone(),
+        cases: case.cases.clone(),
+        case_config: case.config.clone(),
+        config: only.config.clone(),
+        host: only.host.clone(),
+        meta: only.meta.clone(),
+        order_by: only.order_by.clone(),
+        min_samples: only.min_samples,
+    }
+}
+
+/// The histories of `case` (the library's query), the runs left out said
+/// as warnings.
 fn read(
     db: &Store,
     case: &CaseName,
     only: &OnlyArgs,
     options: Option<&Options>,
 ) -> anyhow::Result<Vec<CaseHistory>> {
-    let config = match (&case.config, &only.config) {
-        (Some(tag), Some(flag)) if tag != flag => anyhow::bail!(
-            "the case names configuration '{tag}' and --config '{flag}': give one of them"
-        ),
-        (tag, flag) => tag.as_deref().or(flag.as_deref()),
+    let mut note = |name: &str, why: &str| {
+        super::note(&format!("osbench: warning: {}:{name}: {why}", case.bench));
     };
-    let mut histories = Vec::new();
-    for name in &case.cases {
-        let runs = db.case_history(
-            &case.bench,
-            name,
-            config,
-            only.host.as_deref(),
-            only.min_samples.map(i64::from),
-        )?;
-        let (runs, mut notes) = plausible_runs(with_meta(runs, &only.meta));
-        let (runs, left_out) = ordered_case_runs(runs, &only.order_by.clone().unwrap_or_default());
-        notes.extend(left_out);
-        for note in notes {
-            super::note(&format!("osbench: warning: {}:{name}: {note}", case.bench));
-        }
-        histories.extend(case_histories(&case.bench, name, runs, options));
-    }
-    Ok(histories)
+    Ok(case_query::read(
+        db,
+        &query(case, only),
+        options,
+        &mut note,
+    )?)
 }
 
 /// Why `case` has no history here, and the cases of its benchmark that are stored.
 fn nothing_stored(db: &Store, case: &CaseName, only: &OnlyArgs) -> anyhow::Result<String> {
-    let mut which = format!("{}:{}", case.bench, case.case);
-    if let Some(host) = &only.host {
-        which.push_str(&format!(" on host {host}"));
-    }
-    if let Some(config) = case.config.as_ref().or(only.config.as_ref()) {
-        which.push_str(&format!(" in configuration {config}"));
-    }
-    for (key, value) in &only.meta {
-        which.push_str(&format!(" with --meta {key}={value}"));
-    }
-    let filter = Filter {
-        bench: Some(case.bench.clone()),
-        ..Filter::default()
-    };
-    let mut stored: Vec<String> = Vec::new();
-    for row in db.list(&filter)? {
-        for name in row.cases {
-            // "bench case [config]" → "bench:case"
-            let Some(rest) = name.strip_prefix(&format!("{} ", case.bench)) else {
-                continue;
-            };
-            let bare = rest.split(" [").next().unwrap_or(rest);
-            let name = format!("{}:{bare}", case.bench);
-            if !stored.contains(&name) {
-                stored.push(name);
-            }
-        }
-    }
-    Ok(if stored.is_empty() {
-        format!(
-            "No stored run has {which} (no run of {} is stored at {}).",
-            case.bench,
-            db.location()
-        )
-    } else {
-        format!(
-            "No stored run has {which}; stored cases of {}: {}.",
-            case.bench,
-            stored.join(", ")
-        )
-    })
+    Ok(case_query::nothing_stored(
+        db,
+        &query(case, only),
+        &case.case,
+    )?)
 }

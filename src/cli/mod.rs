@@ -300,31 +300,33 @@ impl VerdictArgs {
         )
     }
 
-    /// Status 1, said on stderr, when the gate is set and `comparison` trips it;
-    /// with `--bisect-exit`, `git bisect run`'s status instead.
-    fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
-        if self.bisect_exit {
-            return bisect_code(comparison, self.gate.unwrap_or(0.0));
+    /// The gate these options set (`--gate`, `--bisect-exit`).
+    fn gate(&self) -> osbench::compare::gate::Gate {
+        osbench::compare::gate::Gate {
+            pct: self.gate,
+            bisect: self.bisect_exit,
         }
-        match (self.gate, comparison) {
-            (Some(pct), Some(c)) if c.gate_tripped(pct) => {
+    }
+
+    /// The gate's decision on `comparison` as an exit status, said on
+    /// stderr: 1 when the gate trips; with `--bisect-exit`, `git bisect
+    /// run`'s status (0 good, 1 bad, 125 skip) instead.
+    fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
+        use osbench::compare::gate::GateDecision;
+        match self.gate().decide(comparison) {
+            GateDecision::Pass => ExitCode::SUCCESS,
+            GateDecision::Fail { pct } => {
                 note(&format!(
                     "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
                 ));
                 ExitCode::from(1)
             }
-            _ => ExitCode::SUCCESS,
+            GateDecision::Bisect(step) => {
+                eprintln!("osbench: bisect: {}", step.words());
+                ExitCode::from(step.exit_status())
+            }
         }
     }
-}
-
-/// `git bisect run`'s status for `comparison`, said on stderr: 0 good, 1 bad,
-/// 125 skip (nothing compared, or nothing decided).
-fn bisect_code(comparison: Option<&osbench::compare::Comparison>, gate_pct: f64) -> ExitCode {
-    use osbench::compare::BisectStep;
-    let step = comparison.map_or(BisectStep::Skip, |c| c.bisect_step(gate_pct));
-    eprintln!("osbench: bisect: {}", step.words());
-    ExitCode::from(step.exit_status())
 }
 
 /// The status of a command that failed: 130 when interrupted, else 2, or
@@ -670,21 +672,4 @@ fn seed_from_clock() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
-}
-
-/// When `wanted` and something was measured: `compare(doc)`, its records
-/// written into `doc`; a comparison that cannot be made is a warning.
-fn attach_comparison(
-    doc: &mut osbench::document::Document,
-    wanted: bool,
-    compare: impl FnOnce(&osbench::document::Document) -> osbench::Result<osbench::compare::Comparison>,
-) -> Option<osbench::compare::Comparison> {
-    if !wanted || doc.series.is_empty() {
-        return None;
-    }
-    let comparison = compare(doc)
-        .inspect_err(|e| warn(&format!("no comparison: {e}")))
-        .ok()?;
-    doc.comparisons = comparison.records();
-    Some(comparison)
 }

@@ -12,7 +12,8 @@ use clap::Args;
 
 use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
-use osbench::document::Document;
+use osbench::document::{Document, RunIdentity};
+use osbench::envelope;
 use osbench::experiment::{self, Config, Plan};
 use osbench::measure::Policy;
 use osbench::measure::placement::Pin;
@@ -21,10 +22,8 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::worker::{Hooked, JobHook, JobRun};
-use super::{
-    Console, LayoutArgs, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock,
-};
+use super::{Console, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use osbench::queue::hook::{self, Hooked, JobHook};
 
 /// Invocations of a run without configurations unless `--invocations` says
 /// otherwise: one, so that a run stays one process (its Ctrl-C, limits and
@@ -146,26 +145,18 @@ impl MeasureArgs {
             // Samples asked for are what every case takes.
             cases.iter_mut().for_each(|c| c.samples = None);
         }
-        Plan {
-            cases,
-            seed: self.seed.unwrap_or_else(seed_from_clock),
-            pin: self.pin,
-            configs: Vec::new(),
-            rounds: 1,
-            invocations: 1,
-            target_ci: None,
-            max_time: None,
-            policy: Policy {
-                samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
-                sample_time_ns: (self.sample_time * 1e6).round() as u64,
-                warmup_ns: (self.warmup * 1e6).round() as u64,
-            },
-            // Probed at the start; each case's counting pass opens them on its tasks.
-            perf: !self.no_perf,
-            remote: None,
-            logs,
-            allow_unknown_boot_parameters: self.allow_unknown_boot_parameters,
-        }
+        let policy = Policy {
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES) as usize,
+            sample_time_ns: (self.sample_time * 1e6).round() as u64,
+            warmup_ns: (self.warmup * 1e6).round() as u64,
+        };
+        let mut plan = Plan::new(cases, self.seed.unwrap_or_else(seed_from_clock), policy);
+        plan.pin = self.pin;
+        // Probed at the start; each case's counting pass opens them on its tasks.
+        plan.perf = !self.no_perf;
+        plan.logs = logs;
+        plan.allow_unknown_boot_parameters = self.allow_unknown_boot_parameters;
+        plan
     }
 }
 
@@ -201,16 +192,20 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
-    run_hooked(args, console, None).result
+    run_hooked(args, console, None).0
 }
 
 /// `run`, as a job of `osbench worker` when `hook` is given: the plan is
 /// checked against the host's limits, the lease renewed between cases, the
 /// run filed under the worker's name; what was saved is returned too.
-pub fn run_hooked(args: RunArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+pub fn run_hooked(
+    args: RunArgs,
+    console: Console,
+    hook: Option<&mut JobHook>,
+) -> (anyhow::Result<ExitCode>, Option<Saved>) {
     let mut saved = None;
     let result = run_body(args, console, hook, &mut saved);
-    JobRun { result, saved }
+    (result, saved)
 }
 
 fn run_body(
@@ -221,7 +216,7 @@ fn run_body(
 ) -> anyhow::Result<ExitCode> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
-    let interrupt = super::worker::run_stop(hook.as_deref())?;
+    let interrupt = hook::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
     let plan = plan(&args)?;
     if let Some(h) = &hook {
@@ -243,35 +238,36 @@ fn run_body(
         );
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
-    let mut outcome = {
+    let outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
     };
     progress.finish();
-    outcome.document.run.label = args.save.label.clone();
-    if let Some(h) = &hook {
-        outcome.document.run.host = Some(h.host.clone());
-    }
-    outcome.document.run.meta = meta;
-
+    let identity = RunIdentity {
+        label: args.save.label.clone(),
+        host: hook.as_ref().map(|h| h.host.clone()),
+        meta,
+    };
     // With configurations, the paired comparison goes to the table and the document.
-    let comparison = attach_comparison(&mut outcome.document, plan.configs.len() >= 2, |doc| {
-        osbench::compare::paired(doc, args.verdict.options(plan.seed))
-    });
-    let doc = &outcome.document;
-    print_results(doc, comparison.as_ref(), console);
-    progress.digest();
+    let paired = |doc: &Document| osbench::compare::paired(doc, args.verdict.options(plan.seed));
+    let compare: envelope::Compare = (plan.configs.len() >= 2).then_some(&paired);
+    let show = |doc: &Document, comparison: Option<&Comparison>| {
+        print_results(doc, comparison, console);
+        progress.digest();
+        Ok::<(), anyhow::Error>(())
+    };
+    let kept = saving.keep(outcome, &identity, compare, show)?;
+    let saved = kept.saved.map_err(super::save::kept_error)?;
+    *saved_out = Some(saved.clone());
+    let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
     // A run that stopped before measuring anything (a failed privilege check,
     // an early interrupt) leaves no file and no stored run behind.
-    let keep = !doc.series.is_empty() || outcome.error.is_none();
-    let saved = saving.finish(doc, keep)?;
-    *saved_out = Some(saved.clone());
-    if keep {
-        let source = Source::Run(doc, comparison.as_ref());
+    if kept.kept {
+        let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison.as_ref());
-    match outcome.error {
+    let code = args.verdict.exit_code(comparison);
+    match kept.error {
         None => Ok(code),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
@@ -306,20 +302,19 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         None if single => 1,
         None => DEFAULT_INVOCATIONS,
     };
-    Ok(Plan {
-        configs,
-        invocations,
-        rounds: match (args.rounds, args.target_ci) {
-            (Some(n), _) => n as usize,
-            (None, Some(_)) => TARGET_CI_ROUNDS,
-            (None, None) => 10,
-        },
-        target_ci: args.target_ci.map(|pct| pct / 100.0),
-        max_time: args.max_time.map(std::time::Duration::from_secs_f64),
-        ..args
-            .measure
-            .plan(resolve(&selectors)?, args.save.logs.wanted())
-    })
+    let rounds = match (args.rounds, args.target_ci) {
+        (Some(n), _) => n as usize,
+        (None, Some(_)) => TARGET_CI_ROUNDS,
+        (None, None) => 10,
+    };
+    let mut plan = args
+        .measure
+        .plan(resolve(&selectors)?, args.save.logs.wanted())
+        .with_configs(configs, rounds);
+    plan.invocations = invocations;
+    plan.target_ci = args.target_ci.map(|pct| pct / 100.0);
+    plan.max_time = args.max_time.map(std::time::Duration::from_secs_f64);
+    Ok(plan)
 }
 
 /// Refuses flags that would do nothing with `configs` configurations,

@@ -16,7 +16,9 @@ use clap::Args;
 
 use osbench::document::Document;
 use osbench::report;
-use osbench::store::{self, Location, PendingFile, Store};
+pub use osbench::store::keep::Saved;
+use osbench::store::keep::{KeepError, Keeping, Notice, PendingExports, StoreState};
+use osbench::store::{self, Location, PendingFile};
 
 /// `--store PATH|URL`.
 #[derive(Args, Clone)]
@@ -79,13 +81,6 @@ pub fn one_stdout<'a>(outputs: impl IntoIterator<Item = Option<&'a Path>>) -> an
     Ok(to_stdout == 1)
 }
 
-/// The export files, created (empty, hidden) and waiting for their content.
-pub struct PendingExports {
-    json: Option<PendingFile>,
-    markdown: Option<PendingFile>,
-    csv: Option<PendingFile>,
-}
-
 impl ExportArgs {
     /// Creates the files' temporaries now, so a bad path fails before any work.
     pub fn prepare(&self) -> anyhow::Result<PendingExports> {
@@ -113,39 +108,19 @@ impl ExportArgs {
     }
 }
 
-impl PendingExports {
-    /// Writes each requested file (atomically); returns the paths written.
-    pub fn commit(
-        self,
-        json: impl FnOnce() -> Vec<u8>,
-        markdown: impl FnOnce() -> String,
-        csv: impl FnOnce() -> String,
-    ) -> osbench::Result<Vec<PathBuf>> {
-        let put = |file: PendingFile, bytes: &[u8]| {
-            let dest = file.dest().to_path_buf();
-            file.commit(bytes).map(|()| dest)
-        };
-        let mut written = Vec::new();
-        if let Some(f) = self.json {
-            written.push(put(f, &json())?);
-        }
-        if let Some(f) = self.markdown {
-            written.push(put(f, markdown().as_bytes())?);
-        }
-        if let Some(f) = self.csv {
-            written.push(put(f, csv().as_bytes())?);
-        }
-        Ok(written)
-    }
+/// How a run's Markdown and CSV export files are rendered (report/'s).
+pub const RENDERERS: store::keep::Renderers = store::keep::Renderers {
+    markdown: report::markdown::run,
+    csv: report::csv::run,
+};
 
-    /// Writes a run's document, Markdown and CSV to the requested files.
-    pub fn commit_document(self, doc: &Document) -> osbench::Result<Vec<PathBuf>> {
-        self.commit(
-            || store::to_json(doc),
-            || report::markdown::run(doc),
-            || report::csv::run(doc),
-        )
-    }
+/// Writes a run's document, Markdown and CSV to the requested files.
+pub fn commit_document(exports: PendingExports, doc: &Document) -> osbench::Result<Vec<PathBuf>> {
+    exports.commit(
+        || store::to_json(doc),
+        || (RENDERERS.markdown)(doc),
+        || (RENDERERS.csv)(doc),
+    )
 }
 
 /// Everything that says where a measured run is saved.
@@ -224,29 +199,11 @@ pub(super) fn parse_label(s: &str) -> Result<String, String> {
     }
 }
 
-/// The store as prepared before a run.
-enum StoreState {
-    Off,
-    /// Opened (created, migrated) before the run; closed while measuring.
-    Ready(Location),
-    /// Why it cannot be used (the run then goes to a JSON file).
-    Failed(osbench::Error),
-}
-
-/// The outputs of one run, prepared before measuring.
+/// The outputs of one run, prepared before measuring: the library's keep
+/// policy ([`Keeping`]), and whether to say what it wrote.
 pub struct Saving {
-    exports: PendingExports,
-    store: StoreState,
+    keeping: Keeping,
     quiet: bool,
-}
-
-/// What [`Saving::finish`] saved.
-#[derive(Debug, Default, Clone)]
-pub struct Saved {
-    /// The run's id in the store.
-    pub run_id: Option<i64>,
-    /// Files holding the whole document (`--json`, or the fallback file).
-    pub documents: Vec<PathBuf>,
 }
 
 /// The tree the system logs are read from: `$OSBENCH_LOGS_ROOT` when set, else `/`.
@@ -271,146 +228,87 @@ impl SaveArgs {
             );
         }
         let exports = self.exports.prepare()?;
-        let store = if self.no_store {
-            StoreState::Off
-        } else {
-            match store::location(self.store.store.as_deref())
-                .and_then(|l| Store::open(&l).map(|_| l))
-            {
-                Ok(p) => StoreState::Ready(p),
-                // Stopped while waiting for the store: nothing is measured.
-                Err(osbench::Error::Interrupted) => {
-                    return Err(osbench::Error::Interrupted)
-                        .context("stopped while opening the results store");
-                }
-                Err(e) => {
-                    eprintln!(
-                        "osbench: warning: {e}; this run will be saved to a JSON file instead"
-                    );
-                    StoreState::Failed(e)
-                }
-            }
-        };
+        let location = (!self.no_store).then(|| store::location(self.store.store.as_deref()));
+        // Stopped while waiting for the store: nothing is measured.
+        let store =
+            StoreState::open(location).context("stopped while opening the results store")?;
+        if let StoreState::Failed(e) = &store {
+            eprintln!("osbench: warning: {e}; this run will be saved to a JSON file instead");
+        }
         Ok(Saving {
-            exports,
-            store,
+            keeping: Keeping {
+                exports,
+                store,
+                render: RENDERERS,
+            },
             quiet,
         })
     }
 }
 
 impl Saving {
-    /// After measuring: writes the export files, then stores the run (so a
-    /// store that fails, hangs or is interrupted never holds the only copy).
-    /// With `keep` false (nothing was measured) nothing is saved and the
-    /// temporaries go. A stop signal while the store is written leaves the
-    /// run in a file and is an `Interrupted` error (status 130).
-    pub fn finish(self, doc: &Document, keep: bool) -> anyhow::Result<Saved> {
-        let mut saved = Saved::default();
-        if !keep {
-            return Ok(saved);
-        }
-        let json_dest = self.exports.json.as_ref().map(|f| f.dest().to_path_buf());
-        let written = self.exports.commit_document(doc);
-        if let Ok(files) = &written
-            && !self.quiet
-        {
-            say_written(files, json_dest.as_deref(), doc);
-        }
-        if written.is_ok() {
-            saved.documents.extend(json_dest.clone());
-        }
-        // A signal from here on (not one that stopped the measuring) stops storing.
-        let _watch = osbench::stop::Watch::new();
-        let stored = match self.store {
-            StoreState::Off => None,
-            StoreState::Ready(location) => Some(
-                Store::open(&location)
-                    .and_then(|mut s| s.insert(doc))
-                    .map(|i| (i.id(), location)),
-            ),
-            StoreState::Failed(e) => Some(Err(e)),
-        };
-        let mut interrupted = false;
-        let mut fell_back = false;
-        match stored {
-            Some(Ok((id, path))) => {
-                saved.run_id = Some(id);
-                if !self.quiet {
-                    eprintln!("osbench: saved as run {id} in {}", path.display());
-                }
-            }
-            Some(Err(e)) => {
-                interrupted = matches!(e, osbench::Error::Interrupted);
-                // Said even with --quiet: it is about where the results are.
-                // A document sent to standard output is not kept: write a file too.
-                let file = match (&written, json_dest) {
-                    (Ok(_), Some(json)) if json != Path::new(store::STDOUT) => json,
-                    _ => {
-                        let file = fallback_file(doc)?;
-                        saved.documents.push(file.clone());
-                        fell_back = true;
-                        file
-                    }
-                };
-                eprintln!(
-                    "osbench: warning: the run is not in the results store ({e}); it is in {} \
-                     (`osbench import {}` stores it later)",
-                    file.display(),
-                    file.display()
-                );
-            }
-            None => {}
-        }
-        if let Err(e) = &written
-            && saved.run_id.is_none()
-            && !fell_back
-        {
-            // Neither the requested files nor the store hold the run: a file of its own does.
-            let file = fallback_file(doc)?;
-            eprintln!(
-                "osbench: warning: {e:#}; the run is in {} instead",
-                file.display()
-            );
-            saved.documents.push(file);
-        }
-        written?;
-        if interrupted {
-            return Err(osbench::Error::Interrupted).context("stopped while storing the run");
-        }
-        Ok(saved)
+    /// Ends a measured run in the library's envelope
+    /// ([`osbench::envelope::keep_run`]): stamped, compared, shown, kept;
+    /// what it tells said on stderr (a comparison that cannot be made is a
+    /// warning).
+    pub fn keep<E>(
+        self,
+        outcome: osbench::experiment::Outcome,
+        identity: &osbench::document::RunIdentity,
+        compare: osbench::envelope::Compare,
+        show: impl FnOnce(&Document, Option<&osbench::compare::Comparison>) -> Result<(), E>,
+    ) -> Result<osbench::envelope::Kept, E> {
+        use osbench::envelope::Told;
+        let quiet = self.quiet;
+        let watch = osbench::stop::Watch::new;
+        osbench::envelope::keep_run(
+            outcome,
+            identity,
+            compare,
+            show,
+            self.keeping,
+            watch,
+            &mut |t| match t {
+                Told::NoComparison(e) => super::warn(&format!("no comparison: {e}")),
+                Told::Kept(n) => say(&n, quiet),
+            },
+        )
     }
 }
 
-/// "wrote FILE" for each file written (with the series count for the document).
-fn say_written(files: &[PathBuf], json: Option<&Path>, doc: &Document) {
-    for f in files {
-        if Some(f.as_path()) == json {
-            eprintln!("osbench: wrote {} ({} series)", shown(f), doc.series.len());
-        } else {
-            eprintln!("osbench: wrote {}", shown(f));
+/// A failure to keep a run, for the command's error: an interrupt stays
+/// one (status 130).
+pub fn kept_error(e: KeepError) -> anyhow::Error {
+    match e {
+        KeepError::Interrupted => {
+            anyhow::Error::new(osbench::Error::Interrupted).context("stopped while storing the run")
         }
+        e => e.into(),
     }
 }
 
-/// Writes the document to a new file `osbench-<start time>-<pid>.json` (a
-/// counter is added if even that exists: no file is ever replaced) in the
-/// current directory, or else in the temporary directory; returns where.
-fn fallback_file(doc: &Document) -> anyhow::Result<PathBuf> {
-    let stem = format!(
-        "osbench-{}-{}",
-        doc.run.started.replace(':', ""),
-        std::process::id()
-    );
-    let bytes = store::to_json(doc);
-    let mut last = None;
-    for dir in [PathBuf::from("."), std::env::temp_dir()] {
-        match store::write_new(&dir, &stem, "json", &bytes) {
-            Ok(path) => return Ok(path),
-            Err(e) => last = Some(e),
+/// What keeping a run did, on stderr.
+fn say(notice: &Notice, quiet: bool) {
+    match notice {
+        Notice::Wrote { path, series } if !quiet => match series {
+            Some(n) => eprintln!("osbench: wrote {} ({n} series)", shown(path)),
+            None => eprintln!("osbench: wrote {}", shown(path)),
+        },
+        Notice::Stored { id, location } if !quiet => {
+            eprintln!("osbench: saved as run {id} in {}", location.display())
         }
+        Notice::NotStored { error, file } => eprintln!(
+            "osbench: warning: the run is not in the results store ({error}); it is in {} \
+             (`osbench import {}` stores it later)",
+            file.display(),
+            file.display()
+        ),
+        Notice::FilesFailed { error, file } => eprintln!(
+            "osbench: warning: {error:#}; the run is in {} instead",
+            file.display()
+        ),
+        _ => {}
     }
-    Err(last.expect("two attempts")).context("the run could not be saved in a file either")
 }
 
 /// The documents `compare` was given (files, run ids or labels), with their names.

@@ -14,7 +14,8 @@ use anyhow::anyhow;
 use clap::Args;
 
 use osbench::compare::Comparison;
-use osbench::document::Document;
+use osbench::document::{Document, RunIdentity};
+use osbench::envelope;
 use osbench::experiment::time::command::{Parameter, build, undefined, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
 use osbench::measure::spawn::SpawnOptions;
@@ -25,8 +26,8 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
-use super::worker::{Hooked, JobHook, JobRun};
-use super::{Console, VerdictArgs, attach_comparison, parse_pct, parse_secs, seed_from_clock};
+use super::{Console, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use osbench::queue::hook::{self, Hooked, JobHook};
 
 #[derive(Args)]
 pub struct TimeArgs {
@@ -185,16 +186,20 @@ impl TimeArgs {
 }
 
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
-    time_hooked(args, console, None).result
+    time_hooked(args, console, None).0
 }
 
 /// `time`, as a job of `osbench worker` when `hook` is given (as
 /// `run::run_hooked`: the lease renewed after each round, the run filed
 /// under the worker's name, what was saved returned).
-pub fn time_hooked(args: TimeArgs, console: Console, hook: Option<&mut JobHook>) -> JobRun {
+pub fn time_hooked(
+    args: TimeArgs,
+    console: Console,
+    hook: Option<&mut JobHook>,
+) -> (anyhow::Result<ExitCode>, Option<save::Saved>) {
     let mut saved = None;
     let result = time_body(args, console, hook, &mut saved);
-    JobRun { result, saved }
+    (result, saved)
 }
 
 fn time_body(
@@ -204,7 +209,7 @@ fn time_body(
     saved_out: &mut Option<save::Saved>,
 ) -> anyhow::Result<ExitCode> {
     // First, as in `run`: a signal during the set-up stops, never kills.
-    let interrupt = super::worker::run_stop(hook.as_deref())?;
+    let interrupt = hook::run_stop(hook.as_deref())?;
     let (args, colour) = args.with_hyperfine_options()?;
     let console = Console {
         colour: colour.unwrap_or(console.colour),
@@ -232,33 +237,36 @@ fn time_body(
         &mut Hooked::new(&mut progress, hook.as_deref_mut()),
     );
     progress.finish();
-    let mut outcome = outcome?;
-    outcome.document.run.label = args.save.label.clone();
-    if let Some(h) = &hook {
-        outcome.document.run.host = Some(h.host.clone());
-    }
-    outcome.document.run.meta = meta;
-    let commands = outcome.document.series.len();
-    let comparison = attach_comparison(&mut outcome.document, commands >= 2, |doc| {
-        osbench::compare::commands(doc, args.verdict.options(plan.seed))
-    });
-    let doc = &outcome.document;
-    print_results(doc, comparison.as_ref(), console);
-    progress.digest();
-    if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
-        let dest = save::shown(file.dest());
-        file.commit(&report::hyperfine::render(doc))?;
-        if !args.quiet {
-            eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+    let outcome = outcome?;
+    let identity = RunIdentity {
+        label: args.save.label.clone(),
+        host: hook.as_ref().map(|h| h.host.clone()),
+        meta,
+    };
+    let commands =
+        |doc: &Document| osbench::compare::commands(doc, args.verdict.options(plan.seed));
+    let compare: envelope::Compare = (outcome.document.series.len() >= 2).then_some(&commands);
+    let show = |doc: &Document, comparison: Option<&Comparison>| {
+        print_results(doc, comparison, console);
+        progress.digest();
+        if let (Some(file), false) = (hyperfine_file, doc.series.is_empty()) {
+            let dest = save::shown(file.dest());
+            file.commit(&report::hyperfine::render(doc))?;
+            if !args.quiet {
+                eprintln!("osbench: wrote {dest} (hyperfine's JSON layout)");
+            }
         }
-    }
-    *saved_out = Some(saving.finish(doc, !doc.series.is_empty())?);
+        Ok::<(), anyhow::Error>(())
+    };
+    let kept = saving.keep(outcome, &identity, compare, show)?;
+    *saved_out = Some(kept.saved.map_err(save::kept_error)?);
+    let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
     if !doc.series.is_empty() {
-        let source = Source::Run(doc, comparison.as_ref());
+        let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison.as_ref());
-    match outcome.error {
+    let code = args.verdict.exit_code(comparison);
+    match kept.error {
         None => Ok(code),
         Some(e) => Err(anyhow!(e)),
     }

@@ -18,10 +18,12 @@
 //! run round by round instead; [`history`] looks for changes over time in a
 //! case's stored runs.
 
+pub mod case_query;
 pub mod history;
 pub mod regressions;
 
 pub mod fleet;
+pub mod gate;
 
 use std::collections::BTreeMap;
 

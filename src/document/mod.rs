@@ -198,6 +198,61 @@ pub struct RunInfo {
     pub perf_hooks_wait_ms: Option<f64>,
 }
 
+/// Who ran a run and what it measured, stamped on its record once it ends:
+/// `--label`, the host it is filed under (a worker's or a fleet host's
+/// name; `None` keeps what the run recorded), `--meta`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunIdentity {
+    pub label: Option<String>,
+    pub host: Option<String>,
+    pub meta: BTreeMap<String, String>,
+}
+
+impl RunInfo {
+    /// The one constructor of a run's record: begun at `started` with
+    /// `seed` and `policy`, finished now, complete, nothing else recorded
+    /// yet (the caller fills in what its kind of run has).
+    pub fn new(started: String, seed: u64, policy: Policy) -> Self {
+        RunInfo {
+            started,
+            finished: utc_now(),
+            seed,
+            policy,
+            order: Vec::new(),
+            complete: true,
+            stopped_because: None,
+            time: None,
+            configs: Vec::new(),
+            stopped_by: None,
+            schedule: Vec::new(),
+            audit: Vec::new(),
+            config_env_diff: Vec::new(),
+            guests: Vec::new(),
+            label: None,
+            meta: BTreeMap::new(),
+            host: None,
+            invocations: Vec::new(),
+            perf_hooks_wait_ms: None,
+        }
+    }
+
+    /// This record, ended by `error` (or not): `complete`, and why it stopped.
+    pub fn ended_by(mut self, error: Option<&dyn std::fmt::Display>) -> Self {
+        self.complete = error.is_none();
+        self.stopped_because = error.map(|e| e.to_string());
+        self
+    }
+
+    /// Stamps who ran it: the label and meta as given, the host when given.
+    pub fn stamp(&mut self, identity: &RunIdentity) {
+        self.label = identity.label.clone();
+        if let Some(host) = &identity.host {
+            self.host = Some(host.clone());
+        }
+        self.meta = identity.meta.clone();
+    }
+}
+
 /// Everything measured for one case under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {

@@ -79,20 +79,14 @@ pub fn run(
             sentinels_before: read(),
             sentinels_after: Vec::new(),
         };
-        let sub = Plan {
-            seed: record.seed,
-            invocations: 1,
-            perf: false,
-            policy: crate::document::Policy {
-                samples: samples_per_invocation(plan.policy.samples, n),
-                ..plan.policy
-            },
-            remote: Some(Remote {
+        let sub = plan.for_invocation(
+            record.seed,
+            samples_per_invocation(plan.policy.samples, n),
+            Remote {
                 name: format!("invocation {}", k + 1),
                 guest: agent_spec(&record),
-            }),
-            ..plan.clone()
-        };
+            },
+        );
         let mut offset = Offset {
             inner: observer,
             done: k * plan.cases.len(),
@@ -251,33 +245,18 @@ fn run_info(
     audit: Vec<String>,
     error: Option<&Error>,
 ) -> RunInfo {
-    RunInfo {
-        started,
-        finished: utc_now(),
-        seed: plan.seed,
-        policy: plan.policy,
-        order: (1..=invocations.len())
-            .flat_map(|k| {
-                plan.cases
-                    .iter()
-                    .map(move |c| format!("{k}: {} {}", c.def.name, c.name()))
-            })
-            .collect(),
-        complete: error.is_none(),
-        stopped_because: error.map(|e| e.to_string()),
-        time: None,
-        configs: Vec::new(),
-        stopped_by: None,
-        schedule: Vec::new(),
-        audit,
-        config_env_diff: Vec::new(),
-        guests: Vec::new(),
-        label: None,
-        host: None,
-        invocations,
-        perf_hooks_wait_ms: None,
-        meta: Default::default(),
-    }
+    let mut run = RunInfo::new(started, plan.seed, plan.policy)
+        .ended_by(error.map(|e| e as &dyn std::fmt::Display));
+    run.order = (1..=invocations.len())
+        .flat_map(|k| {
+            plan.cases
+                .iter()
+                .map(move |c| format!("{k}: {} {}", c.def.name, c.name()))
+        })
+        .collect();
+    run.audit = audit;
+    run.invocations = invocations;
+    run
 }
 
 /// An observer that numbers cases across invocations and says each audit

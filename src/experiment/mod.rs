@@ -18,6 +18,7 @@ pub mod config;
 pub mod file;
 pub mod invocations;
 mod place;
+mod plan;
 pub mod rounds;
 mod series_meters;
 pub mod time;
@@ -130,7 +131,9 @@ impl Plan {
     }
 }
 
-/// The document of a run, and the error that stopped it early, if any.
+/// What a run produced — `run`'s, `time`'s, a fleet host's, a boot's: the
+/// document with everything measured, and the error that stopped it early
+/// (a failing case or command, an interrupt), if any.
 #[derive(Debug)]
 pub struct Outcome {
     pub document: Document,
@@ -224,31 +227,18 @@ pub fn run_with<C: Clock>(
         audit.push(finding);
     }
     let config_env_diff = body.config_env_diff();
-    let run = RunInfo {
-        started,
-        finished: utc_now(),
-        seed: plan.seed,
-        policy: *harness.policy(),
-        order: std::mem::take(&mut body.order),
-        complete: rounds.error.is_none(),
-        stopped_because: rounds.error.as_ref().map(|e| e.to_string()),
-        time: None,
-        configs: plan.configs.clone(),
-        stopped_by: rounds.stopped_by,
-        schedule: if plan.configs.is_empty() {
-            Vec::new()
-        } else {
-            rounds.schedule
-        },
-        audit,
-        config_env_diff,
-        guests,
-        label: None,
-        host: body.places.host(),
-        invocations: Vec::new(),
-        perf_hooks_wait_ms: None,
-        meta: Default::default(),
-    };
+    let mut run = RunInfo::new(started, plan.seed, *harness.policy())
+        .ended_by(rounds.error.as_ref().map(|e| e as &dyn std::fmt::Display));
+    run.order = std::mem::take(&mut body.order);
+    run.configs = plan.configs.clone();
+    run.stopped_by = rounds.stopped_by;
+    if !plan.configs.is_empty() {
+        run.schedule = rounds.schedule;
+    }
+    run.audit = audit;
+    run.config_env_diff = config_env_diff;
+    run.guests = guests;
+    run.host = body.places.host();
     Outcome {
         document: Document::new(env, run, body.into_series()),
         error: rounds.error,

@@ -222,13 +222,10 @@ fn run_host(
         (Some(path), false) => quote(path),
         (None, false) => "osbench".to_string(),
     };
-    let plan = Plan {
-        remote: Some(Remote {
-            name: host.name.clone(),
-            guest: host.guest(&osbench),
-        }),
-        ..plan.clone()
-    };
+    let plan = plan.on_remote(Remote {
+        name: host.name.clone(),
+        guest: host.guest(&osbench),
+    });
     let outcome = experiment::run(&plan, interrupt.clone(), crate::env::capture(), observer);
     if outcome.document.series.is_empty()
         && let Some(e) = outcome.error

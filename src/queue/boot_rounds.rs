@@ -366,42 +366,38 @@ fn run_info(
     let envs: Vec<&crate::env::Environment> = (0..names.len()).map(first_env).collect();
     let first = &boots[0].1.document.run;
     let waited: Vec<f64> = docs().filter_map(|d| d.run.perf_hooks_wait_ms).collect();
-    RunInfo {
-        started: docs()
-            .map(|d| d.run.started.clone())
-            .min()
-            .unwrap_or_default(),
-        finished: docs()
-            .map(|d| d.run.finished.clone())
-            .max()
-            .unwrap_or_default(),
-        seed,
-        policy: first.policy,
-        order: merged_order(names, &boots),
-        complete: stopped.is_empty() && docs().all(|d| d.run.complete),
-        stopped_because: (!stopped.is_empty()).then(|| stopped.join("; ")),
-        time: merged_time(&boots),
-        configs: names
-            .iter()
-            .map(|name| Config {
-                name: name.clone(),
-                ..Config::default()
-            })
-            .collect(),
-        stopped_by: None,
-        schedule: rounds
-            .iter()
-            .map(|boots| boots.iter().map(|b| names[b.kernel].clone()).collect())
-            .collect(),
-        audit,
-        config_env_diff: crate::env::diff(&envs),
-        guests: Vec::new(),
-        label: first.label.clone(),
-        meta: first.meta.clone(),
-        host: first.host.clone(),
-        invocations: docs().flat_map(|d| d.run.invocations.clone()).collect(),
-        perf_hooks_wait_ms: (!waited.is_empty()).then(|| waited.iter().sum()),
-    }
+    let started = docs()
+        .map(|d| d.run.started.clone())
+        .min()
+        .unwrap_or_default();
+    let mut run = RunInfo::new(started, seed, first.policy);
+    run.finished = docs()
+        .map(|d| d.run.finished.clone())
+        .max()
+        .unwrap_or_default();
+    run.order = merged_order(names, &boots);
+    run.complete = stopped.is_empty() && docs().all(|d| d.run.complete);
+    run.stopped_because = (!stopped.is_empty()).then(|| stopped.join("; "));
+    run.time = merged_time(&boots);
+    run.configs = names
+        .iter()
+        .map(|name| Config {
+            name: name.clone(),
+            ..Config::default()
+        })
+        .collect();
+    run.schedule = rounds
+        .iter()
+        .map(|boots| boots.iter().map(|b| names[b.kernel].clone()).collect())
+        .collect();
+    run.audit = audit;
+    run.config_env_diff = crate::env::diff(&envs);
+    run.label = first.label.clone();
+    run.meta = first.meta.clone();
+    run.host = first.host.clone();
+    run.invocations = docs().flat_map(|d| d.run.invocations.clone()).collect();
+    run.perf_hooks_wait_ms = (!waited.is_empty()).then(|| waited.iter().sum());
+    run
 }
 
 /// The settings of merged `time` runs (none for `run`'s): the first

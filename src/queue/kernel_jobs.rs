@@ -385,15 +385,19 @@ fn store_merged(store: &mut Store, job: &JobRow, rounds: &BootRounds, p: &Progre
     }
     let first = boots[0].document.run.clone();
     let mut doc = boot_rounds::merge(&rounds.names(), boots, p.seed)?;
-    doc.run.host = first.host;
-    doc.run.label = job.label.clone();
-    doc.run.meta = first.meta;
-    doc.run.meta.remove(STEP_META);
+    let mut meta = first.meta;
+    meta.remove(STEP_META);
+    // The merged run is the job's: its label, the boots' host and meta.
+    doc.run.stamp(&crate::document::RunIdentity {
+        label: job.label.clone(),
+        host: first.host,
+        meta,
+    });
     let options = crate::compare::Options {
         seed: p.seed,
         ..Default::default()
     };
-    doc.comparisons = crate::compare::paired(&doc, options)?.records();
+    crate::envelope::attach_comparison(&mut doc, &|d| crate::compare::paired(d, options))?;
     let text = serde_json::to_string_pretty(&doc).expect("a document always serialises");
     Ok(store.import(&doc, &text)?.id())
 }

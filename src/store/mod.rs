@@ -12,6 +12,7 @@ mod change_points;
 mod document_file;
 mod index;
 mod jobs;
+pub mod keep;
 mod location;
 mod migrations;
 mod pinned;

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::Outcome;
 use super::config::{Applied, Watch};
 use super::rounds::{self, Observer, RoundBody, StopRule};
 use crate::document::{
@@ -78,13 +79,6 @@ pub struct TimePlan {
     pub max_time: Option<Duration>,
 }
 
-/// What a `time` run produced: a document with every run measured, and the
-/// error that stopped it early (a failing command, an interrupt), if any.
-pub struct TimeOutcome {
-    pub document: Document,
-    pub error: Option<Error>,
-}
-
 /// One member of a round: a command, or the empty command.
 struct Member {
     program: PathBuf,
@@ -119,7 +113,7 @@ pub fn check(plan: &TimePlan) -> Result<Vec<PathBuf>> {
 
 /// Runs the plan; `programs` are its commands' programs as [`check`]
 /// resolved them. `Err` only when nothing could start (the empty command, a
-/// failing `--setup`); later failures come back in [`TimeOutcome::error`]
+/// failing `--setup`); later failures come back in [`Outcome::error`]
 /// with everything measured until then.
 pub fn run(
     plan: &TimePlan,
@@ -127,7 +121,7 @@ pub fn run(
     interrupt: &Interrupt,
     mut env: Environment,
     observer: &mut dyn Observer,
-) -> Result<TimeOutcome> {
+) -> Result<Outcome> {
     let mut audit = crate::env::audit::before_run(&env, false);
     audit.iter().for_each(|f| observer.audit(f));
     let rapl = Rapl::open(&Sys::real());
@@ -163,37 +157,24 @@ pub fn run(
         audit.push(finding);
     }
     let (series, floor) = body.into_series(&rapl);
-    let run = RunInfo {
-        started,
-        finished: document::utc_now(),
-        seed: plan.seed,
-        policy: Policy {
-            samples: rounds.schedule.len(),
-            sample_time_ns: 0,
-            warmup_ns: 0,
-        },
-        order: plan
-            .commands
-            .iter()
-            .map(|c| c.label().to_string())
-            .collect(),
-        complete: error.is_none(),
-        stopped_because: error.as_ref().map(|e| e.to_string()),
-        configs: Vec::new(),
-        stopped_by: rounds.stopped_by,
-        schedule: rounds.schedule,
-        audit,
-        config_env_diff: Vec::new(),
-        guests: Vec::new(),
-        time: Some(plan.time_info(hook_env, floor)),
-        label: None,
-        host: None,
-        invocations: Vec::new(),
-        perf_hooks_wait_ms: None,
-        meta: Default::default(),
+    let policy = Policy {
+        samples: rounds.schedule.len(),
+        sample_time_ns: 0,
+        warmup_ns: 0,
     };
+    let mut run = RunInfo::new(started, plan.seed, policy)
+        .ended_by(error.as_ref().map(|e| e as &dyn std::fmt::Display));
+    run.order = plan
+        .commands
+        .iter()
+        .map(|c| c.label().to_string())
+        .collect();
+    run.stopped_by = rounds.stopped_by;
+    run.schedule = rounds.schedule;
+    run.audit = audit;
+    run.time = Some(plan.time_info(hook_env, floor));
     let document = Document::new(env, run, series);
-    Ok(TimeOutcome { document, error })
+    Ok(Outcome { document, error })
 }
 
 impl TimePlan {
@@ -618,7 +599,7 @@ mod tests {
         }
     }
 
-    fn go(p: &TimePlan) -> TimeOutcome {
+    fn go(p: &TimePlan) -> Outcome {
         let programs = check(p).unwrap();
         run(
             p,

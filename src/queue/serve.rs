@@ -1,0 +1,510 @@
+//! `osbench worker`'s loop, the library's part of it: send the runs the
+//! spool holds (stored when the store was away), claim the next job for
+//! the worker's name, check it (osbench version, host limits), boot a
+//! kernel job into its kernel first (`kernel_jobs`), run it under a lease
+//! renewed between cases ([`super::hook::Hooked`]), and end the job (done
+//! with its run id, failed with the error, released on a stop signal). A
+//! job cancelled (or claimed by another worker) while it runs stops the
+//! run before its next case, through the run's stop flag nested in the
+//! worker's; what it measured is kept. Left out: reading the job's command
+//! line and running it ([`JobRunner`], the command line's `run` and
+//! `time`), registering the worker's name, and the words of its messages'
+//! destination ([`Worker::say`]).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::measure::Interrupt;
+use crate::store::{Finish, JobRow, Location, Store, WorkerId};
+
+use super::boot::{self, BootSettings};
+use super::hook::{JobHook, JobRun};
+use super::kernel_jobs::{self, After, Next};
+use super::worker::{JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_pending};
+use super::{JobCommand, JobPlan};
+
+/// Says a line of the worker's through its `say`.
+macro_rules! say {
+    ($w:expr, $($arg:tt)*) => {
+        ($w.say)(&format!($($arg)*))
+    };
+}
+
+/// Reads a job's command line and runs it: the command line's `run` and
+/// `time` (a job is stored as their arguments).
+pub trait JobRunner {
+    /// A job's command, read.
+    type Command;
+    /// Reads `argv` (`osbench run|time …`), or says why it cannot.
+    fn read(&self, argv: &[String]) -> std::result::Result<Self::Command, String>;
+    /// Runs `command` as a job of the worker, under `hook`.
+    fn run(&self, command: Self::Command, hook: &mut JobHook) -> JobRun;
+}
+
+/// Why a job's run did not end the job here.
+enum NotEnded {
+    /// The host is rebooting for it.
+    Rebooting,
+    /// Its run waits in the spool, and is ended when it is sent.
+    Spooled,
+    /// It was taken away while it ran (cancelled, or claimed by another
+    /// worker): why, and the run that kept what was measured, if any.
+    TakenAway { why: String, run_id: Option<i64> },
+}
+
+/// The worker as it runs: who it is, where, and how.
+pub struct Worker<R: JobRunner> {
+    pub id: WorkerId,
+    pub location: Location,
+    /// `--store` as given (with any password), for the runs.
+    pub store_arg: Option<PathBuf>,
+    pub spool: PathBuf,
+    pub lease: Duration,
+    pub poll: Duration,
+    pub limits: Limits,
+    /// How kernel jobs are booted here.
+    pub boot: BootSettings,
+    pub interrupt: Interrupt,
+    /// Turns a job's command line into its run, and runs it.
+    pub runner: R,
+    /// How a line of the worker's is said.
+    pub say: fn(&str),
+    /// How a warning (the lease's renewal) is said.
+    pub say_warning: fn(&str),
+}
+
+impl<R: JobRunner> Worker<R> {
+    /// Registers the worker's name in the store's queue (refused while
+    /// another live worker holds it).
+    pub fn register(&self) -> Result<()> {
+        let mut store = Store::open(&self.location)?;
+        store.require_queue("worker")?;
+        match store.register_worker(&self.id, self.lease.as_secs_f64())? {
+            Some(other) => Err(name_taken(&self.id, &other)),
+            None => Ok(()),
+        }
+    }
+
+    /// Frees the worker's name, whatever happened (a store that is away
+    /// lets it expire).
+    pub fn unregister(&self) {
+        if let Ok(mut s) = Store::open_existing(&self.location) {
+            let _ = s.unregister_worker(&self.id);
+        }
+    }
+
+    /// The loop: pending runs sent, then one job claimed and run, until
+    /// stopped (or, with `once`, after one claim).
+    pub fn serve(&self, once: bool) -> Result<()> {
+        std::env::set_current_dir(&self.spool).map_err(|cause| Error::Io {
+            context: format!("cannot use the spool directory {}", self.spool.display()),
+            cause,
+        })?;
+        say!(
+            self,
+            "osbench: worker '{}' ({}) waiting for jobs in {} (spool {})",
+            self.id.name,
+            self.id.owner(),
+            self.location,
+            self.spool.display()
+        );
+        let mut warned = false;
+        while !self.interrupt.is_set() {
+            match self.next() {
+                Ok(Some(job)) => {
+                    warned = false;
+                    let going_down = self.run_job(job);
+                    if once {
+                        break;
+                    }
+                    if going_down {
+                        self.await_shutdown();
+                    }
+                    continue;
+                }
+                Ok(None) if once => break,
+                Ok(None) => warned = false,
+                // Its name taken by another worker: this one stops.
+                Err(e @ Error::Usage(_)) => return Err(e),
+                Err(e) if !warned => {
+                    warned = true;
+                    say!(
+                        self,
+                        "osbench: warning: {e}; asking again every {:?}",
+                        self.poll
+                    );
+                }
+                Err(_) => {}
+            }
+            self.sleep(self.poll);
+        }
+        match self.interrupt.is_set() {
+            true => Err(Error::Interrupted),
+            false => Ok(()),
+        }
+    }
+
+    /// Sends what the spool holds, renews the name, claims the next job.
+    fn next(&self) -> Result<Option<JobRow>> {
+        let mut store = Store::open_existing(&self.location)?;
+        for (file, sent) in send_pending(&mut store, &self.spool, &self.id)? {
+            match sent {
+                Sent::Stored { run_id, job } => say!(
+                    self,
+                    "osbench: stored {} as run {run_id}{}, now that the store is back",
+                    file.display(),
+                    job.map_or(String::new(), |j| format!(" (job {j} done)"))
+                ),
+                Sent::SetAside { to, why } => say!(
+                    self,
+                    "osbench: warning: {why}; it is not sent again (renamed {})",
+                    to.display()
+                ),
+            }
+        }
+        if !store.heartbeat(&self.id, self.lease.as_secs_f64())? {
+            // Taken over while the store was away: register again, or refuse.
+            if let Some(other) = store.register_worker(&self.id, self.lease.as_secs_f64())? {
+                return Err(name_taken(&self.id, &other));
+            }
+        }
+        // The job this worker's name rebooted for comes first.
+        if let Some(job) = store.take_rebooted(&self.id, self.lease.as_secs_f64())? {
+            say!(
+                self,
+                "osbench: job {}: back after the boot made for it",
+                job.id
+            );
+            return Ok(Some(job));
+        }
+        store.claim(&self.id, self.lease.as_secs_f64())
+    }
+
+    /// Waits for the host to go down after a reboot for a job; if it has
+    /// not within [`boot::REBOOT_TIMEOUT`], says so and goes on (the check
+    /// after the "boot" then fails the job).
+    fn await_shutdown(&self) {
+        self.sleep(boot::REBOOT_TIMEOUT);
+        if !self.interrupt.is_set() {
+            say!(
+                self,
+                "osbench: warning: the host did not go down within {:?} of the reboot; going on",
+                boot::REBOOT_TIMEOUT
+            );
+        }
+    }
+
+    /// A kernel job's boot before its run: `Ok(Some(extra arguments))` to
+    /// run it now, `Ok(None)` when the host is rebooting for it.
+    fn kernel_first(&self, job: &JobRow) -> Result<Option<Vec<String>>, String> {
+        if job.kernel.is_none() {
+            return Ok(Some(Vec::new()));
+        }
+        let next = Store::open_existing(&self.location)
+            .and_then(|mut s| kernel_jobs::before_run(&mut s, job, &self.id, &self.boot));
+        match next {
+            Ok(Next::Run(extra)) => Ok(Some(extra)),
+            Ok(Next::Rebooting) => {
+                say!(self, "osbench: job {}: rebooting into its kernel", job.id);
+                Ok(None)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// How a kernel job goes on after its run ended as `end` (`None`: the
+    /// host is rebooting for its next boot).
+    fn kernel_after(&self, job: &JobRow, end: Finish) -> Option<Finish> {
+        let run_id = match &end {
+            Finish::Done { run_id, .. } if job.kernel.is_some() => *run_id,
+            _ => return Some(end),
+        };
+        let after = Store::open_existing(&self.location)
+            .and_then(|mut s| kernel_jobs::after_run(&mut s, job, &self.id, &self.boot, run_id));
+        match after {
+            Ok(After::Done { run_id, note }) => Some(Finish::Done { run_id, note }),
+            Ok(After::Rebooting) => {
+                say!(
+                    self,
+                    "osbench: job {}: boot stored as run {run_id}; rebooting for the next",
+                    job.id
+                );
+                None
+            }
+            Err(e) => Some(Finish::Failed {
+                error: format!("{e}; what this boot measured is run {run_id}"),
+            }),
+        }
+    }
+
+    /// After kernel job `job` is done: boots back when it asks to; whether
+    /// the host is going down.
+    fn boot_back(&self, job: &JobRow) -> bool {
+        if job.kernel.is_none() {
+            return false;
+        }
+        kernel_jobs::boot_back(job, &self.boot)
+            .inspect_err(|e| say!(self, "osbench: warning: job {}: {e}", job.id))
+            .unwrap_or(false)
+    }
+
+    /// Sleeps `d`, waking at a stop signal.
+    fn sleep(&self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.interrupt.is_set() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+    }
+
+    /// Runs one claimed job and ends it in the store (or, when the store is
+    /// away, leaves its run in the spool for [`Worker::next`] to send), a
+    /// kernel job booted first; whether the host is going down (rebooting).
+    fn run_job(&self, job: JobRow) -> bool {
+        say!(
+            self,
+            "osbench: job {} (attempt {} of {}): starting",
+            job.id,
+            job.attempts,
+            job.max_attempts
+        );
+        let end = match self.outcome(&job) {
+            Ok(end) => end,
+            Err(NotEnded::Rebooting) => return true,
+            Err(NotEnded::Spooled) => return false,
+            Err(NotEnded::TakenAway { why, run_id }) => {
+                self.taken_away(&job, &why, run_id);
+                return false;
+            }
+        };
+        let said = match &end {
+            Finish::Done { run_id, .. } => format!("done, run {run_id}"),
+            Finish::Failed { error } => format!("failed: {error}"),
+            Finish::Released { note } => format!("released: {note}"),
+        };
+        let ended = Store::open_existing(&self.location)
+            .and_then(|mut s| s.finish_job(job.id, &self.id, &end));
+        match ended {
+            Ok(true) => {
+                say!(self, "osbench: job {}: {said}", job.id);
+                return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
+            }
+            Ok(false) => {
+                let stored = match &end {
+                    Finish::Done { run_id, .. } => {
+                        let _ = self.note_run(&job, *run_id);
+                        format!("its run {run_id} is stored, but ")
+                    }
+                    _ => format!("{said}, but "),
+                };
+                say!(
+                    self,
+                    "osbench: job {}: {stored}the job is no longer this worker's (cancelled, \
+                     or claimed again after its lease expired) and was left as it is",
+                    job.id
+                )
+            }
+            Err(e) => say!(
+                self,
+                "osbench: warning: job {}: {said}, and the store could not be told ({e}); its \
+                 lease will expire",
+                job.id
+            ),
+        }
+        false
+    }
+
+    /// After `job` was taken away mid-run: says so, and notes the run that
+    /// kept what was measured on the job when it was cancelled.
+    fn taken_away(&self, job: &JobRow, why: &str, run_id: Option<i64>) {
+        let Some(run_id) = run_id else {
+            say!(
+                self,
+                "osbench: job {}: stopped, as {why}; nothing was measured",
+                job.id
+            );
+            return;
+        };
+        let noted = self.note_run(job, run_id);
+        say!(
+            self,
+            "osbench: job {}: stopped, as {why}; what it measured is run {run_id} (meta \
+             {JOB_META}={}){}",
+            job.id,
+            job.id,
+            match noted {
+                Ok(true) => ", noted on the job".to_string(),
+                Ok(false) => String::new(),
+                Err(e) => format!(" (not noted on the job: {e})"),
+            }
+        );
+    }
+
+    /// Notes `run_id` on `job`, taken away from this worker, when it was
+    /// cancelled ([`Store::note_cancelled_run`]).
+    fn note_run(&self, job: &JobRow, run_id: i64) -> Result<bool> {
+        Store::open_existing(&self.location).and_then(|mut s| s.note_cancelled_run(job.id, run_id))
+    }
+
+    /// How `job` ends now (refused, booted and run, or failed), or why it
+    /// is not ended here.
+    fn outcome(&self, job: &JobRow) -> Result<Finish, NotEnded> {
+        if let Some(error) = self.refusal(job) {
+            return Ok(Finish::Failed { error });
+        }
+        let extra = match self.kernel_first(job) {
+            Ok(Some(extra)) => extra,
+            Ok(None) => return Err(NotEnded::Rebooting),
+            Err(error) => return Ok(Finish::Failed { error }),
+        };
+        let end = self.measure(job, &extra);
+        if let Err(NotEnded::Spooled) = end {
+            say!(
+                self,
+                "osbench: job {}: its run could not be stored; it waits in {} and is sent, and \
+                 the job marked done, when the store is back",
+                job.id,
+                self.spool.display()
+            );
+        }
+        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
+    }
+
+    /// Why this worker will not run `job`, if it will not.
+    fn refusal(&self, job: &JobRow) -> Option<String> {
+        if let Some(why) = refuse_version(&job.osbench_version, &self.id) {
+            return Some(why);
+        }
+        None
+    }
+
+    /// Runs the job's plan; how the job ends, or why it is not ended here.
+    fn measure(&self, job: &JobRow, extra: &[String]) -> Result<Finish, NotEnded> {
+        let failed = |error: String| Ok(Finish::Failed { error });
+        let plan = match JobPlan::from_json(&job.plan) {
+            Ok(plan) => plan,
+            Err(e) => return failed(format!("this osbench cannot read the job's plan: {e}")),
+        };
+        let dir = match tempfile::tempdir() {
+            Ok(dir) => dir,
+            Err(e) => return failed(format!("no temporary directory for the plan: {e}")),
+        };
+        let experiment = dir.path().join("experiment.toml");
+        if let Some(text) = &plan.experiment
+            && let Err(e) = std::fs::write(&experiment, text)
+        {
+            return failed(format!("cannot write {}: {e}", experiment.display()));
+        }
+        let argv = self.argv(
+            job,
+            &plan,
+            plan.experiment.as_ref().map(|_| experiment.as_path()),
+            extra,
+        );
+        // The stored job is a command line (jobs already queued must still
+        // run): the runner reads it, at the command line's edge.
+        let command = match self.runner.read(&argv) {
+            Ok(command) => command,
+            Err(why) => {
+                return failed(format!(
+                    "this osbench cannot run the job's plan ({}): {why}",
+                    plan.argv(None).join(" ")
+                ));
+            }
+        };
+        let stop = self.interrupt.nested();
+        let mut hook = JobHook {
+            host: self.id.name.clone(),
+            job: job.id,
+            lease: Lease::new(
+                self.location.clone(),
+                self.id.clone(),
+                self.lease,
+                stop.clone(),
+            ),
+            limits: self.limits,
+            stop,
+            warn: self.say_warning,
+        };
+        if let Ok(mut s) = Store::open_existing(&self.location) {
+            let _ = s.start_job(job.id, &self.id);
+        }
+        let run = self.runner.run(command, &mut hook);
+        self.ending(run, hook.lease.taken)
+    }
+
+    /// The command line of a job: `osbench run|time ARGS…`, its
+    /// experiment file, this store, the job's label and meta, its id, and
+    /// `extra` (a boot-rounds step's, whose label replaces the job's).
+    fn argv(
+        &self,
+        job: &JobRow,
+        plan: &JobPlan,
+        experiment: Option<&std::path::Path>,
+        extra: &[String],
+    ) -> Vec<String> {
+        let mut argv = vec!["osbench".to_string()];
+        argv.extend(plan.argv(experiment));
+        if let Some(given) = &self.store_arg {
+            argv.extend(["--store".into(), given.display().to_string()]);
+        }
+        // A boot-rounds step brings a label of its own (queue::kernel_jobs).
+        if let Some(label) = job
+            .label
+            .as_ref()
+            .filter(|_| !extra.iter().any(|a| a == "--label"))
+        {
+            argv.extend(["--label".into(), label.clone()]);
+        }
+        for (k, v) in &job.meta {
+            argv.extend(["--meta".into(), format!("{k}={v}")]);
+        }
+        argv.extend(["--meta".into(), format!("{JOB_META}={}", job.id)]);
+        if plan.command == JobCommand::Time {
+            argv.push("--quiet".into());
+        }
+        argv.extend(extra.iter().cloned());
+        argv
+    }
+
+    /// How a job ends after its run (`taken`: why the job was taken away
+    /// while it ran, if it was), or why it is not ended here.
+    fn ending(&self, run: JobRun, taken: Option<String>) -> Result<Finish, NotEnded> {
+        let run_id = run.saved.as_ref().and_then(|s| s.run_id);
+        let in_spool = run
+            .saved
+            .as_ref()
+            .is_some_and(|s| s.run_id.is_none() && !s.documents.is_empty());
+        if in_spool {
+            return Err(NotEnded::Spooled);
+        }
+        if let Some(why) = taken {
+            return Err(NotEnded::TakenAway { why, run_id });
+        }
+        Ok(match (run.result, run_id) {
+            (Ok(_), Some(run_id)) => Finish::Done { run_id, note: None },
+            (Err(e), _) if self.interrupt.is_set() => Finish::Released {
+                note: format!(
+                    "worker {} stopped ({}){}; the job is queued again",
+                    self.id.name,
+                    e,
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what it measured is run {id}"
+                    ))
+                ),
+            },
+            (Err(e), _) => Finish::Failed {
+                error: format!(
+                    "{}{}",
+                    e,
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what was measured is run {id}"
+                    ))
+                ),
+            },
+            (Ok(_), None) => Finish::Failed {
+                error: "the run saved nothing (nothing was measured)".into(),
+            },
+        })
+    }
+}
