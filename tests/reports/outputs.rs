@@ -8,7 +8,7 @@
 //! a machine loaded by parallel builds does to sleeps); no test
 //! asserts how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! machine; no
 //! test asserts how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! whatever osbench leaves behind comes to it; this file holds one test, so
 //! no other test's orphans do.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::Duration;

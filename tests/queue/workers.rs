@@ -12,7 +12,7 @@
 //! The ignored `claims_of_1000_jobs_by_8_workers` is docs/store-scale.md's
 //! measurement (scripts/store-scale.sh queue).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;

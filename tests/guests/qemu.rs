@@ -12,7 +12,7 @@
 //! `$OSBENCH_QEMU_KERNEL` (`scripts/qemu-kernel.sh` extracts Debian's);
 //! without them the tests skip and say so, unless `OSBENCH_REQUIRE_QEMU=1`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

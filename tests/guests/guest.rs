@@ -12,7 +12,7 @@
 //! on this host's CPU (UML before ~6.13 on hosts with AMX: "ptrace set fp
 //! regs failed, errno = 14") is a host limit: the test says so and skips.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -12,7 +12,7 @@
 //! the load itself moves a flat history's level: 20 ms sleeps were seen to
 //! shift by 10–15 % within one run of this test).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -15,7 +15,7 @@
 //! table, left as it was. Without PostgreSQL these tests say so and pass,
 //! unless `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Read;

@@ -13,7 +13,7 @@
 //! kexec is not run. Without PostgreSQL these tests say so and pass, unless
 //! `OSBENCH_REQUIRE_PG=1`.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! oops in the second run's kernel log is warned about, on the terminal, in
 //! `--markdown` and in the HTML report; `--no-logs` keeps none. Checks correctness only.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -4,7 +4,7 @@
 //! cannot be written, concurrent writers, and SIGKILL in the middle of a run.
 //! Every osbench here gets a store in a temporary directory, never the user's.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

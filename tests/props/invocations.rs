@@ -5,7 +5,7 @@
 //! Short real runs: the assertions are on kinds of verdict and on what the
 //! documents record, never on speed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! (`--no-store --label`, `-q`; a run compared with itself is flagged). Checks what is
 //! printed and refused, never how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -14,7 +14,7 @@ use std::process::Command;
 use assert_cmd::cargo::CommandCargoExt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-const PAGE: &str = include_str!("../docs/result-document.md");
+const PAGE: &str = include_str!("../../docs/result-document.md");
 
 /// A JSON value that refuses an object with a key given twice.
 struct NoDuplicates(serde_json::Value);

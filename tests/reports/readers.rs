@@ -6,7 +6,7 @@
 //! pandas duckdb markdown`); where it is not, the test says so and skips it.
 //! The same rules are encoded without Python in `report::csv`'s unit tests.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -8,7 +8,7 @@
 //! Needs openssh-server and root; skips and says so without them, unless
 //! `OSBENCH_REQUIRE_SSH=1` (as `.ci/run` sets). No test asserts on speed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;
