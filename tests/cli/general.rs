@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::common::osbench;
 use osbench::store::read_document;
 
 /// The results store every test's osbench writes to unless the test gives
@@ -16,19 +16,12 @@ fn shared_store() -> std::path::PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests-results.sqlite")
 }
 
-/// The osbench binary, storing its runs in [`shared_store`].
-fn osbench() -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", shared_store());
-    cmd
-}
-
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
 
 /// `osbench ARGS --json JSON`, which must succeed.
 fn run_ok(args: &[&str], json: &Path) -> std::process::Output {
-    let out = osbench()
+    let out = osbench(shared_store())
         .args(args)
         .arg("--json")
         .arg(json)
@@ -49,7 +42,7 @@ fn quick_run(args: &[&str], json: &Path) -> std::process::Output {
 
 #[test]
 fn list_shows_every_case_parameter_and_op() {
-    let out = osbench().arg("list").output().unwrap();
+    let out = osbench(shared_store()).arg("list").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("syscall"));
@@ -70,7 +63,7 @@ fn list_shows_every_case_parameter_and_op() {
 
 #[test]
 fn env_shows_kernel_cpu_and_build() {
-    let out = osbench().arg("env").output().unwrap();
+    let out = osbench(shared_store()).arg("env").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for key in [
@@ -155,7 +148,7 @@ fn interrupt_after(
     json: &Path,
     check: impl FnOnce(),
 ) -> std::process::ExitStatus {
-    let mut child = osbench()
+    let mut child = osbench(shared_store())
         .args(args.split_whitespace())
         .arg(json)
         .stdout(Stdio::null())
@@ -177,7 +170,7 @@ fn interrupt_after(
 /// Runs osbench with `args` in an empty directory; returns (status, stderr, files left there).
 fn run_in_empty_dir(args: &[&str]) -> (Option<i32>, String, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let out = osbench()
+    let out = osbench(shared_store())
         .current_dir(dir.path())
         .args(args)
         .output()
@@ -488,13 +481,17 @@ fn interrupted_tlb_shootdowns_end_their_threads_and_keep_the_samples_or_refuse_o
         "--json",
     ];
     if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        let out = osbench().args(args).arg(&json).output().unwrap();
+        let out = osbench(shared_store())
+            .args(args)
+            .arg(&json)
+            .output()
+            .unwrap();
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("only between CPUs"), "{err}");
         return;
     }
-    let mut child = osbench()
+    let mut child = osbench(shared_store())
         .args(args)
         .arg(&json)
         .stdout(Stdio::null())
@@ -699,7 +696,7 @@ fn interrupted_wakeup_processes_stop_instead_of_waiting_for_a_dead_peer() {
     let _serial = helper_lock();
     // A helper killed by the signal handler would leave the timing side
     // waiting on shared memory forever: wakeup's helpers are left alone.
-    let mut child = osbench()
+    let mut child = osbench(shared_store())
         .args([
             "run",
             "wakeup:mode=processes,count=2000000",
@@ -863,7 +860,7 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     };
     assert_eq!(doc(&a)["series"][0]["bytes_per_op"], 10485760.0);
     let report = |p: &Path| {
-        let out = osbench()
+        let out = osbench(shared_store())
             .arg("export")
             .arg(p)
             .args(["--markdown", "-"])
@@ -888,7 +885,7 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     assert!(ra.contains("MB/s"), "{ra}");
     assert!((mbs(&rb) / mbs(&ra) - 10.0).abs() < 0.1, "{ra}\n{rb}");
     let compare = |x: &Path, y: &Path, gate: &str| {
-        osbench()
+        osbench(shared_store())
             .arg("compare")
             .arg(x)
             .arg(y)
@@ -915,7 +912,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     let _serial = helper_lock(); // its samples are timed: not beside 2,000 hackbench workers
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-    let run = osbench()
+    let run = osbench(shared_store())
         .args([
             "run",
             "syscall:case=null",
@@ -938,7 +935,12 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     // Twice the time: beyond the spread of invocations on a loaded machine
     // (CI saw ±16 % between 1 ms-sample invocations, and 25 % inconclusive).
     planted_copy(&a, &b, 2.0, "osbench/1");
-    let out = osbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let out = osbench(shared_store())
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
@@ -951,7 +953,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         "{text}"
     );
     let out_json = dir.path().join("cmp.json");
-    let written = osbench()
+    let written = osbench(shared_store())
         .arg("compare")
         .arg(&a)
         .arg(&b)
@@ -967,7 +969,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         record["comparisons"][0]["candidate"],
         b.display().to_string()
     );
-    let gated = osbench()
+    let gated = osbench(shared_store())
         .arg("compare")
         .arg(&a)
         .arg(&b)
@@ -975,7 +977,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
         .output()
         .unwrap();
     assert_eq!(gated.status.code(), Some(1));
-    let loose = osbench()
+    let loose = osbench(shared_store())
         .arg("compare")
         .arg(&a)
         .arg(&b)
@@ -986,7 +988,7 @@ fn compare_finds_a_planted_slowdown_and_trips_the_gate() {
     // The same document twice: never a difference; equivalent once the margin
     // is wider than the sampling noise of these short debug-build samples.
     let compare_self = |extra: &[&str]| {
-        let out = osbench()
+        let out = osbench(shared_store())
             .arg("compare")
             .arg(&a)
             .arg(&a)
@@ -1097,13 +1099,18 @@ fn compare_rejects_bad_documents_with_one_line() {
         (&disjoint, "no case in common"),
     ];
     for (bad, want) in cases {
-        let out = osbench().arg("compare").arg(&a).arg(bad).output().unwrap();
+        let out = osbench(shared_store())
+            .arg("compare")
+            .arg(&a)
+            .arg(bad)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(want), "{stderr}");
     }
-    let out = osbench()
+    let out = osbench(shared_store())
         .arg("compare")
         .arg(&broken)
         .arg(&a)
@@ -1163,7 +1170,7 @@ fn a_failing_setup_stops_the_run_after_its_teardown() {
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().join("torn-down");
     let teardown = format!("b=touch {}", mark.display());
-    let out = osbench()
+    let out = osbench(shared_store())
         .args([
             "run",
             "syscall:case=null",
@@ -1194,7 +1201,7 @@ fn an_interrupt_runs_the_teardown() {
         format!("a=touch {}", mark.display()),
         format!("b=touch {}", mark.display()),
     ];
-    let mut child = osbench()
+    let mut child = osbench(shared_store())
         .args([
             "run",
             "syscall:case=null",
@@ -1236,7 +1243,7 @@ fn an_interrupt_stops_a_hung_setup_and_runs_its_teardown() {
     fs::write(&state, "orig\n").unwrap();
     let setup = format!("a=echo on > {}; sleep 1000.411", state.display());
     let teardown = format!("a=echo orig > {}", state.display());
-    let mut cmd = osbench();
+    let mut cmd = osbench(shared_store());
     cmd.env("OSBENCH_STORE", dir.path().join("store.sqlite"))
         .args(["run", "syscall:case=null", "-q", "--samples", "3"])
         .args([
@@ -1324,7 +1331,7 @@ fn configuration_names_must_be_unique_and_paired() {
             "no --config defines",
         ),
     ] {
-        let out = osbench()
+        let out = osbench(shared_store())
             .args(["run", "syscall:case=null"])
             .args(&args)
             .output()
@@ -1345,7 +1352,7 @@ fn an_experiment_file_sets_parameters_per_configuration() {
          [[config]]\nname = \"heavy\"\nparams = { \"spin.work\" = 105 }\npin = \"same\"\n",
     )
     .unwrap();
-    let out = osbench()
+    let out = osbench(shared_store())
         .args(["run", "--rounds", "3", "-q"])
         .args(QUICK)
         .arg("--experiment")
@@ -1376,7 +1383,7 @@ fn an_experiment_file_sets_parameters_per_configuration() {
         "[[config]]\nname = \"a\"\nparams = { \"spin.wrok\" = 1 }\n[[config]]\nname = \"b\"\n",
     )
     .unwrap();
-    let out = osbench()
+    let out = osbench(shared_store())
         .args(["run", "spin", "--experiment"])
         .arg(&file)
         .output()
@@ -1435,7 +1442,10 @@ fn rounds_stop_at_the_precision_target_or_the_time_limit() {
 
 #[test]
 fn env_json_names_every_required_key_or_why_it_is_absent() {
-    let out = osbench().args(["env", "--json"]).output().unwrap();
+    let out = osbench(shared_store())
+        .args(["env", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let absent = env["absent"].as_object().cloned().unwrap_or_default();
@@ -1520,7 +1530,7 @@ fn every_series_counts_per_op_or_says_why_not() {
     }
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Counters per op"), "{text}");
-    let ran = osbench()
+    let ran = osbench(shared_store())
         .args(["run", "syscall:case=null", "--no-perf", "-q"])
         .args(QUICK)
         .output()
@@ -1565,7 +1575,7 @@ fn compare_names_a_differing_command_line_and_flags_confounders() {
     doc["env"]["cmdline"] = "quiet mitigations=off".into();
     doc["env"]["vulnerabilities"]["spectre_v2"] = "Vulnerable".into();
     fs::write(&b, serde_json::to_string(&doc).unwrap()).unwrap();
-    let out = osbench()
+    let out = osbench(shared_store())
         .arg("compare")
         .arg(&a)
         .arg(&b)
@@ -1628,7 +1638,12 @@ fn documents_without_counters_or_the_new_env_keys_still_compare() {
     }
     doc["run"].as_object_mut().unwrap().remove("audit");
     fs::write(&old, serde_json::to_string(&doc).unwrap()).unwrap();
-    let out = osbench().arg("compare").arg(&old).arg(&a).output().unwrap();
+    let out = osbench(shared_store())
+        .arg("compare")
+        .arg(&old)
+        .arg(&a)
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}");
     // The keys only the new document has are differences ("absent" in the old one).
@@ -1745,7 +1760,7 @@ fn io_limits_exit_2_before_measuring() {
 fn an_interrupted_fs_run_leaves_nothing_in_tmpdir() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut child = osbench()
+    let mut child = osbench(shared_store())
         .args([
             "run",
             "fs:phase=create,files=2000",
@@ -1795,7 +1810,7 @@ fn every_io_family_runs_the_cases_list_names() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let families = ["poll", "stream", "connect", "fs", "file", "clock"];
-    let out = osbench()
+    let out = osbench(shared_store())
         .arg("run")
         .args(families)
         .args(["-q", "--no-perf", "--samples", "2", "--sample-time", "1"])
@@ -1809,7 +1824,8 @@ fn every_io_family_runs_the_cases_list_names() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let list = String::from_utf8(osbench().arg("list").output().unwrap().stdout).unwrap();
+    let list =
+        String::from_utf8(osbench(shared_store()).arg("list").output().unwrap().stdout).unwrap();
     let doc = read_document(&json).unwrap();
     for family in families {
         let mut listed = listed_cases(&list, family);
@@ -1899,7 +1915,7 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let mut child = KilledAtEnd(
-        osbench()
+        osbench(shared_store())
             .args([
                 "run",
                 "syscall:case=null",

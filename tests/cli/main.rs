@@ -1,6 +1,8 @@
 //! The built `osbench` binary as a user meets it, one module per command or
 //! habit (runs, `time`, system logs, the command line's conventions, a first
-//! day's walk-through, the warden). One test binary, so the crate is linked once.
+//! day's walk-through). One test binary, so the crate is linked once; the
+//! warden test stays in tests/warden.rs, a binary of its own, since it makes
+//! the whole test process a child subreaper.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,4 +12,3 @@ mod first_day;
 mod general;
 mod system_logs;
 mod time;
-mod warden;

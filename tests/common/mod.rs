@@ -8,27 +8,33 @@
 pub mod pg;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
 
-/// The osbench binary under test, with its results store in `store`, a
-/// file in Cargo's temporary directory for tests (not the user's store).
-pub fn osbench(store: &str) -> Command {
+/// The osbench binary under test, with its results store at `store` (a
+/// path or a URL) and no other way to find one: never the user's store, and
+/// no `PGPASSWORD` inherited from the developer's shell. The one runner every
+/// test file builds its commands from.
+pub fn osbench(store: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::cargo_bin("osbench").unwrap();
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(store);
-    cmd.env("OSBENCH_STORE", path);
+    cmd.env("OSBENCH_STORE", store).env_remove("PGPASSWORD");
     cmd
 }
 
-/// The osbench binary under test with its results store at `store` (a path
-/// or a URL) and no other way to find one.
-pub fn osbench_at(store: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store);
-    cmd
+/// A results store named `name` in Cargo's temporary directory for tests,
+/// shared by the tests that pass the same name.
+pub fn tmp_store(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// A file of tests/data, the test fixtures (real documents, schemas).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// The standard output and error of a command that must have succeeded.

@@ -14,7 +14,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use common::{Sshd, osbench_at as osbench};
+use common::{Sshd, osbench};
 use osbench::store::read_document;
 
 fn text(bytes: &[u8]) -> String {

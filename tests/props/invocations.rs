@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{ok, osbench_at as osbench};
+use common::{ok, osbench};
 use osbench::store::read_document;
 
 /// A quick run: few short samples, no warm-up.

@@ -21,11 +21,11 @@ use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::ok;
 use common::pg::{Cluster, PASSWORD, Stopped, Tls, USER, free_port, have_postgres};
+use common::{ok, osbench};
 use osbench::document::Document;
 use osbench::store::{Filter, Inserted, Store, read_document};
 
@@ -33,13 +33,6 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run
 
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
-
-/// osbench with its store at `store` (a path or URL) and nothing else to find one.
-fn osbench(store: &str) -> Command {
-    let mut cmd = common::osbench_at(store);
-    cmd.env_remove("PGPASSWORD");
-    cmd
-}
 
 /// The fixture as run `i` of host `host`: another start time, label and host.
 fn variant(i: usize, host: &str) -> Document {

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
-use common::{ok, osbench_at as osbench};
+use common::{ok, osbench};
 use osbench::store::{Filter, Store, read_document};
 
 /// A quick run: few short samples, no warm-up.
