@@ -1,5 +1,6 @@
 //! The built `osbench` binary as a user meets it, one module per command or
-//! habit (runs, `time`, system logs, the command line's conventions, a first
+//! habit (list and env, runs, interrupts, compare, configurations, errors,
+//! width on a terminal, `time`, system logs, the command line's conventions, a first
 //! day's walk-through). One test binary, so the crate is linked once; the
 //! warden test stays in tests/warden.rs, a binary of its own, since it makes
 //! the whole test process a child subreaper.
@@ -8,7 +9,14 @@
 mod common;
 
 mod command_line;
+mod compare;
+mod configs;
+mod errors;
 mod first_day;
-mod general;
+mod interrupts;
+mod kit;
+mod list_env;
+mod run;
 mod system_logs;
 mod time;
+mod width;
