@@ -1,7 +1,23 @@
-//! What several integration test files share: a throwaway sshd on a
-//! loopback port (the guest and fleet tests reach "hosts" through it), and
-//! a throwaway PostgreSQL cluster ([`pg`]).
-//! Left out: anything osbench-specific.
+//! What every integration test binary shares (each includes this file as
+//! `mod common`): the one osbench runner ([`osbench`]), the fixtures
+//! ([`fixture`]), stores in Cargo's test directory ([`tmp_store`]), a
+//! throwaway sshd on a loopback port (the guest and fleet tests reach "hosts"
+//! through it), and a throwaway PostgreSQL cluster ([`pg`]).
+//!
+//! The test binaries, one per topic: `cli` (a module per command), `store`
+//! (SQLite always, PostgreSQL when a cluster starts; shared tests written once
+//! in `shared`), `guests`, `queue`, `reports`, `props`, and `warden` alone
+//! (it makes the test process a subreaper). Run one with `cargo test --test NAME`.
+//!
+//! Fast tier (under a minute on an idle machine; what to run while editing):
+//!
+//! ```text
+//! cargo test --lib --bins
+//! cargo test --test cli -- command_line:: list_env:: errors::
+//! ```
+//!
+//! The full suite is `cargo test`, as CI runs it (with `OSBENCH_REQUIRE_PG=1`
+//! and `OSBENCH_REQUIRE_SSH=1` so that nothing is skipped).
 
 #![allow(dead_code)] // each test file uses a part
 

@@ -16,6 +16,7 @@
 //! unless `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
 
 use crate::common;
+use crate::shared;
 
 use std::fs;
 use std::io::Read;
@@ -49,88 +50,7 @@ fn a_run_goes_through_postgresql_as_through_sqlite() {
         return;
     }
     let pg = Cluster::start(Tls::Off);
-    let url = pg.url("127.0.0.1", "");
-    let dir = tempfile::tempdir().unwrap();
-    let before = dir.path().join("before.json");
-    let (_, stderr) = ok(osbench(&url)
-        .args(["run", "syscall:case=null", "--label", "before", "--json"])
-        .arg(&before)
-        .args(QUICK)
-        .output()
-        .unwrap());
-    assert!(
-        stderr.contains(&format!("saved as run 1 in {}", pg.shown())),
-        "{stderr}"
-    );
-    assert!(!stderr.contains(PASSWORD), "{stderr}");
-    // `time` saves there too.
-    ok(osbench(&url)
-        .args([
-            "time", "--label", "timed", "-q", "--runs", "3", "--warmup", "0", "true",
-        ])
-        .output()
-        .unwrap());
-    ok(osbench(&url)
-        .args(["run", "syscall:case=null", "--label", "after", "-q"])
-        .args(QUICK)
-        .output()
-        .unwrap());
-
-    let (history, _) = ok(osbench(&url).arg("history").output().unwrap());
-    assert_eq!(history.lines().count(), 4, "{history}");
-    let host = osbench::env::capture().hostname;
-    let (mine, _) = ok(osbench(&url)
-        .args(["history", "--bench", "syscall", "--host", &host])
-        .output()
-        .unwrap());
-    assert_eq!(mine.lines().count(), 3, "{mine}");
-    let (none, _) = ok(osbench(&url)
-        .args(["history", "--host", "elsewhere"])
-        .output()
-        .unwrap());
-    assert!(none.contains("No stored run matches"), "{none}");
-
-    let (compared, _) = ok(osbench(&url)
-        .args(["compare", "before", "after"])
-        .output()
-        .unwrap());
-    assert!(
-        compared.contains("A = before (run 1) (baseline)")
-            && compared.contains("B = after (run 3)")
-            && compared.contains("syscall null"),
-        "{compared}"
-    );
-    let html = dir.path().join("r.html");
-    ok(osbench(&url)
-        .args(["report", "before", "3", "--html"])
-        .arg(&html)
-        .output()
-        .unwrap());
-    assert!(
-        fs::read_to_string(&html)
-            .unwrap()
-            .contains("before (run 1)")
-    );
-
-    // Exported from PostgreSQL and from SQLite (after an import): the same bytes.
-    let from_pg = dir.path().join("pg.json");
-    ok(osbench(&url)
-        .args(["export", "before", "--json"])
-        .arg(&from_pg)
-        .output()
-        .unwrap());
-    let lite = dir.path().join("results.sqlite");
-    let lite = lite.to_str().unwrap();
-    ok(osbench(lite).arg("import").arg(&before).output().unwrap());
-    let from_lite = dir.path().join("lite.json");
-    ok(osbench(lite)
-        .args(["export", "before", "--json"])
-        .arg(&from_lite)
-        .output()
-        .unwrap());
-    let bytes = fs::read(&from_pg).unwrap();
-    assert_eq!(bytes, fs::read(&from_lite).unwrap());
-    assert_eq!(bytes, fs::read(&before).unwrap());
+    shared::a_run_goes_through(&pg.url("127.0.0.1", ""), &pg.shown());
 }
 
 #[test]
@@ -248,50 +168,7 @@ fn the_same_document_imported_twice_is_stored_once() {
         return;
     }
     let pg = Cluster::start(Tls::Off);
-    let url = pg.url("127.0.0.1", "");
-    let dir = tempfile::tempdir().unwrap();
-    // The same document, written compactly.
-    let compact = dir.path().join("compact.json");
-    let value: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(FIXTURE).unwrap()).unwrap();
-    fs::write(&compact, value.to_string()).unwrap();
-    let (first, _) = ok(osbench(&url).arg("import").arg(FIXTURE).output().unwrap());
-    assert!(first.contains("stored as run 1"), "{first}");
-    let (again, _) = ok(osbench(&url)
-        .arg("import")
-        .arg(FIXTURE)
-        .arg(&compact)
-        .output()
-        .unwrap());
-    assert_eq!(
-        again.matches("already stored as run 1").count(),
-        2,
-        "{again}"
-    );
-    // One import: one transaction; the same document twice in it is stored once.
-    let other = dir.path().join("other.json");
-    let mut relabelled = value.clone();
-    relabelled["run"]["label"] = "other".into();
-    fs::write(&other, relabelled.to_string()).unwrap();
-    let (both, _) = ok(osbench(&url)
-        .arg("import")
-        .arg(&other)
-        .arg(&other)
-        .output()
-        .unwrap());
-    assert!(
-        both.contains("stored as run 2 'other'")
-            && both.contains("already stored as run 2 'other'"),
-        "{both}"
-    );
-    let (history, _) = ok(osbench(&url).arg("history").output().unwrap());
-    assert_eq!(history.lines().count(), 3, "{history}");
-    // Stored as written.
-    let text = Store::open(PathBuf::from(&url))
-        .unwrap()
-        .document_text(1)
-        .unwrap();
-    assert_eq!(text.unwrap(), fs::read_to_string(FIXTURE).unwrap());
+    shared::the_same_document_imported_twice_is_stored_once(&pg.url("127.0.0.1", ""));
 }
 
 #[test]

@@ -755,3 +755,18 @@ fn import_of_a_dash_reads_standard_input() {
             .contains("more than once")
     );
 }
+
+#[test]
+fn a_run_goes_through_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let store = store.to_str().unwrap();
+    crate::shared::a_run_goes_through(store, store);
+}
+
+#[test]
+fn the_same_document_imported_twice_is_stored_once_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    crate::shared::the_same_document_imported_twice_is_stored_once(store.to_str().unwrap());
+}
