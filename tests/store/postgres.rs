@@ -255,7 +255,7 @@ fn an_unreachable_server_names_the_url_and_keeps_the_run() {
     let out = osbench(&url).args(["compare", "a", "b"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     // A URL the client cannot use is refused by name.
-    let out = osbench(&format!("{url}?sslmode=always"))
+    let out = osbench(format!("{url}?sslmode=always"))
         .arg("history")
         .output()
         .unwrap();
@@ -328,7 +328,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
     let shown = format!("postgresql://{USER}@127.0.0.1:{port}/db");
 
     // The default handshake limit (10 s) ends a reading command: status 2.
-    let mut history = osbench(&url(""))
+    let mut history = osbench(url(""))
         .arg("history")
         .stderr(Stdio::piped())
         .spawn()
@@ -346,7 +346,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
     // Ctrl-C while a run waits for the store: it stops at once, measuring nothing.
     let work = tempfile::tempdir().unwrap();
     while accepted.try_recv().is_ok() {}
-    let mut run = osbench(&url("?connect_timeout=120"))
+    let mut run = osbench(url("?connect_timeout=120"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q"])
         .args(QUICK)
@@ -372,7 +372,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
 
     // The URL's connect_timeout is the limit; the run is kept in a file.
     let work = tempfile::tempdir().unwrap();
-    let mut run = osbench(&url("?connect_timeout=1"))
+    let mut run = osbench(url("?connect_timeout=1"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q", "--label", "kept"])
         .args(QUICK)
@@ -404,7 +404,7 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     let json = dir.path().join("run.json");
     // The store is opened before measuring; a set-up stops the postmaster
     // while measuring; the limit (120 s) is far away: only Ctrl-C ends the wait.
-    let mut run = osbench(&pg.url("127.0.0.1", "?connect_timeout=120"))
+    let mut run = osbench(pg.url("127.0.0.1", "?connect_timeout=120"))
         .args(["run", "syscall:case=null", "-q", "--rounds", "2", "--json"])
         .arg(&json)
         .args(QUICK)
@@ -441,7 +441,7 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     );
     assert!(read_document(&json).unwrap().run.complete);
     drop(stopped);
-    let (history, _) = ok(osbench(&pg.url("127.0.0.1", ""))
+    let (history, _) = ok(osbench(pg.url("127.0.0.1", ""))
         .arg("history")
         .output()
         .unwrap());
@@ -486,7 +486,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
     pg.sql("CREATE DATABASE slashdb OWNER slash");
     let url = |db: &str| format!("postgresql://slash:{password}@127.0.0.1:{}/{db}", pg.port);
     let shown = |db: &str| format!("postgresql://slash@127.0.0.1:{}/{db}", pg.port);
-    let (stdout, stderr) = ok(osbench(&url("slashdb"))
+    let (stdout, stderr) = ok(osbench(url("slashdb"))
         .args(["run", "syscall:case=null"])
         .args(QUICK)
         .output()
@@ -498,7 +498,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
     let leaks = |text: &str| ["ab/cd", "cd?ef", "ef+gh"].iter().any(|p| text.contains(p));
     assert!(!leaks(&stdout) && !leaks(&stderr), "{stdout}{stderr}");
     // In errors and warnings too.
-    let out = osbench(&url("nodb")).arg("history").output().unwrap();
+    let out = osbench(url("nodb")).arg("history").output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -506,7 +506,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
         "{stderr}"
     );
     let work = tempfile::tempdir().unwrap();
-    let (_, stderr) = ok(osbench(&url("nodb"))
+    let (_, stderr) = ok(osbench(url("nodb"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q"])
         .args(QUICK)
