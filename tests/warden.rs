@@ -35,7 +35,7 @@ fn osbench_leaves_no_warden_behind() {
     let dir = tempfile::tempdir().unwrap();
     // `time` guards its timed commands, so it starts a warden.
     common::ok(
-        common::osbench_at(dir.path().join("s.sqlite"))
+        common::osbench(dir.path().join("s.sqlite"))
             .args(["time", "true", "--runs", "2", "--no-store", "-q"])
             .output()
             .unwrap(),

@@ -598,7 +598,6 @@ fn with_overrides(case: &Case, config: &Config) -> Case {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
 
     #[test]
     fn steps_done_leaves_out_the_step_an_interrupt_cut_short() {
@@ -632,25 +631,19 @@ mod tests {
     use super::*;
     use crate::bench::{BenchDef, ParamKind, ParamSpec, Params, Workload};
     use crate::document::{Overhead, Override};
+    use crate::measure::fake::FakeClock;
     use crate::measure::placement::Placement;
 
     thread_local! {
         /// The fake clock of this test thread: it moves only when a fake workload runs.
-        static NOW: Cell<u64> = const { Cell::new(0) };
-    }
-
-    struct FakeClock;
-    impl Clock for FakeClock {
-        fn now_ns(&self) -> u64 {
-            NOW.with(Cell::get)
-        }
+        static NOW: FakeClock = FakeClock::default();
     }
 
     /// Each iteration costs `cost` ns of fake time.
     struct Fake(u64);
     impl Workload for Fake {
         fn run(&mut self, iters: u64) -> Result<()> {
-            NOW.with(|now| now.set(now.get() + iters * self.0));
+            NOW.with(|now| now.advance(iters * self.0));
             Ok(())
         }
     }
@@ -734,8 +727,12 @@ mod tests {
     }
 
     fn go(plan: &Plan) -> Outcome {
-        let harness =
-            Harness::with_clock(FakeClock, plan.policy, Overhead::ZERO, Interrupt::none());
+        let harness = Harness::with_clock(
+            NOW.with(FakeClock::clone),
+            plan.policy,
+            Overhead::ZERO,
+            Interrupt::none(),
+        );
         run_with(plan, &harness, crate::env::capture(), &mut Silent)
     }
 
@@ -830,9 +827,14 @@ mod tests {
             ..plan(7, two_configs())
         };
         let source = FakeSource(std::sync::Arc::clone(&perf));
-        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
-            .with_meters(Meters::with_perf(Box::new(source)))
-            .counting_later();
+        let harness = Harness::with_clock(
+            NOW.with(FakeClock::clone),
+            p.policy,
+            Overhead::ZERO,
+            Interrupt::none(),
+        )
+        .with_meters(Meters::with_perf(Box::new(source)))
+        .counting_later();
         let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
         assert!(out.error.is_none(), "{:?}", out.error);
         // 10 rounds of 2 configurations × 2 cases timed; 4 passes in all.
@@ -857,11 +859,16 @@ mod tests {
             target_ci: Some(0.01),
             ..plan(7, Vec::new())
         };
-        let harness = Harness::with_clock(FakeClock, p.policy, Overhead::ZERO, Interrupt::none())
-            .with_target(Target {
-                ci: 0.01,
-                max_samples: 100,
-            });
+        let harness = Harness::with_clock(
+            NOW.with(FakeClock::clone),
+            p.policy,
+            Overhead::ZERO,
+            Interrupt::none(),
+        )
+        .with_target(Target {
+            ci: 0.01,
+            max_samples: 100,
+        });
         let out = run_with(&p, &harness, crate::env::capture(), &mut Silent);
         assert!(out.error.is_none(), "{:?}", out.error);
         assert!(out.document.run.stopped_by.is_none());

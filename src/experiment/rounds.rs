@@ -180,13 +180,7 @@ mod tests {
 
     use super::*;
 
-    /// A clock that moves only when a round says so.
-    struct FakeClock<'a>(&'a Cell<u64>);
-    impl Clock for FakeClock<'_> {
-        fn now_ns(&self) -> u64 {
-            self.0.get()
-        }
-    }
+    use crate::measure::fake::FakeClock;
 
     /// Three members; each round takes 1 s of fake time; the precision
     /// after n rounds is 1/n; round `fail_at` fails.
@@ -236,14 +230,14 @@ mod tests {
     }
 
     fn go(rule: StopRule, fail_at: Option<usize>) -> (Rounds, usize, usize) {
-        let now = Cell::new(0);
+        let clock = FakeClock::default();
         let mut body = Body {
-            now: &now,
+            now: &clock.0,
             rounds: 0,
             warm: 0,
             fail_at,
         };
-        let out = run(&mut body, &rule, 7, &FakeClock(&now), &mut Silent);
+        let out = run(&mut body, &rule, 7, &clock, &mut Silent);
         (out, body.warm, body.rounds)
     }
 

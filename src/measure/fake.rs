@@ -1,12 +1,35 @@
-//! Test stand-ins for the harness's seams: a perf event that a fake workload
-//! drives, behind [`PerfSource`] like the real `perf_event_open` one. Compiled
-//! for tests only. Left out: a fake clock (each test module moves its own).
+//! Test stand-ins for the harness's seams: a clock that moves only when a
+//! test says so ([`FakeClock`]), and a perf event that a fake workload drives,
+//! behind [`PerfSource`] like the real `perf_event_open` one. Public (hidden
+//! from the docs) so that unit and integration tests share one of each; no
+//! production path uses them.
 
+use std::cell::Cell;
 use std::io;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
+use super::clock::Clock;
 use super::counters::{PerfCount, PerfEvents, PerfReading, PerfSource};
+
+/// A clock that moves only when a test (or its fake workload) says so; its
+/// clones share one time.
+#[derive(Debug, Clone, Default)]
+pub struct FakeClock(pub Rc<Cell<u64>>);
+
+impl FakeClock {
+    /// Moves the time on by `ns`.
+    pub fn advance(&self, ns: u64) {
+        self.0.set(self.0.get() + ns);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now_ns(&self) -> u64 {
+        self.0.get()
+    }
+}
 
 /// A stand-in perf event: counts only while enabled, and logs every open,
 /// enable, disable and close. Time is one ns per event caused while

@@ -743,23 +743,12 @@ fn relative_half_width(values: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
     use std::rc::Rc;
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::measure::fake::{FakePerf, FakeSource};
-
-    /// A clock that only moves when the fake benchmark says so.
-    #[derive(Clone, Default)]
-    struct FakeClock(Rc<Cell<u64>>);
-
-    impl Clock for FakeClock {
-        fn now_ns(&self) -> u64 {
-            self.0.get()
-        }
-    }
+    use crate::measure::fake::{FakeClock, FakePerf, FakeSource};
 
     /// Each iteration costs `cost_ns`; the batches listed in `spikes` (0-based
     /// count of run() calls) take `spike_factor` times longer.

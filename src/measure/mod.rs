@@ -37,8 +37,8 @@
 pub mod clock;
 pub mod counters;
 pub mod energy;
-#[cfg(test)]
-pub(crate) mod fake;
+#[doc(hidden)]
+pub mod fake;
 mod harness;
 pub mod hook;
 pub mod interrupt;

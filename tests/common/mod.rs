@@ -1,34 +1,56 @@
-//! What several integration test files share: a throwaway sshd on a
-//! loopback port (the guest and fleet tests reach "hosts" through it), and
-//! a throwaway PostgreSQL cluster ([`pg`]).
-//! Left out: anything osbench-specific.
+//! What every integration test binary shares (each includes this file as
+//! `mod common`): the one osbench runner ([`osbench`]), the fixtures
+//! ([`fixture`]), stores in Cargo's test directory ([`tmp_store`]), a
+//! throwaway sshd on a loopback port (the guest and fleet tests reach "hosts"
+//! through it), and a throwaway PostgreSQL cluster ([`pg`]).
+//!
+//! The test binaries, one per topic: `cli` (a module per command), `store`
+//! (SQLite always, PostgreSQL when a cluster starts; shared tests written once
+//! in `shared`), `guests`, `queue`, `reports`, `props`, and `warden` alone
+//! (it makes the test process a subreaper). Run one with `cargo test --test NAME`.
+//!
+//! Fast tier (under a minute on an idle machine; what to run while editing):
+//!
+//! ```text
+//! cargo test --lib --bins
+//! cargo test --test cli -- command_line:: list_env:: errors::
+//! ```
+//!
+//! The full suite is `cargo test`, as CI runs it (with `OSBENCH_REQUIRE_PG=1`
+//! and `OSBENCH_REQUIRE_SSH=1` so that nothing is skipped).
 
 #![allow(dead_code)] // each test file uses a part
 
 pub mod pg;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
 
-/// The osbench binary under test, with its results store in `store`, a
-/// file in Cargo's temporary directory for tests (not the user's store).
-pub fn osbench(store: &str) -> Command {
+/// The osbench binary under test, with its results store at `store` (a
+/// path or a URL) and no other way to find one: never the user's store, and
+/// no `PGPASSWORD` inherited from the developer's shell. The one runner every
+/// test file builds its commands from.
+pub fn osbench(store: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::cargo_bin("osbench").unwrap();
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(store);
-    cmd.env("OSBENCH_STORE", path);
+    cmd.env("OSBENCH_STORE", store).env_remove("PGPASSWORD");
     cmd
 }
 
-/// The osbench binary under test with its results store at `store` (a path
-/// or a URL) and no other way to find one.
-pub fn osbench_at(store: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store);
-    cmd
+/// A results store named `name` in Cargo's temporary directory for tests,
+/// shared by the tests that pass the same name.
+pub fn tmp_store(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// A file of tests/data, the test fixtures (real documents, schemas).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// The standard output and error of a command that must have succeeded.

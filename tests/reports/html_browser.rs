@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::common;
 use resvg::tiny_skia::Pixmap;
 
 const LABEL: &str = "<script>alert(1)</script>";
@@ -76,13 +76,8 @@ fn chromium(browser: &Path, profile: &Path, mode: &str, url: &str, stdout: File)
 }
 
 /// `osbench ARGS LAST` (ARGS split at whitespace), which must succeed.
-fn osbench(args: &str, last: &Path) {
-    let out = Command::cargo_bin("osbench")
-        .unwrap()
-        .env(
-            "OSBENCH_STORE",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-browser-results.sqlite"),
-        )
+fn osbench_ok(args: &str, last: &Path) {
+    let out = common::osbench(common::tmp_store("html-browser-results.sqlite"))
         .args(args.split_whitespace())
         .arg(last)
         .output()
@@ -109,7 +104,7 @@ fn report_renders_in_headless_chromium() {
 
     // A small real run with every kind of plot: a ctx ring, a latency
     // distribution, and two configurations (a comparison).
-    osbench(
+    osbench_ok(
         "run ctx:procs=2,size=0 wakeup:wait=futex,count=300 syscall:case=null --config a= --config b= \
          --rounds 2 --samples 3 --sample-time 1 --warmup 0 -q --json",
         &json,
@@ -119,7 +114,7 @@ fn report_renders_in_headless_chromium() {
     fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
     let html = dir.path().join("report.html");
     // With the history of a case from the store the run was saved in.
-    osbench(
+    osbench_ok(
         &format!("report {} --history syscall:null --html", json.display()),
         &html,
     );

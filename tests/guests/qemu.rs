@@ -12,16 +12,12 @@
 //! `$OSBENCH_QEMU_KERNEL` (`scripts/qemu-kernel.sh` extracts Debian's);
 //! without them the tests skip and say so, unless `OSBENCH_REQUIRE_QEMU=1`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use osbench::store::read_document;
-
-fn osbench() -> Command {
-    common::osbench("qemu-tests.sqlite")
-}
 
 /// The kernel to boot, or `None` (said) when QEMU or a kernel is missing.
 fn kernel_or_skip(test: &str) -> Option<PathBuf> {
@@ -67,7 +63,7 @@ impl Boot {
 /// Writes the initramfs with `osbench guest-image` into `dir`.
 fn initramfs(dir: &Path) -> PathBuf {
     let image = dir.join("osbench.cpio");
-    let out = osbench()
+    let out = common::osbench(common::tmp_store("qemu-tests.sqlite"))
         .args(["guest-image", "--initramfs"])
         .arg(&image)
         .output()
@@ -91,7 +87,7 @@ fn qemu_guest(kernel: &Path, image: &Path, append: &str, mark: &str) -> String {
 
 /// `osbench run syscall:case=getpid` natively and in `guest`, two quick rounds.
 fn run(guest: &str, json: &Path) -> Output {
-    osbench()
+    common::osbench(common::tmp_store("qemu-tests.sqlite"))
         .args(["run", "syscall:case=getpid", "--no-perf"])
         .args(["--config", "native=", "--guest", guest])
         .args(["--samples", "3", "--sample-time", "1", "--warmup", "0"])
@@ -211,7 +207,7 @@ fn a_qemu_guest_in_one_line_boots_records_its_accelerator_and_its_parameters() {
         kernel.display()
     );
     let run = |json: &Path| {
-        osbench()
+        common::osbench(common::tmp_store("qemu-tests.sqlite"))
             .args(["run", "syscall:case=getpid", "--no-perf"])
             .args(["--config", "native=", "--guest", &guest])
             .args(["--samples", "3", "--sample-time", "1", "--warmup", "0"])

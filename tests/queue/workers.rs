@@ -12,7 +12,7 @@
 //! The ignored `claims_of_1000_jobs_by_8_workers` is docs/store-scale.md's
 //! measurement (scripts/store-scale.sh queue).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -68,9 +68,9 @@ impl Queue {
         }
     }
 
-    fn osbench(&self) -> Command {
-        let mut cmd = common::osbench_at(&self.url);
-        cmd.env_remove("PGPASSWORD").current_dir(self.dir.path());
+    fn cmd(&self) -> Command {
+        let mut cmd = common::osbench(&self.url);
+        cmd.current_dir(self.dir.path());
         cmd
     }
 
@@ -80,7 +80,7 @@ impl Queue {
 
     /// `osbench submit ARGS`; the ids queued.
     fn submit(&self, args: &[&str]) -> Vec<i64> {
-        let (out, _) = common::ok(self.osbench().arg("submit").args(args).output().unwrap());
+        let (out, _) = common::ok(self.cmd().arg("submit").args(args).output().unwrap());
         out.lines()
             .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
             .collect()
@@ -105,7 +105,7 @@ impl Queue {
             .path()
             .join(format!("worker-{name}-{}.log", nanos()));
         let child = self
-            .osbench()
+            .cmd()
             .args(["worker", "--name", name, "--poll", "0.2", "--spool"])
             .arg(self.spool(name))
             .args(extra)
@@ -230,13 +230,13 @@ fn workers_as_hosts_run_their_own_jobs_and_file_runs_under_their_names() {
         "no job run twice"
     );
     // The list shows them, as a table and as JSON.
-    let (table, _) = common::ok(q.osbench().args(["jobs", "--host", "b"]).output().unwrap());
+    let (table, _) = common::ok(q.cmd().args(["jobs", "--host", "b"]).output().unwrap());
     assert_eq!(
         table.lines().filter(|l| l.contains(" done ")).count(),
         2,
         "{table}"
     );
-    let (json, _) = common::ok(q.osbench().args(["jobs", "--json"]).output().unwrap());
+    let (json, _) = common::ok(q.cmd().args(["jobs", "--json"]).output().unwrap());
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 6);
     assert_eq!(json[0]["plan"]["command"], "run");
@@ -298,7 +298,7 @@ fn a_job_lost_on_its_last_attempt_fails() {
     let failed = q.wait_for(id, JobState::Failed);
     let error = failed.error.unwrap();
     assert!(error.contains("not retried"), "{error}");
-    let (table, _) = common::ok(q.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(q.cmd().arg("jobs").output().unwrap());
     assert!(table.contains("not retried"), "{table}");
 }
 
@@ -429,7 +429,7 @@ fn a_running_job_cancelled_stops_at_the_next_case_and_the_worker_goes_on() {
         (started(&w.log(), 40) >= 3).then_some(())
     });
     common::ok(
-        q.osbench()
+        q.cmd()
             .args(["jobs", "--cancel", &id.to_string()])
             .output()
             .unwrap(),
@@ -588,7 +588,7 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     let running = plan("running.toml", &format!("release = \"{}\"", uname.trim()));
     for _ in 0..6 {
         let out = q
-            .osbench()
+            .cmd()
             .args([
                 "worker",
                 "--name",
@@ -629,7 +629,7 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
         e.contains("/boot/no-such-vmlinuz does not exist on this host"),
         "{e}"
     );
-    let (table, _) = common::ok(q.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(q.cmd().arg("jobs").output().unwrap());
     assert!(table.contains("needs osbench 0.0.1"), "{table}");
     // The job whose kernel is the running one ran; nothing else did.
     assert_eq!(q.job(running).state, JobState::Done);
@@ -652,7 +652,7 @@ fn a_second_worker_of_a_name_in_use_refuses_to_start_naming_the_first() {
             .cloned()
     });
     let out = q
-        .osbench()
+        .cmd()
         .args(["worker", "--name", "a", "--once", "--spool"])
         .arg(q.spool("a2"))
         .output()
@@ -666,7 +666,7 @@ fn a_second_worker_of_a_name_in_use_refuses_to_start_naming_the_first() {
     );
     // Another name is fine.
     common::ok(
-        q.osbench()
+        q.cmd()
             .args(["worker", "--name", "b", "--once", "--spool"])
             .arg(q.spool("b"))
             .output()
@@ -681,7 +681,7 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
     }
     let q = Queue::start();
     let refused = |args: &[&str], says: &str| {
-        let out = q.osbench().arg("submit").args(args).output().unwrap();
+        let out = q.cmd().arg("submit").args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
@@ -728,7 +728,7 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
         .concat(),
     )[0];
     common::ok(
-        q.osbench()
+        q.cmd()
             .args(["worker", "--name", "a", "--once", "--spool"])
             .arg(q.spool("a"))
             .output()
@@ -738,7 +738,7 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
     assert_eq!(j.state, JobState::Queued);
     assert!(j.not_before.is_some());
     let (out, _) = common::ok(
-        q.osbench()
+        q.cmd()
             .args(["jobs", "--cancel", &later.to_string()])
             .output()
             .unwrap(),
@@ -746,17 +746,13 @@ fn submit_refuses_bad_input_and_jobs_cancels() {
     assert!(out.contains("cancelled job"), "{out}");
     assert_eq!(q.job(later).state, JobState::Cancelled);
     let again = q
-        .osbench()
+        .cmd()
         .args(["jobs", "--cancel", &later.to_string()])
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("cancelled already"));
-    let none = q
-        .osbench()
-        .args(["jobs", "--cancel", "999"])
-        .output()
-        .unwrap();
+    let none = q.cmd().args(["jobs", "--cancel", "999"]).output().unwrap();
     assert!(String::from_utf8_lossy(&none.stderr).contains("there is no job 999"));
     assert_eq!(q.jobs().len(), 1);
 }
@@ -770,7 +766,7 @@ fn sqlite_refuses_the_queue_commands() {
         &["jobs"],
         &["worker", "--name", "a", "--once"],
     ] {
-        let out = common::osbench_at(&file)
+        let out = common::osbench(&file)
             .args(args)
             .env("HOME", dir.path())
             .output()

@@ -5,11 +5,11 @@
 //! Short real runs: the assertions are on kinds of verdict and on what the
 //! documents record, never on speed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{ok, osbench_at as osbench};
+use common::{ok, osbench};
 use osbench::store::read_document;
 
 /// A quick run: few short samples, no warm-up.

@@ -5,17 +5,12 @@
 //! (`--no-store --label`, `-q`; a run compared with itself is flagged). Checks what is
 //! printed and refused, never how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{ok, osbench_at};
+use common::{ok, osbench};
 use osbench::store::read_document;
-
-/// osbench with a private store in `dir`.
-fn osbench(dir: &Path) -> std::process::Command {
-    osbench_at(dir.join("store.sqlite"))
-}
 
 /// A quick run with configurations: short samples, no warm-up, no perf pass.
 const QUICK: [&str; 7] = [
@@ -55,7 +50,10 @@ fn number_after(text: &str, label: &str) -> f64 {
 
 /// `osbench ARGS` in `dir`, which must exit 2 saying `expected` on stderr.
 fn fails(dir: &Path, args: &[&str], expected: &str) {
-    let out = osbench(dir).args(args).output().unwrap();
+    let out = osbench(dir.join("store.sqlite"))
+        .args(args)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(stderr.contains(expected), "{args:?}: {stderr}");
@@ -65,7 +63,7 @@ fn fails(dir: &Path, args: &[&str], expected: &str) {
 fn an_a_a_run_shows_one_change_and_intervals_over_its_rounds() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("aa.json");
-    let out = osbench(dir.path())
+    let out = osbench(dir.path().join("store.sqlite"))
         .args(AA_RUN)
         .args(["--rounds", "4", "--no-store", "--json"])
         .arg(&json)
@@ -157,7 +155,7 @@ fn a_gate_inside_the_equivalence_margin_is_refused() {
 fn a_gate_beyond_the_margin_trips_on_a_slowdown_and_passes_otherwise() {
     let dir = tempfile::tempdir().unwrap();
     let time = |b: &str| {
-        osbench(dir.path())
+        osbench(dir.path().join("store.sqlite"))
             .args([
                 "time",
                 "--warmup",
@@ -185,7 +183,7 @@ fn a_gate_beyond_the_margin_trips_on_a_slowdown_and_passes_otherwise() {
 #[test]
 fn time_says_its_rounds_off_a_terminal_and_its_common_notes_once() {
     let dir = tempfile::tempdir().unwrap();
-    let out = osbench(dir.path())
+    let out = osbench(dir.path().join("store.sqlite"))
         .args([
             "time",
             "--warmup",
@@ -226,13 +224,13 @@ fn time_says_its_rounds_off_a_terminal_and_its_common_notes_once() {
 #[test]
 fn rounds_go_beyond_twenty_with_a_drawn_sign_flip_test() {
     let dir = tempfile::tempdir().unwrap();
-    let help = ok(osbench(dir.path())
+    let help = ok(osbench(dir.path().join("store.sqlite"))
         .args(["run", "--help"])
         .output()
         .unwrap())
     .0;
     assert!(help.contains("exact up to 20 rounds"), "{help}");
-    let out = osbench(dir.path())
+    let out = osbench(dir.path().join("store.sqlite"))
         .args(AA_RUN)
         .args(["--rounds", "21", "--no-store", "-q"])
         .args([
@@ -265,7 +263,7 @@ fn rounds_go_beyond_twenty_with_a_drawn_sign_flip_test() {
 fn one_sample_has_no_interval_and_small_refusals_say_why() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("one.json");
-    let out = osbench(dir.path())
+    let out = osbench(dir.path().join("store.sqlite"))
         .args([
             "run",
             "syscall:case=null",
@@ -303,7 +301,7 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
         ("1", "1", "run 1"),
         ("one", "1", "run 1"),
     ] {
-        let (stdout, stderr) = ok(osbench(dir.path())
+        let (stdout, stderr) = ok(osbench(dir.path().join("store.sqlite"))
             .args(["compare", x, y])
             .output()
             .unwrap());
@@ -322,7 +320,10 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
         vec!["plot", "1", "-q", "--out", out_dir.to_str().unwrap()],
         vec!["report", "1", "-q", "--html", html.to_str().unwrap()],
     ] {
-        let (_, stderr) = ok(osbench(dir.path()).args(&args).output().unwrap());
+        let (_, stderr) = ok(osbench(dir.path().join("store.sqlite"))
+            .args(&args)
+            .output()
+            .unwrap());
         assert_eq!(stderr, "", "{args:?}");
     }
     assert!(md.exists() && html.exists());
@@ -336,19 +337,27 @@ fn one_sample_has_no_interval_and_small_refusals_say_why() {
 
     // relabel and rm: asked for off a terminal, done with --yes.
     fails(dir.path(), &["relabel", "one", "kept"], "give --yes");
-    ok(osbench(dir.path())
+    ok(osbench(dir.path().join("store.sqlite"))
         .args(["relabel", "one", "kept", "--yes"])
         .output()
         .unwrap());
-    let listed = ok(osbench(dir.path()).arg("history").output().unwrap()).0;
+    let listed = ok(osbench(dir.path().join("store.sqlite"))
+        .arg("history")
+        .output()
+        .unwrap())
+    .0;
     assert!(
         listed.contains("kept") && !listed.contains(" one "),
         "{listed}"
     );
-    ok(osbench(dir.path())
+    ok(osbench(dir.path().join("store.sqlite"))
         .args(["rm", "kept", "--yes"])
         .output()
         .unwrap());
-    let listed = ok(osbench(dir.path()).arg("history").output().unwrap()).0;
+    let listed = ok(osbench(dir.path().join("store.sqlite"))
+        .arg("history")
+        .output()
+        .unwrap())
+    .0;
     assert!(listed.starts_with("No stored run matches"), "{listed}");
 }

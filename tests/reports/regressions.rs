@@ -12,7 +12,7 @@
 //! the load itself moves a flat history's level: 20 ms sleeps were seen to
 //! shift by 10–15 % within one run of this test).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Output;
 use std::sync::mpsc;
 
-use common::{ok, osbench_at};
+use common::{ok, osbench};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -35,7 +35,7 @@ fn night(store: &Path, dir: &Path, n: u32, host: &str) {
         "0.05"
     };
     let file = dir.join(format!("night-{n}-{host}.json"));
-    ok(osbench_at(store)
+    ok(osbench(store)
         .args([
             "time", "-q", "--runs", "5", "--warmup", "0", "-n", "nightly",
         ])
@@ -58,11 +58,11 @@ fn night(store: &Path, dir: &Path, n: u32, host: &str) {
         doc["env"]["kernel"] = "6.99.0-planted".into();
     }
     std::fs::write(&file, doc.to_string()).unwrap();
-    ok(osbench_at(store).arg("import").arg(&file).output().unwrap());
+    ok(osbench(store).arg("import").arg(&file).output().unwrap());
 }
 
 fn sweep(store: &Path, extra: &[&str]) -> Output {
-    osbench_at(store)
+    osbench(store)
         .args(["regressions", "--since", "night-11", "--min-change", "20"])
         .args(extra)
         .output()
@@ -116,7 +116,7 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
         }
     }
     // The revision is a column of history, and a filter.
-    let (list, _) = ok(osbench_at(&store)
+    let (list, _) = ok(osbench(&store)
         .args(["history", "--meta", "commit=c08"])
         .output()
         .unwrap());
@@ -129,7 +129,7 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     );
 
     // A case's history by commit: the change at c08, the commit a column.
-    let (changes, _) = ok(osbench_at(&store)
+    let (changes, _) = ok(osbench(&store)
         .args(["history", "command:nightly", "--changes", "--host", "b"])
         .args(["--order-by", "meta:commit"])
         .output()
@@ -209,7 +209,7 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     );
 
     // Acknowledged: the next sweep is silent.
-    let (said, _) = ok(osbench_at(&store)
+    let (said, _) = ok(osbench(&store)
         .args(["regressions", "--ack", "1"])
         .output()
         .unwrap());
@@ -233,7 +233,7 @@ fn bad_meta_order_window_and_ids_exit_2_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("results.sqlite");
     let refused = |args: &[&str], says: &str| {
-        let out = osbench_at(&store).args(args).output().unwrap();
+        let out = osbench(&store).args(args).output().unwrap();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
@@ -258,7 +258,7 @@ fn bad_meta_order_window_and_ids_exit_2_with_a_reason() {
     );
     refused(&["regressions", "--last", "0"], "--last");
     // A stored run makes a store; then a bad window and an unknown id.
-    ok(osbench_at(&store)
+    ok(osbench(&store)
         .args([
             "time",
             "-q",

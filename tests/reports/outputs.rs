@@ -8,7 +8,7 @@
 //! a machine loaded by parallel builds does to sleeps); no test
 //! asserts how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use common::osbench;
 
 /// `osbench time` of `fast` and `slow` sleeps (first the baseline), unsaved, with `extra`.
 fn time_ab(first: &str, second: &str, extra: &[&str]) -> Output {
-    osbench("outputs.sqlite")
+    osbench(common::tmp_store("outputs.sqlite"))
         .args(["time", "--no-store", "-q", "--warmup", "0", "--runs", "10"])
         .args(["-n", "first", "-n", "second", "--shell"])
         .args([format!("sleep {first}"), format!("sleep {second}")])
@@ -29,7 +29,7 @@ fn time_ab(first: &str, second: &str, extra: &[&str]) -> Output {
 
 /// A quick unsaved `osbench run` of `selector` (3 samples of 1 ms), with `extra`.
 fn quick_run(selector: &str, extra: &[&str]) -> Output {
-    osbench("outputs.sqlite")
+    osbench(common::tmp_store("outputs.sqlite"))
         .args(["run", selector, "--samples", "3", "--sample-time", "1"])
         .args(["--warmup", "0", "--no-perf", "--no-store", "-q"])
         .args(extra)
@@ -164,7 +164,7 @@ fn openmetrics_of_a_bandwidth_run_is_in_bytes_per_second() {
 /// compare by replicates.
 fn saved_run(dir: &Path, name: &str, secs: &str) -> PathBuf {
     let path = dir.join(name);
-    let out = osbench("outputs.sqlite")
+    let out = osbench(common::tmp_store("outputs.sqlite"))
         .args(["time", "--no-store", "-q", "--warmup", "0", "--runs", "6"])
         .args(["-n", "prog", "--shell", &format!("sleep {secs}")])
         .args(["--json", arg(&path)])
@@ -207,7 +207,7 @@ fn junit_of_compare_is_schema_valid_and_fails_the_slower_case() {
     let junit = dir.path().join("junit.xml");
     let bmf = dir.path().join("bmf.json");
     let metrics = dir.path().join("compare.prom");
-    let out = osbench("outputs.sqlite")
+    let out = osbench(common::tmp_store("outputs.sqlite"))
         .args(["compare", arg(&fast), arg(&slow)])
         .args(["--junit", arg(&junit), "--bmf", arg(&bmf)])
         .args(["--openmetrics", arg(&metrics)])
@@ -230,7 +230,7 @@ fn junit_of_compare_is_schema_valid_and_fails_the_slower_case() {
 
     // --bisect-exit on compare: bad; the other way round good.
     for (a, b, code) in [(&fast, &slow, 1), (&slow, &fast, 0)] {
-        let out = osbench("outputs.sqlite")
+        let out = osbench(common::tmp_store("outputs.sqlite"))
             .args(["compare", arg(a), arg(b), "--bisect-exit"])
             .output()
             .unwrap();
@@ -238,7 +238,7 @@ fn junit_of_compare_is_schema_valid_and_fails_the_slower_case() {
     }
 
     // With a gate above the change the case passes.
-    let out = osbench("outputs.sqlite")
+    let out = osbench(common::tmp_store("outputs.sqlite"))
         .args(["compare", arg(&fast), arg(&slow), "--gate", "900"])
         .args(["--junit", arg(&junit)])
         .output()
@@ -325,7 +325,7 @@ fn bisect_exit_says_bad_good_or_skip_as_git_expects() {
     let gated = time_ab("0.02", "0.1", &["--bisect-exit", "--gate", "900"]);
     assert_eq!(gated.status.code(), Some(0), "{}", text(&gated.stderr));
     // Two runs cannot decide: skip.
-    let few = osbench("outputs.sqlite")
+    let few = osbench(common::tmp_store("outputs.sqlite"))
         .args([
             "time",
             "--no-store",
@@ -341,7 +341,7 @@ fn bisect_exit_says_bad_good_or_skip_as_git_expects() {
         .unwrap();
     assert_eq!(few.status.code(), Some(125), "{}", text(&few.stderr));
     // An error (a command that fails), and a bad command line: skip, not bad.
-    let failing = osbench("outputs.sqlite")
+    let failing = osbench(common::tmp_store("outputs.sqlite"))
         .args([
             "time",
             "--no-store",
@@ -360,7 +360,7 @@ fn bisect_exit_says_bad_good_or_skip_as_git_expects() {
         "{}",
         text(&failing.stderr)
     );
-    let usage = osbench("outputs.sqlite")
+    let usage = osbench(common::tmp_store("outputs.sqlite"))
         .args(["compare", "--bisect-exit", "--no-such-flag", "a", "b"])
         .output()
         .unwrap();
@@ -390,7 +390,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
         ),
     ];
     for (extra, needle) in cases {
-        let out = osbench("outputs.sqlite")
+        let out = osbench(common::tmp_store("outputs.sqlite"))
             .args(["time", "--no-store", "-q", "--runs", "2", "true"])
             .args(&extra)
             .output()
@@ -402,7 +402,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
         assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
     }
     assert!(!dir.path().join("j.xml").exists());
-    let out = osbench("outputs.sqlite")
+    let out = osbench(common::tmp_store("outputs.sqlite"))
         .args([
             "compare", "a.json", "b.json", "--by", "host", "--junit", "j.xml",
         ])

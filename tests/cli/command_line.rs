@@ -9,13 +9,10 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-fn osbench(args: &[&str], dir: &Path) -> Output {
-    Command::cargo_bin("osbench")
-        .unwrap()
+/// `osbench ARGS` in `dir`, its store there, `NO_COLOR` unset.
+fn run_in(args: &[&str], dir: &Path) -> Output {
+    crate::common::osbench(dir.join("store.sqlite"))
         .current_dir(dir)
-        .env("OSBENCH_STORE", dir.join("store.sqlite"))
         .env_remove("NO_COLOR")
         .args(args)
         .output()
@@ -43,7 +40,7 @@ fn installed(program: &str, probe: &[&str]) -> bool {
 #[test]
 fn a_misspelt_option_keeps_claps_tip_and_points_to_the_subcommands_help() {
     let dir = tempfile::tempdir().unwrap();
-    let out = osbench(&["run", "--sampels", "3"], dir.path());
+    let out = run_in(&["run", "--sampels", "3"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
@@ -55,22 +52,22 @@ fn a_misspelt_option_keeps_claps_tip_and_points_to_the_subcommands_help() {
     );
     assert_eq!(lines[1], "  tip: a similar argument exists: '--samples'");
     // Given before the subcommand, a global option does not hide which it is.
-    let out = osbench(
+    let out = run_in(
         &["--color", "never", "time", "--rnus", "2", "true"],
         dir.path(),
     );
     assert!(text(&out.stderr).contains("(see osbench time --help)"));
-    let out = osbench(&["frobnicate"], dir.path());
+    let out = run_in(&["frobnicate"], dir.path());
     assert!(text(&out.stderr).ends_with("(see osbench --help)\n"));
 }
 
 #[test]
 fn version_names_the_commit_that_env_records() {
     let dir = tempfile::tempdir().unwrap();
-    let version = text(&osbench(&["--version"], dir.path()).stdout);
+    let version = text(&run_in(&["--version"], dir.path()).stdout);
     assert!(version.starts_with("osbench 0."), "{version}");
     let env: serde_json::Value =
-        serde_json::from_slice(&osbench(&["env", "--json"], dir.path()).stdout).unwrap();
+        serde_json::from_slice(&run_in(&["env", "--json"], dir.path()).stdout).unwrap();
     let profile = env["build"]["profile"].as_str().unwrap();
     assert!(version.contains(&format!("{profile} build")), "{version}");
     match env["build"]["commit"].as_str() {
@@ -83,7 +80,7 @@ fn version_names_the_commit_that_env_records() {
 fn completions_come_from_the_clap_definitions_and_their_shells_accept_them() {
     let dir = tempfile::tempdir().unwrap();
     for shell in ["bash", "zsh", "fish"] {
-        let out = osbench(&["completions", shell], dir.path());
+        let out = run_in(&["completions", shell], dir.path());
         assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
         let script = text(&out.stdout);
         for word in ["compare", "samples", "export-json", "parameter-list"] {
@@ -102,22 +99,22 @@ fn completions_come_from_the_clap_definitions_and_their_shells_accept_them() {
             assert!(status.success(), "{shell} refuses the script");
         }
     }
-    let out = osbench(&["completions", "tcsh"], dir.path());
+    let out = run_in(&["completions", "tcsh"], dir.path());
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn man_pages_list_every_subcommand_and_render() {
     let dir = tempfile::tempdir().unwrap();
-    let page = text(&osbench(&["man"], dir.path()).stdout);
+    let page = text(&run_in(&["man"], dir.path()).stdout);
     assert!(page.contains(".TH osbench 1"), "{page}");
     for sub in ["run", "time", "compare", "completions", "man"] {
         assert!(page.contains(&format!("osbench\\-{sub}(1)")), "no {sub}");
     }
-    let run = text(&osbench(&["man", "run"], dir.path()).stdout);
+    let run = text(&run_in(&["man", "run"], dir.path()).stdout);
     assert!(run.contains(".TH osbench-run 1"), "{run}");
     assert!(run.contains("\\-\\-samples"), "{run}");
-    let out = osbench(&["man", "nosuch"], dir.path());
+    let out = run_in(&["man", "nosuch"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("man pages exist for: list, run"));
     if installed("groff", &["--version"]) {
@@ -152,7 +149,7 @@ fn a_dash_writes_the_file_to_standard_output_and_the_tables_to_stderr() {
         ("--csv", "bench,case,config,round,sample,value,unit\n"),
         ("--markdown", "# osbench results"),
     ] {
-        let out = osbench(&["export", stored, option, "-"], dir.path());
+        let out = run_in(&["export", stored, option, "-"], dir.path());
         assert!(out.status.success(), "{option}: {}", text(&out.stderr));
         assert!(
             text(&out.stdout).starts_with(check),
@@ -173,7 +170,7 @@ fn a_dash_writes_the_file_to_standard_output_and_the_tables_to_stderr() {
             "--no-store",
             "-q",
         ];
-        let out = osbench(&args, dir.path());
+        let out = run_in(&args, dir.path());
         assert!(out.status.success(), "{option}: {}", text(&out.stderr));
         let file: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(
@@ -189,7 +186,7 @@ fn a_dash_writes_the_file_to_standard_output_and_the_tables_to_stderr() {
         !dir.path().join("-").exists(),
         "a file named '-' was written"
     );
-    let out = osbench(&["run", "--json", "-", "--csv", "-"], dir.path());
+    let out = run_in(&["run", "--json", "-", "--csv", "-"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("2 output files are '-' (standard output)"));
 }
@@ -271,7 +268,7 @@ fn verdicts_are_coloured_on_a_terminal_only() {
 #[test]
 fn completion_offers_benchmarks_and_placements_not_file_names() {
     let dir = tempfile::tempdir().unwrap();
-    let script = text(&osbench(&["completions", "bash"], dir.path()).stdout);
+    let script = text(&run_in(&["completions", "bash"], dir.path()).stdout);
     // The `run` block: its words include every benchmark, and --pin's values are the placements.
     let run = script
         .split("\n        osbench__subcmd__run)")
@@ -290,7 +287,7 @@ fn completion_offers_benchmarks_and_placements_not_file_names() {
 #[test]
 fn list_shows_the_benchmarks_named_and_refuses_unknown_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let out = osbench(&["list", "ctx", "syscall:null"], dir.path());
+    let out = run_in(&["list", "ctx", "syscall:null"], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     let listing = text(&out.stdout);
     let families: Vec<&str> = listing
@@ -299,7 +296,7 @@ fn list_shows_the_benchmarks_named_and_refuses_unknown_ones() {
         .map(|l| l.split(" — ").next().unwrap())
         .collect();
     assert_eq!(families, ["syscall", "ctx"], "{listing}");
-    let out = osbench(&["list", "nosuch"], dir.path());
+    let out = run_in(&["list", "nosuch"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("the benchmarks are: syscall"),

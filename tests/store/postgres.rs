@@ -15,17 +15,18 @@
 //! table, left as it was. Without PostgreSQL these tests say so and pass,
 //! unless `OSBENCH_REQUIRE_PG=1` (CI), where they fail.
 
-mod common;
+use crate::common;
+use crate::shared;
 
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::ok;
 use common::pg::{Cluster, PASSWORD, Stopped, Tls, USER, free_port, have_postgres};
+use common::{ok, osbench};
 use osbench::document::Document;
 use osbench::store::{Filter, Inserted, Store, read_document};
 
@@ -33,13 +34,6 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run
 
 /// A quick run: few short samples, no warm-up.
 const QUICK: [&str; 6] = ["--samples", "3", "--sample-time", "1", "--warmup", "0"];
-
-/// osbench with its store at `store` (a path or URL) and nothing else to find one.
-fn osbench(store: &str) -> Command {
-    let mut cmd = common::osbench_at(store);
-    cmd.env_remove("PGPASSWORD");
-    cmd
-}
 
 /// The fixture as run `i` of host `host`: another start time, label and host.
 fn variant(i: usize, host: &str) -> Document {
@@ -56,88 +50,7 @@ fn a_run_goes_through_postgresql_as_through_sqlite() {
         return;
     }
     let pg = Cluster::start(Tls::Off);
-    let url = pg.url("127.0.0.1", "");
-    let dir = tempfile::tempdir().unwrap();
-    let before = dir.path().join("before.json");
-    let (_, stderr) = ok(osbench(&url)
-        .args(["run", "syscall:case=null", "--label", "before", "--json"])
-        .arg(&before)
-        .args(QUICK)
-        .output()
-        .unwrap());
-    assert!(
-        stderr.contains(&format!("saved as run 1 in {}", pg.shown())),
-        "{stderr}"
-    );
-    assert!(!stderr.contains(PASSWORD), "{stderr}");
-    // `time` saves there too.
-    ok(osbench(&url)
-        .args([
-            "time", "--label", "timed", "-q", "--runs", "3", "--warmup", "0", "true",
-        ])
-        .output()
-        .unwrap());
-    ok(osbench(&url)
-        .args(["run", "syscall:case=null", "--label", "after", "-q"])
-        .args(QUICK)
-        .output()
-        .unwrap());
-
-    let (history, _) = ok(osbench(&url).arg("history").output().unwrap());
-    assert_eq!(history.lines().count(), 4, "{history}");
-    let host = osbench::env::capture().hostname;
-    let (mine, _) = ok(osbench(&url)
-        .args(["history", "--bench", "syscall", "--host", &host])
-        .output()
-        .unwrap());
-    assert_eq!(mine.lines().count(), 3, "{mine}");
-    let (none, _) = ok(osbench(&url)
-        .args(["history", "--host", "elsewhere"])
-        .output()
-        .unwrap());
-    assert!(none.contains("No stored run matches"), "{none}");
-
-    let (compared, _) = ok(osbench(&url)
-        .args(["compare", "before", "after"])
-        .output()
-        .unwrap());
-    assert!(
-        compared.contains("A = before (run 1) (baseline)")
-            && compared.contains("B = after (run 3)")
-            && compared.contains("syscall null"),
-        "{compared}"
-    );
-    let html = dir.path().join("r.html");
-    ok(osbench(&url)
-        .args(["report", "before", "3", "--html"])
-        .arg(&html)
-        .output()
-        .unwrap());
-    assert!(
-        fs::read_to_string(&html)
-            .unwrap()
-            .contains("before (run 1)")
-    );
-
-    // Exported from PostgreSQL and from SQLite (after an import): the same bytes.
-    let from_pg = dir.path().join("pg.json");
-    ok(osbench(&url)
-        .args(["export", "before", "--json"])
-        .arg(&from_pg)
-        .output()
-        .unwrap());
-    let lite = dir.path().join("results.sqlite");
-    let lite = lite.to_str().unwrap();
-    ok(osbench(lite).arg("import").arg(&before).output().unwrap());
-    let from_lite = dir.path().join("lite.json");
-    ok(osbench(lite)
-        .args(["export", "before", "--json"])
-        .arg(&from_lite)
-        .output()
-        .unwrap());
-    let bytes = fs::read(&from_pg).unwrap();
-    assert_eq!(bytes, fs::read(&from_lite).unwrap());
-    assert_eq!(bytes, fs::read(&before).unwrap());
+    shared::a_run_goes_through(&pg.url("127.0.0.1", ""), &pg.shown());
 }
 
 #[test]
@@ -255,50 +168,7 @@ fn the_same_document_imported_twice_is_stored_once() {
         return;
     }
     let pg = Cluster::start(Tls::Off);
-    let url = pg.url("127.0.0.1", "");
-    let dir = tempfile::tempdir().unwrap();
-    // The same document, written compactly.
-    let compact = dir.path().join("compact.json");
-    let value: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(FIXTURE).unwrap()).unwrap();
-    fs::write(&compact, value.to_string()).unwrap();
-    let (first, _) = ok(osbench(&url).arg("import").arg(FIXTURE).output().unwrap());
-    assert!(first.contains("stored as run 1"), "{first}");
-    let (again, _) = ok(osbench(&url)
-        .arg("import")
-        .arg(FIXTURE)
-        .arg(&compact)
-        .output()
-        .unwrap());
-    assert_eq!(
-        again.matches("already stored as run 1").count(),
-        2,
-        "{again}"
-    );
-    // One import: one transaction; the same document twice in it is stored once.
-    let other = dir.path().join("other.json");
-    let mut relabelled = value.clone();
-    relabelled["run"]["label"] = "other".into();
-    fs::write(&other, relabelled.to_string()).unwrap();
-    let (both, _) = ok(osbench(&url)
-        .arg("import")
-        .arg(&other)
-        .arg(&other)
-        .output()
-        .unwrap());
-    assert!(
-        both.contains("stored as run 2 'other'")
-            && both.contains("already stored as run 2 'other'"),
-        "{both}"
-    );
-    let (history, _) = ok(osbench(&url).arg("history").output().unwrap());
-    assert_eq!(history.lines().count(), 3, "{history}");
-    // Stored as written.
-    let text = Store::open(PathBuf::from(&url))
-        .unwrap()
-        .document_text(1)
-        .unwrap();
-    assert_eq!(text.unwrap(), fs::read_to_string(FIXTURE).unwrap());
+    shared::the_same_document_imported_twice_is_stored_once(&pg.url("127.0.0.1", ""));
 }
 
 #[test]
@@ -385,7 +255,7 @@ fn an_unreachable_server_names_the_url_and_keeps_the_run() {
     let out = osbench(&url).args(["compare", "a", "b"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     // A URL the client cannot use is refused by name.
-    let out = osbench(&format!("{url}?sslmode=always"))
+    let out = osbench(format!("{url}?sslmode=always"))
         .arg("history")
         .output()
         .unwrap();
@@ -458,7 +328,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
     let shown = format!("postgresql://{USER}@127.0.0.1:{port}/db");
 
     // The default handshake limit (10 s) ends a reading command: status 2.
-    let mut history = osbench(&url(""))
+    let mut history = osbench(url(""))
         .arg("history")
         .stderr(Stdio::piped())
         .spawn()
@@ -476,7 +346,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
     // Ctrl-C while a run waits for the store: it stops at once, measuring nothing.
     let work = tempfile::tempdir().unwrap();
     while accepted.try_recv().is_ok() {}
-    let mut run = osbench(&url("?connect_timeout=120"))
+    let mut run = osbench(url("?connect_timeout=120"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q"])
         .args(QUICK)
@@ -502,7 +372,7 @@ fn a_server_that_never_answers_is_given_up_in_time_or_at_ctrl_c() {
 
     // The URL's connect_timeout is the limit; the run is kept in a file.
     let work = tempfile::tempdir().unwrap();
-    let mut run = osbench(&url("?connect_timeout=1"))
+    let mut run = osbench(url("?connect_timeout=1"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q", "--label", "kept"])
         .args(QUICK)
@@ -534,7 +404,7 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     let json = dir.path().join("run.json");
     // The store is opened before measuring; a set-up stops the postmaster
     // while measuring; the limit (120 s) is far away: only Ctrl-C ends the wait.
-    let mut run = osbench(&pg.url("127.0.0.1", "?connect_timeout=120"))
+    let mut run = osbench(pg.url("127.0.0.1", "?connect_timeout=120"))
         .args(["run", "syscall:case=null", "-q", "--rounds", "2", "--json"])
         .arg(&json)
         .args(QUICK)
@@ -571,7 +441,7 @@ fn a_server_stopped_mid_run_keeps_the_run_in_its_file_and_ctrl_c_ends_the_wait()
     );
     assert!(read_document(&json).unwrap().run.complete);
     drop(stopped);
-    let (history, _) = ok(osbench(&pg.url("127.0.0.1", ""))
+    let (history, _) = ok(osbench(pg.url("127.0.0.1", ""))
         .arg("history")
         .output()
         .unwrap());
@@ -616,7 +486,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
     pg.sql("CREATE DATABASE slashdb OWNER slash");
     let url = |db: &str| format!("postgresql://slash:{password}@127.0.0.1:{}/{db}", pg.port);
     let shown = |db: &str| format!("postgresql://slash@127.0.0.1:{}/{db}", pg.port);
-    let (stdout, stderr) = ok(osbench(&url("slashdb"))
+    let (stdout, stderr) = ok(osbench(url("slashdb"))
         .args(["run", "syscall:case=null"])
         .args(QUICK)
         .output()
@@ -628,7 +498,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
     let leaks = |text: &str| ["ab/cd", "cd?ef", "ef+gh"].iter().any(|p| text.contains(p));
     assert!(!leaks(&stdout) && !leaks(&stderr), "{stdout}{stderr}");
     // In errors and warnings too.
-    let out = osbench(&url("nodb")).arg("history").output().unwrap();
+    let out = osbench(url("nodb")).arg("history").output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -636,7 +506,7 @@ fn a_password_with_a_slash_and_a_question_mark_never_shows() {
         "{stderr}"
     );
     let work = tempfile::tempdir().unwrap();
-    let (_, stderr) = ok(osbench(&url("nodb"))
+    let (_, stderr) = ok(osbench(url("nodb"))
         .current_dir(work.path())
         .args(["run", "syscall:case=null", "-q"])
         .args(QUICK)

@@ -13,7 +13,7 @@
 //! kexec is not run. Without PostgreSQL these tests say so and pass, unless
 //! `OSBENCH_REQUIRE_PG=1`.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -87,10 +87,9 @@ impl Host {
         )
     }
 
-    fn osbench(&self) -> Command {
-        let mut cmd = common::osbench_at(&self.url);
-        cmd.env_remove("PGPASSWORD")
-            .env("OSBENCH_BOOT_PROC_ROOT", self.proc_root())
+    fn cmd(&self) -> Command {
+        let mut cmd = common::osbench(&self.url);
+        cmd.env("OSBENCH_BOOT_PROC_ROOT", self.proc_root())
             .current_dir(self.dir.path());
         cmd
     }
@@ -107,7 +106,7 @@ impl Host {
     fn submit_output(&self, text: &str, extra: &[&str]) -> std::process::Output {
         let plan = self.dir.path().join("plan.toml");
         fs::write(&plan, text).unwrap();
-        self.osbench()
+        self.cmd()
             .arg("submit")
             .arg(&plan)
             .args(["--hosts", "a"])
@@ -136,7 +135,7 @@ impl Host {
     /// this returns: no worker is left running.
     fn worker_once(&self, extra: &[&str]) -> String {
         let out = self
-            .osbench()
+            .cmd()
             .args([
                 "worker", "--name", "a", "--once", "--poll", "0.2", "--spool",
             ])
@@ -161,7 +160,7 @@ impl Running {
     fn start(h: &Host, extra: &[&str]) -> Self {
         let log = h.dir.path().join("worker.log");
         let child = h
-            .osbench()
+            .cmd()
             .args(["worker", "--name", "a", "--poll", "0.2", "--spool"])
             .arg(h.dir.path().join("spool"))
             .args(extra)
@@ -309,7 +308,7 @@ fn a_boot_into_another_kernel_fails_the_job_with_the_mismatch() {
     assert_eq!(h.job(id).state, JobState::Failed);
     assert_eq!(h.boots().len(), 1);
     assert!(h.job(id).run_id.is_none());
-    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(h.cmd().arg("jobs").output().unwrap());
     assert!(table.contains("running 6.1.0-base"), "{table}");
 }
 
@@ -327,7 +326,7 @@ fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
     let j = h.job(id);
     assert_eq!(j.state, JobState::Rebooting);
     assert_eq!(j.boot_into.as_deref(), Some("release 6.18.0-test"));
-    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(h.cmd().arg("jobs").output().unwrap());
     assert!(
         table.contains("booting into release 6.18.0-test; lost unless its host is back by"),
         "{table}"
@@ -344,7 +343,7 @@ fn a_host_that_never_comes_back_loses_the_job_at_its_boot_timeout() {
     ] {
         assert!(e.contains(says), "{says:?} in {e}");
     }
-    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(h.cmd().arg("jobs").output().unwrap());
     assert!(table.contains("did not come back"), "{table}");
     // Claimed again as any lost job, it boots again (the host is back in
     // its old kernel); lost on its last attempt, it fails.
@@ -396,7 +395,7 @@ fn a_version_8_store_gains_the_boot_deadline_and_keeps_its_jobs() {
              DROP COLUMN boot_deadline;
          UPDATE osbench_schema SET version = 8",
     );
-    let (table, _) = common::ok(h.osbench().arg("jobs").output().unwrap());
+    let (table, _) = common::ok(h.cmd().arg("jobs").output().unwrap());
     assert!(table.contains(" queued "), "{table}");
     assert_eq!(
         h.pg.sql("SELECT version FROM osbench_schema"),
@@ -486,7 +485,7 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
     fs::write(dir.join("a.json"), serde_json::to_string(&doc).unwrap()).unwrap();
     let record = h.dir.path().join("compare.json");
     let (table, _) = common::ok(
-        h.osbench()
+        h.cmd()
             .arg("compare")
             .arg(&dir)
             .args(["--by", "host", "--json"])
@@ -517,7 +516,7 @@ fn two_kernels_over_two_boot_rounds_merge_into_one_paired_document() {
         "{labels:?}"
     );
     let (table, _) = common::ok(
-        h.osbench()
+        h.cmd()
             .args(["compare", "bootcmp", "--by", "host"])
             .output()
             .unwrap(),
@@ -624,7 +623,7 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
     );
     assert_eq!(boot_steps(&store).len(), 4);
     let (table, _) = common::ok(
-        h.osbench()
+        h.cmd()
             .args(["compare", "timecmp", "--by", "host"])
             .output()
             .unwrap(),
@@ -635,7 +634,7 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
     );
     let html = h.dir.path().join("report.html");
     common::ok(
-        h.osbench()
+        h.cmd()
             .args(["report", "timecmp", "--html"])
             .arg(&html)
             .output()

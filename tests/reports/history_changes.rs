@@ -12,17 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::common::osbench;
 use serde_json::Value;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run.json");
-
-/// osbench with its store at `store` (and no other way to find one).
-fn osbench(store: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env("OSBENCH_STORE", store);
-    cmd
-}
 
 fn ok(out: Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr);

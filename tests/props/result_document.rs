@@ -9,12 +9,10 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-const PAGE: &str = include_str!("../docs/result-document.md");
+const PAGE: &str = include_str!("../../docs/result-document.md");
 
 /// A JSON value that refuses an object with a key given twice.
 struct NoDuplicates(serde_json::Value);
@@ -184,9 +182,9 @@ fn key_paths(v: &serde_json::Value, at: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-fn osbench(args: &[&str], dir: &Path) -> Vec<u8> {
-    let out = Command::cargo_bin("osbench")
-        .unwrap()
+/// `osbench ARGS --json -` in `dir` (its store there too), which must succeed: the document.
+fn json_of(args: &[&str], dir: &Path) -> Vec<u8> {
+    let out = crate::common::osbench(dir.join("store.sqlite"))
         .current_dir(dir)
         .args(args)
         .args(["--json", "-"])
@@ -292,7 +290,7 @@ fn every_key_of_real_documents_is_in_the_index() {
     let index = key_index();
     let mut files = Vec::new();
     for (i, args) in runs.iter().enumerate() {
-        let doc = osbench(args, dir.path());
+        let doc = json_of(args, dir.path());
         let file = dir.path().join(format!("{i}.json"));
         std::fs::write(&file, &doc).unwrap();
         files.push(file);
@@ -307,7 +305,7 @@ fn every_key_of_real_documents_is_in_the_index() {
     // `compare --json`: its own small document (of the small run with
     // configurations: a distribution's 10,000 events make a debug build slow).
     let (a, b) = (files[2].to_str().unwrap(), files[2].to_str().unwrap());
-    let record = osbench(&["compare", a, b], dir.path());
+    let record = json_of(&["compare", a, b], dir.path());
     let mut paths = BTreeSet::new();
     key_paths(&serde_json::from_slice(&record).unwrap(), "", &mut paths);
     let missing = undocumented(&paths, &index);

@@ -4,7 +4,7 @@
 //! cannot be written, concurrent writers, and SIGKILL in the middle of a run.
 //! Every osbench here gets a store in a temporary directory, never the user's.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
-use common::{ok, osbench_at as osbench};
+use common::{ok, osbench};
 use osbench::store::{Filter, Store, read_document};
 
 /// A quick run: few short samples, no warm-up.
@@ -754,4 +754,19 @@ fn import_of_a_dash_reads_standard_input() {
             .unwrap()
             .contains("more than once")
     );
+}
+
+#[test]
+fn a_run_goes_through_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    let store = store.to_str().unwrap();
+    crate::shared::a_run_goes_through(store, store);
+}
+
+#[test]
+fn the_same_document_imported_twice_is_stored_once_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    crate::shared::the_same_document_imported_twice_is_stored_once(store.to_str().unwrap());
 }

@@ -12,7 +12,7 @@
 //! on this host's CPU (UML before ~6.13 on hosts with AMX: "ptrace set fp
 //! regs failed, errno = 14") is a host limit: the test says so and skips.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;
@@ -21,11 +21,6 @@ use std::time::Duration;
 
 use common::Sshd;
 use osbench::store::read_document;
-
-/// The osbench binary, storing in a test store.
-fn osbench() -> Command {
-    common::osbench("guest-tests.sqlite")
-}
 
 /// Few samples, no warm-up; 5 ms samples, since 1 ms ones of a process-mode
 /// ipc case could not land 3 in 19 tries beside other tests' guests.
@@ -54,7 +49,7 @@ fn run_guest_with(
     timeout_s: &str,
     extra: &[&str],
 ) -> Output {
-    osbench()
+    common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args(["run", selector, "--no-perf", "--config", "native="])
         .args(["--guest", guest])
         .args(QUICK)
@@ -338,7 +333,7 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
     assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
 
     // Ctrl-C in the middle: exit 130, no UML left, the document keeps what was measured.
-    let mut child = osbench()
+    let mut child = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args([
             "run",
             "syscall:case=getpid",
@@ -414,10 +409,16 @@ fn a_pid_namespace_is_a_guest_too() {
 
 #[test]
 fn the_seed_program_makes_its_calls_and_exits() {
-    let out = osbench().args(["loop", "100000"]).output().unwrap();
+    let out = common::osbench(common::tmp_store("guest-tests.sqlite"))
+        .args(["loop", "100000"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
-    let bad = osbench().args(["loop", "lots"]).output().unwrap();
+    let bad = common::osbench(common::tmp_store("guest-tests.sqlite"))
+        .args(["loop", "lots"])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -455,7 +456,7 @@ fn run_experiment(toml: &str, dir: &Path, extra: &[&str]) -> (Output, std::path:
     let file = dir.join("experiment.toml");
     fs::write(&file, toml).unwrap();
     let json = dir.join("run.json");
-    let out = osbench()
+    let out = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args(["run", "--no-perf", "--experiment"])
         .arg(&file)
         .args(QUICK)
@@ -564,7 +565,7 @@ fn a_failing_set_up_in_a_guest_names_its_configuration_quotes_it_and_is_torn_dow
     let hung = shared_command_guest(mark, &log, "echo stuck; sleep 600", "spin:work=100");
     let file = dir.path().join("hung.toml");
     fs::write(&file, hung).unwrap();
-    let out = osbench()
+    let out = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args(["run", "--no-perf", "--experiment"])
         .arg(&file)
         .args(QUICK)
@@ -593,7 +594,7 @@ fn ctrl_c_in_a_shared_guest_tears_its_configuration_down_inside() {
     let toml = shared_command_guest(mark, &log, "true", "spin:work=100000");
     let file = dir.path().join("long.toml");
     fs::write(&file, toml).unwrap();
-    let mut child = osbench()
+    let mut child = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args(["run", "--no-perf", "--experiment"])
         .arg(&file)
         // Requests short enough to end within the 5 s a stop waits for one,
@@ -632,7 +633,7 @@ fn uml_init_takes_what_the_kernel_hands_it_and_unknown_words_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("init.json");
     let guest = "off=uml:nosysemu OSBENCH_MADE_UP=value";
-    let out = osbench()
+    let out = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args([
             "run",
             "syscall:case=getpid",

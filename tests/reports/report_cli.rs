@@ -6,21 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-/// The osbench binary, with a results store of its own (never the user's).
-fn osbench() -> Command {
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
-    cmd.env(
-        "OSBENCH_STORE",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-cli-results.sqlite"),
-    );
-    cmd
-}
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report.json")
-}
+use crate::common::{fixture, osbench, tmp_store};
 
 /// Runs `cmd`, which must succeed.
 fn succeed(cmd: &mut Command) -> Output {
@@ -35,7 +21,8 @@ fn succeed(cmd: &mut Command) -> Output {
 
 /// A copy of the fixture, as `name` in `dir`, changed by `edit`.
 fn edited_fixture(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
-    let mut doc = serde_json::from_str(&fs::read_to_string(fixture()).unwrap()).unwrap();
+    let mut doc =
+        serde_json::from_str(&fs::read_to_string(fixture("report.json")).unwrap()).unwrap();
     edit(&mut doc);
     let path = dir.join(name);
     fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -57,8 +44,8 @@ fn plot_writes_an_svg_and_a_png_of_every_plot() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("plots"); // created by osbench
     let out = succeed(
-        osbench()
-            .args(["plot", fixture().to_str().unwrap(), "--out"])
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .args(["plot", fixture("report.json").to_str().unwrap(), "--out"])
             .arg(&out_dir),
     );
     let stems = [
@@ -88,8 +75,8 @@ fn report_writes_one_self_contained_page() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
     succeed(
-        osbench()
-            .args(["report", fixture().to_str().unwrap(), "--html"])
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .args(["report", fixture("report.json").to_str().unwrap(), "--html"])
             .arg(&html),
     );
     assert_eq!(listing(dir.path()), ["report.html"]);
@@ -117,9 +104,9 @@ fn report_of_several_documents_compares_them() {
     });
     let html = dir.path().join("both.html");
     succeed(
-        osbench()
+        osbench(tmp_store("report-cli-results.sqlite"))
             .arg("report")
-            .arg(fixture())
+            .arg(fixture("report.json"))
             .arg(&after)
             .arg("--html")
             .arg(&html),
@@ -140,9 +127,9 @@ fn documents_without_common_cases_are_reported_without_a_comparison() {
         }
     });
     let html = dir.path().join("r.html");
-    let out = osbench()
+    let out = osbench(tmp_store("report-cli-results.sqlite"))
         .arg("report")
-        .arg(fixture())
+        .arg(fixture("report.json"))
         .arg(&other)
         .arg("--html")
         .arg(&html)
@@ -161,7 +148,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let not_json = dir.path().join("notes.txt");
     fs::write(&not_json, "hello").unwrap();
-    let fixture = fixture();
+    let fixture = fixture("report.json");
     let fixture = fixture.to_str().unwrap();
     let missing_dir = dir.path().join("nowhere/r.html");
     let cases: [(Vec<&str>, &str); 5] = [
@@ -184,7 +171,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         ),
     ];
     for (args, says) in cases {
-        let out = osbench()
+        let out = osbench(tmp_store("report-cli-results.sqlite"))
             .args(&args)
             .current_dir(dir.path())
             .output()
@@ -202,12 +189,18 @@ fn a_time_document_is_reported_with_its_commands() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("time.json");
     succeed(
-        osbench()
+        osbench(tmp_store("report-cli-results.sqlite"))
             .args(["time", "true", "--runs", "3", "--json"])
             .arg(&json),
     );
     let html = dir.path().join("time.html");
-    succeed(osbench().arg("report").arg(&json).arg("--html").arg(&html));
+    succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("report")
+            .arg(&json)
+            .arg("--html")
+            .arg(&html),
+    );
     let page = fs::read_to_string(&html).unwrap();
     // The terminal's per-command table, and the runs in order.
     assert!(page.contains("Command 1: true"), "{page}");
@@ -219,7 +212,7 @@ fn a_time_document_is_reported_with_its_commands() {
 fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("results.sqlite");
-    let fixture = fixture();
+    let fixture = fixture("report.json");
     type Edit = fn(&mut serde_json::Value);
     let damage: [(&str, Edit, &str); 6] = [
         (
@@ -266,7 +259,7 @@ fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
             vec!["import", bad],
         ];
         for args in runs {
-            let out = osbench()
+            let out = osbench(tmp_store("report-cli-results.sqlite"))
                 .env("OSBENCH_STORE", &store)
                 .args(&args)
                 .current_dir(dir.path())
@@ -299,7 +292,7 @@ fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
         .unwrap()
         .insert(&doc)
         .unwrap();
-    let out = osbench()
+    let out = osbench(tmp_store("report-cli-results.sqlite"))
         .env("OSBENCH_STORE", &store)
         .args(["compare", "1"])
         .arg(&fixture)
@@ -322,7 +315,12 @@ fn a_case_with_a_sample_that_is_not_positive_is_listed_not_compared() {
     let zero = edited_fixture(dir.path(), "zero.json", |d| {
         d["series"][0]["samples"][0] = 0.0.into();
     });
-    let out = succeed(osbench().arg("compare").arg(fixture()).arg(&zero));
+    let out = succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("compare")
+            .arg(fixture("report.json"))
+            .arg(&zero),
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("Not compared:"), "{stdout}");
     assert!(

@@ -4,14 +4,12 @@
 
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::common;
 use osbench::store::read_document;
 
 /// `osbench time --warmup 0 ARGS`, with a private results store.
 fn time(args: &[&str], store: &std::path::Path) -> std::process::Output {
-    Command::cargo_bin("osbench")
-        .unwrap()
-        .env("OSBENCH_STORE", store.join("store.sqlite"))
+    common::osbench(store.join("store.sqlite"))
         .args(["time", "--warmup", "0"])
         .args(args)
         .output()
@@ -159,9 +157,7 @@ fn every_run_is_recorded_with_its_own_rusage_in_interleaved_rounds() {
         assert!(json_text.contains(&format!("\"{field}\"")), "{field}");
     }
     // Saved command documents compare like any others.
-    let out = Command::cargo_bin("osbench")
-        .unwrap()
-        .env("OSBENCH_STORE", dir.path().join("store.sqlite"))
+    let out = common::osbench(dir.path().join("store.sqlite"))
         .args(["compare", json.to_str().unwrap(), json.to_str().unwrap()])
         .output()
         .unwrap();
@@ -188,9 +184,7 @@ fn shell_mode_and_quoted_words_reach_the_program() {
 fn an_interrupt_kills_the_command_runs_the_cleanup_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let cleaned = dir.path().join("cleaned");
-    let mut child = Command::cargo_bin("osbench")
-        .unwrap()
-        .env("OSBENCH_STORE", dir.path().join("store.sqlite"))
+    let mut child = common::osbench(dir.path().join("store.sqlite"))
         .args(["time", "--warmup", "0", "--runs", "3", "--cleanup"])
         .arg(format!("touch {}", cleaned.display()))
         .arg("sleep 6.54321")
@@ -328,11 +322,10 @@ fn command_names_label_the_series_and_keep_the_lines() {
 /// SIGTERM and SIGHUP as given (`ignore_hup`: as under `nohup`).
 fn spawn_time(args: &[&str], dir: &std::path::Path, ignore_hup: bool) -> std::process::Child {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::cargo_bin("osbench").unwrap();
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    cmd.env("OSBENCH_STORE", dir.join("store.sqlite"))
-        .env("TMPDIR", &tmp)
+    let mut cmd = common::osbench(dir.join("store.sqlite"));
+    cmd.env("TMPDIR", &tmp)
         .args(["time", "--warmup", "0"])
         .args(args)
         .stdout(std::process::Stdio::null())

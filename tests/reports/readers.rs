@@ -6,12 +6,11 @@
 //! pandas duckdb markdown`); where it is not, the test says so and skips it.
 //! The same rules are encoded without Python in `report::csv`'s unit tests.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use common::ok;
 
 const STORED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/small-run.json");
@@ -41,8 +40,7 @@ fn python(script: &str, file: &Path) -> String {
 /// `osbench export STORED OPTION FILE`, returning FILE.
 fn export(option: &str, name: &str, dir: &Path) -> std::path::PathBuf {
     let file = dir.join(name);
-    ok(Command::cargo_bin("osbench")
-        .unwrap()
+    ok(common::osbench(common::tmp_store("readers-results.sqlite"))
         .args(["export", STORED, option])
         .arg(&file)
         .output()

@@ -7,7 +7,7 @@
 //! machine; no
 //! test asserts how fast anything ran.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -63,7 +63,7 @@ fn repository(dir: &Path) -> (String, String, String) {
 }
 
 fn osbench_path() -> String {
-    let cmd = osbench("bisect.sqlite");
+    let cmd = osbench(common::tmp_store("bisect.sqlite"));
     cmd.get_program().to_string_lossy().into_owned()
 }
 
@@ -111,7 +111,7 @@ fn osbench_bisect_names_the_planted_commit_with_every_step() {
     let dir = tempfile::tempdir().unwrap();
     let (good, planted, bad) = repository(dir.path());
     let head_before = git(dir.path(), &["rev-parse", "HEAD"]);
-    let out = osbench("bisect.sqlite")
+    let out = osbench(common::tmp_store("bisect.sqlite"))
         .args(["bisect", "--repo", dir.path().to_str().unwrap()])
         .args(["--good", &good, "--bad", &bad, "--build", "sh build.sh"])
         .args(["--command", "./prog", "--runs", "10", "--equivalence", "50"])
@@ -147,7 +147,7 @@ fn bisect_refuses_revisions_it_cannot_bisect() {
     let (good, _, bad) = repository(dir.path());
     let third = git(dir.path(), &["rev-parse", "HEAD~5"]);
     let run = |good: &str, bad: &str| {
-        let out = osbench("bisect.sqlite")
+        let out = osbench(common::tmp_store("bisect.sqlite"))
             .args(["bisect", "--repo", dir.path().to_str().unwrap()])
             .args(["--good", good, "--bad", bad, "--build", "sh build.sh"])
             .args(["--command", "./prog", "--runs", "10", "--equivalence", "50"])
@@ -175,7 +175,7 @@ fn bisect_by_case_runs_one_configuration_per_side() {
     let (good, _, _) = repository(dir.path());
     let third = git(dir.path(), &["rev-parse", "HEAD~5"]);
     let bisect = |extra: &[&str]| {
-        osbench("bisect.sqlite")
+        osbench(common::tmp_store("bisect.sqlite"))
             .args(["bisect", "--repo", dir.path().to_str().unwrap()])
             .args(["--good", &good, "--bad", &third, "--build", "sh build.sh"])
             .args(extra)

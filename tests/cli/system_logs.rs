@@ -4,7 +4,7 @@
 //! oops in the second run's kernel log is warned about, on the terminal, in
 //! `--markdown` and in the HTML report; `--no-logs` keeps none. Checks correctness only.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;
@@ -31,7 +31,7 @@ fn tree(dir: &Path, name: &str, kconfig: &str, kmsg: &str) -> PathBuf {
 
 /// A `time` run of `true` with its logs read from `root`, written to `json`.
 fn run(root: Option<&Path>, json: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut cmd = osbench("system-logs.sqlite");
+    let mut cmd = osbench(common::tmp_store("system-logs.sqlite"));
     if let Some(root) = root {
         cmd.env("OSBENCH_LOGS_ROOT", root);
     }
@@ -68,7 +68,7 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
     assert_eq!(doc_b["env"]["logs"]["dmesg"]["call_traces"], 1);
 
     let (record, markdown) = (dir.path().join("compare.json"), dir.path().join("c.md"));
-    let out = osbench("system-logs.sqlite")
+    let out = osbench(common::tmp_store("system-logs.sqlite"))
         .arg("compare")
         .arg(&ja)
         .arg(&jb)
@@ -120,7 +120,7 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
     );
 
     // The same logs on both sides: no symbol listed, no warning.
-    let out = osbench("system-logs.sqlite")
+    let out = osbench(common::tmp_store("system-logs.sqlite"))
         .arg("compare")
         .arg(&jb)
         .arg(&jb)
@@ -136,7 +136,7 @@ fn compare_lists_changed_kconfig_symbols_and_warns_of_a_new_oops() {
 
 /// `osbench report A B --html HTML`'s page.
 fn html_report(a: &Path, b: &Path, html: &Path) -> String {
-    let out = osbench("system-logs.sqlite")
+    let out = osbench(common::tmp_store("system-logs.sqlite"))
         .arg("report")
         .args([a, b])
         .arg("--html")
@@ -173,7 +173,7 @@ fn no_logs_keeps_none_and_an_unreadable_log_is_unavailable_with_the_reason() {
 fn env_logs_shows_the_summary_a_run_keeps() {
     let dir = tempfile::tempdir().unwrap();
     let root = tree(dir.path(), "t", "CONFIG_HZ=250\n", "6,1,1000000,-;hello\n");
-    let out = osbench("system-logs.sqlite")
+    let out = osbench(common::tmp_store("system-logs.sqlite"))
         .env("OSBENCH_LOGS_ROOT", &root)
         .args(["env", "--logs"])
         .output()

@@ -13,8 +13,8 @@ use osbench::rng::SplitMix64;
 use osbench::store;
 use serde_json::Value;
 
-const REPORT: &str = include_str!("data/report.json");
-const SMALL: &str = include_str!("data/small-run.json");
+const REPORT: &str = include_str!("../data/report.json");
+const SMALL: &str = include_str!("../data/small-run.json");
 
 /// One step from the root of a JSON value to a node.
 #[derive(Clone, Debug)]

@@ -8,13 +8,13 @@
 //! Needs openssh-server and root; skips and says so without them, unless
 //! `OSBENCH_REQUIRE_SSH=1` (as `.ci/run` sets). No test asserts on speed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use common::{Sshd, osbench_at as osbench};
+use common::{Sshd, osbench};
 use osbench::store::read_document;
 
 fn text(bytes: &[u8]) -> String {

@@ -1,0 +1,14 @@
+//! What osbench writes and reads back: output formats, readers of other
+//! tools' files, HTML in a browser, the report command, history and change
+//! points, nightly regressions, and bisecting.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bisect;
+mod history_changes;
+mod html_browser;
+mod outputs;
+mod readers;
+mod regressions;
+mod report_cli;
