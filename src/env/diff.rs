@@ -69,7 +69,7 @@ pub(super) fn scalar_text(v: &Value) -> String {
 /// document lacks the key). The load at start and end is not compared.
 /// Nothing here knows which difference was intended: see [`is_factor`].
 /// The system logs' kconfig symbols, modules and sysctls follow
-/// ([`logs_diff`]).
+/// (`logs_diff`).
 pub fn diff(envs: &[&Environment]) -> Vec<(String, Vec<String>)> {
     let mut out = plain_diff(envs);
     out.extend(logs_diff(envs));

@@ -13,9 +13,10 @@
 //! go into one gzip-compressed, base64-encoded `archive` of at most
 //! [`ARCHIVE_LIMIT`] bytes before compression (the log's tail at most
 //! [`DMESG_LIMIT`]). A source that cannot be read is named in `unavailable`
-//! with the reason (`dmesg_restrict` refusing the log, no config). [`diff`]
-//! lists the kconfig symbols, modules, sysctls and PCI devices that differ
-//! between environments; [`new_kernel_problems`] the warnings and oopses a later
+//! with the reason (`dmesg_restrict` refusing the log, no config). The
+//! environment's diff ([`crate::env::diff`]) lists the kconfig symbols, modules,
+//! sysctls and PCI devices that differ between environments, and
+//! [`crate::env::new_kernel_problems`] the warnings and oopses a later
 //! environment's log has that the first's has not. Left out: the journal,
 //! anything that would need a program run (`lspci`: sysfs is read instead).
 
