@@ -205,3 +205,20 @@ pub fn kept_kernel_log(env: &osbench::env::Environment) -> String {
         .map(|a| a.dmesg)
         .unwrap_or_default()
 }
+
+/// Polls `ready` every 50 ms until it gives a value, for at most 60 s (then
+/// the test fails naming `what`): waiting for what a test needs to have
+/// happened, never a fixed sleep that a loaded machine outruns.
+pub fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "waited 60 s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -333,6 +333,7 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
     assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
 
     // Ctrl-C in the middle: exit 130, no UML left, the document keeps what was measured.
+    let log = dir.path().join("interrupted.log");
     let mut child = common::osbench(common::tmp_store("guest-tests.sqlite"))
         .args([
             "run",
@@ -345,11 +346,16 @@ fn uml_runs_a_case_with_its_own_kernel_and_stops_cleanly() {
         .arg("--json")
         .arg(&json)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    // Past the boot and the first round's cases, even with an old UML (60 µs a call).
-    std::thread::sleep(Duration::from_secs(8));
+    // Past the boot and the first round's cases (both configurations
+    // measured once), however slowly a loaded machine boots the guest: the
+    // progress lines are "[i/40] round …".
+    common::wait_until("the first round's cases", || {
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        (text.matches("/40] round ").count() >= 3).then_some(())
+    });
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     assert_eq!(child.wait().unwrap().code(), Some(130));

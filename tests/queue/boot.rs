@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::wait_until;
+
 use common::pg::{Cluster, Tls, have_postgres};
 use osbench::store::{JobRow, JobState, Location, Store};
 
@@ -190,18 +192,6 @@ impl Drop for Running {
         if std::thread::panicking() {
             eprintln!("worker log:\n{}", self.log());
         }
-    }
-}
-
-/// `ready()` once it is `Some`, asked every 50 ms for up to 60 s.
-fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = ready() {
-            return v;
-        }
-        assert!(start.elapsed().as_secs() < 60, "waited 60 s for {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::wait_until;
+
 use common::pg::{Cluster, Tls, have_postgres};
 use osbench::store::{JobRow, JobState, Location, NewJob, Store, WorkerId};
 
@@ -130,21 +132,6 @@ fn nanos() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos()
-}
-
-/// `ready()` once it is `Some`, asked every 50 ms for up to 60 s.
-fn wait_until<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = ready() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "waited 60 s for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A worker process, killed (SIGKILL) and reaped when dropped.
