@@ -42,15 +42,14 @@ pub type Compare<'a> = Option<&'a dyn Fn(&Document) -> Result<Comparison>>;
 /// Ends a run: stamps `identity` on `outcome`'s document, attaches
 /// `compare`'s comparison (a failure is told, not an error), calls `show`
 /// (its error stops here, before anything is kept), and keeps the document
-/// with `keeping` (`watch` held while the store is written; see
+/// with `keeping` (a stop signal while the store is written stops it; see
 /// [`Keeping::finish`]).
-pub fn keep_run<E, G>(
+pub fn keep_run<E>(
     mut outcome: Outcome,
     identity: &RunIdentity,
     compare: Compare,
     show: impl FnOnce(&Document, Option<&Comparison>) -> std::result::Result<(), E>,
     keeping: Keeping,
-    watch: impl FnOnce() -> G,
     tell: &mut dyn FnMut(Told),
 ) -> std::result::Result<Kept, E> {
     outcome.document.run.stamp(identity);
@@ -63,7 +62,7 @@ pub fn keep_run<E, G>(
     let doc = outcome.document;
     show(&doc, comparison.as_ref())?;
     let kept = !doc.series.is_empty() || outcome.error.is_none();
-    let saved = keeping.finish(&doc, kept, watch, &mut |n| tell(Told::Kept(n)));
+    let saved = keeping.finish(&doc, kept, &mut |n| tell(Told::Kept(n)));
     Ok(Kept {
         document: doc,
         comparison,

@@ -260,14 +260,12 @@ impl Saving {
     ) -> Result<osbench::envelope::Kept, E> {
         use osbench::envelope::Told;
         let quiet = self.quiet;
-        let watch = osbench::stop::Watch::new;
         osbench::envelope::keep_run(
             outcome,
             identity,
             compare,
             show,
             self.keeping,
-            watch,
             &mut |t| match t {
                 Told::NoComparison(e) => super::warn(&format!("no comparison: {e}")),
                 Told::Kept(n) => say(&n, quiet),

@@ -131,14 +131,13 @@ pub enum KeepError {
 impl Keeping {
     /// After measuring: writes the export files, then stores the run. With
     /// `keep` false (nothing was measured) nothing is saved and the
-    /// temporaries go. `watch` is taken before storing and held while it
-    /// lasts (a stop signal from then on stops the storing); `tell` hears
-    /// what was written where.
-    pub fn finish<G>(
+    /// temporaries go. A stop signal from the moment the store is written
+    /// (not one that stopped the measuring) stops the storing
+    /// ([`crate::stop::Watch`]); `tell` hears what was written where.
+    pub fn finish(
         self,
         doc: &Document,
         keep: bool,
-        watch: impl FnOnce() -> G,
         tell: &mut dyn FnMut(Notice),
     ) -> std::result::Result<Saved, KeepError> {
         let mut saved = Saved::default();
@@ -159,7 +158,7 @@ impl Keeping {
             }
             saved.documents.extend(json_dest.clone());
         }
-        let _watch = watch();
+        let _watch = crate::stop::Watch::new();
         let (interrupted, fell_back) =
             store_it(self.store, doc, &written, json_dest, &mut saved, tell)?;
         if let Err(e) = &written
