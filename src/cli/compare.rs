@@ -172,20 +172,20 @@ fn priors(
     {
         return Ok(Priors::new()); // the stored spread of one host says nothing of another
     }
-    let single = |k: &osbench::compare::CaseKey| {
+    let single = |k: &osbench::document::CaseKey| {
         sides.iter().all(|side| {
             let series = side.docs.iter().flat_map(|d| &d.series);
             series
-                .filter(|s| osbench::compare::key(s) == *k)
+                .filter(|s| s.key == *k)
                 .map(|s| s.replicates().len())
                 .sum::<usize>()
                 == 1
         })
     };
-    let mut keys: Vec<osbench::compare::CaseKey> = docs[0]
+    let mut keys: Vec<osbench::document::CaseKey> = docs[0]
         .series
         .iter()
-        .map(osbench::compare::key)
+        .map(|s| s.key.clone())
         .filter(single)
         .collect();
     keys.dedup();

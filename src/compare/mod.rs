@@ -46,7 +46,7 @@ pub struct Side<'a> {
     pub docs: Vec<&'a Document>,
 }
 
-pub use crate::document::CaseKey;
+use crate::document::CaseKey;
 
 /// The spread of single invocations of each case, from stored runs of it on
 /// the same host and kernel ([`Prior::from_runs`]), for comparisons whose
@@ -197,10 +197,6 @@ pub struct Comparison {
     pub kernel_log: Vec<String>,
 }
 
-pub fn key(s: &Series) -> CaseKey {
-    s.key.clone()
-}
-
 /// Compares `docs` (label, document), the first being the baseline, each
 /// document a side of its own, with no stored runs to draw on.
 pub fn compare(docs: &[(String, Document)], options: Options) -> Result<Comparison> {
@@ -227,7 +223,7 @@ impl<'a> SideCase<'a> {
         let series: Vec<&Series> = side
             .docs
             .iter()
-            .filter_map(|d| d.series.iter().find(|t| key(t) == *k))
+            .filter_map(|d| d.series.iter().find(|t| t.key == *k))
             .collect();
         let replicates: Vec<f64> = series.iter().flat_map(|s| s.replicates()).collect();
         let summary = match &series[..] {
@@ -274,17 +270,17 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     let mut rows = Vec::new();
     let mut missing = Vec::new();
     let mut not_compared = Vec::new();
-    let mut seen: Vec<CaseKey> = Vec::new();
+    let mut seen: Vec<&CaseKey> = Vec::new();
     let all_series = sides
         .iter()
         .flat_map(|side| &side.docs)
         .flat_map(|d| &d.series);
     for s in all_series {
-        let k = key(s);
-        if seen.contains(&k) {
+        if seen.contains(&&s.key) {
             continue;
         }
-        seen.push(k.clone());
+        seen.push(&s.key);
+        let k = s.key.clone();
         let name = k.to_string();
         match compare_case(sides, &labels, &name, k, priors)? {
             CaseOutcome::Row(row) => rows.push(row),
