@@ -81,23 +81,9 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     args.outputs_to_stdout()?;
     let pending = args.exports.prepare()?;
     let ingest = args.ingest.prepare()?;
-    let location = args.store.location();
-    let resolved = args
-        .runs
-        .iter()
-        .map(|r| osbench::store::resolve_side(r, location.as_ref()))
-        .collect::<Result<Vec<_>, _>>()?;
-    flag_same_runs(&args.runs, &resolved);
-    let sides: Vec<Side> = resolved
-        .iter()
-        .map(|(label, docs)| Side {
-            label: label.clone(),
-            docs: docs.iter().map(|(_, d)| d).collect(),
-        })
-        .collect();
-    let priors = priors(&sides, &resolved, location.as_ref())?;
     let options = args.verdict.options(args.seed);
-    let mut comparison = osbench::compare::compare_sides(&sides, &priors, options)?;
+    let saved = saved_comparison(&args.runs, args.store.location().as_ref(), options)?;
+    let mut comparison = saved.comparison;
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
     for finding in &comparison.kernel_log {
@@ -123,10 +109,52 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         || report::markdown::comparison(&comparison),
         || report::csv::comparison(&comparison),
     )?;
-    let hosts: Vec<String> = sides.iter().map(|s| s.docs[0].host().to_string()).collect();
+    let hosts: Vec<String> = saved.hosts;
     let source = Source::Saved(&comparison, &hosts);
     ingest.commit(source, args.verdict.gate.unwrap_or(0.0), false)?;
     Ok(args.verdict.exit_code(Some(&comparison)))
+}
+
+/// A comparison of saved runs as every command makes it (`compare`,
+/// `report`): each argument a document file, a run id, or a label — every
+/// stored run with it, replicates of one side ([`osbench::store::resolve_side`]);
+/// the stored spread for cases held in one invocation a side; the first side
+/// the baseline. One engine, so that the same question gets the same numbers
+/// wherever it is asked.
+pub(super) struct SavedComparison {
+    pub comparison: osbench::compare::Comparison,
+    /// Each side's documents, the order the store lists them in.
+    pub sides: Vec<osbench::store::ResolvedSide>,
+    /// Each side's host (its first run's).
+    pub hosts: Vec<String>,
+}
+
+/// Resolves `runs` in the store at `location` and compares them ([`SavedComparison`]).
+pub(super) fn saved_comparison(
+    runs: &[String],
+    location: Option<&osbench::store::Location>,
+    options: osbench::compare::Options,
+) -> anyhow::Result<SavedComparison> {
+    let resolved = runs
+        .iter()
+        .map(|r| osbench::store::resolve_side(r, location))
+        .collect::<Result<Vec<_>, _>>()?;
+    flag_same_runs(runs, &resolved);
+    let sides: Vec<Side> = resolved
+        .iter()
+        .map(|(label, docs)| Side {
+            label: label.clone(),
+            docs: docs.iter().map(|(_, d)| d).collect(),
+        })
+        .collect();
+    let priors = priors(&sides, &resolved, location)?;
+    let comparison = osbench::compare::compare_sides(&sides, &priors, options)?;
+    let hosts = sides.iter().map(|s| s.docs[0].host().to_string()).collect();
+    Ok(SavedComparison {
+        comparison,
+        sides: resolved,
+        hosts,
+    })
 }
 
 /// A warning when two sides hold the same run (a stored id, or the same

@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use osbench::store;
-
 use super::save::{ExportArgs, StoreArgs, shown};
 
 /// `osbench export`.
@@ -29,7 +27,9 @@ pub fn export(args: ExportCmd) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to export to: give --json FILE, --markdown FILE or --csv FILE");
     }
     let pending = args.exports.prepare()?;
-    let (name, doc) = store::resolve_document(&args.run, args.store.location().as_ref())?;
+    let (name, doc) = super::save::resolve_all(std::slice::from_ref(&args.run), &args.store)?
+        .pop()
+        .expect("one document per argument");
     for f in super::save::commit_document(pending, &doc)? {
         super::note(&format!("osbench: wrote {} ({name})", shown(&f)));
     }

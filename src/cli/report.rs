@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use osbench::compare::Comparison;
 use osbench::report;
 use osbench::store::PendingFile;
 
@@ -39,27 +40,46 @@ pub struct ReportArgs {
 
 pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     args.quiet.apply();
-    let docs = save::resolve_all(&args.runs, &args.store)?;
     let histories = args.history.load(&args.store)?;
     let pending = PendingFile::create(&args.html)?;
-    // Documents that cannot be compared are still reported, each on its own.
-    let comparison = (docs.len() >= 2)
-        .then(|| {
-            let options = osbench::compare::Options {
-                equivalence: args.equivalence / 100.0,
-                ..Default::default()
-            };
-            osbench::compare::compare(&docs, options)
-                .inspect_err(|e| {
-                    super::note(&format!(
-                        "osbench: warning: no comparison in the report: {e}"
-                    ))
-                })
-                .ok()
-        })
-        .flatten();
+    let (docs, comparison) = if args.runs.len() >= 2 {
+        documents_and_comparison(&args)?
+    } else {
+        (save::resolve_all(&args.runs, &args.store)?, None)
+    };
     let html = report::html::render_with_history(&docs, comparison.as_ref(), &histories)?;
     pending.commit(html.as_bytes())?;
     super::note(&format!("osbench: wrote {}", save::shown(&args.html)));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The page's documents (each side's latest run, named as `compare` names
+/// the side) and their comparison, made as `compare` makes it
+/// ([`super::compare::saved_comparison`]): labels are every run with them.
+/// A comparison that cannot be made is a warning; the documents are still
+/// reported, each on its own.
+fn documents_and_comparison(
+    args: &ReportArgs,
+) -> anyhow::Result<(Vec<(String, osbench::document::Document)>, Option<Comparison>)> {
+    let options = osbench::compare::Options {
+        equivalence: args.equivalence / 100.0,
+        ..Default::default()
+    };
+    let location = args.store.location();
+    match super::compare::saved_comparison(&args.runs, location.as_ref(), options) {
+        Ok(saved) => {
+            let docs = saved
+                .sides
+                .into_iter()
+                .filter_map(|(name, mut docs)| docs.pop().map(|(_, doc)| (name, doc)))
+                .collect();
+            Ok((docs, Some(saved.comparison)))
+        }
+        Err(e) => {
+            super::note(&format!(
+                "osbench: warning: no comparison in the report: {e}"
+            ));
+            Ok((save::resolve_all(&args.runs, &args.store)?, None))
+        }
+    }
 }

@@ -309,10 +309,37 @@ fn say(notice: &Notice, quiet: bool) {
     }
 }
 
-/// The documents `compare` was given (files, run ids or labels), with their names.
+/// One document for each of `runs` (files, run ids or labels), with its
+/// name, for commands that show documents one by one (`plot`, `report`): a
+/// label is its latest run, and when it names several the note says so —
+/// `compare` and the comparison in `report` take them all as replicates.
 pub fn resolve_all(runs: &[String], store: &StoreArgs) -> anyhow::Result<Vec<(String, Document)>> {
     let location = store.location();
-    runs.iter()
-        .map(|r| Ok(store::resolve_document(r, location.as_ref())?))
-        .collect()
+    let mut docs = Vec::new();
+    for r in runs {
+        let (name, doc) = store::resolve_document(r, location.as_ref())?;
+        let label_runs = match location.as_ref().filter(|_| is_label(r)) {
+            Some(l) if l.exists() => store::Store::open_existing(l)?
+                .list(&store::Filter {
+                    label: Some(r.clone()),
+                    ..store::Filter::default()
+                })?
+                .len(),
+            _ => 0,
+        };
+        if label_runs > 1 {
+            super::note(&format!(
+                "osbench: '{r}' names {label_runs} stored runs; this shows the latest, {name} \
+                 (`osbench compare` takes every run with a label as a replicate; give a run id \
+                 for another)"
+            ));
+        }
+        docs.push((name, doc));
+    }
+    Ok(docs)
+}
+
+/// Whether a RUN argument names a label: neither an existing file nor a run id.
+fn is_label(arg: &str) -> bool {
+    !std::path::Path::new(arg).exists() && arg.parse::<i64>().is_err()
 }

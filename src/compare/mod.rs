@@ -34,9 +34,9 @@ use crate::document::{
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
 use crate::stats::replicates::{
-    Prior, SpreadSource, compare_replicates, geometric_centre, replicate_interval,
+    Prior, SpreadSource, compare_replicates, geometric_centre,
 };
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, verdict};
 use crate::stats::{Summary, summarize};
 
 /// One side of a comparison of saved runs: a name and its runs (replicates).
@@ -97,8 +97,17 @@ pub struct CaseRow {
 #[derive(Debug, Clone, Copy)]
 pub struct Change {
     /// Candidate ÷ baseline (above 1: the candidate takes longer), with its
-    /// 95 % interval and the 90 % one the equivalence test uses.
+    /// unadjusted 95 % interval and the 90 % one the equivalence test uses.
     pub ci: RatioCi,
+    /// The interval the verdict was judged on: the 95 % one widened to
+    /// [`Change::judged_level`], which agrees with the Holm-adjusted p
+    /// ([`holm_levels`]): it excludes 1 exactly when the adjusted p of the t
+    /// test is below α. Every rendering shows this one beside the verdict.
+    pub judged: (f64, f64),
+    /// The confidence level of `judged` (0.95 with one comparison).
+    pub judged_level: f64,
+    /// Degrees of freedom of the t interval on the logs (0: no interval).
+    pub df: f64,
     pub p_value: f64,
     /// After Holm's adjustment over every change of the comparison.
     pub p_adjusted: f64,
@@ -114,9 +123,18 @@ pub struct Change {
 
 impl Change {
     /// A change before the multiple-comparison adjustment and the verdict.
-    fn unjudged(ci: RatioCi, p_value: f64, power: Power, replication: Replication) -> Self {
+    fn unjudged(
+        ci: RatioCi,
+        df: f64,
+        p_value: f64,
+        power: Power,
+        replication: Replication,
+    ) -> Self {
         Self {
             ci,
+            judged: ci.ci95,
+            judged_level: 0.95,
+            df,
             p_value,
             p_adjusted: p_value,
             verdict: Verdict::Inconclusive,
@@ -142,7 +160,7 @@ impl Change {
         };
         Self {
             testable: false,
-            ..Self::unjudged(point, 1.0, power, replication)
+            ..Self::unjudged(point, 0.0, 1.0, power, replication)
         }
     }
 
@@ -185,8 +203,8 @@ pub struct Comparison {
     /// How ratios, intervals and p-values were computed, in words.
     pub method: String,
     /// What each side's value in `rows[].summaries` (`median`, `ci_low`,
-    /// `ci_high`) is: "median" (compare), or the centre of the paired values
-    /// ("geometric mean of round medians"), whose ratio is the change.
+    /// `ci_high`) is — the statistic whose ratio is the change:
+    /// [`INVOCATION_CENTRE`] (saved runs), [`ROUND_CENTRE`] or [`BLOCK_CENTRE`].
     pub centre: &'static str,
     pub options: Options,
     /// What the drift sentinels say of the machine's own speed on each side
@@ -226,7 +244,7 @@ impl<'a> SideCase<'a> {
             .filter_map(|d| d.series.iter().find(|t| t.key == *k))
             .collect();
         let replicates: Vec<f64> = series.iter().flat_map(|s| s.replicates()).collect();
-        let summary = match &series[..] {
+        let mut summary = match &series[..] {
             [] => return None,
             [one] => one.summary.clone(),
             many => {
@@ -234,13 +252,15 @@ impl<'a> SideCase<'a> {
                     .iter()
                     .flat_map(|s| s.samples.iter().copied())
                     .collect();
-                let mut summary = summarize(&all)?;
-                if let Some((lo, hi)) = replicate_interval(summary.median, &replicates) {
-                    (summary.ci_low, summary.ci_high) = (lo, hi);
-                }
-                summary
+                summarize(&all)?
             }
         };
+        // The side's centre is what the ratio is of: the geometric mean of
+        // its replicates (one invocation: its median), with their interval.
+        if let Some((centre, (lo, hi))) = geometric_centre(&replicates) {
+            (summary.median, summary.ci_low, summary.ci_high) = (centre, lo, hi);
+            summary.ci_coverage = summary.ci_level;
+        }
         Some(Self {
             series,
             summary,
@@ -310,7 +330,7 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         env_diff,
         factors: Vec::new(),
         method,
-        centre: "median",
+        centre: INVOCATION_CENTRE,
         options,
         drift: drift_findings(sides),
         kernel_log,
@@ -421,7 +441,7 @@ fn replicate_change(baseline: &[f64], candidate: &[f64], prior: Option<Prior>) -
                 flag: "--invocations",
                 needs: 2,
             };
-            Change::unjudged(t.ci, t.p_value, power, replication)
+            Change::unjudged(t.ci, t.df as f64, t.p_value, power, replication)
         }
         None => {
             let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
@@ -550,6 +570,7 @@ fn paired_row(
             let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
             Change::unjudged(
                 r,
+                (rounds - 1) as f64,
                 p,
                 power,
                 paired_replication(ReplicateUnit::Rounds, rounds),
@@ -609,6 +630,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
             let (r, p) = paired_log_ratio(&base, &blocks(cand));
             Change::unjudged(
                 r,
+                (base.len() - 1) as f64,
                 p,
                 Power::sign_flip(base.len(), options.alpha, "runs", "--runs"),
                 paired_replication(ReplicateUnit::Blocks, base.len()),
@@ -627,9 +649,16 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
     }];
     apply_verdicts(&mut rows, options);
     let method = format!(
-        "Paired over {rounds} interleaved rounds in {} blocks: geometric means of per-block ratios of \
+        "Paired over {rounds} interleaved rounds{}: geometric means of per-block ratios of \
          medians (candidate ÷ A, above 1: slower), t intervals on their logs, exact sign-flip p",
-        base.len()
+        if base.len() == rounds {
+            " (each round one block)".to_string()
+        } else {
+            format!(
+                ", grouped into {} blocks of consecutive rounds (the exact test takes at most {MAX_ROUNDS})",
+                base.len()
+            )
+        }
     );
     Ok(Comparison {
         labels: sides.iter().map(|s| s.key.case.clone()).collect(),
@@ -646,6 +675,8 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
     })
 }
 
+/// What a comparison of saved runs shows for each side ([`Comparison::centre`]).
+pub const INVOCATION_CENTRE: &str = "geometric mean of invocation medians";
 /// What a paired comparison shows for each configuration ([`Comparison::centre`]).
 pub const ROUND_CENTRE: &str = "geometric mean of round medians";
 /// The same for the commands of `osbench time`, compared by blocks of runs.
@@ -674,21 +705,30 @@ fn paired_replication(unit: ReplicateUnit, n: usize) -> Replication {
     }
 }
 
-/// Holm-adjusts every change's p-value and gives each its verdict.
+/// Holm-adjusts every change's p-value, widens its interval to agree with
+/// it ([`holm_levels`]), and gives each its verdict, judged on that interval.
 fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
     let raw: Vec<f64> = rows
         .iter()
         .flat_map(|r| r.changes.iter().map(|c| c.p_value))
         .collect();
     let mut adjusted = holm(&raw).into_iter();
+    let mut levels = holm_levels(&raw, options.alpha).into_iter();
     for change in rows.iter_mut().flat_map(|r| r.changes.iter_mut()) {
         change.p_adjusted = adjusted.next().expect("one adjusted p per change");
+        let level = levels.next().expect("one level per change");
         if !change.testable {
             change.verdict = Verdict::TooFew;
             continue;
         }
+        change.judged_level = level;
+        change.judged = change.ci.t_interval_at(level, change.df);
+        let judged = RatioCi {
+            ci95: change.judged,
+            ..change.ci
+        };
         change.verdict = verdict(
-            &change.ci,
+            &judged,
             change.p_adjusted,
             options.alpha,
             options.equivalence,
@@ -712,8 +752,9 @@ impl Comparison {
                         baseline: self.labels[0].clone(),
                         candidate: candidate.clone(),
                         ratio: ch.ci.ratio,
-                        ci_low: ch.ci.ci95.0,
-                        ci_high: ch.ci.ci95.1,
+                        ci_low: ch.judged.0,
+                        ci_high: ch.judged.1,
+                        ci_level: Some(ch.judged_level),
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict,
                         verdict_words: ch.words(&self.options),

@@ -82,8 +82,14 @@ pub struct ComparisonRecord {
     pub candidate: String,
     /// Candidate ÷ baseline (above 1: the candidate takes longer).
     pub ratio: f64,
+    /// The interval the verdict was judged on, at `ci_level`: the 95 % one
+    /// widened to agree with the Holm-adjusted p (0.95 with one comparison).
     pub ci_low: f64,
     pub ci_high: f64,
+    /// The confidence level of `ci_low`–`ci_high`; absent from documents
+    /// before it, whose interval is the unadjusted 95 % one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_level: Option<f64>,
     /// Holm-adjusted.
     pub p_value: f64,
     /// Written as "faster", "slower", "faster-within-margin",

@@ -55,7 +55,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {l}/A  {}",
-                change_text(&ch.ci, ch.p_adjusted, &words)
+                change_line(ch, &words)
             );
         }
     }
@@ -127,9 +127,10 @@ fn env_differences(c: &Comparison, letters: &[String]) -> String {
     out
 }
 
-/// The seed-002 layout: each side's mean ± standard deviation (in the unit
-/// named after them) and the change; cases named as the other tables name
-/// them, with their configuration.
+/// The seed-002 layout (`benchmark | A | B | unit | B vs A`): each side's
+/// centre — the statistic the ratio is of ([`Comparison::centre`]) — and the
+/// change, which is B ÷ A of those very numbers; cases named as the other
+/// tables name them, with their configuration.
 fn summary_table(c: &Comparison, letters: &[String]) -> String {
     let mut out = String::from("\n");
     let mut header = vec!["benchmark".to_string()];
@@ -138,16 +139,15 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
     header.extend(letters[1..].iter().map(|l| format!("{l} vs A")));
     let mut rows: Vec<Vec<String>> = Vec::new();
     for row in &c.rows {
-        let (factor, unit) = super::readable_scale(row.unit, row.summaries.iter().map(|s| s.mean));
-        let d = decimals_for(row.summaries[0].mean * factor);
+        let (factor, unit) =
+            super::readable_scale(row.unit, row.summaries.iter().map(|s| s.median));
+        let d = decimals_for(row.summaries[0].median * factor);
         let mut cells = vec![row.key.to_string()];
-        cells.extend(row.summaries.iter().map(|s| {
-            format!(
-                "{} ± {}",
-                super::fmt_fixed(s.mean * factor, d),
-                super::fmt_fixed(s.stddev * factor, d)
-            )
-        }));
+        cells.extend(
+            row.summaries
+                .iter()
+                .map(|s| super::fmt_fixed(s.median * factor, d)),
+        );
         cells.push(unit.to_string());
         cells.extend(
             row.changes
@@ -164,12 +164,8 @@ fn summary_table(c: &Comparison, letters: &[String]) -> String {
     out.push_str(&super::align(&header, &numeric, &rows));
     let _ = writeln!(
         out,
-        "(mean ± stddev of all samples; each change is the ratio above{})",
-        if c.centre == "median" {
-            String::new()
-        } else {
-            format!(", of the {}", c.centre)
-        }
+        "(each side: the {}; each change: the ratio of those, the one judged above)",
+        c.centre
     );
     out
 }
@@ -220,7 +216,7 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
                 super::fmt_fixed(r.summaries[0].median, d),
                 super::fmt_fixed(r.summaries[1].median, d),
                 format!("{:.3}", ch.ci.ratio),
-                format!("[{:.3} – {:.3}]", ch.ci.ci95.0, ch.ci.ci95.1),
+                format!("[{:.3} – {:.3}]", ch.judged.0, ch.judged.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
                 ch.words(&c.options),
@@ -285,27 +281,47 @@ fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) ->
     let words = super::paint(c.verdict, &c.words(options), colour);
     format!(
         "  fleet  B/A  {}; slower on {} and faster on {} of {} hosts\n",
-        change_text(&c.ci, c.p_adjusted, &words),
+        change_text(c.ci.ratio, c.ci.ci95, None, c.p_adjusted, &words),
         c.slower,
         c.faster,
         c.hosts
     )
 }
 
-/// A change as the text comparisons print it: ratio, 95% interval, change in
-/// %, adjusted p and the verdict's `words`.
-fn change_text(ci: &crate::stats::verdict::RatioCi, p: f64, words: &str) -> String {
-    let change = (ci.ratio - 1.0) * 100.0;
-    if ci.ci95.0 == ci.ci95.1 {
+/// A change as the text comparisons print it: ratio, the interval the
+/// verdict was judged on (followed by the unadjusted 95 % one when a
+/// multiplicity adjustment widened it), change in %, adjusted p and the
+/// verdict's `words`.
+fn change_text(
+    ratio: f64,
+    judged: (f64, f64),
+    unadjusted: Option<(f64, f64)>,
+    p: f64,
+    words: &str,
+) -> String {
+    let change = (ratio - 1.0) * 100.0;
+    if judged.0 == judged.1 {
         // No spread between replicates known: a ratio without an interval or a test.
-        return format!("{:.3}  [no interval]  {change:+.1}%  → {words}", ci.ratio);
+        return format!("{ratio:.3}  [no interval]  {change:+.1}%  → {words}");
     }
-    format!(
-        "{:.3}  [{:.3} – {:.3}]  {change:+.1}%  p={}  → {words}",
-        ci.ratio,
-        ci.ci95.0,
-        ci.ci95.1,
-        fmt_p(p)
+    let interval = match unadjusted.filter(|u| *u != judged) {
+        Some(u) => format!(
+            "[{:.3} – {:.3} Holm; unadjusted {:.3} – {:.3}]",
+            judged.0, judged.1, u.0, u.1
+        ),
+        None => format!("[{:.3} – {:.3}]", judged.0, judged.1),
+    };
+    format!("{ratio:.3}  {interval}  {change:+.1}%  p={}  → {words}", fmt_p(p))
+}
+
+/// [`change_text`] of one change of a comparison.
+fn change_line(ch: &crate::compare::Change, words: &str) -> String {
+    change_text(
+        ch.ci.ratio,
+        ch.judged,
+        Some(ch.ci.ci95),
+        ch.p_adjusted,
+        words,
     )
 }
 
@@ -315,7 +331,11 @@ pub(super) fn method_line(c: &Comparison) -> String {
         "{}{}; equivalent = 90% interval within ±{}%.",
         c.method,
         if c.tests() > 1 {
-            format!(", Holm-adjusted over {} comparisons", c.tests())
+            format!(
+                ", Holm-adjusted over {} comparisons (p and the intervals beside the verdicts: \
+                 each 95% interval widened until it agrees with its adjusted p)",
+                c.tests()
+            )
         } else {
             String::new()
         },

@@ -425,7 +425,7 @@ fn verdict_cell(verdict: &str, words: &str) -> String {
 fn records_table(out: &mut String, records: &[ComparisonRecord]) {
     out.push_str(
         "<div class=\"scroll\"><table>\n<thead><tr><th>bench</th><th>case</th><th>candidate vs baseline</th>\
-         <th>ratio</th><th>95% CI of ratio</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n",
+         <th>ratio</th><th>CI of ratio (95%, Holm-adjusted)</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n",
     );
     for r in records {
         let _ = writeln!(
@@ -464,7 +464,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     for l in &letters {
         let _ = write!(out, "<th>{l}: {} [95% CI]</th>", c.centre);
     }
-    out.push_str("<th>vs A</th><th>ratio [95% CI]</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n");
+    out.push_str("<th>vs A</th><th>ratio [CI: 95%, Holm-adjusted]</th><th>change</th><th>p (Holm)</th><th>verdict</th></tr></thead>\n<tbody>\n");
     for row in &c.rows {
         let case = row.key.to_string();
         let d = decimals_for(row.summaries[0].median);
@@ -488,8 +488,8 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 escape(&case),
                 escape(row.unit.symbol()),
                 fmt_ratio(ch.ci.ratio),
-                fmt_ratio(ch.ci.ci95.0),
-                fmt_ratio(ch.ci.ci95.1),
+                fmt_ratio(ch.judged.0),
+                fmt_ratio(ch.judged.1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
                 verdict_cell(ch.verdict.as_str(), &ch.words(&c.options))
@@ -507,7 +507,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     missing_html(out, c);
     let (bars, x_desc) = plot::comparison_bars(c);
     if let Some(p) =
-        plot::comparison_plot(&bars, "Change against the baseline A (95% CI)", &x_desc)?
+        plot::comparison_plot(&bars, "Change against the baseline A (95% intervals, Holm-adjusted)", &x_desc)?
     {
         figure(out, "comparison-plot", &p);
     }

@@ -33,11 +33,11 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
                 failures += 1;
                 let _ = writeln!(
                     cases,
-                    "      <failure type=\"slower\" message=\"{}\">ratio {:.4} (95% interval {:.4} to {:.4}), p = {:.3e}</failure>",
+                    "      <failure type=\"slower\" message=\"{}\">ratio {:.4} (95% interval, Holm-adjusted, {:.4} to {:.4}), p = {:.3e}</failure>",
                     attr(&words),
                     ch.ci.ratio,
-                    ch.ci.ci95.0,
-                    ch.ci.ci95.1,
+                    ch.judged.0,
+                    ch.judged.1,
                     ch.p_adjusted
                 );
             } else if ch.verdict == Verdict::TooFew {

@@ -108,12 +108,12 @@ const RATIO: [(&str, &str, &str); 3] = [
     (
         "osbench_ratio_ci_low",
         "",
-        "Lower end of the 95% interval of the ratio.",
+        "Lower end of the ratio's interval the verdict was judged on (95%, Holm-adjusted).",
     ),
     (
         "osbench_ratio_ci_high",
         "",
-        "Upper end of the 95% interval of the ratio.",
+        "Upper end of the ratio's interval the verdict was judged on (95%, Holm-adjusted).",
     ),
 ];
 
@@ -163,7 +163,7 @@ impl Families {
                     ("candidate", c.labels[i + 1].clone()),
                     ("host", host(i + 1)),
                 ];
-                let ends = [ch.ci.ratio, ch.ci.ci95.0, ch.ci.ci95.1];
+                let ends = [ch.ci.ratio, ch.judged.0, ch.judged.1];
                 for (family, value) in RATIO.into_iter().zip(ends) {
                     let labels = labels.clone();
                     self.add(family, Sample { labels, value });

@@ -180,15 +180,15 @@ pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
         return out;
     };
     for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
-        let r = &ch.ci;
         let _ = writeln!(
             out,
-            "'{label}' against '{}': {} ({:.3} × its time [95% CI {:.3} – {:.3}]).",
+            "'{label}' against '{}': {} ({:.3} × its time [95% CI{} {:.3} – {:.3}]).",
             c.labels[0],
             super::paint(ch.verdict, &ch.words(&c.options), colour),
-            r.ratio,
-            r.ci95.0,
-            r.ci95.1
+            ch.ci.ratio,
+            if c.tests() > 1 { ", Holm-adjusted" } else { "" },
+            ch.judged.0,
+            ch.judged.1
         );
     }
     out

@@ -24,6 +24,34 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// For each p-value, the confidence level of an interval that agrees with
+/// its Holm-adjusted p (in the input order): 1 − α·p/p̃ for raw p and
+/// adjusted p̃, so that the interval of a t-test excludes the null exactly
+/// when p̃ < α (Holm's factor p̃/p is at least 1, so every level is at
+/// least 1 − α). A raw p of 0 takes its step's factor, m − rank + 1.
+pub fn holm_levels(p: &[f64], alpha: f64) -> Vec<f64> {
+    let adjusted = holm(p);
+    let m = p.len();
+    let mut rank = vec![0usize; m];
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    for (k, &i) in order.iter().enumerate() {
+        rank[i] = k;
+    }
+    p.iter()
+        .zip(&adjusted)
+        .zip(&rank)
+        .map(|((&raw, &adj), &k)| {
+            let factor = if raw > 0.0 {
+                (adj / raw).max(1.0)
+            } else {
+                (m - k) as f64
+            };
+            1.0 - alpha / factor
+        })
+        .collect()
+}
+
 /// What a comparison concludes, for a time-like quantity (smaller is better).
 /// `as_str` is the value documents and CSV carry (serde writes the same);
 /// [`Verdict::words`] what people read.

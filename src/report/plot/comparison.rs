@@ -27,7 +27,8 @@ pub(super) fn verdict_color(verdict: Verdict) -> RGBColor {
 pub struct Bar {
     /// The case (and the candidate, where several are compared).
     pub label: String,
-    /// Candidate ÷ baseline and its 95 % interval.
+    /// Candidate ÷ baseline and the interval its verdict was judged on (95 %,
+    /// Holm-adjusted: [`crate::compare::Change::judged`]).
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -78,8 +79,8 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
                     case.clone()
                 },
                 ratio: ch.ci.ratio,
-                ci_low: ch.ci.ci95.0,
-                ci_high: ch.ci.ci95.1,
+                ci_low: ch.judged.0,
+                ci_high: ch.judged.1,
                 verdict: ch.verdict,
             });
         }
