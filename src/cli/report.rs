@@ -60,7 +60,10 @@ pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
 /// reported, each on its own.
 fn documents_and_comparison(
     args: &ReportArgs,
-) -> anyhow::Result<(Vec<(String, osbench::document::Document)>, Option<Comparison>)> {
+) -> anyhow::Result<(
+    Vec<(String, osbench::document::Document)>,
+    Option<Comparison>,
+)> {
     let options = osbench::compare::Options {
         equivalence: args.equivalence / 100.0,
         ..Default::default()

@@ -33,9 +33,7 @@ use crate::document::{
 };
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
-use crate::stats::replicates::{
-    Prior, SpreadSource, compare_replicates, geometric_centre,
-};
+use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, geometric_centre};
 use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, verdict};
 use crate::stats::{Summary, summarize};
 
@@ -173,17 +171,39 @@ impl Change {
     /// replicated over, the same in every rendering.
     pub fn words(&self, options: &Options) -> String {
         if !self.testable {
-            return "inconclusive: one invocation a side, and no stored runs of this case on \
-                    this host and kernel tell how far separate invocations differ; run each \
-                    side with --invocations 5 (or label several runs alike), or compare \
-                    configurations in one run"
-                .into();
+            return untestable_words(self.ci.ratio);
         }
         let words = self
             .verdict
             .words(self.ci.ratio, options.equivalence, &self.power);
         format!("{words} {}", self.replication.words())
     }
+}
+
+/// A change this far from 1 (either way, as a factor) is beyond any noise
+/// osbench has seen between invocations of one case on one machine (the
+/// VM's wake-up modes reach ×1.5 only between cases measured under different
+/// load), so one run a side is worth naming as a likely change.
+pub const EXTREME_FACTOR: f64 = 1.5;
+
+/// The words of a change with no spread to judge it by (one invocation a
+/// side, nothing stored): a too-few verdict that says what would decide it,
+/// and names an extreme change as such.
+fn untestable_words(ratio: f64) -> String {
+    const REPLICATE: &str = "run each side with --invocations 5 (or label several runs alike), \
+                             or compare configurations in one run";
+    let factor = ratio.max(1.0 / ratio);
+    if factor >= EXTREME_FACTOR {
+        let way = if ratio > 1.0 { "slower" } else { "faster" };
+        return format!(
+            "{factor:.2}× {way} in one invocation a side; no spread to judge it by — replicate \
+             to confirm: {REPLICATE}"
+        );
+    }
+    format!(
+        "inconclusive: one invocation a side, and no stored runs of this case on this host and \
+         kernel tell how far separate invocations differ; {REPLICATE}"
+    )
 }
 
 /// Everything `osbench compare` reports.

@@ -52,11 +52,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
         for (l, ch) in letters[1..].iter().zip(&row.changes) {
             let words = super::paint(ch.verdict, &ch.words(&c.options), colour);
-            let _ = writeln!(
-                out,
-                "  {l}/A  {}",
-                change_line(ch, &words)
-            );
+            let _ = writeln!(out, "  {l}/A  {}", change_line(ch, &words));
         }
     }
     let _ = writeln!(out, "\n{}", method_line(c));
@@ -311,7 +307,10 @@ fn change_text(
         ),
         None => format!("[{:.3} – {:.3}]", judged.0, judged.1),
     };
-    format!("{ratio:.3}  {interval}  {change:+.1}%  p={}  → {words}", fmt_p(p))
+    format!(
+        "{ratio:.3}  {interval}  {change:+.1}%  p={}  → {words}",
+        fmt_p(p)
+    )
 }
 
 /// [`change_text`] of one change of a comparison.

@@ -506,9 +506,11 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     env_diff_html(out, c, &letters);
     missing_html(out, c);
     let (bars, x_desc) = plot::comparison_bars(c);
-    if let Some(p) =
-        plot::comparison_plot(&bars, "Change against the baseline A (95% intervals, Holm-adjusted)", &x_desc)?
-    {
+    if let Some(p) = plot::comparison_plot(
+        &bars,
+        "Change against the baseline A (95% intervals, Holm-adjusted)",
+        &x_desc,
+    )? {
         figure(out, "comparison-plot", &p);
     }
     out.push_str("</section>\n");

@@ -123,8 +123,8 @@ impl RatioCi {
         if df <= 0.0 || self.ci95.0 >= self.ci95.1 {
             return self.ci95;
         }
-        let scale = super::paired::t_quantile(0.5 + level / 2.0, df)
-            / super::paired::t_quantile(0.975, df);
+        let scale =
+            super::paired::t_quantile(0.5 + level / 2.0, df) / super::paired::t_quantile(0.975, df);
         let centre = self.ratio.ln();
         let low = centre - (centre - self.ci95.0.ln()) * scale;
         let high = centre + (self.ci95.1.ln() - centre) * scale;

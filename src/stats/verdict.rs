@@ -350,4 +350,50 @@ mod tests {
         assert!(two.min_p > 0.05 && two.needs > 2, "{two:?}");
         assert!(Power::rank_test(11, 11, 0.05).min_p < 0.001);
     }
+
+    #[test]
+    fn holm_consistent_intervals_agree_with_adjusted_p_and_cover() {
+        // Six cases compared at once, true log effects known (two zero):
+        // each interval widened to its Holm level excludes 1 exactly when
+        // its adjusted p is below α, and covers the true ratio at least as
+        // often as the 95 % one does.
+        use crate::stats::replicates::compare_replicates;
+        let mut rng = crate::rng::SplitMix64::new(36);
+        let mut normal = || {
+            let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let effects = [0.0, 0.0, 0.01, 0.03, 0.05, 0.10];
+        let (trials, mut covered, mut total) = (2000, 0usize, 0usize);
+        for _ in 0..trials {
+            let tests: Vec<_> = effects
+                .iter()
+                .map(|&e| {
+                    let side = |shift: f64, normal: &mut dyn FnMut() -> f64| -> Vec<f64> {
+                        (0..4).map(|_| (shift + 0.03 * normal()).exp()).collect()
+                    };
+                    let (b, c) = (side(0.0, &mut normal), side(e, &mut normal));
+                    compare_replicates(&b, &c, None).unwrap()
+                })
+                .collect();
+            let p: Vec<f64> = tests.iter().map(|t| t.p_value).collect();
+            let (adjusted, levels) = (holm(&p), holm_levels(&p, 0.05));
+            for ((t, &e), (adj, level)) in
+                tests.iter().zip(&effects).zip(adjusted.iter().zip(&levels))
+            {
+                let (lo, hi) = t.ci.t_interval_at(*level, t.df as f64);
+                let excludes = lo > 1.0 || hi < 1.0;
+                // Away from the boundary (rounding), the two always agree.
+                if (adj - 0.05).abs() > 1e-9 {
+                    assert_eq!(excludes, *adj < 0.05, "p {adj} interval {lo}–{hi}");
+                }
+                assert!(lo <= t.ci.ci95.0 + 1e-12 && hi >= t.ci.ci95.1 - 1e-12);
+                covered += usize::from(lo <= e.exp() && e.exp() <= hi);
+                total += 1;
+            }
+        }
+        let rate = covered as f64 / total as f64;
+        assert!(rate >= 0.95, "coverage {rate}");
+    }
 }

@@ -8,6 +8,7 @@ mod common;
 mod bisect;
 mod history_changes;
 mod html_browser;
+mod one_answer;
 mod outputs;
 mod readers;
 mod regressions;
