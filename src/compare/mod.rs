@@ -117,6 +117,10 @@ pub struct Change {
     /// False when no spread between replicates is known (one invocation a
     /// side, no stored runs): no interval, no test, the verdict too-few.
     pub testable: bool,
+    /// About how long one more replicate takes (an invocation of the runs
+    /// compared, a round of the run), from the documents' start and end
+    /// times; `None` where they do not tell.
+    pub seconds_per_replicate: Option<f64>,
 }
 
 impl Change {
@@ -139,6 +143,7 @@ impl Change {
             power,
             replication,
             testable: true,
+            seconds_per_replicate: None,
         }
     }
 
@@ -254,6 +259,8 @@ struct SideCase<'a> {
     series: Vec<&'a Series>,
     summary: Summary,
     replicates: Vec<f64>,
+    /// How long the side's runs took per invocation ([`seconds_per_invocation`]).
+    seconds_per_invocation: Option<f64>,
 }
 
 impl<'a> SideCase<'a> {
@@ -281,12 +288,33 @@ impl<'a> SideCase<'a> {
             (summary.median, summary.ci_low, summary.ci_high) = (centre, lo, hi);
             summary.ci_coverage = summary.ci_level;
         }
+        let with_case: Vec<&Document> = side
+            .docs
+            .iter()
+            .copied()
+            .filter(|d| d.series.iter().any(|t| t.key == *k))
+            .collect();
         Some(Self {
             series,
             summary,
             replicates,
+            seconds_per_invocation: seconds_per_invocation(&with_case),
         })
     }
+}
+
+/// The runs' wall time from start to end over their invocations (a run
+/// of one invocation is one); `None` when a run's times cannot be read.
+fn seconds_per_invocation(docs: &[&Document]) -> Option<f64> {
+    let mut seconds = 0.0;
+    let mut invocations = 0;
+    for d in docs {
+        let start = crate::document::unix_seconds(&d.run.started)?;
+        let end = crate::document::unix_seconds(&d.run.finished)?;
+        seconds += (end - start).max(0.0);
+        invocations += d.run.invocations.len().max(1);
+    }
+    (invocations > 0 && seconds > 0.0).then(|| seconds / invocations as f64)
 }
 
 /// What became of one case of a comparison of saved runs.
@@ -403,7 +431,17 @@ fn compare_case(
     let prior = priors.get(&k).copied();
     let changes: Vec<Change> = found[1..]
         .iter()
-        .map(|cand| replicate_change(&found[0].replicates, &cand.replicates, prior))
+        .map(|cand| {
+            let mut change = replicate_change(&found[0].replicates, &cand.replicates, prior);
+            change.seconds_per_replicate = match (
+                found[0].seconds_per_invocation,
+                cand.seconds_per_invocation,
+            ) {
+                (Some(a), Some(b)) => Some((a + b) / 2.0),
+                (a, b) => a.or(b),
+            };
+            change
+        })
         .collect();
     if let Some(ch) = changes.iter().find(|ch| {
         let r = &ch.ci;
@@ -588,13 +626,17 @@ fn paired_row(
         .map(|cand| {
             let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
             let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
-            Change::unjudged(
-                r,
-                (rounds - 1) as f64,
-                p,
-                power,
-                paired_replication(ReplicateUnit::Rounds, rounds),
-            )
+            Change {
+                seconds_per_replicate: seconds_per_invocation(&[doc])
+                    .map(|s| s / doc.run.schedule.len().max(1) as f64),
+                ..Change::unjudged(
+                    r,
+                    (rounds - 1) as f64,
+                    p,
+                    power,
+                    paired_replication(ReplicateUnit::Rounds, rounds),
+                )
+            }
         })
         .collect();
     Some(CaseRow {
@@ -648,13 +690,17 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         .iter()
         .map(|cand| {
             let (r, p) = paired_log_ratio(&base, &blocks(cand));
-            Change::unjudged(
-                r,
-                (base.len() - 1) as f64,
-                p,
-                Power::sign_flip(base.len(), options.alpha, "runs", "--runs"),
-                paired_replication(ReplicateUnit::Blocks, base.len()),
-            )
+            Change {
+                seconds_per_replicate: seconds_per_invocation(&[doc])
+                    .map(|s| s / rounds as f64),
+                ..Change::unjudged(
+                    r,
+                    (base.len() - 1) as f64,
+                    p,
+                    Power::sign_flip(base.len(), options.alpha, "runs", "--runs"),
+                    paired_replication(ReplicateUnit::Blocks, base.len()),
+                )
+            }
         })
         .collect();
     let mut rows = vec![CaseRow {

@@ -475,6 +475,32 @@ pub fn span_secs(s: &str) -> Option<u64> {
     n.checked_mul(unit)
 }
 
+/// `YYYY-MM-DDThh:mm:ss[.fff]Z` (as [`rfc3339`] writes it) as seconds since
+/// the Unix epoch; `None` for any other shape.
+pub fn unix_seconds(text: &str) -> Option<f64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(|f| f.parse::<i64>().ok());
+    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
+    let mut time = time.splitn(3, ':');
+    let hour: i64 = time.next()?.parse().ok()?;
+    let minute: i64 = time.next()?.parse().ok()?;
+    let second: f64 = time.next()?.parse().ok()?;
+    let whole = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60;
+    Some(whole as f64 + second)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 /// Seconds since the Unix epoch as `YYYY-MM-DDThh:mm:ssZ`.
 pub fn rfc3339(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64;
@@ -509,5 +535,17 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         // `date -u -d @1796000000` → Mon Nov 30 00:53:20 UTC 2026.
         assert_eq!(rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+    }
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        for secs in [0, 951_782_400, 1_796_000_000] {
+            assert_eq!(unix_seconds(&rfc3339(secs)), Some(secs as f64));
+        }
+        assert_eq!(
+            unix_seconds("2026-11-30T00:53:20.25Z"),
+            Some(1_796_000_000.25)
+        );
+        assert_eq!(unix_seconds("2026-11-30 00:53:20"), None);
     }
 }

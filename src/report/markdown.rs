@@ -407,6 +407,7 @@ pub(crate) mod tests {
                         prior_runs: None,
                     },
                     testable: true,
+                    seconds_per_replicate: None,
                 }],
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],

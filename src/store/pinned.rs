@@ -223,18 +223,12 @@ fn time(tag: u8, text: &[u8]) -> Option<i64> {
     let field = |i: usize| rest[i..i + 2].parse::<i64>().ok();
     let (month, day) = (field(0)?, field(2)?);
     let (hour, minute, second) = (field(4)?, field(6)?, field(8)?);
-    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+    Some(
+        crate::document::days_from_civil(year, month, day) * 86_400
+            + hour * 3600
+            + minute * 60
+            + second,
+    )
 }
 
 #[cfg(test)]
