@@ -18,7 +18,7 @@ use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, block_medians, paired_log_ratio};
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, verdict};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, verdict};
 
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]
@@ -43,6 +43,9 @@ pub struct FleetCase {
     pub name: String,
     /// Geometric mean of the hosts' ratios (after ÷ before), with t intervals.
     pub ci: RatioCi,
+    /// The interval the fleet verdict was judged on: the 95 % one widened to
+    /// agree with the Holm-adjusted p ([`holm_levels`]).
+    pub judged: (f64, f64),
     /// Exact sign-flip p over hosts (blocks of hosts beyond 20), Holm-adjusted over cases.
     pub p_adjusted: f64,
     /// How small a p the test can give with this many hosts (blocks beyond 20).
@@ -199,6 +202,7 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
         cases.push(FleetCase {
             name: key,
             ci,
+            judged: ci.ci95,
             p_adjusted: p,
             power: Power::sign_flip(replicates.len(), options.alpha, "hosts", "a fleet of"),
             verdict: Verdict::Inconclusive,
@@ -213,10 +217,17 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
             hosts: changes.len(),
         });
     }
-    let adjusted = holm(&cases.iter().map(|c| c.p_adjusted).collect::<Vec<_>>());
-    for (case, p) in cases.iter_mut().zip(adjusted) {
+    let raw: Vec<f64> = cases.iter().map(|c| c.p_adjusted).collect();
+    let levels = holm_levels(&raw, options.alpha);
+    for ((case, p), level) in cases.iter_mut().zip(holm(&raw)).zip(levels) {
         case.p_adjusted = p;
-        case.verdict = verdict(&case.ci, p, options.alpha, options.equivalence, &case.power);
+        let df = (case.power.n.max(1) - 1) as f64;
+        case.judged = case.ci.t_interval_at(level, df);
+        let judged = RatioCi {
+            ci95: case.judged,
+            ..case.ci
+        };
+        case.verdict = verdict(&judged, p, options.alpha, options.equivalence, &case.power);
     }
     cases
 }

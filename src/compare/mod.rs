@@ -433,13 +433,11 @@ fn compare_case(
         .iter()
         .map(|cand| {
             let mut change = replicate_change(&found[0].replicates, &cand.replicates, prior);
-            change.seconds_per_replicate = match (
-                found[0].seconds_per_invocation,
-                cand.seconds_per_invocation,
-            ) {
-                (Some(a), Some(b)) => Some((a + b) / 2.0),
-                (a, b) => a.or(b),
-            };
+            change.seconds_per_replicate =
+                match (found[0].seconds_per_invocation, cand.seconds_per_invocation) {
+                    (Some(a), Some(b)) => Some((a + b) / 2.0),
+                    (a, b) => a.or(b),
+                };
             change
         })
         .collect();
@@ -691,8 +689,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         .map(|cand| {
             let (r, p) = paired_log_ratio(&base, &blocks(cand));
             Change {
-                seconds_per_replicate: seconds_per_invocation(&[doc])
-                    .map(|s| s / rounds as f64),
+                seconds_per_replicate: seconds_per_invocation(&[doc]).map(|s| s / rounds as f64),
                 ..Change::unjudged(
                     r,
                     (base.len() - 1) as f64,

@@ -248,8 +248,8 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
             serde_json::json!({
                 "case": c.name,
                 "ratio": c.ci.ratio,
-                "ci_low": c.ci.ci95.0,
-                "ci_high": c.ci.ci95.1,
+                "ci_low": c.judged.0,
+                "ci_high": c.judged.1,
                 "p_value": c.p_adjusted,
                 "p_floor": c.power.min_p,
                 "verdict": c.verdict.as_str(),
@@ -277,7 +277,7 @@ fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) ->
     let words = super::paint(c.verdict, &c.words(options), colour);
     format!(
         "  fleet  B/A  {}; slower on {} and faster on {} of {} hosts\n",
-        change_text(c.ci.ratio, c.ci.ci95, None, c.p_adjusted, &words),
+        change_text(c.ci.ratio, c.judged, Some(c.ci.ci95), c.p_adjusted, &words),
         c.slower,
         c.faster,
         c.hosts
