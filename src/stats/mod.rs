@@ -1,6 +1,7 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
 //! bimodality check, histograms, unpaired and paired comparisons and their
-//! verdicts, replicate intervals, change points in a history (their seeded generator is
+//! verdicts, replicate intervals, the power and minimum detectable effect of
+//! the t-tests on logs, change points in a history (their seeded generator is
 //! [`crate::rng`]: an RNG is not statistics).
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
@@ -12,6 +13,7 @@ pub mod ci;
 pub mod histogram;
 pub mod noise;
 pub mod paired;
+pub mod power;
 pub mod replicates;
 pub mod summary;
 pub mod unpaired;
