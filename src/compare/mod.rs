@@ -181,7 +181,52 @@ impl Change {
         let words = self
             .verdict
             .words(self.ci.ratio, options.equivalence, &self.power);
-        format!("{words} {}", self.replication.words())
+        let words = format!("{words} {}", self.replication.words());
+        match self.verdict {
+            Verdict::Inconclusive | Verdict::TooFew => match self.decider() {
+                Some(decider) => format!("{words}; {}", decider.words()),
+                None => words,
+            },
+            _ => words,
+        }
+    }
+
+    /// What would decide an undecided change: the smallest change this
+    /// evidence detects with 80 % power at the level the verdict was judged
+    /// at, and the replicates that would detect the observed change
+    /// ([`crate::stats::power`]). `None` without an interval.
+    pub fn decider(&self) -> Option<Decider> {
+        use crate::stats::power::{Design, min_detectable, replicates_needed};
+        if !self.testable || self.df <= 0.0 || self.ci.ci95.0 >= self.ci.ci95.1 {
+            return None;
+        }
+        let r = &self.replication;
+        let design = match r.unit {
+            ReplicateUnit::Invocations => Design::Unpaired {
+                baseline: r.baseline,
+                candidate: r.candidate,
+            },
+            ReplicateUnit::Rounds | ReplicateUnit::Blocks => Design::Paired { n: r.baseline },
+        };
+        let t = crate::stats::paired::t_quantile(0.975, self.df);
+        let se = (self.ci.ci95.1 / self.ci.ci95.0).ln() / (2.0 * t);
+        let log_sd = se / design.se_factor();
+        let alpha = (1.0 - self.judged_level).max(1e-12);
+        let detectable = min_detectable(design, self.df, log_sd, alpha, DECIDING_POWER);
+        let observed = self.ci.ratio.ln().abs();
+        let paired = !matches!(design, Design::Unpaired { .. });
+        let needed = (observed > 1e-4)
+            .then(|| replicates_needed(paired, log_sd, observed, alpha, DECIDING_POWER, MOST_NEEDED))
+            .flatten();
+        Some(Decider {
+            detectable: detectable.exp_m1(),
+            observed: self.ci.ratio - 1.0,
+            needed,
+            paired,
+            what: self.power.what,
+            flag: self.power.flag,
+            seconds_each: self.seconds_per_replicate,
+        })
     }
 }
 
@@ -209,6 +254,77 @@ fn untestable_words(ratio: f64) -> String {
         "inconclusive: one invocation a side, and no stored runs of this case on this host and \
          kernel tell how far separate invocations differ; {REPLICATE}"
     )
+}
+
+/// The power at which [`Change::decider`] names what this evidence detects.
+pub const DECIDING_POWER: f64 = 0.8;
+/// Replicates a side beyond which [`Change::decider`] says a change is too small to tell.
+pub const MOST_NEEDED: usize = 1000;
+
+/// What would decide an undecided change ([`Change::decider`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decider {
+    /// The smallest relative change this evidence detects with 80 % power (0.098: ±9.8 %).
+    pub detectable: f64,
+    /// The observed relative change (ratio − 1).
+    pub observed: f64,
+    /// Replicates (a side, or pairs) that would detect the observed change
+    /// with 80 % power; `None` beyond [`MOST_NEEDED`], or no change observed.
+    pub needed: Option<usize>,
+    /// Rounds or blocks of one run (pairs), not replicates a side.
+    pub paired: bool,
+    /// What a replicate is ("invocations", "rounds", "runs") and the option that sets it.
+    pub what: &'static str,
+    pub flag: &'static str,
+    /// About how long one replicate takes.
+    pub seconds_each: Option<f64>,
+}
+
+impl Decider {
+    /// "this evidence could detect ±9.8% (80% power); to tell +8.2% here:
+    /// about 9 invocations a side (--invocations 9), ~45 s each".
+    pub fn words(&self) -> String {
+        let detect = if self.detectable.is_finite() {
+            format!(
+                "this evidence could detect ±{:.1}% (80% power)",
+                self.detectable * 100.0
+            )
+        } else {
+            "this evidence could detect no change".to_string()
+        };
+        let observed = format!("{:+.1}%", self.observed * 100.0);
+        let a_side = if self.paired { "" } else { " a side" };
+        let tell = match self.needed {
+            Some(n) => {
+                let each = self
+                    .seconds_each
+                    .map_or_else(String::new, |s| format!(", ~{} each", duration_words(s)));
+                format!(
+                    "to tell {observed} here: about {n} {}{a_side} ({} {n}){each}",
+                    self.what, self.flag
+                )
+            }
+            None if self.observed.abs() > 1e-4 => format!(
+                "{observed} is too small to tell here with up to {MOST_NEEDED} {}{a_side}",
+                self.what
+            ),
+            None => return detect,
+        };
+        format!("{detect}; {tell}")
+    }
+}
+
+/// A duration in seconds as people say it: "0.4 s", "45 s", "3 min", "1.5 h".
+fn duration_words(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{} s", crate::document::number::fmt_sig(seconds))
+    } else if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
 }
 
 /// Everything `osbench compare` reports.
