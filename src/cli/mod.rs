@@ -247,9 +247,15 @@ struct VerdictArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     equivalence: Option<f64>,
     /// Comparisons: exit with status 1 when any case is significantly slower than the
-    /// baseline by more than PCT %
+    /// baseline by more than PCT %, else 3 when a case cannot be judged (too few
+    /// invocations, runs or rounds for a test) or nothing was compared
+    /// (docs/guide/exit-status.md)
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     gate: Option<f64>,
+    /// With --gate: exit 0, not 3, when a case cannot be judged (the gate's line still
+    /// names it); a case judged slower still trips the gate
+    #[arg(long, requires = "gate", conflicts_with = "bisect_exit")]
+    allow_undecided: bool,
     /// Exit as `git bisect run` expects: 1 when a case is slower beyond the margin (and
     /// beyond --gate when given), 0 when every case is faster, equivalent or within the
     /// margin, 125 (skip) when the comparison cannot decide (too few, inconclusive) or fails
@@ -300,33 +306,43 @@ impl VerdictArgs {
         )
     }
 
-    /// The gate these options set (`--gate`, `--bisect-exit`).
+    /// The gate these options set (`--gate`, `--allow-undecided`, `--bisect-exit`).
     fn gate(&self) -> osbench::compare::gate::Gate {
         osbench::compare::gate::Gate {
             pct: self.gate,
+            allow_undecided: self.allow_undecided,
             bisect: self.bisect_exit,
         }
     }
 
     /// The gate's decision on `comparison` as an exit status, said on
-    /// stderr: 1 when the gate trips; with `--bisect-exit`, `git bisect
-    /// run`'s status (0 good, 1 bad, 125 skip) instead.
+    /// stderr: 1 when the gate trips, 3 when it cannot judge a case (0
+    /// with `--allow-undecided`); with `--bisect-exit`, `git bisect run`'s
+    /// status (0 good, 1 bad, 125 skip) instead.
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
-        use osbench::compare::gate::GateDecision;
-        match self.gate().decide(comparison) {
-            GateDecision::Pass => ExitCode::SUCCESS,
-            GateDecision::Fail { pct } => {
-                note(&format!(
-                    "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-                ));
-                ExitCode::from(1)
-            }
-            GateDecision::Bisect(step) => {
-                eprintln!("osbench: bisect: {}", step.words());
-                ExitCode::from(step.exit_status())
-            }
-        }
+        gate_exit(self.gate().decide(comparison), "than the baseline")
     }
+
+    /// The gate's decision on comparisons by host (the fleet's verdicts),
+    /// as [`VerdictArgs::exit_code`].
+    fn fleet_exit_code(&self, fleets: &[osbench::compare::fleet::FleetComparison]) -> ExitCode {
+        gate_exit(self.gate().decide_fleet(fleets), "over the fleet")
+    }
+}
+
+/// A gate's decision said on stderr (`compared`: "than the baseline",
+/// "over the fleet"), and its exit status.
+fn gate_exit(decision: osbench::compare::gate::GateDecision, compared: &str) -> ExitCode {
+    use osbench::compare::gate::GateDecision;
+    match &decision {
+        GateDecision::Pass => {}
+        GateDecision::Fail { pct } => note(&format!(
+            "osbench: regression gate: a case is significantly slower {compared} by more than {pct}%"
+        )),
+        GateDecision::Undecided(undecided) => note(&undecided.words()),
+        GateDecision::Bisect(step) => eprintln!("osbench: bisect: {}", step.words()),
+    }
+    ExitCode::from(decision.exit_status())
 }
 
 /// The status of a command that failed: 130 when interrupted, else 2, or
