@@ -320,29 +320,51 @@ impl VerdictArgs {
     /// with `--allow-undecided`); with `--bisect-exit`, `git bisect run`'s
     /// status (0 good, 1 bad, 125 skip) instead.
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
+        self.judge(comparison).code
+    }
+
+    /// As [`VerdictArgs::exit_code`], with the gate's line too.
+    fn judge(&self, comparison: Option<&osbench::compare::Comparison>) -> Gated {
         gate_exit(self.gate().decide(comparison), "than the baseline")
     }
 
     /// The gate's decision on comparisons by host (the fleet's verdicts),
     /// as [`VerdictArgs::exit_code`].
     fn fleet_exit_code(&self, fleets: &[osbench::compare::fleet::FleetComparison]) -> ExitCode {
-        gate_exit(self.gate().decide_fleet(fleets), "over the fleet")
+        gate_exit(self.gate().decide_fleet(fleets), "over the fleet").code
     }
 }
 
+/// What a command's gate decided: its exit status, and its line (without
+/// the "osbench: " it is said with) when it did not simply pass, which a
+/// worker notes on the job.
+pub struct Gated {
+    pub code: ExitCode,
+    pub line: Option<String>,
+}
+
 /// A gate's decision said on stderr (`compared`: "than the baseline",
-/// "over the fleet"), and its exit status.
-fn gate_exit(decision: osbench::compare::gate::GateDecision, compared: &str) -> ExitCode {
+/// "over the fleet"), with its exit status.
+fn gate_exit(decision: osbench::compare::gate::GateDecision, compared: &str) -> Gated {
     use osbench::compare::gate::GateDecision;
-    match &decision {
-        GateDecision::Pass => {}
-        GateDecision::Fail { pct } => note(&format!(
-            "osbench: regression gate: a case is significantly slower {compared} by more than {pct}%"
+    let line = match &decision {
+        GateDecision::Pass => None,
+        GateDecision::Fail { pct } => Some(format!(
+            "regression gate: a case is significantly slower {compared} by more than {pct}%"
         )),
-        GateDecision::Undecided(undecided) => note(&undecided.words()),
-        GateDecision::Bisect(step) => eprintln!("osbench: bisect: {}", step.words()),
+        GateDecision::Undecided(undecided) => Some(undecided.words()),
+        GateDecision::Bisect(step) => {
+            eprintln!("osbench: bisect: {}", step.words());
+            Some(format!("bisect: {}", step.words()))
+        }
+    };
+    if let (Some(line), false) = (&line, matches!(decision, GateDecision::Bisect(_))) {
+        note(&format!("osbench: {line}"));
     }
-    ExitCode::from(decision.exit_status())
+    Gated {
+        code: ExitCode::from(decision.exit_status()),
+        line,
+    }
 }
 
 /// The status of a command that failed: 130 when interrupted, else 2, or

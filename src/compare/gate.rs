@@ -135,8 +135,9 @@ impl GateDecision {
 }
 
 impl Undecided {
-    /// The gate's line: which cases could not be judged and why, what
-    /// would judge them, and what lets them pass (or that they passed).
+    /// The gate's line ("regression gate: …", for the command line to
+    /// prefix with "osbench: "): which cases could not be judged and why,
+    /// what would judge them, and what lets them pass (or that they passed).
     pub fn words(&self) -> String {
         let mut named: Vec<String> = self
             .cases
@@ -168,7 +169,7 @@ impl Undecided {
         } else {
             "; --allow-undecided lets the gate pass without them"
         };
-        format!("osbench: regression gate: {what}{remedies}{allow}")
+        format!("regression gate: {what}{remedies}{allow}")
     }
 }
 
@@ -325,7 +326,7 @@ mod tests {
         };
         assert_eq!(u.cases.len(), c.rows.len());
         let line = u.words();
-        assert!(line.starts_with("osbench: regression gate: "), "{line}");
+        assert!(line.starts_with("regression gate: "), "{line}");
         assert!(line.contains("could not be judged"), "{line}");
         assert!(
             line.contains("one invocation a side and no stored spread"),
