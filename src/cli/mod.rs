@@ -2,9 +2,10 @@
 //! several of them share ([`VerdictArgs`]), the small value parsers they
 //! share, and the dispatch from a parsed command to its glue. Errors print as
 //! one line, `osbench: error: …` (followed by clap's `tip:` lines when it has
-//! a suggestion), and exit with status 2 (130 when interrupted); progress and
-//! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
-//! output file is `-`, with coloured verdicts on a terminal).
+//! a suggestion), and exit with status 2 (130 when interrupted; every status:
+//! docs/guide/exit-status.md); progress and warnings go to stderr, tables to
+//! stdout ([`Console`]: to stderr when an output file is `-`, with coloured
+//! verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
 //! `rm` and `relabel` in `remove`;

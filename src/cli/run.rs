@@ -1,8 +1,9 @@
 //! `osbench run`: the selected cases (or an experiment file's) turned into a
 //! [`Plan`], run by `osbench::experiment::run` with progress on stderr, the
 //! tables (and, with configurations, the paired comparison) printed, the run
-//! saved, status 1 when `--gate` trips. Scheduling, measuring, comparing and
-//! rendering are the library's; this only reads the arguments and reports.
+//! saved, the gate's status (1 tripped, 3 undecided). Scheduling, measuring,
+//! comparing and rendering are the library's; this only reads the arguments
+//! and reports.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

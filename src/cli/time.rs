@@ -3,7 +3,7 @@
 //! `experiment::time::command::build`), `osbench::experiment::time::run` runs it with
 //! progress on stderr, and the tables, the comparison of several commands and
 //! its verdicts are printed; the document is saved (and, on request, a
-//! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
+//! hyperfine-layout file written), the gate's status (1 tripped, 3 undecided). Spawning,
 //! timing and statistics are the library's.
 
 use std::path::PathBuf;
