@@ -49,7 +49,8 @@ pub enum GateDecision {
 /// The cases a gate could not judge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Undecided {
-    /// Each case with why; empty when nothing was compared at all.
+    /// Each case with why; empty when nothing was compared and no case
+    /// can be named.
     pub cases: Vec<UndecidedCase>,
     /// `--allow-undecided` was given: the command passes, and says so.
     pub allowed: bool,
@@ -93,12 +94,13 @@ impl Gate {
         };
         let tripped = fleets.iter().any(|f| f.gate_tripped(pct));
         let cases: Vec<UndecidedCase> = fleets.iter().flat_map(fleet_undecided).collect();
-        let nothing = fleets.is_empty();
+        let nothing = fleets.iter().all(|f| f.cases.is_empty());
         self.judged(pct, tripped, cases, nothing)
     }
 
     /// A tripped gate fails whatever else; else undecided cases (or
-    /// nothing compared) are undecided; else the gate passes.
+    /// nothing compared: `nothing`, whatever `cases` names) are undecided;
+    /// else the gate passes.
     fn judged(
         &self,
         pct: f64,
@@ -110,7 +112,7 @@ impl Gate {
             GateDecision::Fail { pct }
         } else if nothing || !cases.is_empty() {
             GateDecision::Undecided(Undecided {
-                cases: if nothing { Vec::new() } else { cases },
+                cases,
                 allowed: self.allow_undecided,
             })
         } else {
@@ -367,6 +369,22 @@ mod tests {
         };
         assert!(u.cases.iter().any(|k| k.case == "x y"), "{u:?}");
         assert_eq!(d.exit_status(), 3);
+    }
+
+    #[test]
+    fn a_comparison_with_no_rows_is_undecided_and_names_the_cases_without_a_ratio() {
+        let mut c = one_invocation_a_side(1.0);
+        c.rows.clear();
+        let d = gate(5.0).decide(Some(&c));
+        assert_eq!(d.exit_status(), 3, "{d:?}");
+        c.not_compared.push(("x y".into(), "a sample is 0".into()));
+        let GateDecision::Undecided(u) = gate(5.0).decide(Some(&c)) else {
+            panic!("no rows is undecided")
+        };
+        assert!(
+            u.words()
+                .contains("1 case could not be judged (x y: a sample is 0)")
+        );
     }
 
     #[test]
