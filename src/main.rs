@@ -1,6 +1,6 @@
 //! The `osbench` command: parses the command line and hands over to `cli`.
-//! Exit status: 0 ok, 1 a regression gate tripped (`--gate` on
-//! `run`, `compare` and `time`), 2 error (130 when interrupted by Ctrl-C).
+//! Exit statuses: docs/guide/exit-status.md (0 ok, 1 a regression gate
+//! tripped, 2 error, 3 a gate that could not judge, 125 bisect skip, 130).
 
 mod cli;
 

@@ -1,6 +1,6 @@
 //! `osbench compare`: two or more stored runs or document files, the first
 //! the baseline, compared unpaired; the table on stdout, the comparison
-//! record in the export files, status 1 when `--gate` trips. The statistics
+//! record in the export files, the gate's status (`VerdictArgs::exit_code`). The statistics
 //! are `osbench::compare`'s, the text `report::compare`'s.
 
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ use osbench::store::{Filter, Store};
 
 use super::ingest::{IngestArgs, Source};
 use super::save::{ExportArgs, StoreArgs};
-use super::{Console, QuietArg, VerdictArgs, note};
+use super::{Console, QuietArg, VerdictArgs};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -284,15 +284,7 @@ fn compare_by_host(args: &CompareArgs, console: Console) -> anyhow::Result<ExitC
         String::new,
         String::new,
     )?;
-    match args.verdict.gate {
-        Some(pct) if fleets.iter().any(|f| f.gate_tripped(pct)) => {
-            note(&format!(
-                "osbench: regression gate: a case is significantly slower over the fleet by more than {pct}%"
-            ));
-            Ok(ExitCode::from(1))
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    Ok(args.verdict.fleet_exit_code(&fleets))
 }
 
 /// One side of a comparison by host: (host, document) for each host.

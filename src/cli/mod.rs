@@ -2,9 +2,10 @@
 //! several of them share ([`VerdictArgs`]), the small value parsers they
 //! share, and the dispatch from a parsed command to its glue. Errors print as
 //! one line, `osbench: error: …` (followed by clap's `tip:` lines when it has
-//! a suggestion), and exit with status 2 (130 when interrupted); progress and
-//! warnings go to stderr, tables to stdout ([`Console`]: to stderr when an
-//! output file is `-`, with coloured verdicts on a terminal).
+//! a suggestion), and exit with status 2 (130 when interrupted; every status:
+//! docs/guide/exit-status.md); progress and warnings go to stderr, tables to
+//! stdout ([`Console`]: to stderr when an output file is `-`, with coloured
+//! verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
 //! `rm` and `relabel` in `remove`;
@@ -247,9 +248,15 @@ struct VerdictArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     equivalence: Option<f64>,
     /// Comparisons: exit with status 1 when any case is significantly slower than the
-    /// baseline by more than PCT %
+    /// baseline by more than PCT %, else 3 when a case cannot be judged (too few
+    /// invocations, runs or rounds for a test) or nothing was compared
+    /// (docs/guide/exit-status.md)
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     gate: Option<f64>,
+    /// With --gate: exit 0, not 3, when a case cannot be judged (the gate's line still
+    /// names it); a case judged slower still trips the gate
+    #[arg(long, requires = "gate", conflicts_with = "bisect_exit")]
+    allow_undecided: bool,
     /// Exit as `git bisect run` expects: 1 when a case is slower beyond the margin (and
     /// beyond --gate when given), 0 when every case is faster, equivalent or within the
     /// margin, 125 (skip) when the comparison cannot decide (too few, inconclusive) or fails
@@ -300,32 +307,64 @@ impl VerdictArgs {
         )
     }
 
-    /// The gate these options set (`--gate`, `--bisect-exit`).
+    /// The gate these options set (`--gate`, `--allow-undecided`, `--bisect-exit`).
     fn gate(&self) -> osbench::compare::gate::Gate {
         osbench::compare::gate::Gate {
             pct: self.gate,
+            allow_undecided: self.allow_undecided,
             bisect: self.bisect_exit,
         }
     }
 
     /// The gate's decision on `comparison` as an exit status, said on
-    /// stderr: 1 when the gate trips; with `--bisect-exit`, `git bisect
-    /// run`'s status (0 good, 1 bad, 125 skip) instead.
+    /// stderr: 1 when the gate trips, 3 when it cannot judge a case (0
+    /// with `--allow-undecided`); with `--bisect-exit`, `git bisect run`'s
+    /// status (0 good, 1 bad, 125 skip) instead.
     fn exit_code(&self, comparison: Option<&osbench::compare::Comparison>) -> ExitCode {
-        use osbench::compare::gate::GateDecision;
-        match self.gate().decide(comparison) {
-            GateDecision::Pass => ExitCode::SUCCESS,
-            GateDecision::Fail { pct } => {
-                note(&format!(
-                    "osbench: regression gate: a case is significantly slower than the baseline by more than {pct}%"
-                ));
-                ExitCode::from(1)
-            }
-            GateDecision::Bisect(step) => {
-                eprintln!("osbench: bisect: {}", step.words());
-                ExitCode::from(step.exit_status())
-            }
+        self.judge(comparison).code
+    }
+
+    /// As [`VerdictArgs::exit_code`], with the gate's line too.
+    fn judge(&self, comparison: Option<&osbench::compare::Comparison>) -> Gated {
+        gate_exit(self.gate().decide(comparison), "than the baseline")
+    }
+
+    /// The gate's decision on comparisons by host (the fleet's verdicts),
+    /// as [`VerdictArgs::exit_code`].
+    fn fleet_exit_code(&self, fleets: &[osbench::compare::fleet::FleetComparison]) -> ExitCode {
+        gate_exit(self.gate().decide_fleet(fleets), "over the fleet").code
+    }
+}
+
+/// What a command's gate decided: its exit status, and its line (without
+/// the "osbench: " it is said with) when it did not simply pass, which a
+/// worker notes on the job.
+pub struct Gated {
+    pub code: ExitCode,
+    pub line: Option<String>,
+}
+
+/// A gate's decision said on stderr (`compared`: "than the baseline",
+/// "over the fleet"), with its exit status.
+fn gate_exit(decision: osbench::compare::gate::GateDecision, compared: &str) -> Gated {
+    use osbench::compare::gate::GateDecision;
+    let line = match &decision {
+        GateDecision::Pass => None,
+        GateDecision::Fail { pct } => Some(format!(
+            "regression gate: a case is significantly slower {compared} by more than {pct}%"
+        )),
+        GateDecision::Undecided(undecided) => Some(undecided.words()),
+        GateDecision::Bisect(step) => {
+            eprintln!("osbench: bisect: {}", step.words());
+            Some(format!("bisect: {}", step.words()))
         }
+    };
+    if let (Some(line), false) = (&line, matches!(decision, GateDecision::Bisect(_))) {
+        note(&format!("osbench: {line}"));
+    }
+    Gated {
+        code: ExitCode::from(decision.exit_status()),
+        line,
     }
 }
 

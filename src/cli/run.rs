@@ -1,8 +1,9 @@
 //! `osbench run`: the selected cases (or an experiment file's) turned into a
 //! [`Plan`], run by `osbench::experiment::run` with progress on stderr, the
 //! tables (and, with configurations, the paired comparison) printed, the run
-//! saved, status 1 when `--gate` trips. Scheduling, measuring, comparing and
-//! rendering are the library's; this only reads the arguments and reports.
+//! saved, the gate's status (1 tripped, 3 undecided). Scheduling, measuring,
+//! comparing and rendering are the library's; this only reads the arguments
+//! and reports.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +23,7 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::{Console, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use super::{Console, Gated, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
 use osbench::queue::hook::{self, Hooked, JobHook};
 
 /// Invocations of a run without configurations unless `--invocations` says
@@ -192,7 +193,7 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs, console: Console) -> anyhow::Result<ExitCode> {
-    run_hooked(args, console, None).0
+    run_hooked(args, console, None).0.map(|g| g.code)
 }
 
 /// `run`, as a job of `osbench worker` when `hook` is given: the plan is
@@ -202,7 +203,7 @@ pub fn run_hooked(
     args: RunArgs,
     console: Console,
     hook: Option<&mut JobHook>,
-) -> (anyhow::Result<ExitCode>, Option<Saved>) {
+) -> (anyhow::Result<Gated>, Option<Saved>) {
     let mut saved = None;
     let result = run_body(args, console, hook, &mut saved);
     (result, saved)
@@ -213,7 +214,7 @@ fn run_body(
     console: Console,
     mut hook: Option<&mut JobHook>,
     saved_out: &mut Option<Saved>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Gated> {
     // First: a signal while the store opens (it may wait for a lock held by
     // another run) stops the run before it measures, never kills it outright.
     let interrupt = hook::run_stop(hook.as_deref())?;
@@ -266,9 +267,9 @@ fn run_body(
         let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison);
+    let gated = args.verdict.judge(comparison);
     match kept.error {
-        None => Ok(code),
+        None => Ok(gated),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
 }

@@ -3,7 +3,7 @@
 //! `experiment::time::command::build`), `osbench::experiment::time::run` runs it with
 //! progress on stderr, and the tables, the comparison of several commands and
 //! its verdicts are printed; the document is saved (and, on request, a
-//! hyperfine-layout file written), status 1 when `--gate` trips. Spawning,
+//! hyperfine-layout file written), the gate's status (1 tripped, 3 undecided). Spawning,
 //! timing and statistics are the library's.
 
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
-use super::{Console, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use super::{Console, Gated, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
 use osbench::queue::hook::{self, Hooked, JobHook};
 
 #[derive(Args)]
@@ -186,7 +186,7 @@ impl TimeArgs {
 }
 
 pub fn time(args: TimeArgs, console: Console) -> anyhow::Result<ExitCode> {
-    time_hooked(args, console, None).0
+    time_hooked(args, console, None).0.map(|g| g.code)
 }
 
 /// `time`, as a job of `osbench worker` when `hook` is given (as
@@ -196,7 +196,7 @@ pub fn time_hooked(
     args: TimeArgs,
     console: Console,
     hook: Option<&mut JobHook>,
-) -> (anyhow::Result<ExitCode>, Option<save::Saved>) {
+) -> (anyhow::Result<Gated>, Option<save::Saved>) {
     let mut saved = None;
     let result = time_body(args, console, hook, &mut saved);
     (result, saved)
@@ -207,7 +207,7 @@ fn time_body(
     console: Console,
     mut hook: Option<&mut JobHook>,
     saved_out: &mut Option<save::Saved>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Gated> {
     // First, as in `run`: a signal during the set-up stops, never kills.
     let interrupt = hook::run_stop(hook.as_deref())?;
     let (args, colour) = args.with_hyperfine_options()?;
@@ -265,9 +265,9 @@ fn time_body(
         let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
-    let code = args.verdict.exit_code(comparison);
+    let gated = args.verdict.judge(comparison);
     match kept.error {
-        None => Ok(code),
+        None => Ok(gated),
         Some(e) => Err(anyhow!(e)),
     }
 }

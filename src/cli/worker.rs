@@ -103,11 +103,13 @@ impl JobRunner for CliRunner {
             Command::Time(args) => super::time::time_hooked(*args, console, Some(hook)),
             _ => unreachable!("a job's plan is `run` or `time`"),
         };
+        let gate = result.as_ref().ok().and_then(|g| g.line.clone());
         JobRun {
             result: result
                 .map(drop)
                 .map_err(|e| super::one_line(&format!("{e:#}"))),
             saved,
+            gate,
         }
     }
 }

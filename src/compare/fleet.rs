@@ -406,4 +406,39 @@ mod tests {
         assert!((case.power.min_p - 2.0 / f64::from(1u32 << 20)).abs() < 1e-15);
         assert_eq!(case.verdict, Verdict::Slower);
     }
+
+    #[test]
+    fn the_fleet_gate_fails_on_a_slower_fleet_and_is_undecided_with_too_few_hosts() {
+        use crate::compare::gate::{Gate, GateDecision};
+        let gate = Gate {
+            pct: Some(2.0),
+            ..Gate::default()
+        };
+        let before = [100.0, 110.0, 95.0, 120.0, 101.0, 99.0, 130.0, 90.0];
+        let after: Vec<f64> = before.iter().map(|b| b * 1.03).collect();
+        let slower = fleet(&before, &after);
+        assert_eq!(
+            gate.decide_fleet(&[slower]),
+            GateDecision::Fail { pct: 2.0 }
+        );
+        // Two hosts: the fleet's verdict is too-few; undecided, status 3.
+        let two = fleet(&[100.0, 200.0], &[150.0, 300.0]);
+        let d = gate.decide_fleet(&[two]);
+        assert_eq!(d.exit_status(), 3, "{d:?}");
+        let GateDecision::Undecided(u) = d else {
+            unreachable!()
+        };
+        assert!(
+            u.words().contains("too few hosts for the test"),
+            "{}",
+            u.words()
+        );
+        // One host: no fleet verdict at all; its cases are named.
+        let one = fleet(&[100.0], &[150.0]);
+        let GateDecision::Undecided(u) = gate.decide_fleet(&[one]) else {
+            panic!("one host is undecided")
+        };
+        assert_eq!(u.cases.len(), 1);
+        assert!(u.cases[0].why.starts_with("one host"), "{u:?}");
+    }
 }

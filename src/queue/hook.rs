@@ -35,11 +35,15 @@ pub fn run_stop(hook: Option<&JobHook>) -> Result<Interrupt> {
 }
 
 /// A job's run as the worker sees it: whether it ended well (else its
-/// error, on one line), and what it saved (none when it stopped before
-/// saving).
+/// error, on one line), what it saved (none when it stopped before
+/// saving), and what its regression gate said.
 pub struct JobRun {
     pub result: std::result::Result<(), String>,
     pub saved: Option<Saved>,
+    /// The line of the job's `--gate` when it did not simply pass (tripped,
+    /// or a case it could not judge): noted on the job, which is done all
+    /// the same (it measured and stored its run).
+    pub gate: Option<String>,
 }
 
 /// An observer that renews a job's lease between cases (before each case,

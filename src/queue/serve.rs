@@ -278,7 +278,10 @@ impl<R: JobRunner> Worker<R> {
             }
         };
         let said = match &end {
-            Finish::Done { run_id, .. } => format!("done, run {run_id}"),
+            Finish::Done { run_id, note } => format!(
+                "done, run {run_id}{}",
+                note.as_ref().map_or(String::new(), |n| format!("; {n}"))
+            ),
             Finish::Failed { error } => format!("failed: {error}"),
             Finish::Released { note } => format!("released: {note}"),
         };
@@ -482,7 +485,10 @@ impl<R: JobRunner> Worker<R> {
             return Err(NotEnded::TakenAway { why, run_id });
         }
         Ok(match (run.result, run_id) {
-            (Ok(_), Some(run_id)) => Finish::Done { run_id, note: None },
+            (Ok(_), Some(run_id)) => Finish::Done {
+                run_id,
+                note: run.gate,
+            },
             (Err(e), _) if self.interrupt.is_set() => Finish::Released {
                 note: format!(
                     "worker {} stopped ({}){}; the job is queued again",

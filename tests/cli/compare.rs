@@ -360,3 +360,127 @@ fn what_a_configuration_changes_in_the_environment_is_shown_as_the_factor() {
         "{text}"
     );
 }
+
+/// `small-run.json` (one invocation of each case) and a copy of it slower by
+/// `factor` on host `host`, in `dir`: two sides with no spread between
+/// invocations and, with no store, none stored either.
+fn one_invocation_pair(
+    dir: &Path,
+    factor: f64,
+    host: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let fixture = crate::common::fixture("small-run.json");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    for (path, f) in [(&a, 1.0), (&b, factor)] {
+        planted_copy(&fixture, path, f, "osbench/1");
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        doc["env"]["hostname"] = host.into();
+        fs::write(path, serde_json::to_string(&doc).unwrap()).unwrap();
+    }
+    (a, b)
+}
+
+/// One invocation a side and nothing stored: the gate cannot judge, says
+/// which cases and why, and exits 3; `--allow-undecided` lets it pass.
+#[test]
+fn a_gate_that_cannot_judge_exits_3_unless_undecided_cases_are_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = one_invocation_pair(dir.path(), 1.04, "testhost");
+    let no_store = dir.path().join("none.sqlite");
+    let compare = |extra: &[&str]| {
+        osbench(&no_store)
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--gate", "2"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("osbench: regression gate: 4 cases could not be judged (syscall null")
+            && stderr.contains("one invocation a side and no stored spread")
+            && stderr.contains("run each side with --invocations 3")
+            && stderr.contains("--allow-undecided"),
+        "{stderr}"
+    );
+    let out = compare(&["--allow-undecided"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("passed, as --allow-undecided asks"),
+        "{stderr}"
+    );
+    // Quiet: no line, the status still says it.
+    let out = compare(&["-q"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        !String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("regression gate")
+    );
+    // Without --gate there is nothing to pass or fail.
+    let out = osbench(&no_store)
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // --allow-undecided means nothing without --gate.
+    let out = osbench(&no_store)
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--allow-undecided")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `compare --by host --gate`: two hosts cannot make a fleet's verdict
+/// significant, and one host has none: undecided, status 3.
+#[test]
+fn the_fleet_gate_is_undecided_with_too_few_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("before"), dir.path().join("after"));
+    fs::create_dir_all(&before).unwrap();
+    fs::create_dir_all(&after).unwrap();
+    for host in ["h1", "h2"] {
+        let pair = dir.path().join(host);
+        fs::create_dir_all(&pair).unwrap();
+        let (a, b) = one_invocation_pair(&pair, 1.04, host);
+        fs::copy(&a, before.join(format!("{host}.json"))).unwrap();
+        fs::copy(&b, after.join(format!("{host}.json"))).unwrap();
+    }
+    let by_host = |extra: &[&str]| {
+        osbench(dir.path().join("none.sqlite"))
+            .arg("compare")
+            .arg(&before)
+            .arg(&after)
+            .args(["--by", "host", "--gate", "2"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = by_host(&[]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cases could not be judged") && stderr.contains("too few hosts"),
+        "{stderr}"
+    );
+    assert_eq!(by_host(&["--allow-undecided"]).status.code(), Some(0));
+    fs::remove_file(before.join("h2.json")).unwrap();
+    let out = by_host(&[]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("one host, and the fleet's verdict needs two"),
+        "{stderr}"
+    );
+}

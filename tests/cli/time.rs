@@ -802,3 +802,37 @@ fn a_placeholder_without_its_parameter_is_refused_before_anything_runs() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// Two runs of an A/B are too few for the paired test: `--gate` cannot
+/// judge, says so, and exits 3; `--allow-undecided` passes; `--bisect-exit`
+/// keeps 125 (skip) for the same.
+#[test]
+fn a_gate_on_too_few_runs_exits_3_and_bisect_exit_skips() {
+    let dir = tempfile::tempdir().unwrap();
+    let ab = ["--runs", "2", "--no-store", "true", "true"];
+    let out = time(&[&ab[..], &["--gate", "5"]].concat(), dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("osbench: regression gate: 1 case could not be judged")
+            && stderr.contains("too few runs for the test")
+            && stderr.contains("run again with --runs 6 or more"),
+        "{stderr}"
+    );
+    let allowed = ["--gate", "5", "--allow-undecided"];
+    let out = time(&[&ab[..], &allowed].concat(), dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = time(
+        &[&ab[..], &["--bisect-exit", "--gate", "5"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+    // --allow-undecided has no place beside --bisect-exit (undecided is its skip).
+    let both = ["--bisect-exit", "--gate", "5", "--allow-undecided"];
+    let out = time(&[&ab[..], &both].concat(), dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "a usage error under --bisect-exit"
+    );
+}

@@ -623,6 +623,45 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     assert_eq!(q.store().list(&Default::default()).unwrap().len(), 1);
 }
 
+/// A job's `--gate` that cannot judge (two runs of an interleaved A/B are too few
+/// for the test) is noted on the job, which is done: it measured and stored
+/// its run; the worker says it too.
+#[test]
+fn a_jobs_undecided_gate_is_noted_on_the_done_job() {
+    if !have_postgres("a_jobs_undecided_gate") {
+        return;
+    }
+    let q = Queue::start();
+    let quick = ["--runs", "2", "--warmup", "0", "--gate", "5"];
+    let id = q.submit(
+        &[
+            &["--time", "true", "true", "--hosts", "a", "--"][..],
+            &quick,
+        ]
+        .concat(),
+    )[0];
+    let out = q
+        .cmd()
+        .args(["worker", "--name", "a", "--once", "--spool"])
+        .arg(q.spool("a"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    let note = job.error.unwrap_or_default();
+    assert!(
+        note.starts_with("regression gate: 1 case could not be judged")
+            && note.contains("too few runs"),
+        "{note}"
+    );
+    assert!(
+        stderr.contains("regression gate: 1 case could not be judged"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_second_worker_of_a_name_in_use_refuses_to_start_naming_the_first() {
     if !have_postgres("a_second_worker") {
