@@ -100,7 +100,7 @@ fn an_a_a_run_shows_one_change_and_intervals_over_its_rounds() {
         "{summary}\n{stdout}"
     );
     assert!(
-        stdout.contains("each change is the ratio above"),
+        stdout.contains("each change: the ratio of those, the one judged above"),
         "{stdout}"
     );
     // Each configuration's interval in the results table is over its round medians.
