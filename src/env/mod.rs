@@ -19,6 +19,7 @@
 pub mod activity;
 pub mod audit;
 mod capture;
+pub mod conditions;
 mod diff;
 pub mod logs;
 pub mod pci;
@@ -28,6 +29,7 @@ mod types;
 
 pub use activity::{Activity, Load};
 pub use capture::{capture, capture_from, environment, record_end};
+pub use conditions::Conditions;
 pub use diff::{
     LONG_VALUE, SideChange, WordChanges, between_sides, diff, flatten, is_factor,
     new_kernel_problems, word_changes,

@@ -480,7 +480,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 )
             })
             .collect();
-        for (l, ch) in letters[1..].iter().zip(&row.changes) {
+        for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td>{medians}<td>{l}</td><td class=\"num\">{} [{} – {}]</td>\
@@ -492,7 +492,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 fmt_ratio(ch.ci.ci95.1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
-                verdict_cell(ch.verdict.as_str(), &ch.words(&c.options))
+                verdict_cell(ch.verdict.as_str(), &c.verdict_words(k, ch))
             );
         }
     }
@@ -515,10 +515,15 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     Ok(())
 }
 
-/// What the drift sentinels saw of the machine's own speed, and the kernel
+/// The sides' differing conditions (other processes busy on one), what the
+/// drift sentinels saw of the machine's own speed, and the kernel
 /// warnings and oopses a later side's log has that A's has not.
 fn findings_html(out: &mut String, c: &Comparison) {
-    for (title, findings) in [("Drift", &c.drift), ("Kernel log", &c.kernel_log)] {
+    for (title, findings) in [
+        ("Conditions", &c.conditions),
+        ("Drift", &c.drift),
+        ("Kernel log", &c.kernel_log),
+    ] {
         if !findings.is_empty() {
             let _ = writeln!(out, "<h3>{title}</h3>\n<ul class=\"warnings\">");
             for finding in findings {

@@ -1,0 +1,208 @@
+//! The conditions the sides of a comparison were measured in, compared like
+//! the environment: a side whose runs were measured while other processes
+//! kept CPUs busy ([`crate::env::conditions`], contended at
+//! [`CONTENDED_CPUS`]) against a side measured quiet is a confounder, named
+//! in the findings ([`findings`]) and beside every faster or slower verdict
+//! of that side ([`qualifiers`], `Comparison::verdict_words`).
+//!
+//! Left out: correcting anything (a busy machine's numbers are not a quiet
+//! machine's plus an offset), and differences of degree between sides that
+//! are both contended (named, not qualified). Drift of the machine's own
+//! speed is `drift_findings`' (the sentinels), not this.
+
+use super::Side;
+use crate::env::Conditions;
+use crate::env::conditions::CONTENDED_CPUS;
+
+/// The conditions of each run of one side.
+#[derive(Debug, Clone)]
+pub struct SideConditions {
+    pub runs: Vec<Conditions>,
+}
+
+impl SideConditions {
+    /// The conditions `side`'s documents record.
+    pub fn of(side: &Side) -> Self {
+        Self {
+            runs: side.docs.iter().map(|d| Conditions::of(&d.env)).collect(),
+        }
+    }
+
+    /// How many of the runs were contended.
+    pub fn contended(&self) -> usize {
+        self.runs.iter().filter(|c| c.contended()).count()
+    }
+
+    /// Whether this side and `other` differ: a different share of their runs
+    /// contended (a run whose conditions were not recorded counts as not).
+    pub fn differ(&self, other: &SideConditions) -> bool {
+        self.contended() * other.runs.len() != other.contended() * self.runs.len()
+    }
+
+    /// The contended run that had the most CPUs used by others.
+    fn busiest_run(&self) -> Option<&Conditions> {
+        self.runs
+            .iter()
+            .filter(|c| c.contended())
+            .max_by(|a, b| a.others_cpus().total_cmp(&b.others_cpus()))
+    }
+
+    /// What side `letter` was measured in, short: "B measured while other
+    /// processes used 1.0 of 2 CPUs (python3 99 %)", "A quiet", "2 of 3 of
+    /// B's runs measured while …", "A not recorded".
+    pub fn short(&self, letter: &str) -> String {
+        let n = self.runs.len();
+        let Some(busiest) = self.busiest_run() else {
+            if self.runs.iter().all(|c| !c.known()) {
+                return format!("{letter} not recorded");
+            }
+            return format!("{letter} quiet");
+        };
+        let busy = busiest.busy_words(busiest.others_cpus());
+        match (self.contended(), n) {
+            (_, 1) => format!("{letter} measured while {busy}"),
+            (k, n) if k == n => format!("{letter}'s {n} runs measured while {busy} (the busiest)"),
+            (k, n) => format!("{k} of {letter}'s {n} runs measured while {busy} (the busiest)"),
+        }
+    }
+
+    /// What side `letter` was measured in, in full: each run's conditions.
+    pub fn words(&self, letter: &str) -> String {
+        match &self.runs[..] {
+            [one] => format!("{letter} was measured while {}", one.words()),
+            runs => {
+                let each: Vec<String> = runs.iter().map(Conditions::words).collect();
+                format!("{letter}'s runs were measured while: {}", each.join("; "))
+            }
+        }
+    }
+}
+
+/// The findings ([`findings`]) and each candidate's qualifier
+/// ([`qualifiers`]) of `sides`, the first the baseline, lettered A, B, ….
+pub fn of_sides(sides: &[Side]) -> (Vec<String>, Vec<Option<String>>) {
+    let each: Vec<SideConditions> = sides.iter().map(SideConditions::of).collect();
+    let letters: Vec<String> = (0..sides.len()).map(super::letter).collect();
+    (findings(&each, &letters), qualifiers(&each, &letters))
+}
+
+/// Each candidate's conditions against the baseline's, for every side but
+/// the first: the short words of both when they differ ([`SideConditions::differ`]).
+pub fn qualifiers(sides: &[SideConditions], letters: &[String]) -> Vec<Option<String>> {
+    sides[1..]
+        .iter()
+        .zip(&letters[1..])
+        .map(|(cand, l)| {
+            cand.differ(&sides[0])
+                .then(|| format!("{}; {}", cand.short(l), sides[0].short(&letters[0])))
+        })
+        .collect()
+}
+
+/// The conditions in sentences, when a side was contended: each candidate
+/// whose conditions differ from the baseline's, or, when every side was
+/// contended alike, one line saying so.
+pub fn findings(sides: &[SideConditions], letters: &[String]) -> Vec<String> {
+    if sides.iter().all(|s| s.contended() == 0) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (cand, l) in sides[1..].iter().zip(&letters[1..]) {
+        if cand.differ(&sides[0]) {
+            out.push(format!(
+                "the runs' conditions differ: {}; {}. Other processes using {CONTENDED_CPUS} \
+                 CPU or more keep CPUs from idling, which changes what wake-ups and \
+                 cross-CPU work cost, so differences between {l} and {} may be the load's, \
+                 not the change's; re-run both quiet (verdicts of {l} are qualified)",
+                cand.words(l),
+                sides[0].words(&letters[0]),
+                letters[0],
+            ));
+        }
+    }
+    if out.is_empty() {
+        let each: Vec<String> = sides.iter().zip(letters).map(|(s, l)| s.short(l)).collect();
+        out.push(format!(
+            "every side was measured while other processes were busy ({}): the results are \
+             those of a busy machine",
+            each.join("; ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::conditions::tests::env_with;
+
+    fn side(runs: &[&[(&str, f64)]]) -> SideConditions {
+        SideConditions {
+            runs: runs
+                .iter()
+                .map(|busy| Conditions::of(&env_with(busy, Some(&[]))))
+                .collect(),
+        }
+    }
+
+    fn letters() -> Vec<String> {
+        vec!["A".into(), "B".into()]
+    }
+
+    #[test]
+    fn a_busy_candidate_against_a_quiet_baseline_is_named_and_qualified() {
+        let sides = [side(&[&[]]), side(&[&[("python3", 0.99)]])];
+        assert_eq!(
+            qualifiers(&sides, &letters()),
+            [Some(
+                "B measured while other processes used 1.0 of 2 CPUs (python3 99 %); A quiet"
+                    .to_string()
+            )]
+        );
+        let found = findings(&sides, &letters());
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with(
+                "the runs' conditions differ: B was measured while other processes used 1.0 \
+                 of 2 CPUs (python3 99 %), load average 1.90; A was measured while other \
+                 processes were quiet, load average 1.90 on 2 CPUs."
+            ),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn quiet_sides_have_nothing_to_say_and_busy_ones_alike_are_named_unqualified() {
+        let quiet = [side(&[&[]]), side(&[&[("sshd", 0.2)]])];
+        assert_eq!(qualifiers(&quiet, &letters()), [None]);
+        assert!(findings(&quiet, &letters()).is_empty());
+        let busy = [side(&[&[("cc1", 0.9)]]), side(&[&[("python3", 1.0)]])];
+        assert_eq!(qualifiers(&busy, &letters()), [None]);
+        let found = findings(&busy, &letters());
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with("every side was measured while"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn sides_of_several_runs_differ_by_their_share_of_contended_runs() {
+        let a = side(&[&[], &[("cc1", 0.6)]]);
+        let b = side(&[&[("cc1", 0.6)], &[]]);
+        assert!(!a.differ(&b), "one of two on each side");
+        let c = side(&[&[], &[], &[("cc1", 0.6)]]);
+        assert!(a.differ(&c));
+        assert_eq!(
+            c.short("C"),
+            "1 of C's 3 runs measured while other processes used 0.6 of 2 CPUs (cc1 60 %) \
+             (the busiest)"
+        );
+        let mut unknown = side(&[&[]]);
+        unknown.runs[0].start = None;
+        unknown.runs[0].end = None;
+        assert_eq!(unknown.short("A"), "A not recorded");
+        assert!(unknown.differ(&side(&[&[("x", 0.5)]])));
+    }
+}
