@@ -134,6 +134,7 @@ pub fn findings(sides: &[SideConditions], letters: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::Change;
     use crate::env::conditions::tests::env_with;
 
     fn side(runs: &[&[(&str, f64)]]) -> SideConditions {
@@ -204,5 +205,99 @@ mod tests {
         unknown.runs[0].end = None;
         assert_eq!(unknown.short("A"), "A not recorded");
         assert!(unknown.differ(&side(&[&[("x", 0.5)]])));
+    }
+
+    /// The report fixture compared with itself, B measured while python3
+    /// used a CPU, A quiet.
+    fn busy_b() -> super::super::Comparison {
+        let doc = |busy: &[(&str, f64)]| {
+            let mut d = crate::report::fixture();
+            d.env = env_with(busy, Some(&[]));
+            d
+        };
+        let docs = [
+            ("a.json".to_string(), doc(&[])),
+            ("b.json".to_string(), doc(&[("python3", 0.99)])),
+        ];
+        let options = super::super::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        super::super::compare(&docs, options).unwrap()
+    }
+
+    #[test]
+    fn faster_and_slower_verdicts_of_a_side_in_other_conditions_are_qualified() {
+        use crate::stats::verdict::Verdict;
+        let mut c = busy_b();
+        assert_eq!(c.conditions.len(), 1, "{:?}", c.conditions);
+        let mut ch = c.rows[0].changes[0];
+        ch.testable = true;
+        ch.verdict = Verdict::Slower;
+        let plain = ch.words(&c.options);
+        assert_eq!(
+            c.verdict_words(0, &ch),
+            format!(
+                "{plain} — but the runs' conditions differ (B measured while other processes \
+                 used 1.0 of 2 CPUs (python3 99 %); A quiet); re-run both quiet"
+            )
+        );
+        for v in [
+            Verdict::Faster,
+            Verdict::SlowerWithinMargin,
+            Verdict::FasterWithinMargin,
+        ] {
+            ch.verdict = v;
+            assert!(
+                c.verdict_words(0, &ch)
+                    .contains("— but the runs' conditions differ")
+            );
+        }
+        for v in [Verdict::Equivalent, Verdict::Inconclusive, Verdict::TooFew] {
+            ch.verdict = v;
+            assert_eq!(c.verdict_words(0, &ch), ch.words(&c.options), "{v:?}");
+        }
+        // The records say the verdict the same way, its value unchanged.
+        c.rows[0].changes[0] = Change {
+            verdict: Verdict::Slower,
+            ..ch
+        };
+        let record = &c.records()[0];
+        assert_eq!(record.verdict, Verdict::Slower);
+        assert!(
+            record.verdict_words.contains("re-run both quiet"),
+            "{}",
+            record.verdict_words
+        );
+        // Quiet alike: the words are the change's own.
+        c.differing_conditions = vec![None];
+        assert_eq!(c.verdict_words(0, &ch), ch.words(&c.options));
+    }
+
+    #[test]
+    fn every_rendering_names_the_conditions() {
+        let mut c = busy_b();
+        c.rows[0].changes[0].verdict = crate::stats::verdict::Verdict::Slower;
+        c.rows[0].changes[0].testable = true;
+        let text = crate::report::compare::render(&c, false);
+        assert!(
+            text.contains("Conditions: the runs' conditions differ: B was measured while"),
+            "{text}"
+        );
+        assert!(text.contains("re-run both quiet"), "{text}");
+        let md = crate::report::markdown::comparison(&c);
+        assert!(
+            md.contains("Conditions:\n\n- the runs' conditions differ"),
+            "{md}"
+        );
+        assert!(md.contains("— but the runs' conditions differ"), "{md}");
+        let junit = crate::report::junit::comparison(&c, "osbench", 0.0);
+        assert!(junit.contains("re-run both quiet"), "{junit}");
+    }
+
+    #[test]
+    fn runs_of_one_document_have_no_conditions_to_compare() {
+        let c = super::super::paired(&crate::report::fixture(), Default::default()).unwrap();
+        assert!(c.conditions.is_empty() && c.differing_conditions.is_empty());
     }
 }

@@ -674,6 +674,26 @@ mod tests {
     }
 
     #[test]
+    fn differing_conditions_get_a_section_and_qualify_the_verdict_cell() {
+        let mut c = crate::report::markdown::tests::fixed_comparison();
+        c.conditions = vec!["the runs' conditions differ: B was measured while <busy>".into()];
+        let mut page = String::new();
+        findings_html(&mut page, &c);
+        assert!(
+            page.starts_with(
+                "<h3>Conditions</h3>\n<ul class=\"warnings\">\n<li class=\"warn\">the \
+                 runs&#39; conditions differ: B was measured while &lt;busy&gt;</li>"
+            ),
+            "{page}"
+        );
+        c.rows[0].changes[0].verdict = crate::stats::verdict::Verdict::Slower;
+        c.differing_conditions = vec![Some("B measured while x; A quiet".into())];
+        let mut section = String::new();
+        comparison_section(&mut section, &c).unwrap();
+        assert!(section.contains("re-run both quiet"), "{section}");
+    }
+
+    #[test]
     fn a_case_history_gets_its_plot_change_points_and_runs() {
         use crate::compare::history::case_histories;
         use crate::compare::history::tests::stepped;
