@@ -9,7 +9,8 @@
 //! stack, so it decides the cost of `signal` and `sigqueue`), perf and
 //! powercap availability;
 //! virtualization (hypervisor flag and CPUID vendor, DMI, container markers);
-//! the load and busy processes at the start and end of a run; osbench's
+//! the load and busy processes at the start and end of a run (and whether
+//! others contended for the CPUs, [`conditions`]); osbench's
 //! version and build; with `--logs` the kernel configuration, kernel log,
 //! modules, sysctls and DMI ([`logs`]). A value that cannot be read is left out and its key is
 //! recorded in `absent` with the reason, never invented. Nothing here reads
