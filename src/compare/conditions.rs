@@ -3,7 +3,12 @@
 //! kept CPUs busy ([`crate::env::conditions`], contended at
 //! [`CONTENDED_CPUS`]) against a side measured quiet is a confounder, named
 //! in the findings ([`findings`]) and beside every faster or slower verdict
-//! of that side ([`qualifiers`], `Comparison::verdict_words`).
+//! of that side ([`qualifiers`], `Comparison::verdict_words`). A case whose
+//! samples formed two clusters (the `bimodal` noise flag: the machine
+//! switched modes during it, e.g. cross-CPU wake-ups from a halted or a
+//! running CPU) on some sides only is named too ([`mode_finding`]), without
+//! qualifying its verdict: a mode seen on one side may well be there on the
+//! other, unflagged.
 //!
 //! Left out: correcting anything (a busy machine's numbers are not a quiet
 //! machine's plus an offset), and differences of degree between sides that
@@ -11,6 +16,7 @@
 //! speed is `drift_findings`' (the sentinels), not this.
 
 use super::Side;
+use crate::document::{CaseKey, NoiseFlag};
 use crate::env::Conditions;
 use crate::env::conditions::CONTENDED_CPUS;
 
@@ -79,11 +85,15 @@ impl SideConditions {
 }
 
 /// The findings ([`findings`]) and each candidate's qualifier
-/// ([`qualifiers`]) of `sides`, the first the baseline, lettered A, B, ….
-pub fn of_sides(sides: &[Side]) -> (Vec<String>, Vec<Option<String>>) {
+/// ([`qualifiers`]) of `sides`, the first the baseline, lettered A, B, …,
+/// and the cases of two modes on some sides only ([`mode_finding`]) among
+/// `keys`, the cases compared.
+pub fn of_sides(sides: &[Side], keys: &[&CaseKey]) -> (Vec<String>, Vec<Option<String>>) {
     let each: Vec<SideConditions> = sides.iter().map(SideConditions::of).collect();
     let letters: Vec<String> = (0..sides.len()).map(super::letter).collect();
-    (findings(&each, &letters), qualifiers(&each, &letters))
+    let mut found = findings(&each, &letters);
+    found.extend(mode_finding(sides, keys, &letters));
+    (found, qualifiers(&each, &letters))
 }
 
 /// Each candidate's conditions against the baseline's, for every side but
@@ -129,6 +139,39 @@ pub fn findings(sides: &[SideConditions], letters: &[String]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// One line naming the compared cases (`keys`) whose samples formed two
+/// clusters on some sides and not on others, with the sides that had them;
+/// `None` when there are none.
+pub fn mode_finding(sides: &[Side], keys: &[&CaseKey], letters: &[String]) -> Option<String> {
+    let bimodal = |side: &Side, k: &CaseKey| {
+        let series = side.docs.iter().flat_map(|d| &d.series);
+        series
+            .filter(|s| s.key == *k)
+            .any(|s| s.noise.contains(&NoiseFlag::Bimodal))
+    };
+    let cases: Vec<String> = keys
+        .iter()
+        .filter_map(|k| {
+            let on: Vec<&str> = sides
+                .iter()
+                .zip(letters)
+                .filter(|(side, _)| bimodal(side, k))
+                .map(|(_, l)| l.as_str())
+                .collect();
+            (!on.is_empty() && on.len() < sides.len()).then(|| format!("{k} ({})", on.join(", ")))
+        })
+        .collect();
+    if cases.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "samples formed two clusters on some sides only (the machine switched modes during \
+         the case, e.g. cross-CPU wake-ups with the other CPU halted or busy): {}; a change \
+         of such a case may be the modes', not the change's",
+        cases.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -299,5 +342,50 @@ mod tests {
     fn runs_of_one_document_have_no_conditions_to_compare() {
         let c = super::super::paired(&crate::report::fixture(), Default::default()).unwrap();
         assert!(c.conditions.is_empty() && c.differing_conditions.is_empty());
+    }
+
+    #[test]
+    fn a_case_of_two_modes_on_one_side_only_is_named() {
+        let mut a = crate::report::fixture();
+        for s in &mut a.series {
+            s.noise.retain(|f| *f != NoiseFlag::Bimodal);
+        }
+        let mut b = a.clone();
+        b.series[0].noise.push(NoiseFlag::Bimodal);
+        let sides = [
+            Side {
+                label: "a".into(),
+                docs: vec![&a],
+            },
+            Side {
+                label: "b".into(),
+                docs: vec![&b],
+            },
+        ];
+        let keys: Vec<&CaseKey> = a.series.iter().map(|s| &s.key).collect();
+        let found = mode_finding(&sides, &keys, &letters()).unwrap();
+        assert!(
+            found.starts_with("samples formed two clusters on some sides only"),
+            "{found}"
+        );
+        assert!(
+            found.contains(&format!("{} (B)", a.series[0].key)),
+            "{found}"
+        );
+        assert_eq!(found.matches(" (B)").count(), 1, "{found}");
+        // On every side: the same modes, nothing to say.
+        let mut both = b.clone();
+        both.series[0].noise = vec![NoiseFlag::Bimodal];
+        let sides = [
+            Side {
+                label: "b".into(),
+                docs: vec![&b],
+            },
+            Side {
+                label: "both".into(),
+                docs: vec![&both],
+            },
+        ];
+        assert_eq!(mode_finding(&sides, &keys, &letters()), None);
     }
 }

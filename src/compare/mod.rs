@@ -199,7 +199,9 @@ pub struct Comparison {
     /// has not, in words ([`crate::env::new_kernel_problems`]).
     pub kernel_log: Vec<String>,
     /// The conditions the sides were measured in, where a side was
-    /// contended (other processes busy), in words ([`conditions::findings`]).
+    /// contended (other processes busy), in words ([`conditions::findings`]),
+    /// and the cases whose samples formed two clusters on some sides only
+    /// ([`conditions::mode_finding`]).
     pub conditions: Vec<String>,
     /// For each candidate (`labels[1..]`), how its conditions differ from the
     /// baseline's, short ("B measured while other processes used 1.0 of 2
@@ -307,7 +309,8 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
     let env_diff = crate::env::diff(&envs);
     let kernel_log = crate::env::new_kernel_problems(&envs, &labels);
-    let (condition_findings, differing_conditions) = conditions::of_sides(sides);
+    let keys: Vec<&CaseKey> = rows.iter().map(|r| &r.key).collect();
+    let (condition_findings, differing_conditions) = conditions::of_sides(sides, &keys);
     let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
                   invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
                   with Student t 95% intervals on their logs, variance pooled over both sides \
