@@ -203,6 +203,15 @@ mod tests {
                     .to_string()
             )]
         );
+        // The order: the baseline busy, the candidate quiet.
+        let reversed = [side(&[&[("python3", 0.99)]]), side(&[&[]])];
+        assert_eq!(
+            qualifiers(&reversed, &letters()),
+            [Some(
+                "B quiet; A measured while other processes used 1.0 of 2 CPUs (python3 99 %)"
+                    .to_string()
+            )]
+        );
         let found = findings(&sides, &letters());
         assert_eq!(found.len(), 1);
         assert!(
