@@ -90,22 +90,7 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
         super::warn(finding);
     }
     pending.commit(
-        || {
-            let mut record = serde_json::json!({
-                "schema": osbench::document::SCHEMA,
-                "tool": osbench::document::Tool::this(),
-                "documents": comparison.labels,
-                "method": comparison.method,
-                "comparisons": comparison.records(),
-            });
-            if !comparison.kernel_log.is_empty() {
-                record["kernel_log"] = comparison.kernel_log.clone().into();
-            }
-            let mut bytes =
-                serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
-            bytes.push(b'\n');
-            bytes
-        },
+        || json_record(&comparison),
         || report::markdown::comparison(&comparison),
         || report::csv::comparison(&comparison),
     )?;
@@ -155,6 +140,27 @@ pub(super) fn saved_comparison(
         sides: resolved,
         hosts,
     })
+}
+
+/// The comparison record `--json` writes: the documents, the method, each
+/// change, and the kernel log's and the conditions' findings when there are any.
+fn json_record(comparison: &osbench::compare::Comparison) -> Vec<u8> {
+    let mut record = serde_json::json!({
+        "schema": osbench::document::SCHEMA,
+        "tool": osbench::document::Tool::this(),
+        "documents": comparison.labels,
+        "method": comparison.method,
+        "comparisons": comparison.records(),
+    });
+    if !comparison.kernel_log.is_empty() {
+        record["kernel_log"] = comparison.kernel_log.clone().into();
+    }
+    if !comparison.conditions.is_empty() {
+        record["conditions"] = comparison.conditions.clone().into();
+    }
+    let mut bytes = serde_json::to_vec_pretty(&record).expect("a comparison always serialises");
+    bytes.push(b'\n');
+    bytes
 }
 
 /// A warning when two sides hold the same run (a stored id, or the same

@@ -12,13 +12,16 @@
 //! Holm-adjusted across all comparisons; verdicts have an equivalence
 //! margin. Cases missing from some side are listed, environment keys that
 //! differ are shown, and so is a change of the machine's own speed that the
-//! drift sentinels saw. A case with a sample that is not positive (possible
+//! drift sentinels saw, and sides measured in different conditions (other
+//! processes busy on one, [`conditions`]), which also qualify the verdicts'
+//! words ([`Comparison::verdict_words`]). A case with a sample that is not positive (possible
 //! when a cheap operation's overhead was subtracted) is listed as not
 //! compared, with the reason. [`paired`] compares the configurations of one
 //! run round by round instead; [`history`] looks for changes over time in a
 //! case's stored runs.
 
 pub mod case_query;
+pub mod conditions;
 pub mod history;
 pub mod regressions;
 
@@ -354,6 +357,16 @@ pub struct Comparison {
     /// Kernel warnings and oopses a later side's log has that the baseline's
     /// has not, in words ([`crate::env::new_kernel_problems`]).
     pub kernel_log: Vec<String>,
+    /// The conditions the sides were measured in, where a side was
+    /// contended (other processes busy), in words ([`conditions::findings`]),
+    /// and the cases whose samples formed two clusters on some sides only
+    /// ([`conditions::mode_finding`]).
+    pub conditions: Vec<String>,
+    /// For each candidate (`labels[1..]`), how its conditions differ from the
+    /// baseline's, short ("B measured while other processes used 1.0 of 2
+    /// CPUs (python3 99 %); A quiet"), or `None` when they do not: its
+    /// faster and slower verdicts are qualified ([`Comparison::verdict_words`]).
+    pub differing_conditions: Vec<Option<String>>,
 }
 
 /// Compares `docs` (label, document), the first being the baseline, each
@@ -480,6 +493,8 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
     let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
     let env_diff = crate::env::diff(&envs);
     let kernel_log = crate::env::new_kernel_problems(&envs, &labels);
+    let keys: Vec<&CaseKey> = rows.iter().map(|r| &r.key).collect();
+    let (condition_findings, differing_conditions) = conditions::of_sides(sides, &keys);
     let method = "Unpaired, by invocation (each invocation's median one replicate; a run of one \
                   invocation is one): ratios of geometric means (candidate ÷ A, above 1: slower) \
                   with Student t 95% intervals on their logs, variance pooled over both sides \
@@ -498,6 +513,8 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         options,
         drift: drift_findings(sides),
         kernel_log,
+        conditions: condition_findings,
+        differing_conditions,
     })
 }
 
@@ -704,6 +721,8 @@ pub fn paired(doc: &Document, options: Options) -> Result<Comparison> {
         options,
         drift: Vec::new(),
         kernel_log: Vec::new(),
+        conditions: Vec::new(),
+        differing_conditions: Vec::new(),
     })
 }
 
@@ -851,6 +870,8 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         options,
         drift: Vec::new(),
         kernel_log: Vec::new(),
+        conditions: Vec::new(),
+        differing_conditions: Vec::new(),
     })
 }
 
@@ -917,6 +938,31 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
 }
 
 impl Comparison {
+    /// The verdict in words of `change`, a change of candidate `k` (of
+    /// `labels[k + 1]`) — [`Change::words`], qualified when that candidate's
+    /// conditions differ from the baseline's ([`Comparison::differing_conditions`])
+    /// and the verdict says faster or slower: "slower, +4398.6% (…) — but the
+    /// runs' conditions differ (B measured while other processes used 1.0 of
+    /// 2 CPUs (python3 99 %); A quiet); re-run both quiet". The verdict itself
+    /// is unchanged (gates and bisection still see it). Every rendering says
+    /// a verdict through this.
+    pub fn verdict_words(&self, k: usize, change: &Change) -> String {
+        let words = change.words(&self.options);
+        let qualified = matches!(
+            change.verdict,
+            Verdict::Faster
+                | Verdict::Slower
+                | Verdict::FasterWithinMargin
+                | Verdict::SlowerWithinMargin
+        );
+        match self.differing_conditions.get(k) {
+            Some(Some(how)) if qualified => {
+                format!("{words} — but the runs' conditions differ ({how}); re-run both quiet")
+            }
+            _ => words,
+        }
+    }
+
     /// The changes as document records (candidate labels against the first).
     pub fn records(&self) -> Vec<ComparisonRecord> {
         self.rows
@@ -925,7 +971,8 @@ impl Comparison {
                 row.changes
                     .iter()
                     .zip(&self.labels[1..])
-                    .map(|(ch, candidate)| ComparisonRecord {
+                    .enumerate()
+                    .map(|(k, (ch, candidate))| ComparisonRecord {
                         bench: row.key.bench.clone(),
                         case: row.key.case.clone(),
                         baseline: self.labels[0].clone(),
@@ -936,7 +983,7 @@ impl Comparison {
                         ci_level: Some(ch.judged_level),
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict,
-                        verdict_words: ch.words(&self.options),
+                        verdict_words: self.verdict_words(k, ch),
                         replicated: Some(ch.replication),
                     })
             })
@@ -976,6 +1023,16 @@ impl Comparison {
     /// How many changes were tested (for the Holm note).
     pub fn tests(&self) -> usize {
         self.rows.iter().map(|r| r.changes.len()).sum()
+    }
+}
+
+/// The letter of side `i` in every rendering: A, B, …, Z, AA, AB, …
+pub fn letter(i: usize) -> String {
+    let a = (b'A' + (i % 26) as u8) as char;
+    if i < 26 {
+        a.to_string()
+    } else {
+        format!("{}{a}", letter(i / 26 - 1))
     }
 }
 

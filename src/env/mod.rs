@@ -9,7 +9,8 @@
 //! stack, so it decides the cost of `signal` and `sigqueue`), perf and
 //! powercap availability;
 //! virtualization (hypervisor flag and CPUID vendor, DMI, container markers);
-//! the load and busy processes at the start and end of a run; osbench's
+//! the load and busy processes at the start and end of a run (and whether
+//! others contended for the CPUs, [`conditions`]); osbench's
 //! version and build; with `--logs` the kernel configuration, kernel log,
 //! modules, sysctls and DMI ([`logs`]). A value that cannot be read is left out and its key is
 //! recorded in `absent` with the reason, never invented. Nothing here reads
@@ -19,6 +20,7 @@
 pub mod activity;
 pub mod audit;
 mod capture;
+pub mod conditions;
 mod diff;
 pub mod logs;
 pub mod pci;
@@ -28,6 +30,7 @@ mod types;
 
 pub use activity::{Activity, Load};
 pub use capture::{capture, capture_from, environment, record_end};
+pub use conditions::Conditions;
 pub use diff::{
     LONG_VALUE, SideChange, WordChanges, between_sides, diff, flatten, is_factor,
     new_kernel_problems, word_changes,

@@ -50,18 +50,13 @@ pub fn render(c: &Comparison, colour: bool) -> String {
                 s.n
             );
         }
-        for (l, ch) in letters[1..].iter().zip(&row.changes) {
-            let words = super::paint(ch.verdict, &ch.words(&c.options), colour);
+        for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
+            let words = super::paint(ch.verdict, &c.verdict_words(k, ch), colour);
             let _ = writeln!(out, "  {l}/A  {}", change_line(ch, &words));
         }
     }
     let _ = writeln!(out, "\n{}", method_line(c));
-    for finding in &c.drift {
-        let _ = writeln!(out, "Drift: {finding}");
-    }
-    for finding in &c.kernel_log {
-        let _ = writeln!(out, "Kernel log: {finding}");
-    }
+    out.push_str(&findings(c));
 
     out.push_str(&summary_table(c, &letters));
     if !c.missing.is_empty() {
@@ -74,6 +69,22 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         out.push_str("\nNot compared:\n");
         for (case, why) in &c.not_compared {
             let _ = writeln!(out, "  {case}: {why}");
+        }
+    }
+    out
+}
+
+/// The conditions', drift sentinels' and kernel log's findings, a line each
+/// ("Conditions: the runs' conditions differ: …").
+fn findings(c: &Comparison) -> String {
+    let mut out = String::new();
+    for (title, findings) in [
+        ("Conditions", &c.conditions),
+        ("Drift", &c.drift),
+        ("Kernel log", &c.kernel_log),
+    ] {
+        for finding in findings {
+            let _ = writeln!(out, "{title}: {finding}");
         }
     }
     out
@@ -215,7 +226,7 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
                 format!("[{:.3} – {:.3}]", ch.judged.0, ch.judged.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
-                ch.words(&c.options),
+                c.verdict_words(0, ch),
             ]);
         }
         out.push_str(&super::align(&header, &numeric, &cells));
@@ -353,12 +364,7 @@ pub(super) fn fmt_p(p: f64) -> String {
 
 /// A, B, …, Z, AA, AB, …
 pub(super) fn letter(i: usize) -> String {
-    let a = (b'A' + (i % 26) as u8) as char;
-    if i < 26 {
-        a.to_string()
-    } else {
-        format!("{}{a}", letter(i / 26 - 1))
-    }
+    crate::compare::letter(i)
 }
 
 /// What ended the rounds of a run or a `time` run (`stopped_by`, e.g. "every

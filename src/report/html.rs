@@ -480,7 +480,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 )
             })
             .collect();
-        for (l, ch) in letters[1..].iter().zip(&row.changes) {
+        for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td>{medians}<td>{l}</td><td class=\"num\">{} [{} – {}]</td>\
@@ -492,7 +492,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 fmt_ratio(ch.judged.1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
-                verdict_cell(ch.verdict.as_str(), &ch.words(&c.options))
+                verdict_cell(ch.verdict.as_str(), &c.verdict_words(k, ch))
             );
         }
     }
@@ -517,10 +517,15 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     Ok(())
 }
 
-/// What the drift sentinels saw of the machine's own speed, and the kernel
+/// The sides' differing conditions (other processes busy on one), what the
+/// drift sentinels saw of the machine's own speed, and the kernel
 /// warnings and oopses a later side's log has that A's has not.
 fn findings_html(out: &mut String, c: &Comparison) {
-    for (title, findings) in [("Drift", &c.drift), ("Kernel log", &c.kernel_log)] {
+    for (title, findings) in [
+        ("Conditions", &c.conditions),
+        ("Drift", &c.drift),
+        ("Kernel log", &c.kernel_log),
+    ] {
         if !findings.is_empty() {
             let _ = writeln!(out, "<h3>{title}</h3>\n<ul class=\"warnings\">");
             for finding in findings {
@@ -668,6 +673,26 @@ mod tests {
              slower than A&#39;s</li>\n</ul>\n<h3>Kernel log</h3>\n<ul class=\"warnings\">\n<li \
              class=\"warn\">B&#39;s log has 1 oops A&#39;s has not: &lt;Oops&gt;</li>\n</ul>\n"
         );
+    }
+
+    #[test]
+    fn differing_conditions_get_a_section_and_qualify_the_verdict_cell() {
+        let mut c = crate::report::markdown::tests::fixed_comparison();
+        c.conditions = vec!["the runs' conditions differ: B was measured while <busy>".into()];
+        let mut page = String::new();
+        findings_html(&mut page, &c);
+        assert!(
+            page.starts_with(
+                "<h3>Conditions</h3>\n<ul class=\"warnings\">\n<li class=\"warn\">the \
+                 runs&#39; conditions differ: B was measured while &lt;busy&gt;</li>"
+            ),
+            "{page}"
+        );
+        c.rows[0].changes[0].verdict = crate::stats::verdict::Verdict::Slower;
+        c.differing_conditions = vec![Some("B measured while x; A quiet".into())];
+        let mut section = String::new();
+        comparison_section(&mut section, &c).unwrap();
+        assert!(section.contains("re-run both quiet"), "{section}");
     }
 
     #[test]

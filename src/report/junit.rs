@@ -19,10 +19,10 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
     let mut cases = String::new();
     let (mut tests, mut failures, mut skipped) = (0, 0, 0);
     for row in &c.rows {
-        for (ch, candidate) in row.changes.iter().zip(&c.labels[1..]) {
+        for (k, (ch, candidate)) in row.changes.iter().zip(&c.labels[1..]).enumerate() {
             tests += 1;
             let name = format!("{}: {candidate} vs {}", row.key.short(), c.labels[0]);
-            let words = ch.words(&c.options);
+            let words = c.verdict_words(k, ch);
             let _ = writeln!(
                 cases,
                 "    <testcase classname=\"{}\" name=\"{}\">",

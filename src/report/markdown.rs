@@ -195,7 +195,11 @@ pub fn comparison(c: &Comparison) -> String {
     out.push_str("\n## Changes\n\n");
     out.push_str(&changes(c, &letters));
     let _ = writeln!(out, "\n{}", escape(&super::compare::method_line(c)));
-    for (title, findings) in [("Drift", &c.drift), ("Kernel log", &c.kernel_log)] {
+    for (title, findings) in [
+        ("Conditions", &c.conditions),
+        ("Drift", &c.drift),
+        ("Kernel log", &c.kernel_log),
+    ] {
         if !findings.is_empty() {
             let _ = writeln!(out, "\n{title}:\n");
             for finding in findings {
@@ -309,7 +313,7 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
                 format!("{:.3} – {:.3}", ch.judged.0, ch.judged.1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
-                escape(&ch.words(&c.options)),
+                escape(&c.verdict_words(i, ch)),
                 escape(row.unit.symbol()),
             ]);
         }
@@ -425,6 +429,8 @@ pub(crate) mod tests {
             options: Options::default(),
             drift: Vec::new(),
             kernel_log: Vec::new(),
+            conditions: Vec::new(),
+            differing_conditions: Vec::new(),
         }
     }
 

@@ -179,12 +179,12 @@ pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
     let Some(row) = c.rows.first() else {
         return out;
     };
-    for (label, ch) in c.labels[1..].iter().zip(&row.changes) {
+    for (k, (label, ch)) in c.labels[1..].iter().zip(&row.changes).enumerate() {
         let _ = writeln!(
             out,
             "'{label}' against '{}': {} ({:.3} × its time [95% CI{} {:.3} – {:.3}]).",
             c.labels[0],
-            super::paint(ch.verdict, &ch.words(&c.options), colour),
+            super::paint(ch.verdict, &c.verdict_words(k, ch), colour),
             ch.ci.ratio,
             if c.tests() > 1 { ", Holm-adjusted" } else { "" },
             ch.judged.0,

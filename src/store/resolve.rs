@@ -101,7 +101,13 @@ pub const PRIOR_RUNS: usize = 20;
 /// compared runs themselves — all taken as draws of one invocation, as they
 /// are if nothing changed, so that an outlier among the compared widens the
 /// spread instead of being measured against a spread it is not part of.
-/// Cases with fewer than two other stored runs get none.
+/// Other stored runs measured while other processes kept CPUs busy
+/// ([`crate::env::Conditions::contended`]) are left out: a busy machine's
+/// runs can lie far from a quiet one's (on a 2-vCPU guest, a cross-CPU
+/// wake-up 45 times faster when the other CPU never halts), and one of them
+/// would widen the spread of every later comparison of the case. The
+/// compared runs stay in, contended or not (the comparison says when their
+/// conditions differ). Cases with fewer than two other stored runs get none.
 pub fn invocation_priors(
     db: &Store,
     keys: &[CaseKey],
@@ -131,6 +137,9 @@ pub fn invocation_priors(
                 }
                 Err(e) => return Err(e),
             };
+            if crate::env::Conditions::of(&doc.env).contended() {
+                continue;
+            }
             let same =
                 |d: &&Document| d.run.started == doc.run.started && d.run.seed == doc.run.seed;
             if compared.iter().any(same) {
@@ -169,4 +178,100 @@ pub fn latest_per_host(rows: &[RunRow]) -> Vec<&RunRow> {
     }
     latest.sort_by(|a, b| a.hostname.cmp(&b.hostname));
     latest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::conditions::tests::env_with;
+    use crate::stats::replicates::Prior;
+
+    /// The fixture as run `i`, its first case's one invocation at `median`, with a
+    /// process using `busy` of a CPU at the start (none: 0).
+    fn run(i: usize, median: f64, busy: f64) -> Document {
+        let mut doc = super::super::fixture().1;
+        doc.run.started = format!("2026-11-30T09:{i:02}:00Z");
+        doc.run.label = Some(format!("r{i}"));
+        let others: &[(&str, f64)] = if busy > 0.0 {
+            &[("python3", busy)]
+        } else {
+            &[]
+        };
+        doc.env = env_with(others, Some(&[]));
+        // One invocation of all its samples, with that median.
+        let s = &mut doc.series[0];
+        (s.invocations, s.invocation_samples) = (vec![median], vec![s.samples.len()]);
+        doc
+    }
+
+    /// Stores `runs` and returns the store (in `dir`) and the first case's key.
+    fn store_of(dir: &tempfile::TempDir, runs: &[Document]) -> (Store, CaseKey) {
+        let mut db = Store::open(dir.path().join("results.sqlite")).unwrap();
+        for doc in runs {
+            db.insert(doc).unwrap();
+        }
+        (db, runs[0].series[0].key.clone())
+    }
+
+    /// A simulated A/A: five quiet stored runs near 100 ns, one measured
+    /// while another process used a CPU, 45 times faster (the 2-vCPU
+    /// guest's wake-ups when its other CPU never halts), then two quiet runs
+    /// compared. The contended run is left out of the spread they borrow.
+    #[test]
+    fn a_contended_stored_run_does_not_widen_later_priors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runs: Vec<Document> = [100.0, 102.0, 98.0, 101.0, 99.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| run(i, m, 0.0))
+            .collect();
+        runs.push(run(5, 2.2, 0.99));
+        runs.push(run(6, 100.5, 0.0));
+        runs.push(run(7, 99.5, 0.0));
+        let (db, key) = store_of(&dir, &runs);
+        let compared = [&runs[6], &runs[7]];
+        let priors = invocation_priors(
+            &db,
+            std::slice::from_ref(&key),
+            "testhost",
+            "6.18.44-test",
+            &[7, 8],
+            &compared,
+        )
+        .unwrap();
+        let prior = priors[&key];
+        assert_eq!(
+            prior.runs, 5,
+            "the five quiet stored runs, not the busy one"
+        );
+        assert!(prior.log_sd() < 0.02, "{}", prior.log_sd());
+        // The same runs with the busy one in: the spread it would have given.
+        let all: Vec<Vec<f64>> = runs.iter().map(|d| d.series[0].replicates()).collect();
+        let widened = Prior::from_runs(&all).unwrap();
+        assert!(widened.log_sd() > 1.0, "{}", widened.log_sd());
+    }
+
+    /// A compared run stays in the spread even when it was contended (it is
+    /// there so that an outlier among the compared widens it).
+    #[test]
+    fn a_contended_compared_run_stays_in_the_spread() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs: Vec<Document> = (0..4)
+            .map(|i| run(i, 100.0 + i as f64, 0.0))
+            .chain([run(4, 2.2, 0.99), run(5, 100.0, 0.0)])
+            .collect();
+        let (db, key) = store_of(&dir, &runs);
+        let priors = invocation_priors(
+            &db,
+            std::slice::from_ref(&key),
+            "testhost",
+            "6.18.44-test",
+            &[5, 6],
+            &[&runs[4], &runs[5]],
+        )
+        .unwrap();
+        let prior = priors[&key];
+        assert_eq!(prior.runs, 4);
+        assert!(prior.log_sd() > 1.0, "{}", prior.log_sd());
+    }
 }

@@ -484,3 +484,107 @@ fn the_fleet_gate_is_undecided_with_too_few_hosts() {
         "{stderr}"
     );
 }
+
+/// The load `env.load` records: a 1-minute load average and the busy
+/// processes (command name, share of a CPU), at the start and the end alike.
+fn load(busy: &[(&str, f64)]) -> serde_json::Value {
+    let busy: Vec<serde_json::Value> = busy
+        .iter()
+        .enumerate()
+        .map(|(i, (comm, share))| serde_json::json!({"pid": 4000 + i, "comm": comm, "cpu_share": share}))
+        .collect();
+    let activity = serde_json::json!({"loadavg": [0.2, 0.2, 0.2], "runnable": 1, "window_ms": 100, "busy": busy});
+    serde_json::json!({"start": activity, "end": activity})
+}
+
+/// Two saved documents (the small fixture in two invocations a side), the
+/// second twice as slow and measured while python3 used a CPU: the output
+/// names the differing conditions and qualifies the slower verdicts, in the
+/// table and in the --json record, whose verdict values stay `slower`.
+#[test]
+fn compare_names_differing_conditions_and_qualifies_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(crate::common::fixture("small-run.json")).unwrap(),
+    )
+    .unwrap();
+    doc["env"]["load"] = load(&[]);
+    for s in doc["series"].as_array_mut().unwrap() {
+        let mut v: Vec<f64> = s["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let half = v.len() / 2;
+        let median = |w: &mut [f64]| {
+            w.sort_by(f64::total_cmp);
+            let n = w.len();
+            (w[(n - 1) / 2] + w[n / 2]) / 2.0
+        };
+        let (first, second) = v.split_at_mut(half);
+        s["invocations"] = serde_json::json!([median(first), median(second)]);
+        s["invocation_samples"] = serde_json::json!([half, second.len()]);
+    }
+    fs::write(&a, serde_json::to_string(&doc).unwrap()).unwrap();
+    planted_copy(&a, &b, 2.0, "osbench/1");
+    let mut busy: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&b).unwrap()).unwrap();
+    busy["env"]["load"] = load(&[("python3", 0.99)]);
+    fs::write(&b, serde_json::to_string(&busy).unwrap()).unwrap();
+    let json = dir.path().join("c.json");
+    let out = osbench(dir.path().join("no-store.sqlite"))
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "Conditions: the runs' conditions differ: B was measured while other processes used \
+             1.0 of 2 CPUs (python3 99 %), load average 0.20; A was measured while other \
+             processes were quiet, load average 0.20 on 2 CPUs."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "— but the runs' conditions differ (B measured while other processes used 1.0 of 2 \
+             CPUs (python3 99 %); A quiet); re-run both quiet"
+        ),
+        "{text}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        record["conditions"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the runs' conditions differ")
+    );
+    let slower: Vec<&serde_json::Value> = record["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "slower")
+        .collect();
+    assert!(!slower.is_empty(), "{record}");
+    for c in slower {
+        assert!(
+            c["verdict_words"]
+                .as_str()
+                .unwrap()
+                .ends_with("re-run both quiet"),
+            "{c}"
+        );
+    }
+}
