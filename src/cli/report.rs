@@ -53,17 +53,18 @@ pub fn html_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Documents named for the page, and their comparison when one could be made.
+type Compared = (
+    Vec<(String, osbench::document::Document)>,
+    Option<Comparison>,
+);
+
 /// The page's documents (each side's latest run, named as `compare` names
 /// the side) and their comparison, made as `compare` makes it
 /// ([`super::compare::saved_comparison`]): labels are every run with them.
 /// A comparison that cannot be made is a warning; the documents are still
 /// reported, each on its own.
-fn documents_and_comparison(
-    args: &ReportArgs,
-) -> anyhow::Result<(
-    Vec<(String, osbench::document::Document)>,
-    Option<Comparison>,
-)> {
+fn documents_and_comparison(args: &ReportArgs) -> anyhow::Result<Compared> {
     let options = osbench::compare::Options {
         equivalence: args.equivalence / 100.0,
         ..Default::default()

@@ -219,7 +219,9 @@ impl Change {
         let observed = self.ci.ratio.ln().abs();
         let paired = !matches!(design, Design::Unpaired { .. });
         let needed = (observed > 1e-4)
-            .then(|| replicates_needed(paired, log_sd, observed, alpha, DECIDING_POWER, MOST_NEEDED))
+            .then(|| {
+                replicates_needed(paired, log_sd, observed, alpha, DECIDING_POWER, MOST_NEEDED)
+            })
             .flatten();
         Some(Decider {
             detectable: detectable.exp_m1(),
