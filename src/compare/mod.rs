@@ -286,7 +286,7 @@ pub struct Decider {
 }
 
 impl Decider {
-    /// "this evidence could detect ±9.8% (80% power); to tell +8.2% here:
+    /// "this evidence could detect ±9.8% (80% power); to tell +8.2%:
     /// about 9 invocations a side (--invocations 9), ~45 s each".
     pub fn words(&self) -> String {
         let detect = if self.detectable.is_finite() {
@@ -305,7 +305,7 @@ impl Decider {
                     .seconds_each
                     .map_or_else(String::new, |s| format!(", ~{} each", duration_words(s)));
                 format!(
-                    "to tell {observed} here: about {n} {}{a_side} ({} {n}){each}",
+                    "to tell {observed}: about {n} {}{a_side} ({} {n}){each}",
                     self.what, self.flag
                 )
             }
