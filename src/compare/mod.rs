@@ -1112,4 +1112,77 @@ mod tests {
             assert!(!c.gate_tripped(3.0));
         }
     }
+
+    #[test]
+    fn an_untestable_change_says_what_would_decide_it_and_names_an_extreme_one() {
+        let words = super::untestable_words(2.47);
+        assert!(
+            words.starts_with("2.47× slower in one invocation a side"),
+            "{words}"
+        );
+        assert!(words.contains("replicate to confirm"), "{words}");
+        assert!(super::untestable_words(0.5).starts_with("2.00× faster"));
+        let plain = super::untestable_words(1.12);
+        assert!(
+            plain.starts_with("inconclusive: one invocation a side"),
+            "{plain}"
+        );
+        assert!(plain.contains("--invocations 5"), "{plain}");
+    }
+
+    #[test]
+    fn the_decider_is_the_power_of_the_test_the_verdict_was_judged_by() {
+        use crate::stats::power::{Design, min_detectable, power};
+        // Five invocations a side, about 4 % apart: undecided.
+        let (b, c) = (
+            [100.0, 104.0, 97.0, 101.0, 99.0],
+            [103.0, 99.0, 106.0, 102.0, 101.0],
+        );
+        let mut change = super::replicate_change(&b, &c, None);
+        change.seconds_per_replicate = Some(45.0);
+        let mut rows = vec![super::CaseRow {
+            key: crate::document::CaseKey::new("x", "y", crate::document::DEFAULT_CONFIG),
+            unit: crate::document::Unit::Ns,
+            bytes_per_op: None,
+            summaries: Vec::new(),
+            changes: vec![change],
+        }];
+        super::apply_verdicts(&mut rows, super::Options::default());
+        let change = rows[0].changes[0];
+        assert_eq!(change.verdict, Verdict::Inconclusive);
+        let d = change.decider().expect("an interval, so a decider");
+        let log_sd = crate::stats::replicates::compare_replicates(&b, &c, None)
+            .unwrap()
+            .log_sd;
+        let design = Design::Unpaired {
+            baseline: 5,
+            candidate: 5,
+        };
+        let mde = min_detectable(design, 8.0, log_sd, 0.05, 0.8);
+        assert!((d.detectable - mde.exp_m1()).abs() < 1e-9, "{d:?} vs {mde}");
+        // The replicates it names detect the observed change; one fewer does not.
+        let n = d.needed.expect("a change that more replicates tell");
+        let observed = change.ci.ratio.ln();
+        let at = |n: usize| {
+            let design = Design::Unpaired {
+                baseline: n,
+                candidate: n,
+            };
+            power(design, design.df(), log_sd, observed, 0.05)
+        };
+        assert!(
+            at(n) >= 0.8 && at(n - 1) < 0.8,
+            "{n}: {} {}",
+            at(n),
+            at(n - 1)
+        );
+        let words = change.words(&super::Options::default());
+        assert!(
+            words.contains("this evidence could detect ±")
+                && words.contains(&format!(
+                    "about {n} invocations a side (--invocations {n}), ~45 s each"
+                )),
+            "{words}"
+        );
+    }
 }
