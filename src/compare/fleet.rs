@@ -18,7 +18,7 @@ use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, block_medians, paired_log_ratio};
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, verdict};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict};
 
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]
@@ -222,7 +222,7 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
     for ((case, p), level) in cases.iter_mut().zip(holm(&raw)).zip(levels) {
         case.p_adjusted = p;
         let df = (case.power.n.max(1) - 1) as f64;
-        case.judged = case.ci.t_interval_at(level, df);
+        case.judged = t_interval_at(&case.ci, level, df);
         let judged = RatioCi {
             ci95: case.judged,
             ..case.ci

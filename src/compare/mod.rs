@@ -37,7 +37,7 @@ use crate::document::{
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
 use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, geometric_centre};
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, verdict};
+use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict};
 use crate::stats::{Summary, summarize};
 
 /// One side of a comparison of saved runs: a name and its runs (replicates).
@@ -924,7 +924,7 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
             continue;
         }
         change.judged_level = level;
-        change.judged = change.ci.t_interval_at(level, change.df);
+        change.judged = t_interval_at(&change.ci, level, change.df);
         let judged = RatioCi {
             ci95: change.judged,
             ..change.ci

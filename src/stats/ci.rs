@@ -115,22 +115,6 @@ pub struct RatioCi {
 }
 
 impl RatioCi {
-    /// The interval at `level` (e.g. 0.983) of a ratio whose 95 % interval
-    /// is a t interval on the logs with `df` degrees of freedom: the same
-    /// centre, each half scaled by t(level) ÷ t(95 %). `df` 0 or a point
-    /// interval: the 95 % interval unchanged.
-    pub fn t_interval_at(&self, level: f64, df: f64) -> (f64, f64) {
-        if df <= 0.0 || self.ci95.0 >= self.ci95.1 {
-            return self.ci95;
-        }
-        let scale =
-            super::paired::t_quantile(0.5 + level / 2.0, df) / super::paired::t_quantile(0.975, df);
-        let centre = self.ratio.ln();
-        let low = centre - (centre - self.ci95.0.ln()) * scale;
-        let high = centre + (self.ci95.1.ln() - centre) * scale;
-        (low.exp(), high.exp())
-    }
-
     /// Half the width of the 95 % interval as a fraction of the ratio: the
     /// smallest relative change the comparison could show.
     pub fn relative_half_width(&self) -> f64 {
