@@ -338,6 +338,7 @@ mod tests {
                     invocations: 3,
                     target_ci: None,
                     max_time: None,
+                    target_mde: None,
                     policy: crate::document::Policy {
                         samples: 9,
                         sample_time_ns: 1,

@@ -67,6 +67,10 @@ pub struct Plan {
     /// than ± this fraction (at least 3 rounds), or at `max_time`.
     pub target_ci: Option<f64>,
     pub max_time: Option<std::time::Duration>,
+    /// With configurations: keep adding rounds (at most `rounds`) until every
+    /// case's paired comparison of each configuration with the first would
+    /// detect this change, or its budget ends.
+    pub target_mde: Option<rounds::DetectTarget>,
     /// How much to measure per case.
     pub policy: Policy,
     /// Count perf events in a short pass per configuration × case, after
@@ -232,6 +236,7 @@ pub fn run_with<C: Clock>(
     run.order = std::mem::take(&mut body.order);
     run.configs = plan.configs.clone();
     run.stopped_by = rounds.stopped_by;
+    run.target_mde = rounds.target_mde;
     if !plan.configs.is_empty() {
         run.schedule = rounds.schedule;
     }
@@ -258,6 +263,7 @@ impl Plan {
             target_ci: self.target_ci.filter(|_| !plain),
             first_look: 3,
             max_time: self.max_time.filter(|_| !plain),
+            detect: self.target_mde.filter(|_| !plain),
         }
     }
 }
@@ -550,6 +556,29 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         }
         Some(widest)
     }
+
+    /// The largest change detectable with 80 % power at `alpha` by the
+    /// paired comparison of a candidate configuration's per-round medians
+    /// with the first's, case by case.
+    fn detectable(&self, alpha: f64) -> Option<f64> {
+        let rounds_of = |c: usize, slot: usize| {
+            self.done
+                .iter()
+                .find(|(k, _)| *k == (c, slot))
+                .map(|(_, s)| &s.rounds)
+        };
+        let mut largest: f64 = 0.0;
+        for slot in 0..self.plan.cases.len() {
+            let base = rounds_of(0, slot)?;
+            for c in 1..self.configs.len() {
+                let cand = rounds_of(c, slot)?;
+                let power = rounds::DETECT_POWER;
+                let d = crate::stats::power::paired_detectable(base, cand, alpha, power)?;
+                largest = largest.max(d);
+            }
+        }
+        (self.configs.len() >= 2).then_some(largest)
+    }
 }
 
 /// The configurations a run applies: the plan's, or one implicit
@@ -714,6 +743,7 @@ mod tests {
             invocations: 1,
             target_ci: None,
             max_time: None,
+            target_mde: None,
             policy: Policy {
                 samples: 3,
                 sample_time_ns: 1_000_000,

@@ -2,7 +2,10 @@
 //! undecided verdict can say what would decide it: the probability that a
 //! test rejects at a given true change ([`power`]), the smallest change it
 //! detects with a given probability ([`min_detectable`]) and the fewest
-//! replicates that detect a given change ([`replicates_needed`]).
+//! replicates that detect a given change ([`replicates_needed`]); and, from
+//! data, the change a paired comparison ([`paired_detectable`]) or another
+//! run like this one ([`unpaired_detectable`]) would detect, which
+//! `--target-mde` adds rounds or invocations until.
 //!
 //! The tests are `stats::replicates`' two-sample Student t with pooled
 //! variance (saved runs, [`Design::Unpaired`]) and the one-sample t on
@@ -241,6 +244,50 @@ pub fn replicates_needed(
     Some(hi)
 }
 
+/// The smallest relative change (exp(effect) − 1: 0.02 is 2 %) that the
+/// paired t on the per-round (or per-block) log ratios of `candidate` to
+/// `baseline` detects with probability `power` at level `alpha`, their
+/// spread taken from the values themselves; `None` with fewer than two
+/// pairs or a value not positive.
+pub fn paired_detectable(
+    baseline: &[f64],
+    candidate: &[f64],
+    alpha: f64,
+    power: f64,
+) -> Option<f64> {
+    let n = baseline.len().min(candidate.len());
+    let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
+    let design = Design::Paired { n };
+    Some(self::min_detectable(design, design.df(), sample_sd(&d)?, alpha, power).exp_m1())
+}
+
+/// The same for two separately saved runs of `k` replicates each, a
+/// side's spread that of `values` (one run's invocation medians): the
+/// change a comparison with another run like it would detect.
+pub fn unpaired_detectable(values: &[f64], alpha: f64, power: f64) -> Option<f64> {
+    let k = values.len();
+    if values.iter().any(|&v| v <= 0.0) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let design = Design::Unpaired {
+        baseline: k,
+        candidate: k,
+    };
+    Some(self::min_detectable(design, design.df(), sample_sd(&logs)?, alpha, power).exp_m1())
+}
+
+/// The sample standard deviation of `x`; `None` with fewer than two values
+/// or one not finite (a ratio of a value not positive).
+fn sample_sd(x: &[f64]) -> Option<f64> {
+    if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    let ss: f64 = x.iter().map(|v| (v - mean).powi(2)).sum();
+    Some((ss / (x.len() - 1) as f64).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,6 +496,25 @@ mod tests {
         }
         // By hand: 5 against 5 detect 0.1 with probability 0.79 (above), 6 against 6 more.
         assert_eq!(replicates_needed(false, 0.05, 0.1, 0.05, 0.8, 100), Some(6));
+    }
+
+    #[test]
+    fn detectable_changes_from_data() {
+        // Log ratios ln 1.1, ln 0.9, ln 1.0 (as in paired.rs): their sd, 3 pairs.
+        let (b, c) = ([1.0, 1.0, 1.0], [1.1, 0.9, 1.0]);
+        let d = [1.1f64.ln(), 0.9f64.ln(), 0.0];
+        let sd = sample_sd(&d).unwrap();
+        let m = min_detectable(Design::Paired { n: 3 }, 2.0, sd, 0.05, 0.8);
+        let got = paired_detectable(&b, &c, 0.05, 0.8).unwrap();
+        assert!((got - m.exp_m1()).abs() < 1e-12, "{got}");
+        assert_eq!(paired_detectable(&[1.0], &[1.0], 0.05, 0.8), None);
+        assert_eq!(paired_detectable(&[1.0, 1.0], &[0.0, 1.0], 0.05, 0.8), None);
+        // Three invocations: 3 against 3, df 4.
+        let v = [100.0, 103.0, 98.0];
+        let logs: Vec<f64> = v.iter().map(|x: &f64| x.ln()).collect();
+        let m = min_detectable(unpaired(3, 3), 4.0, sample_sd(&logs).unwrap(), 0.05, 0.8);
+        assert!((unpaired_detectable(&v, 0.05, 0.8).unwrap() - m.exp_m1()).abs() < 1e-12);
+        assert_eq!(unpaired_detectable(&[100.0], 0.05, 0.8), None);
     }
 
     #[test]
