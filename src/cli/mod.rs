@@ -409,6 +409,13 @@ fn parse_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The line on stderr that says how a `--target-mde` run went, if it had one.
+fn print_target_mde(doc: &osbench::document::Document) {
+    if let Some(target) = &doc.run.target_mde {
+        eprintln!("{}", osbench::report::compare::target_mde_line(target));
+    }
+}
+
 /// `--budget` when not given: ten minutes.
 const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(600);
 

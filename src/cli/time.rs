@@ -273,9 +273,7 @@ fn time_body(
     let kept = saving.keep(outcome, &identity, compare, show)?;
     *saved_out = Some(kept.saved.map_err(save::kept_error)?);
     let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
-    if let (Some(target), false) = (&doc.run.target_mde, args.quiet) {
-        eprintln!("{}", report::compare::target_mde_line(target));
-    }
+    super::print_target_mde(doc);
     if !doc.series.is_empty() {
         let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;

@@ -427,8 +427,11 @@ pub fn target_mde_line(t: &crate::document::TargetMde) -> String {
     }
 }
 
-/// Seconds in words: "0.4 s", "12 s", "1 min 12 s", "10 min", "1 h 5 min".
+/// Seconds in words: "0.04 s", "0.4 s", "12 s", "1 min 12 s", "10 min", "1 h 5 min".
 pub fn duration_words(secs: f64) -> String {
+    if secs < 0.1 {
+        return format!("{secs:.2} s");
+    }
     if secs < 10.0 {
         let tenths = (secs * 10.0).round() / 10.0;
         return format!("{tenths} s");
@@ -471,6 +474,7 @@ mod tests {
         );
         assert_eq!(duration_words(2.04), "2 s");
         assert_eq!(duration_words(0.44), "0.4 s");
+        assert_eq!(duration_words(0.036), "0.04 s");
         assert_eq!(duration_words(3900.0), "1 h 5 min");
     }
 
