@@ -122,9 +122,21 @@ impl Plan {
             .sum()
     }
 
-    /// The run's length if every case took its warm-up and samples' target time.
+    /// The run's length if every case took its warm-up and samples' target
+    /// time; with a change to detect, at most its budget and the round (or
+    /// invocation) under way when it ends, or at least the budget without
+    /// configurations (whose invocations go on until it).
     pub fn expected_duration(&self) -> std::time::Duration {
-        self.expected_per_case() * self.steps() as u32
+        let planned = self.expected_per_case() * self.steps() as u32;
+        let Some(target) = self.target_mde else {
+            return planned;
+        };
+        let one = self.expected_per_case() * (self.cases.len() * self.configs.len().max(1)) as u32;
+        if self.configs.is_empty() {
+            planned.max(target.budget + one)
+        } else {
+            planned.min(target.budget + one)
+        }
     }
 
     /// One case's warm-up and samples' target time (in one invocation).
@@ -731,6 +743,23 @@ mod tests {
             teardown,
             ..Config::default()
         }
+    }
+
+    #[test]
+    fn a_change_to_detect_bounds_the_expected_duration_by_its_budget() {
+        // 2 cases × 3 samples of 1 ms: a round of two configurations is 12 ms.
+        let mut p = plan(1, vec![config("a", &[], None), config("b", &[], None)]);
+        p.rounds = 1000;
+        assert_eq!(p.expected_duration(), Duration::from_secs(12));
+        p.target_mde = Some(rounds::DetectTarget {
+            change: 0.02,
+            alpha: 0.05,
+            budget: Duration::from_secs(5),
+        });
+        assert_eq!(p.expected_duration(), Duration::from_millis(5012));
+        // Without configurations, invocations go on until the budget.
+        p.configs.clear();
+        assert_eq!(p.expected_duration(), Duration::from_millis(5006));
     }
 
     fn plan(seed: u64, configs: Vec<Config>) -> Plan {

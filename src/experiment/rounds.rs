@@ -107,8 +107,8 @@ pub struct DetectTarget {
 pub const DETECT_POWER: f64 = 0.8;
 
 impl DetectTarget {
-    /// The record of this target after `n` rounds in `elapsed`, the
-    /// smallest change then detectable `detectable`.
+    /// The record of this target after `n` rounds (or invocations, `unit`)
+    /// in `elapsed`, the smallest change then detectable `detectable`.
     pub fn outcome(
         &self,
         n: usize,
@@ -120,7 +120,8 @@ impl DetectTarget {
             target: self.change,
             budget_s: self.budget.as_secs_f64(),
             reached: detectable.is_some_and(|d| d <= self.change),
-            detectable,
+            // Infinite while the test cannot reach the level: too few to tell.
+            detectable: detectable.filter(|d| d.is_finite()),
             n,
             unit: unit.into(),
             elapsed_s: elapsed.as_secs_f64(),

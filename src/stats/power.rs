@@ -247,8 +247,10 @@ pub fn replicates_needed(
 /// The smallest relative change (exp(effect) − 1: 0.02 is 2 %) that the
 /// paired t on the per-round (or per-block) log ratios of `candidate` to
 /// `baseline` detects with probability `power` at level `alpha`, their
-/// spread taken from the values themselves; `None` with fewer than two
-/// pairs or a value not positive.
+/// spread taken from the values themselves; infinite while the sign-flip
+/// test that paired verdicts rest on cannot reach `alpha` with so few pairs
+/// (fewer than 6 at 0.05); `None` with fewer than two pairs or a value not
+/// positive.
 pub fn paired_detectable(
     baseline: &[f64],
     candidate: &[f64],
@@ -257,8 +259,13 @@ pub fn paired_detectable(
 ) -> Option<f64> {
     let n = baseline.len().min(candidate.len());
     let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
+    let sd = sample_sd(&d)?;
+    let reachable = super::verdict::Power::sign_flip(n, alpha, "rounds", "--rounds").min_p < alpha;
+    if !reachable {
+        return Some(f64::INFINITY);
+    }
     let design = Design::Paired { n };
-    Some(self::min_detectable(design, design.df(), sample_sd(&d)?, alpha, power).exp_m1())
+    Some(self::min_detectable(design, design.df(), sd, alpha, power).exp_m1())
 }
 
 /// The same for two separately saved runs of `k` replicates each, a
@@ -500,13 +507,18 @@ mod tests {
 
     #[test]
     fn detectable_changes_from_data() {
-        // Log ratios ln 1.1, ln 0.9, ln 1.0 (as in paired.rs): their sd, 3 pairs.
-        let (b, c) = ([1.0, 1.0, 1.0], [1.1, 0.9, 1.0]);
-        let d = [1.1f64.ln(), 0.9f64.ln(), 0.0];
+        // Log ratios ln 1.1, ln 0.9, ln 1.0 twice: their sd, 6 pairs.
+        let (b, c) = ([1.0; 6], [1.1, 0.9, 1.0, 1.1, 0.9, 1.0]);
+        let d = [1.1f64.ln(), 0.9f64.ln(), 0.0, 1.1f64.ln(), 0.9f64.ln(), 0.0];
         let sd = sample_sd(&d).unwrap();
-        let m = min_detectable(Design::Paired { n: 3 }, 2.0, sd, 0.05, 0.8);
+        let m = min_detectable(Design::Paired { n: 6 }, 5.0, sd, 0.05, 0.8);
         let got = paired_detectable(&b, &c, 0.05, 0.8).unwrap();
         assert!((got - m.exp_m1()).abs() < 1e-12, "{got}");
+        // 5 pairs: the sign-flip test cannot go below p = 0.0625, nothing is detectable.
+        let five = paired_detectable(&b[..5], &c[..5], 0.05, 0.8);
+        assert_eq!(five, Some(f64::INFINITY));
+        // At 0.0167 (three comparisons), 7 pairs are needed (2/2⁷ < 0.0167 ≤ 2/2⁶).
+        assert_eq!(paired_detectable(&b, &c, 0.0167, 0.8), Some(f64::INFINITY));
         assert_eq!(paired_detectable(&[1.0], &[1.0], 0.05, 0.8), None);
         assert_eq!(paired_detectable(&[1.0, 1.0], &[0.0, 1.0], 0.05, 0.8), None);
         // Three invocations: 3 against 3, df 4.
