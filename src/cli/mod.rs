@@ -448,6 +448,56 @@ fn parse_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The line on stderr that says how a `--target-mde` run went, if it had one.
+fn print_target_mde(doc: &osbench::document::Document) {
+    if let Some(target) = &doc.run.target_mde {
+        eprintln!("{}", osbench::report::compare::target_mde_line(target));
+    }
+}
+
+/// `--budget` when not given: ten minutes.
+const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A duration as a number and a unit, or several (`90s`, `10min`, `1h30m`,
+/// `500ms`, `2.5m`); a bare number is seconds. Above 0, at most a day.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || {
+        format!(
+            "'{s}' is not a duration: give a number with a unit, e.g. 90s, 10min, 1h30m \
+             (ms, s, m or min, h), above 0 and at most 24h"
+        )
+    };
+    let text = s.trim();
+    let mut secs = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(split);
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let scale = match unit.trim() {
+            "" if next.is_empty() && rest.len() == text.len() => 1.0,
+            "ms" => 0.001,
+            "s" | "sec" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        secs += value * scale;
+        rest = next;
+    }
+    if secs > 0.0 && secs <= 86_400.0 {
+        Ok(std::time::Duration::from_secs_f64(secs))
+    } else {
+        Err(bad())
+    }
+}
+
 fn parse_pct(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
@@ -711,4 +761,24 @@ fn seed_from_clock() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) & ((1 << 53) - 1)
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_take_units_and_bare_seconds() {
+        let secs = |s: &str| parse_duration(s).map(|d| d.as_secs_f64());
+        assert_eq!(secs("90"), Ok(90.0));
+        assert_eq!(secs("2s"), Ok(2.0));
+        assert_eq!(secs("10min"), Ok(600.0));
+        assert_eq!(secs("1h30m"), Ok(5400.0));
+        assert_eq!(secs("2.5m"), Ok(150.0));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "0", "5 parsecs", "1h30", "25h", "-3s", "s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 }

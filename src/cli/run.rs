@@ -15,6 +15,7 @@ use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::{Document, RunIdentity};
 use osbench::envelope;
+use osbench::experiment::rounds::DetectTarget;
 use osbench::experiment::{self, Config, Plan};
 use osbench::measure::Policy;
 use osbench::measure::placement::Pin;
@@ -23,7 +24,10 @@ use osbench::report;
 use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{SaveArgs, Saved};
-use super::{Console, Gated, LayoutArgs, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use super::{
+    Console, DEFAULT_BUDGET, Gated, LayoutArgs, VerdictArgs, parse_duration, parse_pct, parse_secs,
+    seed_from_clock,
+};
 use osbench::queue::hook::{self, Hooked, JobHook};
 
 /// Invocations of a run without configurations unless `--invocations` says
@@ -34,6 +38,10 @@ pub const DEFAULT_INVOCATIONS: usize = 1;
 
 /// The most rounds `--target-ci` adds with configurations unless `--rounds` says.
 const TARGET_CI_ROUNDS: usize = 60;
+
+/// Invocations a run without configurations starts with for `--target-mde`
+/// unless `--invocations` says (two at least: their spread is the test's).
+const TARGET_MDE_INVOCATIONS: usize = 3;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -82,6 +90,17 @@ pub struct RunArgs {
     /// shared out among the cases left; with configurations, no round starts after it
     #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
     max_time: Option<f64>,
+    /// Measure until a change of ±PCT % would be detected with 80% power, or --budget ends.
+    /// With configurations: add rounds (at most --rounds, default 1000) until every case's
+    /// paired comparison with the first configuration would detect it. Without: add
+    /// invocations after the --invocations asked for (default 3) until a comparison of this
+    /// run with another like it would
+    #[arg(long = "target-mde", value_name = "PCT", value_parser = parse_pct,
+          conflicts_with_all = ["target_ci", "max_time"])]
+    target_mde: Option<f64>,
+    /// The time budget of --target-mde, e.g. 90s, 10min, 1h30m [default: 10min]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "target_mde")]
+    budget: Option<std::time::Duration>,
     /// Fresh osbench processes to measure every case in, one after another, each with its
     /// own case order and its layout varied (environment size, heap offset); --samples is
     /// shared out among them. Separate runs are compared invocation by invocation, so give
@@ -255,6 +274,7 @@ fn run_body(
     let show = |doc: &Document, comparison: Option<&Comparison>| {
         print_results(doc, comparison, console);
         progress.digest();
+        super::print_target_mde(doc);
         Ok::<(), anyhow::Error>(())
     };
     let kept = saving.keep(outcome, &identity, compare, show)?;
@@ -299,14 +319,18 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
              configurations are compared round by round in one run, and --target-ci samples \
              each case in one process: drop --invocations, or the configurations and --target-ci"
         ),
+        // A change to detect between runs needs a spread between invocations.
+        Some(n) if args.target_mde.is_some() && !single => (n as usize).max(2),
         Some(n) => n as usize,
         None if single => 1,
+        None if args.target_mde.is_some() => TARGET_MDE_INVOCATIONS,
         None => DEFAULT_INVOCATIONS,
     };
-    let rounds = match (args.rounds, args.target_ci) {
-        (Some(n), _) => n as usize,
-        (None, Some(_)) => TARGET_CI_ROUNDS,
-        (None, None) => 10,
+    let rounds = match (args.rounds, args.target_ci, args.target_mde) {
+        (Some(n), _, _) => n as usize,
+        (None, Some(_), _) => TARGET_CI_ROUNDS,
+        (None, None, Some(_)) => osbench::stats::paired::MOST_ROUNDS,
+        (None, None, None) => 10,
     };
     let mut plan = args
         .measure
@@ -315,6 +339,17 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     plan.invocations = invocations;
     plan.target_ci = args.target_ci.map(|pct| pct / 100.0);
     plan.max_time = args.max_time.map(std::time::Duration::from_secs_f64);
+    plan.target_mde = args.target_mde.map(|pct| {
+        // Holm's strictest step: α ÷ every comparison (each case against each
+        // candidate configuration, or against another run).
+        let candidates = plan.configs.len().saturating_sub(1).max(1);
+        let comparisons = (plan.cases.len() * candidates).max(1);
+        DetectTarget {
+            change: pct / 100.0,
+            alpha: args.verdict.options(plan.seed).alpha / comparisons as f64,
+            budget: args.budget.unwrap_or(DEFAULT_BUDGET),
+        }
+    });
     Ok(plan)
 }
 
@@ -337,10 +372,10 @@ fn refuse_idle_flags(args: &RunArgs, configs: usize) -> anyhow::Result<()> {
         );
     }
     if configs == 1 {
-        if args.target_ci.is_some() || args.max_time.is_some() {
+        if args.target_ci.is_some() || args.max_time.is_some() || args.target_mde.is_some() {
             anyhow::bail!(
-                "--target-ci and --max-time work on the rounds of two or more configurations, \
-                 or on each case of a run without configurations; {why}"
+                "--target-ci, --target-mde and --max-time work on the rounds of two or more \
+                 configurations, or on a run without configurations; {why}"
             );
         }
     } else if args.max_time.is_some() && args.target_ci.is_none() {

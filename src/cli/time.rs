@@ -16,7 +16,8 @@ use clap::Args;
 use osbench::compare::Comparison;
 use osbench::document::{Document, RunIdentity};
 use osbench::envelope;
-use osbench::experiment::time::command::{Parameter, build, undefined, unused};
+use osbench::experiment::rounds::DetectTarget;
+use osbench::experiment::time::command::{CommandSpec, Parameter, build, undefined, unused};
 use osbench::experiment::time::{self as timing, RunCount, TimePlan};
 use osbench::measure::spawn::SpawnOptions;
 use osbench::report;
@@ -26,7 +27,10 @@ use super::ingest::{IngestArgs, Source};
 use super::progress::Progress;
 use super::save::{self, SaveArgs};
 use super::time_hyperfine::HyperfineArgs;
-use super::{Console, Gated, VerdictArgs, parse_pct, parse_secs, seed_from_clock};
+use super::{
+    Console, DEFAULT_BUDGET, Gated, VerdictArgs, parse_duration, parse_pct, parse_secs,
+    seed_from_clock,
+};
 use osbench::queue::hook::{self, Hooked, JobHook};
 
 #[derive(Args)]
@@ -113,6 +117,15 @@ pub struct TimeArgs {
     /// Stop adding runs after SECS seconds
     #[arg(long = "max-time", value_name = "SECS", value_parser = parse_secs)]
     max_time: Option<f64>,
+    /// After the first runs (--runs, or --min-runs), keep adding rounds until the comparison
+    /// of every command with the first would detect a change of ±PCT % with 80% power
+    /// (paired t over its blocks, α ÷ the comparisons), or --budget ends; at most --max-runs
+    #[arg(long = "target-mde", value_name = "PCT", value_parser = parse_pct,
+          conflicts_with_all = ["target_ci", "max_time"])]
+    target_mde: Option<f64>,
+    /// The time budget of --target-mde, e.g. 90s, 10min, 1h30m [default: 10min]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "target_mde")]
+    budget: Option<Duration>,
     /// Seed of the random run order (default: taken from the clock; always recorded)
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -261,6 +274,7 @@ fn time_body(
     let kept = saving.keep(outcome, &identity, compare, show)?;
     *saved_out = Some(kept.saved.map_err(save::kept_error)?);
     let (doc, comparison) = (&kept.document, kept.comparison.as_ref());
+    super::print_target_mde(doc);
     if !doc.series.is_empty() {
         let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
@@ -307,36 +321,23 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
     args.verdict.refuse_gate_inside_margin()?;
     if commands.len() < 2 {
         let why = "one command is timed alone";
+        if args.target_mde.is_some() {
+            anyhow::bail!(
+                "--target-mde adds runs until the comparison of the commands could detect the \
+                 change, and {why}: give two or more commands (or use --target-ci PCT)"
+            );
+        }
         args.ingest.refuse_without_comparison(why)?;
         args.verdict.refuse_without_comparison(why)?;
     }
     if !args.quiet {
-        for name in unused(&args.commands, &args.command_names, &parameters) {
-            eprintln!(
-                "osbench: warning: no command uses {{{name}}}: each is timed once, not once per \
-                 value of {name} as hyperfine would (the runs would be the same measurement)"
-            );
-        }
-        for c in &commands {
-            if let Some(ch) = c.shell_syntax() {
-                eprintln!(
-                    "osbench: warning: '{}' contains '{ch}', which only a shell understands; it is \
-                     passed to the program as is (use --shell to run it with sh -c)",
-                    c.line
-                );
-            }
-        }
+        warn_of_syntax(args, &parameters, &commands);
     }
+    let seed = args.seed.unwrap_or_else(seed_from_clock);
     Ok(TimePlan {
+        target_mde: detect_target(args, seed, commands.len()),
         commands,
-        count: match args.runs {
-            Some(n) => RunCount::Fixed(n as usize),
-            None => RunCount::Auto {
-                min_runs: args.min_runs as usize,
-                max_runs: args.max_runs as usize,
-                min_time: Duration::from_secs(3),
-            },
-        },
+        count: run_count(args),
         warmup: args.warmup as usize,
         prepare: args.prepare.clone(),
         setup: args.setup.clone(),
@@ -348,10 +349,59 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
             show_output: args.show_output,
         },
         ignore_failure: args.ignore_failure,
-        seed: args.seed.unwrap_or_else(seed_from_clock),
+        seed,
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(Duration::from_secs_f64),
     })
+}
+
+/// Warns of parameters no command uses and of shell syntax in commands
+/// that run without a shell.
+fn warn_of_syntax(args: &TimeArgs, parameters: &[Parameter], commands: &[CommandSpec]) {
+    for name in unused(&args.commands, &args.command_names, parameters) {
+        eprintln!(
+            "osbench: warning: no command uses {{{name}}}: each is timed once, not once per \
+             value of {name} as hyperfine would (the runs would be the same measurement)"
+        );
+    }
+    for c in commands {
+        if let Some(ch) = c.shell_syntax() {
+            eprintln!(
+                "osbench: warning: '{}' contains '{ch}', which only a shell understands; it is \
+                 passed to the program as is (use --shell to run it with sh -c)",
+                c.line
+            );
+        }
+    }
+}
+
+/// `--target-mde` and `--budget` for `commands` commands: each comparison
+/// with the first judged at the verdicts' α ÷ the comparisons.
+fn detect_target(args: &TimeArgs, seed: u64, commands: usize) -> Option<DetectTarget> {
+    args.target_mde.map(|pct| DetectTarget {
+        change: pct / 100.0,
+        alpha: args.verdict.options(seed).alpha / commands.saturating_sub(1).max(1) as f64,
+        budget: args.budget.unwrap_or(DEFAULT_BUDGET),
+    })
+}
+
+/// How many rounds the arguments ask for: `--runs`, or hyperfine's rule
+/// between `--min-runs` and `--max-runs`; with `--target-mde`, the runs
+/// asked for first, then more up to `--max-runs`.
+fn run_count(args: &TimeArgs) -> RunCount {
+    match (args.runs, args.target_mde) {
+        (Some(n), None) => RunCount::Fixed(n as usize),
+        (Some(n), Some(_)) => RunCount::Auto {
+            min_runs: n as usize,
+            max_runs: n.max(args.max_runs) as usize,
+            min_time: Duration::ZERO,
+        },
+        (None, _) => RunCount::Auto {
+            min_runs: args.min_runs as usize,
+            max_runs: args.max_runs as usize,
+            min_time: Duration::from_secs(3),
+        },
+    }
 }
 
 /// The per-command table, the comparison and its verdicts when there are

@@ -128,6 +128,31 @@ pub struct TargetOutcome {
     pub stopped_by: String,
 }
 
+/// A run that kept adding rounds (or invocations) until a change of a given
+/// size was detectable with 80 % power, or its time budget ended
+/// (`time --target-mde`, `run --target-mde`): what was targeted and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetMde {
+    /// The change to detect, a fraction (0.02: ±2 %).
+    pub target: f64,
+    /// The time budget, in seconds.
+    pub budget_s: f64,
+    /// Whether that change was detectable when the run stopped adding.
+    pub reached: bool,
+    /// The smallest change detectable with 80 % power then, a fraction;
+    /// absent when there were too few rounds to tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Rounds (or invocations) run, and which: "rounds" or "invocations".
+    pub n: usize,
+    pub unit: String,
+    /// Seconds from the start of the rounds to the stop.
+    pub elapsed_s: f64,
+    /// The level each comparison was judged at: α ÷ the comparisons (Holm's
+    /// first step, the strictest).
+    pub alpha: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub name: String,
@@ -202,6 +227,9 @@ pub struct RunInfo {
     /// next (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf_hooks_wait_ms: Option<f64>,
+    /// `--target-mde`: the change targeted and whether it became detectable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_mde: Option<TargetMde>,
 }
 
 /// Who ran a run and what it measured, stamped on its record once it ends:
@@ -239,6 +267,7 @@ impl RunInfo {
             host: None,
             invocations: Vec::new(),
             perf_hooks_wait_ms: None,
+            target_mde: None,
         }
     }
 

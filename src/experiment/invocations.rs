@@ -16,6 +16,11 @@
 //! case, here, after the last invocation, and the run then waits for the
 //! kernel's perf hooks to switch off, so they slow nothing timed next.
 //!
+//! With a change to detect (`run --target-mde`), invocations are added
+//! after the ones asked for until a comparison of this run with another run
+//! like it (as many invocations, the same spread) would detect the change
+//! with 80 % power, or the time budget ends.
+//!
 //! Left out: configurations (their rounds are paired already), guests,
 //! fleets and `--target-ci`, which the command line refuses with several
 //! invocations.
@@ -30,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::measure::sentinel::Sentinels;
 use crate::measure::{Harness, Interrupt, Meters};
 use crate::rng::SplitMix64;
+use crate::stats::power::unpaired_detectable;
 use crate::stats::replicates::{replicate_interval, spread_parts};
 
 /// The environment variable that carries an invocation's heap offset to its agent.
@@ -40,6 +46,9 @@ pub const ENV_PAD_ENV: &str = "OSBENCH_ENV_PAD";
 pub const MAX_ENV_PAD: usize = 4096;
 /// The largest heap offset (64 KiB), in steps of 16 bytes.
 pub const MAX_HEAP_OFFSET: usize = 64 << 10;
+
+/// The most invocations a run takes (`--invocations`, and `--target-mde`'s additions).
+pub const MOST_INVOCATIONS: usize = 1000;
 
 /// Accepted samples of each case per invocation: `total` shared out, rounded up.
 pub fn samples_per_invocation(total: usize, invocations: usize) -> usize {
@@ -62,21 +71,93 @@ pub fn run(
             error: Some(e),
         };
     }
-    let sentinels = Sentinels::new();
-    let read = || sentinels.as_ref().map(Sentinels::read).unwrap_or_default();
-    let mut layouts = SplitMix64::new(plan.seed ^ 0x1a70_07e5);
-    let mut merged: Vec<Series> = Vec::new();
-    let mut records = Vec::new();
-    let mut audit: Vec<String> = Vec::new();
-    let mut first_env = None;
+    let mut done = Invocations::new(plan.seed);
     let mut error = None;
-    for k in 0..n {
-        let record = Invocation {
+    let clock = std::time::Instant::now();
+    let most = match plan.target_mde {
+        Some(_) => MOST_INVOCATIONS.max(n),
+        None => n,
+    };
+    for k in 0..most {
+        error = done.invoke(plan, (k, n), &interrupt, &env, observer);
+        if error.is_some() || (k + 1 >= n && enough(plan, &done.merged, clock.elapsed())) {
+            break;
+        }
+    }
+    let target_mde = plan.target_mde.map(|t| {
+        let detectable = detectable(&done.merged, t.alpha);
+        t.outcome(
+            done.records.len(),
+            "invocations",
+            detectable,
+            clock.elapsed(),
+        )
+    });
+    let mut series: Vec<Series> = done.merged.into_iter().map(summarize_invocations).collect();
+    let mut wait_ms = None;
+    if plan.perf && error.is_none() {
+        match count_perf(plan, &mut series, &interrupt) {
+            Ok(waited) => wait_ms = Some(waited),
+            Err(e) => error = Some(e),
+        }
+    }
+    let mut run = run_info(plan, started, done.records, done.audit, error.as_ref());
+    run.perf_hooks_wait_ms = wait_ms;
+    run.target_mde = target_mde;
+    Outcome {
+        document: Document::new(done.first_env.unwrap_or(env), run, series),
+        error,
+    }
+}
+
+/// The invocations run so far, merged.
+struct Invocations {
+    sentinels: Option<Sentinels>,
+    /// Draws each invocation's layout.
+    layouts: SplitMix64,
+    merged: Vec<Series>,
+    records: Vec<Invocation>,
+    /// Audit findings, each once.
+    audit: Vec<String>,
+    /// The first invocation's environment, the run's.
+    first_env: Option<Environment>,
+}
+
+impl Invocations {
+    fn new(seed: u64) -> Self {
+        Self {
+            sentinels: Sentinels::new(),
+            layouts: SplitMix64::new(seed ^ 0x1a70_07e5),
+            merged: Vec::new(),
+            records: Vec::new(),
+            audit: Vec::new(),
+            first_env: None,
+        }
+    }
+
+    fn read(&self) -> Vec<crate::document::SentinelReading> {
+        self.sentinels
+            .as_ref()
+            .map(Sentinels::read)
+            .unwrap_or_default()
+    }
+
+    /// Runs invocation `k` (from 0) of the `n` asked for and merges it; the
+    /// error that stopped it, if any.
+    fn invoke(
+        &mut self,
+        plan: &Plan,
+        (k, n): (usize, usize),
+        interrupt: &Interrupt,
+        env: &Environment,
+        observer: &mut dyn Observer,
+    ) -> Option<Error> {
+        let mut record = Invocation {
             index: k + 1,
-            env_pad: layouts.below(MAX_ENV_PAD),
-            heap_offset: 16 * layouts.below(MAX_HEAP_OFFSET / 16),
+            env_pad: self.layouts.below(MAX_ENV_PAD),
+            heap_offset: 16 * self.layouts.below(MAX_HEAP_OFFSET / 16),
             seed: plan.seed.wrapping_add(k as u64),
-            sentinels_before: read(),
+            sentinels_before: self.read(),
             sentinels_after: Vec::new(),
         };
         let sub = plan.for_invocation(
@@ -90,36 +171,42 @@ pub fn run(
         let mut offset = Offset {
             inner: observer,
             done: k * plan.cases.len(),
-            total: n * plan.cases.len(),
-            seen: &mut audit,
+            total: n.max(k + 1) * plan.cases.len(),
+            seen: &mut self.audit,
         };
         let outcome = super::run(&sub, interrupt.clone(), env.clone(), &mut offset);
-        let mut record = record;
-        record.sentinels_after = read();
-        records.push(record);
-        first_env.get_or_insert(outcome.document.env);
+        record.sentinels_after = self.read();
+        self.records.push(record);
+        self.first_env.get_or_insert(outcome.document.env);
         for series in outcome.document.series {
-            add_invocation(&mut merged, series);
+            add_invocation(&mut self.merged, series);
         }
-        if let Some(e) = outcome.error {
-            error = Some(e);
-            break;
-        }
+        outcome.error
     }
-    let mut series: Vec<Series> = merged.into_iter().map(summarize_invocations).collect();
-    let mut wait_ms = None;
-    if plan.perf && error.is_none() {
-        match count_perf(plan, &mut series, &interrupt) {
-            Ok(waited) => wait_ms = Some(waited),
-            Err(e) => error = Some(e),
-        }
+}
+
+/// Whether to stop adding invocations after those asked for: always without
+/// a change to detect; with one, once it is detectable or its budget spent.
+fn enough(plan: &Plan, merged: &[Series], elapsed: std::time::Duration) -> bool {
+    let Some(target) = plan.target_mde else {
+        return true;
+    };
+    elapsed >= target.budget || detectable(merged, target.alpha).is_some_and(|d| d <= target.change)
+}
+
+/// The largest change, over the cases, that a comparison of this run with
+/// another like it (as many invocations, each case's spread between them)
+/// detects with 80 % power at `alpha`; `None` before every case has two
+/// invocations.
+fn detectable(merged: &[Series], alpha: f64) -> Option<f64> {
+    if merged.is_empty() {
+        return None;
     }
-    let mut run = run_info(plan, started, records, audit, error.as_ref());
-    run.perf_hooks_wait_ms = wait_ms;
-    Outcome {
-        document: Document::new(first_env.unwrap_or(env), run, series),
-        error,
-    }
+    let power = super::rounds::DETECT_POWER;
+    merged
+        .iter()
+        .map(|s| unpaired_detectable(&s.invocations, alpha, power))
+        .try_fold(0.0, |acc: f64, d| d.map(|d| acc.max(d)))
 }
 
 /// The command guest of one invocation: this osbench's agent, its
@@ -338,6 +425,7 @@ mod tests {
                     invocations: 3,
                     target_ci: None,
                     max_time: None,
+                    target_mde: None,
                     policy: crate::document::Policy {
                         samples: 9,
                         sample_time_ns: 1,

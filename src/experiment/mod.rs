@@ -67,6 +67,10 @@ pub struct Plan {
     /// than ± this fraction (at least 3 rounds), or at `max_time`.
     pub target_ci: Option<f64>,
     pub max_time: Option<std::time::Duration>,
+    /// With configurations: keep adding rounds (at most `rounds`) until every
+    /// case's paired comparison of each configuration with the first would
+    /// detect this change, or its budget ends.
+    pub target_mde: Option<rounds::DetectTarget>,
     /// How much to measure per case.
     pub policy: Policy,
     /// Count perf events in a short pass per configuration × case, after
@@ -118,9 +122,21 @@ impl Plan {
             .sum()
     }
 
-    /// The run's length if every case took its warm-up and samples' target time.
+    /// The run's length if every case took its warm-up and samples' target
+    /// time; with a change to detect, at most its budget and the round (or
+    /// invocation) under way when it ends, or at least the budget without
+    /// configurations (whose invocations go on until it).
     pub fn expected_duration(&self) -> std::time::Duration {
-        self.expected_per_case() * self.steps() as u32
+        let planned = self.expected_per_case() * self.steps() as u32;
+        let Some(target) = self.target_mde else {
+            return planned;
+        };
+        let one = self.expected_per_case() * (self.cases.len() * self.configs.len().max(1)) as u32;
+        if self.configs.is_empty() {
+            planned.max(target.budget + one)
+        } else {
+            planned.min(target.budget + one)
+        }
     }
 
     /// One case's warm-up and samples' target time (in one invocation).
@@ -232,6 +248,7 @@ pub fn run_with<C: Clock>(
     run.order = std::mem::take(&mut body.order);
     run.configs = plan.configs.clone();
     run.stopped_by = rounds.stopped_by;
+    run.target_mde = rounds.target_mde;
     if !plan.configs.is_empty() {
         run.schedule = rounds.schedule;
     }
@@ -258,6 +275,7 @@ impl Plan {
             target_ci: self.target_ci.filter(|_| !plain),
             first_look: 3,
             max_time: self.max_time.filter(|_| !plain),
+            detect: self.target_mde.filter(|_| !plain),
         }
     }
 }
@@ -550,6 +568,29 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         }
         Some(widest)
     }
+
+    /// The largest change detectable with 80 % power at `alpha` by the
+    /// paired comparison of a candidate configuration's per-round medians
+    /// with the first's, case by case.
+    fn detectable(&self, alpha: f64) -> Option<f64> {
+        let rounds_of = |c: usize, slot: usize| {
+            self.done
+                .iter()
+                .find(|(k, _)| *k == (c, slot))
+                .map(|(_, s)| &s.rounds)
+        };
+        let mut largest: f64 = 0.0;
+        for slot in 0..self.plan.cases.len() {
+            let base = rounds_of(0, slot)?;
+            for c in 1..self.configs.len() {
+                let cand = rounds_of(c, slot)?;
+                let power = rounds::DETECT_POWER;
+                let d = crate::stats::power::paired_detectable(base, cand, alpha, power)?;
+                largest = largest.max(d);
+            }
+        }
+        (self.configs.len() >= 2).then_some(largest)
+    }
 }
 
 /// The configurations a run applies: the plan's, or one implicit
@@ -704,6 +745,23 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_change_to_detect_bounds_the_expected_duration_by_its_budget() {
+        // 2 cases × 3 samples of 1 ms: a round of two configurations is 12 ms.
+        let mut p = plan(1, vec![config("a", &[], None), config("b", &[], None)]);
+        p.rounds = 1000;
+        assert_eq!(p.expected_duration(), Duration::from_secs(12));
+        p.target_mde = Some(rounds::DetectTarget {
+            change: 0.02,
+            alpha: 0.05,
+            budget: Duration::from_secs(5),
+        });
+        assert_eq!(p.expected_duration(), Duration::from_millis(5012));
+        // Without configurations, invocations go on until the budget.
+        p.configs.clear();
+        assert_eq!(p.expected_duration(), Duration::from_millis(5006));
+    }
+
     fn plan(seed: u64, configs: Vec<Config>) -> Plan {
         Plan {
             cases: vec![case("100"), case("300")],
@@ -714,6 +772,7 @@ mod tests {
             invocations: 1,
             target_ci: None,
             max_time: None,
+            target_mde: None,
             policy: Policy {
                 samples: 3,
                 sample_time_ns: 1_000_000,

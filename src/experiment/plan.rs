@@ -25,6 +25,7 @@ impl Plan {
             invocations: 1,
             target_ci: None,
             max_time: None,
+            target_mde: None,
             policy,
             perf: true,
             remote: None,

@@ -4,7 +4,8 @@
 //! drift of the machine hits all members alike and comparisons can pair them
 //! round by round. Unrecorded warm-up rounds come first. Rounds stop at the
 //! planned count, at the first error, when every 95 % interval is within the
-//! precision target, or at the time limit — by one rule, worded once.
+//! precision target, when a change of a target size has become detectable
+//! ([`DetectTarget`]), or at the time limit — by one rule, worded once.
 //!
 //! What a round does is the caller's ([`RoundBody`]); the loop owns the
 //! order, the schedule and the stop. It reads time only through a
@@ -13,7 +14,7 @@
 use std::time::Duration;
 
 use crate::bench::util::select::Case;
-use crate::document::Series;
+use crate::document::{Series, TargetMde};
 use crate::error::{Error, Result};
 use crate::measure::Clock;
 use crate::rng::SplitMix64;
@@ -58,6 +59,13 @@ pub trait RoundBody {
     /// target is about, once every one of them can be computed.
     fn precision(&self) -> Option<f64>;
 
+    /// The largest, over the paired comparisons, of the smallest change
+    /// (a fraction) each detects with 80 % power at level `alpha`, once every
+    /// one of them can be computed; `None` for bodies with no comparison.
+    fn detectable(&self, _alpha: f64) -> Option<f64> {
+        None
+    }
+
     /// After the first recorded round: how many rounds to run in all, given
     /// the `planned` count (hyperfine's rule judges from the first runs).
     fn replan(&self, planned: usize) -> usize {
@@ -79,6 +87,47 @@ pub struct StopRule {
     pub first_look: usize,
     /// Stop adding rounds once this much time has passed (after two rounds at least).
     pub max_time: Option<Duration>,
+    /// Stop once a change of this size is detectable, or its budget ends;
+    /// looked at after every round from `first_look` on.
+    pub detect: Option<DetectTarget>,
+}
+
+/// Add rounds until every comparison would detect a change of `change`
+/// with 80 % power at level `alpha`, or `budget` has passed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DetectTarget {
+    /// The change, a fraction (0.02: ±2 %).
+    pub change: f64,
+    /// The level of each comparison (α ÷ comparisons).
+    pub alpha: f64,
+    pub budget: Duration,
+}
+
+/// The power a detectable change is detected with.
+pub const DETECT_POWER: f64 = 0.8;
+
+impl DetectTarget {
+    /// The record of this target after `n` rounds (or invocations, `unit`)
+    /// in `elapsed`, the smallest change then detectable `detectable`.
+    pub fn outcome(
+        &self,
+        n: usize,
+        unit: &str,
+        detectable: Option<f64>,
+        elapsed: Duration,
+    ) -> TargetMde {
+        TargetMde {
+            target: self.change,
+            budget_s: self.budget.as_secs_f64(),
+            reached: detectable.is_some_and(|d| d <= self.change),
+            // Infinite while the test cannot reach the level: too few to tell.
+            detectable: detectable.filter(|d| d.is_finite()),
+            n,
+            unit: unit.into(),
+            elapsed_s: elapsed.as_secs_f64(),
+            alpha: self.alpha,
+        }
+    }
 }
 
 /// What the rounds did.
@@ -90,6 +139,8 @@ pub struct Rounds {
     pub stopped_by: Option<String>,
     /// The error that stopped the rounds early, if any.
     pub error: Option<Error>,
+    /// With a [`DetectTarget`]: what was targeted and how it went.
+    pub target_mde: Option<TargetMde>,
 }
 
 /// Runs `body`'s rounds under `rule`, in orders drawn from `seed`.
@@ -106,6 +157,8 @@ pub fn run(
     let mut planned = rule.planned;
     let mut next_look = rule.first_look.max(1);
     let mut out = Rounds::default();
+    let mut next_detect_look = rule.first_look.max(2);
+    let mut elapsed = Duration::ZERO;
     for round in 0.. {
         let warm = round < rule.warmup;
         if !warm && out.schedule.len() >= planned {
@@ -128,9 +181,12 @@ pub fn run(
         if done == 1 {
             planned = body.replan(planned);
         }
-        let elapsed = Duration::from_nanos(clock.now_ns().saturating_sub(start));
+        elapsed = Duration::from_nanos(clock.now_ns().saturating_sub(start));
         if let Some(why) = rule.stop(done, planned, &mut next_look, &*body, elapsed) {
             out.stopped_by = Some(why);
+            planned = done;
+        }
+        if rule.detect_stop(done, planned, &*body, elapsed, &mut next_detect_look) {
             planned = done;
         }
         observer.round_finished(done, planned);
@@ -141,6 +197,10 @@ pub fn run(
             out.schedule.len()
         ));
     }
+    out.target_mde = (rule.detect).map(|t| {
+        let detectable = body.detectable(t.alpha);
+        t.outcome(out.schedule.len(), "rounds", detectable, elapsed)
+    });
     out
 }
 
@@ -171,6 +231,35 @@ impl StopRule {
             return Some(format!("--max-time reached after {done} rounds"));
         }
         None
+    }
+
+    /// With a [`DetectTarget`], from `first_look` rounds (two at least)
+    /// on: whether to stop — its budget spent, or the target reached when
+    /// `done` reaches `next_look` (every round up to 20, then every 5 %
+    /// more rounds: each look costs a few root searches).
+    fn detect_stop(
+        &self,
+        done: usize,
+        planned: usize,
+        body: &dyn RoundBody,
+        elapsed: Duration,
+        next_look: &mut usize,
+    ) -> bool {
+        let Some(target) = self.detect else {
+            return false;
+        };
+        if done < self.first_look.max(2) {
+            return false;
+        }
+        if elapsed >= target.budget && done < planned {
+            return true;
+        }
+        if done < *next_look {
+            return false;
+        }
+        *next_look = done + done.div_ceil(20);
+        body.detectable(target.alpha)
+            .is_some_and(|d| d <= target.change)
     }
 }
 
@@ -217,6 +306,10 @@ mod tests {
         fn precision(&self) -> Option<f64> {
             (self.rounds >= 2).then(|| 1.0 / self.rounds as f64)
         }
+        fn detectable(&self, alpha: f64) -> Option<f64> {
+            assert_eq!(alpha, 0.025);
+            self.precision()
+        }
     }
 
     fn rule() -> StopRule {
@@ -226,6 +319,7 @@ mod tests {
             target_ci: None,
             first_look: 3,
             max_time: None,
+            detect: None,
         }
     }
 
@@ -298,6 +392,38 @@ mod tests {
         };
         // The warm-up round's second counts too: 1 + 4 rounds = 5 s.
         assert_eq!(go(limited, None).2, 4);
+    }
+
+    #[test]
+    fn a_change_to_detect_stops_the_rounds_when_detectable_or_at_its_budget() {
+        let detect = |change: f64, secs: u64| StopRule {
+            detect: Some(DetectTarget {
+                change,
+                alpha: 0.025,
+                budget: Duration::from_secs(secs),
+            }),
+            ..rule()
+        };
+        // Detectable 1/n ≤ 0.25 from 4 rounds, looked at from 3 on, every round.
+        let (out, _, rounds) = go(detect(0.25, 600), None);
+        assert_eq!(rounds, 4);
+        let t = out.target_mde.unwrap();
+        assert!(t.reached && t.n == 4 && t.detectable == Some(0.25), "{t:?}");
+        assert_eq!((t.unit.as_str(), t.elapsed_s), ("rounds", 5.0));
+        assert!(
+            out.stopped_by.is_none(),
+            "the record says it, not stopped_by"
+        );
+        // Never detectable: the budget (5 s, the warm-up's second counted) ends it.
+        let (out, _, rounds) = go(detect(0.0, 5), None);
+        assert_eq!(rounds, 4);
+        let t = out.target_mde.unwrap();
+        assert!(!t.reached && t.detectable == Some(0.25) && t.budget_s == 5.0);
+        // Nor within the planned rounds: all of them, not reached.
+        let (out, _, rounds) = go(detect(0.0, 600), None);
+        assert_eq!((rounds, out.target_mde.unwrap().reached), (20, false));
+        // Without a target, no record.
+        assert!(go(rule(), None).0.target_mde.is_none());
     }
 
     #[test]

@@ -109,6 +109,7 @@ pub fn boot_rounds<T>(kernels: &[T], rounds: usize, seed: u64) -> Vec<(usize, us
         target_ci: None,
         first_look: 3,
         max_time: None,
+        detect: None,
     };
     let out = rounds::run(&mut body, &rule, seed, &Still, &mut Silent);
     debug_assert!(out.error.is_none());
@@ -583,6 +584,7 @@ mod tests {
             invocations: 1,
             target_ci: None,
             max_time: None,
+            target_mde: None,
             policy: Policy {
                 samples: 4,
                 sample_time_ns: 100_000,

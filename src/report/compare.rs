@@ -434,9 +434,84 @@ pub fn target_lines(doc: &crate::document::Document) -> String {
     out
 }
 
+/// The one line that says how a `--target-mde` run went: "target ±2%:
+/// detectable after 34 rounds (1 min 12 s)", or "target ±2% not reached in
+/// the 10 min budget: ±3.1% detectable with 120 rounds".
+pub fn target_mde_line(t: &crate::document::TargetMde) -> String {
+    let pct = |x: f64| (x * 100_000.0).round() / 1000.0;
+    let target = format!("target ±{}%", pct(t.target));
+    let (n, unit) = (t.n, &t.unit);
+    let elapsed = duration_words(t.elapsed_s);
+    if t.reached {
+        return format!("{target}: detectable after {n} {unit} ({elapsed})");
+    }
+    let budget = duration_words(t.budget_s);
+    let when = if t.elapsed_s >= t.budget_s {
+        format!("in the {budget} budget")
+    } else {
+        format!("in {elapsed} (budget {budget}: the most {unit} allowed ran, or the run stopped)")
+    };
+    match t.detectable {
+        Some(d) => format!(
+            "{target} not reached {when}: ±{:.1}% detectable with {n} {unit}",
+            d * 100.0
+        ),
+        None => {
+            format!("{target} not reached {when}: too few {unit} ({n}) to tell what is detectable")
+        }
+    }
+}
+
+/// Seconds in words: "0.04 s", "0.4 s", "12 s", "1 min 12 s", "10 min", "1 h 5 min".
+pub fn duration_words(secs: f64) -> String {
+    if secs < 0.1 {
+        return format!("{secs:.2} s");
+    }
+    if secs < 10.0 {
+        let tenths = (secs * 10.0).round() / 10.0;
+        return format!("{tenths} s");
+    }
+    let s = secs.round() as u64;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    match (h, m, s) {
+        (0, 0, s) => format!("{s} s"),
+        (0, m, 0) => format!("{m} min"),
+        (0, m, s) => format!("{m} min {s} s"),
+        (h, 0, _) => format!("{h} h"),
+        (h, m, _) => format!("{h} h {m} min"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_mde_line_says_whether_and_when() {
+        let mut t = crate::document::TargetMde {
+            target: 0.02,
+            budget_s: 600.0,
+            reached: true,
+            detectable: Some(0.0187),
+            n: 34,
+            unit: "rounds".into(),
+            elapsed_s: 72.4,
+            alpha: 0.05,
+        };
+        assert_eq!(
+            target_mde_line(&t),
+            "target ±2%: detectable after 34 rounds (1 min 12 s)"
+        );
+        (t.reached, t.detectable, t.n, t.elapsed_s) = (false, Some(0.0314), 120, 600.2);
+        assert_eq!(
+            target_mde_line(&t),
+            "target ±2% not reached in the 10 min budget: ±3.1% detectable with 120 rounds"
+        );
+        assert_eq!(duration_words(2.04), "2 s");
+        assert_eq!(duration_words(0.44), "0.4 s");
+        assert_eq!(duration_words(0.036), "0.04 s");
+        assert_eq!(duration_words(3900.0), "1 h 5 min");
+    }
 
     /// The fixture compared with itself.
     fn fixture_comparison() -> Comparison {

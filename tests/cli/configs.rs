@@ -296,3 +296,64 @@ fn rounds_stop_at_the_precision_target_or_the_time_limit() {
         doc.run.stopped_by
     );
 }
+
+/// The `target ±…` line a `--target-mde` run printed on stderr.
+fn target_line(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find(|l| l.starts_with("target ±"))
+        .unwrap_or_else(|| panic!("no target line: {err}"))
+        .to_string()
+}
+
+#[test]
+fn rounds_are_added_until_a_change_is_detectable_or_the_budget_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let base = [
+        "run",
+        "spin:work=100",
+        "--config",
+        "a=",
+        "--config",
+        "b=",
+        "-q",
+        "--no-perf",
+    ];
+    // ±1000 % is detectable as soon as the rounds are looked at (3).
+    let out = quick_run(&[&base[..], &["--target-mde", "1000"]].concat(), &json);
+    let t = read_document(&json).unwrap().run.target_mde.unwrap();
+    assert!(t.reached && t.unit == "rounds" && t.n >= 3, "{t:?}");
+    let line = target_line(&out);
+    assert!(
+        line.starts_with(&format!("target ±1000%: detectable after {} rounds (", t.n)),
+        "{line}"
+    );
+    // No change of 0 % is ever detectable: a 1 s budget ends the rounds.
+    let out = quick_run(
+        &[&base[..], &["--target-mde", "0", "--budget", "1s"]].concat(),
+        &json,
+    );
+    let doc = read_document(&json).unwrap();
+    let t = doc.run.target_mde.unwrap();
+    assert!(
+        !t.reached && t.budget_s == 1.0 && t.elapsed_s >= 1.0,
+        "{t:?}"
+    );
+    assert_eq!(t.n, doc.run.schedule.len());
+    assert!(t.n < osbench::stats::paired::MOST_ROUNDS, "{t:?}");
+    assert!(target_line(&out).starts_with("target ±0% not reached in the 1 s budget: ±"));
+    // One configuration has nothing to detect a change against.
+    let out = osbench(shared_store())
+        .args([
+            "run",
+            "spin:work=100",
+            "--config",
+            "a=",
+            "--target-mde",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

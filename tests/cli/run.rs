@@ -523,3 +523,36 @@ fn every_io_family_runs_the_cases_list_names() {
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
 }
+
+#[test]
+fn invocations_are_added_until_another_run_like_it_would_detect_the_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let base = ["run", "spin:work=100", "-q", "--no-perf"];
+    // ±1000 % is detectable between runs of the 3 invocations it starts with.
+    let out = quick_run(&[&base[..], &["--target-mde", "1000"]].concat(), &json);
+    let doc = read_document(&json).unwrap();
+    let t = doc.run.target_mde.unwrap();
+    assert!(t.reached && t.unit == "invocations" && t.n == 3, "{t:?}");
+    assert_eq!(
+        (doc.run.invocations.len(), doc.series[0].invocations.len()),
+        (3, 3)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("target ±1000%: detectable after 3 invocations ("),
+        "{err}"
+    );
+    // No change of 0 % is: a 1 s budget ends the invocations, two at least.
+    let args = ["--invocations", "2", "--target-mde", "0", "--budget", "1s"];
+    let out = quick_run(&[&base[..], &args[..]].concat(), &json);
+    let doc = read_document(&json).unwrap();
+    let t = doc.run.target_mde.unwrap();
+    assert!(!t.reached && t.elapsed_s >= 1.0 && t.n >= 2, "{t:?}");
+    assert_eq!(t.n, doc.run.invocations.len());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("target ±0% not reached in the 1 s budget: ±"),
+        "{err}"
+    );
+}

@@ -836,3 +836,90 @@ fn a_gate_on_too_few_runs_exits_3_and_bisect_exit_skips() {
         "a usage error under --bisect-exit"
     );
 }
+
+/// `time --target-mde` with `args`, its document in `dir`: the line it
+/// printed on stderr and the target recorded in the document.
+fn target_mde_run(args: &[&str], dir: &std::path::Path) -> (String, osbench::document::TargetMde) {
+    let json = dir.join("t.json");
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().unwrap(), "true", "sh -c true"]);
+    let out = time(&all, dir);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("target ±"))
+        .unwrap_or_else(|| panic!("no target line: {err}"))
+        .to_string();
+    let doc = read_document(&json).unwrap();
+    (line, doc.run.target_mde.expect("run.target_mde recorded"))
+}
+
+#[test]
+fn a_change_to_detect_is_reported_and_recorded_when_reached() {
+    // ±1000 % is detectable after the 8 runs asked for, however noisy the machine.
+    let dir = tempfile::tempdir().unwrap();
+    let (line, t) = target_mde_run(&["--runs", "8", "--target-mde", "1000"], dir.path());
+    assert!(
+        line.starts_with("target ±1000%: detectable after 8 rounds ("),
+        "{line}"
+    );
+    assert!(t.reached && t.n == 8 && t.unit == "rounds", "{t:?}");
+    assert!(t.detectable.unwrap() <= 10.0 && t.target == 10.0, "{t:?}");
+    // One comparison: the level is the verdicts' own; the default budget ten minutes.
+    assert_eq!((t.alpha, t.budget_s), (0.05, 600.0));
+}
+
+#[test]
+fn a_change_to_detect_stops_at_the_budget_when_not_reached() {
+    // No change of 0 % is ever detectable: the 1 s budget ends the rounds.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--min-runs",
+        "2",
+        "--max-runs",
+        "1000000",
+        "--target-mde",
+        "0",
+        "--budget",
+        "1s",
+    ];
+    let (line, t) = target_mde_run(&args, dir.path());
+    assert!(
+        line.starts_with("target ±0% not reached in the 1 s budget: ±"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!("% detectable with {} rounds", t.n)),
+        "{line}"
+    );
+    assert!(
+        !t.reached && t.budget_s == 1.0 && t.elapsed_s >= 1.0,
+        "{t:?}"
+    );
+    assert!(
+        t.n >= 2 && t.n < 1_000_000 && t.detectable.unwrap() > 0.0,
+        "{t:?}"
+    );
+}
+
+#[test]
+fn a_change_to_detect_needs_two_commands_and_a_budget_needs_a_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = time(&["--target-mde", "2", "true"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("give two or more commands"));
+    let out = time(&["--budget", "1min", "true", "true"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--target-mde"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = time(
+        &["--target-mde", "2", "--budget", "soon", "true", "true"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is not a duration"));
+}

@@ -11,7 +11,9 @@
 //!
 //! How many rounds: `--runs N`; otherwise hyperfine's rule adapted to rounds
 //! (at least 10, and at least 3 s of the slowest command); or, with a
-//! precision target, until the target is reached. Parameter scans are
+//! precision target, until the target is reached; or, with a change to
+//! detect (`--target-mde`), until every comparison would detect it with 80 %
+//! power, or its time budget ends. Parameter scans are
 //! expanded into commands before (`experiment::time::command::build`). Left out:
 //! hyperfine's shell spawning-time subtraction (we report the floor instead of
 //! subtracting it) and its randomized environment size.
@@ -28,7 +30,7 @@ use serde_json::Value;
 
 use super::Outcome;
 use super::config::{Applied, Watch};
-use super::rounds::{self, Observer, RoundBody, StopRule};
+use super::rounds::{self, DETECT_POWER, DetectTarget, Observer, RoundBody, StopRule};
 use crate::document::{
     self, COMMAND_BENCH, Document, ReferenceSeries, RunInfo, Series, TimeInfo, Unit,
 };
@@ -40,6 +42,7 @@ use crate::measure::spawn::{CommandRun, SpawnOptions, own_max_rss_kb, run_once};
 use crate::measure::{Interrupt, Monotonic, Policy, RawSample};
 use crate::rng::SplitMix64;
 use crate::stats::paired::{block_medians, paired_log_ratio_ci};
+use crate::stats::power::paired_detectable;
 use crate::stats::summary::{median, summarize};
 use command::CommandSpec;
 
@@ -77,6 +80,10 @@ pub struct TimePlan {
     /// at most `max_runs`.
     pub target_ci: Option<f64>,
     pub max_time: Option<Duration>,
+    /// Keep adding rounds (from `min_runs`, at most `max_runs`) until the
+    /// paired comparison of every command with the first would detect this
+    /// change, or its budget ends.
+    pub target_mde: Option<DetectTarget>,
 }
 
 /// One member of a round: a command, or the empty command.
@@ -170,6 +177,7 @@ pub fn run(
         .map(|c| c.label().to_string())
         .collect();
     run.stopped_by = rounds.stopped_by;
+    run.target_mde = rounds.target_mde;
     run.schedule = rounds.schedule;
     run.audit = audit;
     run.time = Some(plan.time_info(hook_env, floor));
@@ -190,7 +198,7 @@ impl TimePlan {
         };
         StopRule {
             warmup: self.warmup,
-            planned: if self.target_ci.is_some() {
+            planned: if self.target_ci.is_some() || self.target_mde.is_some() {
                 max_runs
             } else {
                 min_runs
@@ -198,6 +206,7 @@ impl TimePlan {
             target_ci: self.target_ci,
             first_look: min_runs,
             max_time: self.max_time,
+            detect: self.target_mde,
         }
     }
 
@@ -367,15 +376,20 @@ impl RoundBody for TimeRounds<'_> {
         precision(&self.members[..self.plan.commands.len()])
     }
 
+    fn detectable(&self, alpha: f64) -> Option<f64> {
+        detectable(&self.members[..self.plan.commands.len()], alpha)
+    }
+
     fn replan(&self, planned: usize) -> usize {
-        match (self.plan.count, self.plan.target_ci) {
+        let targeted = self.plan.target_ci.is_some() || self.plan.target_mde.is_some();
+        match (self.plan.count, targeted) {
             (
                 RunCount::Auto {
                     min_runs,
                     max_runs,
                     min_time,
                 },
-                None,
+                false,
             ) => auto_rounds(&self.members, min_runs, max_runs, min_time),
             _ => planned,
         }
@@ -422,6 +436,23 @@ fn precision(commands: &[Member]) -> Option<f64> {
                 .then(|| paired_log_ratio_ci(&base, &cand).relative_half_width())
         })
         .try_fold(0.0, |acc: f64, w| w.map(|w| acc.max(w)))
+}
+
+/// The largest change detectable with 80 % power at level `alpha` by the
+/// paired comparison of each command to the first, over the same blocks of
+/// rounds as that comparison ([`block_medians`]); `None` with one command or
+/// fewer than two rounds.
+fn detectable(commands: &[Member], alpha: f64) -> Option<f64> {
+    let walls: Vec<Vec<f64>> = commands.iter().map(|m| walls(&m.runs)).collect();
+    let rounds = walls.iter().map(Vec::len).min()?;
+    if walls.len() < 2 || rounds < 2 {
+        return None;
+    }
+    let base = block_medians(&walls[0][..rounds]);
+    walls[1..]
+        .iter()
+        .map(|w| paired_detectable(&base, &block_medians(&w[..rounds]), alpha, DETECT_POWER))
+        .try_fold(0.0, |acc: f64, d| d.map(|d| acc.max(d)))
 }
 
 fn walls(runs: &[CommandRun]) -> Vec<f64> {
@@ -596,6 +627,7 @@ mod tests {
             seed: 7,
             target_ci: None,
             max_time: None,
+            target_mde: None,
         }
     }
 
