@@ -235,11 +235,12 @@ impl Change {
     }
 }
 
-/// A change this far from 1 (either way, as a factor) is beyond any noise
-/// osbench has seen between invocations of one case on one machine (the
-/// VM's wake-up modes reach ×1.5 only between cases measured under different
-/// load), so one run a side is worth naming as a likely change.
-pub const EXTREME_FACTOR: f64 = 1.5;
+/// A change this far from 1 (either way, as a factor) is named as such when
+/// one invocation a side gives no spread to judge it by. Not a verdict: a
+/// debug build's A/A invocations on a loaded 2-vCPU VM were seen 1.52×
+/// apart, and cross-CPU wake-ups from a halted vCPU cost tens of times a
+/// busy one's — which is why the words ask to replicate.
+pub const EXTREME_FACTOR: f64 = 2.0;
 
 /// The words of a change with no spread to judge it by (one invocation a
 /// side, nothing stored): a too-few verdict that says what would decide it,
@@ -1122,7 +1123,7 @@ mod tests {
         );
         assert!(words.contains("replicate to confirm"), "{words}");
         assert!(super::untestable_words(0.5).starts_with("2.00× faster"));
-        let plain = super::untestable_words(1.12);
+        let plain = super::untestable_words(1.52);
         assert!(
             plain.starts_with("inconclusive: one invocation a side"),
             "{plain}"

@@ -103,7 +103,8 @@ fn one_invocation_a_side_is_not_evidence() {
         .output()
         .unwrap());
     assert!(
-        stdout.contains("[no interval]") && stdout.contains("inconclusive: one invocation a side"),
+        // An A/A pair under load can land 1.5× apart: the words then name the factor.
+        stdout.contains("[no interval]") && stdout.contains("one invocation a side"),
         "{stdout}"
     );
     let record = compare_json(&store, &[a.to_str().unwrap(), b.to_str().unwrap()]);
