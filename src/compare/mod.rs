@@ -320,10 +320,12 @@ impl Decider {
     }
 }
 
-/// A duration in seconds as people say it: "0.4 s", "45 s", "3 min", "1.5 h".
+/// A duration in seconds as people say it: "400 ms", "4.6 s", "45 s", "3 min", "1.5 h".
 fn duration_words(seconds: f64) -> String {
-    if seconds < 10.0 {
-        format!("{} s", crate::document::number::fmt_sig(seconds))
+    if seconds < 1.0 {
+        format!("{:.0} ms", seconds * 1000.0)
+    } else if seconds < 10.0 {
+        format!("{seconds:.1} s")
     } else if seconds < 120.0 {
         format!("{seconds:.0} s")
     } else if seconds < 7200.0 {
