@@ -209,11 +209,13 @@ fn too_few(row: &CaseRow, ch: &Change, label: Option<&String>) -> UndecidedCase 
         return UndecidedCase {
             case,
             why: "one invocation a side and no stored spread".into(),
-            remedy: Some(
+            remedy: Some(if ch.power.flag.is_empty() {
+                super::replicate_advice(ch.power.flag).into()
+            } else {
                 "run each side with --invocations 3, or compare against a labelled baseline \
                  of several runs"
-                    .into(),
-            ),
+                    .into()
+            }),
         };
     }
     UndecidedCase {

@@ -179,7 +179,7 @@ impl Change {
     /// replicated over, the same in every rendering.
     pub fn words(&self, options: &Options) -> String {
         if !self.testable {
-            return untestable_words(self.ci.ratio);
+            return untestable_words(self.ci.ratio, self.power.flag);
         }
         let words = self
             .verdict
@@ -245,20 +245,19 @@ pub const EXTREME_FACTOR: f64 = 2.0;
 /// The words of a change with no spread to judge it by (one invocation a
 /// side, nothing stored): a too-few verdict that says what would decide it,
 /// and names an extreme change as such.
-fn untestable_words(ratio: f64) -> String {
-    const REPLICATE: &str = "run each side with --invocations 5 (or label several runs alike), \
-                             or compare configurations in one run";
+fn untestable_words(ratio: f64, flag: &str) -> String {
+    let replicate = replicate_advice(flag);
     let factor = ratio.max(1.0 / ratio);
     if factor >= EXTREME_FACTOR {
         let way = if ratio > 1.0 { "slower" } else { "faster" };
         return format!(
             "{factor:.2}× {way} in one invocation a side; no spread to judge it by — replicate \
-             to confirm: {REPLICATE}"
+             to confirm: {replicate}"
         );
     }
     format!(
         "inconclusive: one invocation a side, and no stored runs of this case on this host and \
-         kernel tell how far separate invocations differ; {REPLICATE}"
+         kernel tell how far separate invocations differ; {replicate}"
     )
 }
 
@@ -305,9 +304,14 @@ impl Decider {
                 let each = self
                     .seconds_each
                     .map_or_else(String::new, |s| format!(", ~{} each", duration_words(s)));
+                let flag = if self.flag.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} {n})", self.flag)
+                };
                 format!(
-                    "to tell {observed}: about {n} {}{a_side} ({} {n}){each}",
-                    self.what, self.flag
+                    "to tell {observed}: about {n} {}{a_side}{flag}{each}",
+                    self.what
                 )
             }
             None if self.observed.abs() > 1e-4 => format!(
@@ -332,6 +336,20 @@ fn duration_words(seconds: f64) -> String {
         format!("{:.0} min", seconds / 60.0)
     } else {
         format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+/// How to replicate a side of a comparison of saved runs whose replicates
+/// are set by `flag` (a [`Power::flag`]: `--invocations` for `run`'s
+/// cases; empty for `time`'s commands, which have no invocations but runs
+/// kept under one label).
+pub fn replicate_advice(flag: &str) -> &'static str {
+    if flag.is_empty() {
+        "time each side several times under one label (osbench time --label NAME …), or time \
+         both commands in one run"
+    } else {
+        "run each side with --invocations 5 (or label several runs alike), or compare \
+         configurations in one run"
     }
 }
 
@@ -570,7 +588,12 @@ fn compare_case(
     let changes: Vec<Change> = found[1..]
         .iter()
         .map(|cand| {
-            let mut change = replicate_change(&found[0].replicates, &cand.replicates, prior);
+            let kind = if k.bench == COMMAND_BENCH {
+                LABELLED_RUNS
+            } else {
+                INVOCATIONS
+            };
+            let mut change = replicate_change(&found[0].replicates, &cand.replicates, prior, kind);
             change.seconds_per_replicate =
                 match (found[0].seconds_per_invocation, cand.seconds_per_invocation) {
                     (Some(a), Some(b)) => Some((a + b) / 2.0),
@@ -615,8 +638,30 @@ fn nothing_compared(labels: &[String], not_compared: &[(String, String)]) -> Err
     Error::Measure(format!("no case could be compared ({})", why.join("; ")))
 }
 
-/// The change of one candidate side's replicates against the baseline's.
-fn replicate_change(baseline: &[f64], candidate: &[f64], prior: Option<Prior>) -> Change {
+/// What a replicate of a saved run is, and what sets it: an invocation of
+/// `run` (`--invocations`), or a whole `time` run kept under one label (no option).
+#[derive(Debug, Clone, Copy)]
+struct ReplicateKind {
+    what: &'static str,
+    flag: &'static str,
+}
+
+const INVOCATIONS: ReplicateKind = ReplicateKind {
+    what: "invocations",
+    flag: "--invocations",
+};
+const LABELLED_RUNS: ReplicateKind = ReplicateKind {
+    what: "`time` runs under one label",
+    flag: "",
+};
+
+/// The change of one candidate side's replicates (of `kind`) against the baseline's.
+fn replicate_change(
+    baseline: &[f64],
+    candidate: &[f64],
+    prior: Option<Prior>,
+    kind: ReplicateKind,
+) -> Change {
     let mut replication = Replication {
         unit: ReplicateUnit::Invocations,
         baseline: baseline.len(),
@@ -631,15 +676,17 @@ fn replicate_change(baseline: &[f64], candidate: &[f64], prior: Option<Prior>) -
             let power = Power {
                 min_p: 0.0,
                 n: baseline.len().min(candidate.len()),
-                what: "invocations",
-                flag: "--invocations",
+                what: kind.what,
+                flag: kind.flag,
                 needs: 2,
             };
             Change::unjudged(t.ci, t.df as f64, t.p_value, power, replication)
         }
         None => {
             let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
-            Change::untestable(gm(candidate) / gm(baseline), replication)
+            let mut change = Change::untestable(gm(candidate) / gm(baseline), replication);
+            (change.power.what, change.power.flag) = (kind.what, kind.flag);
+            change
         }
     }
 }
@@ -1118,14 +1165,16 @@ mod tests {
 
     #[test]
     fn an_untestable_change_says_what_would_decide_it_and_names_an_extreme_one() {
-        let words = super::untestable_words(2.47);
+        let words = super::untestable_words(2.47, "--invocations");
         assert!(
             words.starts_with("2.47× slower in one invocation a side"),
             "{words}"
         );
         assert!(words.contains("replicate to confirm"), "{words}");
-        assert!(super::untestable_words(0.5).starts_with("2.00× faster"));
-        let plain = super::untestable_words(1.52);
+        assert!(super::untestable_words(0.5, "--invocations").starts_with("2.00× faster"));
+        let commands = super::untestable_words(1.1, "");
+        assert!(commands.contains("osbench time --label NAME"), "{commands}");
+        let plain = super::untestable_words(1.52, "--invocations");
         assert!(
             plain.starts_with("inconclusive: one invocation a side"),
             "{plain}"
@@ -1141,7 +1190,7 @@ mod tests {
             [100.0, 104.0, 97.0, 101.0, 99.0],
             [103.0, 99.0, 106.0, 102.0, 101.0],
         );
-        let mut change = super::replicate_change(&b, &c, None);
+        let mut change = super::replicate_change(&b, &c, None, super::INVOCATIONS);
         change.seconds_per_replicate = Some(45.0);
         let mut rows = vec![super::CaseRow {
             key: crate::document::CaseKey::new("x", "y", crate::document::DEFAULT_CONFIG),
