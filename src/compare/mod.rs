@@ -199,7 +199,10 @@ impl Change {
     /// at, and the replicates that would detect the observed change
     /// ([`crate::stats::power`]). `None` without an interval.
     pub fn decider(&self) -> Option<Decider> {
-        use crate::stats::power::{Design, min_detectable, replicates_needed};
+        use crate::stats::power::{
+            Design, min_detectable, replicates_needed, sign_flip_keeps_promise,
+            sign_flip_pairs_needed,
+        };
         if !self.testable || self.df <= 0.0 || self.ci.ci95.0 >= self.ci.ci95.1 {
             return None;
         }
@@ -215,14 +218,24 @@ impl Change {
         let se = (self.ci.ci95.1 / self.ci.ci95.0).ln() / (2.0 * t);
         let log_sd = se / design.se_factor();
         let alpha = (1.0 - self.judged_level).max(1e-12);
-        let detectable = min_detectable(design, self.df, log_sd, alpha, DECIDING_POWER);
-        let observed = self.ci.ratio.ln().abs();
         let paired = !matches!(design, Design::Unpaired { .. });
+        // Paired verdicts rest on the sign-flip test: too few pairs for it
+        // at this level detect nothing, however large the change.
+        let detectable = if paired && !sign_flip_keeps_promise(r.baseline, alpha) {
+            f64::INFINITY
+        } else {
+            min_detectable(design, self.df, log_sd, alpha, DECIDING_POWER)
+        };
+        let observed = self.ci.ratio.ln().abs();
         let needed = (observed > 1e-4)
             .then(|| {
                 replicates_needed(paired, log_sd, observed, alpha, DECIDING_POWER, MOST_NEEDED)
             })
-            .flatten();
+            .flatten()
+            .map(|n| match paired {
+                true => n.max(sign_flip_pairs_needed(alpha)),
+                false => n,
+            });
         Some(Decider {
             detectable: detectable.exp_m1(),
             observed: self.ci.ratio - 1.0,
@@ -293,6 +306,12 @@ impl Decider {
             format!(
                 "this evidence could detect ±{:.1}% (80% power)",
                 self.detectable * 100.0
+            )
+        } else if self.paired {
+            format!(
+                "with this few {} the sign-flip test cannot reach this comparison's level, \
+                 however large the change",
+                self.what
             )
         } else {
             "this evidence could detect no change".to_string()
@@ -975,6 +994,12 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
         }
         change.judged_level = level;
         change.judged = t_interval_at(&change.ci, level, change.df);
+        // A sign-flip test (the only kind here whose p has a floor) is
+        // judged at this change's Holm level, so its reach is too.
+        if change.power.min_p > 0.0 {
+            let p = &change.power;
+            change.power = Power::sign_flip(p.n, 1.0 - level, p.what, p.flag);
+        }
         let judged = RatioCi {
             ci95: change.judged,
             ..change.ci
@@ -986,6 +1011,9 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
             options.equivalence,
             &change.power,
         );
+        if change.verdict == Verdict::Inconclusive && change.power.min_p >= 1.0 - level {
+            change.verdict = Verdict::TooFew;
+        }
     }
 }
 
@@ -1236,5 +1264,35 @@ mod tests {
                 )),
             "{words}"
         );
+    }
+
+    #[test]
+    fn too_few_rounds_for_the_sign_flip_test_at_the_adjusted_level_detect_nothing() {
+        use crate::stats::verdict::{Power, RatioCi};
+        let ci = RatioCi {
+            ratio: 1.03,
+            ci95: (0.98, 1.08),
+            ci90: (0.99, 1.07),
+        };
+        let replication = super::paired_replication(crate::document::ReplicateUnit::Rounds, 6);
+        let power = Power::sign_flip(6, 0.05, "rounds", "--rounds");
+        let mut change = super::Change::unjudged(ci, 5.0, 0.2, power, replication);
+        // One of six comparisons: Holm's strictest level, which 2/2⁶ cannot reach.
+        change.judged_level = 1.0 - 0.05 / 6.0;
+        let d = change.decider().unwrap();
+        assert!(d.detectable.is_infinite(), "{d:?}");
+        assert!(
+            d.words().contains("sign-flip test cannot reach"),
+            "{}",
+            d.words()
+        );
+        // Enough rounds for the sign-flip test at that level (2/2ⁿ ≤ α/24), whatever the t says.
+        assert!(d.needed.unwrap() >= 12, "{d:?}");
+        // At the plain 5 % level six rounds are not enough either (2/2⁶ > 0.05/4); eight are.
+        change.judged_level = 0.95;
+        assert!(change.decider().unwrap().detectable.is_infinite());
+        let replication = super::paired_replication(crate::document::ReplicateUnit::Rounds, 8);
+        let eight = super::Change::unjudged(ci, 7.0, 0.2, power, replication);
+        assert!(eight.decider().unwrap().detectable.is_finite());
     }
 }

@@ -266,12 +266,25 @@ pub fn paired_detectable(
     let n = baseline.len().min(candidate.len());
     let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
     let sd = sample_sd(&d)?;
-    let floor = super::verdict::Power::sign_flip(n, alpha, "rounds", "--rounds").min_p;
-    if floor > alpha / 4.0 {
+    if !sign_flip_keeps_promise(n, alpha) {
         return Some(f64::INFINITY);
     }
     let design = Design::Paired { n };
     Some(self::min_detectable(design, design.df(), sd, alpha, power).exp_m1())
+}
+
+/// Whether `n` pairs are enough for the sign-flip test that paired verdicts
+/// rest on to keep the t's power promise at level `alpha`: its smallest
+/// p-value, 2/2ⁿ, a quarter of `alpha` or less (see [`paired_detectable`]).
+pub fn sign_flip_keeps_promise(n: usize, alpha: f64) -> bool {
+    super::verdict::Power::sign_flip(n, alpha, "rounds", "--rounds").min_p <= alpha / 4.0
+}
+
+/// The fewest pairs for which [`sign_flip_keeps_promise`] holds (at most 62).
+pub fn sign_flip_pairs_needed(alpha: f64) -> usize {
+    (2..62)
+        .find(|&n| sign_flip_keeps_promise(n, alpha))
+        .unwrap_or(62)
 }
 
 /// The same for two separately saved runs of `k` replicates each, a
