@@ -221,7 +221,8 @@ impl Change {
         let paired = !matches!(design, Design::Unpaired { .. });
         // Paired verdicts rest on the sign-flip test: too few pairs for it
         // at this level detect nothing, however large the change.
-        let detectable = if paired && !sign_flip_keeps_promise(r.baseline, alpha) {
+        let too_coarse = paired && !sign_flip_keeps_promise(r.baseline, alpha);
+        let detectable = if too_coarse {
             f64::INFINITY
         } else {
             min_detectable(design, self.df, log_sd, alpha, DECIDING_POWER)
@@ -241,6 +242,7 @@ impl Change {
             observed: self.ci.ratio - 1.0,
             needed,
             paired,
+            too_coarse: too_coarse.then(|| (r.baseline, sign_flip_pairs_needed(alpha))),
             what: self.power.what,
             flag: self.power.flag,
             seconds_each: self.seconds_per_replicate,
@@ -291,6 +293,10 @@ pub struct Decider {
     pub needed: Option<usize>,
     /// Rounds or blocks of one run (pairs), not replicates a side.
     pub paired: bool,
+    /// Paired: the pairs there are and the fewest with which the sign-flip
+    /// test the verdict rests on can detect a change reliably at its level,
+    /// when there are fewer.
+    pub too_coarse: Option<(usize, usize)>,
     /// What a replicate is ("invocations", "rounds", "runs") and the option that sets it.
     pub what: &'static str,
     pub flag: &'static str,
@@ -307,10 +313,10 @@ impl Decider {
                 "this evidence could detect ±{:.1}% (80% power)",
                 self.detectable * 100.0
             )
-        } else if self.paired {
+        } else if let Some((have, least)) = self.too_coarse {
             format!(
-                "with this few {} the sign-flip test cannot reach this comparison's level, \
-                 however large the change",
+                "{have} {0} are too few for the sign-flip test to detect a change reliably at \
+                 this comparison's level ({least} or more {0} are)",
                 self.what
             )
         } else {
@@ -1282,12 +1288,14 @@ mod tests {
         let d = change.decider().unwrap();
         assert!(d.detectable.is_infinite(), "{d:?}");
         assert!(
-            d.words().contains("sign-flip test cannot reach"),
+            d.words()
+                .contains("6 rounds are too few for the sign-flip test"),
             "{}",
             d.words()
         );
-        // Enough rounds for the sign-flip test at that level (2/2ⁿ ≤ α/24), whatever the t says.
-        assert!(d.needed.unwrap() >= 12, "{d:?}");
+        // Enough rounds for the sign-flip test at that level (2/2ⁿ ≤ α/24: ten), whatever the t says.
+        assert_eq!(d.too_coarse, Some((6, 10)));
+        assert!(d.needed.unwrap() >= 10, "{d:?}");
         // At the plain 5 % level six rounds are not enough either (2/2⁶ > 0.05/4); eight are.
         change.judged_level = 0.95;
         assert!(change.decider().unwrap().detectable.is_infinite());
