@@ -186,10 +186,12 @@ impl Change {
             .words(self.ci.ratio, options.equivalence, &self.power);
         let words = format!("{words} {}", self.replication.words());
         match self.verdict {
-            Verdict::Inconclusive | Verdict::TooFew => match self.decider() {
-                Some(decider) => format!("{words}; {}", decider.words()),
-                None => words,
-            },
+            Verdict::Inconclusive | Verdict::TooFew => {
+                match self.decider().map(|d| d.words()).filter(|d| !d.is_empty()) {
+                    Some(decider) => format!("{words}; {decider}"),
+                    None => words,
+                }
+            }
             _ => words,
         }
     }
@@ -242,7 +244,9 @@ impl Change {
             observed: self.ci.ratio - 1.0,
             needed,
             paired,
-            too_coarse: too_coarse.then(|| (r.baseline, sign_flip_pairs_needed(alpha))),
+            // A too-few verdict already says the test is too coarse.
+            too_coarse: (too_coarse && self.verdict != Verdict::TooFew)
+                .then(|| (r.baseline, sign_flip_pairs_needed(alpha))),
             what: self.power.what,
             flag: self.power.flag,
             seconds_each: self.seconds_per_replicate,
@@ -309,18 +313,20 @@ impl Decider {
     /// about 9 invocations a side (--invocations 9), ~45 s each".
     pub fn words(&self) -> String {
         let detect = if self.detectable.is_finite() {
-            format!(
+            Some(format!(
                 "this evidence could detect ±{:.1}% (80% power)",
                 self.detectable * 100.0
-            )
+            ))
         } else if let Some((have, least)) = self.too_coarse {
-            format!(
+            Some(format!(
                 "{have} {0} are too few for the sign-flip test to detect a change reliably at \
                  this comparison's level ({least} or more {0} are)",
                 self.what
-            )
+            ))
+        } else if self.paired {
+            None // a too-few verdict, which says why
         } else {
-            "this evidence could detect no change".to_string()
+            Some("this evidence could detect no change".to_string())
         };
         let observed = format!("{:+.1}%", self.observed * 100.0);
         let a_side = if self.paired { "" } else { " a side" };
@@ -343,9 +349,12 @@ impl Decider {
                 "{observed} is too small to tell here with up to {MOST_NEEDED} {}{a_side}",
                 self.what
             ),
-            None => return detect,
+            None => return detect.unwrap_or_default(),
         };
-        format!("{detect}; {tell}")
+        match detect {
+            Some(detect) => format!("{detect}; {tell}"),
+            None => tell,
+        }
     }
 }
 

@@ -53,7 +53,11 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
             // What would decide an undecided verdict goes on a line of its own.
             let words = c.verdict_words(k, ch);
-            let decider = ch.decider().map(|d| format!("; {}", d.words()));
+            let decider = ch
+                .decider()
+                .map(|d| d.words())
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("; {d}"));
             let (verdict, decider) = match decider.as_deref().and_then(|d| words.strip_suffix(d)) {
                 Some(verdict) => (verdict, decider.as_deref().map(|d| &d[2..])),
                 None => (words.as_str(), None),
