@@ -210,7 +210,7 @@ fn too_few(row: &CaseRow, ch: &Change, label: Option<&String>) -> UndecidedCase 
             case,
             why: "one invocation a side and no stored spread".into(),
             remedy: Some(if ch.power.flag.is_empty() {
-                super::replicate_advice(ch.power.flag).into()
+                super::decide::replicate_advice(ch.power.flag).into()
             } else {
                 "run each side with --invocations 3, or compare against a labelled baseline \
                  of several runs"
