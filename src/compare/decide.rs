@@ -191,7 +191,7 @@ fn duration_words(seconds: f64) -> String {
 }
 
 /// How to replicate a side of a comparison of saved runs whose replicates
-/// are set by `flag` (a [`Power::flag`]: `--invocations` for `run`'s
+/// are set by `flag` (a [`crate::stats::verdict::Power::flag`]: `--invocations` for `run`'s
 /// cases; empty for `time`'s commands, which have no invocations but runs
 /// kept under one label).
 pub fn replicate_advice(flag: &str) -> &'static str {
