@@ -177,24 +177,38 @@ impl Change {
     }
 
     /// The verdict in words ([`Verdict::words`]) with what it was
-    /// replicated over, the same in every rendering.
+    /// replicated over and, when undecided, what would decide it; the same
+    /// in every rendering.
     pub fn words(&self, options: &Options) -> String {
+        join_decider(self.words_and_decider(options))
+    }
+
+    /// [`Change::words`] in its two parts: the verdict, and what would
+    /// decide it ([`Change::decider`]) when it is undecided and that is known.
+    pub fn words_and_decider(&self, options: &Options) -> (String, Option<String>) {
         if !self.testable {
-            return decide::untestable_words(self.ci.ratio, self.power.flag);
+            return (
+                decide::untestable_words(self.ci.ratio, self.power.flag),
+                None,
+            );
         }
         let words = self
             .verdict
             .words(self.ci.ratio, options.equivalence, &self.power);
         let words = format!("{words} {}", self.replication.words());
-        match self.verdict {
-            Verdict::Inconclusive | Verdict::TooFew => {
-                match self.decider().map(|d| d.words()).filter(|d| !d.is_empty()) {
-                    Some(decider) => format!("{words}; {decider}"),
-                    None => words,
-                }
-            }
-            _ => words,
-        }
+        let decider = match self.verdict {
+            Verdict::Inconclusive | Verdict::TooFew => self.decider().map(|d| d.words()),
+            _ => None,
+        };
+        (words, decider.filter(|d| !d.is_empty()))
+    }
+}
+
+/// A verdict and what would decide it in one sentence.
+fn join_decider((words, decider): (String, Option<String>)) -> String {
+    match decider {
+        Some(decider) => format!("{words}; {decider}"),
+        None => words,
     }
 }
 
@@ -853,7 +867,13 @@ impl Comparison {
     /// is unchanged (gates and bisection still see it). Every rendering says
     /// a verdict through this.
     pub fn verdict_words(&self, k: usize, change: &Change) -> String {
-        let words = change.words(&self.options);
+        join_decider(self.verdict_and_decider(k, change))
+    }
+
+    /// [`Comparison::verdict_words`] in its two parts, as
+    /// [`Change::words_and_decider`] gives them.
+    pub fn verdict_and_decider(&self, k: usize, change: &Change) -> (String, Option<String>) {
+        let (words, decider) = change.words_and_decider(&self.options);
         let qualified = matches!(
             change.verdict,
             Verdict::Faster
@@ -861,12 +881,13 @@ impl Comparison {
                 | Verdict::FasterWithinMargin
                 | Verdict::SlowerWithinMargin
         );
-        match self.differing_conditions.get(k) {
+        let words = match self.differing_conditions.get(k) {
             Some(Some(how)) if qualified => {
                 format!("{words} — but the runs' conditions differ ({how}); re-run both quiet")
             }
             _ => words,
-        }
+        };
+        (words, decider)
     }
 
     /// The changes as document records (candidate labels against the first).

@@ -52,17 +52,8 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
         for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
             // What would decide an undecided verdict goes on a line of its own.
-            let words = c.verdict_words(k, ch);
-            let decider = ch
-                .decider()
-                .map(|d| d.words())
-                .filter(|d| !d.is_empty())
-                .map(|d| format!("; {d}"));
-            let (verdict, decider) = match decider.as_deref().and_then(|d| words.strip_suffix(d)) {
-                Some(verdict) => (verdict, decider.as_deref().map(|d| &d[2..])),
-                None => (words.as_str(), None),
-            };
-            let painted = super::paint(ch.verdict, verdict, colour);
+            let (verdict, decider) = c.verdict_and_decider(k, ch);
+            let painted = super::paint(ch.verdict, &verdict, colour);
             let _ = writeln!(out, "  {l}/A  {}", change_line(ch, &painted));
             if let Some(decider) = decider {
                 let _ = writeln!(out, "     {decider}");
