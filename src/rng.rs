@@ -41,6 +41,15 @@ impl SplitMix64 {
     }
 }
 
+/// A standard normal deviate (Box–Muller on two uniforms) for the
+/// statistics' simulations.
+#[cfg(test)]
+pub(crate) fn standard_normal(rng: &mut SplitMix64) -> f64 {
+    let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
 /// A log-normal-ish sample for the statistics' tests: `n` values around
 /// `scale` with a 5 % spread (Box–Muller on two uniforms).
 #[cfg(test)]

@@ -223,17 +223,7 @@ mod tests {
         let mut doc = fixture();
         for s in &mut doc.series {
             s.samples.iter_mut().for_each(|v| *v *= 1e-9);
-            let m = &mut s.summary;
-            for v in [
-                &mut m.median,
-                &mut m.mean,
-                &mut m.stddev,
-                &mut m.min,
-                &mut m.max,
-            ] {
-                *v *= 1e-9;
-            }
-            (m.mad, m.ci_low, m.ci_high) = (m.mad * 1e-9, m.ci_low * 1e-9, m.ci_high * 1e-9);
+            s.summary = s.summary.scaled(1e-9);
         }
         let table = results::results_table(&doc).unwrap();
         let docs = [

@@ -309,9 +309,7 @@ fn sample_sd(x: &[f64]) -> Option<f64> {
     if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let mean = x.iter().sum::<f64>() / x.len() as f64;
-    let ss: f64 = x.iter().map(|v| (v - mean).powi(2)).sum();
-    Some((ss / (x.len() - 1) as f64).sqrt())
+    Some(super::summary::stddev(x, super::summary::mean(x)))
 }
 
 #[cfg(test)]
@@ -321,12 +319,7 @@ mod tests {
     use crate::stats::paired::paired_log_ratio_ci;
     use crate::stats::replicates::compare_replicates;
 
-    /// A standard normal deviate (Box–Muller) from the project's seeded PRNG.
-    fn normal(rng: &mut SplitMix64) -> f64 {
-        let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
+    use crate::rng::standard_normal as normal;
 
     fn unpaired(baseline: usize, candidate: usize) -> Design {
         Design::Unpaired {

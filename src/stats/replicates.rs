@@ -219,12 +219,7 @@ mod tests {
     use super::*;
     use crate::rng::SplitMix64;
 
-    /// A standard normal deviate (Box–Muller) from the project's seeded PRNG.
-    fn normal(rng: &mut SplitMix64) -> f64 {
-        let u1 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
+    use crate::rng::standard_normal as normal;
 
     /// One invocation of a case whose true per-op cost is `truth`: an
     /// invocation-level random effect (sd `between`, log scale), then

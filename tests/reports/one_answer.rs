@@ -24,19 +24,7 @@ fn labelled_run(label: &str, minute: u32, factor: f64) -> Document {
         for v in &mut s.samples {
             *v *= factor;
         }
-        let m = &mut s.summary;
-        for x in [
-            &mut m.median,
-            &mut m.mean,
-            &mut m.stddev,
-            &mut m.min,
-            &mut m.max,
-            &mut m.mad,
-            &mut m.ci_low,
-            &mut m.ci_high,
-        ] {
-            *x *= factor;
-        }
+        s.summary = s.summary.scaled(factor);
     }
     doc
 }
