@@ -18,7 +18,9 @@ use super::{Comparison, Options, compare};
 use crate::document::Document;
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, block_medians, paired_log_ratio};
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict};
+use crate::stats::verdict::{
+    Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict_at_level,
+};
 
 /// Every host's comparison and, per case, the fleet's.
 #[derive(Debug, Clone)]
@@ -43,9 +45,9 @@ pub struct FleetCase {
     pub name: String,
     /// Geometric mean of the hosts' ratios (after ÷ before), with t intervals.
     pub ci: RatioCi,
-    /// The interval the fleet verdict was judged on: the 95 % one widened to
-    /// agree with the Holm-adjusted p ([`holm_levels`]).
-    pub judged: (f64, f64),
+    /// The confidence level of the interval the fleet verdict was judged on
+    /// ([`FleetCase::judged`]).
+    pub judged_level: f64,
     /// Exact sign-flip p over hosts (blocks of hosts beyond 20), Holm-adjusted over cases.
     pub p_adjusted: f64,
     /// How small a p the test can give with this many hosts (blocks beyond 20).
@@ -55,6 +57,19 @@ pub struct FleetCase {
     pub slower: usize,
     pub faster: usize,
     pub hosts: usize,
+}
+
+impl FleetCase {
+    /// The interval the fleet verdict was judged on: the 95 % one widened to
+    /// [`FleetCase::judged_level`], which agrees with the Holm-adjusted p
+    /// ([`holm_levels`]).
+    pub fn judged(&self) -> (f64, f64) {
+        t_interval_at(
+            &self.ci,
+            self.judged_level,
+            (self.power.n.max(1) - 1) as f64,
+        )
+    }
 }
 
 /// Compares each host's BEFORE document with its AFTER one. `before` and
@@ -202,7 +217,7 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
         cases.push(FleetCase {
             name: key,
             ci,
-            judged: ci.ci95,
+            judged_level: 0.95,
             p_adjusted: p,
             power: Power::sign_flip(replicates.len(), options.alpha, "hosts", "a fleet of"),
             verdict: Verdict::Inconclusive,
@@ -219,15 +234,13 @@ fn fleet_cases(hosts: &[(String, Comparison)], options: Options) -> Vec<FleetCas
     }
     let raw: Vec<f64> = cases.iter().map(|c| c.p_adjusted).collect();
     let levels = holm_levels(&raw, options.alpha);
-    for ((case, p), level) in cases.iter_mut().zip(holm(&raw)).zip(levels) {
+    for (((case, p), raw), level) in cases.iter_mut().zip(holm(&raw)).zip(&raw).zip(levels) {
+        // Judged at its own Holm level, as a comparison's changes are.
         case.p_adjusted = p;
+        case.judged_level = level;
         let df = (case.power.n.max(1) - 1) as f64;
-        case.judged = t_interval_at(&case.ci, level, df);
-        let judged = RatioCi {
-            ci95: case.judged,
-            ..case.ci
-        };
-        case.verdict = verdict(&judged, p, options.alpha, options.equivalence, &case.power);
+        let margin = options.equivalence;
+        case.verdict = verdict_at_level(&case.ci, df, *raw, level, margin, &mut case.power);
     }
     cases
 }

@@ -38,7 +38,9 @@ use crate::document::{
 use crate::error::{Error, Result};
 use crate::stats::paired::{MAX_ROUNDS, SIGN_FLIP_DRAWS, block_medians, paired_log_ratio};
 use crate::stats::replicates::{Prior, SpreadSource, compare_replicates, geometric_centre};
-use crate::stats::verdict::{Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict};
+use crate::stats::verdict::{
+    Power, RatioCi, Verdict, holm, holm_levels, t_interval_at, verdict_at_level,
+};
 use crate::stats::{Summary, summarize};
 
 /// One side of a comparison of saved runs: a name and its runs (replicates).
@@ -101,12 +103,8 @@ pub struct Change {
     /// Candidate ÷ baseline (above 1: the candidate takes longer), with its
     /// unadjusted 95 % interval and the 90 % one the equivalence test uses.
     pub ci: RatioCi,
-    /// The interval the verdict was judged on: the 95 % one widened to
-    /// [`Change::judged_level`], which agrees with the Holm-adjusted p
-    /// ([`holm_levels`]): it excludes 1 exactly when the adjusted p of the t
-    /// test is below α. Every rendering shows this one beside the verdict.
-    pub judged: (f64, f64),
-    /// The confidence level of `judged` (0.95 with one comparison).
+    /// The confidence level of the interval the verdict was judged on
+    /// ([`Change::judged`]; 0.95 with one comparison).
     pub judged_level: f64,
     /// Degrees of freedom of the t interval on the logs (0: no interval).
     pub df: f64,
@@ -138,7 +136,6 @@ impl Change {
     ) -> Self {
         Self {
             ci,
-            judged: ci.ci95,
             judged_level: 0.95,
             df,
             p_value,
@@ -169,6 +166,14 @@ impl Change {
             testable: false,
             ..Self::unjudged(point, 0.0, 1.0, power, replication)
         }
+    }
+
+    /// The interval the verdict was judged on: the 95 % one widened to
+    /// [`Change::judged_level`], which agrees with the Holm-adjusted p
+    /// ([`holm_levels`]): it excludes 1 exactly when the adjusted p of the t
+    /// test is below α. Every rendering shows this one beside the verdict.
+    pub fn judged(&self) -> (f64, f64) {
+        t_interval_at(&self.ci, self.judged_level, self.df)
     }
 
     /// Whether this change trips a gate at `pct` % ([`Verdict::trips_gate`]).
@@ -833,27 +838,14 @@ fn apply_verdicts(rows: &mut [CaseRow], options: Options) {
             continue;
         }
         change.judged_level = level;
-        change.judged = t_interval_at(&change.ci, level, change.df);
-        // A sign-flip test (the only kind here whose p has a floor) is
-        // judged at this change's Holm level, so its reach is too.
-        if change.power.min_p > 0.0 {
-            let p = &change.power;
-            change.power = Power::sign_flip(p.n, 1.0 - level, p.what, p.flag);
-        }
-        let judged = RatioCi {
-            ci95: change.judged,
-            ..change.ci
-        };
-        change.verdict = verdict(
-            &judged,
-            change.p_adjusted,
-            options.alpha,
+        change.verdict = verdict_at_level(
+            &change.ci,
+            change.df,
+            change.p_value,
+            level,
             options.equivalence,
-            &change.power,
+            &mut change.power,
         );
-        if change.verdict == Verdict::Inconclusive && change.power.min_p >= 1.0 - level {
-            change.verdict = Verdict::TooFew;
-        }
     }
 }
 
@@ -905,8 +897,8 @@ impl Comparison {
                         baseline: self.labels[0].clone(),
                         candidate: candidate.clone(),
                         ratio: ch.ci.ratio,
-                        ci_low: ch.judged.0,
-                        ci_high: ch.judged.1,
+                        ci_low: ch.judged().0,
+                        ci_high: ch.judged().1,
                         ci_level: Some(ch.judged_level),
                         p_value: ch.p_adjusted,
                         verdict: ch.verdict,

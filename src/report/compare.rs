@@ -228,7 +228,7 @@ pub fn render_fleet(f: &FleetComparison, colour: bool) -> String {
                 super::fmt_fixed(r.summaries[0].median, d),
                 super::fmt_fixed(r.summaries[1].median, d),
                 format!("{:.3}", ch.ci.ratio),
-                format!("[{:.3} – {:.3}]", ch.judged.0, ch.judged.1),
+                format!("[{:.3} – {:.3}]", ch.judged().0, ch.judged().1),
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
                 c.verdict_words(0, ch),
@@ -264,8 +264,8 @@ pub fn fleet_record(f: &FleetComparison) -> serde_json::Value {
             serde_json::json!({
                 "case": c.name,
                 "ratio": c.ci.ratio,
-                "ci_low": c.judged.0,
-                "ci_high": c.judged.1,
+                "ci_low": c.judged().0,
+                "ci_high": c.judged().1,
                 "p_value": c.p_adjusted,
                 "p_floor": c.power.min_p,
                 "verdict": c.verdict.as_str(),
@@ -293,7 +293,13 @@ fn fleet_line(c: &FleetCase, options: &crate::compare::Options, colour: bool) ->
     let words = super::paint(c.verdict, &c.words(options), colour);
     format!(
         "  fleet  B/A  {}; slower on {} and faster on {} of {} hosts\n",
-        change_text(c.ci.ratio, c.judged, Some(c.ci.ci95), c.p_adjusted, &words),
+        change_text(
+            c.ci.ratio,
+            c.judged(),
+            Some(c.ci.ci95),
+            c.p_adjusted,
+            &words
+        ),
         c.slower,
         c.faster,
         c.hosts
@@ -333,7 +339,7 @@ fn change_text(
 fn change_line(ch: &crate::compare::Change, words: &str) -> String {
     change_text(
         ch.ci.ratio,
-        ch.judged,
+        ch.judged(),
         Some(ch.ci.ci95),
         ch.p_adjusted,
         words,

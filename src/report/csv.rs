@@ -172,8 +172,8 @@ pub fn comparison(c: &Comparison) -> String {
                 cand.ci_low,
                 cand.ci_high,
                 ch.ci.ratio,
-                ch.judged.0,
-                ch.judged.1,
+                ch.judged().0,
+                ch.judged().1,
                 ch.p_value,
                 ch.p_adjusted,
             ]

@@ -488,8 +488,8 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
                 escape(&case),
                 escape(row.unit.symbol()),
                 fmt_ratio(ch.ci.ratio),
-                fmt_ratio(ch.judged.0),
-                fmt_ratio(ch.judged.1),
+                fmt_ratio(ch.judged().0),
+                fmt_ratio(ch.judged().1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
                 verdict_cell(ch.verdict.as_str(), &c.verdict_words(k, ch))

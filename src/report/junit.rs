@@ -36,8 +36,8 @@ pub fn comparison(c: &Comparison, suite: &str, gate_pct: f64) -> String {
                     "      <failure type=\"slower\" message=\"{}\">ratio {:.4} (95% interval, Holm-adjusted, {:.4} to {:.4}), p = {:.3e}</failure>",
                     attr(&words),
                     ch.ci.ratio,
-                    ch.judged.0,
-                    ch.judged.1,
+                    ch.judged().0,
+                    ch.judged().1,
                     ch.p_adjusted
                 );
             } else if ch.verdict == Verdict::TooFew {

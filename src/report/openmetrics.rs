@@ -163,7 +163,7 @@ impl Families {
                     ("candidate", c.labels[i + 1].clone()),
                     ("host", host(i + 1)),
                 ];
-                let ends = [ch.ci.ratio, ch.judged.0, ch.judged.1];
+                let ends = [ch.ci.ratio, ch.judged().0, ch.judged().1];
                 for (family, value) in RATIO.into_iter().zip(ends) {
                     let labels = labels.clone();
                     self.add(family, Sample { labels, value });

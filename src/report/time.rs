@@ -187,8 +187,8 @@ pub fn verdict_lines(c: &Comparison, colour: bool) -> String {
             super::paint(ch.verdict, &c.verdict_words(k, ch), colour),
             ch.ci.ratio,
             if c.tests() > 1 { ", Holm-adjusted" } else { "" },
-            ch.judged.0,
-            ch.judged.1
+            ch.judged().0,
+            ch.judged().1
         );
     }
     out

@@ -212,14 +212,17 @@ impl Power {
 }
 
 /// The verdict for a time-like quantity (smaller is better). Significant
-/// means the adjusted p below `alpha` and the 95 % interval excluding 1.
+/// means `p` below `alpha` and the interval `r.ci95` excluding 1 — with
+/// several comparisons, each test's raw p, its own Holm level and the
+/// interval widened to it ([`holm_levels`], [`t_interval_at`]), which is
+/// the adjusted p below the family's α.
 /// In order: significant and the ratio beyond 1 ± `margin` → slower/faster;
 /// the 90 % interval within 1 ± `margin` → equivalent; significant (within
 /// the margin) → slower/faster within the margin; a test that cannot reach
 /// `alpha` with this data (`power.min_p ≥ alpha`) → too few; else inconclusive.
-pub fn verdict(r: &RatioCi, adjusted_p: f64, alpha: f64, margin: f64, power: &Power) -> Verdict {
+pub fn verdict(r: &RatioCi, p: f64, alpha: f64, margin: f64, power: &Power) -> Verdict {
     let (above, below) = (r.ci95.0 > 1.0, r.ci95.1 < 1.0);
-    let significant = adjusted_p < alpha && (above || below);
+    let significant = p < alpha && (above || below);
     if significant && above && r.ratio > 1.0 + margin {
         Verdict::Slower
     } else if significant && below && r.ratio < 1.0 - margin {
@@ -237,6 +240,31 @@ pub fn verdict(r: &RatioCi, adjusted_p: f64, alpha: f64, margin: f64, power: &Po
     } else {
         Verdict::Inconclusive
     }
+}
+
+/// The verdict of one of several tests, judged at its own Holm `level`
+/// ([`holm_levels`]) — its raw `p` against 1 − `level`, which is its
+/// adjusted p against the family's α, on its 95 % interval `r` (a t
+/// interval with `df` degrees of freedom) widened to `level`. A sign-flip
+/// test's `power` (the only kind whose p has a floor) is recomputed at that
+/// level, so that "too few" and the rounds it needs are this test's.
+pub fn verdict_at_level(
+    r: &RatioCi,
+    df: f64,
+    p: f64,
+    level: f64,
+    margin: f64,
+    power: &mut Power,
+) -> Verdict {
+    let alpha = 1.0 - level;
+    if power.min_p > 0.0 {
+        *power = Power::sign_flip(power.n, alpha, power.what, power.flag);
+    }
+    let judged = RatioCi {
+        ci95: t_interval_at(r, level, df),
+        ..*r
+    };
+    verdict(&judged, p, alpha, margin, power)
 }
 
 /// A test that could have reached any p-value.

@@ -79,8 +79,8 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
                     case.clone()
                 },
                 ratio: ch.ci.ratio,
-                ci_low: ch.judged.0,
-                ci_high: ch.judged.1,
+                ci_low: ch.judged().0,
+                ci_high: ch.judged().1,
                 verdict: ch.verdict,
             });
         }
