@@ -149,7 +149,7 @@ impl Change {
     }
 
     /// One invocation a side and no spread known: the ratio alone.
-    fn untestable(ratio: f64, replication: Replication) -> Self {
+    fn untestable(ratio: f64, replication: Replication, kind: ReplicateKind) -> Self {
         let point = RatioCi {
             ratio,
             ci95: (ratio, ratio),
@@ -158,8 +158,8 @@ impl Change {
         let power = Power {
             min_p: 1.0,
             n: 1,
-            what: "invocations",
-            flag: "--invocations",
+            what: kind.what,
+            flag: kind.flag,
             needs: 2,
         };
         Self {
@@ -325,9 +325,7 @@ fn seconds_per_invocation(docs: &[&Document]) -> Option<f64> {
     let mut seconds = 0.0;
     let mut invocations = 0;
     for d in docs {
-        let start = crate::document::unix_seconds(&d.run.started)?;
-        let end = crate::document::unix_seconds(&d.run.finished)?;
-        seconds += (end - start).max(0.0);
+        seconds += d.run.wall_seconds()?;
         invocations += d.run.invocations.len().max(1);
     }
     (invocations > 0 && seconds > 0.0).then(|| seconds / invocations as f64)
@@ -548,9 +546,7 @@ fn replicate_change(
         }
         None => {
             let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
-            let mut change = Change::untestable(gm(candidate) / gm(baseline), replication);
-            (change.power.what, change.power.flag) = (kind.what, kind.flag);
-            change
+            Change::untestable(gm(candidate) / gm(baseline), replication, kind)
         }
     }
 }
@@ -676,7 +672,9 @@ fn paired_row(
             let (r, p) = paired_log_ratio(&base.rounds[..rounds], &cand.rounds[..rounds]);
             let power = Power::sign_flip(rounds, options.alpha, "rounds", "--rounds");
             Change {
-                seconds_per_replicate: seconds_per_invocation(&[doc])
+                seconds_per_replicate: doc
+                    .run
+                    .wall_seconds()
                     .map(|s| s / doc.run.schedule.len().max(1) as f64),
                 ..Change::unjudged(
                     r,
@@ -740,7 +738,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
         .map(|cand| {
             let (r, p) = paired_log_ratio(&base, &blocks(cand));
             Change {
-                seconds_per_replicate: seconds_per_invocation(&[doc]).map(|s| s / rounds as f64),
+                seconds_per_replicate: doc.run.wall_seconds().map(|s| s / rounds as f64),
                 ..Change::unjudged(
                     r,
                     (base.len() - 1) as f64,

@@ -243,6 +243,14 @@ pub struct RunIdentity {
 }
 
 impl RunInfo {
+    /// Seconds from the run's start to its end, when both times read back
+    /// ([`unix_seconds`]).
+    pub fn wall_seconds(&self) -> Option<f64> {
+        let start = unix_seconds(&self.started)?;
+        let end = unix_seconds(&self.finished)?;
+        Some((end - start).max(0.0))
+    }
+
     /// The one constructor of a run's record: begun at `started` with
     /// `seed` and `policy`, finished now, complete, nothing else recorded
     /// yet (the caller fills in what its kind of run has).
