@@ -30,18 +30,15 @@ fn a_planted_higher_bandwidth_is_faster_and_does_not_trip_the_gate() {
     };
     assert_eq!(doc(&a)["series"][0]["bytes_per_op"], 10485760.0);
     let report = |p: &Path| {
-        let out = osbench(shared_store())
-            .arg("export")
-            .arg(p)
-            .args(["--markdown", "-"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let (stdout, _) = crate::common::ok(
+            osbench(shared_store())
+                .arg("export")
+                .arg(p)
+                .args(["--markdown", "-"])
+                .output()
+                .unwrap(),
         );
-        String::from_utf8(out.stdout).unwrap()
+        stdout
     };
     // The results row: | stream | unix | MEDIAN | … | MB/s | …
     let mbs = |text: &str| -> f64 {

@@ -471,19 +471,16 @@ fn every_io_family_runs_the_cases_list_names() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let families = ["poll", "stream", "connect", "fs", "file", "clock"];
-    let out = osbench(shared_store())
-        .arg("run")
-        .args(families)
-        .args(["-q", "--no-perf", "--samples", "2", "--sample-time", "1"])
-        .args(["--warmup", "0", "--json"])
-        .arg(&json)
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::common::ok(
+        osbench(shared_store())
+            .arg("run")
+            .args(families)
+            .args(["-q", "--no-perf", "--samples", "2", "--sample-time", "1"])
+            .args(["--warmup", "0", "--json"])
+            .arg(&json)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap(),
     );
     let list =
         String::from_utf8(osbench(shared_store()).arg("list").output().unwrap().stdout).unwrap();

@@ -55,20 +55,16 @@ fn the_default_suite_has_no_wrapped_line_on_an_80_column_terminal() {
         bin.display(),
         QUICK.join(" ")
     );
-    let out = Command::new("script")
-        .args(["-qec", &run, "/dev/null"])
-        .env("OSBENCH_STORE", shared_store())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (raw, _) = crate::common::ok(
+        Command::new("script")
+            .args(["-qec", &run, "/dev/null"])
+            .env("OSBENCH_STORE", shared_store())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
     );
     // Results, warnings and the progress bar share the terminal: what stays
     // on screen of each line is what follows its last carriage return.
-    let raw = String::from_utf8(out.stdout).unwrap();
     let text: String = raw
         .lines()
         .map(|l| without_escapes(l.rsplit('\r').next().unwrap_or("")) + "\n")

@@ -574,24 +574,20 @@ fn a_worker_refuses_what_it_cannot_run_and_says_why_on_the_job() {
     let uname = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let running = plan("running.toml", &format!("release = \"{}\"", uname.trim()));
     for _ in 0..6 {
-        let out = q
-            .cmd()
-            .args([
-                "worker",
-                "--name",
-                "a",
-                "--once",
-                "--max-job-time",
-                "5",
-                "--spool",
-            ])
-            .arg(q.spool("a"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::common::ok(
+            q.cmd()
+                .args([
+                    "worker",
+                    "--name",
+                    "a",
+                    "--once",
+                    "--max-job-time",
+                    "5",
+                    "--spool",
+                ])
+                .arg(q.spool("a"))
+                .output()
+                .unwrap(),
         );
     }
     let error = |id| {
