@@ -240,10 +240,18 @@ fn samples_and_summary(s: &Series, allowance: f64) -> Result<usize, String> {
         ("mean", s.summary.mean),
         ("min", s.summary.min),
         ("max", s.summary.max),
-        ("ci_low", s.summary.ci_low),
-        ("ci_high", s.summary.ci_high),
     ] {
         time(&format!("summary.{name}"), v, unit, allowance)?;
+    }
+    // The interval's bounds are not times: over two rounds whose medians differ
+    // tenfold, t(0.975, 1) = 12.7 on the logs puts the upper bound beyond any
+    // plausible time, and a plain t interval may reach below zero. They need
+    // only be finite (checked above) and in order.
+    if s.summary.ci_low > s.summary.ci_high {
+        return Err(format!(
+            "summary.ci_low {} is above summary.ci_high {}",
+            s.summary.ci_low, s.summary.ci_high
+        ));
     }
     Ok(n)
 }

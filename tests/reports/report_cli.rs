@@ -209,12 +209,30 @@ fn a_time_document_is_reported_with_its_commands() {
 }
 
 #[test]
+fn an_interval_wider_than_any_time_is_read() {
+    // Two rounds whose medians differ tenfold give a log-t interval far beyond
+    // 1e6 s; a plain t interval over rounds may reach below zero. Both are
+    // honest intervals, not damage.
+    let dir = tempfile::tempdir().unwrap();
+    let wide = edited_fixture(dir.path(), "wide.json", |d| {
+        d["series"][0]["summary"]["ci_low"] = (-1e9).into();
+        d["series"][0]["summary"]["ci_high"] = 1.8e15.into();
+    });
+    succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("compare")
+            .arg(fixture("report.json"))
+            .arg(&wide),
+    );
+}
+
+#[test]
 fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("results.sqlite");
     let fixture = fixture("report.json");
     type Edit = fn(&mut serde_json::Value);
-    let damage: [(&str, Edit, &str); 6] = [
+    let damage: [(&str, Edit, &str); 7] = [
         (
             "empty.json",
             |d| d["series"][0]["samples"] = serde_json::json!([]),
@@ -231,6 +249,11 @@ fn damaged_documents_are_refused_by_every_reader_with_the_series_named() {
             // iteration): −5 µs is far more negative than that.
             |d| d["series"][0]["samples"][3] = (-5.0).into(),
             "further below zero than",
+        ),
+        (
+            "interval.json",
+            |d| d["series"][0]["summary"]["ci_low"] = 1e9.into(),
+            "is above summary.ci_high",
         ),
         (
             "count.json",
