@@ -21,6 +21,7 @@ mod invocation;
 pub mod meta;
 pub mod number;
 mod pin;
+pub mod profile;
 mod sample;
 mod unit;
 pub mod validate;
@@ -32,6 +33,7 @@ pub use config::{
 pub use flags::{Direction, NoiseFlag};
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
 pub use pin::Pin;
+pub use profile::{Profile, ProfileOutcome, ProfilePass};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
 pub use unit::{SeriesKind, Unit};
 
@@ -408,6 +410,10 @@ pub struct Series {
     /// Why energy could not be read ("unavailable: no powercap").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_unavailable: Option<String>,
+    /// With `--profile`: where the case's time went, sampled in passes of
+    /// its own after the timed samples, or why it could not be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileOutcome>,
 }
 
 impl Series {
@@ -462,6 +468,7 @@ impl Series {
             perf_pass: Vec::new(),
             energy: BTreeMap::new(),
             energy_unavailable: None,
+            profile: None,
         }
     }
 }
