@@ -46,6 +46,7 @@ pub mod limits;
 pub mod meters;
 mod overhead;
 pub mod placement;
+pub mod profile;
 mod sampler;
 pub mod sentinel;
 pub mod spawn;

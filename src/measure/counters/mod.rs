@@ -44,6 +44,7 @@ mod rusage;
 pub use perf_event::{
     PerfCount, PerfDelta, PerfEvents, PerfReading, PerfSource, TreePerf, perf_delta,
 };
+pub(crate) use perf_event::{errno_name, tree_tasks};
 pub(crate) use rusage::{Usage, getrusage};
 
 use perf_event::PERF_EVENTS;

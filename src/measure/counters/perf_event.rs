@@ -337,7 +337,7 @@ impl PerfEvents for TreeEvents {
 
 /// Every task (thread id) of this process and of its descendants, read from
 /// `/proc/*/task/*/children`. A task that exits meanwhile may still be listed.
-pub(super) fn tree_tasks() -> Vec<libc::pid_t> {
+pub(crate) fn tree_tasks() -> Vec<libc::pid_t> {
     let sys = Sys::real();
     let mut tasks = Vec::new();
     let mut processes = vec!["self".to_string()];
@@ -417,7 +417,7 @@ pub(super) fn open_error(e: &io::Error, hardware: bool, paranoid: &str) -> Strin
     }
 }
 
-pub(super) fn errno_name(code: i32) -> String {
+pub(crate) fn errno_name(code: i32) -> String {
     match code {
         libc::ENOENT => "ENOENT".into(),
         libc::EOPNOTSUPP => "EOPNOTSUPP".into(),
