@@ -35,6 +35,7 @@ mod regressions;
 mod remove;
 mod report;
 mod run;
+mod sandbox;
 mod save;
 mod submit;
 mod syscall_loop;
@@ -198,6 +199,10 @@ enum Command {
     /// Make N getpid() system calls and exit: seed 000's program, to time whole with `time`
     /// natively or as a UML guest's init (`init=OSBENCH -- loop N`)
     Loop(syscall_loop::LoopArgs),
+    /// Run a command under a seccomp filter of N instructions that allows every system call:
+    /// a configuration that measures a sandbox's cost (`--guest 'seccomp=command:{osbench}
+    /// sandbox --seccomp 300 -- {osbench} agent'`)
+    Sandbox(sandbox::SandboxArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell), e.g.
     /// `osbench completions bash > /etc/bash_completion.d/osbench`
     Completions(generate::CompletionsArgs),
@@ -551,6 +556,7 @@ pub fn main() -> ExitCode {
         Command::Agent(args) => agent::agent(&args),
         Command::GuestImage(args) => guest_image::guest_image(&args),
         Command::Loop(args) => syscall_loop::run(&args),
+        Command::Sandbox(args) => sandbox::run(&args),
         Command::Bisect(args) => bisect::bisect(&args),
         Command::Fleet(command) => fleet::fleet(command),
         Command::Submit(args) => submit::submit(args),

@@ -15,6 +15,7 @@ use osbench::bench::util::select::{Selector, resolve};
 use osbench::compare::Comparison;
 use osbench::document::{Document, RunIdentity};
 use osbench::envelope;
+use osbench::experiment::profiling::ProfilePlan;
 use osbench::experiment::rounds::DetectTarget;
 use osbench::experiment::{self, Config, Plan};
 use osbench::measure::Policy;
@@ -154,6 +155,19 @@ pub struct MeasureArgs {
     /// (the parameter reached its init): a warning then, not an error
     #[arg(long = "allow-unknown-boot-parameters")]
     allow_unknown_boot_parameters: bool,
+    /// After the timed samples, sample where each case's time goes (every CPU, kernel and user
+    /// stacks) in passes of its own, interleaved between configurations, for `compare` and
+    /// `explain` to say where a change went; about a quarter of the timed time
+    #[arg(long)]
+    profile: bool,
+    /// Profiling passes per case and configuration (default 5)
+    #[arg(long = "profile-passes", value_name = "N", requires = "profile",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    profile_passes: Option<u32>,
+    /// Length of each profiling pass in milliseconds (default: a quarter of the case's timed
+    /// time over the passes, at least 50)
+    #[arg(long = "profile-time", value_name = "MS", requires = "profile", value_parser = parse_ms)]
+    profile_time: Option<f64>,
 }
 
 impl MeasureArgs {
@@ -176,6 +190,13 @@ impl MeasureArgs {
         plan.perf = !self.no_perf;
         plan.logs = logs;
         plan.allow_unknown_boot_parameters = self.allow_unknown_boot_parameters;
+        plan.profile = self.profile.then(|| {
+            ProfilePlan::new(
+                self.profile_passes.map(|n| n as usize),
+                self.profile_time
+                    .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3)),
+            )
+        });
         plan
     }
 }
@@ -256,6 +277,9 @@ fn run_body(
             "osbench: warning: with fewer than 6 samples no interval covers the median with 95% \
              probability; the CI shown is min–max with its true coverage",
         );
+    }
+    if let (Some(profile), false) = (plan.profile, args.quiet) {
+        super::eprint_wrapped(&format!("osbench: {}", profile.describe(&plan)));
     }
     let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
     let outcome = {

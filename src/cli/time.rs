@@ -107,6 +107,15 @@ pub struct TimeArgs {
     /// Keep timing commands that exit non-zero (their runs are marked failed)
     #[arg(long, short = 'i')]
     ignore_failure: bool,
+    /// After the timed rounds, run each command again with a sampling profiler on (every CPU,
+    /// kernel and user stacks), one run per pass, for `compare`/`explain` to say where a
+    /// difference went
+    #[arg(long)]
+    profile: bool,
+    /// Profiling passes (runs) per command (default 5)
+    #[arg(long = "profile-passes", value_name = "N", requires = "profile",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    profile_passes: Option<u32>,
     /// Let the commands write to the terminal (default: their output goes to /dev/null)
     #[arg(long)]
     show_output: bool,
@@ -352,6 +361,12 @@ fn plan(args: &TimeArgs) -> anyhow::Result<TimePlan> {
         seed,
         target_ci: args.target_ci.map(|pct| pct / 100.0),
         max_time: args.max_time.map(Duration::from_secs_f64),
+        profile: args.profile.then(|| {
+            osbench::experiment::profiling::ProfilePlan::new(
+                args.profile_passes.map(|n| n as usize),
+                None,
+            )
+        }),
     })
 }
 

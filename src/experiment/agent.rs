@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::case;
+use super::{case, profiling};
 use crate::bench::util::select::{Selector, resolve};
 use crate::document::Series;
 use crate::env::probe::Sys;
@@ -116,10 +116,16 @@ fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
     (case.def.check)(&case.params)?;
     let harness =
         Harness::new(request.policy, interrupt.clone()).with_meters(Meters::open(request.perf));
-    match case::run_case(&case, pin, &harness)? {
-        (_, case::CaseEnd::Failed(e)) => Err(e),
-        (series, _) => Ok(series),
+    let mut series = match case::run_case(&case, pin, &harness)? {
+        (_, case::CaseEnd::Failed(e)) => return Err(e),
+        (series, _) => series,
+    };
+    if let Some(ns) = request.profile_ns {
+        let length = std::time::Duration::from_nanos(ns);
+        let profiled = profiling::profile_case(&case, pin, &harness, length)?;
+        series.profile = Some(profiling::outcome(profiled));
     }
+    Ok(series)
 }
 
 #[cfg(test)]
@@ -153,6 +159,7 @@ mod tests {
             },
             pin: Some(crate::document::Pin::Same),
             perf: false,
+            profile_ns: None,
         }));
         let input = format!("{{\"env\":{{}}}}\n\n{run}{{\"shutdown\":{{}}}}\n{{\"env\":{{}}}}\n");
         let replies = talk(&input);
@@ -211,6 +218,7 @@ mod tests {
                 },
                 pin: None,
                 perf: false,
+                profile_ns: None,
             }));
             let replies = talk(&run);
             let Reply::Error(message) = &replies[1] else {

@@ -183,7 +183,7 @@ pub(super) fn run_case<C: Clock>(
 }
 
 /// How the harness samples `case`: its family's method for its parameters.
-fn sampling<'a>(
+pub(super) fn sampling<'a>(
     case: &Case,
     stand_in: Option<&'a mut dyn Workload>,
     ops_per_iter: f64,
@@ -208,7 +208,7 @@ fn sampling<'a>(
 /// Where `case` runs under `pin` (when none is given: the family's default
 /// placement, else one-task cases on one CPU), with this (the timing)
 /// thread pinned to its first CPU until the guard drops.
-fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<PinGuard>)> {
+pub(super) fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<PinGuard>)> {
     let placement = match pin.or(case.def.default_pin) {
         Some(p) => Placement::new(p)?,
         None if (case.def.tasks)(&case.params) == 1 => Placement::new(Pin::Same)?,

@@ -25,7 +25,7 @@
 //! fleets and `--target-ci`, which the command line refuses with several
 //! invocations.
 
-use super::{Observer, Outcome, Plan, Remote, case, series_meters};
+use super::{Observer, Outcome, Plan, Remote, case, profiling, series_meters};
 use crate::bench::util::select::Case;
 use crate::document::{
     DEFAULT_CONFIG, Document, GuestSpec, Invocation, InvocationSpread, RunInfo, Series, utc_now,
@@ -95,8 +95,8 @@ pub fn run(
     });
     let mut series: Vec<Series> = done.merged.into_iter().map(summarize_invocations).collect();
     let mut wait_ms = None;
-    if plan.perf && error.is_none() {
-        match count_perf(plan, &mut series, &interrupt) {
+    if (plan.perf || plan.profile.is_some()) && error.is_none() {
+        match count_and_profile(plan, &mut series, &interrupt) {
             Ok(waited) => wait_ms = Some(waited),
             Err(e) => error = Some(e),
         }
@@ -275,13 +275,14 @@ fn summarize_invocations(s: Series) -> Series {
     s
 }
 
-/// The perf counting pass of every case, here, after the last invocation;
-/// then the wait for the kernel's perf hooks to switch off (ms).
-fn count_perf(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Result<f64> {
+/// The perf counting pass of every case (with `perf`) and its profiling
+/// passes (with `--profile`), here, after the last invocation; then the
+/// wait for the kernel's perf hooks to switch off (ms).
+fn count_and_profile(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Result<f64> {
     let harness = Harness::new(plan.policy, interrupt.clone())
-        .with_meters(Meters::open(true))
+        .with_meters(Meters::open(plan.perf))
         .counting_later();
-    for case in &plan.cases {
+    for case in plan.cases.iter().filter(|_| plan.perf) {
         let Some(s) = series.iter_mut().find(|s| is_case(s, case)) else {
             continue;
         };
@@ -290,6 +291,9 @@ fn count_perf(plan: &Plan, series: &mut [Series], interrupt: &Interrupt) -> Resu
         s.counters_unavailable.retain(|name, _| !is_perf(name));
         let ops = s.ops_per_iter;
         series_meters::attach_perf(s, harness.meters(), ops, &counted);
+    }
+    if let Some(profile) = plan.profile {
+        profiling::profile_here(plan, profile, series, is_case, &harness)?;
     }
     Ok(wait_for_perf_hooks(harness.meters(), interrupt))
 }
@@ -435,6 +439,7 @@ mod tests {
                     remote: None,
                     logs: false,
                     allow_unknown_boot_parameters: false,
+                    profile: None,
                 },
                 utc_now(),
                 Vec::new(),

@@ -19,6 +19,7 @@ pub mod file;
 pub mod invocations;
 mod place;
 mod plan;
+pub mod profiling;
 pub mod rounds;
 mod series_meters;
 pub mod time;
@@ -88,6 +89,9 @@ pub struct Plan {
     /// A boot parameter that nothing in a guest recognised (it reached the
     /// guest's init) is a warning, not an error that stops the run.
     pub allow_unknown_boot_parameters: bool,
+    /// `--profile`: where each case's time goes, sampled in passes of its
+    /// own after the rounds and the counting pass ([`profiling`]).
+    pub profile: Option<profiling::ProfilePlan>,
 }
 
 /// Another system the plan runs on, through its agent.
@@ -127,7 +131,11 @@ impl Plan {
     /// invocation) under way when it ends, or at least the budget without
     /// configurations (whose invocations go on until it).
     pub fn expected_duration(&self) -> std::time::Duration {
-        let planned = self.expected_per_case() * self.steps() as u32;
+        let profiled = self.profile.map_or(Duration::ZERO, |p| {
+            let cases = (self.cases.len() * self.configs.len().max(1)) as u32;
+            p.pass_length(self) * (p.passes as u32) * cases
+        });
+        let planned = self.expected_per_case() * self.steps() as u32 + profiled;
         let Some(target) = self.target_mde else {
             return planned;
         };
@@ -140,7 +148,7 @@ impl Plan {
     }
 
     /// One case's warm-up and samples' target time (in one invocation).
-    fn expected_per_case(&self) -> std::time::Duration {
+    pub(crate) fn expected_per_case(&self) -> std::time::Duration {
         let p = &self.policy;
         let samples = invocations::samples_per_invocation(p.samples, self.invocations) as u64;
         std::time::Duration::from_nanos(p.warmup_ns + samples * p.sample_time_ns)
@@ -187,7 +195,7 @@ pub fn run(
     if here && outcome.error.is_none() && !stop.is_set() {
         outcome.document.run.invocations = vec![invocations::this_process(plan.seed)];
     }
-    if local_perf {
+    if local_perf || (here && plan.profile.is_some()) {
         // Whatever is timed next (another osbench, say) must not run with the hooks on.
         let waited = invocations::wait_for_perf_hooks(harness.meters(), &stop);
         outcome.document.run.perf_hooks_wait_ms = Some(waited);
@@ -228,7 +236,7 @@ pub fn run_with<C: Clock>(
         ),
     };
     if rounds.error.is_none() {
-        rounds.error = body.count_perf().err();
+        rounds.error = body.count_perf().and_then(|()| body.profile_passes()).err();
     } else {
         body.not_counted("not counted: the run stopped before its perf counting pass");
     }
@@ -782,6 +790,7 @@ mod tests {
             remote: None,
             logs: false,
             allow_unknown_boot_parameters: false,
+            profile: None,
         }
     }
 

@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use super::case::{self, CaseEnd};
 use super::config::{self, Config};
-use super::{Plan, series_meters, with_overrides};
+use super::{Plan, profiling, series_meters, with_overrides};
 use crate::bench::util::select::Case;
-use crate::document::{GuestInfo, GuestSpec, Series};
+use crate::document::{GuestInfo, GuestSpec, Policy, ProfileOutcome, Series};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
@@ -165,6 +165,39 @@ impl Place<'_> {
         Ok(())
     }
 
+    /// One profiling pass of `case` (its configuration applied) for about
+    /// `length`: here, by a pass of its own ([`profiling::profile_case`]);
+    /// in a guest, by its agent after a short measurement the run does not keep.
+    pub(super) fn profile<C: Clock>(
+        &mut self,
+        (case, pin): (&Case, Option<Pin>),
+        plan: &Plan,
+        harness: &Harness<C>,
+        length: Duration,
+    ) -> Result<ProfileOutcome> {
+        match self {
+            Place::Here => {
+                profiling::profile_case(case, pin, harness, length).map(profiling::outcome)
+            }
+            Place::Guest(guest) => {
+                let request = RunRequest {
+                    selector: case.selector(),
+                    policy: PROFILE_REQUEST_POLICY,
+                    pin,
+                    perf: false,
+                    profile_ns: Some(u64::try_from(length.as_nanos()).unwrap_or(u64::MAX)),
+                };
+                let in_guest = send(guest, case, request, plan, harness.interrupt())?;
+                Ok(in_guest.profile.unwrap_or_else(|| {
+                    ProfileOutcome::Unavailable(
+                        "the guest's agent sent no profile (an osbench without --profile there?)"
+                            .into(),
+                    )
+                }))
+            }
+        }
+    }
+
     /// The environment this place measures in now: captured here, or as
     /// the guest's agent reports it.
     pub(super) fn environment(&mut self, interrupt: &Interrupt) -> Result<Environment> {
@@ -189,7 +222,27 @@ fn ask(
         policy: plan.policy,
         pin,
         perf,
+        profile_ns: None,
     };
+    send(guest, case, request, plan, interrupt)
+}
+
+/// The measurement a guest makes before a profiling pass, only to set the
+/// case up as a run would: one short sample, no warm-up.
+const PROFILE_REQUEST_POLICY: Policy = Policy {
+    samples: 1,
+    sample_time_ns: 1_000_000,
+    warmup_ns: 0,
+};
+
+/// Sends `request` (for `case`) to `guest`'s agent; its series.
+fn send(
+    guest: &mut Guest,
+    case: &Case,
+    request: RunRequest,
+    plan: &Plan,
+    interrupt: &Interrupt,
+) -> Result<Series> {
     let asked = (case.def.name, case.name());
     guest.run(request, (asked.0, &asked.1), guest_timeout(plan), interrupt)
 }

@@ -31,6 +31,7 @@ impl Plan {
             remote: None,
             logs: true,
             allow_unknown_boot_parameters: false,
+            profile: None,
         }
     }
 
@@ -56,6 +57,7 @@ impl Plan {
         plan.seed = seed;
         plan.invocations = 1;
         plan.perf = false;
+        plan.profile = None;
         plan.policy.samples = samples;
         plan
     }

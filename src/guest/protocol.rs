@@ -48,6 +48,10 @@ pub struct RunRequest {
     pub pin: Option<crate::document::Pin>,
     /// Count perf events in a pass after the timed samples.
     pub perf: bool,
+    /// Profile the case in one pass of this many ns after its timed
+    /// samples, the pass in the reply's `profile` (absent: no profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_ns: Option<u64>,
 }
 
 /// A shell command to run inside the guest with `sh -c`, its stdin closed
@@ -134,6 +138,7 @@ mod tests {
                 policy: Policy::default(),
                 pin: Some(crate::document::Pin::Same),
                 perf: false,
+                profile_ns: None,
             }),
             Request::Sh(ShRequest {
                 command: "echo 1 > /proc/sysemu".into(),

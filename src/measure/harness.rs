@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 /// Batches in the perf counting pass of a sampled case.
 pub const PERF_PASS_BATCHES: usize = 3;
 /// Events per batch of a latency workload (and in its counting pass).
-const EVENT_BATCH: u64 = 64;
+pub(super) const EVENT_BATCH: u64 = 64;
 
 /// What a latency workload recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,7 +150,7 @@ impl<C: Clock> Harness<C> {
         self.overhead
     }
 
-    fn time(&self, bench: &mut dyn Workload, iters: u64) -> Result<u64> {
+    pub(super) fn time(&self, bench: &mut dyn Workload, iters: u64) -> Result<u64> {
         let t0 = self.clock.now_ns();
         let ran = bench.run(iters);
         let t1 = self.clock.now_ns();
@@ -618,7 +618,7 @@ impl<C: Clock> Harness<C> {
     }
 
     /// [`Self::warm_up`] going on while `hooks_on()` says the perf hooks are on.
-    fn warm_up_until(
+    pub(super) fn warm_up_until(
         &self,
         mut step: impl FnMut() -> Result<()>,
         hooks_on: impl Fn() -> bool,
@@ -708,7 +708,7 @@ impl<C: Clock> Harness<C> {
 
     /// Grows the iteration count from 1 until a batch takes at least
     /// `ACCEPT_LOW × target`, then scales it to the target.
-    fn calibrate(&self, bench: &mut dyn Workload, target: f64) -> Result<u64> {
+    pub(super) fn calibrate(&self, bench: &mut dyn Workload, target: f64) -> Result<u64> {
         let mut iters = 1u64;
         loop {
             self.interrupt.check()?;

@@ -224,6 +224,12 @@ impl Meters {
         self.perf_closed_at.set(Some(Instant::now()));
     }
 
+    /// Notes that a perf event other than the counting pass's (a profiling
+    /// pass's) closed now, so the next timed samples wait for the hooks.
+    pub fn note_perf_closed(&self) {
+        self.perf_closed_at.set(Some(Instant::now()));
+    }
+
     /// Whether a perf event closed less than [`PERF_HOOKS_LINGER`] ago, so
     /// that the kernel's perf hooks may still slow every context switch
     /// (measured: ~3–6 % on pipe and socket round trips). The harness keeps warming up

@@ -594,6 +594,7 @@ mod tests {
             remote: None,
             logs: false,
             allow_unknown_boot_parameters: false,
+            profile: None,
         };
         let out =
             crate::experiment::run(&plan, Interrupt::none(), crate::env::capture(), &mut Silent);

@@ -19,6 +19,7 @@
 //! subtracting it) and its randomized environment size.
 
 pub mod command;
+mod profile;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -84,6 +85,8 @@ pub struct TimePlan {
     /// paired comparison of every command with the first would detect this
     /// change, or its budget ends.
     pub target_mde: Option<DetectTarget>,
+    /// `--profile`: each command profiled after the rounds, one run per pass.
+    pub profile: Option<crate::experiment::profiling::ProfilePlan>,
 }
 
 /// One member of a round: a command, or the empty command.
@@ -153,6 +156,9 @@ pub fn run(
         observer,
     );
     let mut error = rounds.error;
+    if let (None, Some(profile)) = (&error, plan.profile) {
+        error = body.profile_passes(profile.passes).err();
+    }
     if let Err(e) = hooks.finish()
         && error.is_none()
     {
@@ -240,6 +246,8 @@ struct TimeRounds<'a> {
     quiet: SpawnOptions,
     rapl: Option<&'a Rapl>,
     interrupt: &'a Interrupt,
+    /// Each command's profile (`--profile`), filled after the rounds.
+    profiles: Vec<Option<crate::document::ProfileOutcome>>,
 }
 
 impl<'a> TimeRounds<'a> {
@@ -284,6 +292,7 @@ impl<'a> TimeRounds<'a> {
             quiet,
             rapl,
             interrupt,
+            profiles: vec![None; plan.commands.len()],
         })
     }
 
@@ -348,6 +357,7 @@ impl<'a> TimeRounds<'a> {
             .map(|(slot, (spec, m))| {
                 let mut s = command_series(spec, slot, m.runs, rss_floor_kb);
                 set_energy(&mut s, rapl, &m.joules);
+                s.profile = self.profiles[slot].take();
                 s
             })
             .collect();
@@ -628,6 +638,7 @@ mod tests {
             target_ci: None,
             max_time: None,
             target_mde: None,
+            profile: None,
         }
     }
 
