@@ -4,6 +4,8 @@
 //! plant a known difference (`work=1000` vs `work=1050` is 5 % more work) and
 //! check that comparisons find it. Each step passes through an empty asm
 //! statement, so the compiler can neither drop nor shorten the chain.
+//! `planted=N` adds N more steps in a function of their own
+//! (`planted_steps`), a known cause a profile must name (`--profile`).
 
 use std::hint::black_box;
 
@@ -15,17 +17,34 @@ pub static DEF: BenchDef = BenchDef {
     name: "spin",
     summary: "calibration: a pure CPU loop of `work` dependent steps, to plant known differences",
     unit: Unit::Ns,
-    params: &[ParamSpec {
-        name: "work",
-        help: "dependent multiply-add steps per op",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 1_000_000_000,
+    params: &[
+        ParamSpec {
+            name: "work",
+            help: "dependent multiply-add steps per op",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1_000_000_000,
+            },
+            default: "1000",
         },
-        default: "1000",
-    }],
-    case_name: |p| format!("work={}", p.int("work")),
-    op: |p| format!("{} dependent multiply-add steps", p.int("work")),
+        ParamSpec {
+            name: "planted",
+            help: "more steps per op in a function of their own (planted_steps), for profiles",
+            kind: ParamKind::Int {
+                min: 0,
+                max: 1_000_000_000,
+            },
+            default: "0",
+        },
+    ],
+    case_name: |p| match p.int("planted") {
+        0 => format!("work={}", p.int("work")),
+        n => format!("work={},planted={n}", p.int("work")),
+    },
+    op: |p| match p.int("planted") {
+        0 => format!("{} dependent multiply-add steps", p.int("work")),
+        n => format!("{} + {n} dependent multiply-add steps", p.int("work")),
+    },
     anchor: |_| "(none: calibration)".to_string(),
     setup,
     ..BenchDef::DEFAULTS
@@ -33,12 +52,14 @@ pub static DEF: BenchDef = BenchDef {
 
 struct Spin {
     work: u64,
+    planted: u64,
     state: u64,
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     Ok(Box::new(Spin {
         work: p.int("work") as u64,
+        planted: p.int("planted") as u64,
         state: 1,
     }))
 }
@@ -47,17 +68,33 @@ impl Workload for Spin {
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             self.state = spin(black_box(self.state), black_box(self.work));
+            if self.planted > 0 {
+                self.state = planted_steps(black_box(self.state), black_box(self.planted));
+            }
         }
         black_box(self.state);
         Ok(())
     }
 }
 
-/// `work` steps of Knuth's MMIX LCG; each depends on the last. An empty asm
-/// statement per step hides the value from the optimiser, which would
-/// otherwise combine eight steps into one (x ← a⁸·x + c′) and shorten the chain.
+/// `work` steps of Knuth's MMIX LCG; each depends on the last.
 #[inline(never)]
-fn spin(mut x: u64, work: u64) -> u64 {
+fn spin(x: u64, work: u64) -> u64 {
+    steps(x, work)
+}
+
+/// The steps of `planted=N`, in a function a profile names apart from
+/// [`spin`] (inlined into it, so that its samples are its own).
+#[inline(never)]
+fn planted_steps(x: u64, work: u64) -> u64 {
+    steps(x ^ 1, work)
+}
+
+/// An empty asm statement per step hides the value from the optimiser,
+/// which would otherwise combine eight steps into one (x ← a⁸·x + c′) and
+/// shorten the chain.
+#[inline(always)]
+fn steps(mut x: u64, work: u64) -> u64 {
     for _ in 0..work {
         x = x
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -97,5 +134,6 @@ mod tests {
             6_364_136_223_846_793_005u64.wrapping_add(1_442_695_040_888_963_407)
         );
         assert_ne!(spin(1, 1000), spin(1, 1001));
+        assert_eq!(planted_steps(1, 5), spin(0, 5));
     }
 }
