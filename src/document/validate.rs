@@ -246,11 +246,16 @@ fn samples_and_summary(s: &Series, allowance: f64) -> Result<usize, String> {
     // The interval's bounds are not times: over two rounds whose medians differ
     // tenfold, t(0.975, 1) = 12.7 on the logs puts the upper bound beyond any
     // plausible time, and a plain t interval may reach below zero. They need
-    // only be finite (checked above) and in order.
-    if s.summary.ci_low > s.summary.ci_high {
+    // only be finite (checked above), in order, and a finite width apart.
+    let (low, high) = (s.summary.ci_low, s.summary.ci_high);
+    if low > high {
         return Err(format!(
-            "summary.ci_low {} is above summary.ci_high {}",
-            s.summary.ci_low, s.summary.ci_high
+            "summary.ci_low {low} is above summary.ci_high {high}"
+        ));
+    }
+    if !(high - low).is_finite() {
+        return Err(format!(
+            "summary's interval {low:e} – {high:e} {unit} is wider than a number holds"
         ));
     }
     Ok(n)

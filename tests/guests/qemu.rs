@@ -17,6 +17,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use osbench::document::ProfileOutcome;
 use osbench::store::read_document;
 
 /// The kernel to boot, or `None` (said) when QEMU or a kernel is missing.
@@ -91,7 +92,8 @@ fn run(guest: &str, json: &Path) -> Output {
         .args(["run", "syscall:case=getpid", "--no-perf"])
         .args(["--config", "native=", "--guest", guest])
         .args(["--samples", "3", "--sample-time", "1", "--warmup", "0"])
-        .args(["--rounds", "2", "--json"])
+        .args(["--rounds", "2", "--profile", "--profile-passes", "1"])
+        .args(["--profile-time", "50", "--json"])
         .arg(json)
         // Emulated boots are slow, the more so on a busy machine.
         .env("OSBENCH_GUEST_TIMEOUT", "300")
@@ -135,6 +137,19 @@ fn a_qemu_guest_boots_the_initramfs_and_measures_emulated() {
     assert!(err.contains(finding), "said on stderr too: {err}");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("— emulated"), "the guests section: {shown}");
+    // Profiled inside, against the guest's own kernel (its agent runs as root).
+    let Some(ProfileOutcome::Profiled(profile)) = &vm.profile else {
+        panic!("no profile from the guest: {:?}", vm.profile);
+    };
+    let stacks: Vec<&String> = profile
+        .passes
+        .iter()
+        .flat_map(|p| p.stacks.keys())
+        .collect();
+    assert!(
+        stacks.iter().any(|s| s.contains("do_syscall_64")),
+        "a system call's kernel path: {stacks:?}"
+    );
 }
 
 #[test]
@@ -211,7 +226,8 @@ fn a_qemu_guest_in_one_line_boots_records_its_accelerator_and_its_parameters() {
             .args(["run", "syscall:case=getpid", "--no-perf"])
             .args(["--config", "native=", "--guest", &guest])
             .args(["--samples", "3", "--sample-time", "1", "--warmup", "0"])
-            .args(["--rounds", "2", "--json"])
+            .args(["--rounds", "2", "--profile", "--profile-passes", "1"])
+            .args(["--profile-time", "50", "--json"])
             .arg(json)
             .env("XDG_CACHE_HOME", &cache)
             .env("OSBENCH_GUEST_TIMEOUT", "300")

@@ -243,6 +243,11 @@ fn keep(samples: HashMap<SampleKey, u64>, ours: &HashSet<u32>) -> Vec<(SampleKey
         .collect()
 }
 
+/// The kernel function of the profiler's own enable and disable calls
+/// around each batch of a pass: their samples are osbench's, not the
+/// case's, and are left out (measured: up to 7 % of a pass's samples).
+const PROFILER_CONTROL: &str = "perf_ioctl";
+
 /// Names the kept samples' frames and folds them into a pass (ops, wall
 /// time and lost samples left to the caller).
 fn fold_samples(kept: &[(SampleKey, u64)], notes: &mut Vec<String>) -> ProfilePass {
@@ -264,6 +269,9 @@ fn fold_samples(kept: &[(SampleKey, u64)], notes: &mut Vec<String>) -> ProfilePa
             .iter()
             .map(|&(k, addr)| names.name(*pid, k, addr))
             .collect();
+        if named.contains(&PROFILER_CONTROL) {
+            continue;
+        }
         *pass.stacks.entry(fold(&named)).or_default() += n;
         pass.samples += n;
     }
