@@ -1,9 +1,11 @@
 //! The HTML report's flame graphs: under a comparison, "Where the time
 //! went" (per compared case whose sides were both profiled, the
 //! differential flame graph and each side's, folded); in a run's section,
-//! each profiled series' flame graph, folded. A case or series without a
-//! profile gets one line saying why, or how to get one. Documents without
-//! profiles get nothing, so their pages are as they were.
+//! "Profiles": the differential of each comparison of its configurations
+//! both of whose series were profiled, then each profiled series' flame
+//! graph, folded. A case or series without a profile gets one line saying
+//! why, or how to get one. Documents without profiles get nothing, so
+//! their pages are as they were.
 //!
 //! The graphs are [`crate::report::flame`]'s, inlined; what a difference of
 //! two profiles means, with its interval, is left to `stats::differential`
@@ -72,19 +74,7 @@ fn case_profiles(
         }
         return;
     };
-    let _ = writeln!(out, "<h4>{}</h4>", escape(&case));
-    let caption = format!(
-        "{b}'s stacks, as wide as its samples. A frame's colour is the change in the samples \
-         that fell in that function itself (it the innermost frame) against {a}'s, {a}'s counts \
-         scaled to {b}'s total: red more, blue fewer, the deeper the larger; white, none. \
-         Functions only {a} ran are not drawn: see {a}'s own graph."
-    );
-    figure(
-        out,
-        id,
-        flame::differential_flame_graph(&case, pa, pb),
-        &caption,
-    );
+    differential(out, id, &case, (a, pa), (b, pb));
     for (letter, profile, role) in [(a, pa, " (baseline)"), (b, pb, "")] {
         let summary = format!("{letter}'s flame graph{role}");
         let _ = writeln!(out, "<details><summary>{}</summary>", escape(&summary));
@@ -99,6 +89,26 @@ fn case_profiles(
         out.push_str("</details>\n");
     }
     notes(out, [(a.as_str(), pa), (b.as_str(), pb)]);
+}
+
+/// The differential flame graph `case` ("… B against A") of side `b`
+/// against the baseline `a` (each its name and profile), under a heading,
+/// with how to read it.
+fn differential(out: &mut String, id: &str, case: &str, a: (&str, &Profile), b: (&str, &Profile)) {
+    let ((a, pa), (b, pb)) = (a, b);
+    let _ = writeln!(out, "<h4>{}</h4>", escape(case));
+    let caption = format!(
+        "{b}'s stacks, as wide as its samples. A frame's colour is the change in the samples \
+         that fell in that function itself (it the innermost frame) against {a}'s, {a}'s counts \
+         scaled to {b}'s total: red more, blue fewer, the deeper the larger; white, none. \
+         Functions only {a} ran are not drawn: see {a}'s own graph."
+    );
+    figure(
+        out,
+        id,
+        flame::differential_flame_graph(case, pa, pb),
+        &caption,
+    );
 }
 
 /// The line for a compared case some side of which has no profile: which
@@ -146,6 +156,7 @@ pub(super) fn document(out: &mut String, i: usize, doc: &Document) {
         return;
     }
     out.push_str("<h3>Profiles</h3>\n");
+    configurations(out, i, doc);
     for (j, s, outcome) in with {
         let name = s.key.to_string();
         match outcome {
@@ -165,6 +176,33 @@ pub(super) fn document(out: &mut String, i: usize, doc: &Document) {
                 let _ = writeln!(out, "<p class=\"warn\">{}</p>", escape(&line));
             }
         }
+    }
+}
+
+/// The differential flame graph of each comparison of `doc`'s
+/// configurations (its section number `i`) both of whose series were
+/// profiled; each series' own graph follows, in the list of them.
+fn configurations(out: &mut String, i: usize, doc: &Document) {
+    let profile = |bench: &str, case: &str, config: &str| {
+        doc.series
+            .iter()
+            .find(|s| s.key.bench == bench && s.key.case == case && s.key.config == config)
+            .and_then(|s| s.profile.as_ref())
+            .and_then(ProfileOutcome::profile)
+    };
+    for (r, rec) in doc.comparisons.iter().enumerate() {
+        let (Some(pa), Some(pb)) = (
+            profile(&rec.bench, &rec.case, &rec.baseline),
+            profile(&rec.bench, &rec.case, &rec.candidate),
+        ) else {
+            continue;
+        };
+        let case = format!(
+            "{} {}: {} against {}",
+            rec.bench, rec.case, rec.candidate, rec.baseline
+        );
+        let id = format!("doc-{i}-differential-{r}");
+        differential(out, &id, &case, (&rec.baseline, pa), (&rec.candidate, pb));
     }
 }
 
@@ -252,6 +290,54 @@ mod tests {
         );
         assert!(out.contains("<li>ctx 2p/0K: a pass was cut short</li>"));
         assert!(out.contains("<p class=\"warn\">ctx 2p/16K: no profile: kptr_restrict is 2</p>"));
+        assert_eq!(out.matches("<figure").count(), 1);
+    }
+
+    #[test]
+    fn a_run_with_profiled_configurations_gets_their_differential_first() {
+        let mut doc = fixture();
+        let rec = &doc.comparisons[1];
+        assert_eq!(
+            (
+                rec.bench.as_str(),
+                rec.case.as_str(),
+                rec.baseline.as_str(),
+                rec.candidate.as_str()
+            ),
+            ("syscall", "null", "a", "b")
+        );
+        for (s, stacks) in [
+            (7, [("main;getpid", 10), ("main;filter", 0)]),
+            (8, [("main;getpid", 10), ("main;filter", 30)]),
+        ] {
+            assert_eq!(doc.series[s].key.config, ["a", "b"][s - 7]);
+            doc.series[s].profile = profiled(&stacks);
+        }
+        let mut out = String::new();
+        document(&mut out, 2, &doc);
+        assert!(
+            out.starts_with(
+                "<h3>Profiles</h3>\n<h4>syscall null: b against a</h4>\n\
+             <figure id=\"doc-2-differential-1\">\n<svg class=\"flame\" "
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("<title>filter (30 samples, 75.00%; +75.00%)</title>"),
+            "{out}"
+        );
+        let (diff, list) = (
+            out.find("doc-2-differential-1").unwrap(),
+            out.find("<details><summary>Flame graph: syscall null [a]</summary>")
+                .unwrap(),
+        );
+        assert!(diff < list);
+        assert_eq!(out.matches("<figure").count(), 3);
+        // One side unprofiled: no differential, each series as it is.
+        doc.series[7].profile = None;
+        let mut out = String::new();
+        document(&mut out, 2, &doc);
+        assert!(!out.contains("differential"), "{out}");
         assert_eq!(out.matches("<figure").count(), 1);
     }
 
