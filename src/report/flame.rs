@@ -40,8 +40,9 @@ pub fn flame_graph(title: &str, profile: &Profile) -> Result<String> {
     if total == 0 {
         return Err(failed(title, "the profile has no samples"));
     }
+    let lost: u64 = profile.passes.iter().map(|p| p.lost).sum();
     let subtitle = format!(
-        "{}; {} {}, {} samples",
+        "{}; {} {}, {} samples{}",
         sampling(profile),
         profile.passes.len(),
         if profile.passes.len() == 1 {
@@ -49,7 +50,15 @@ pub fn flame_graph(title: &str, profile: &Profile) -> Result<String> {
         } else {
             "passes"
         },
-        thousands(total)
+        thousands(total),
+        if lost > 0 {
+            format!(
+                " ({} more lost: the kernel's buffer was full)",
+                thousands(lost)
+            )
+        } else {
+            String::new()
+        }
     );
     let folded = folded(&stacks);
     draw(title, subtitle, folded.lines())
@@ -289,6 +298,13 @@ pub(crate) mod tests {
             (&[("main;run_case;getpid", 50)], 10),
         ]);
         let svg = flame_graph("syscall null", &p).unwrap();
+        assert!(!svg.contains("lost"));
+        let mut lossy = p.clone();
+        lossy.passes[1].lost = 1234;
+        let with_lost = flame_graph("syscall null", &lossy).unwrap();
+        assert!(
+            with_lost.contains("100 samples (1,234 more lost: the kernel&apos;s buffer was full)")
+        );
         assert!(svg.starts_with("<?xml"), "{}", &svg[..80]);
         assert!(svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<svg").count(), svg.matches("</svg>").count());
