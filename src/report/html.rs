@@ -7,13 +7,17 @@
 //!
 //! Every string that comes from outside osbench's source (labels, case names,
 //! parameters, commands, environment values, file names) goes through
-//! [`escape`]. The SVG comes from plotters, which escapes its text itself.
+//! [`escape`]. The SVG comes from plotters, which escapes its text itself,
+//! and, for profiled series, from inferno ([`super::flame`]), which does
+//! too; its script is left out.
 //! The run and the environment are rendered from their JSON form, so fields
 //! added to the document later appear without a change here.
 
 use std::fmt::Write;
 
 use serde_json::Value;
+
+mod profiles;
 
 use super::case_history;
 use super::decimals_for;
@@ -140,7 +144,7 @@ pub fn render_with_history(
         out.push_str("</ul></nav>\n");
     }
     if let Some(c) = comparison {
-        comparison_section(&mut out, c)?;
+        comparison_section(&mut out, c, docs)?;
     }
     if !histories.is_empty() {
         history_section(&mut out, histories)?;
@@ -232,6 +236,7 @@ fn document_section(
             figure(out, &format!("doc-{i}-{}", p.name), p);
         }
     }
+    profiles::document(out, i, doc);
 
     cases_table(out, doc);
     warnings_html(out, doc);
@@ -448,8 +453,10 @@ fn records_table(out: &mut String, records: &[ComparisonRecord]) {
 }
 
 /// Several documents compared: who is who, the changes with each side's
-/// median, the method, environment differences and cases not compared.
-fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
+/// median, the method, environment differences and cases not compared,
+/// then where the time went, from the profiles of `docs` (the compared
+/// documents, baseline first), when they have any.
+fn comparison_section(out: &mut String, c: &Comparison, docs: &[(String, Document)]) -> Result<()> {
     out.push_str("<section id=\"comparison\">\n<h2>Comparison</h2>\n<table class=\"kv\">\n");
     let letters: Vec<String> = (0..c.labels.len()).map(super::compare::letter).collect();
     for (i, (l, label)) in letters.iter().zip(&c.labels).enumerate() {
@@ -513,6 +520,7 @@ fn comparison_section(out: &mut String, c: &Comparison) -> Result<()> {
     )? {
         figure(out, "comparison-plot", &p);
     }
+    profiles::comparison(out, c, docs);
     out.push_str("</section>\n");
     Ok(())
 }
@@ -691,7 +699,7 @@ mod tests {
         c.rows[0].changes[0].verdict = crate::stats::verdict::Verdict::Slower;
         c.differing_conditions = vec![Some("B measured while x; A quiet".into())];
         let mut section = String::new();
-        comparison_section(&mut section, &c).unwrap();
+        comparison_section(&mut section, &c, &[]).unwrap();
         assert!(section.contains("re-run both quiet"), "{section}");
     }
 

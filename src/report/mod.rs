@@ -14,6 +14,7 @@ pub mod counters;
 pub mod csv;
 pub mod env;
 pub mod fit;
+pub mod flame;
 pub mod history;
 pub mod html;
 pub mod hyperfine;

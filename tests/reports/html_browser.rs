@@ -89,14 +89,23 @@ fn osbench_ok(args: &str, last: &Path) {
     );
 }
 
-#[test]
-fn report_renders_in_headless_chromium() {
-    let Some(browser) = find_chromium() else {
+/// Chromium, or `None` (the test `name` skipped, the reason printed)
+/// unless `OSBENCH_REQUIRE_BROWSER=1`: then the test fails.
+fn chromium_or_skip(name: &str) -> Option<PathBuf> {
+    let browser = find_chromium();
+    if browser.is_none() {
         let why = "chromium is not installed (Debian: apt-get install chromium)";
         if std::env::var("OSBENCH_REQUIRE_BROWSER").as_deref() == Ok("1") {
             panic!("OSBENCH_REQUIRE_BROWSER=1 but {why}");
         }
-        eprintln!("skipped report_renders_in_headless_chromium: {why}");
+        eprintln!("skipped {name}: {why}");
+    }
+    browser
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = chromium_or_skip("report_renders_in_headless_chromium") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -187,5 +196,93 @@ fn report_renders_in_headless_chromium() {
     );
     assert!(dom.matches("<table").count() >= 5);
     assert!(dom.contains("<h2>Run: &lt;script&gt;alert(1)&lt;/script&gt;</h2>"));
+    assert!(!dom.to_lowercase().contains("<script"), "a script element");
+}
+
+/// The fixture document with `stacks` (folded stack, samples) as the
+/// profile of its `syscall null [a]`, written to `path`.
+fn profiled_fixture(path: &Path, stacks: serde_json::Value) {
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&fs::read(common::fixture("report.json")).unwrap()).unwrap();
+    let a = doc["series"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["bench"] == "syscall" && s["config"] == "a")
+        .unwrap();
+    let samples: u64 = stacks
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    a["profile"] = serde_json::json!({"profiled": {
+        "event": "cpu-clock", "period": 100000, "scope": "the case's tasks",
+        "passes": [{"ops": 1000.0, "wall_ns": 50000000, "samples": samples, "stacks": stacks}],
+    }});
+    fs::write(path, serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+#[test]
+fn flame_graphs_render_in_headless_chromium() {
+    let Some(browser) = chromium_or_skip("flame_graphs_render_in_headless_chromium") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    profiled_fixture(
+        &before,
+        serde_json::json!({"main;getpid": 60, "main;loop": 40}),
+    );
+    profiled_fixture(
+        &after,
+        serde_json::json!({"main;getpid": 60, "main;filter": 90, "main;loop": 40}),
+    );
+    let html = dir.path().join("report.html");
+    osbench_ok(
+        &format!("report {} {} --html", before.display(), after.display()),
+        &html,
+    );
+    let url = format!("file://{}", html.display());
+    let profile = dir.path().join("profile");
+    fs::create_dir(&profile).unwrap();
+
+    // The differential is drawn (not folded): the frame that grew most is
+    // inferno's deepest red, rgb(255,100,100); one that shrank, blue.
+    let shot = dir.path().join("shot.png");
+    chromium(
+        &browser,
+        &profile,
+        &format!("--screenshot={}", shot.display()),
+        &url,
+        File::create(dir.path().join("screenshot.log")).unwrap(),
+    );
+    let image = Pixmap::decode_png(&fs::read(&shot).expect("a screenshot")).unwrap();
+    let near = |v: u8, want: u8| v.abs_diff(want) <= 3;
+    let count = |rgb: (u8, u8, u8)| {
+        image
+            .pixels()
+            .iter()
+            .filter(|p| near(p.red(), rgb.0) && near(p.green(), rgb.1) && near(p.blue(), rgb.2))
+            .count()
+    };
+    assert!(count((255, 100, 100)) > 1000, "no red frame");
+    // getpid: 60 of 100 samples, scaled to 190, then 60: 54 fewer of 90 at most.
+    assert!(count((160, 160, 255)) > 1000, "no blue frame");
+
+    // Every flame graph is an SVG of the DOM, the folded ones too; no script.
+    let dom_file = dir.path().join("dom.html");
+    chromium(
+        &browser,
+        &profile,
+        "--dump-dom",
+        &url,
+        File::create(&dom_file).unwrap(),
+    );
+    let dom = fs::read_to_string(&dom_file).unwrap();
+    assert!(dom.contains("<h3 id=\"where-the-time-went\">Where the time went</h3>"));
+    // The differential and each side's in the comparison; each run's own.
+    assert_eq!(dom.matches("<svg class=\"flame\"").count(), 3 + 2);
+    assert!(dom.contains("<title>filter (90 samples, 47.37%; +47.37%)</title>"));
     assert!(!dom.to_lowercase().contains("<script"), "a script element");
 }

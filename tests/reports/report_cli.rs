@@ -358,3 +358,156 @@ fn a_case_with_a_sample_that_is_not_positive_is_listed_not_compared() {
         "the other cases are compared"
     );
 }
+
+/// A profile as a document stores it: one pass of `stacks` (folded stack,
+/// samples), with a note.
+fn profile_json(stacks: &[(&str, u64)]) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = stacks
+        .iter()
+        .map(|(s, n)| (s.to_string(), (*n).into()))
+        .collect();
+    serde_json::json!({"profiled": {
+        "event": "cpu-clock",
+        "period": 100000,
+        "scope": "the case's tasks and the idle task on the CPUs they ran on",
+        "passes": [{
+            "ops": 1000.0,
+            "wall_ns": 50000000,
+            "samples": stacks.iter().map(|(_, n)| n).sum::<u64>(),
+            "stacks": map,
+        }],
+        "notes": ["user stacks without frame pointers <end at libc>"],
+    }})
+}
+
+/// The series of `doc` that is `syscall null [config]`.
+fn syscall_null<'a>(doc: &'a mut serde_json::Value, config: &str) -> &'a mut serde_json::Value {
+    doc["series"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["bench"] == "syscall" && s["config"] == config)
+        .unwrap()
+}
+
+#[test]
+fn a_report_of_profiled_runs_shows_where_the_time_went() {
+    let dir = tempfile::tempdir().unwrap();
+    // Both sides profiled `syscall null [a]`; `[b]` only on the candidate,
+    // the baseline's having been refused.
+    let before = edited_fixture(dir.path(), "before.json", |doc| {
+        let a = syscall_null(doc, "a");
+        a["profile"] = profile_json(&[
+            ("main;do_syscall_64;__x64_sys_getpid", 60),
+            ("main;loop", 40),
+        ]);
+        let b = syscall_null(doc, "b");
+        b["profile"] = serde_json::json!({"unavailable": "perf_event_paranoid is 3; set it to 1"});
+    });
+    let after = edited_fixture(dir.path(), "after.json", |doc| {
+        let a = syscall_null(doc, "a");
+        a["profile"] = profile_json(&[
+            ("main;do_syscall_64;__x64_sys_getpid", 60),
+            ("main;do_syscall_64;__seccomp_filter", 90),
+            ("main;loop", 40),
+        ]);
+        let b = syscall_null(doc, "b");
+        b["profile"] = profile_json(&[("main;loop", 10)]);
+        doc["run"]["label"] = "seccomp".into();
+    });
+    let html = dir.path().join("r.html");
+    succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("report")
+            .arg(&before)
+            .arg(&after)
+            .arg("--html")
+            .arg(&html),
+    );
+    let page = fs::read_to_string(&html).unwrap();
+    let at = |needle: &str| page.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    let section = &page[at("<h3 id=\"where-the-time-went\">Where the time went</h3>")
+        ..at("<section id=\"doc-0\">")];
+    for needle in [
+        "<h4>syscall null [a]: B against A</h4>",
+        "<figure id=\"profile-7-1\">\n<svg class=\"flame\"",
+        "<title>__seccomp_filter (90 samples, 47.37%; +47.37%)</title>",
+        "<details><summary>A&#39;s flame graph (baseline)</summary>\n<figure id=\"profile-7-1-a\">",
+        "<details><summary>B&#39;s flame graph</summary>\n<figure id=\"profile-7-1-b\">",
+        "<li>A: user stacks without frame pointers &lt;end at libc&gt;</li>",
+        "<p class=\"warn\">syscall null [b]: B against A: A has no profile: perf_event_paranoid \
+         is 3; set it to 1; B has one, so there is no differential.</p>",
+    ] {
+        assert!(section.contains(needle), "no {needle} in {section}");
+    }
+    // The differential and the two sides' graphs, each an inline SVG.
+    assert_eq!(section.matches("<svg class=\"flame\"").count(), 3);
+    // Each run's section has its own profiled series' graphs, folded.
+    let doc1 = &page[at("<section id=\"doc-1\">")..];
+    assert!(doc1.contains("<details><summary>Flame graph: syscall null [b]</summary>"));
+    let doc0 = &page[at("<section id=\"doc-0\">")..at("<section id=\"doc-1\">")];
+    assert!(doc0.contains(
+        "<p class=\"warn\">syscall null [b]: no profile: perf_event_paranoid is 3; set it to 1</p>"
+    ));
+    // Still one page without script or anything fetched.
+    for outside in [
+        "<script",
+        "http:",
+        "https:",
+        "onload",
+        "<?xml",
+        "<!DOCTYPE svg",
+    ] {
+        assert!(!page.contains(outside), "{outside}");
+    }
+
+    // A side not profiled at all: the line names it and how to profile.
+    let plain = edited_fixture(dir.path(), "plain.json", |_| {});
+    succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("report")
+            .arg(&plain)
+            .arg(&after)
+            .arg("--html")
+            .arg(&html),
+    );
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(
+            "syscall null [a]: B against A: A has no profile (run it with `osbench run … \
+             --profile`); B has one, so there is no differential."
+        ),
+        "{page}"
+    );
+}
+
+#[test]
+fn a_report_of_one_profiled_run_folds_each_flame_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = edited_fixture(dir.path(), "run.json", |doc| {
+        syscall_null(doc, "a")["profile"] = profile_json(&[("main;getpid", 5)]);
+    });
+    let html = dir.path().join("r.html");
+    succeed(
+        osbench(tmp_store("report-cli-results.sqlite"))
+            .arg("report")
+            .arg(&run)
+            .arg("--html")
+            .arg(&html),
+    );
+    let page = fs::read_to_string(&html).unwrap();
+    let profiles = &page[page.find("<h3>Profiles</h3>").expect("a Profiles section")..];
+    assert!(profiles.starts_with(
+        "<h3>Profiles</h3>\n<details><summary>Flame graph: syscall null [a]</summary>\n\
+         <figure id=\"doc-0-flame-7\">\n<svg class=\"flame\""
+    ));
+    assert!(profiles.contains("<title>getpid (5 samples, 100.00%)</title>"));
+    // The plots are still there, before it; the flame graph is one more SVG.
+    assert!(page.find("<h3>Plots</h3>").unwrap() < page.find("<h3>Profiles</h3>").unwrap());
+    assert_eq!(
+        page.matches("<svg").count(),
+        5 + 2,
+        "five plots, a flame graph (two <svg>s)"
+    );
+    assert!(!page.contains("Where the time went"));
+}
