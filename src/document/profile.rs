@@ -91,7 +91,8 @@ impl ProfilePass {
         if self.stacks.len() <= MAX_STACKS_PER_PASS {
             return;
         }
-        let mut by_count: Vec<(String, u64)> = std::mem::take(&mut self.stacks).into_iter().collect();
+        let mut by_count: Vec<(String, u64)> =
+            std::mem::take(&mut self.stacks).into_iter().collect();
         by_count.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         self.other += by_count
             .drain(MAX_STACKS_PER_PASS..)
@@ -109,7 +110,11 @@ pub fn fold(frames: &[&str]) -> String {
     if frames.len() > MAX_FRAMES {
         out.push(TRUNCATED_FRAME.into());
     }
-    out.extend(frames[frames.len() - keep..].iter().map(|f| f.replace(';', ":")));
+    out.extend(
+        frames[frames.len() - keep..]
+            .iter()
+            .map(|f| f.replace(';', ":")),
+    );
     out.join(";")
 }
 
