@@ -207,4 +207,42 @@ pub(crate) mod tests {
         let neither = explain_change(none, none, 0.05);
         assert!(!neither.profiling_asked());
     }
+
+    #[test]
+    fn the_measured_change_is_the_difference_of_the_centres_the_verdict_compares() {
+        // Configurations of one run (paired) and two saved documents
+        // (unpaired): each explanation's sides are the row's centres.
+        let mut doc = crate::report::fixture();
+        for s in doc.series.iter_mut().filter(|s| s.key.bench == "syscall") {
+            let share = if s.key.config == "a" { 0.1 } else { 0.3 };
+            s.profile = Some(profile("audit_filter_syscall", share, 4));
+        }
+        let paired = crate::compare::paired(&doc, Default::default()).unwrap();
+        let docs = [("a".to_string(), doc.clone()), ("b".to_string(), doc)];
+        let saved = crate::compare::compare(&docs, Default::default()).unwrap();
+        for c in [&paired, &saved] {
+            let row = c.rows.iter().find(|r| r.key.bench == "syscall").unwrap();
+            assert_eq!(row.explanations.len(), row.changes.len());
+            let Explanation::Differential(d) = &row.explanations[0] else {
+                panic!("{:?}", row.explanations)
+            };
+            let (a, b) = (row.summaries[0].median, row.summaries[1].median);
+            assert_eq!((d.baseline_per_op, d.candidate_per_op), (a, b));
+            assert!((d.measured_change - (b - a)).abs() < 1e-9);
+        }
+        // Saved runs' cases without profiles: both sides named, never profiled.
+        let other = saved.rows.iter().find(|r| r.key.bench == "ctx").unwrap();
+        assert!(matches!(&other.explanations[0], Explanation::NoProfile(m) if m.len() == 2));
+        assert!(!other.explanations[0].profiling_asked());
+        let row = paired
+            .rows
+            .iter()
+            .find(|r| r.key.bench == "syscall")
+            .unwrap();
+        let Explanation::Differential(d) = &row.explanations[0] else {
+            unreachable!()
+        };
+        assert_eq!(d.rows[0].function, "audit_filter_syscall");
+        assert!(d.rows[0].self_time.difference > 0.0);
+    }
 }
