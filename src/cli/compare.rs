@@ -50,6 +50,12 @@ pub struct CompareArgs {
     /// One RUN (a fleet run with --config/--experiment): its configurations, within each host
     #[arg(long, value_name = "WHAT", value_parser = ["host"])]
     by: Option<String>,
+    /// Under every compared case, where its change went by the sides' profiles (`run
+    /// --profile`): the functions that account for it, each side's time per op, the
+    /// difference with its interval, and the unexplained remainder [default: under
+    /// significant changes of profiled runs only]
+    #[arg(long)]
+    pub(super) explain: bool,
     #[command(flatten)]
     pub layout: super::LayoutArgs,
 }
@@ -81,11 +87,19 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     args.outputs_to_stdout()?;
     let pending = args.exports.prepare()?;
     let ingest = args.ingest.prepare()?;
-    let options = args.verdict.options(args.seed);
+    let options = osbench::compare::Options {
+        explain: args.explain,
+        ..args.verdict.options(args.seed)
+    };
     let saved = saved_comparison(&args.runs, args.store.location().as_ref(), options)?;
     let mut comparison = saved.comparison;
     comparison.factors = args.factors.clone();
     console.print(&report::compare::render(&comparison, console.colour));
+    if args.explain {
+        for warning in unexplained_sides(&comparison) {
+            super::warn(&warning);
+        }
+    }
     for finding in &comparison.kernel_log {
         super::warn(finding);
     }
@@ -98,6 +112,38 @@ pub fn compare(args: CompareArgs, console: Console) -> anyhow::Result<ExitCode> 
     let source = Source::Saved(&comparison, &hosts);
     ingest.commit(source, args.verdict.gate.unwrap_or(0.0), false)?;
     Ok(args.verdict.exit_code(Some(&comparison)))
+}
+
+/// With `--explain`: each side none of whose compared cases has a profile,
+/// and how to get one (`MissingProfile::words`), a line each.
+fn unexplained_sides(comparison: &osbench::compare::Comparison) -> Vec<String> {
+    use osbench::document::Explanation;
+    let mut lines = Vec::new();
+    for (i, label) in comparison.labels.iter().enumerate() {
+        // The explanations side i takes part in: every one for the baseline.
+        let involved: Vec<&Explanation> = comparison
+            .rows
+            .iter()
+            .flat_map(|r| r.explanations.iter().enumerate())
+            .filter(|(k, _)| i == 0 || *k + 1 == i)
+            .map(|(_, e)| e)
+            .collect();
+        let missing: Vec<&osbench::document::MissingProfile> = involved
+            .iter()
+            .filter_map(|e| match e {
+                Explanation::NoProfile(m) => m.iter().find(|m| m.label == *label),
+                Explanation::Differential(_) => None,
+            })
+            .collect();
+        if !involved.is_empty() && missing.len() == involved.len() {
+            let letter = osbench::compare::letter(i);
+            lines.push(format!(
+                "{letter} ({label}) {}; none of its cases can be explained",
+                missing[0].words()
+            ));
+        }
+    }
+    lines
 }
 
 /// A comparison of saved runs as every command makes it (`compare`,

@@ -151,6 +151,9 @@ enum Command {
     Env(env::EnvArgs),
     /// Compare runs (files, stored run ids or labels): the first is the baseline
     Compare(compare::CompareArgs),
+    /// Where a change went: compare runs as `compare --explain` does, each case with the
+    /// functions that account for its change by the sides' profiles (`run --profile`)
+    Explain(compare::CompareArgs),
     /// List the runs in the results store, or one case's runs in time order and where its
     /// level changed (BENCH:CASE --changes)
     History(history::HistoryArgs),
@@ -527,7 +530,7 @@ pub fn main() -> ExitCode {
     let bisect_exit = match &cli.command {
         Command::Run(args) => args.verdict.bisect_exit,
         Command::Time(args) => args.verdict.bisect_exit,
-        Command::Compare(args) => args.verdict.bisect_exit,
+        Command::Compare(args) | Command::Explain(args) => args.verdict.bisect_exit,
         _ => false,
     };
     let result = match cli.command {
@@ -539,6 +542,11 @@ pub fn main() -> ExitCode {
         Command::Env(args) => env::show_env(&args),
         Command::Compare(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
+            compare::compare(args, console)
+        }
+        Command::Explain(mut args) => {
+            let console = console(args.stdout_taken()).laid_out(&args.layout);
+            args.explain = true;
             compare::compare(args, console)
         }
         Command::History(args) => history::history(args),

@@ -187,6 +187,7 @@ fn candidate(c: &Comparison, k: usize) -> Comparison {
     for row in &mut c.rows {
         row.summaries = vec![row.summaries[0].clone(), row.summaries[k].clone()];
         row.changes = vec![row.changes[k - 1]];
+        row.explanations = row.explanations.get(k - 1).cloned().into_iter().collect();
     }
     c
 }

@@ -23,6 +23,7 @@
 pub mod case_query;
 pub mod conditions;
 pub mod decide;
+pub mod explain;
 pub mod history;
 pub mod regressions;
 
@@ -70,6 +71,9 @@ pub struct Options {
     /// Seed of the bootstrap (recorded so results can be reproduced).
     pub seed: u64,
     pub resamples: usize,
+    /// Explain every compared change by its profiles (`compare --explain`),
+    /// not only the significant ones ([`Comparison::explanation`]).
+    pub explain: bool,
 }
 
 impl Default for Options {
@@ -79,6 +83,7 @@ impl Default for Options {
             alpha: 0.05,
             seed: 0,
             resamples: 10_000,
+            explain: false,
         }
     }
 }
@@ -95,6 +100,10 @@ pub struct CaseRow {
     pub summaries: Vec<Summary>,
     /// One change per document after the first.
     pub changes: Vec<Change>,
+    /// Where each change went, by the sides' profiles, one per change
+    /// ([`explain::explain_change`]); empty where profiles are not looked
+    /// at (commands of `osbench time`).
+    pub explanations: Vec<crate::document::Explanation>,
 }
 
 /// A candidate against the baseline for one case.
@@ -374,6 +383,9 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         return Err(nothing_compared(&labels, &not_compared));
     }
     apply_verdicts(&mut rows, options);
+    for row in &mut rows {
+        row.explanations = explain_row(sides, row, options.alpha);
+    }
     let firsts: Vec<&Document> = sides.iter().map(|s| s.docs[0]).collect();
     let envs: Vec<&crate::env::Environment> = firsts.iter().map(|d| &d.env).collect();
     let env_diff = crate::env::diff(&envs);
@@ -401,6 +413,29 @@ pub fn compare_sides(sides: &[Side], priors: &Priors, options: Options) -> Resul
         conditions: condition_findings,
         differing_conditions,
     })
+}
+
+/// Where each change of `row` (compared across `sides`) went, by the
+/// sides' profiles: each side's series of the case from every run that has
+/// it, and its centre from the row's summaries.
+fn explain_row(sides: &[Side], row: &CaseRow, alpha: f64) -> Vec<crate::document::Explanation> {
+    let series: Vec<Vec<&Series>> = sides
+        .iter()
+        .map(|side| {
+            side.docs
+                .iter()
+                .filter_map(|d| d.series.iter().find(|t| t.key == row.key))
+                .collect()
+        })
+        .collect();
+    let side = |i: usize| explain::ChangeSide {
+        label: &sides[i].label,
+        series: &series[i],
+        centre: row.summaries[i].median,
+    };
+    (1..sides.len())
+        .map(|i| explain::explain_change(side(0), side(i), alpha))
+        .collect()
 }
 
 /// Case `k` (shown as `name`) on every side: its row, or why it has none.
@@ -481,6 +516,7 @@ fn compare_case(
         bytes_per_op: found[0].series[0].bytes_per_op,
         summaries: found.iter().map(|f| f.summary.clone()).collect(),
         changes,
+        explanations: Vec::new(),
     }))
 }
 
@@ -686,6 +722,10 @@ fn paired_row(
             }
         })
         .collect();
+    let summaries: Vec<Summary> = sides
+        .iter()
+        .map(|s| centred(&s.summary, &s.rounds[..rounds]))
+        .collect();
     Some(CaseRow {
         key: CaseKey::new(
             base.key.bench.clone(),
@@ -694,11 +734,18 @@ fn paired_row(
         ),
         unit: base.unit,
         bytes_per_op: base.bytes_per_op,
-        summaries: sides
-            .iter()
-            .map(|s| centred(&s.summary, &s.rounds[..rounds]))
-            .collect(),
+        summaries: summaries.clone(),
         changes,
+        explanations: (1..sides.len())
+            .map(|k| {
+                let side = |i: usize| explain::ChangeSide {
+                    label: &names[i],
+                    series: std::slice::from_ref(&sides[i]),
+                    centre: summaries[i].median,
+                };
+                explain::explain_change(side(0), side(k), options.alpha)
+            })
+            .collect(),
     })
 }
 
@@ -758,6 +805,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
             .map(|s| centred(&s.summary, &blocks(s)))
             .collect(),
         changes,
+        explanations: Vec::new(),
     }];
     apply_verdicts(&mut rows, options);
     let method = format!(
@@ -880,6 +928,30 @@ impl Comparison {
         (words, decider)
     }
 
+    /// The explanation of change `k` of `row` that renderings show, when
+    /// one is: under every change with [`Options::explain`]; else under a
+    /// significant change (faster or slower, within the margin or not)
+    /// when profiling was asked for on a side
+    /// ([`crate::document::Explanation::profiling_asked`]).
+    pub fn explanation<'r>(
+        &self,
+        row: &'r CaseRow,
+        k: usize,
+    ) -> Option<&'r crate::document::Explanation> {
+        let explanation = row.explanations.get(k)?;
+        let significant = row.changes.get(k).is_some_and(|ch| {
+            matches!(
+                ch.verdict,
+                Verdict::Faster
+                    | Verdict::Slower
+                    | Verdict::FasterWithinMargin
+                    | Verdict::SlowerWithinMargin
+            )
+        });
+        (self.options.explain || significant && explanation.profiling_asked())
+            .then_some(explanation)
+    }
+
     /// The changes as document records (candidate labels against the first).
     pub fn records(&self) -> Vec<ComparisonRecord> {
         self.rows
@@ -902,6 +974,7 @@ impl Comparison {
                         verdict: ch.verdict,
                         verdict_words: self.verdict_words(k, ch),
                         replicated: Some(ch.replication),
+                        explanation: self.explanation(row, k).cloned(),
                     })
             })
             .collect()
@@ -1063,6 +1136,7 @@ mod tests {
             bytes_per_op: None,
             summaries: Vec::new(),
             changes: vec![change],
+            explanations: Vec::new(),
         }];
         super::apply_verdicts(&mut rows, super::Options::default());
         let change = rows[0].changes[0];

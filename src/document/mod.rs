@@ -16,6 +16,7 @@ use crate::stats::histogram::{Buckets, Quantiles};
 
 mod case_key;
 mod config;
+pub mod explanation;
 mod flags;
 mod invocation;
 pub mod meta;
@@ -30,6 +31,7 @@ pub use case_key::CaseKey;
 pub use config::{
     BootParameter, Config, DEFAULT_CONFIG, GuestInfo, GuestSpec, InitHandOff, Override, TimeInfo,
 };
+pub use explanation::{Explanation, MissingProfile};
 pub use flags::{Direction, NoiseFlag};
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
 pub use pin::Pin;
@@ -105,6 +107,10 @@ pub struct ComparisonRecord {
     /// What the test was replicated over; absent from documents before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicated: Option<Replication>,
+    /// Where the change went (`compare --explain`, and significant changes
+    /// of profiled runs); absent otherwise and from documents before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 impl ComparisonRecord {

@@ -58,6 +58,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             if let Some(decider) = decider {
                 let _ = writeln!(out, "     {decider}");
             }
+            out.push_str(&super::explain::text(c, row, k));
         }
     }
     let _ = writeln!(out, "\n{}", method_line(c));

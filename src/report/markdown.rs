@@ -225,6 +225,7 @@ pub fn comparison(c: &Comparison) -> String {
             let _ = writeln!(out, "- {}: {}", escape(case), escape(why));
         }
     }
+    out.push_str(&super::explain::markdown(c));
     out
 }
 
@@ -412,6 +413,7 @@ pub(crate) mod tests {
                     testable: true,
                     seconds_per_replicate: None,
                 }],
+                explanations: Vec::new(),
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
             not_compared: Vec::new(),

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod counters;
 pub mod csv;
 pub mod env;
+pub mod explain;
 pub mod fit;
 pub mod flame;
 pub mod history;

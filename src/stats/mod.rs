@@ -1,7 +1,8 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
 //! bimodality check, histograms, unpaired and paired comparisons and their
 //! verdicts, replicate intervals, the power and minimum detectable effect of
-//! the t-tests on logs, change points in a history (their seeded generator is
+//! the t-tests on logs, change points in a history, the differential of two
+//! sampled profiles (their seeded generator is
 //! [`crate::rng`]: an RNG is not statistics).
 //!
 //! Nothing here does I/O or knows about benchmarks; every function takes plain
@@ -10,6 +11,7 @@
 
 pub mod changepoint;
 pub mod ci;
+pub mod differential;
 pub mod histogram;
 pub mod noise;
 pub mod paired;

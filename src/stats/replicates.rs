@@ -206,8 +206,9 @@ fn log_mean(values: &[f64]) -> f64 {
     values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64
 }
 
-/// Student's t cumulative distribution function.
-fn t_cdf(t: f64, df: f64) -> f64 {
+/// Student's t cumulative distribution function (also the differential
+/// profile's p-values, `stats::differential`).
+pub(crate) fn t_cdf(t: f64, df: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     StudentsT::new(0.0, 1.0, df)
         .expect("t distribution with positive degrees of freedom")

@@ -3,7 +3,8 @@
 //! documents hold — a run of a plain, a stand-in-subtracted and a
 //! distribution case, an `osbench time` run with a parameter, a run with
 //! configurations, and `compare --json` — is in the page's key index ("Every
-//! key"), as are the example's own keys. A reader written from the page alone
+//! key"), as are the example's own keys and those of a comparison's
+//! explanation (built from a synthetic differential). A reader written from the page alone
 //! then meets no key it was not told about. Left out: keys only guests and
 //! RAPL machines produce (listed by hand; not generated here).
 
@@ -333,4 +334,73 @@ fn index_patterns_match_as_documented() {
         "series[].quantiles.p99.9",
         "series[].quantiles.p99.9"
     ));
+}
+
+#[test]
+fn every_key_of_an_explanation_is_in_the_index() {
+    // A differential with every optional key (intervals, p-values, notes,
+    // an appeared function), and a side without a profile, in a comparison
+    // record as `compare --explain --json` writes it.
+    use osbench::document::{ComparisonRecord, Explanation, MissingProfile};
+    use osbench::stats::differential::{SideProfile, differential};
+    use std::collections::BTreeMap;
+    let pass = |hot: u64, new: u64| -> BTreeMap<String, u64> {
+        [
+            ("main;f".to_string(), hot),
+            ("main;g".to_string(), 500),
+            ("main;h".to_string(), new),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect()
+    };
+    let (a, b) = (
+        vec![pass(100, 0), pass(104, 0)],
+        vec![pass(300, 20), pass(310, 23)],
+    );
+    let a_side = SideProfile {
+        passes: a.iter().map(|s| (s, s.values().sum::<u64>() + 7)).collect(),
+        time_per_op: 100.0,
+    };
+    let b_side = SideProfile {
+        passes: b.iter().map(|s| (s, s.values().sum::<u64>())).collect(),
+        time_per_op: 130.0,
+    };
+    let mut d = differential(&a_side, &b_side, Default::default());
+    d.notes.push("baseline: kernel symbols hidden".into());
+    let record: ComparisonRecord = serde_json::from_value(serde_json::json!({
+        "bench": "syscall", "case": "null", "baseline": "a", "candidate": "b",
+        "ratio": 1.3, "ci_low": 1.2, "ci_high": 1.4, "p_value": 0.01, "verdict": "slower",
+    }))
+    .unwrap();
+    let missing = MissingProfile {
+        side: "baseline".into(),
+        label: "a".into(),
+        unavailable: Some("perf_event_paranoid is 3".into()),
+    };
+    let records = [
+        ComparisonRecord {
+            explanation: Some(Explanation::Differential(d)),
+            ..record.clone()
+        },
+        ComparisonRecord {
+            explanation: Some(Explanation::NoProfile(vec![missing])),
+            ..record
+        },
+    ];
+    let json = serde_json::json!({ "comparisons": records });
+    let mut paths = BTreeSet::new();
+    key_paths(&json, "", &mut paths);
+    assert!(
+        paths.iter().any(|p| p.ends_with("self_time.p_adjusted")),
+        "{paths:#?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("no_profile[].unavailable")),
+        "{paths:#?}"
+    );
+    let missing = undocumented(&paths, &key_index());
+    assert!(missing.is_empty(), "not in the key index: {missing:#?}");
 }

@@ -6,6 +6,7 @@
 mod common;
 
 mod bisect;
+mod explain_cli;
 mod history_changes;
 mod html_browser;
 mod one_answer;
