@@ -22,8 +22,10 @@
 //! significant, and the result says so.
 //!
 //! Self times add up across functions (each sample has one leaf) and
-//! inclusive ones overlap, so rows are ranked by their self difference
-//! (significant rows first, then by its size) and the listed rows' self
+//! inclusive ones overlap, so rows are ranked by the size of their self
+//! difference (how much of the change each accounts for, significant or
+//! not: a large row with a wide interval is still where the time went, and
+//! its mark says it is not established) and the listed rows' self
 //! differences are summed against the measured change; what they leave is
 //! the unexplained remainder. Left out: where the profiles come from
 //! (`measure::profile`), reading them out of documents (`compare::explain`),
@@ -365,14 +367,10 @@ pub fn differential(
         .collect();
     let significant = rows.iter().filter(|r| r.significant).count();
     rows.sort_by(|x, y| {
-        y.significant
-            .cmp(&x.significant)
-            .then(
-                y.self_time
-                    .difference
-                    .abs()
-                    .total_cmp(&x.self_time.difference.abs()),
-            )
+        y.self_time
+            .difference
+            .abs()
+            .total_cmp(&x.self_time.difference.abs())
             .then_with(|| x.function.cmp(&y.function))
     });
     rows.truncate(options.top);
