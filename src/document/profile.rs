@@ -24,6 +24,13 @@ pub const TRUNCATED_FRAME: &str = "[truncated]";
 pub const UNKNOWN_KERNEL: &str = "[unknown kernel]";
 pub const UNKNOWN_USER: &str = "[unknown user]";
 
+/// A kernel frame past the kernel's text that kallsyms names no function
+/// for (the nearest symbol below it is data): code the kernel generated at
+/// run time and did not list, which on x86-64 is a classic BPF program's
+/// JIT image (seccomp filters, socket filters: only eBPF programs are
+/// listed, with `net.core.bpf_jit_kallsyms`).
+pub const UNLISTED_KERNEL: &str = "[bpf jit, not in kallsyms]";
+
 /// How a series was profiled, and what its passes found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {

@@ -15,7 +15,7 @@ use blazesym::symbolize::source::{Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
-use crate::document::profile::{UNKNOWN_KERNEL, UNKNOWN_USER};
+use crate::document::profile::{UNKNOWN_KERNEL, UNKNOWN_USER, UNLISTED_KERNEL};
 
 /// The names of a pass's addresses: kernel ones, and user ones per process.
 #[derive(Debug, Default)]
@@ -129,9 +129,61 @@ pub(super) fn symbolise_kernel(symbolizer: &Symbolizer, addrs: &[u64]) -> Vec<Op
         debug_syms: false,
         ..Default::default()
     });
-    match symbolizer.symbolize(&source, Input::AbsAddr(addrs)) {
+    let found: Vec<Option<String>> = match symbolizer.symbolize(&source, Input::AbsAddr(addrs)) {
         Ok(found) => found.into_iter().map(sym_name).collect(),
-        Err(_) => vec![None; addrs.len()],
+        Err(_) => return vec![None; addrs.len()],
+    };
+    let text = std::fs::read_to_string("/proc/kallsyms")
+        .map(|k| KernelText::of(&k))
+        .unwrap_or_default();
+    addrs
+        .iter()
+        .zip(found)
+        .map(|(&addr, name)| name.map(|n| text.checked(addr, n)))
+        .collect()
+}
+
+/// What kallsyms says of the kernel's text: where the kernel proper's ends,
+/// and which names are functions. kallsyms has no sizes, so a lookup names
+/// the nearest symbol below an address: past the text, for code the
+/// kernel generated and did not list, that is a data symbol.
+#[derive(Debug, Default)]
+struct KernelText {
+    end: u64,
+    functions: std::collections::HashSet<String>,
+}
+
+impl KernelText {
+    fn of(kallsyms: &str) -> Self {
+        let mut text = Self::default();
+        for line in kallsyms.lines() {
+            let mut fields = line.split_whitespace();
+            let (Some(addr), Some(kind), Some(name)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            match kind {
+                "T" | "t" | "W" | "w" => {
+                    text.functions.insert(name.to_string());
+                }
+                _ => {}
+            }
+            if name == "_etext" {
+                text.end = u64::from_str_radix(addr, 16).unwrap_or(0);
+            }
+        }
+        text
+    }
+
+    /// `name` for `addr`, or [`UNLISTED_KERNEL`] when `addr` lies past the
+    /// kernel's text and `name` is no function.
+    fn checked(&self, addr: u64, name: String) -> String {
+        if self.end != 0 && addr >= self.end && !self.functions.contains(&name) {
+            UNLISTED_KERNEL.to_string()
+        } else {
+            name
+        }
     }
 }
 
@@ -215,6 +267,32 @@ mod tests {
         let symbolizer = Symbolizer::new();
         let names = symbolise_kernel(&symbolizer, &[addr + 1]);
         assert_eq!(names[0].as_deref(), Some(name.as_str()));
+    }
+
+    #[test]
+    fn past_the_text_a_data_symbol_is_unlisted_code_not_a_name() {
+        let kallsyms = "ffffffff81000000 T _stext\nffffffff81000100 T do_syscall_64\n\
+                        ffffffff82000000 T _etext\nffffffff83000000 R __stop_runtime_ptr_X\n\
+                        ffffffffc0203000 t ftrace_trampoline\t[__builtin__ftrace]\n";
+        let text = KernelText::of(kallsyms);
+        let name = |addr, n: &str| text.checked(addr, n.to_string());
+        assert_eq!(
+            name(0xffff_ffff_8100_0120, "do_syscall_64"),
+            "do_syscall_64"
+        );
+        assert_eq!(
+            name(0xffff_ffff_c000_1000, "__stop_runtime_ptr_X"),
+            UNLISTED_KERNEL
+        );
+        assert_eq!(
+            name(0xffff_ffff_c020_3010, "ftrace_trampoline"),
+            "ftrace_trampoline"
+        );
+        assert_eq!(
+            KernelText::of("").checked(1, "x".into()),
+            "x",
+            "no kallsyms: as named"
+        );
     }
 
     #[test]
