@@ -8,8 +8,8 @@
 //! explanations are shown is [`crate::compare::Comparison::explanation`]'s.
 //! Left out: the statistics (`stats::differential`), rendering (`report`).
 
-use crate::document::{Explanation, MissingProfile, Profile, ProfileOutcome, Series};
-use crate::stats::differential::{DifferentialOptions, SideProfile, differential};
+use crate::document::{Explanation, MissingProfile, Profile, ProfileOutcome, ProfilePass, Series};
+use crate::stats::differential::{DifferentialOptions, PassCounts, SideProfile, differential};
 
 /// One side of a change: its label, its series of the case (one per run
 /// that has it) and its centre (time per op, the series' unit).
@@ -60,9 +60,10 @@ pub fn explain_change(baseline: ChangeSide, candidate: ChangeSide, alpha: f64) -
         alpha,
         ..Default::default()
     };
+    let scale = pass_scale(&a, &b, (baseline.centre, candidate.centre));
     let mut d = differential(
-        &side_profile(&a, baseline.centre),
-        &side_profile(&b, candidate.centre),
+        &side_profile(&a, baseline.centre, scale),
+        &side_profile(&b, candidate.centre, scale),
         options,
     );
     d.notes.extend(profile_notes(&a, &b));
@@ -70,33 +71,83 @@ pub fn explain_change(baseline: ChangeSide, candidate: ChangeSide, alpha: f64) -
 }
 
 /// A side's passes, from every profile of it, and its centre. A pass's
-/// total is its samples, at least those its stacks and `other` hold.
-fn side_profile<'a>(profiles: &[&'a Profile], centre: f64) -> SideProfile<'a> {
+/// total is its samples, at least those its stacks and `other` hold; its
+/// time per op is its own (time sampled ÷ operations) times `scale`, or,
+/// without a scale, the side's centre.
+fn side_profile<'a>(profiles: &[&'a Profile], centre: f64, scale: Option<f64>) -> SideProfile<'a> {
     SideProfile {
         passes: profiles
             .iter()
             .flat_map(|p| &p.passes)
             .map(|pass| {
                 let named: u64 = pass.stacks.values().sum();
-                (&pass.stacks, pass.samples.max(named + pass.other))
+                PassCounts {
+                    stacks: &pass.stacks,
+                    total: pass.samples.max(named + pass.other),
+                    time_per_op: scale.map_or(centre, |k| k * own_time_per_op(pass).unwrap_or(0.0)),
+                }
             })
             .collect(),
         time_per_op: centre,
     }
 }
 
+/// A pass's own time per op (ns): the time it sampled over the operations
+/// it completed; `None` when it does not say.
+fn own_time_per_op(pass: &ProfilePass) -> Option<f64> {
+    (pass.ops > 0.0 && pass.wall_ns > 0).then(|| pass.wall_ns as f64 / pass.ops)
+}
+
+/// The one factor, common to both sides, that turns the passes' own times
+/// per op into the unit and level of the timed centres: the centres' sum
+/// over the mean pass times' sum. Each pass then weighs its shares by the
+/// time per op it saw itself, so a function's difference comes from the
+/// interleaved passes alone — the timed comparison's own spread (a ratio
+/// its test may call noise) does not enter it, and an A/A comparison names
+/// nothing; the profiler's overhead, alike on both sides, is scaled away.
+/// `None` (each pass takes its side's centre) when a pass does not say
+/// its operations or time.
+fn pass_scale(a: &[&Profile], b: &[&Profile], centres: (f64, f64)) -> Option<f64> {
+    let mean_time = |side: &[&Profile]| -> Option<f64> {
+        let times: Vec<f64> = side
+            .iter()
+            .flat_map(|p| &p.passes)
+            .map(own_time_per_op)
+            .collect::<Option<_>>()?;
+        (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64)
+    };
+    let sum = mean_time(a)? + mean_time(b)?;
+    let k = (centres.0 + centres.1) / sum;
+    (k.is_finite() && k > 0.0).then_some(k)
+}
+
 /// What the profiles themselves say is missing, each side's once, and
 /// whether they were sampled on different events.
 fn profile_notes(a: &[&Profile], b: &[&Profile]) -> Vec<String> {
-    let mut notes: Vec<String> = Vec::new();
-    for (role, profiles) in [("baseline", a), ("candidate", b)] {
-        for note in profiles.iter().flat_map(|p| &p.notes) {
-            let note = format!("{role}: {note}");
-            if !notes.contains(&note) {
-                notes.push(note);
+    let side_notes = |side: &[&Profile]| -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        for note in side.iter().flat_map(|p| &p.notes) {
+            if !notes.contains(note) {
+                notes.push(note.clone());
             }
         }
+        notes
+    };
+    let (on_a, on_b) = (side_notes(a), side_notes(b));
+    let mut notes: Vec<String> = Vec::new();
+    for note in &on_a {
+        let role = if on_b.contains(note) {
+            "both sides"
+        } else {
+            "baseline"
+        };
+        notes.push(format!("{role}: {note}"));
     }
+    notes.extend(
+        on_b.iter()
+            .filter(|n| !on_a.contains(n))
+            .map(|n| format!("candidate: {n}")),
+    );
     let mut events: Vec<&str> = a.iter().chain(b).map(|p| p.event.as_str()).collect();
     events.sort_unstable();
     events.dedup();
@@ -172,6 +223,28 @@ pub(crate) mod tests {
         assert_eq!(d.measured_change, 51.0);
         assert_eq!(d.rows[0].function, "audit_filter_syscall");
         assert!(d.rows[0].significant, "{d:#?}");
+    }
+
+    #[test]
+    fn centres_apart_by_noise_alone_name_no_function() {
+        // A/A: the same profile on both sides, the timed centres 12 % apart
+        // (a ratio the timed test may call noise). Weighed by the centres,
+        // every function would differ by 12 %; weighed by the passes' own
+        // times per op, none does.
+        let a = series(Some(profile("getppid", 0.4, 5)));
+        let b = series(Some(profile("getppid", 0.4, 5)));
+        let (a, b) = ([&a], [&b]);
+        let explained = explain_change(side("a", &a, 100.0), side("b", &b, 112.0), 0.05);
+        let Explanation::Differential(d) = explained else {
+            panic!("{explained:?}")
+        };
+        assert_eq!(d.measured_change, 12.0);
+        assert_eq!(d.significant, 0, "{d:#?}");
+        assert!(d.rows.iter().all(|r| r.self_time.difference.abs() < 1e-9));
+        assert!(
+            (d.unexplained - 12.0).abs() < 1e-9,
+            "the timed change stays unexplained"
+        );
     }
 
     #[test]

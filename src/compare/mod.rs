@@ -952,7 +952,8 @@ impl Comparison {
             .then_some(explanation)
     }
 
-    /// The changes as document records (candidate labels against the first).
+    /// The changes as document records (candidate labels against the
+    /// first), each with its differential wherever both sides were profiled.
     pub fn records(&self) -> Vec<ComparisonRecord> {
         self.rows
             .iter()
@@ -974,7 +975,14 @@ impl Comparison {
                         verdict: ch.verdict,
                         verdict_words: self.verdict_words(k, ch),
                         replicated: Some(ch.replication),
-                        explanation: self.explanation(row, k).cloned(),
+                        // Every differential is data worth keeping; a
+                        // missing profile only where it is said.
+                        explanation: row
+                            .explanations
+                            .get(k)
+                            .filter(|e| matches!(e, crate::document::Explanation::Differential(_)))
+                            .or_else(|| self.explanation(row, k))
+                            .cloned(),
                     })
             })
             .collect()

@@ -38,7 +38,7 @@ const BLOCK: usize = 200;
 /// first argument, compare it with values, each comparison jumping to
 /// an allow on a match (so the JIT must emit every compare and branch: a
 /// comparison that falls through either way is compiled to nothing), then
-/// allow. Every [`BLOCK`] comparisons an allow of their own is jumped over.
+/// allow. Every `BLOCK` comparisons an allow of their own is jumped over.
 pub fn allow_all_filter(instructions: usize) -> Vec<libc::sock_filter> {
     let op = |code, jt: usize, k| libc::sock_filter {
         code,

@@ -37,13 +37,13 @@ fn truncate(name: &str, width: usize) -> String {
 
 /// How many decimals the numbers of `d` get: about four significant
 /// digits of the larger side's time per op.
-fn decimals(d: &Differential) -> usize {
+pub(super) fn decimals(d: &Differential) -> usize {
     crate::report::decimals_for(d.baseline_per_op.abs().max(d.candidate_per_op.abs()))
 }
 
 /// `x` with a sign and `dec` decimals, a difference that rounds to zero
 /// as "+0.0" (never "-0.0").
-fn signed(x: f64, dec: usize) -> String {
+pub(super) fn signed(x: f64, dec: usize) -> String {
     let text = format!("{x:+.dec$}");
     if text[1..].chars().all(|c| c == '0' || c == '.') {
         format!("+{}", &text[1..])
@@ -64,13 +64,13 @@ fn difference_cell(r: &FunctionRow, dec: usize) -> String {
 }
 
 /// A row's share of the measured change: "98%", or "–" when nothing changed.
-fn share_cell(r: &FunctionRow, measured: f64) -> String {
+pub(super) fn share_cell(r: &FunctionRow, measured: f64) -> String {
     r.share_of(measured)
         .map_or("–".to_string(), |s| format!("{}%", signed(s * 100.0, 0)))
 }
 
 /// A row's mark: `*` significant, `new` appeared, `gone` vanished.
-fn mark(r: &FunctionRow) -> String {
+pub(super) fn mark(r: &FunctionRow) -> String {
     let presence = match r.presence {
         Presence::Both => "",
         Presence::Appeared => "new",
@@ -103,7 +103,7 @@ pub fn text(c: &Comparison, row: &CaseRow, k: usize) -> String {
 }
 
 /// A missing side's letter (the lines above name its label).
-fn side_name<'l>(m: &MissingProfile, a: &'l str, b: &'l str) -> &'l str {
+pub(super) fn side_name<'l>(m: &MissingProfile, a: &'l str, b: &'l str) -> &'l str {
     if m.side == "baseline" { a } else { b }
 }
 
@@ -163,7 +163,7 @@ fn differential_text(d: &Differential, unit: &str, (a, b): (&str, &str)) -> Stri
 
 /// What the marks and intervals mean, the listed rows against the
 /// measured change, and the notes: a line each, unwrapped.
-fn legend(d: &Differential, unit: &str, (a, b): (&str, &str)) -> Vec<String> {
+pub(super) fn legend(d: &Differential, unit: &str, (a, b): (&str, &str)) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     if d.tested > 0 {
         lines.push(format!(
@@ -183,85 +183,6 @@ fn legend(d: &Differential, unit: &str, (a, b): (&str, &str)) -> Vec<String> {
     ));
     lines.extend(d.notes.iter().map(|n| format!("note: {n}")));
     lines
-}
-
-/// The explanations a comparison shows, as Markdown: per explained change
-/// a title and a pipe table; nothing when none is shown.
-pub fn markdown(c: &Comparison) -> String {
-    let mut out = String::new();
-    for row in &c.rows {
-        for k in 0..row.changes.len() {
-            let Some(e) = c.explanation(row, k) else {
-                continue;
-            };
-            let (a, b) = (letter(0), letter(k + 1));
-            let case = super::markdown::escape(&row.key.to_string());
-            let _ = writeln!(out, "\n### {case}: {b} vs {a}\n");
-            match e {
-                Explanation::NoProfile(missing) => {
-                    for m in missing {
-                        let name = side_name(m, &a, &b);
-                        let _ = writeln!(out, "- {name} {}", super::markdown::escape(&m.words()));
-                    }
-                }
-                Explanation::Differential(d) => {
-                    out.push_str(&differential_markdown(d, row.unit.symbol(), (&a, &b)));
-                }
-            }
-        }
-    }
-    if out.is_empty() {
-        return out;
-    }
-    format!("\n## Where the changes went\n{out}")
-}
-
-/// One differential as a Markdown table and its lines.
-fn differential_markdown(d: &Differential, unit: &str, (a, b): (&str, &str)) -> String {
-    let dec = decimals(d);
-    let header: Vec<String> = [
-        "function".to_string(),
-        format!("{a} ({unit}/op, self)"),
-        format!("{b} ({unit}/op, self)"),
-        format!("{b} − {a}"),
-        "interval".to_string(),
-        "share of change".to_string(),
-        "mark".to_string(),
-    ]
-    .to_vec();
-    let numeric = [false, true, true, true, true, true, false];
-    let rows: Vec<Vec<String>> = d
-        .rows
-        .iter()
-        .map(|r| {
-            let t = &r.self_time;
-            let interval = match (t.ci_low, t.ci_high) {
-                (Some(lo), Some(hi)) => format!(
-                    "{} – {} ({:.1}%)",
-                    signed(lo, dec),
-                    signed(hi, dec),
-                    t.ci_level * 100.0
-                ),
-                _ => "–".to_string(),
-            };
-            vec![
-                super::markdown::escape(&r.function),
-                format!("{:.dec$}", t.baseline),
-                format!("{:.dec$}", t.candidate),
-                signed(t.difference, dec),
-                interval,
-                share_cell(r, d.measured_change),
-                super::markdown::escape(&mark(r)),
-            ]
-        })
-        .collect();
-    let mut out = String::from("\n");
-    out.push_str(&super::markdown::table(&header, &numeric, &rows));
-    out.push('\n');
-    for line in legend(d, unit, (a, b)) {
-        let _ = writeln!(out, "- {}", super::markdown::escape(&line));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -296,16 +217,11 @@ mod tests {
     /// the change in the first name; `top` rows listed.
     fn planted(names: &[String], per_op: f64, top: usize) -> Differential {
         let (a, b) = (passes(names, 0.1), passes(names, 0.4 / 1.3));
-        fn side(p: &[BTreeMap<String, u64>], t: f64) -> SideProfile<'_> {
-            SideProfile {
-                passes: p.iter().map(|s| (s, s.values().sum())).collect(),
-                time_per_op: t,
-            }
-        }
         let options = DifferentialOptions {
             top,
             ..Default::default()
         };
+        let side = SideProfile::at_one_time;
         differential(&side(&a, per_op), &side(&b, per_op * 1.3), options)
     }
 
@@ -399,7 +315,7 @@ mod tests {
             );
         }
         assert!(text.contains('…'), "a name cut: {text}");
-        let md = markdown(&c);
+        let md = crate::report::markdown::explanations(&c);
         assert!(
             md.contains("| std::rt::lang\\_start") || md.contains("| std::rt::lang_start"),
             "{md}"

@@ -9,10 +9,12 @@ use std::fmt::Write;
 
 use super::compare::{fmt_p, letter};
 use super::decimals_for;
+use super::explain;
 use super::layout::{Block, Body, Table};
 use super::sections;
 use crate::compare::Comparison;
-use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document};
+use crate::document::{ComparisonRecord, DEFAULT_CONFIG, Document, Explanation};
+use crate::stats::differential::Differential;
 
 /// The run as Markdown: what was run, its sections (results, latency
 /// distributions, the anchors' layouts, counters), the comparisons of its
@@ -225,7 +227,7 @@ pub fn comparison(c: &Comparison) -> String {
             let _ = writeln!(out, "- {}: {}", escape(case), escape(why));
         }
     }
-    out.push_str(&super::explain::markdown(c));
+    out.push_str(&explanations(c));
     out
 }
 
@@ -367,6 +369,85 @@ pub fn escape(text: &str) -> String {
             '\n' | '\r' => out.push(' '),
             _ => out.push(ch),
         }
+    }
+    out
+}
+
+/// The explanations a comparison shows, as Markdown: per explained change
+/// a title and a pipe table; nothing when none is shown.
+pub(super) fn explanations(c: &Comparison) -> String {
+    let mut out = String::new();
+    for row in &c.rows {
+        for k in 0..row.changes.len() {
+            let Some(e) = c.explanation(row, k) else {
+                continue;
+            };
+            let (a, b) = (letter(0), letter(k + 1));
+            let case = escape(&row.key.to_string());
+            let _ = writeln!(out, "\n### {case}: {b} vs {a}\n");
+            match e {
+                Explanation::NoProfile(missing) => {
+                    for m in missing {
+                        let name = explain::side_name(m, &a, &b);
+                        let _ = writeln!(out, "- {name} {}", escape(&m.words()));
+                    }
+                }
+                Explanation::Differential(d) => {
+                    out.push_str(&differential_markdown(d, row.unit.symbol(), (&a, &b)));
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("\n## Where the changes went\n{out}")
+}
+
+/// One differential as a Markdown table and its lines.
+fn differential_markdown(d: &Differential, unit: &str, (a, b): (&str, &str)) -> String {
+    let dec = explain::decimals(d);
+    let header: Vec<String> = [
+        "function".to_string(),
+        format!("{a} ({unit}/op, self)"),
+        format!("{b} ({unit}/op, self)"),
+        format!("{b} − {a}"),
+        "interval".to_string(),
+        "share of change".to_string(),
+        "mark".to_string(),
+    ]
+    .to_vec();
+    let numeric = [false, true, true, true, true, true, false];
+    let rows: Vec<Vec<String>> = d
+        .rows
+        .iter()
+        .map(|r| {
+            let t = &r.self_time;
+            let interval = match (t.ci_low, t.ci_high) {
+                (Some(lo), Some(hi)) => format!(
+                    "{} – {} ({:.1}%)",
+                    explain::signed(lo, dec),
+                    explain::signed(hi, dec),
+                    t.ci_level * 100.0
+                ),
+                _ => "–".to_string(),
+            };
+            vec![
+                escape(&r.function),
+                format!("{:.dec$}", t.baseline),
+                format!("{:.dec$}", t.candidate),
+                explain::signed(t.difference, dec),
+                interval,
+                explain::share_cell(r, d.measured_change),
+                escape(&explain::mark(r)),
+            ]
+        })
+        .collect();
+    let mut out = String::from("\n");
+    out.push_str(&table(&header, &numeric, &rows));
+    out.push('\n');
+    for line in explain::legend(d, unit, (a, b)) {
+        let _ = writeln!(out, "- {}", escape(&line));
     }
     out
 }

@@ -48,16 +48,41 @@ pub const DEFAULT_FLOOR: f64 = 0.005;
 /// Rows a differential lists unless asked otherwise.
 pub const DEFAULT_TOP: usize = 8;
 
-/// One profiling pass: its folded stacks → samples, and its total samples
-/// (the stacks' and those not kept by name).
-pub type PassCounts<'a> = (&'a BTreeMap<String, u64>, u64);
+/// One profiling pass: its folded stacks → samples, its total samples (the
+/// stacks' and those not kept by name), and the time per op its shares are
+/// of (the series' unit).
+#[derive(Debug, Clone, Copy)]
+pub struct PassCounts<'a> {
+    pub stacks: &'a BTreeMap<String, u64>,
+    pub total: u64,
+    pub time_per_op: f64,
+}
 
 /// One side of a differential: its passes and its time per op.
 #[derive(Debug, Clone)]
 pub struct SideProfile<'a> {
     pub passes: Vec<PassCounts<'a>>,
-    /// The side's time per op (its centre, in the series' unit).
+    /// The side's time per op (its centre, in the series' unit): the
+    /// measured change is the difference of the two sides'.
     pub time_per_op: f64,
+}
+
+impl<'a> SideProfile<'a> {
+    /// A side whose passes each hold all their samples by name and weigh
+    /// them by the side's one `time_per_op`.
+    pub fn at_one_time(passes: &'a [BTreeMap<String, u64>], time_per_op: f64) -> Self {
+        Self {
+            passes: passes
+                .iter()
+                .map(|p| PassCounts {
+                    stacks: p,
+                    total: p.values().sum(),
+                    time_per_op,
+                })
+                .collect(),
+            time_per_op,
+        }
+    }
 }
 
 /// How to compute a differential.
@@ -183,11 +208,11 @@ struct SideValues {
 
 impl SideValues {
     fn of(side: &SideProfile) -> Self {
-        let passes: Vec<&PassCounts> = side.passes.iter().filter(|(_, t)| *t > 0).collect();
+        let passes: Vec<&PassCounts> = side.passes.iter().filter(|p| p.total > 0).collect();
         let n = passes.len();
         let mut counts: BTreeMap<String, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-        for (i, (stacks, _)) in passes.iter().enumerate() {
-            for (stack, &count) in stacks.iter() {
+        for (i, pass) in passes.iter().enumerate() {
+            for (stack, &count) in pass.stacks.iter() {
                 let frames: Vec<&str> = stack.split(';').collect();
                 let Some(leaf) = frames.last() else { continue };
                 counts
@@ -203,11 +228,10 @@ impl SideValues {
                 }
             }
         }
-        let totals: Vec<u64> = passes.iter().map(|(_, t)| *t).collect();
         let per_op = |c: &[u64]| -> Vec<f64> {
             c.iter()
-                .zip(&totals)
-                .map(|(&c, &t)| c as f64 / t as f64 * side.time_per_op)
+                .zip(&passes)
+                .map(|(&c, p)| c as f64 / p.total as f64 * p.time_per_op)
                 .collect()
         };
         let self_counts = counts
@@ -222,7 +246,7 @@ impl SideValues {
             values,
             self_counts,
             passes: n,
-            samples: totals.iter().sum(),
+            samples: passes.iter().map(|p| p.total).sum(),
         }
     }
 
@@ -496,13 +520,7 @@ mod tests {
     }
 
     fn side(passes: &[BTreeMap<String, u64>], time_per_op: f64) -> SideProfile<'_> {
-        SideProfile {
-            passes: passes
-                .iter()
-                .map(|p| (p, p.values().sum::<u64>()))
-                .collect(),
-            time_per_op,
-        }
+        SideProfile::at_one_time(passes, time_per_op)
     }
 
     fn row<'a>(d: &'a Differential, f: &str) -> &'a FunctionRow {
@@ -646,8 +664,13 @@ mod tests {
         let stacks: BTreeMap<String, u64> =
             [("a;b;a".to_string(), 2), ("a;c".to_string(), 2)].into();
         // Four samples by name and four beyond the limit: shares of eight.
+        let pass = PassCounts {
+            stacks: &stacks,
+            total: 8,
+            time_per_op: 80.0,
+        };
         let one = SideProfile {
-            passes: vec![(&stacks, 8), (&stacks, 8)],
+            passes: vec![pass, pass],
             time_per_op: 80.0,
         };
         let d = differential(&one, &one, Default::default());

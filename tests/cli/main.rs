@@ -16,6 +16,7 @@ mod first_day;
 mod interrupts;
 mod kit;
 mod list_env;
+mod profile;
 mod run;
 mod system_logs;
 mod time;

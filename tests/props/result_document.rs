@@ -358,14 +358,10 @@ fn every_key_of_an_explanation_is_in_the_index() {
         vec![pass(100, 0), pass(104, 0)],
         vec![pass(300, 20), pass(310, 23)],
     );
-    let a_side = SideProfile {
-        passes: a.iter().map(|s| (s, s.values().sum::<u64>() + 7)).collect(),
-        time_per_op: 100.0,
-    };
-    let b_side = SideProfile {
-        passes: b.iter().map(|s| (s, s.values().sum::<u64>())).collect(),
-        time_per_op: 130.0,
-    };
+    let mut a_side = SideProfile::at_one_time(&a, 100.0);
+    // Seven samples of each baseline pass were not kept by name.
+    a_side.passes.iter_mut().for_each(|p| p.total += 7);
+    let b_side = SideProfile::at_one_time(&b, 130.0);
     let mut d = differential(&a_side, &b_side, Default::default());
     d.notes.push("baseline: kernel symbols hidden".into());
     let record: ComparisonRecord = serde_json::from_value(serde_json::json!({
