@@ -25,6 +25,44 @@ fn find_chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A report page as headless Chromium shows it: its screenshot and the
+/// DOM it built, each from a fresh run of the browser with one profile.
+struct Page<'a> {
+    browser: &'a Path,
+    dir: &'a Path,
+    profile: PathBuf,
+    url: String,
+}
+
+impl<'a> Page<'a> {
+    fn open(browser: &'a Path, dir: &'a Path, html: &Path) -> Self {
+        let profile = dir.join("profile");
+        fs::create_dir(&profile).unwrap();
+        let url = format!("file://{}", html.display());
+        Self {
+            browser,
+            dir,
+            profile,
+            url,
+        }
+    }
+
+    fn screenshot(&self) -> Pixmap {
+        let shot = self.dir.join("shot.png");
+        let log = File::create(self.dir.join("screenshot.log")).unwrap();
+        let mode = format!("--screenshot={}", shot.display());
+        chromium(self.browser, &self.profile, &mode, &self.url, log);
+        Pixmap::decode_png(&fs::read(&shot).expect("a screenshot")).unwrap()
+    }
+
+    fn dom(&self) -> String {
+        let dom_file = self.dir.join("dom.html");
+        let out = File::create(&dom_file).unwrap();
+        chromium(self.browser, &self.profile, "--dump-dom", &self.url, out);
+        fs::read_to_string(&dom_file).unwrap()
+    }
+}
+
 /// Runs headless Chromium on `url` with `mode` (a --screenshot or --dump-dom
 /// argument), stdout to `stdout`, everything it writes kept in `profile`;
 /// kills its whole process group after it ends or after two minutes.
@@ -127,21 +165,11 @@ fn report_renders_in_headless_chromium() {
         &format!("report {} --history syscall:null --html", json.display()),
         &html,
     );
-    let url = format!("file://{}", html.display());
-    let profile = dir.path().join("profile");
-    fs::create_dir(&profile).unwrap();
+    let page = Page::open(&browser, dir.path(), &html);
 
     // The screenshot: the page's size, and not blank: plenty of drawn pixels,
     // and the orange of the second configuration's line in the run-order plot.
-    let shot = dir.path().join("shot.png");
-    chromium(
-        &browser,
-        &profile,
-        &format!("--screenshot={}", shot.display()),
-        &url,
-        File::create(dir.path().join("screenshot.log")).unwrap(),
-    );
-    let image = Pixmap::decode_png(&fs::read(&shot).expect("a screenshot")).unwrap();
+    let image = page.screenshot();
     assert_eq!((image.width(), image.height()), WINDOW);
     let pixels = image.pixels();
     let drawn = pixels
@@ -164,15 +192,7 @@ fn report_renders_in_headless_chromium() {
     );
 
     // The DOM the browser built: tables, every plot as SVG, the label as text.
-    let dom_file = dir.path().join("dom.html");
-    chromium(
-        &browser,
-        &profile,
-        "--dump-dom",
-        &url,
-        File::create(&dom_file).unwrap(),
-    );
-    let dom = fs::read_to_string(&dom_file).unwrap();
+    let dom = page.dom();
     for needle in [
         "<th>95% CI of median</th>",
         "<th>p99.9</th>",
@@ -243,21 +263,11 @@ fn flame_graphs_render_in_headless_chromium() {
         &format!("report {} {} --html", before.display(), after.display()),
         &html,
     );
-    let url = format!("file://{}", html.display());
-    let profile = dir.path().join("profile");
-    fs::create_dir(&profile).unwrap();
+    let page = Page::open(&browser, dir.path(), &html);
 
     // The differential is drawn (not folded): the frame that grew most is
     // inferno's deepest red, rgb(255,100,100); one that shrank, blue.
-    let shot = dir.path().join("shot.png");
-    chromium(
-        &browser,
-        &profile,
-        &format!("--screenshot={}", shot.display()),
-        &url,
-        File::create(dir.path().join("screenshot.log")).unwrap(),
-    );
-    let image = Pixmap::decode_png(&fs::read(&shot).expect("a screenshot")).unwrap();
+    let image = page.screenshot();
     let near = |v: u8, want: u8| v.abs_diff(want) <= 3;
     let count = |rgb: (u8, u8, u8)| {
         image
@@ -271,15 +281,7 @@ fn flame_graphs_render_in_headless_chromium() {
     assert!(count((160, 160, 255)) > 1000, "no blue frame");
 
     // Every flame graph is an SVG of the DOM, the folded ones too; no script.
-    let dom_file = dir.path().join("dom.html");
-    chromium(
-        &browser,
-        &profile,
-        "--dump-dom",
-        &url,
-        File::create(&dom_file).unwrap(),
-    );
-    let dom = fs::read_to_string(&dom_file).unwrap();
+    let dom = page.dom();
     assert!(dom.contains("<h3 id=\"where-the-time-went\">Where the time went</h3>"));
     // The differential and each side's in the comparison; each run's own.
     assert_eq!(dom.matches("<svg class=\"flame\"").count(), 3 + 2);
