@@ -72,47 +72,61 @@ pub fn explain_change(baseline: ChangeSide, candidate: ChangeSide, alpha: f64) -
 
 /// A side's passes, from every profile of it, and its centre. A pass's
 /// total is its samples, at least those its stacks and `other` hold; its
-/// time per op is its own (time sampled ÷ operations) times `scale`, or,
+/// time per op is its own ([`sampled_time_per_op`]) times `scale`, or,
 /// without a scale, the side's centre.
 fn side_profile<'a>(profiles: &[&'a Profile], centre: f64, scale: Option<f64>) -> SideProfile<'a> {
     SideProfile {
-        passes: profiles
-            .iter()
-            .flat_map(|p| &p.passes)
-            .map(|pass| {
-                let named: u64 = pass.stacks.values().sum();
-                PassCounts {
-                    stacks: &pass.stacks,
-                    total: pass.samples.max(named + pass.other),
-                    time_per_op: scale.map_or(centre, |k| k * own_time_per_op(pass).unwrap_or(0.0)),
-                }
+        passes: passes(profiles)
+            .map(|(profile, pass)| PassCounts {
+                stacks: &pass.stacks,
+                total: pass_total(pass),
+                time_per_op: scale.map_or(centre, |k| {
+                    k * sampled_time_per_op(profile, pass).unwrap_or(0.0)
+                }),
             })
             .collect(),
         time_per_op: centre,
     }
 }
 
-/// A pass's own time per op (ns): the time it sampled over the operations
-/// it completed; `None` when it does not say.
-fn own_time_per_op(pass: &ProfilePass) -> Option<f64> {
-    (pass.ops > 0.0 && pass.wall_ns > 0).then(|| pass.wall_ns as f64 / pass.ops)
+/// Every pass of `profiles`, with the profile it is of.
+fn passes<'a>(profiles: &[&'a Profile]) -> impl Iterator<Item = (&'a Profile, &'a ProfilePass)> {
+    profiles
+        .iter()
+        .flat_map(|p| p.passes.iter().map(move |pass| (*p, pass)))
+}
+
+/// A pass's samples, at least those its stacks and `other` hold.
+fn pass_total(pass: &ProfilePass) -> u64 {
+    let named: u64 = pass.stacks.values().sum();
+    pass.samples.max(named + pass.other)
+}
+
+/// A pass's sampled time per op (in the period's unit, ns for
+/// `cpu-clock`): its samples × the sampling period ÷ the operations it
+/// completed — the time the case's tasks (and the idle task on their CPUs)
+/// were seen to spend per operation. Not the pass's wall time: on a busy
+/// machine a pass is descheduled for a varying part of it, which is no
+/// time of the case's. `None` when the pass does not say its operations.
+fn sampled_time_per_op(profile: &Profile, pass: &ProfilePass) -> Option<f64> {
+    let total = pass_total(pass);
+    (pass.ops > 0.0 && total > 0 && profile.period > 0)
+        .then(|| total as f64 * profile.period as f64 / pass.ops)
 }
 
 /// The one factor, common to both sides, that turns the passes' own times
 /// per op into the unit and level of the timed centres: the centres' sum
 /// over the mean pass times' sum. Each pass then weighs its shares by the
-/// time per op it saw itself, so a function's difference comes from the
+/// time per op it sampled itself, so a function's difference comes from the
 /// interleaved passes alone — the timed comparison's own spread (a ratio
 /// its test may call noise) does not enter it, and an A/A comparison names
 /// nothing; the profiler's overhead, alike on both sides, is scaled away.
 /// `None` (each pass takes its side's centre) when a pass does not say
-/// its operations or time.
+/// its operations.
 fn pass_scale(a: &[&Profile], b: &[&Profile], centres: (f64, f64)) -> Option<f64> {
     let mean_time = |side: &[&Profile]| -> Option<f64> {
-        let times: Vec<f64> = side
-            .iter()
-            .flat_map(|p| &p.passes)
-            .map(own_time_per_op)
+        let times: Vec<f64> = passes(side)
+            .map(|(profile, pass)| sampled_time_per_op(profile, pass))
             .collect::<Option<_>>()?;
         (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64)
     };
@@ -169,7 +183,9 @@ pub(crate) mod tests {
     use crate::document::ProfilePass;
 
     /// A profile of `passes` passes in which `planted` takes `share` of the
-    /// samples and `rest` the others, each pass a little different.
+    /// samples and the rest the others, each pass a little different; the
+    /// rest costs 90 ns per op whatever the share (so the operations a pass
+    /// completes fall as the planted function grows, as they would).
     pub(crate) fn profile(planted: &str, share: f64, passes: usize) -> ProfileOutcome {
         let passes = (0..passes)
             .map(|i| {
@@ -178,8 +194,9 @@ pub(crate) mod tests {
                 let mut stacks = BTreeMap::new();
                 stacks.insert(format!("main;syscall;entry_SYSCALL_64;{planted}"), hot);
                 stacks.insert("main;syscall;entry_SYSCALL_64".to_string(), samples - hot);
+                let time_per_op_ns = 90.0 / (1.0 - share);
                 ProfilePass {
-                    ops: 1e6,
+                    ops: samples as f64 * 100_000.0 / time_per_op_ns,
                     wall_ns: 100_000_000,
                     samples,
                     lost: 0,

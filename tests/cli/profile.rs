@@ -25,7 +25,7 @@ fn a_planted_function_is_named_where_the_change_went() {
             "-q",
             "--profile",
             "--profile-passes",
-            "4",
+            "5",
         ])
         .args(["--profile-time", "60"])
         .args(QUICK)
@@ -58,7 +58,7 @@ fn a_planted_function_is_named_where_the_change_went() {
         let ProfileOutcome::Profiled(p) = p else {
             panic!("{p:?}")
         };
-        assert_eq!(p.passes.len(), 4);
+        assert_eq!(p.passes.len(), 5);
         assert!(
             p.passes
                 .iter()
