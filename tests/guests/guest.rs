@@ -206,7 +206,7 @@ fn an_endless_protocol_line_closes_the_channel_with_a_named_error() {
 #[test]
 fn a_series_of_another_case_is_refused() {
     // The agent is asked for syscall null where spin was requested.
-    let body = "sed -u 's/spin:work=100/syscall:case=null/' | {osbench} agent";
+    let body = "sed -u 's/spin:work=100,planted=0/syscall:case=null/' | {osbench} agent";
     let (err, json, _dir) = broken("other-case", body, "30");
     assert!(
         err.contains("answered with a series of syscall null"),
