@@ -123,7 +123,7 @@ fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
     if let Some(ns) = request.profile_ns {
         let length = std::time::Duration::from_nanos(ns);
         let profiled = profiling::profile_case(&case, pin, &harness, length)?;
-        series.profile = Some(profiling::outcome(profiled));
+        series.profile = Some(profiled);
     }
     Ok(series)
 }

@@ -176,9 +176,7 @@ impl Place<'_> {
         length: Duration,
     ) -> Result<ProfileOutcome> {
         match self {
-            Place::Here => {
-                profiling::profile_case(case, pin, harness, length).map(profiling::outcome)
-            }
+            Place::Here => profiling::profile_case(case, pin, harness, length),
             Place::Guest(guest) => {
                 let request = RunRequest {
                     selector: case.selector(),

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use super::{Plan, RunRounds, case, series_in};
 use crate::bench::util::select::Case;
-use crate::document::{Pin, Profile, ProfileOutcome, Series};
+use crate::document::{Pin, ProfileOutcome, Series};
 use crate::error::Result;
-use crate::measure::profile::{PROFILE_SCOPE, ProfileOptions};
-use crate::measure::profile_pass::{Profiled, SystemSampling};
+use crate::measure::profile::ProfileOptions;
+use crate::measure::profile_pass::SystemSampling;
 use crate::measure::{Clock, Harness};
 
 /// Passes per configuration × case unless `--profile-passes` says.
@@ -90,7 +90,7 @@ pub(super) fn profile_case<C: Clock>(
     pin: Option<Pin>,
     harness: &Harness<C>,
     length: Duration,
-) -> Result<Profiled> {
+) -> Result<ProfileOutcome> {
     let (placement, _timing_thread) = case::place(case, pin)?;
     let mut workload = (case.def.setup)(&case.params, &placement)?;
     let how = case::sampling(case, None, (case.def.ops_per_iter)(&case.params));
@@ -99,25 +99,6 @@ pub(super) fn profile_case<C: Clock>(
     let profiled = profiled?;
     torn_down?;
     Ok(profiled)
-}
-
-/// A pass's outcome as a series holds it.
-pub(super) fn outcome(profiled: Profiled) -> ProfileOutcome {
-    match profiled {
-        Profiled::Pass {
-            pass,
-            notes,
-            event,
-            period,
-        } => ProfileOutcome::Profiled(Profile {
-            event: event.into(),
-            period,
-            scope: PROFILE_SCOPE.into(),
-            passes: vec![pass],
-            notes,
-        }),
-        Profiled::Unavailable(why) => ProfileOutcome::Unavailable(why),
-    }
 }
 
 /// Merges one pass's outcome (here, or a guest's) into a series' `profile`;
@@ -157,7 +138,7 @@ pub(super) fn profile_here(
                 continue;
             }
             let profiled = profile_case(case, plan.pin, harness, length)?;
-            merge(&mut s.profile, outcome(profiled));
+            merge(&mut s.profile, profiled);
         }
     }
     Ok(())
@@ -219,38 +200,40 @@ impl<C: Clock> RunRounds<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::{ProfilePass, Unit};
+    use crate::document::{Profile, ProfilePass, Unit};
+    use crate::measure::profile::PROFILE_SCOPE;
 
     fn series() -> Series {
         let summary = crate::stats::summarize(&[1.0]).unwrap();
         Series::new("syscall", "null".into(), Unit::Ns, vec![1.0], summary)
     }
 
-    fn pass(stack: &str) -> Profiled {
-        Profiled::Pass {
-            pass: ProfilePass {
+    fn pass(stack: &str) -> ProfileOutcome {
+        ProfileOutcome::Profiled(Profile {
+            event: "cpu-clock".into(),
+            period: PROFILE_PERIOD_NS,
+            scope: PROFILE_SCOPE.into(),
+            passes: vec![ProfilePass {
                 samples: 1,
                 stacks: [(stack.to_string(), 1)].into(),
                 ..Default::default()
-            },
+            }],
             notes: vec!["kernel symbols hidden".into()],
-            event: "cpu-clock",
-            period: PROFILE_PERIOD_NS,
-        }
+        })
     }
 
     #[test]
     fn passes_accumulate_and_a_reason_is_kept_only_without_a_pass() {
         let mut s = series();
-        let add = |s: &mut Series, p: Profiled| merge(&mut s.profile, outcome(p));
-        add(&mut s, Profiled::Unavailable("needs root".into()));
+        let add = |s: &mut Series, p: ProfileOutcome| merge(&mut s.profile, p);
+        add(&mut s, ProfileOutcome::Unavailable("needs root".into()));
         assert_eq!(
             s.profile,
             Some(ProfileOutcome::Unavailable("needs root".into()))
         );
         add(&mut s, pass("a;b"));
         add(&mut s, pass("a;c"));
-        add(&mut s, Profiled::Unavailable("gone".into()));
+        add(&mut s, ProfileOutcome::Unavailable("gone".into()));
         let Some(ProfileOutcome::Profiled(p)) = &s.profile else {
             panic!("{:?}", s.profile);
         };

@@ -221,7 +221,7 @@ impl Meters {
     /// Closes the events of a counting pass, noting when.
     pub fn close_perf(&self, events: Box<dyn PerfEvents>) {
         drop(events);
-        self.perf_closed_at.set(Some(Instant::now()));
+        self.note_perf_closed();
     }
 
     /// Notes that a perf event other than the counting pass's (a profiling

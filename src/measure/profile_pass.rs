@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use super::clock::Clock;
 use super::harness::{EVENT_BATCH, Harness};
+use super::profile::PROFILE_SCOPE;
 use super::profile::{ProfileOptions, Profiler};
 use super::sampler::rescale;
 use super::workload::{SampleMethod, Workload};
-use crate::document::ProfilePass;
+use crate::document::{Profile, ProfileOutcome, ProfilePass};
 use crate::error::{Error, Result};
 
 /// A sampling profiler, opened and disabled.
@@ -69,17 +70,18 @@ impl Sampling for Profiler {
     }
 }
 
-/// What one profiling pass gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Profiled {
-    Pass {
-        pass: ProfilePass,
-        notes: Vec<String>,
-        event: &'static str,
-        period: u64,
-    },
-    /// No profiler could be opened: why, naming the setting that would allow it.
-    Unavailable(String),
+/// Closes `sampler` after a pass of `ops` operations sampled for
+/// `wall_ns`: the pass as a one-pass profile of the series.
+pub fn finish(sampler: Box<dyn Sampling>, ops: f64, wall_ns: u64) -> ProfileOutcome {
+    let (event, period) = (sampler.event().to_string(), sampler.period());
+    let (pass, notes) = sampler.finish(ops, wall_ns);
+    ProfileOutcome::Profiled(Profile {
+        event,
+        period,
+        scope: PROFILE_SCOPE.into(),
+        passes: vec![pass],
+        notes,
+    })
 }
 
 impl<C: Clock> Harness<C> {
@@ -94,26 +96,19 @@ impl<C: Clock> Harness<C> {
         how: SampleMethod,
         length: Duration,
         source: &dyn SamplingSource,
-    ) -> Result<Profiled> {
+    ) -> Result<ProfileOutcome> {
         let mut step = self.profile_step(workload, &how)?;
         let mut sampler = match source.open() {
             Ok(s) => s,
             Err(why) => {
                 self.meters().note_perf_closed();
-                return Ok(Profiled::Unavailable(why));
+                return Ok(ProfileOutcome::Unavailable(why));
             }
         };
         let ran = self.sample_for(&mut *sampler, &mut step, length);
-        let (event, period) = (sampler.event(), sampler.period());
-        let outcome = ran.map(|(ops, wall_ns)| sampler.finish(ops, wall_ns));
+        let outcome = ran.map(|(ops, wall_ns)| finish(sampler, ops, wall_ns));
         self.meters().note_perf_closed();
-        let (pass, notes) = outcome?;
-        Ok(Profiled::Pass {
-            pass,
-            notes,
-            event,
-            period,
-        })
+        outcome
     }
 
     /// Runs `step` (one batch: the operations it did) with `sampler` on
@@ -320,12 +315,16 @@ mod tests {
             fail_at: None,
         };
         let got = h.profile(&mut work, batched(), Duration::from_millis(50), &source);
-        let Ok(Profiled::Pass {
-            pass, notes, event, ..
-        }) = got
+        let Ok(ProfileOutcome::Profiled(Profile {
+            mut passes,
+            notes,
+            event,
+            ..
+        })) = got
         else {
             panic!("{got:?}");
         };
+        let pass = passes.remove(0);
         let log = log.borrow();
         let first = log.iter().position(|e| e == "enable").unwrap();
         // Calibration ran unsampled; then each batch of 10 iterations (10 ms)
@@ -340,7 +339,10 @@ mod tests {
         );
         assert_eq!(pass_log.last().unwrap(), "finish");
         assert_eq!((pass.ops, pass.wall_ns), (5.0 * 10.0 * 2.0, 50_000_000));
-        assert_eq!((notes, event), (vec!["a note".to_string()], "cpu-clock"));
+        assert_eq!(
+            (notes, event.as_str()),
+            (vec!["a note".to_string()], "cpu-clock")
+        );
         assert!(
             h.meters().perf_hooks_on(),
             "the timed samples after it wait"
@@ -360,7 +362,10 @@ mod tests {
         };
         let no = FakeSource(log.clone(), Some("needs root"));
         let got = h.profile(&mut work, batched(), Duration::from_millis(50), &no);
-        assert_eq!(got.unwrap(), Profiled::Unavailable("needs root".into()));
+        assert_eq!(
+            got.unwrap(),
+            ProfileOutcome::Unavailable("needs root".into())
+        );
 
         work.runs = 0;
         work.fail_at = Some(8);

@@ -302,13 +302,8 @@ impl<'a> TimeRounds<'a> {
         let plan = self.plan;
         self.interrupt.check()?;
         let is_floor = i == plan.commands.len();
-        if let (false, Some(prepare)) = (is_floor, &plan.prepare) {
-            let env = plan.spawn.env.iter().cloned().collect();
-            let watch = Watch {
-                stop: Some(self.interrupt),
-                timeout: plan.spawn.timeout,
-            };
-            crate::experiment::config::sh("--prepare", &env, prepare, watch)?;
+        if !is_floor {
+            self.prepare()?;
         }
         let m = &mut self.members[i];
         let opts = if is_floor { &self.quiet } else { &plan.spawn };
@@ -333,6 +328,19 @@ impl<'a> TimeRounds<'a> {
             m.joules.push(joules);
         }
         Ok(())
+    }
+
+    /// Runs `--prepare`, if given, as before each run of a command.
+    fn prepare(&self) -> Result<()> {
+        let Some(prepare) = &self.plan.prepare else {
+            return Ok(());
+        };
+        let env = self.plan.spawn.env.iter().cloned().collect();
+        let watch = Watch {
+            stop: Some(self.interrupt),
+            timeout: self.plan.spawn.timeout,
+        };
+        crate::experiment::config::sh("--prepare", &env, prepare, watch)
     }
 
     /// The commands' series (those that ran) and the empty command's.

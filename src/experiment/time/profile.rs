@@ -7,10 +7,10 @@
 use super::TimeRounds;
 use crate::document::ProfileOutcome;
 use crate::error::{Error, Result};
-use crate::experiment::profiling::{merge, outcome, sampling};
+use crate::experiment::profiling::{merge, sampling};
 use crate::measure::Monotonic;
 use crate::measure::clock::Clock;
-use crate::measure::profile_pass::{Profiled, Sampling, SamplingSource};
+use crate::measure::profile_pass::{Sampling, SamplingSource, finish};
 use crate::measure::spawn::run_once;
 
 impl TimeRounds<'_> {
@@ -29,26 +29,19 @@ impl TimeRounds<'_> {
                     continue;
                 }
                 let got = self.profile_run(i)?;
-                merge(&mut self.profiles[i], outcome(got));
+                merge(&mut self.profiles[i], got);
             }
         }
         Ok(())
     }
 
     /// One run of command `i` (after `--prepare`) with the profiler on.
-    fn profile_run(&mut self, i: usize) -> Result<Profiled> {
+    fn profile_run(&mut self, i: usize) -> Result<ProfileOutcome> {
         self.interrupt.check()?;
-        if let Some(prepare) = &self.plan.prepare {
-            let env = self.plan.spawn.env.iter().cloned().collect();
-            let watch = crate::experiment::config::Watch {
-                stop: Some(self.interrupt),
-                timeout: self.plan.spawn.timeout,
-            };
-            crate::experiment::config::sh("--prepare", &env, prepare, watch)?;
-        }
+        self.prepare()?;
         let mut sampler: Box<dyn Sampling> = match sampling().open() {
             Ok(s) => s,
-            Err(why) => return Ok(Profiled::Unavailable(why)),
+            Err(why) => return Ok(ProfileOutcome::Unavailable(why)),
         };
         let m = &self.members[i];
         sampler
@@ -61,13 +54,6 @@ impl TimeRounds<'_> {
             .disable()
             .map_err(|e| Error::io("disabling the profiler", e))?;
         run?;
-        let (event, period) = (sampler.event(), sampler.period());
-        let (pass, notes) = sampler.finish(1.0, wall_ns);
-        Ok(Profiled::Pass {
-            pass,
-            notes,
-            event,
-            period,
-        })
+        Ok(finish(sampler, 1.0, wall_ns))
     }
 }
