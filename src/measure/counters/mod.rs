@@ -41,10 +41,14 @@ use std::io;
 mod perf_event;
 mod rusage;
 
+pub(crate) use perf_event::{
+    AttrLayout, FLAG_DISABLED, FLAG_EXCLUDE_HV, PERF_COUNT_HW_CPU_CYCLES, PERF_EVENT_IOC_DISABLE,
+    PERF_EVENT_IOC_ENABLE, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PerfEventAttr, errno_name,
+    perf_event_open, perf_ioctl, tree_tasks,
+};
 pub use perf_event::{
     PerfCount, PerfDelta, PerfEvents, PerfReading, PerfSource, TreePerf, perf_delta,
 };
-pub(crate) use perf_event::{errno_name, tree_tasks};
 pub(crate) use rusage::{Usage, getrusage};
 
 use perf_event::PERF_EVENTS;

@@ -13,11 +13,11 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::env::probe::Sys;
 
-pub(super) const PERF_TYPE_HARDWARE: u32 = 0;
+pub(crate) const PERF_TYPE_HARDWARE: u32 = 0;
 
-pub(super) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 
-pub(super) const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+pub(crate) const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
 
 pub(super) const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 
@@ -28,11 +28,11 @@ pub(super) const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 pub(super) const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 
 /// perf_event_attr.flags bits (include/uapi/linux/perf_event.h).
-pub(super) const FLAG_DISABLED: u64 = 1 << 0;
+pub(crate) const FLAG_DISABLED: u64 = 1 << 0;
 
 pub(super) const FLAG_INHERIT: u64 = 1 << 1;
 
-pub(super) const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+pub(crate) const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 
 pub(super) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
@@ -43,9 +43,9 @@ pub(super) const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 pub(super) const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
 
 /// `_IO('$', 0)` and `_IO('$', 1)` (include/uapi/linux/perf_event.h).
-pub(super) const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
+pub(crate) const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
 
-pub(super) const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
+pub(crate) const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
 
 /// The perf events osbench opens: name, type, config.
 pub(super) const PERF_EVENTS: [(&str, u32, u64); 5] = [
@@ -69,20 +69,59 @@ pub(super) const PERF_EVENTS: [(&str, u32, u64); 5] = [
 ];
 
 /// The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0),
-/// which every kernel since 2.6.31 accepts.
+/// which every kernel since 2.6.31 accepts: the counting pass's whole
+/// attribute, and the head of a sampling one (`measure::profile`).
 #[repr(C)]
 #[derive(Default)]
-pub(super) struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+pub(crate) struct PerfEventAttr {
+    pub(crate) type_: u32,
+    /// How many bytes of the attribute the kernel reads.
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    pub(crate) wakeup_events: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
+}
+
+/// A `struct perf_event_attr` as the kernel reads it.
+///
+/// # Safety
+/// An implementor is `#[repr(C)]`, starts with a [`PerfEventAttr`], and
+/// holds at least as many initialised bytes as that head's `size` says.
+pub(crate) unsafe trait AttrLayout {}
+
+// SAFETY: it is its own head, and its `size` is set to its 64 bytes.
+unsafe impl AttrLayout for PerfEventAttr {}
+
+/// `perf_event_open(attr, pid, cpu, -1, CLOEXEC)`: one event, as `attr`
+/// says, on task `pid` (−1: every task) and `cpu` (−1: any).
+pub(crate) fn perf_event_open<A: AttrLayout>(
+    attr: &A,
+    pid: libc::pid_t,
+    cpu: libc::c_int,
+) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a perf_event_attr of at least its `size` initialised
+    // bytes (`AttrLayout`); pid, cpu and group −1 are plain integers; the
+    // kernel only reads `attr`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const A,
+            pid,
+            cpu,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned `fd` as a new descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
 /// The perf events counting passes open: the seam, like
@@ -365,33 +404,17 @@ pub(super) fn perf_open(type_: u32, config: u64, tid: libc::pid_t) -> io::Result
         flags: FLAG_DISABLED | FLAG_INHERIT | FLAG_EXCLUDE_HV,
         ..Default::default()
     };
-    // SAFETY: `attr` is an initialised perf_event_attr whose `size` is its real
-    // size; pid / cpu −1 / group −1 are plain integers; the kernel only reads `attr`.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned `fd` as a new descriptor nothing else owns.
-    Ok(File::from(unsafe {
-        OwnedFd::from_raw_fd(fd as libc::c_int)
-    }))
+    perf_event_open(&attr, tid, -1).map(File::from)
 }
 
 /// `PERF_EVENT_IOC_ENABLE` or `_DISABLE` on one event (and its inherited children).
-pub(super) fn perf_ioctl(file: &File, request: libc::Ioctl) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `file` is an open perf event descriptor; both requests take an
+pub(crate) fn perf_ioctl(
+    event: &impl std::os::fd::AsRawFd,
+    request: libc::Ioctl,
+) -> io::Result<()> {
+    // SAFETY: `event` is an open perf event descriptor; both requests take an
     // integer argument (0: this event, not its group) and touch no memory of ours.
-    if unsafe { libc::ioctl(file.as_raw_fd(), request, 0) } != 0 {
+    if unsafe { libc::ioctl(event.as_raw_fd(), request, 0) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 
 use crate::document::profile::{ProfilePass, fold};
-use crate::measure::counters::{errno_name, tree_tasks};
+use crate::measure::counters::{
+    PERF_COUNT_HW_CPU_CYCLES, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, errno_name, tree_tasks,
+};
 use sampler::{Rate, Record, Ring, Sample};
 
 /// What a profiling pass samples.
@@ -79,13 +81,13 @@ impl Profiler {
         let freq = (1_000_000_000 / period_ns).max(1);
         let hardware = (
             "cycles",
-            sampler::PERF_TYPE_HARDWARE,
-            sampler::PERF_COUNT_HW_CPU_CYCLES,
+            PERF_TYPE_HARDWARE,
+            PERF_COUNT_HW_CPU_CYCLES,
             Rate::Frequency(freq),
         );
         let software = (
             "cpu-clock",
-            sampler::PERF_TYPE_SOFTWARE,
+            PERF_TYPE_SOFTWARE,
             sampler::PERF_COUNT_SW_CPU_CLOCK,
             Rate::Period(period_ns),
         );

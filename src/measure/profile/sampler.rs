@@ -11,15 +11,16 @@
 
 use std::io;
 use std::ops::Range;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `perf_event_attr.type`.
-pub(super) const PERF_TYPE_HARDWARE: u32 = 0;
-pub(super) const PERF_TYPE_SOFTWARE: u32 = 1;
-/// `perf_event_attr.config` of the two sampling events.
-pub(super) const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+use crate::measure::counters::{
+    AttrLayout, FLAG_DISABLED, FLAG_EXCLUDE_HV, PERF_EVENT_IOC_DISABLE, PERF_EVENT_IOC_ENABLE,
+    PerfEventAttr, perf_event_open, perf_ioctl,
+};
+
+/// `perf_event_attr.config` of the software sampling event.
 pub(super) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 
 /// `perf_event_attr.sample_type` bits.
@@ -33,18 +34,10 @@ const PERF_SAMPLE_CPU: u64 = 1 << 7;
 const SAMPLE_TYPE: u64 =
     PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN;
 
-/// `perf_event_attr` flag bits: disabled, exclude_hv, freq (sample_freq
-/// instead of sample_period), task (FORK and EXIT records).
-const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+/// `perf_event_attr` flag bits besides the counting pass's: freq
+/// (sample_freq instead of sample_period), task (FORK and EXIT records).
 const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_TASK: u64 = 1 << 13;
-
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-/// `_IO('$', 0)`, `_IO('$', 1)`.
-const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
-const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
 
 /// `enum perf_event_type`: the records read.
 const PERF_RECORD_LOST: u32 = 2;
@@ -75,17 +68,9 @@ const MIN_DATA_PAGES: usize = 8;
 #[repr(C)]
 #[derive(Default)]
 struct SampleAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    /// sample_period, or sample_freq with [`FLAG_FREQ`].
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+    /// Type, size, config, sample_period (or sample_freq with
+    /// [`FLAG_FREQ`]), sample_type, flags, …: the counting pass's fields.
+    head: PerfEventAttr,
     config2: u64,
     branch_sample_type: u64,
     sample_regs_user: u64,
@@ -97,6 +82,10 @@ struct SampleAttr {
     sample_max_stack: u16,
     reserved_2: u16,
 }
+
+// SAFETY: `#[repr(C)]`, it starts with its head, and `open_event` sets the
+// head's `size` to the whole struct's.
+unsafe impl AttrLayout for SampleAttr {}
 
 /// How often an event samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,33 +152,18 @@ pub(super) fn open_event(type_: u32, config: u64, rate: Rate, cpu: u32) -> io::R
         Rate::Frequency(f) => (f, FLAG_FREQ),
     };
     let attr = SampleAttr {
-        type_,
-        size: std::mem::size_of::<SampleAttr>() as u32,
-        config,
-        sample_period,
-        sample_type: SAMPLE_TYPE,
-        flags: FLAG_DISABLED | FLAG_EXCLUDE_HV | FLAG_TASK | freq,
-        wakeup_events: 0,
+        head: PerfEventAttr {
+            type_,
+            size: std::mem::size_of::<SampleAttr>() as u32,
+            config,
+            sample_period,
+            sample_type: SAMPLE_TYPE,
+            flags: FLAG_DISABLED | FLAG_EXCLUDE_HV | FLAG_TASK | freq,
+            ..Default::default()
+        },
         ..Default::default()
     };
-    // SAFETY: `attr` is an initialised perf_event_attr whose `size` is its
-    // real size; pid −1, cpu and group −1 are plain integers; the kernel only
-    // reads `attr`.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const SampleAttr,
-            -1 as libc::pid_t,
-            cpu as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned `fd` as a new descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    perf_event_open(&attr, -1, cpu as libc::c_int)
 }
 
 fn page_size() -> usize {
@@ -258,12 +232,7 @@ impl Ring {
         } else {
             PERF_EVENT_IOC_DISABLE
         };
-        // SAFETY: `fd` is an open perf event; both requests take an integer
-        // argument and touch no memory of ours.
-        if unsafe { libc::ioctl(self.fd.as_raw_fd(), request, 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        perf_ioctl(&self.fd, request)
     }
 
     /// The descriptor and mapping address (for tests that look for them in /proc).
@@ -425,6 +394,13 @@ pub(super) fn is_kernel_address(addr: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampling_attribute_is_ver5_with_the_counting_one_as_its_head() {
+        // PERF_ATTR_SIZE_VER5, and the head the counting pass sends alone.
+        assert_eq!(std::mem::size_of::<SampleAttr>(), 112);
+        assert_eq!(std::mem::offset_of!(SampleAttr, config2), 64);
+    }
 
     fn header(type_: u32, size: usize) -> Vec<u8> {
         let mut h = type_.to_ne_bytes().to_vec();
