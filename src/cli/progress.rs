@@ -1,11 +1,14 @@
 //! Progress of a run on stderr: an indicatif bar when stderr is a terminal
 //! and the run lasts more than a second, otherwise one line per case
 //! (`[i/n] round r/R CONFIG: bench case ... result`; `osbench time` a line
-//! per round at most every few seconds), nothing with `--quiet`. Each
-//! warning is said once per case, the first time it comes; [`Progress::digest`]
-//! says at the end which came, for which cases and in how many of their
-//! rounds. Everything here runs between cases, never inside a timed region:
-//! the bar is redrawn only when a case starts or ends (no ticking thread).
+//! per round at most every few seconds), nothing with `--quiet`. A case's
+//! warnings wait for [`Progress::digest`], which says after the results
+//! each distinct warning once, with the cases that gave it and in how many
+//! of their rounds ([`osbench::report::digest`]); with `--verbose` each is
+//! also said once per case as it comes. Findings about the run itself (load,
+//! busy processes) are said when found. Everything here runs between cases,
+//! never inside a timed region: the bar is redrawn only when a case starts
+//! or ends (no ticking thread).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -16,6 +19,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use osbench::bench::util::select::Case;
 use osbench::document::Series;
 use osbench::experiment::Observer;
+use osbench::report::digest::{CaseWarning, digest, group_lines};
 use osbench::report::{blank_numbers, fmt_pct, fmt_sig};
 use osbench::stats::noise::shared_shift;
 
@@ -28,6 +32,8 @@ const ROUND_LINE_EVERY: Duration = Duration::from_secs(5);
 /// Reports progress of a run.
 pub struct Progress {
     mode: Mode,
+    /// Say each case's warnings as they come, not only in the digest.
+    verbose: bool,
     /// The bar counts rounds (`osbench time`), not cases.
     counts_rounds: bool,
     /// The round (from 0), rounds planned and configuration of the case
@@ -71,7 +77,7 @@ impl Progress {
     /// or 0 when the bar counts rounds whose number is learnt as they end;
     /// `expected` a rough estimate of the run's length (it decides whether the
     /// bar shows from the start; otherwise it appears once a second has passed).
-    pub fn new(quiet: bool, total: usize, expected: Duration) -> Self {
+    pub fn new(quiet: bool, verbose: bool, total: usize, expected: Duration) -> Self {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -94,12 +100,15 @@ impl Progress {
         } else {
             Mode::Lines
         };
-        Self::with_mode(mode, total == 0)
+        let mut progress = Self::with_mode(mode, total == 0);
+        progress.verbose = verbose;
+        progress
     }
 
     fn with_mode(mode: Mode, counts_rounds: bool) -> Self {
         Self {
             mode,
+            verbose: false,
             counts_rounds,
             step: None,
             warned: Vec::new(),
@@ -110,10 +119,10 @@ impl Progress {
         }
     }
 
-    /// After the results: every warning of the run once, with the cases
-    /// that gave it and in how many of their rounds (nothing when quiet, or
-    /// when no case of several rounds or invocations warned and the cases
-    /// did not shift together).
+    /// After the results: every case warning of the run once, grouped by
+    /// what it says, with the cases that gave it and in how many of their
+    /// rounds; and whether the cases' medians shifted together (nothing
+    /// when quiet or when no case warned).
     pub fn digest(&self) {
         if let Some(text) = self.digest_text() {
             self.say(&text);
@@ -122,17 +131,18 @@ impl Progress {
 
     /// What [`Progress::digest`] says.
     fn digest_text(&self) -> Option<String> {
-        if matches!(self.mode, Mode::Quiet) {
-            return None;
-        }
-        // Said once already, a warning needs the digest only for its count
-        // (a case of several rounds or invocations), or with a shared shift.
-        let counted = self
+        let cases: Vec<CaseWarning> = self
             .warned
             .iter()
-            .any(|w| self.finished.get(&w.case).is_some_and(|&n| n > 1));
-        let shift = shared_shift(&self.run_order).filter(|_| !self.warned.is_empty());
-        if !counted && shift.is_none() {
+            .filter(|w| !w.case.is_empty())
+            .map(|w| CaseWarning {
+                case: w.case.clone(),
+                text: w.text.clone(),
+                count: w.count,
+                of: self.finished.get(&w.case).copied().unwrap_or(1),
+            })
+            .collect();
+        if matches!(self.mode, Mode::Quiet) || cases.is_empty() {
             return None;
         }
         let what = if self.step.is_some() {
@@ -140,30 +150,25 @@ impl Progress {
         } else {
             "invocations"
         };
+        let groups = digest(&cases, what);
+        let concerned: std::collections::BTreeSet<&str> =
+            cases.iter().map(|w| w.case.as_str()).collect();
+        let shown = if self.verbose {
+            "each said above"
+        } else {
+            "-v says each as it comes"
+        };
         let mut out = format!(
-            "osbench: {} warning{} (each said once above):\n",
-            self.warned.len(),
-            if self.warned.len() == 1 { "" } else { "s" }
+            "osbench: {} warning{} about {} case{} ({shown}):\n",
+            groups.len(),
+            if groups.len() == 1 { "" } else { "s" },
+            concerned.len(),
+            if concerned.len() == 1 { "" } else { "s" },
         );
-        // The run's own warnings first, then case by case (each in the order it came).
-        let mut warned: Vec<&Warned> = self.warned.iter().collect();
-        warned.sort_by(|a, b| a.case.cmp(&b.case));
-        for w in warned {
-            let of = self.finished.get(&w.case).copied().unwrap_or(1);
-            let short = w.text.split("; ").next().unwrap_or(&w.text);
-            let count = if of > 1 {
-                format!(" — in {} of {of} {what}", w.count)
-            } else {
-                String::new()
-            };
-            let case = if w.case.is_empty() {
-                String::new()
-            } else {
-                format!("{}: ", w.case)
-            };
-            out.push_str(&format!("  {case}{short}{count}\n"));
+        for line in group_lines(&groups) {
+            out.push_str(&format!("  {line}\n"));
         }
-        if let Some(shift) = shift {
+        if let Some(shift) = shared_shift(&self.run_order) {
             out.push_str(&format!(
                 "  the cases' medians moved together in run order (lag-one correlation {:.2} over \
                  {} consecutive cases, each against its own median): the host's speed shifted \
@@ -327,13 +332,8 @@ impl Observer for Progress {
         };
         self.run_order.push((id, s.summary.median));
         for w in &s.warnings {
-            if self.first_time(&case, w) {
-                let more = if self.step.is_some() {
-                    " (said once a case; counted at the end)"
-                } else {
-                    ""
-                };
-                self.say(&format!("osbench: warning: {case}: {w}{more}"));
+            if self.first_time(&case, w) && self.verbose {
+                self.say(&format!("osbench: warning: {case}: {w}"));
             }
         }
     }
@@ -392,9 +392,9 @@ mod tests {
         let digest = progress.digest_text().unwrap();
         assert_eq!(
             digest,
-            "osbench: 2 warnings (each said once above):\n  \
-             syscall read [a]: high spread between samples (CV 11.5%) — in 4 of 4 rounds\n  \
-             syscall read [b]: high spread between samples (CV 12.5%) — in 2 of 4 rounds"
+            "osbench: 1 warning about 2 cases (-v says each as it comes):\n  \
+             high spread between samples (CV …): syscall read [a] 11.5% (4 of 4 rounds), \
+             syscall read [b] 12.5% (2 of 4 rounds) — re-run"
         );
         assert_eq!(Progress::with_mode(Mode::Quiet, false).digest_text(), None);
     }

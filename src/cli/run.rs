@@ -118,6 +118,10 @@ pub struct RunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    /// Say each case's warnings as they come (otherwise each distinct warning is said once,
+    /// after the results, with the cases it concerns)
+    #[arg(long, short, conflicts_with = "quiet")]
+    verbose: bool,
 }
 
 /// Samples per case when `--samples` is not given (lmbench's 11).
@@ -281,7 +285,7 @@ fn run_body(
     if let (Some(profile), false) = (plan.profile, args.quiet) {
         super::eprint_wrapped(&format!("osbench: {}", profile.describe(&plan)));
     }
-    let mut progress = Progress::new(args.quiet, plan.steps(), plan.expected_duration());
+    let mut progress = Progress::new(args.quiet, args.verbose, plan.steps(), plan.expected_duration());
     let outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)

@@ -162,6 +162,10 @@ pub struct TimeArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    /// Say each case's warnings as they come (otherwise each distinct warning is said once,
+    /// after the results, with the cases it concerns)
+    #[arg(long, short, conflicts_with = "quiet")]
+    verbose: bool,
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -250,7 +254,7 @@ fn time_body(
     let ingest = args.ingest.prepare()?;
     // The length is not known yet (it follows the first round or a precision
     // target): the bar appears after a second and learns it as rounds end.
-    let mut progress = Progress::new(args.quiet, 0, Duration::ZERO);
+    let mut progress = Progress::new(args.quiet, args.verbose, 0, Duration::ZERO);
     let outcome = timing::run(
         &plan,
         programs,

@@ -388,29 +388,39 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
     if let Some(modes) = bimodal(&series.samples) {
         series.noise.push(NoiseFlag::Bimodal);
         series.warnings.push(format!(
-            "samples form two clusters: {} near {} and {} near {} {unit}; the machine switched modes \
+            "samples in two clusters ({} near {}, {} near {} {unit}); the machine switched modes \
              during the case: {}",
             modes.low_count,
             crate::document::number::fmt_sig(modes.low),
             modes.high_count,
             crate::document::number::fmt_sig(modes.high),
-            two_cluster_causes(tasks, series.pin)
+            two_cluster_causes(tasks, series.pin, one_cpu_allowed())
         ));
     }
 }
 
 /// What can put a case's samples in two clusters: cross-CPU wake-ups only
 /// where tasks wake each other across CPUs (more than one task, not all on
-/// one CPU); the host's slow phases always.
-pub(super) fn two_cluster_causes(tasks: usize, pin: Pin) -> String {
-    const PHASES: &str = "the host's slow phases, which hit every case measured at the time";
+/// one CPU, whether by `--pin same` or by an affinity mask of one CPU, as
+/// under `taskset -c 0`); the host's slow phases always.
+pub(super) fn two_cluster_causes(tasks: usize, pin: Pin, one_cpu: bool) -> String {
+    const PHASES: &str = "the host's slow phases, which hit every case measured then";
     match (tasks, pin) {
         (1, _) => format!("not cross-CPU wake-ups (it runs one task) but {PHASES}"),
         (_, Pin::Same) => {
             format!("not cross-CPU wake-ups (its tasks share one CPU, --pin same) but {PHASES}")
         }
-        _ => format!("on VMs cross-CPU wake-ups do this (try --pin same), and so do {PHASES}"),
+        _ if one_cpu => format!(
+            "not cross-CPU wake-ups (osbench may run on one CPU only: its affinity mask) but \
+             {PHASES}"
+        ),
+        _ => format!("cross-CPU wake-ups on a VM (try --pin same) or {PHASES}"),
     }
+}
+
+/// Whether this process may run on one CPU only (`taskset -c 0`).
+fn one_cpu_allowed() -> bool {
+    crate::measure::placement::allowed_cpus().is_ok_and(|cpus| cpus.len() == 1)
 }
 
 fn not_finite(def: &BenchDef, params: &Params) -> Error {
@@ -428,22 +438,27 @@ mod tests {
     #[test]
     fn two_clusters_blame_wake_ups_only_where_tasks_wake_across_cpus() {
         for pin in [Pin::None, Pin::Same, Pin::Spread] {
-            let one = two_cluster_causes(1, pin);
+            let one = two_cluster_causes(1, pin, false);
             assert!(
                 !one.contains("try --pin same") && one.contains("one task"),
                 "{one}"
             );
         }
-        let same = two_cluster_causes(2, Pin::Same);
+        let same = two_cluster_causes(2, Pin::Same, false);
         assert!(
             !same.contains("try --pin same") && same.contains("slow phases"),
             "{same}"
         );
         for pin in [Pin::None, Pin::Spread] {
-            let two = two_cluster_causes(2, pin);
+            let two = two_cluster_causes(2, pin, false);
             assert!(
                 two.contains("try --pin same") && two.contains("slow phases"),
                 "{two}"
+            );
+            let masked = two_cluster_causes(2, pin, true);
+            assert!(
+                !masked.contains("try --pin same") && masked.contains("affinity mask"),
+                "{masked}"
             );
         }
     }

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use super::layout::Body;
 use super::{ctx_mode, fmt_sig};
-use crate::document::{DEFAULT_CONFIG, Document, Series};
+use crate::document::{DEFAULT_CONFIG, Document, NoiseFlag, Series};
 
 /// The median of the first series of `bench` / `case` among `series` (not
 /// a threads or processes variant) in µs.
@@ -83,17 +83,31 @@ pub fn lock_prefix(doc: &Document) -> Option<Body> {
     )))
 }
 
-/// hackbench's `Time:` line for each messaging series (the median run,
-/// milliseconds truncated as hackbench prints them).
+/// hackbench's `Time:` line for each messaging series: the median run, in
+/// the results table's digits (hackbench truncates to milliseconds, which
+/// put a different last digit beside the table's median), and why the
+/// quick suite took fewer runs than the policy's samples.
 pub fn hackbench(doc: &Document) -> Option<Body> {
     let mut out = String::new();
     for s in doc.series.iter().filter(|s| s.key.bench == "messaging") {
         let m = &s.summary;
-        let time = (m.median * 1000.0).floor() / 1000.0;
+        let fewer = m.n < doc.run.policy.samples && !s.noise.contains(&NoiseFlag::Interrupted);
+        let why = if fewer {
+            format!(
+                ", not {}: the quick suite runs hackbench fewer times; --samples N for more",
+                doc.run.policy.samples
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{:<24} Time: {time:.3}   (median of {} runs; mean {:.3} ± {:.3} s)",
-            s.anchor, m.n, m.mean, m.stddev
+            "{:<24} Time: {}   (median of {} runs{why}; mean {} ± {} s)",
+            s.anchor,
+            fmt_sig(m.median),
+            m.n,
+            fmt_sig(m.mean),
+            fmt_sig(m.stddev)
         );
     }
     (!out.is_empty()).then_some(Body::Text(out))
@@ -192,7 +206,8 @@ struct Column {
     top: &'static str,
     bottom: &'static str,
     width: usize,
-    value: fn(&[&Series]) -> Option<f64>,
+    /// `None`: a column osbench leaves blank (no family measures it).
+    value: Option<fn(&[&Series]) -> Option<f64>>,
 }
 
 /// The series of `bench` whose parameters include every `(key, value)`
@@ -230,10 +245,22 @@ fn fit(v: f64, width: usize) -> String {
         .unwrap_or_else(|| format!("{v:.0}"))
 }
 
+/// What an lmbench summary table is: its title, the selectors that measure
+/// every cell osbench can fill, and `footnote` (empty or lines ending in a
+/// newline).
+struct SummaryTable<'a> {
+    title: &'a str,
+    fill: &'a str,
+    footnote: &'a str,
+}
+
 /// An lmbench summary table: its title, its columns under the Host and OS
 /// ones, a row per configuration that has at least one of its cells, and
-/// `footnote` (empty or lines ending in a newline).
-fn lmbench_table(doc: &Document, title: &str, footnote: &str, columns: &[Column]) -> Option<Body> {
+/// its footnote. With fewer than half of the cells osbench can fill (a
+/// column whose value is not always blank) measured, as after the quick
+/// suite, one line instead says which it has and what fills the rest: a
+/// table of blanks says less than that line.
+fn lmbench_table(doc: &Document, table: SummaryTable, columns: &[Column]) -> Option<Body> {
     let mut configs: Vec<&str> = Vec::new();
     for s in &doc.series {
         if !configs.contains(&s.key.config.as_str()) {
@@ -248,13 +275,35 @@ fn lmbench_table(doc: &Document, title: &str, footnote: &str, columns: &[Column]
                 .iter()
                 .filter(|s| s.key.config == config)
                 .collect();
-            (config, columns.iter().map(|c| (c.value)(&series)).collect())
+            (config, columns.iter().map(|c| c.value.and_then(|v| v(&series))).collect())
         })
         .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
         .collect();
     if rows.is_empty() {
         return None;
     }
+    let filled: Vec<&Column> = columns
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| rows.iter().any(|(_, cells)| cells[*i].is_some()))
+        .map(|(_, c)| c)
+        .collect();
+    let fillable = columns.iter().filter(|c| c.value.is_some()).count();
+    if filled.len() * 2 < fillable {
+        let names: Vec<String> = filled
+            .iter()
+            .map(|c| format!("{} {}", c.top, c.bottom).trim().to_string())
+            .collect();
+        return Some(Body::Text(format!(
+            "lmbench's \"{}\" table is left out: {} of the {fillable} cells osbench fills were \
+             measured ({}, in the results above); `osbench run {}` measures them all\n",
+            table.title.split(" in ").next().unwrap_or(table.title),
+            filled.len(),
+            names.join(", "),
+            table.fill
+        )));
+    }
+    let (title, footnote) = (table.title, table.footnote);
     let line = |words: &dyn Fn(&Column) -> String, host: &str, os: &str| {
         let cells: Vec<String> = columns.iter().map(words).collect();
         format!("{host:<9} {os:>13} {}\n", cells.join(" "))
@@ -304,65 +353,68 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
             &[("chunk", "65536"), ("mode", "processes"), ("kind", kind)],
         )
     }
-    let none = |_: &[&Series]| None;
+    let table = SummaryTable {
+        title: "*Local* Communication bandwidths in MB/s - bigger is better",
+        fill: "stream file",
+        footnote: "",
+    };
     lmbench_table(
         doc,
-        "*Local* Communication bandwidths in MB/s - bigger is better",
-        "",
+        table,
         &[
             Column {
                 top: "Pipe",
                 bottom: "",
                 width: 5,
-                value: |s| stream(s, "pipe"),
+                value: Some(|s| stream(s, "pipe")),
             },
             Column {
                 top: "AF",
                 bottom: "UNIX",
                 width: 5,
-                value: |s| stream(s, "unix"),
+                value: Some(|s| stream(s, "unix")),
             },
             Column {
                 top: "TCP",
                 bottom: "",
                 width: 5,
-                value: |s| stream(s, "tcp"),
+                value: Some(|s| stream(s, "tcp")),
             },
             Column {
                 top: "File",
                 bottom: "reread",
                 width: 6,
-                value: file_reread,
+                value: Some(file_reread),
             },
             Column {
                 top: "Mmap",
                 bottom: "reread",
                 width: 6,
-                value: none,
+                value: None,
             },
             Column {
                 top: "Bcopy",
                 bottom: "(libc)",
                 width: 6,
-                value: none,
+                value: None,
             },
             Column {
                 top: "Bcopy",
                 bottom: "(hand)",
                 width: 6,
-                value: none,
+                value: None,
             },
             Column {
                 top: "Mem",
                 bottom: "read",
                 width: 5,
-                value: none,
+                value: None,
             },
             Column {
                 top: "Mem",
                 bottom: "write",
                 width: 5,
-                value: none,
+                value: None,
             },
         ],
     )
@@ -395,65 +447,68 @@ pub fn lmbench_latencies(doc: &Document) -> Option<Body> {
             &[("kind", kind), ("bytes", bytes), ("mode", "processes")],
         )
     }
-    let none = |_: &[&Series]| None;
+    let table = SummaryTable {
+        title: "*Local* Communication latencies in microseconds - smaller is better",
+        fill: "ctx:2p/0K ipc connect",
+        footnote: "",
+    };
     lmbench_table(
         doc,
-        "*Local* Communication latencies in microseconds - smaller is better",
-        "",
+        table,
         &[
             Column {
                 top: "2p/0K",
                 bottom: "ctxsw",
                 width: 5,
-                value: |s| {
+                value: Some(|s| {
                     param_median_us(
                         s,
                         "ctx",
                         &[("procs", "2"), ("size", "0"), ("mode", "processes")],
                     )
-                },
+                }),
             },
             Column {
                 top: "Pipe",
                 bottom: "",
                 width: 5,
-                value: |s| ipc(s, "pipe", "1"),
+                value: Some(|s| ipc(s, "pipe", "1")),
             },
             Column {
                 top: "AF",
                 bottom: "UNIX",
                 width: 5,
-                value: |s| ipc(s, "unix", "1"),
+                value: Some(|s| ipc(s, "unix", "1")),
             },
             Column {
                 top: "UDP",
                 bottom: "",
                 width: 5,
-                value: |s| ipc(s, "udp", "4"),
+                value: Some(|s| ipc(s, "udp", "4")),
             },
             Column {
                 top: "RPC/",
                 bottom: "UDP",
                 width: 5,
-                value: none,
+                value: None,
             },
             Column {
                 top: "TCP",
                 bottom: "",
                 width: 5,
-                value: |s| ipc(s, "tcp", "1"),
+                value: Some(|s| ipc(s, "tcp", "1")),
             },
             Column {
                 top: "RPC/",
                 bottom: "TCP",
                 width: 5,
-                value: none,
+                value: None,
             },
             Column {
                 top: "TCP",
                 bottom: "conn",
                 width: 5,
-                value: |s| param_median_us(s, "connect", &[("kind", "tcp")]),
+                value: Some(|s| param_median_us(s, "connect", &[("kind", "tcp")])),
             },
         ],
     )
@@ -475,70 +530,75 @@ pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
         let params = [("phase", phase), ("kib", kib), ("files", "100")];
         param_median_us(s, "fs", &[params[0], params[1], params[2], ("fsync", "no")])
     }
-    lmbench_table(
-        doc,
-        "File & VM system latencies in microseconds - smaller is better",
-        &format!(
+    let footnote = format!(
             "Mmap Latency: mmap {MMAP_LATENCY_CASE} (lmbench's lat_mmap at its default 8 MiB); \
              Prot Fault: signal prot − (catch − send), lmbench's subtraction; Page Fault: fault \
              {PAGE_FAULT_CASE} (lat_pagefault's 8 MiB file; osbench maps afresh untimed where \
              lmbench subtracts a separately timed remap).\n"
-        ),
+        );
+    let table = SummaryTable {
+        title: "File & VM system latencies in microseconds - smaller is better",
+        fill: "fs mmap signal fault poll",
+        footnote: &footnote,
+    };
+    lmbench_table(
+        doc,
+        table,
         &[
             Column {
                 top: "0K File",
                 bottom: "Create",
                 width: 6,
-                value: |s| fs(s, "create", "0"),
+                value: Some(|s| fs(s, "create", "0")),
             },
             Column {
                 top: "",
                 bottom: "Delete",
                 width: 6,
-                value: |s| fs(s, "delete", "0"),
+                value: Some(|s| fs(s, "delete", "0")),
             },
             Column {
                 top: "10K File",
                 bottom: "Create",
                 width: 6,
-                value: |s| fs(s, "create", "10"),
+                value: Some(|s| fs(s, "create", "10")),
             },
             Column {
                 top: "",
                 bottom: "Delete",
                 width: 6,
-                value: |s| fs(s, "delete", "10"),
+                value: Some(|s| fs(s, "delete", "10")),
             },
             Column {
                 top: "Mmap",
                 bottom: "Latency",
                 width: 7,
-                value: |s| case_us(s, "mmap", MMAP_LATENCY_CASE),
+                value: Some(|s| case_us(s, "mmap", MMAP_LATENCY_CASE)),
             },
             Column {
                 top: "Prot",
                 bottom: "Fault",
                 width: 5,
                 // lmbench's prot subtracts its catch (catch − send).
-                value: |s| Some(case_us(s, "signal", "prot")? - sig_handler_us(s)?),
+                value: Some(|s| Some(case_us(s, "signal", "prot")? - sig_handler_us(s)?)),
             },
             Column {
                 top: "Page",
                 bottom: "Fault",
                 width: 7,
-                value: |s| case_us(s, "fault", PAGE_FAULT_CASE),
+                value: Some(|s| case_us(s, "fault", PAGE_FAULT_CASE)),
             },
             Column {
                 top: "100fd",
                 bottom: "selct",
                 width: 5,
-                value: |s| {
+                value: Some(|s| {
                     param_median_us(
                         s,
                         "poll",
                         &[("call", "select"), ("on", "file"), ("fds", "100")],
                     )
-                },
+                }),
             },
         ],
     )
@@ -588,6 +648,8 @@ mod tests {
         plant(&mut doc, "stream", "tcp", stream("tcp"), 10485.76, Unit::Us);
         let fs = |phase: &str, kib: i64| json!({"phase": phase, "kib": kib, "files": 100, "fsync": "no"});
         plant(&mut doc, "fs", "create/0k", fs("create", 0), 12.5, Unit::Us);
+        plant(&mut doc, "fs", "delete/0k", fs("delete", 0), 6.0, Unit::Us);
+        plant(&mut doc, "fs", "create/10k", fs("create", 10), 20.0, Unit::Us);
         plant(
             &mut doc,
             "fs",
@@ -635,6 +697,19 @@ mod tests {
         assert!(row.contains(" 12.50 ") && row.contains("  7.25 "), "{fv}");
         assert!(row.ends_with(" 1.90"), "100fd selct last: {fv}");
 
+        // One of the six cells: a line instead of a table of blanks.
+        let lat = text(lmbench_latencies(&doc));
+        assert_eq!(
+            lat,
+            "lmbench's \"*Local* Communication latencies\" table is left out: 1 of the 6 cells \
+             osbench fills were measured (TCP conn, in the results above); `osbench run \
+             ctx:2p/0K ipc connect` measures them all\n"
+        );
+        for kind in ["pipe", "unix", "udp"] {
+            let bytes = if kind == "udp" { 4 } else { 1 };
+            let params = json!({"kind": kind, "bytes": bytes, "mode": "processes"});
+            plant(&mut doc, "ipc", kind, params, 9.0, Unit::Us);
+        }
         let lat = text(lmbench_latencies(&doc));
         assert!(lat.lines().last().unwrap().ends_with("41.00"), "{lat}");
         let processor = text(lmbench_processor(&doc));
@@ -653,6 +728,10 @@ mod tests {
         at("signal", "prot", 3.0);
         at("mmap", MMAP_LATENCY_CASE, 40.0);
         at("fault", PAGE_FAULT_CASE, 0.25);
+        for (phase, kib) in [("create", 0), ("delete", 0), ("create", 10), ("delete", 10)] {
+            let params = json!({"phase": phase, "kib": kib, "files": 100, "fsync": "no"});
+            plant(&mut doc, "fs", phase, params, 10.0, Unit::Us);
+        }
         let table = text(lmbench_file_vm(&doc));
         let row = table.lines().nth(5).unwrap();
         // Prot Fault = 3.0 − (2.0 − 0.5); 100fd selct blank.
@@ -665,7 +744,7 @@ mod tests {
         let terms = text(lmbench_processor(&doc));
         assert!(terms.contains("sig hndl 1.500"), "{terms}");
         doc.series
-            .retain(|s| s.key.bench != "mmap" && s.key.bench != "fault");
+            .retain(|s| !["mmap", "fault", "fs"].contains(&s.key.bench.as_str()));
         doc.series
             .retain(|s| !(s.key.bench == "signal" && s.key.case == "prot"));
         assert!(lmbench_file_vm(&doc).is_none());

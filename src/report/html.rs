@@ -59,7 +59,8 @@ p.meta { color: #5a6673; margin: 0 0 12px; }
 nav ul { margin: 6px 0 0; padding-left: 20px; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13.5px; }
 th, td { border: 1px solid #dde1e6; padding: 4px 8px; text-align: left; vertical-align: top; }
-thead th { background: #eef1f5; white-space: nowrap; }
+thead th { background: #eef1f5; }
+.scroll td:last-child { min-width: 18em; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.kv th { background: #f3f5f8; font-weight: 600; white-space: nowrap; }
@@ -282,24 +283,18 @@ fn pre(out: &mut String, text: &str) {
     let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_end()));
 }
 
-/// Every series' warnings, if any.
+/// The run's warnings as the terminal's digest says them: each distinct
+/// warning once, with the cases (and configurations) that gave it.
 fn warnings_html(out: &mut String, doc: &Document) {
-    let warnings: Vec<String> = doc
-        .series
-        .iter()
-        .flat_map(|s| {
-            s.warnings
-                .iter()
-                .map(move |w| format!("{} {}: {w}", s.key.bench, s.key.case))
-        })
-        .collect();
-    if !warnings.is_empty() {
-        out.push_str("<h3>Warnings</h3>\n<ul class=\"warnings\">\n");
-        for w in &warnings {
-            let _ = writeln!(out, "<li>{}</li>", escape(w));
-        }
-        out.push_str("</ul>\n");
+    let groups = super::digest::digest(&super::digest::document_warnings(doc), "rounds");
+    if groups.is_empty() {
+        return;
     }
+    out.push_str("<h3>Warnings</h3>\n<ul class=\"warnings\">\n");
+    for line in super::digest::group_lines(&groups) {
+        let _ = writeln!(out, "<li>{}</li>", escape(&line));
+    }
+    out.push_str("</ul>\n");
 }
 
 /// The run's settings and environment, from their JSON form.
@@ -488,15 +483,20 @@ fn comparison_section(out: &mut String, c: &Comparison, docs: &[(String, Documen
             })
             .collect();
         for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
+            let (lo, hi) = ch.judged();
+            // No spread between replicates known: a ratio without an interval, as the text says.
+            let interval = if lo == hi {
+                "[no interval]".to_string()
+            } else {
+                format!("[{} – {}]", fmt_ratio(lo), fmt_ratio(hi))
+            };
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td>{medians}<td>{l}</td><td class=\"num\">{} [{} – {}]</td>\
+                "<tr><td>{}</td><td>{}</td>{medians}<td>{l}</td><td class=\"num\">{} {interval}</td>\
                  <td class=\"num\">{:+.1}%</td><td class=\"num\">{}</td>{}</tr>",
                 escape(&case),
                 escape(row.unit.symbol()),
                 fmt_ratio(ch.ci.ratio),
-                fmt_ratio(ch.judged().0),
-                fmt_ratio(ch.judged().1),
                 (ch.ci.ratio - 1.0) * 100.0,
                 super::compare::fmt_p(ch.p_adjusted),
                 verdict_cell(ch.verdict.as_str(), &c.verdict_words(k, ch))

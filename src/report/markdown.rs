@@ -53,6 +53,13 @@ pub fn run(doc: &Document) -> String {
             let _ = writeln!(out, "- {}", escape(finding));
         }
     }
+    let warnings = super::digest::digest(&super::digest::document_warnings(doc), "rounds");
+    if !warnings.is_empty() {
+        out.push_str("\n## Warnings\n\n");
+        for line in super::digest::group_lines(&warnings) {
+            let _ = writeln!(out, "- {}", escape(&line));
+        }
+    }
     out.push_str("\n## Environment\n\n");
     let env_rows: Vec<Vec<String>> = crate::env::flatten(&doc.env)
         .iter()
@@ -94,14 +101,26 @@ fn run_header(doc: &Document) -> String {
         escape(&doc.env.kernel),
         escape(&doc.tool.version)
     );
-    let _ = writeln!(
-        out,
-        "- Policy: {} samples of {} ms per case, {} ms warm-up, seed {}",
-        r.policy.samples,
-        r.policy.sample_time_ns as f64 / 1e6,
-        r.policy.warmup_ns as f64 / 1e6,
-        r.seed
-    );
+    let _ = match &r.time {
+        // A timed command has rounds and warm-up runs, not samples of a duration.
+        Some(time) => writeln!(
+            out,
+            "- Policy: {} rounds, each command once a round in a seeded random order, after {} \
+             warm-up round{}, seed {}",
+            r.policy.samples,
+            time.warmup,
+            if time.warmup == 1 { "" } else { "s" },
+            r.seed
+        ),
+        None => writeln!(
+            out,
+            "- Policy: {} samples of {} ms per case, {} ms warm-up, seed {}",
+            r.policy.samples,
+            r.policy.sample_time_ns as f64 / 1e6,
+            r.policy.warmup_ns as f64 / 1e6,
+            r.seed
+        ),
+    };
     if !r.configs.is_empty() {
         let names: Vec<String> = r.configs.iter().map(|c| escape(&c.name)).collect();
         let _ = writeln!(
@@ -313,7 +332,10 @@ fn changes(c: &Comparison, letters: &[String]) -> String {
                 letters[i + 1].clone(),
                 median(i + 1),
                 format!("{:.3}", ch.ci.ratio),
-                format!("{:.3} – {:.3}", ch.judged().0, ch.judged().1),
+                match ch.judged() {
+                    (lo, hi) if lo == hi => "no interval".to_string(),
+                    (lo, hi) => format!("{lo:.3} – {hi:.3}"),
+                },
                 format!("{:+.1}%", (ch.ci.ratio - 1.0) * 100.0),
                 fmt_p(ch.p_adjusted),
                 escape(&c.verdict_words(i, ch)),

@@ -12,6 +12,7 @@ pub mod case_history;
 pub mod compare;
 pub mod counters;
 pub mod csv;
+pub mod digest;
 pub mod env;
 pub mod explain;
 pub mod fit;

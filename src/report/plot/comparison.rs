@@ -93,6 +93,20 @@ pub fn comparison_bars(c: &Comparison) -> (Vec<Bar>, String) {
     (bars, x_desc.to_string())
 }
 
+/// The x-axis description, or a shorter one without the sides' names when
+/// it would not fit under the plot (`room` pixels; plotters centres it and
+/// cuts what passes the picture's edge): about 0.55 of the font's size a
+/// character.
+fn fitting_desc(desc: &str, room: u32) -> String {
+    const SHORT: &str = "change against the baseline (%; below 0: faster)";
+    let px = desc.chars().count() as u32 * super::draw::DESC_PX * 55 / 100;
+    if px <= room {
+        desc.to_string()
+    } else {
+        SHORT.to_string()
+    }
+}
+
 /// One horizontal bar per comparison: the change of the candidate against
 /// the baseline in %, its 95 % interval as a whisker, coloured by verdict.
 pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option<Plot>> {
@@ -111,9 +125,12 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
     let label_px = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u32 * 15 / 2 + 24;
     let label_px = label_px.clamp(80, 420);
     let row_of = |i: usize| (n - 1 - i) as f64; // first record on top
+    let width = 820 + label_px / 2;
+    let x_desc = fitting_desc(x_desc, width.saturating_sub(label_px + 28));
+    let x_desc = x_desc.as_str();
     let svg = draw_svg(
         "comparison",
-        (820 + label_px / 2, 150 + 40 * n as u32),
+        (width, 150 + 40 * n as u32),
         |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(title, (SANS, TITLE_PX - 2))
