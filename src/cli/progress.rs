@@ -398,4 +398,61 @@ mod tests {
         );
         assert_eq!(Progress::with_mode(Mode::Quiet, false).digest_text(), None);
     }
+
+    #[test]
+    fn the_quick_suites_digest_fits_ten_lines_of_100_columns() {
+        // Every case of the quick suite warns of spread, half set samples
+        // aside and two wake each other across CPUs in two clusters: worse
+        // than the runs seen here (at most four cases warned of spread).
+        let cases = [
+            ("syscall", "null"),
+            ("ctx", "2p/0K"),
+            ("ctx", "2p/16K"),
+            ("ipc", "pipe"),
+            ("proc", "fork"),
+            ("fault", "anon/2048p"),
+            ("messaging", "g10/socket/processes"),
+            ("wakeup", "futex/threads"),
+        ];
+        let mut progress = Progress::with_mode(Mode::Lines, false);
+        for (i, (bench, case)) in cases.iter().enumerate() {
+            let mut warnings = vec![format!(
+                "high spread between samples (CV {}.{i}%); trust only large differences, or take \
+                 more --samples",
+                11 + i
+            )];
+            if i % 2 == 0 {
+                warnings.push(format!(
+                    "{} of {} samples set aside: outside 0.9–1.5 × the target time (kept in the \
+                     document as \"rejected\")",
+                    3 + i,
+                    14 + i
+                ));
+            }
+            if i == 1 || i == 3 {
+                warnings.push(format!(
+                    "samples in two clusters (5 near {i}.195, 6 near 6{i}.54 µs); the machine \
+                     switched modes: cross-CPU wake-ups on a VM (try --pin same) or the host's \
+                     slow phases"
+                ));
+            }
+            let mut s = measured(case, "default", &warnings);
+            s.key.bench = bench.to_string();
+            progress.case_finished(&s);
+        }
+        let digest = progress.digest_text().unwrap();
+        let wrapped = osbench::report::fit::wrap_prose(&digest, Some(100));
+        assert!(wrapped.lines().count() <= 10, "{wrapped}");
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 100),
+            "{wrapped}"
+        );
+        // Each warning once, each case's own numbers kept.
+        assert_eq!(wrapped.matches("high spread").count(), 1, "{wrapped}");
+        assert!(digest.contains("ctx 2p/0K 12.1%"), "{digest}");
+        assert!(
+            digest.contains("ipc pipe 5 near 3.195, 6 near 63.54"),
+            "{digest}"
+        );
+    }
 }

@@ -285,7 +285,12 @@ fn run_body(
     if let (Some(profile), false) = (plan.profile, args.quiet) {
         super::eprint_wrapped(&format!("osbench: {}", profile.describe(&plan)));
     }
-    let mut progress = Progress::new(args.quiet, args.verbose, plan.steps(), plan.expected_duration());
+    let mut progress = Progress::new(
+        args.quiet,
+        args.verbose,
+        plan.steps(),
+        plan.expected_duration(),
+    );
     let outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)

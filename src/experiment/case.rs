@@ -380,16 +380,15 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
     if cv > NOISY_CV {
         series.noise.push(NoiseFlag::HighCv);
         series.warnings.push(format!(
-            "high spread between samples (CV {:.1}%); the median resists it, but re-run or take more \
-             --samples before trusting small differences",
+            "high spread between samples (CV {:.1}%); trust only large differences, or take more \
+             --samples",
             cv * 100.0
         ));
     }
     if let Some(modes) = bimodal(&series.samples) {
         series.noise.push(NoiseFlag::Bimodal);
         series.warnings.push(format!(
-            "samples in two clusters ({} near {}, {} near {} {unit}); the machine switched modes \
-             during the case: {}",
+            "samples in two clusters ({} near {}, {} near {} {unit}); the machine switched modes: {}",
             modes.low_count,
             crate::document::number::fmt_sig(modes.low),
             modes.high_count,
@@ -414,7 +413,7 @@ pub(super) fn two_cluster_causes(tasks: usize, pin: Pin, one_cpu: bool) -> Strin
             "not cross-CPU wake-ups (osbench may run on one CPU only: its affinity mask) but \
              {PHASES}"
         ),
-        _ => format!("cross-CPU wake-ups on a VM (try --pin same) or {PHASES}"),
+        _ => "cross-CPU wake-ups on a VM (try --pin same) or the host's slow phases".to_string(),
     }
 }
 

@@ -198,8 +198,8 @@ impl Sampler {
         }
         if !self.rejected.is_empty() && self.rejected.len() * 4 >= taken {
             warnings.push(format!(
-                "{} of {tried} samples fell outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time and \
-                 were set aside (kept in the document as \"rejected\")",
+                "{} of {tried} samples set aside: outside {ACCEPT_LOW}–{ACCEPT_HIGH} × the target time \
+                 (kept in the document as \"rejected\")",
                 self.rejected.len()
             ));
         }

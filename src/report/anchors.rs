@@ -275,7 +275,13 @@ fn lmbench_table(doc: &Document, table: SummaryTable, columns: &[Column]) -> Opt
                 .iter()
                 .filter(|s| s.key.config == config)
                 .collect();
-            (config, columns.iter().map(|c| c.value.and_then(|v| v(&series))).collect())
+            (
+                config,
+                columns
+                    .iter()
+                    .map(|c| c.value.and_then(|v| v(&series)))
+                    .collect(),
+            )
         })
         .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
         .collect();
@@ -531,11 +537,11 @@ pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
         param_median_us(s, "fs", &[params[0], params[1], params[2], ("fsync", "no")])
     }
     let footnote = format!(
-            "Mmap Latency: mmap {MMAP_LATENCY_CASE} (lmbench's lat_mmap at its default 8 MiB); \
+        "Mmap Latency: mmap {MMAP_LATENCY_CASE} (lmbench's lat_mmap at its default 8 MiB); \
              Prot Fault: signal prot − (catch − send), lmbench's subtraction; Page Fault: fault \
              {PAGE_FAULT_CASE} (lat_pagefault's 8 MiB file; osbench maps afresh untimed where \
              lmbench subtracts a separately timed remap).\n"
-        );
+    );
     let table = SummaryTable {
         title: "File & VM system latencies in microseconds - smaller is better",
         fill: "fs mmap signal fault poll",
@@ -649,7 +655,14 @@ mod tests {
         let fs = |phase: &str, kib: i64| json!({"phase": phase, "kib": kib, "files": 100, "fsync": "no"});
         plant(&mut doc, "fs", "create/0k", fs("create", 0), 12.5, Unit::Us);
         plant(&mut doc, "fs", "delete/0k", fs("delete", 0), 6.0, Unit::Us);
-        plant(&mut doc, "fs", "create/10k", fs("create", 10), 20.0, Unit::Us);
+        plant(
+            &mut doc,
+            "fs",
+            "create/10k",
+            fs("create", 10),
+            20.0,
+            Unit::Us,
+        );
         plant(
             &mut doc,
             "fs",

@@ -128,57 +128,53 @@ pub fn comparison_plot(bars: &[Bar], title: &str, x_desc: &str) -> Result<Option
     let width = 820 + label_px / 2;
     let x_desc = fitting_desc(x_desc, width.saturating_sub(label_px + 28));
     let x_desc = x_desc.as_str();
-    let svg = draw_svg(
-        "comparison",
-        (width, 150 + 40 * n as u32),
-        |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (SANS, TITLE_PX - 2))
-                .margin(14)
-                .x_label_area_size(48)
-                .y_label_area_size(label_px)
-                .build_cartesian_2d(padded(lo, hi, 0.08), -0.5..n as f64 - 0.5)?;
-            let name_at = |v: &f64| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                    labels[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            };
-            mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
-                .x_desc(x_desc)
-                .y_labels(n)
-                .y_label_formatter(&name_at)
-                .x_label_formatter(&|v| format!("{}%", tick(*v)))
-                .disable_y_mesh()
-                .draw()?;
-            chart.draw_series([PathElement::new(
-                vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
-                BLACK.stroke_width(1),
-            )])?;
-            for (i, r) in bars.iter().enumerate() {
-                let (y, c) = (row_of(i), verdict_color(r.verdict));
-                chart.draw_series([Rectangle::new(
-                    [(0.0, y - 0.3), (pct(r.ratio), y + 0.3)],
-                    c.mix(0.75).filled(),
-                )])?;
-                let whisker = BLACK.stroke_width(1);
-                chart.draw_series([
-                    PathElement::new(vec![(pct(r.ci_low), y), (pct(r.ci_high), y)], whisker),
-                    PathElement::new(
-                        vec![(pct(r.ci_low), y - 0.15), (pct(r.ci_low), y + 0.15)],
-                        whisker,
-                    ),
-                    PathElement::new(
-                        vec![(pct(r.ci_high), y - 0.15), (pct(r.ci_high), y + 0.15)],
-                        whisker,
-                    ),
-                ])?;
+    let svg = draw_svg("comparison", (width, 150 + 40 * n as u32), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (SANS, TITLE_PX - 2))
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(padded(lo, hi, 0.08), -0.5..n as f64 - 0.5)?;
+        let name_at = |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                labels[n - 1 - i as usize].clone()
+            } else {
+                String::new()
             }
-            Ok(())
-        },
-    )?;
+        };
+        mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
+            .x_desc(x_desc)
+            .y_labels(n)
+            .y_label_formatter(&name_at)
+            .x_label_formatter(&|v| format!("{}%", tick(*v)))
+            .disable_y_mesh()
+            .draw()?;
+        chart.draw_series([PathElement::new(
+            vec![(0.0, -0.5), (0.0, n as f64 - 0.5)],
+            BLACK.stroke_width(1),
+        )])?;
+        for (i, r) in bars.iter().enumerate() {
+            let (y, c) = (row_of(i), verdict_color(r.verdict));
+            chart.draw_series([Rectangle::new(
+                [(0.0, y - 0.3), (pct(r.ratio), y + 0.3)],
+                c.mix(0.75).filled(),
+            )])?;
+            let whisker = BLACK.stroke_width(1);
+            chart.draw_series([
+                PathElement::new(vec![(pct(r.ci_low), y), (pct(r.ci_high), y)], whisker),
+                PathElement::new(
+                    vec![(pct(r.ci_low), y - 0.15), (pct(r.ci_low), y + 0.15)],
+                    whisker,
+                ),
+                PathElement::new(
+                    vec![(pct(r.ci_high), y - 0.15), (pct(r.ci_high), y + 0.15)],
+                    whisker,
+                ),
+            ])?;
+        }
+        Ok(())
+    })?;
     Ok(Some(Plot {
         name: "comparison".into(),
         title: title.to_string(),
