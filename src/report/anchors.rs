@@ -207,7 +207,7 @@ struct Column {
     bottom: &'static str,
     width: usize,
     /// `None`: a column osbench leaves blank (no family measures it).
-    value: Option<fn(&[&Series]) -> Option<f64>>,
+    value: CellValue,
 }
 
 /// The series of `bench` whose parameters include every `(key, value)`
@@ -254,60 +254,25 @@ struct SummaryTable<'a> {
     footnote: &'a str,
 }
 
+/// A configuration's row of an lmbench summary table: its cells.
+type SummaryRow<'a> = (&'a str, Vec<Option<f64>>);
+
+/// How a column of an lmbench summary table reads its value (`None`: blank).
+type CellValue = Option<fn(&[&Series]) -> Option<f64>>;
+
 /// An lmbench summary table: its title, its columns under the Host and OS
 /// ones, a row per configuration that has at least one of its cells, and
 /// its footnote. With fewer than half of the cells osbench can fill (a
 /// column whose value is not always blank) measured, as after the quick
-/// suite, one line instead says which it has and what fills the rest: a
-/// table of blanks says less than that line.
+/// suite, one line instead says which it has and what fills the rest
+/// ([`sparse_note`]): a table of blanks says less than that line.
 fn lmbench_table(doc: &Document, table: SummaryTable, columns: &[Column]) -> Option<Body> {
-    let mut configs: Vec<&str> = Vec::new();
-    for s in &doc.series {
-        if !configs.contains(&s.key.config.as_str()) {
-            configs.push(&s.key.config);
-        }
-    }
-    let rows: Vec<(&str, Vec<Option<f64>>)> = configs
-        .into_iter()
-        .map(|config| {
-            let series: Vec<&Series> = doc
-                .series
-                .iter()
-                .filter(|s| s.key.config == config)
-                .collect();
-            (
-                config,
-                columns
-                    .iter()
-                    .map(|c| c.value.and_then(|v| v(&series)))
-                    .collect(),
-            )
-        })
-        .filter(|(_, cells): &(&str, Vec<Option<f64>>)| cells.iter().any(Option::is_some))
-        .collect();
+    let rows = summary_rows(doc, columns);
     if rows.is_empty() {
         return None;
     }
-    let filled: Vec<&Column> = columns
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| rows.iter().any(|(_, cells)| cells[*i].is_some()))
-        .map(|(_, c)| c)
-        .collect();
-    let fillable = columns.iter().filter(|c| c.value.is_some()).count();
-    if filled.len() * 2 < fillable {
-        let names: Vec<String> = filled
-            .iter()
-            .map(|c| format!("{} {}", c.top, c.bottom).trim().to_string())
-            .collect();
-        return Some(Body::Text(format!(
-            "lmbench's \"{}\" table is left out: {} of the {fillable} cells osbench fills were \
-             measured ({}, in the results above); `osbench run {}` measures them all\n",
-            table.title.split(" in ").next().unwrap_or(table.title),
-            filled.len(),
-            names.join(", "),
-            table.fill
-        )));
+    if let Some(note) = sparse_note(&table, columns, &rows) {
+        return Some(Body::Text(note));
     }
     let (title, footnote) = (table.title, table.footnote);
     let line = |words: &dyn Fn(&Column) -> String, host: &str, os: &str| {
@@ -343,6 +308,56 @@ fn lmbench_table(doc: &Document, table: SummaryTable, columns: &[Column]) -> Opt
     }
     out.push_str(footnote);
     Some(Body::Text(out))
+}
+
+/// Each configuration's cells, for configurations with at least one.
+fn summary_rows<'a>(doc: &'a Document, columns: &[Column]) -> Vec<SummaryRow<'a>> {
+    let mut configs: Vec<&str> = Vec::new();
+    for s in &doc.series {
+        if !configs.contains(&s.key.config.as_str()) {
+            configs.push(&s.key.config);
+        }
+    }
+    configs
+        .into_iter()
+        .map(|config| {
+            let series: Vec<&Series> = doc
+                .series
+                .iter()
+                .filter(|s| s.key.config == config)
+                .collect();
+            let cells = columns.iter().map(|c| c.value.and_then(|v| v(&series)));
+            (config, cells.collect())
+        })
+        .filter(|(_, cells): &SummaryRow| cells.iter().any(Option::is_some))
+        .collect()
+}
+
+/// The line that stands for a table with fewer than half of the cells
+/// osbench can fill measured: which it has and what measures them all.
+fn sparse_note(table: &SummaryTable, columns: &[Column], rows: &[SummaryRow]) -> Option<String> {
+    let filled: Vec<&Column> = columns
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| rows.iter().any(|(_, cells)| cells[*i].is_some()))
+        .map(|(_, c)| c)
+        .collect();
+    let fillable = columns.iter().filter(|c| c.value.is_some()).count();
+    if filled.len() * 2 >= fillable {
+        return None;
+    }
+    let names: Vec<String> = filled
+        .iter()
+        .map(|c| format!("{} {}", c.top, c.bottom).trim().to_string())
+        .collect();
+    Some(format!(
+        "lmbench's \"{}\" table is left out: {} of the {fillable} cells osbench fills were \
+         measured ({}, in the results above); `osbench run {}` measures them all\n",
+        table.title.split(" in ").next().unwrap_or(table.title),
+        filled.len(),
+        names.join(", "),
+        table.fill
+    ))
 }
 
 /// lmbench's "*Local* Communication bandwidths" (MB/s, MB = 10^6 B): pipe,
