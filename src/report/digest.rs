@@ -15,7 +15,7 @@ use crate::document::{Document, Series};
 /// One case's warning, as a run gave it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseWarning {
-    /// "ipc pipe", "ipc pipe [off]" with configurations.
+    /// `ipc pipe`, or `ipc pipe [off]` with configurations.
     pub case: String,
     /// The warning in full.
     pub text: String,
