@@ -252,11 +252,12 @@ pub struct RunIdentity {
 
 impl RunInfo {
     /// Seconds from the run's start to its end, when both times read back
-    /// ([`unix_seconds`]).
+    /// ([`unix_seconds`]) and are not the same whole second.
     pub fn wall_seconds(&self) -> Option<f64> {
         let start = unix_seconds(&self.started)?;
         let end = unix_seconds(&self.finished)?;
-        Some((end - start).max(0.0))
+        // Whole seconds: a run that began and ended within one has no length to tell.
+        (end > start).then_some(end - start)
     }
 
     /// The one constructor of a run's record: begun at `started` with
