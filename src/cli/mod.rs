@@ -38,6 +38,7 @@ mod run;
 mod sandbox;
 mod save;
 mod submit;
+mod suggest;
 mod syscall_loop;
 mod time;
 mod time_hyperfine;
@@ -583,10 +584,11 @@ pub fn main() -> ExitCode {
 /// help, version, a usage error, or a command line that parses under
 /// [`PARSE_ONLY`]`=1` (status 0).
 fn parse() -> Result<Cli, ExitCode> {
+    let args = arguments();
     let cli = command()
-        .try_get_matches_from(arguments())
+        .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
-        .map_err(clap_exit)?;
+        .map_err(|e| clap_exit(e, &args))?;
     if std::env::var_os(PARSE_ONLY).is_some_and(|v| v == "1") {
         return Err(ExitCode::SUCCESS);
     }
@@ -619,8 +621,9 @@ fn arguments() -> Vec<std::ffi::OsString> {
     init
 }
 
-/// Help and version go to stdout with status 0; usage errors become one line and status 2.
-fn clap_exit(e: clap::Error) -> ExitCode {
+/// Help and version go to stdout with status 0; usage errors become one
+/// line and status 2, with their tips (`args`: the command line).
+fn clap_exit(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
@@ -637,7 +640,8 @@ fn clap_exit(e: clap::Error) -> ExitCode {
                 eprintln!("osbench: {line} (see {help})");
                 return code;
             }
-            let (first, tips) = error_lines(&e.render().to_string());
+            let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+            let (first, tips) = usage_error(&e, &words);
             eprintln!("osbench: {first} (see {help})");
             for tip in tips {
                 eprintln!("  {tip}");
@@ -665,9 +669,34 @@ fn error_lines(text: &str) -> (String, Vec<String>) {
     (first, tips.collect())
 }
 
-/// A clap error as one line: its first line and its tips, without the usage.
-fn clap_words(e: &clap::Error) -> String {
-    let (first, tips) = error_lines(&e.render().to_string());
+/// The first line of a usage error of the command line `words` and its
+/// tips: for a flag refused ([`suggest::tips`]: what this subcommand takes
+/// for what the flag means, never clap's `-- FLAG` for a word that is no
+/// value), those in place of clap's; clap's own for other errors.
+fn usage_error(e: &clap::Error, words: &[String]) -> (String, Vec<String>) {
+    use clap::error::{ContextKind, ContextValue};
+    let (first, clap_tips) = error_lines(&e.render().to_string());
+    let string = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let Some(refused) = string(ContextKind::InvalidArg) else {
+        return (first, clap_tips);
+    };
+    let similar = string(ContextKind::SuggestedArg);
+    let tips = suggest::tips(&command(), words, refused, similar);
+    let tips = tips.into_iter().map(|t| t.line).collect();
+    match e.kind() {
+        ErrorKind::UnknownArgument => (first, tips),
+        ErrorKind::TooManyValues if !tips.is_empty() => (first, tips),
+        _ => (first, clap_tips),
+    }
+}
+
+/// A clap error of the command line `words` as one line: its first line
+/// and its tips, without the usage.
+fn clap_words(e: &clap::Error, words: &[String]) -> String {
+    let (first, tips) = usage_error(e, words);
     let first = first.strip_prefix("error: ").unwrap_or(&first).to_string();
     std::iter::once(first)
         .chain(tips)
