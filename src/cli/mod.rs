@@ -1,15 +1,17 @@
 //! The command line (clap, derive): the subcommands, the argument groups
 //! several of them share ([`VerdictArgs`]), the small value parsers they
 //! share, and the dispatch from a parsed command to its glue. Errors print as
-//! one line, `osbench: error: …` (followed by clap's `tip:` lines when it has
-//! a suggestion), and exit with status 2 (130 when interrupted; every status:
+//! one line, `osbench: error: …` (followed by `tip:` lines: for a refused
+//! flag what this subcommand takes instead, from `suggest`; clap's for other
+//! errors), and exit with status 2 (130 when interrupted; every status:
 //! docs/guide/exit-status.md); progress and warnings go to stderr, tables to
 //! stdout ([`Console`]: to stderr when an output file is `-`, with coloured
 //! verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
 //! `rm` and `relabel` in `remove`;
-//! the store and export-file options in `save`, a case's history in `history_changes`,
+//! the store and export-file options in `save`, the tips for refused flags in `suggest`,
+//! a case's history in `history_changes`,
 //! the regression sweep's webhook in `webhook`, fleet runs in `fleet`, a VM guest's initramfs
 //! in `guest_image`, progress in `progress`, completions and the man page in `generate`, the
 //! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`, the job queue's

@@ -661,10 +661,10 @@ impl Line<'_> {
             let tip = preferred
                 .chain(&all)
                 .find_map(|&t| self.tip(known, t).map(|tip| (bench_of(t), tip)));
-            if let Some((bench, tip)) = tip {
-                if !found.iter().any(|(_, seen)| seen.applied == tip.applied) {
-                    found.push((bench, tip));
-                }
+            if let Some((bench, tip)) = tip
+                && !found.iter().any(|(_, seen)| seen.applied == tip.applied)
+            {
+                found.push((bench, tip));
             }
         }
         if found.iter().any(|(b, _)| b.is_some_and(named)) {
