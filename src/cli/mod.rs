@@ -711,17 +711,19 @@ fn is_tip(line: &str) -> bool {
 }
 
 /// The help to point to after a usage error: the subcommand's (`osbench run
-/// --help`) when the command line names one, else osbench's.
+/// --help`, `osbench fleet run --help`) when the command line names one,
+/// else osbench's.
 fn help_command(args: impl Iterator<Item = std::ffi::OsString>) -> String {
     let cli = command();
-    let named = args.skip(1).find_map(|a| {
-        let a = a.to_str()?;
-        cli.find_subcommand(a).map(|c| c.get_name().to_string())
-    });
-    match named {
-        Some(sub) => format!("osbench {sub} --help"),
-        None => "osbench --help".into(),
+    let mut cmd = &cli;
+    let mut path = vec!["osbench".to_string()];
+    for a in args.skip(1) {
+        if let Some(sub) = a.to_str().and_then(|a| cmd.find_subcommand(a)) {
+            path.push(sub.get_name().to_string());
+            cmd = sub;
+        }
     }
+    format!("{} --help", path.join(" "))
 }
 
 /// A refused value with control characters in it (`--label $'a\nb'`), as one
