@@ -4,11 +4,13 @@
 //! hackbench's, cyclictest's and will-it-scale's flags and of generic
 //! spellings (`-n`, `--iterations`, `--count`, `--repeat`, `--runs`) — and
 //! otherwise clap's similar flag, only when this command line would accept
-//! it. clap's "to pass '-n' as a value, use '-- -n'" is kept only where the
-//! words after `--` may begin with a dash: `submit`'s options for the job.
+//! it. clap's "to pass '-n' as a value, use '-- -n'" is never kept: the
+//! words after `--` are values only for `submit`, whose are the job's `run`
+//! (or `time`) options, and there a flag the job takes is moved after `--`.
 //!
-//! Each tip carries the command line with it applied, which the tests parse.
-//! A subcommand's own flags are read from its clap definition, and the
+//! Each tip carries the command line with it applied, and is given only
+//! when that parses (or fails only as the line without the flag does); the
+//! tests parse every one. A subcommand's own flags are read from its clap definition, and the
 //! checks `run` makes after parsing (`--rounds` needs two configurations,
 //! `--max-time` needs `--target-ci`) are repeated in [`refused_later`].
 //! Left out: schbench's flags (its workers and message threads have no
@@ -325,7 +327,10 @@ const fn param(bench: &'static str, key: &'static str, fixed: Option<&'static st
 }
 
 /// What an intent is in osbench, in order of preference: the first that a
-/// subcommand takes (in the context of its command line) is its tip.
+/// subcommand takes (in the context of its command line) is its tip. Which
+/// subcommand takes which is read from its clap definition (a flag of this
+/// name and value name: `run`'s `--warmup <MS>` is a time, `time`'s
+/// `--warmup <N>` a count), so this is the whole per-subcommand mapping.
 fn targets(intent: Intent) -> Vec<Target> {
     const WARMUP_MS: Target = Target::Flag {
         flag: "--warmup",
@@ -408,8 +413,8 @@ pub(super) struct Tip {
 }
 
 /// The command line around a refused flag: the words (the program's
-/// first), the subcommand's path and its clap definition, where the flag is
-/// and how many words it took (itself and its value), and the value.
+/// first), the subcommand's path (`osbench fleet run`) and its clap
+/// definition, and where the flag is.
 struct Line<'a> {
     words: &'a [String],
     path: Vec<String>,
