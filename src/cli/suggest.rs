@@ -358,7 +358,7 @@ fn targets(intent: Intent) -> Vec<Target> {
     };
     match intent {
         Repeat => vec![
-            flag("--rounds", "N", "rounds of the configurations"),
+            flag("--rounds", "N", "interleaved rounds"),
             flag("--samples", "N", "samples per case"),
             flag("--runs", "N", ""),
             Target::Count,
@@ -792,7 +792,7 @@ impl Line<'_> {
             }
             _ => applied.insert(self.at, applied_selector),
         }
-        let line = format!("tip: for {}, use the selector '{selector}'", read.what);
+        let line = format!("tip: for {}, select '{selector}'", read.what);
         Some((line, selector))
     }
 
@@ -1121,7 +1121,13 @@ mod tests {
         let words: Vec<String> = line.iter().map(|w| w.to_string()).collect();
         let (_, tips) = tips_of(&words).expect("refused");
         assert_eq!(tips.len(), 1, "{line:?}: {tips:?}");
-        tips.into_iter().next().unwrap()
+        let tip = tips.into_iter().next().unwrap();
+        assert!(
+            tip.line.chars().count() + 2 <= 100,
+            "too wide: {}",
+            tip.line
+        );
+        tip
     }
 
     #[test]
@@ -1159,6 +1165,11 @@ mod tests {
                 "--samples",
                 "5"
             ]
+        );
+        let tip = only_tip(&["osbench", "run", "messaging:transport=pipe", "-l", "1000"]);
+        assert_eq!(
+            tip.line,
+            "tip: for hackbench's -l (messages per sender), select 'messaging:transport=pipe,loops=1000'"
         );
         let tip = only_tip(&["osbench", "run", "messaging:transport=pipe", "-g", "50"]);
         assert_eq!(

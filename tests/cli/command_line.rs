@@ -86,12 +86,12 @@ fn a_flag_from_another_tool_gets_what_this_subcommand_takes() {
     let configs = [
         "run", "syscall", "--config", "a=", "--config", "b=", "--runs", "5",
     ];
-    assert!(err(&configs).contains("use '--rounds 5' (rounds of the configurations)"));
+    assert!(err(&configs).contains("use '--rounds 5' (interleaved rounds)"));
     assert_eq!(
         err(&["history", "--width", "90"]),
         "osbench: error: unexpected argument '--width' found (see osbench history --help)\n"
     );
-    assert!(err(&["run", "-g", "50"]).contains("use the selector 'messaging:groups=50'"));
+    assert!(err(&["run", "-g", "50"]).contains("select 'messaging:groups=50'"));
     assert!(err(&["time", "--samples", "5", "true"]).contains("use '--runs 5'"));
     for args in [
         &["run", "syscall", "-n", "5"][..],
