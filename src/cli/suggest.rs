@@ -82,202 +82,48 @@ const fn known(
 
 use Intent::*;
 
-/// The flags users bring from other tools, in the order their tips are shown.
+/// The flags users bring from other tools, in the order their tips are
+/// shown: spellings, tool ("" for a generic spelling), what it means, an
+/// example value (`None`: it takes none), intent.
+#[rustfmt::skip]
 pub(super) const KNOWN: &[Known] = &[
-    known(
-        &["-r", "--runs"],
-        "hyperfine",
-        "runs of each command",
-        Some("5"),
-        Repeat,
-    ),
-    known(
-        &["-m", "--min-runs"],
-        "hyperfine",
-        "least runs",
-        Some("5"),
-        MinRuns,
-    ),
-    known(
-        &["-M", "--max-runs"],
-        "hyperfine",
-        "most runs",
-        Some("50"),
-        MaxRuns,
-    ),
-    known(
-        &["-w", "--warmup"],
-        "hyperfine",
-        "warm-up runs",
-        Some("3"),
-        WarmupRuns,
-    ),
-    known(
-        &["-p", "--prepare"],
-        "hyperfine",
-        "a command before each run",
-        Some("sync"),
-        Prepare,
-    ),
-    known(
-        &["-s", "--setup"],
-        "hyperfine",
-        "a command before all runs",
-        Some("make"),
-        Setup,
-    ),
-    known(
-        &["-c", "--cleanup"],
-        "hyperfine",
-        "a command after all runs",
-        Some("true"),
-        Cleanup,
-    ),
-    known(
-        &["-N", "--shell=none"],
-        "hyperfine",
-        "no shell",
-        None,
-        NoShell,
-    ),
-    known(
-        &["--export-json"],
-        "hyperfine",
-        "JSON results",
-        Some("out.json"),
-        ExportJson,
-    ),
-    known(
-        &["--export-markdown"],
-        "hyperfine",
-        "a Markdown table",
-        Some("out.md"),
-        ExportMarkdown,
-    ),
-    known(
-        &["--export-csv"],
-        "hyperfine",
-        "CSV results",
-        Some("out.csv"),
-        ExportCsv,
-    ),
-    known(
-        &["-n", "--command-name"],
-        "hyperfine",
-        "a command's name",
-        Some("old"),
-        CommandName,
-    ),
-    known(
-        &["-i", "--ignore-failure"],
-        "hyperfine",
-        "ignore failures",
-        None,
-        IgnoreFailure,
-    ),
+    known(&["-r", "--runs"], "hyperfine", "runs of each command", Some("5"), Repeat),
+    known(&["-m", "--min-runs"], "hyperfine", "least runs", Some("5"), MinRuns),
+    known(&["-M", "--max-runs"], "hyperfine", "most runs", Some("50"), MaxRuns),
+    known(&["-w", "--warmup"], "hyperfine", "warm-up runs", Some("3"), WarmupRuns),
+    known(&["-p", "--prepare"], "hyperfine", "a command before each run", Some("sync"), Prepare),
+    known(&["-s", "--setup"], "hyperfine", "a command before all runs", Some("make"), Setup),
+    known(&["-c", "--cleanup"], "hyperfine", "a command after all runs", Some("true"), Cleanup),
+    known(&["-N", "--shell=none"], "hyperfine", "no shell", None, NoShell),
+    known(&["--export-json"], "hyperfine", "JSON results", Some("out.json"), ExportJson),
+    known(&["--export-markdown"], "hyperfine", "a Markdown table", Some("out.md"), ExportMarkdown),
+    known(&["--export-csv"], "hyperfine", "CSV results", Some("out.csv"), ExportCsv),
+    known(&["-n", "--command-name"], "hyperfine", "a command's name", Some("old"), CommandName),
+    known(&["-i", "--ignore-failure"], "hyperfine", "ignore failures", None, IgnoreFailure),
     known(&["-N"], "lmbench", "repetitions", Some("5"), Repeat),
     known(&["-W"], "lmbench", "warm-up runs", Some("3"), WarmupRuns),
     known(&["-P"], "lmbench", "parallel copies", Some("2"), Parallel),
-    known(
-        &["-r", "--repeat"],
-        "perf bench",
-        "repetitions",
-        Some("5"),
-        Repeat,
-    ),
-    known(
-        &["-l", "--loops"],
-        "perf bench",
-        "ops per measurement",
-        Some("1000"),
-        OpsPerSample,
-    ),
-    known(
-        &["-g", "--groups"],
-        "hackbench",
-        "groups",
-        Some("20"),
-        Groups,
-    ),
-    known(
-        &["-f", "--fds"],
-        "hackbench",
-        "receivers per group",
-        Some("10"),
-        Fds,
-    ),
-    known(
-        &["-l", "--loops"],
-        "hackbench",
-        "messages per sender",
-        Some("100"),
-        Messages,
-    ),
-    known(
-        &["-s", "--datasize"],
-        "hackbench",
-        "bytes per message",
-        Some("64"),
-        DataSize,
-    ),
+    known(&["-r", "--repeat"], "perf bench", "repetitions", Some("5"), Repeat),
+    known(&["-l", "--loops"], "perf bench", "ops per measurement", Some("1000"), OpsPerSample),
+    known(&["-g", "--groups"], "hackbench", "groups", Some("20"), Groups),
+    known(&["-f", "--fds"], "hackbench", "receivers per group", Some("10"), Fds),
+    known(&["-l", "--loops"], "hackbench", "messages per sender", Some("100"), Messages),
+    known(&["-s", "--datasize"], "hackbench", "bytes per message", Some("64"), DataSize),
     known(&["-p", "--pipe"], "hackbench", "pipes", None, Pipe),
     known(&["-T", "--threads"], "hackbench", "threads", None, Threads),
-    known(
-        &["-P", "--process"],
-        "hackbench",
-        "processes",
-        None,
-        Processes,
-    ),
-    known(
-        &["-i", "--interval"],
-        "cyclictest",
-        "period in µs",
-        Some("500"),
-        Interval,
-    ),
-    known(
-        &["-l", "--loops"],
-        "cyclictest",
-        "wake-ups",
-        Some("1000"),
-        WakeUps,
-    ),
-    known(
-        &["-p", "--priority", "--prio"],
-        "cyclictest",
-        "FIFO priority",
-        Some("80"),
-        Priority,
-    ),
-    known(
-        &["-a", "--affinity"],
-        "cyclictest",
-        "CPU affinity",
-        Some("0"),
-        Affinity,
-    ),
+    known(&["-P", "--process"], "hackbench", "processes", None, Processes),
+    known(&["-i", "--interval"], "cyclictest", "period in µs", Some("500"), Interval),
+    known(&["-l", "--loops"], "cyclictest", "wake-ups", Some("1000"), WakeUps),
+    known(&["-p", "--priority", "--prio"], "cyclictest", "FIFO priority", Some("80"), Priority),
+    known(&["-a", "--affinity"], "cyclictest", "CPU affinity", Some("0"), Affinity),
     known(&["-t"], "will-it-scale", "tasks", Some("2"), Tasks),
     known(
-        &[
-            "-n",
-            "--iterations",
-            "--count",
-            "--repeat",
-            "--runs",
-            "--repetitions",
-        ],
-        "",
-        "repetitions",
-        Some("5"),
-        Repeat,
+        &["-n", "--iterations", "--count", "--repeat", "--runs", "--repetitions"],
+        "", "repetitions", Some("5"), Repeat,
     ),
     known(
         &["--samples", "--rounds", "--invocations"],
-        "osbench run",
-        "repetitions",
-        Some("5"),
-        Repeat,
+        "osbench run", "repetitions", Some("5"), Repeat,
     ),
 ];
 
@@ -1169,7 +1015,8 @@ mod tests {
         let tip = only_tip(&["osbench", "run", "messaging:transport=pipe", "-l", "1000"]);
         assert_eq!(
             tip.line,
-            "tip: for hackbench's -l (messages per sender), select 'messaging:transport=pipe,loops=1000'"
+            "tip: for hackbench's -l (messages per sender), \
+             select 'messaging:transport=pipe,loops=1000'"
         );
         let tip = only_tip(&["osbench", "run", "messaging:transport=pipe", "-g", "50"]);
         assert_eq!(
