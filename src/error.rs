@@ -3,25 +3,47 @@
 
 use std::io;
 
+/// "did you mean 'X'? " before a list of the valid names, when one is near.
+fn did_you_mean(mean: &Option<String>) -> String {
+    mean.as_ref()
+        .map_or(String::new(), |m| format!("did you mean '{m}'? "))
+}
+
 /// Everything that can go wrong inside the library.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("unknown benchmark '{name}'; valid benchmarks: {valid}")]
-    UnknownBench { name: String, valid: String },
+    #[error("unknown benchmark '{name}'; {}valid benchmarks: {valid}", did_you_mean(.mean))]
+    UnknownBench {
+        name: String,
+        valid: String,
+        /// The benchmark nearest to `name` (by edit distance, or by the
+        /// other tool's name it goes by), if one is near.
+        mean: Option<String>,
+    },
 
-    #[error("benchmark '{bench}' has no parameter '{key}'; valid parameters: {valid}")]
+    #[error(
+        "benchmark '{bench}' has no parameter '{key}'; {}valid parameters: {valid}",
+        did_you_mean(.mean)
+    )]
     UnknownParam {
         bench: String,
         key: String,
         valid: String,
+        /// The parameter nearest to `key`, if one is near.
+        mean: Option<String>,
     },
 
-    #[error("invalid value '{value}' for {bench}:{key}; allowed: {allowed}")]
+    #[error(
+        "invalid value '{value}' for {bench}:{key}; {}allowed: {allowed}",
+        did_you_mean(.mean)
+    )]
     BadValue {
         bench: String,
         key: String,
         value: String,
         allowed: String,
+        /// The allowed word nearest to `value`, if one is near.
+        mean: Option<String>,
     },
 
     #[error(

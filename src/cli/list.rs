@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use osbench::bench::util::select::{config_tag, in_default_suite};
+use osbench::bench::util::select::{ALL, bench_meant, config_tag, in_default_suite};
 use osbench::bench::{BenchDef, Notation, Params, REGISTRY, find};
 
 /// `osbench list [BENCH…]`.
@@ -31,8 +31,11 @@ fn parse_bench(s: &str) -> Result<&'static BenchDef, String> {
     let name = text.split([':', ' ']).next().unwrap_or(text);
     find(name).ok_or_else(|| {
         let names: Vec<&str> = REGISTRY.iter().map(|d| d.name).collect();
+        let mean = bench_meant(name)
+            .filter(|m| *m != ALL)
+            .map_or(String::new(), |m| format!("did you mean '{m}'? "));
         format!(
-            "no benchmark '{name}'; the benchmarks are: {}",
+            "no benchmark '{name}'; {mean}the benchmarks are: {}",
             names.join(", ")
         )
     })

@@ -1,15 +1,17 @@
 //! The command line (clap, derive): the subcommands, the argument groups
 //! several of them share ([`VerdictArgs`]), the small value parsers they
 //! share, and the dispatch from a parsed command to its glue. Errors print as
-//! one line, `osbench: error: …` (followed by clap's `tip:` lines when it has
-//! a suggestion), and exit with status 2 (130 when interrupted; every status:
+//! one line, `osbench: error: …` (followed by `tip:` lines: for a refused
+//! flag what this subcommand takes instead, from `suggest`; clap's for other
+//! errors), and exit with status 2 (130 when interrupted; every status:
 //! docs/guide/exit-status.md); progress and warnings go to stderr, tables to
 //! stdout ([`Console`]: to stderr when an output file is `-`, with coloured
 //! verdicts on a terminal).
 //! Each subcommand's arguments and glue live in its own file (`run`, `time`,
 //! `compare`, `list`, `env`, `plot`, `report`, `history`, `regressions`, `export`, `import`,
 //! `rm` and `relabel` in `remove`;
-//! the store and export-file options in `save`, a case's history in `history_changes`,
+//! the store and export-file options in `save`, the tips for refused flags in `suggest`,
+//! a case's history in `history_changes`,
 //! the regression sweep's webhook in `webhook`, fleet runs in `fleet`, a VM guest's initramfs
 //! in `guest_image`, progress in `progress`, completions and the man page in `generate`, the
 //! OpenMetrics/JUnit/BMF files in `ingest`, `osbench bisect` in `bisect`, the job queue's
@@ -38,6 +40,7 @@ mod run;
 mod sandbox;
 mod save;
 mod submit;
+mod suggest;
 mod syscall_loop;
 mod time;
 mod time_hyperfine;
@@ -583,10 +586,11 @@ pub fn main() -> ExitCode {
 /// help, version, a usage error, or a command line that parses under
 /// [`PARSE_ONLY`]`=1` (status 0).
 fn parse() -> Result<Cli, ExitCode> {
+    let args = arguments();
     let cli = command()
-        .try_get_matches_from(arguments())
+        .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
-        .map_err(clap_exit)?;
+        .map_err(|e| clap_exit(e, &args))?;
     if std::env::var_os(PARSE_ONLY).is_some_and(|v| v == "1") {
         return Err(ExitCode::SUCCESS);
     }
@@ -619,8 +623,9 @@ fn arguments() -> Vec<std::ffi::OsString> {
     init
 }
 
-/// Help and version go to stdout with status 0; usage errors become one line and status 2.
-fn clap_exit(e: clap::Error) -> ExitCode {
+/// Help and version go to stdout with status 0; usage errors become one
+/// line and status 2, with their tips (`args`: the command line).
+fn clap_exit(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
@@ -637,7 +642,8 @@ fn clap_exit(e: clap::Error) -> ExitCode {
                 eprintln!("osbench: {line} (see {help})");
                 return code;
             }
-            let (first, tips) = error_lines(&e.render().to_string());
+            let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+            let (first, tips) = usage_error(&e, &words);
             eprintln!("osbench: {first} (see {help})");
             for tip in tips {
                 eprintln!("  {tip}");
@@ -665,9 +671,34 @@ fn error_lines(text: &str) -> (String, Vec<String>) {
     (first, tips.collect())
 }
 
-/// A clap error as one line: its first line and its tips, without the usage.
-fn clap_words(e: &clap::Error) -> String {
-    let (first, tips) = error_lines(&e.render().to_string());
+/// The first line of a usage error of the command line `words` and its
+/// tips: for a flag refused ([`suggest::tips`]: what this subcommand takes
+/// for what the flag means, never clap's `-- FLAG` for a word that is no
+/// value), those in place of clap's; clap's own for other errors.
+fn usage_error(e: &clap::Error, words: &[String]) -> (String, Vec<String>) {
+    use clap::error::{ContextKind, ContextValue};
+    let (first, clap_tips) = error_lines(&e.render().to_string());
+    let string = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let Some(refused) = string(ContextKind::InvalidArg) else {
+        return (first, clap_tips);
+    };
+    let similar = string(ContextKind::SuggestedArg);
+    let tips = suggest::tips(&command(), words, refused, similar);
+    let tips = tips.into_iter().map(|t| t.line).collect();
+    match e.kind() {
+        ErrorKind::UnknownArgument => (first, tips),
+        ErrorKind::TooManyValues if !tips.is_empty() => (first, tips),
+        _ => (first, clap_tips),
+    }
+}
+
+/// A clap error of the command line `words` as one line: its first line
+/// and its tips, without the usage.
+fn clap_words(e: &clap::Error, words: &[String]) -> String {
+    let (first, tips) = usage_error(e, words);
     let first = first.strip_prefix("error: ").unwrap_or(&first).to_string();
     std::iter::once(first)
         .chain(tips)
@@ -680,17 +711,19 @@ fn is_tip(line: &str) -> bool {
 }
 
 /// The help to point to after a usage error: the subcommand's (`osbench run
-/// --help`) when the command line names one, else osbench's.
+/// --help`, `osbench fleet run --help`) when the command line names one,
+/// else osbench's.
 fn help_command(args: impl Iterator<Item = std::ffi::OsString>) -> String {
     let cli = command();
-    let named = args.skip(1).find_map(|a| {
-        let a = a.to_str()?;
-        cli.find_subcommand(a).map(|c| c.get_name().to_string())
-    });
-    match named {
-        Some(sub) => format!("osbench {sub} --help"),
-        None => "osbench --help".into(),
+    let mut cmd = &cli;
+    let mut path = vec!["osbench".to_string()];
+    for a in args.skip(1) {
+        if let Some(sub) = a.to_str().and_then(|a| cmd.find_subcommand(a)) {
+            path.push(sub.get_name().to_string());
+            cmd = sub;
+        }
     }
+    format!("{} --help", path.join(" "))
 }
 
 /// A refused value with control characters in it (`--label $'a\nb'`), as one

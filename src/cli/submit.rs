@@ -183,7 +183,7 @@ fn check(plan: &JobPlan) -> anyhow::Result<()> {
         .map_err(|e| {
             anyhow!(
                 "the job would run `osbench {shown}`, which is refused: {}",
-                super::clap_words(&e)
+                super::clap_words(&e, &argv)
             )
         })?;
     let checked = match cli.command {

@@ -93,7 +93,7 @@ impl JobRunner for CliRunner {
             .try_get_matches_from(argv)
             .and_then(|m| Cli::from_arg_matches(&m))
             .map(|cli| cli.command)
-            .map_err(|e| super::clap_words(&e))
+            .map_err(|e| super::clap_words(&e, argv))
     }
 
     fn run(&self, command: Command, hook: &mut JobHook) -> JobRun {

@@ -61,6 +61,73 @@ fn a_misspelt_option_keeps_claps_tip_and_points_to_the_subcommands_help() {
     assert!(text(&out.stderr).ends_with("(see osbench --help)\n"));
 }
 
+/// The tips a newcomer from hyperfine, lmbench and hackbench met (issue 38):
+/// each names what this subcommand takes for what the flag meant, and no
+/// flag is told to go after `--` where the words there are not values.
+#[test]
+fn a_flag_from_another_tool_gets_what_this_subcommand_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = |args: &[&str]| {
+        let out = run_in(args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        text(&out.stderr)
+    };
+    assert_eq!(
+        err(&["run", "syscall", "-n", "5"]),
+        "osbench: error: unexpected argument '-n' found (see osbench run --help)\n  \
+         tip: for -n (repetitions), use '--samples 5' (samples per case)\n"
+    );
+    assert_eq!(
+        err(&["run", "--runs", "5"]),
+        "osbench: error: unexpected argument '--runs' found (see osbench run --help)\n  \
+         tip: for hyperfine's --runs (runs of each command), use '--samples 5' (samples per \
+         case)\n"
+    );
+    let configs = [
+        "run", "syscall", "--config", "a=", "--config", "b=", "--runs", "5",
+    ];
+    assert!(err(&configs).contains("use '--rounds 5' (interleaved rounds)"));
+    assert_eq!(
+        err(&["history", "--width", "90"]),
+        "osbench: error: unexpected argument '--width' found (see osbench history --help)\n"
+    );
+    assert!(err(&["run", "-g", "50"]).contains("select 'messaging:groups=50'"));
+    assert!(err(&["time", "--samples", "5", "true"]).contains("use '--runs 5'"));
+    for args in [
+        &["run", "syscall", "-n", "5"][..],
+        &["history", "--width"],
+        &["compare", "--runs", "3", "a", "b"],
+        &["loop", "-n", "5"],
+        &["time", "-g", "5", "true"],
+    ] {
+        assert!(!err(args).contains("'-- -"), "{args:?}: clap's `--` tip");
+    }
+}
+
+/// Unknown benchmarks, parameters and values lead with the nearest name.
+#[test]
+fn a_near_miss_of_a_benchmark_or_case_says_what_was_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = |args: &[&str]| {
+        let out = run_in(&[args, &["--no-store"]].concat(), dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: something was measured");
+        text(&out.stderr)
+    };
+    assert!(
+        err(&["run", "sycall"])
+            .starts_with("osbench: error: unknown benchmark 'sycall'; did you mean 'syscall'?")
+    );
+    assert!(err(&["run", "syscal:case=null"]).contains("did you mean 'syscall'?"));
+    assert!(err(&["run", "syscall:case=nul"]).starts_with(
+        "osbench: error: invalid value 'nul' for syscall:case; did you mean 'null'? allowed: null,"
+    ));
+    assert!(err(&["run", "syscall:nul"]).contains("did you mean 'syscall:null'?"));
+    assert!(err(&["run", "hackbench"]).contains("did you mean 'messaging'?"));
+    let out = run_in(&["list", "sycall"], dir.path());
+    assert!(text(&out.stderr).contains("no benchmark 'sycall'; did you mean 'syscall'?"));
+}
+
 #[test]
 fn version_names_the_commit_that_env_records() {
     let dir = tempfile::tempdir().unwrap();

@@ -126,18 +126,85 @@ fn printed_case(bench: &str, name: &str) -> Option<Selector> {
 /// Why `rest` names no case of `bench`, and what does.
 fn not_a_case(bench: &str, rest: &str) -> String {
     let Some(def) = find(bench) else {
-        return format!("'{bench}' is no benchmark, and '{rest}' is not key=value");
+        let mean = bench_meant(bench).map_or(String::new(), |m| format!(" (did you mean '{m}'?)"));
+        return format!("'{bench}' is no benchmark{mean}, and '{rest}' is not key=value");
     };
     let names: Vec<String> = def
         .default_cases()
         .iter()
         .map(|fixed| (def.case_name)(&Params::new(def, fixed)))
         .collect();
+    let mean = closest(rest, names.iter().map(String::as_str))
+        .map_or(String::new(), |m| format!(": did you mean '{bench}:{m}'?"));
     format!(
-        "'{rest}' is neither key=value nor a case name of {bench} (its default cases: {}; \
+        "'{rest}' is neither key=value nor a case name of {bench}{mean} (its default cases: {}; \
          `osbench list {bench}` shows its parameters)",
         names.join(", ")
     )
+}
+
+/// What other tools call osbench's benchmarks (the names in the registry's
+/// summaries: lmbench's `lat_*` and `bw_*` programs, hackbench, cyclictest,
+/// rt-tests' sigwaittest, will-it-scale's tlb_flush2), for "did you mean".
+pub const OTHER_NAMES: &[(&str, &str)] = &[
+    ("hackbench", "messaging"),
+    ("cyclictest", "timer"),
+    ("sigwaittest", "sigqueue"),
+    ("tlb_flush2", "tlb"),
+    ("lat_syscall", "syscall"),
+    ("lat_ctx", "ctx"),
+    ("lat_pipe", "ipc"),
+    ("lat_unix", "ipc"),
+    ("lat_tcp", "ipc"),
+    ("lat_udp", "ipc"),
+    ("lat_proc", "proc"),
+    ("lat_sig", "signal"),
+    ("lat_pagefault", "fault"),
+    ("lat_mmap", "mmap"),
+    ("lat_select", "poll"),
+    ("lat_connect", "connect"),
+    ("lat_unix_connect", "connect"),
+    ("lat_fs", "fs"),
+    ("bw_pipe", "stream"),
+    ("bw_unix", "stream"),
+    ("bw_tcp", "stream"),
+    ("bw_file_rd", "file"),
+];
+
+/// The benchmark `name` most likely meant: the one another tool calls
+/// `name` ([`OTHER_NAMES`]), else the nearest name ([`closest`]), `all` included.
+pub fn bench_meant(name: &str) -> Option<&'static str> {
+    let lower = name.to_lowercase();
+    OTHER_NAMES
+        .iter()
+        .find(|(other, _)| *other == lower)
+        .map(|&(_, ours)| ours)
+        .or_else(|| closest(name, REGISTRY.iter().map(|d| d.name).chain([ALL])))
+}
+
+/// The candidate nearest to `word`, if one is near: the first at the least
+/// Damerau–Levenshtein distance (case ignored) when that distance is at most
+/// a third of `word`'s length (at least 1), else the only candidate that
+/// `word` (3 characters or more) begins. `None` when nothing is near, so a
+/// word unlike every name gets the list alone.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let word = word.to_lowercase();
+    let length = word.chars().count();
+    let most = (length / 3).max(1);
+    let mut best: Option<(usize, &str)> = None;
+    let mut begun: Vec<&str> = Vec::new();
+    for candidate in candidates {
+        let lower = candidate.to_lowercase();
+        let distance = strsim::damerau_levenshtein(&word, &lower);
+        if distance <= most && best.is_none_or(|(least, _)| distance < least) {
+            best = Some((distance, candidate));
+        }
+        if length >= 3 && lower.starts_with(&word) && !begun.contains(&candidate) {
+            begun.push(candidate);
+        }
+    }
+    best.map(|(_, c)| c)
+        .or_else(|| (begun.len() == 1).then(|| begun[0]))
 }
 
 /// Candidate cases tried when reading a printed name: at most this many.
@@ -335,8 +402,10 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             .map(|d| d.name)
             .collect::<Vec<_>>()
             .join(", "),
+        mean: bench_meant(&sel.bench).map(str::to_string),
     })?;
     for (key, value) in &sel.fixed {
+        let names = || def.params.iter().map(|p| p.name);
         let spec =
             def.params
                 .iter()
@@ -344,12 +413,8 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
                 .ok_or_else(|| Error::UnknownParam {
                     bench: def.name.to_string(),
                     key: key.clone(),
-                    valid: def
-                        .params
-                        .iter()
-                        .map(|p| p.name)
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    valid: names().collect::<Vec<_>>().join(", "),
+                    mean: closest(key, names()).map(str::to_string),
                 })?;
         if !spec.accepts(value) {
             return Err(Error::BadValue {
@@ -357,6 +422,7 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
                 key: key.clone(),
                 value: value.clone(),
                 allowed: spec.allowed(),
+                mean: word_meant(spec.kind, value).map(str::to_string),
             });
         }
     }
@@ -383,6 +449,17 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
         out.push(Case::new(def, Params::new(def, &given)));
     }
     Ok(out)
+}
+
+/// The word among a parameter's allowed words nearest to `value` (none
+/// for numbers: an integer out of range is answered by its range).
+fn word_meant(kind: ParamKind, value: &str) -> Option<&'static str> {
+    match kind {
+        ParamKind::Choice(words) => closest(value, words.iter().copied()),
+        ParamKind::CountOrAll { .. } => closest(value, ["all"]),
+        ParamKind::IntOr { word, .. } => closest(value, [word]),
+        ParamKind::Int { .. } => None,
+    }
 }
 
 #[cfg(test)]
@@ -576,5 +653,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("'nosuch'") && e.contains("null, read"), "{e}");
+    }
+
+    #[test]
+    fn near_misses_get_the_name_they_meant() {
+        let e = |s: &str| resolve(&[sel(s)]).unwrap_err().to_string();
+        let sycall = e("sycall");
+        assert!(
+            sycall.starts_with("unknown benchmark 'sycall'; did you mean 'syscall'? valid"),
+            "{sycall}"
+        );
+        assert!(e("syscal:case=null").contains("did you mean 'syscall'?"));
+        assert!(e("hackbench").contains("did you mean 'messaging'?"));
+        assert!(e("lat_ctx").contains("did you mean 'ctx'?"));
+        let nul = e("syscall:case=nul");
+        assert!(
+            nul.starts_with("invalid value 'nul' for syscall:case; did you mean 'null'? allowed:"),
+            "{nul}"
+        );
+        assert!(e("syscall:cas=null").contains("no parameter 'cas'; did you mean 'case'?"));
+        assert!(e("atomic:threads=al").contains("did you mean 'all'?"));
+        assert!(e("ipc:kind=pip").contains("did you mean 'pipe'?"));
+        // A printed case name, and a benchmark before one.
+        let printed = "syscall:nul".parse::<Selector>().unwrap_err().to_string();
+        assert!(
+            printed.contains("did you mean 'syscall:null'?"),
+            "{printed}"
+        );
+        let printed = "sycall:null".parse::<Selector>().unwrap_err().to_string();
+        assert!(printed.contains("did you mean 'syscall'?"), "{printed}");
+        // Nothing near: the list alone, as before.
+        assert!(!e("nosuch").contains("did you mean"));
+        assert!(!e("ctx:procs=1").contains("did you mean"));
+        assert!(!e("syscall:case=xyzzy").contains("did you mean"));
+    }
+
+    #[test]
+    fn closest_is_near_or_nothing() {
+        let names = ["syscall", "signal", "sigqueue", "spin", "fs", "file", "all"];
+        assert_eq!(closest("sycall", names), Some("syscall"));
+        assert_eq!(closest("SYSCALL", names), Some("syscall"));
+        assert_eq!(closest("sigqeue", names), Some("sigqueue"));
+        assert_eq!(closest("fz", names), Some("fs"));
+        assert_eq!(
+            closest("sys", names),
+            Some("syscall"),
+            "the only one it begins"
+        );
+        assert_eq!(closest("si", names), None, "too short to begin one");
+        assert_eq!(closest("nosuch", names), None);
+        assert_eq!(closest("x", names), None);
+        for (other, ours) in OTHER_NAMES {
+            assert!(find(ours).is_some(), "{other} → {ours}");
+        }
     }
 }
