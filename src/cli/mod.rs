@@ -534,12 +534,12 @@ pub fn main() -> ExitCode {
         _ => false,
     };
     let result = match cli.command {
-        Command::List(args) => list::list(&args),
+        Command::List(args) => list::list(&args, console(false).laid_out(&args.layout)),
         Command::Run(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
             run::run(args, console)
         }
-        Command::Env(args) => env::show_env(&args),
+        Command::Env(args) => env::show_env(&args, console(false).laid_out(&args.layout)),
         Command::Compare(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
             compare::compare(args, console)
@@ -549,8 +549,14 @@ pub fn main() -> ExitCode {
             args.explain = true;
             compare::compare(args, console)
         }
-        Command::History(args) => history::history(args),
-        Command::Regressions(args) => regressions::regressions(args),
+        Command::History(args) => {
+            let console = console(false).laid_out(&args.layout);
+            history::history(args, console)
+        }
+        Command::Regressions(args) => {
+            let console = console(args.exports.stdout_taken()).laid_out(&args.layout);
+            regressions::regressions(args, console)
+        }
         Command::Export(args) => export::export(args),
         Command::Rm(args) => remove::rm(args),
         Command::Relabel(args) => remove::relabel(args),
@@ -568,7 +574,10 @@ pub fn main() -> ExitCode {
         Command::Bisect(args) => bisect::bisect(&args),
         Command::Fleet(command) => fleet::fleet(command),
         Command::Submit(args) => submit::submit(args),
-        Command::Jobs(args) => submit::jobs(args),
+        Command::Jobs(args) => {
+            let console = console(false).laid_out(&args.layout);
+            submit::jobs(args, console)
+        }
         Command::Worker(args) => worker::worker(args),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),

@@ -3,6 +3,7 @@
 //! and, by host (`history --by host`, `fleet run`), a case × host table of
 //! medians. Left out: the runs' other results (they are in each document).
 
+use super::layout::Table;
 use super::{align, fmt_sig};
 use crate::document::Document;
 use crate::store::RunRow;
@@ -44,6 +45,11 @@ pub fn by_host(runs: &[(&str, &Document)]) -> String {
 /// The runs as a table, in the order given; the conventional `--meta` keys
 /// (commit, branch, build) get a column each when any run has them.
 pub fn render(rows: &[RunRow]) -> String {
+    render_within(rows, None)
+}
+
+/// [`render`] fitted to `width` columns ([`super::fit`]; `None`: one line per run).
+pub fn render_within(rows: &[RunRow], width: Option<usize>) -> String {
     let meta: Vec<&str> = crate::document::meta::CONVENTIONAL
         .into_iter()
         .filter(|k| rows.iter().any(|r| r.meta.contains_key(*k)))
@@ -80,7 +86,13 @@ pub fn render(rows: &[RunRow]) -> String {
             cells
         })
         .collect();
-    align(&header, &numeric, &cells)
+    let table = Table {
+        header,
+        numeric,
+        rows: cells,
+        cases: Vec::new(),
+    };
+    table.to_text_within(width)
 }
 
 #[cfg(test)]
