@@ -83,7 +83,7 @@ pub fn history(args: HistoryArgs, console: super::Console) -> anyhow::Result<Exi
             }
         }
         let runs: Vec<(&str, &Document)> = runs.iter().map(|(h, d)| (*h, d)).collect();
-        console.print(&report::history::by_host(&runs));
+        console.print(&report::history::by_host_within(&runs, console.width));
     } else {
         console.print(&report::history::render_within(&rows, console.width));
     }

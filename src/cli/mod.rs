@@ -571,8 +571,8 @@ pub fn main() -> ExitCode {
         Command::GuestImage(args) => guest_image::guest_image(&args),
         Command::Loop(args) => syscall_loop::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
-        Command::Bisect(args) => bisect::bisect(&args),
-        Command::Fleet(command) => fleet::fleet(command),
+        Command::Bisect(args) => bisect::bisect(&args, console(false).laid_out(&args.layout)),
+        Command::Fleet(command) => fleet::fleet(command, console(false)),
         Command::Submit(args) => submit::submit(args),
         Command::Jobs(args) => {
             let console = console(false).laid_out(&args.layout);

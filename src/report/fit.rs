@@ -19,11 +19,47 @@ const LAST_FLOOR: usize = 24;
 impl Table {
     /// The table laid out for `width` columns (`None`: unlimited, one line per row).
     pub fn to_text_within(&self, width: Option<usize>) -> String {
+        let grid = Grid {
+            header: self.header.clone(),
+            numeric: self.numeric.clone(),
+            rows: self.rows.clone(),
+            cases: self.cases.clone(),
+        };
         match width {
-            Some(w) if line_width(&natural_widths(self), self.header.len()) > w => fit(self, w),
+            Some(w) if line_width(&natural_widths(&grid), grid.header.len()) > w => fit(&grid, w),
             _ => self.to_text(),
         }
     }
+}
+
+/// Columns whose headers are not known until run time (`history --by
+/// host`'s hosts) laid out for `width` columns as [`Table::to_text_within`]
+/// lays out a table (`None`: one line per row, as `report::align`).
+pub fn columns_within(
+    header: &[&str],
+    numeric: &[bool],
+    rows: &[Vec<String>],
+    width: Option<usize>,
+) -> String {
+    let grid = Grid {
+        header: header.to_vec(),
+        numeric: numeric.to_vec(),
+        rows: rows.to_vec(),
+        cases: Vec::new(),
+    };
+    match width {
+        Some(w) if line_width(&natural_widths(&grid), grid.header.len()) > w => fit(&grid, w),
+        _ => super::align(header, numeric, rows),
+    }
+}
+
+/// A [`Table`] whose headers may be borrowed for less than the program's
+/// life: what the layout below works on.
+struct Grid<'a> {
+    header: Vec<&'a str>,
+    numeric: Vec<bool>,
+    rows: Vec<Vec<String>>,
+    cases: Vec<(String, String)>,
 }
 
 /// `text`'s lines, each longer than `width` (when given) wrapped at words,
@@ -77,7 +113,7 @@ fn wrap_lines(text: &str, width: Option<usize>, hang: impl Fn(usize) -> usize) -
 }
 
 /// Each column's widest cell or header.
-fn natural_widths(t: &Table) -> Vec<usize> {
+fn natural_widths(t: &Grid) -> Vec<usize> {
     (0..t.header.len())
         .map(|i| {
             t.rows
@@ -125,7 +161,7 @@ const SQUEEZES: [Squeeze; 4] = [
 /// numbers tightened and wrapped, then columns one space apart; and when
 /// even that is too wide, the columns in groups one under the other, each
 /// group with the row's names (its first columns) again.
-fn fit(t: &Table, width: usize) -> String {
+fn fit(t: &Grid, width: usize) -> String {
     let laid = SQUEEZES.iter().find_map(|&squeeze| {
         let layout = layout(t, width, squeeze);
         let fits = spaced_width(&layout.widths, layout.widths.len(), squeeze.sep) <= width;
@@ -161,7 +197,7 @@ fn fit(t: &Table, width: usize) -> String {
 /// `t`'s columns in groups that each fit `width` with the key columns (the
 /// bench and case, or the first) before them, one group under the other;
 /// the last text column, when it is long, as a legend under them all.
-fn in_groups(t: &Table, width: usize) -> String {
+fn in_groups(t: &Grid, width: usize) -> String {
     let n = t.header.len();
     let keys = if t.cases.is_empty() { 1 } else { 2 }.min(n);
     let squeeze = SQUEEZES[2];
@@ -184,7 +220,7 @@ fn in_groups(t: &Table, width: usize) -> String {
     let mut out = String::new();
     for (g, group) in groups.iter().enumerate() {
         let chosen: Vec<usize> = (0..keys).chain(group.iter().copied()).collect();
-        let part = Table {
+        let part = Grid {
             header: chosen.iter().map(|&i| t.header[i]).collect(),
             numeric: chosen.iter().map(|&i| t.numeric[i]).collect(),
             rows: t
@@ -226,7 +262,7 @@ struct Layout {
     rows: Vec<Vec<String>>,
 }
 
-fn layout(t: &Table, width: usize, squeeze: Squeeze) -> Layout {
+fn layout(t: &Grid, width: usize, squeeze: Squeeze) -> Layout {
     let n = t.header.len();
     let rows: Vec<Vec<String>> = t
         .rows
@@ -335,7 +371,7 @@ fn push_row(
 /// first cell, or by its bench and case without a configuration tag when
 /// the rows are cases (`syscall null: one getppid() system call`), wrapped
 /// with a hanging indent.
-fn legend_lines(t: &Table, width: usize) -> String {
+fn legend_lines(t: &Grid, width: usize) -> String {
     let n = t.header.len();
     let mut seen: Vec<(String, &str)> = Vec::new();
     for (i, r) in t.rows.iter().enumerate() {

@@ -169,6 +169,7 @@ fn every_command_fits_80_and_100_columns_on_a_terminal_without_a_broken_word() {
         history.contains("night-12") && history.contains("c12"),
         "{history}"
     );
+    at(&["history", "--by", "host"]);
     let case = at(&["history", "syscall:null"]);
     assert!(case.contains("6.99.0-planted"), "{case}");
     let changes = at(&["history", "syscall:null", "--changes"]);
