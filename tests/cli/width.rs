@@ -11,7 +11,9 @@
 use std::path::PathBuf;
 
 use super::kit::*;
-use crate::common::terminal::{assert_fitted, check_widths, have_script, on_terminal, piped};
+use crate::common::terminal::{
+    assert_fitted, check_widths, have_script, on_terminal, on_terminal_sized, piped,
+};
 
 /// Display columns of `line` (µ, –, ± are one each).
 fn columns(line: &str) -> usize {
@@ -209,6 +211,11 @@ fn width_fits_a_pipe_and_wide_keeps_one_line_per_row_on_a_terminal() {
         let (_, wide) = on_terminal(&store, dir.path(), &[args, &["--wide"]].concat(), 80);
         assert_eq!(wide, whole, "{}", args.join(" "));
     }
+    // A terminal that reports its columns but no rows is still fitted.
+    let (_, shown) = on_terminal_sized(&store, dir.path(), &["history"], "cols 80 rows 0");
+    let whole = piped(&store, dir.path(), &["history"]).1;
+    assert!(whole.lines().any(|l| l.chars().count() > 80), "{whole}");
+    assert_fitted(&shown, &whole, 80, "history on a terminal of no rows");
 }
 
 #[test]

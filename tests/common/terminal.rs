@@ -31,12 +31,23 @@ fn quoted(word: &str) -> String {
 /// run in `dir`; and its exit status. Escapes (colours) are left out, and of
 /// a line rewritten in place (a progress bar) only what stays on screen.
 pub fn on_terminal(store: &Path, dir: &Path, args: &[&str], cols: usize) -> (Option<i32>, String) {
+    on_terminal_sized(store, dir, args, &format!("cols {cols} rows 50"))
+}
+
+/// [`on_terminal`] on a terminal sized by `stty SIZE` (`cols 80 rows 0`: a
+/// window that reports no rows).
+pub fn on_terminal_sized(
+    store: &Path,
+    dir: &Path,
+    args: &[&str],
+    size: &str,
+) -> (Option<i32>, String) {
     let bin = assert_cmd::cargo::cargo_bin("osbench");
     let words: Vec<String> = std::iter::once(bin.display().to_string())
         .chain(args.iter().map(|a| a.to_string()))
         .map(|w| quoted(&w))
         .collect();
-    let shell = format!("stty cols {cols} rows 50; exec {}", words.join(" "));
+    let shell = format!("stty {size}; exec {}", words.join(" "));
     let out = Command::new("script")
         .args(["-qec", &shell, "/dev/null"])
         .env("OSBENCH_STORE", store)
