@@ -73,9 +73,11 @@ pub struct BisectArgs {
     /// A candidate is bad only when slower by more than PCT %
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     gate: Option<f64>,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
-pub fn bisect(args: &BisectArgs) -> anyhow::Result<ExitCode> {
+pub fn bisect(args: &BisectArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     // Ctrl-C stops the A/B (the child sees it too) and this loop, and the work
     // trees are removed on the way out (status 130).
     let _interrupt = osbench::measure::Interrupt::install()?;
@@ -120,7 +122,7 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<ExitCode> {
         );
         progress = bisection.mark(next)?;
     }
-    print!("{}", report(&bisection, &progress));
+    console.print(&report(&bisection, &progress));
     match progress {
         Progress::FirstBad(_) => Ok(ExitCode::SUCCESS),
         _ => {

@@ -21,18 +21,20 @@ pub struct EnvArgs {
     /// summary; the JSON holds the compressed archive)
     #[arg(long)]
     logs: bool,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
-pub fn show_env(args: &EnvArgs) -> anyhow::Result<ExitCode> {
+pub fn show_env(args: &EnvArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     let env = osbench::env::environment(args.logs.then(super::save::logs_tree).as_ref());
     if args.json {
         let text = serde_json::to_string_pretty(&env).context("serialising the environment")?;
         println!("{text}");
     } else {
-        print!("{}", report::env_text(&env));
+        console.print(&report::env::env_text_within(&env, console.width));
     }
     if cfg!(debug_assertions) {
-        eprintln!("{DEBUG_WARNING}");
+        super::eprint_wrapped(DEBUG_WARNING);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -93,15 +93,20 @@ pub struct FleetRunArgs {
     /// Print only the results: no progress, no warnings
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    layout: super::LayoutArgs,
 }
 
-pub fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
+pub fn fleet(command: FleetCommand, console: super::Console) -> anyhow::Result<ExitCode> {
     match command {
-        FleetCommand::Run(args) => fleet_run(args),
+        FleetCommand::Run(args) => {
+            let console = console.laid_out(&args.layout);
+            fleet_run(args, console)
+        }
     }
 }
 
-fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
+fn fleet_run(args: FleetRunArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     let hosts = hosts(&args)?;
     let plan = plan(&args)?;
     if let Some(dir) = &args.out {
@@ -147,10 +152,13 @@ fn fleet_run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     }
     if !stored.is_empty() {
         let table: Vec<(&str, &Document)> = stored.iter().map(|(h, d)| (h.as_str(), d)).collect();
-        print!("{}", osbench::report::history::by_host(&table));
+        console.print(&osbench::report::history::by_host_within(
+            &table,
+            console.width,
+        ));
     }
     if plan.configs.len() >= 2 {
-        print_config_comparisons(&stored, plan.seed);
+        print_config_comparisons(&stored, plan.seed, console);
     }
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -195,7 +203,7 @@ fn plan(args: &FleetRunArgs) -> anyhow::Result<Plan> {
 
 /// Each host's configurations compared (the first the baseline), and the
 /// fleet's verdict over the hosts (or why nothing could be compared).
-fn print_config_comparisons(stored: &[(String, Document)], seed: u64) {
+fn print_config_comparisons(stored: &[(String, Document)], seed: u64, console: super::Console) {
     let options = osbench::compare::Options {
         seed,
         ..Default::default()
@@ -203,8 +211,10 @@ fn print_config_comparisons(stored: &[(String, Document)], seed: u64) {
     match osbench::compare::fleet::configs_by_host(stored, options) {
         Ok(fleets) => {
             for f in &fleets {
-                println!();
-                print!("{}", osbench::report::compare::render_fleet(f, false));
+                console.print(&format!(
+                    "\n{}",
+                    osbench::report::compare::render_fleet(f, false)
+                ));
             }
         }
         Err(e) if !stored.is_empty() => super::warn(&e.to_string()),

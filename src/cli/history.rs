@@ -33,19 +33,20 @@ pub struct HistoryArgs {
     store: StoreArgs,
     #[command(flatten)]
     quiet: super::QuietArg,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
-pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
+pub fn history(args: HistoryArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     args.quiet.apply();
-    if let Some(done) = super::history_changes::history(&args.case, &args.store) {
+    if let Some(done) = super::history_changes::history(&args.case, &args.store, console) {
         return done;
     }
     let location = store::location(args.store.store.as_deref())?;
     if !location.exists() {
-        println!(
-            "No runs stored yet ({} does not exist; osbench run saves every run there).",
-            location
-        );
+        console.print(&format!(
+            "No runs stored yet ({location} does not exist; osbench run saves every run there).\n"
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let filter = Filter {
@@ -73,7 +74,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         rows = ordered;
     }
     if rows.is_empty() {
-        println!("No stored run matches (store: {location}).");
+        console.print(&format!("No stored run matches (store: {location}).\n"));
     } else if args.by.is_some() {
         let mut runs = Vec::new();
         for row in store::latest_per_host(&rows) {
@@ -82,9 +83,9 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
             }
         }
         let runs: Vec<(&str, &Document)> = runs.iter().map(|(h, d)| (*h, d)).collect();
-        print!("{}", report::history::by_host(&runs));
+        console.print(&report::history::by_host_within(&runs, console.width));
     } else {
-        print!("{}", report::history::render(&rows));
+        console.print(&report::history::render_within(&rows, console.width));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -129,7 +129,11 @@ impl OnlyArgs {
 }
 
 /// `osbench history BENCH:CASE …`; `None` when no case was given (the run list then).
-pub fn history(args: &CaseArgs, store: &StoreArgs) -> Option<anyhow::Result<ExitCode>> {
+pub fn history(
+    args: &CaseArgs,
+    store: &StoreArgs,
+    console: super::Console,
+) -> Option<anyhow::Result<ExitCode>> {
     // --host also filters the run list; --config only chooses in a case history.
     if args.case.is_none() && args.only.config.is_some() {
         return Some(Err(anyhow::anyhow!(
@@ -137,10 +141,15 @@ pub fn history(args: &CaseArgs, store: &StoreArgs) -> Option<anyhow::Result<Exit
         )));
     }
     let case = args.case.as_ref()?;
-    Some(print_history(args, case, store))
+    Some(print_history(args, case, store, console))
 }
 
-fn print_history(args: &CaseArgs, case: &CaseName, store: &StoreArgs) -> anyhow::Result<ExitCode> {
+fn print_history(
+    args: &CaseArgs,
+    case: &CaseName,
+    store: &StoreArgs,
+    console: super::Console,
+) -> anyhow::Result<ExitCode> {
     let path = store::location(store.store.as_deref())?;
     if !path.exists() {
         anyhow::bail!(
@@ -161,7 +170,10 @@ fn print_history(args: &CaseArgs, case: &CaseName, store: &StoreArgs) -> anyhow:
         // A case with no stored run is an error (status 2), as in `plot --history`.
         anyhow::bail!("{}", nothing_stored(&db, case, &args.only)?);
     }
-    print!("{}", report::case_history::render(&histories));
+    console.print(&report::case_history::render_within(
+        &histories,
+        console.width,
+    ));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,6 +14,7 @@ use clap::Args;
 
 use osbench::bench::util::select::{ALL, bench_meant, config_tag, in_default_suite};
 use osbench::bench::{BenchDef, Notation, Params, REGISTRY, find};
+use osbench::report::fit::{wrap_hanging, wrap_prose};
 
 /// `osbench list [BENCH…]`.
 #[derive(Args)]
@@ -23,6 +24,8 @@ pub struct ListArgs {
     #[arg(value_name = "BENCH", value_parser = super::with_bench_names(parse_bench),
           hide_possible_values = true)]
     benches: Vec<&'static BenchDef>,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
 /// The family a selector or printed case name (`ctx`, `syscall:null`) is of.
@@ -41,30 +44,33 @@ fn parse_bench(s: &str) -> Result<&'static BenchDef, String> {
     })
 }
 
-pub fn list(args: &ListArgs) -> anyhow::Result<ExitCode> {
-    print!("{}", render(&args.benches));
+pub fn list(args: &ListArgs, console: super::Console) -> anyhow::Result<ExitCode> {
+    console.print(&render(&args.benches, console.width));
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every family (or those in `only`), its parameters, its default cases and its op.
-fn render(only: &[&BenchDef]) -> String {
+/// Every family (or those in `only`), its parameters, its default cases and
+/// its op, fitted to `width` columns (`None`: one line each): a parameter's
+/// help and a case's op continue under themselves.
+fn render(only: &[&BenchDef], width: Option<usize>) -> String {
     let mut out = String::new();
     for def in REGISTRY {
         if only.is_empty() || only.iter().any(|d| std::ptr::eq(*d, *def)) {
-            describe(&mut out, def);
+            describe(&mut out, def, width);
         }
     }
-    out.push_str(
+    out.push_str(&wrap_prose(
         "Select with BENCH (its default cases) or BENCH:key=value[,key=value...]: the default cases \
          that agree with the given values, or else the one case they name; or name a case as the \
          tables print it (BENCH:CASE, e.g. syscall:null or ctx:2p/0K). Cases marked * form the \
          quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
          case.\n",
-    );
+        width,
+    ));
     out
 }
 
-fn describe(out: &mut String, def: &BenchDef) {
+fn describe(out: &mut String, def: &BenchDef, width: Option<usize>) {
     let _ = writeln!(out, "{} — {}", def.name, def.summary);
     let _ = writeln!(out, "  unit: {} per op", def.unit.symbol());
     let cases: Vec<Params> = def
@@ -84,27 +90,26 @@ fn describe(out: &mut String, def: &BenchDef) {
     }
     let _ = writeln!(out, "  parameters:");
     for p in def.params {
-        let _ = writeln!(
-            out,
-            "    {:<8} {} (default {}; allowed {})",
+        let line = format!(
+            "    {:<8} {} (default {}; allowed {})\n",
             p.name,
             p.help,
             p.default,
             p.allowed_as(Notation::Short)
         );
+        out.push_str(&wrap_hanging(&line, width, 5 + p.name.len().max(8)));
     }
     let _ = writeln!(out, "  default cases and what one op is:");
     // The names padded to the longest, so every op starts in one column.
-    let width = cases
+    let names = cases
         .iter()
         .map(|p| (def.case_name)(p).chars().count())
         .max()
         .unwrap_or(0)
         .max(10);
     for (params, anchor) in cases.iter().zip(&anchors) {
-        let _ = writeln!(
-            out,
-            "  {} {:<width$} {}{}",
+        let line = format!(
+            "  {} {:<names$} {}{}\n",
             if in_default_suite(def, params) {
                 '*'
             } else {
@@ -118,6 +123,7 @@ fn describe(out: &mut String, def: &BenchDef) {
                 format!(" (anchor: {anchor})")
             }
         );
+        out.push_str(&wrap_hanging(&line, width, 5 + names));
     }
     out.push('\n');
 }

@@ -106,17 +106,17 @@ pub struct Console {
 
 impl Console {
     fn new(when: ColorWhen, stdout_taken: bool) -> Self {
-        let (terminal, size) = if stdout_taken {
+        let (terminal, width) = if stdout_taken {
             let e = std::io::stderr();
-            (e.is_terminal(), terminal_size::terminal_size_of(e))
+            (e.is_terminal(), terminal_columns(e))
         } else {
             let o = std::io::stdout();
-            (o.is_terminal(), terminal_size::terminal_size_of(o))
+            (o.is_terminal(), terminal_columns(o))
         };
         Self {
             to_stderr: stdout_taken,
             colour: when.enabled(terminal),
-            width: size.map(|(w, _)| usize::from(w.0)).filter(|&w| w > 0),
+            width,
         }
     }
 
@@ -537,12 +537,12 @@ pub fn main() -> ExitCode {
         _ => false,
     };
     let result = match cli.command {
-        Command::List(args) => list::list(&args),
+        Command::List(args) => list::list(&args, console(false).laid_out(&args.layout)),
         Command::Run(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
             run::run(args, console)
         }
-        Command::Env(args) => env::show_env(&args),
+        Command::Env(args) => env::show_env(&args, console(false).laid_out(&args.layout)),
         Command::Compare(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
             compare::compare(args, console)
@@ -552,8 +552,14 @@ pub fn main() -> ExitCode {
             args.explain = true;
             compare::compare(args, console)
         }
-        Command::History(args) => history::history(args),
-        Command::Regressions(args) => regressions::regressions(args),
+        Command::History(args) => {
+            let console = console(false).laid_out(&args.layout);
+            history::history(args, console)
+        }
+        Command::Regressions(args) => {
+            let console = console(args.exports.stdout_taken()).laid_out(&args.layout);
+            regressions::regressions(args, console)
+        }
         Command::Export(args) => export::export(args),
         Command::Rm(args) => remove::rm(args),
         Command::Relabel(args) => remove::relabel(args),
@@ -568,10 +574,13 @@ pub fn main() -> ExitCode {
         Command::GuestImage(args) => guest_image::guest_image(&args),
         Command::Loop(args) => syscall_loop::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
-        Command::Bisect(args) => bisect::bisect(&args),
-        Command::Fleet(command) => fleet::fleet(command),
+        Command::Bisect(args) => bisect::bisect(&args, console(false).laid_out(&args.layout)),
+        Command::Fleet(command) => fleet::fleet(command, console(false)),
         Command::Submit(args) => submit::submit(args),
-        Command::Jobs(args) => submit::jobs(args),
+        Command::Jobs(args) => {
+            let console = console(false).laid_out(&args.layout);
+            submit::jobs(args, console)
+        }
         Command::Worker(args) => worker::worker(args),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),
@@ -773,17 +782,38 @@ fn note(line: &str) {
     }
 }
 
+/// The columns of the terminal `stream` is on (none off a terminal): its
+/// window's, also when the terminal reports no rows (`terminal_size` then
+/// gives none: `script` without `stty rows`, some serial consoles), else
+/// `$COLUMNS` when the window has no size at all.
+fn terminal_columns(stream: impl std::os::fd::AsFd) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = stream.as_fd();
+    if !fd.is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into `size`, which outlives the
+    // call; `fd` is borrowed from `stream`, so it stays open during it.
+    let got = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
+    let from_env = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok();
+    match terminal_size::terminal_size_of(fd) {
+        Some((w, _)) => Some(usize::from(w.0)),
+        None if got && size.ws_col > 0 => Some(usize::from(size.ws_col)),
+        None => from_env(),
+    }
+    .filter(|&w| w > 0)
+}
+
 /// The width of the terminal standard error is on (none off a terminal).
 fn stderr_width() -> Option<usize> {
     static WIDTH: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *WIDTH.get_or_init(|| {
-        let e = std::io::stderr();
-        e.is_terminal()
-            .then(|| terminal_size::terminal_size_of(e))
-            .flatten()
-            .map(|(w, _)| usize::from(w.0))
-            .filter(|&w| w > 0)
-    })
+    *WIDTH.get_or_init(|| terminal_columns(std::io::stderr()))
 }
 
 /// `osbench: warning: WHAT` on standard error, wrapped as [`eprint_wrapped`] does.

@@ -61,7 +61,7 @@ pub struct RegressionsArgs {
     #[arg(long, value_name = "start|meta:KEY")]
     order_by: Option<RunOrder>,
     #[command(flatten)]
-    exports: ExportArgs,
+    pub exports: ExportArgs,
     /// Also post the Markdown report to URL as {"text": …} (Slack and Mattermost incoming
     /// webhooks), when something is reported
     #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
@@ -77,6 +77,8 @@ pub struct RegressionsArgs {
     fixed: Option<i64>,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
 fn parse_pct(s: &str) -> Result<f64, String> {
@@ -91,7 +93,7 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 /// How many runs on each side of a change the environment diff reads.
 const ENV_RUNS: usize = 5;
 
-pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
+pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     let location = store::location(args.store.store.as_deref())?;
     if let Some((id, state)) = dismissal(&args) {
         let db = Store::open_existing(&location)?;
@@ -101,9 +103,9 @@ pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
     }
     let pending = args.exports.prepare()?;
     if !location.exists() {
-        println!(
-            "No runs stored yet ({location} does not exist; osbench run saves every run there)."
-        );
+        console.print(&format!(
+            "No runs stored yet ({location} does not exist; osbench run saves every run there).\n"
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let db = Store::open_existing(&location)?;
@@ -147,12 +149,7 @@ pub fn regressions(args: RegressionsArgs) -> anyhow::Result<ExitCode> {
         min_change: args.min_change,
         max_p: args.max_p,
     };
-    let text = render::text(&found, &scope);
-    if args.exports.stdout_taken() {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
+    console.print(&render::text_within(&found, &scope, console.width));
     pending.commit(
         || render::json(&found, &scope),
         || render::markdown(&found, &scope),

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use osbench::queue::worker::{JOB_META, MAX_ATTEMPTS};
 use osbench::queue::{JobCommand, JobPlan, PlanFile, parse_plan_file};
+use osbench::report;
 use osbench::store::{JobRow, JobState, NewJob, Store, WorkerRow};
 
 use super::save::{MetaArgs, StoreArgs, parse_label};
@@ -81,6 +82,8 @@ pub struct JobsArgs {
     workers: bool,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    pub layout: super::LayoutArgs,
 }
 
 /// Opens the store for a queue command, refusing an SQLite file.
@@ -222,7 +225,7 @@ fn hosts(args: &SubmitArgs, store: &Store) -> anyhow::Result<Vec<String>> {
     Ok(hosts)
 }
 
-pub fn jobs(args: JobsArgs) -> anyhow::Result<ExitCode> {
+pub fn jobs(args: JobsArgs, console: super::Console) -> anyhow::Result<ExitCode> {
     let what = if args.cancel.is_some() {
         "jobs --cancel"
     } else {
@@ -241,14 +244,14 @@ pub fn jobs(args: JobsArgs) -> anyhow::Result<ExitCode> {
                 "{}",
                 json!(workers.iter().map(worker_json).collect::<Vec<_>>())
             ),
-            false => print!("{}", workers_table(&workers)),
+            false => console.print(&report::jobs::workers(&workers, console.width)),
         }
         return Ok(ExitCode::SUCCESS);
     }
     let jobs = store.jobs(args.host.as_deref(), args.state)?;
     match args.json {
         true => println!("{}", json!(jobs.iter().map(job_json).collect::<Vec<_>>())),
-        false => print!("{}", jobs_table(&jobs)),
+        false => console.print(&report::jobs::jobs(&jobs, console.width)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -276,106 +279,4 @@ fn worker_json(w: &WorkerRow) -> serde_json::Value {
         "osbench_version": w.osbench_version, "live": w.live, "started": w.started,
         "last_seen": w.last_seen, "lease_expires": w.lease_expires,
     })
-}
-
-/// Rows of cells as columns, each as wide as its widest cell.
-fn columns(rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn jobs_table(jobs: &[JobRow]) -> String {
-    if jobs.is_empty() {
-        return "no jobs\n".into();
-    }
-    let dash = |t: &Option<String>| t.clone().unwrap_or_else(|| "-".into());
-    let mut rows = vec![
-        [
-            "id",
-            "host",
-            "state",
-            "try",
-            "submitted",
-            "started",
-            "finished",
-            "run",
-            "label",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    let mut errors = Vec::new();
-    for j in jobs {
-        rows.push(vec![
-            j.id.to_string(),
-            j.host.clone(),
-            j.state.to_string(),
-            format!("{}/{}", j.attempts, j.max_attempts),
-            j.submitted.clone(),
-            dash(&j.started),
-            dash(&j.finished),
-            j.run_id.map_or("-".into(), |r| r.to_string()),
-            dash(&j.label),
-        ]);
-        if let Some(e) = &j.error {
-            errors.push(format!("job {}: {e}\n", j.id));
-        }
-        if let (JobState::Rebooting, Some(into), Some(deadline)) =
-            (j.state, &j.boot_into, &j.boot_deadline)
-        {
-            errors.push(format!(
-                "job {}: booting into {into}; lost unless its host is back by {deadline}\n",
-                j.id
-            ));
-        }
-    }
-    let mut out = columns(&rows);
-    if !errors.is_empty() {
-        out.push('\n');
-        out.extend(errors);
-    }
-    out
-}
-
-fn workers_table(workers: &[WorkerRow]) -> String {
-    if workers.is_empty() {
-        return "no workers have registered\n".into();
-    }
-    let mut rows = vec![
-        [
-            "name",
-            "tags",
-            "machine",
-            "pid",
-            "osbench",
-            "state",
-            "last seen",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for w in workers {
-        rows.push(vec![
-            w.name.clone(),
-            w.tags.join(","),
-            w.machine.clone(),
-            w.pid.to_string(),
-            w.osbench_version.clone(),
-            if w.live { "live" } else { "stopped" }.into(),
-            w.last_seen.clone(),
-        ]);
-    }
-    columns(&rows)
 }

@@ -5,6 +5,7 @@
 //! same tables and sentences. Left out: the detection itself
 //! ([`crate::compare::history`]) and the plot ([`super::plot::history_plot`]).
 
+use super::fit::wrap_prose;
 use super::layout::Table;
 use super::{decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
@@ -244,25 +245,31 @@ pub(super) fn signed_pct(fraction: f64) -> String {
 /// Every history for the terminal: a heading line, the runs, then the
 /// change points and the conclusion.
 pub fn render(histories: &[CaseHistory]) -> String {
+    render_within(histories, None)
+}
+
+/// [`render`] fitted to `width` columns: tables by [`super::fit`], the
+/// sentences wrapped at words (`None`: one line per row and sentence).
+pub fn render_within(histories: &[CaseHistory], width: Option<usize>) -> String {
+    let prose = |text: String| wrap_prose(&text, width);
     let mut out = String::new();
     for (i, h) in histories.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!("{}: {}\n\n", title(h), span(h)));
-        out.push_str(&runs_table(h).to_text());
+        out.push_str(&prose(format!("{}: {}\n\n", title(h), span(h))));
+        out.push_str(&runs_table(h).to_text_within(width));
         let Some(conclusion) = conclusion(h) else {
             continue;
         };
         out.push('\n');
         if let Some(Detection::Tested(c)) = &h.detection {
-            out.push_str(&format!("Change points by {}:\n", method(c)));
+            out.push_str(&prose(format!("Change points by {}:\n", method(c))));
         }
         if let Some(t) = changes_table(h) {
-            out.push_str(&t.to_text());
+            out.push_str(&t.to_text_within(width));
         }
-        out.push_str(&conclusion);
-        out.push('\n');
+        out.push_str(&prose(format!("{conclusion}\n")));
     }
     out
 }

@@ -9,8 +9,14 @@ use crate::env::{Environment, flatten};
 
 /// Every value of `env`, one per line, keys aligned.
 pub fn env_text(env: &Environment) -> String {
+    env_text_within(env, None)
+}
+
+/// [`env_text`] fitted to `width` columns (`None`: one line per value): a
+/// long value wraps at words under the values.
+pub fn env_text_within(env: &Environment, width: Option<usize>) -> String {
     let flat = flatten(env);
-    let width = flat
+    let keys = flat
         .keys()
         .map(|k| super::display_width(k))
         .max()
@@ -18,9 +24,9 @@ pub fn env_text(env: &Environment) -> String {
         .min(40);
     let mut out = String::new();
     for (key, value) in &flat {
-        let _ = writeln!(out, "{} {value}", super::pad_right(key, width));
+        let _ = writeln!(out, "{} {value}", super::pad_right(key, keys));
     }
-    out
+    super::fit::wrap_hanging(&out, width, keys + 1)
 }
 
 #[cfg(test)]

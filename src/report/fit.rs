@@ -1,7 +1,9 @@
 //! Tables and prose fitted to a terminal's width: headers and text cells
 //! wrap within their columns, a long last text column (the results' `op`)
 //! moves to a legend under the table when it has too little room, and
-//! overlong prose lines wrap at words with a hanging indent. Without a width
+//! overlong prose lines wrap at words with a hanging indent. Lines break at
+//! spaces only: a word is cut (after a `/`, `,` or `|`, else anywhere) only
+//! when it is wider than the line or column it is in. Without a width
 //! (a pipe, a file, `--wide`) nothing changes: one line per row, as
 //! `report::align` lays it out. Left out: finding the width (the command
 //! line asks the terminal, as clap does for `--help`) and colour.
@@ -17,16 +19,65 @@ const LAST_FLOOR: usize = 24;
 impl Table {
     /// The table laid out for `width` columns (`None`: unlimited, one line per row).
     pub fn to_text_within(&self, width: Option<usize>) -> String {
+        let grid = Grid {
+            header: self.header.clone(),
+            numeric: self.numeric.clone(),
+            rows: self.rows.clone(),
+            cases: self.cases.clone(),
+        };
         match width {
-            Some(w) if line_width(&natural_widths(self), self.header.len()) > w => fit(self, w),
+            Some(w) if line_width(&natural_widths(&grid), grid.header.len()) > w => fit(&grid, w),
             _ => self.to_text(),
         }
     }
 }
 
+/// Columns whose headers are not known until run time (`history --by
+/// host`'s hosts) laid out for `width` columns as [`Table::to_text_within`]
+/// lays out a table (`None`: one line per row, as `report::align`).
+pub fn columns_within(
+    header: &[&str],
+    numeric: &[bool],
+    rows: &[Vec<String>],
+    width: Option<usize>,
+) -> String {
+    let grid = Grid {
+        header: header.to_vec(),
+        numeric: numeric.to_vec(),
+        rows: rows.to_vec(),
+        cases: Vec::new(),
+    };
+    match width {
+        Some(w) if line_width(&natural_widths(&grid), grid.header.len()) > w => fit(&grid, w),
+        _ => super::align(header, numeric, rows),
+    }
+}
+
+/// A [`Table`] whose headers may be borrowed for less than the program's
+/// life: what the layout below works on.
+struct Grid<'a> {
+    header: Vec<&'a str>,
+    numeric: Vec<bool>,
+    rows: Vec<Vec<String>>,
+    cases: Vec<(String, String)>,
+}
+
 /// `text`'s lines, each longer than `width` (when given) wrapped at words,
 /// its continuation lines indented two more than the line itself.
 pub fn wrap_prose(text: &str, width: Option<usize>) -> String {
+    wrap_lines(text, width, |indent| indent + 2)
+}
+
+/// `text`'s lines, each longer than `width` (when given) wrapped at words,
+/// its continuation lines indented `hang` columns (at most half the width):
+/// `key  value` lines whose values continue under the values.
+pub fn wrap_hanging(text: &str, width: Option<usize>, hang: usize) -> String {
+    wrap_lines(text, width, |_| hang)
+}
+
+/// [`wrap_prose`] with the continuation lines' indent `hang` gives for a
+/// line's own.
+fn wrap_lines(text: &str, width: Option<usize>, hang: impl Fn(usize) -> usize) -> String {
     let Some(width) = width else {
         return text.to_string();
     };
@@ -41,21 +92,16 @@ pub fn wrap_prose(text: &str, width: Option<usize>) -> String {
             continue;
         }
         let indent = body.len() - body.trim_start().len();
-        let hang = " ".repeat((indent + 2).min(width / 2));
-        let first = wrap_pieces(
-            body.trim_start(),
-            width.saturating_sub(indent).max(1),
-            false,
+        let hang = " ".repeat(hang(indent).min(width / 2));
+        let widths = (
+            width.saturating_sub(indent),
+            width.saturating_sub(hang.len()),
         );
-        let lead = &body[..indent];
-        out.push_str(lead);
-        out.push_str(&first[0]);
-        out.push('\n');
-        let rest = first[1..].join(" ");
-        for piece in wrap_pieces(&rest, width.saturating_sub(hang.len()).max(1), false) {
-            if !piece.is_empty() {
-                out.push_str(&hang);
-                out.push_str(&piece);
+        let lines = wrap_pieces(body.trim_start(), widths, false);
+        for (i, piece) in lines.iter().enumerate() {
+            if i == 0 || !piece.is_empty() {
+                out.push_str(if i == 0 { &body[..indent] } else { &hang });
+                out.push_str(piece);
                 out.push('\n');
             }
         }
@@ -67,7 +113,7 @@ pub fn wrap_prose(text: &str, width: Option<usize>) -> String {
 }
 
 /// Each column's widest cell or header.
-fn natural_widths(t: &Table) -> Vec<usize> {
+fn natural_widths(t: &Grid) -> Vec<usize> {
     (0..t.header.len())
         .map(|i| {
             t.rows
@@ -115,7 +161,7 @@ const SQUEEZES: [Squeeze; 4] = [
 /// numbers tightened and wrapped, then columns one space apart; and when
 /// even that is too wide, the columns in groups one under the other, each
 /// group with the row's names (its first columns) again.
-fn fit(t: &Table, width: usize) -> String {
+fn fit(t: &Grid, width: usize) -> String {
     let laid = SQUEEZES.iter().find_map(|&squeeze| {
         let layout = layout(t, width, squeeze);
         let fits = spaced_width(&layout.widths, layout.widths.len(), squeeze.sep) <= width;
@@ -151,7 +197,7 @@ fn fit(t: &Table, width: usize) -> String {
 /// `t`'s columns in groups that each fit `width` with the key columns (the
 /// bench and case, or the first) before them, one group under the other;
 /// the last text column, when it is long, as a legend under them all.
-fn in_groups(t: &Table, width: usize) -> String {
+fn in_groups(t: &Grid, width: usize) -> String {
     let n = t.header.len();
     let keys = if t.cases.is_empty() { 1 } else { 2 }.min(n);
     let squeeze = SQUEEZES[2];
@@ -174,7 +220,7 @@ fn in_groups(t: &Table, width: usize) -> String {
     let mut out = String::new();
     for (g, group) in groups.iter().enumerate() {
         let chosen: Vec<usize> = (0..keys).chain(group.iter().copied()).collect();
-        let part = Table {
+        let part = Grid {
             header: chosen.iter().map(|&i| t.header[i]).collect(),
             numeric: chosen.iter().map(|&i| t.numeric[i]).collect(),
             rows: t
@@ -216,7 +262,7 @@ struct Layout {
     rows: Vec<Vec<String>>,
 }
 
-fn layout(t: &Table, width: usize, squeeze: Squeeze) -> Layout {
+fn layout(t: &Grid, width: usize, squeeze: Squeeze) -> Layout {
     let n = t.header.len();
     let rows: Vec<Vec<String>> = t
         .rows
@@ -231,13 +277,15 @@ fn layout(t: &Table, width: usize, squeeze: Squeeze) -> Layout {
                 .collect()
         })
         .collect();
-    let last_text = n > 2 && !t.numeric[n - 1];
     let cells_width = |i: usize| rows.iter().map(|r| display_width(&r[i])).max();
     let header_floor = |i: usize| longest_word(t.header[i]);
     // Headers wrap first: a column is as wide as its widest cell or header word.
     let mut widths: Vec<usize> = (0..n)
         .map(|i| cells_width(i).unwrap_or(0).max(header_floor(i)))
         .collect();
+    // A long last text column (the results' op) wraps in what room is left
+    // or moves to a legend; a short one narrows as the others do.
+    let last_text = n > 2 && !t.numeric[n - 1] && widths[n - 1] > LAST_FLOOR;
     let mut legend = false;
     if last_text {
         let others = spaced_width(&widths[..n - 1], n - 1, squeeze.sep) + squeeze.sep;
@@ -249,10 +297,16 @@ fn layout(t: &Table, width: usize, squeeze: Squeeze) -> Layout {
             widths.pop();
         }
     }
-    // Then the other text columns, the rightmost first; then the numbers, if they may wrap.
+    // Then the other text columns, the rightmost first, no narrower than
+    // their longest word (up to half the width: a longer one breaks at its
+    // separators); then the numbers, if they may wrap.
+    let words = |i: usize| rows.iter().map(|r| longest_word(&r[i])).max();
     let floor = |i: usize| match t.numeric[i] {
-        false if !(last_text && i == n - 1) => Some(TEXT_FLOOR.max(header_floor(i))),
-        true if squeeze.wrap_numbers => rows.iter().map(|r| longest_word(&r[i])).max(),
+        false if !(last_text && i == n - 1) => {
+            let longest = words(i).unwrap_or(0).min(width / 2);
+            Some(TEXT_FLOOR.max(header_floor(i)).max(longest))
+        }
+        true if squeeze.wrap_numbers => words(i),
         _ => None,
     };
     for numbers in [false, true] {
@@ -317,7 +371,7 @@ fn push_row(
 /// first cell, or by its bench and case without a configuration tag when
 /// the rows are cases (`syscall null: one getppid() system call`), wrapped
 /// with a hanging indent.
-fn legend_lines(t: &Table, width: usize) -> String {
+fn legend_lines(t: &Grid, width: usize) -> String {
     let n = t.header.len();
     let mut seen: Vec<(String, &str)> = Vec::new();
     for (i, r) in t.rows.iter().enumerate() {
@@ -345,16 +399,17 @@ fn longest_word(text: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// `text` in lines of at most `width` columns: broken at spaces (dropped)
-/// or after `/` and `,` (kept), not inside parentheses, and mid-word only
-/// when a word alone is wider.
+/// `text` in lines of at most `width` columns: broken at spaces (dropped),
+/// not inside parentheses; a word wider than a line alone after `/`, `,`
+/// and `|` (kept), and mid-word only when a part alone is still wider.
 fn wrap(text: &str, width: usize) -> Vec<String> {
-    wrap_pieces(text, width, true)
+    wrap_pieces(text, (width, width), true)
 }
 
-/// [`wrap`], parentheses kept whole only with `whole_parens` (cells, not prose).
-fn wrap_pieces(text: &str, width: usize, whole_parens: bool) -> Vec<String> {
-    let width = width.max(1);
+/// [`wrap`] with the first line `widths.0` wide and the others `widths.1`,
+/// parentheses kept whole only with `whole_parens` (cells, not prose).
+fn wrap_pieces(text: &str, widths: (usize, usize), whole_parens: bool) -> Vec<String> {
+    let room = |lines: &[String]| if lines.is_empty() { widths.0 } else { widths.1 }.max(1);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for piece in pieces(text, whole_parens) {
@@ -363,18 +418,30 @@ fn wrap_pieces(text: &str, width: usize, whole_parens: bool) -> Vec<String> {
         } else {
             format!("{line}{piece}")
         };
-        if display_width(joined.trim_end()) <= width {
+        if display_width(joined.trim_end()) <= room(&lines) {
             line = joined;
             continue;
         }
         if !line.trim_end().is_empty() {
             lines.push(line.trim_end().to_string());
         }
-        line = piece.trim_start().to_string();
-        while display_width(line.trim_end()) > width {
-            let (head, tail) = split_at_width(&line, width);
-            lines.push(head);
-            line = tail;
+        // The word on a line of its own; too wide for that, at its
+        // separators, then mid-word.
+        line = String::new();
+        for part in parts(piece.trim()) {
+            if display_width(&line) + display_width(part) <= room(&lines) {
+                line.push_str(part);
+                continue;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            line = part.to_string();
+            while display_width(&line) > room(&lines) {
+                let (head, tail) = split_at_width(&line, room(&lines));
+                lines.push(head);
+                line = tail;
+            }
         }
     }
     if !line.trim_end().is_empty() || lines.is_empty() {
@@ -383,33 +450,46 @@ fn wrap_pieces(text: &str, width: usize, whole_parens: bool) -> Vec<String> {
     lines
 }
 
-/// `text` cut into pieces that may start a new line: each word with the
-/// space before it, and the parts of a word after each `/` or `,`; never
-/// inside parentheses (`(75% only)` stays whole).
+/// `text` cut into the words that may start a new line, each with the
+/// space before it; with `whole_parens`, never inside parentheses
+/// (`(75% only)` stays whole).
 fn pieces(text: &str, whole_parens: bool) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut depth = 0usize;
     for (i, c) in text.char_indices() {
-        let end = i + c.len_utf8();
         match c {
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        if whole_parens && depth > 0 && c != '(' {
+        if whole_parens && depth > 0 {
             continue;
         }
-        if c == ' ' && i > start {
+        if c == ' ' && i > start && !text[start..i].trim().is_empty() {
             out.push(&text[start..i]);
             start = i;
-        } else if (c == '/' || c == ',') && end < text.len() {
-            out.push(&text[start..end]);
-            start = end;
         }
     }
     if start < text.len() {
         out.push(&text[start..]);
+    }
+    out
+}
+
+/// A word cut after each `/`, `,` and `|` (`g10/`, `socket/`, `processes`).
+fn parts(word: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in word.char_indices() {
+        let end = i + c.len_utf8();
+        if matches!(c, '/' | ',' | '|') && end < word.len() {
+            out.push(&word[start..end]);
+            start = end;
+        }
+    }
+    if start < word.len() {
+        out.push(&word[start..]);
     }
     out
 }
@@ -455,6 +535,55 @@ mod tests {
         );
         assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
         assert_eq!(wrap("", 5), [""]);
+    }
+
+    #[test]
+    fn a_word_breaks_at_its_separators_only_when_wider_than_a_line() {
+        assert_eq!(
+            wrap("wakeup futex/threads [base]", 15),
+            ["wakeup", "futex/threads", "[base]"]
+        );
+        assert_eq!(
+            wrap("allowed a|bb|ccc|dddd", 9),
+            ["allowed", "a|bb|ccc|", "dddd"]
+        );
+        let prose = wrap_prose(
+            "see /sys/kernel/mm/transparent_hugepage/enabled\n",
+            Some(30),
+        );
+        assert_eq!(
+            prose,
+            "see\n  /sys/kernel/mm/\n  transparent_hugepage/enabled\n"
+        );
+    }
+
+    #[test]
+    fn hanging_lines_continue_under_their_values() {
+        let text = "cmdline  quiet splash mitigations=off\narch     x86_64\n";
+        assert_eq!(
+            wrap_hanging(text, Some(24), 9),
+            "cmdline  quiet splash\n         mitigations=off\narch     x86_64\n"
+        );
+        assert_eq!(wrap_hanging(text, None, 9), text);
+    }
+
+    #[test]
+    fn a_short_last_text_column_wraps_in_place() {
+        let t = Table {
+            header: vec!["id", "started (UTC)", "benchmarks"],
+            numeric: vec![true, false, false],
+            rows: vec![vec![
+                "1".into(),
+                "2026-11-01T02:00:00Z".into(),
+                "syscall, wakeup".into(),
+            ]],
+            cases: Vec::new(),
+        };
+        let text = t.to_text_within(Some(36));
+        assert_eq!(
+            text,
+            "id  started (UTC)         benchmarks\n 1  2026-11-01T02:00:00Z  syscall,\n                          wakeup\n"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! and, by host (`history --by host`, `fleet run`), a case × host table of
 //! medians. Left out: the runs' other results (they are in each document).
 
-use super::{align, fmt_sig};
+use super::fmt_sig;
+use super::layout::Table;
 use crate::document::Document;
 use crate::store::RunRow;
 
@@ -11,6 +12,11 @@ use crate::store::RunRow;
 /// order), one column per host (in the order given), "-" where a host has
 /// no such case. Each document is one host's run.
 pub fn by_host(runs: &[(&str, &Document)]) -> String {
+    by_host_within(runs, None)
+}
+
+/// [`by_host`] fitted to `width` columns ([`super::fit`]; `None`: one line per case).
+pub fn by_host_within(runs: &[(&str, &Document)], width: Option<usize>) -> String {
     let mut cases: Vec<String> = Vec::new();
     let label = |s: &crate::document::Series| s.key.to_string();
     for (_, doc) in runs {
@@ -38,12 +44,17 @@ pub fn by_host(runs: &[(&str, &Document)]) -> String {
             row
         })
         .collect();
-    align(&header, &numeric, &rows)
+    super::fit::columns_within(&header, &numeric, &rows, width)
 }
 
 /// The runs as a table, in the order given; the conventional `--meta` keys
 /// (commit, branch, build) get a column each when any run has them.
 pub fn render(rows: &[RunRow]) -> String {
+    render_within(rows, None)
+}
+
+/// [`render`] fitted to `width` columns ([`super::fit`]; `None`: one line per run).
+pub fn render_within(rows: &[RunRow], width: Option<usize>) -> String {
     let meta: Vec<&str> = crate::document::meta::CONVENTIONAL
         .into_iter()
         .filter(|k| rows.iter().any(|r| r.meta.contains_key(*k)))
@@ -80,12 +91,34 @@ pub fn render(rows: &[RunRow]) -> String {
             cells
         })
         .collect();
-    align(&header, &numeric, &cells)
+    let table = Table {
+        header,
+        numeric,
+        rows: cells,
+        cases: Vec::new(),
+    };
+    table.to_text_within(width)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_hosts_fit_the_width_in_groups() {
+        let doc = crate::report::fixture();
+        let hosts: Vec<String> = (1..=8).map(|i| format!("host-{i}")).collect();
+        let runs: Vec<(&str, &Document)> = hosts.iter().map(|h| (h.as_str(), &doc)).collect();
+        let wide = by_host(&runs);
+        assert!(wide.lines().any(|l| l.chars().count() > 60), "{wide}");
+        assert_eq!(by_host_within(&runs, None), wide);
+        let fitted = by_host_within(&runs, Some(60));
+        assert!(fitted.lines().all(|l| l.chars().count() <= 60), "{fitted}");
+        assert!(
+            fitted.contains("host-1") && fitted.contains("host-8"),
+            "{fitted}"
+        );
+    }
 
     #[test]
     fn one_line_per_run_with_its_benchmarks_once() {

@@ -20,6 +20,7 @@ pub mod flame;
 pub mod history;
 pub mod html;
 pub mod hyperfine;
+pub mod jobs;
 pub mod junit;
 pub mod layout;
 pub mod markdown;

@@ -4,6 +4,7 @@
 //! Left out: finding them ([`crate::compare::regressions`]) and the store's
 //! record of what was dismissed.
 
+use super::layout::Table;
 use super::{fmt_pct, fmt_sig};
 use crate::compare::regressions::{Level, Regression};
 use crate::document::Unit;
@@ -116,27 +117,41 @@ fn env_lines(found: &[Regression], escape: impl Fn(&str) -> String) -> String {
 
 /// For the terminal.
 pub fn text(found: &[Regression], scope: &Scope) -> String {
-    let mut out = format!("osbench regressions: {}\n", headline(found, scope));
+    text_within(found, scope, None)
+}
+
+/// [`text`] fitted to `width` columns: the table by [`super::fit`], the
+/// sentences wrapped at words (`None`: one line per change point).
+pub fn text_within(found: &[Regression], scope: &Scope, width: Option<usize>) -> String {
+    let prose = |text: &str| super::fit::wrap_prose(text, width);
+    let mut out = prose(&format!(
+        "osbench regressions: {}\n",
+        headline(found, scope)
+    ));
     if found.is_empty() {
         return out;
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = found.iter().map(row).collect();
-    let mut numeric = [false; 12];
-    numeric[0] = true;
-    numeric[6] = true;
-    numeric[9] = true;
-    numeric[10] = true;
-    out.push_str(&super::align(&HEADER, &numeric, &rows));
+    let mut numeric = vec![false; HEADER.len()];
+    for i in [0, 6, 9, 10] {
+        numeric[i] = true;
+    }
+    let table = Table {
+        header: HEADER.to_vec(),
+        numeric,
+        rows: found.iter().map(row).collect(),
+        cases: Vec::new(),
+    };
+    out.push_str(&table.to_text_within(width));
     let env = env_lines(found, str::to_string);
     if !env.is_empty() {
         out.push_str("\nEnvironment keys that changed with the level:\n");
-        out.push_str(&env);
+        out.push_str(&prose(&env));
     }
-    out.push_str(
+    out.push_str(&prose(
         "\nDismiss one with osbench regressions --ack ID (looked at) or --expect ID (meant to \
          happen).\n",
-    );
+    ));
     out
 }
 

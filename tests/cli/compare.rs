@@ -484,7 +484,7 @@ fn the_fleet_gate_is_undecided_with_too_few_hosts() {
 
 /// The load `env.load` records: a 1-minute load average and the busy
 /// processes (command name, share of a CPU), at the start and the end alike.
-fn load(busy: &[(&str, f64)]) -> serde_json::Value {
+pub(crate) fn load(busy: &[(&str, f64)]) -> serde_json::Value {
     let busy: Vec<serde_json::Value> = busy
         .iter()
         .enumerate()

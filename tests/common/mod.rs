@@ -22,6 +22,7 @@
 #![allow(dead_code)] // each test file uses a part
 
 pub mod pg;
+pub mod terminal;
 
 use std::fs;
 use std::path::{Path, PathBuf};

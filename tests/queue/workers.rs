@@ -801,3 +801,35 @@ fn sqlite_refuses_the_queue_commands() {
         );
     }
 }
+
+/// `jobs` (and `jobs --workers`, empty) fits 80 and 100 columns on a
+/// terminal with no word broken (`common::terminal`); a pipe gets one line
+/// per job.
+#[test]
+fn the_job_list_fits_80_and_100_columns_on_a_terminal() {
+    if !have_postgres("the_job_list_fits") || !common::terminal::have_script() {
+        return;
+    }
+    let q = Queue::start();
+    let hosts = "a-host-with-a-rather-long-name,b";
+    let label = "nightly-with-a-rather-long-label";
+    let ids = q.submit(&["syscall:null", "--hosts", hosts, "--label", label]);
+    common::ok(
+        q.cmd()
+            .args(["jobs", "--cancel", &ids[1].to_string()])
+            .output()
+            .unwrap(),
+    );
+    let store = Path::new(&q.url);
+    let table = common::terminal::check_widths(store, q.dir.path(), &["jobs"], |_| true);
+    let rows = table.lines().take_while(|l| !l.is_empty()).count();
+    assert_eq!(rows, 1 + ids.len(), "{table}");
+    assert!(
+        table.contains(&format!("job {}: cancelled", ids[1])),
+        "{table}"
+    );
+    assert!(table.lines().any(|l| l.chars().count() > 100), "{table}");
+    let workers =
+        common::terminal::check_widths(store, q.dir.path(), &["jobs", "--workers"], |_| true);
+    assert!(workers.contains("no workers"), "{workers}");
+}

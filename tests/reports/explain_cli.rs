@@ -194,3 +194,24 @@ fn the_comparison_json_carries_the_explanation_and_reads_back() {
         "{md}"
     );
 }
+
+/// `explain` and `compare --explain` fit 80 and 100 columns on a terminal,
+/// no word broken (`common::terminal`); in a pipe, one line per row.
+#[test]
+fn explain_fits_80_and_100_columns_on_a_terminal_without_a_broken_word() {
+    if !crate::common::terminal::have_script() {
+        eprintln!("skipped: no script(1) to give osbench a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    planted_pair(dir.path(), "audit_filter_syscall");
+    let store = dir.path().join("results.sqlite");
+    for args in [
+        &["explain", "a.json", "b.json"][..],
+        &["compare", "--explain", "a.json", "b.json"],
+    ] {
+        let whole = crate::common::terminal::check_widths(&store, dir.path(), args, |_| true);
+        assert!(whole.contains("Where the change went ("), "{whole}");
+        assert!(whole.lines().any(|l| l.chars().count() > 100), "{whole}");
+    }
+}
