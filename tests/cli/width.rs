@@ -12,23 +12,9 @@ use std::path::PathBuf;
 
 use super::kit::*;
 use crate::common::terminal::{
-    assert_fitted, check_widths, have_script, on_terminal, on_terminal_sized, piped,
+    assert_fits, assert_fitted, check_widths, have_script, on_terminal, on_terminal_sized, piped,
+    without_escapes,
 };
-
-/// Display columns of `line` (µ, –, ± are one each).
-fn columns(line: &str) -> usize {
-    line.chars().count()
-}
-
-/// Fails naming every line of `text` wider than `width`.
-fn assert_fits(text: &str, width: usize) {
-    let long: Vec<&str> = text.lines().filter(|l| columns(l) > width).collect();
-    assert!(
-        long.is_empty(),
-        "lines wider than {width}:\n{}",
-        long.join("\n")
-    );
-}
 
 #[test]
 fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
@@ -38,7 +24,7 @@ fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
     let json = dir.path().join("run.json");
     let out = quick_run(&["run", "--no-store", "--width", "100"], &json);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_fits(&text, 100);
+    assert_fits(&text, 100, "the default suite");
     assert!(
         text.contains("syscall") && text.contains("messaging"),
         "{text}"
@@ -50,7 +36,12 @@ fn the_default_suite_fits_the_terminal_and_pipes_keep_one_line_per_row() {
     let results: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
     let sampled = series.iter().filter(|s| s.quantiles.is_none()).count();
     assert_eq!(results.len(), 1 + sampled, "{text}");
-    assert!(results.iter().any(|l| columns(l) > 100), "{text}");
+    assert!(
+        results
+            .iter()
+            .any(|l| osbench::report::display_width(l) > 100),
+        "{text}"
+    );
     assert!(!text.contains("\nop:\n"), "{text}");
 }
 
@@ -83,21 +74,7 @@ fn the_default_suite_has_no_wrapped_line_on_an_80_column_terminal() {
         .collect();
     assert!(text.contains("messaging"), "{text}");
     assert!(text.contains("osbench: warning: "), "{text}");
-    assert_fits(&text, 80);
-}
-
-/// `line` without terminal escape sequences (ESC [ … letter).
-fn without_escapes(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            chars.by_ref().find(|c| c.is_ascii_alphabetic());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    assert_fits(&text, 80, "the default suite on a terminal");
 }
 
 /// Twelve nightly runs of the small fixture imported into a store of their
