@@ -58,8 +58,11 @@ pub struct RunArgs {
     /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
     /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
     /// the first is the baseline; NAME= with no command runs nothing). NAME@GUEST=COMMAND
-    /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it
-    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it.
+    /// NAME:KNOB=VALUE sets a file's value for the configuration's blocks and restores
+    /// the value found after the run: KNOB is a path (/sys/…), sysctl.NAME, sched_feature,
+    /// thp, thp_defrag, cpufreq_governor or smt (repeat to add knobs to NAME)
+    #[arg(long = "config", value_name = "NAME=COMMAND|NAME:KNOB=VALUE")]
     configs: Vec<String>,
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
     #[arg(long = "teardown", value_name = "NAME=COMMAND")]
@@ -460,6 +463,7 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
         out.push_str(&report::compare::precision_lines(comparison, why));
     }
     out.push_str(&report::compare::target_lines(doc));
+    out.push_str(&report::compare::knob_lines(doc));
     console.print(&out);
 }
 
@@ -492,18 +496,39 @@ fn configs_of(
     guests: &[String],
 ) -> anyhow::Result<Vec<Config>> {
     let mut out: Vec<Config> = Vec::new();
+    // Configurations a knob (NAME:KNOB=VALUE) made; a set-up may still name them once.
+    let mut by_knob: Vec<String> = Vec::new();
     for spec in configs {
-        let (name, setup) = experiment::config::parse_assignment(spec)?;
+        let (name, knob, setup) = match experiment::knob::parse_config_knob(spec)? {
+            Some((name, knob)) => (name, Some(knob), None),
+            None => {
+                let (name, setup) = experiment::config::parse_assignment(spec)?;
+                (name, None, setup)
+            }
+        };
         let (name, in_guest) = match name.split_once('@') {
             Some((name, guest)) => (name.to_string(), Some(guest.to_string())),
             None => (name, None),
         };
-        out.push(Config {
-            name,
-            setup,
-            in_guest,
-            ..Default::default()
-        });
+        let known = out.iter().position(|c| c.name == name);
+        let config = match known {
+            Some(i) if knob.is_some() || by_knob.contains(&name) => &mut out[i],
+            _ => {
+                out.push(Config {
+                    name: name.clone(),
+                    ..Default::default()
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        if knob.is_none() {
+            by_knob.retain(|n| *n != name); // a second NAME=COMMAND is refused as a duplicate
+            config.setup = setup;
+        } else if known.is_none() {
+            by_knob.push(name);
+        }
+        config.knobs.extend(knob);
+        config.in_guest = in_guest.or(config.in_guest.take());
     }
     for spec in guests {
         let (name, guest) = experiment::config::parse_guest(spec)?;

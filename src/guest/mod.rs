@@ -250,6 +250,18 @@ impl Guest {
         env: &std::collections::BTreeMap<String, String>,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        self.sh_output(what, command, env, interrupt).map(drop)
+    }
+
+    /// [`Guest::sh`], returning the command's output (stdout and stderr, as
+    /// the agent collected them) when it succeeds.
+    pub fn sh_output(
+        &mut self,
+        what: &str,
+        command: &str,
+        env: &std::collections::BTreeMap<String, String>,
+        interrupt: &Interrupt,
+    ) -> Result<String> {
         let timeout = boot_timeout();
         self.send(&Request::Sh(ShRequest {
             command: command.to_string(),
@@ -268,7 +280,7 @@ impl Guest {
             other => return Err(self.unexpected("done", &other)),
         };
         if done.success {
-            return Ok(());
+            return Ok(done.output);
         }
         let output = done.output.trim_end();
         let quoted = if output.is_empty() {
