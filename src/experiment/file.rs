@@ -228,6 +228,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_knobs() {
+        let (_, configs) = parse(
+            r#"
+            [[config]]
+            name = "a"
+            set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = 200000 }
+            sysctl = { "kernel.sched_autogroup_enabled" = "0" }
+            sched_feature = ["NO_DELAY_DEQUEUE", "HRTICK"]
+            thp = "never"
+            [[config]]
+            name = "b"
+            smt = "off"
+            cpufreq_governor = "performance"
+            "#,
+        )
+        .unwrap();
+        let names: Vec<String> = configs[0].knobs.iter().map(|k| k.knob.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "sched_feature.DELAY_DEQUEUE",
+                "sched_feature.HRTICK",
+                "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
+                "sysctl.kernel.sched_autogroup_enabled",
+                "thp"
+            ]
+        );
+        assert_eq!(configs[0].knobs[2].value, "200000");
+        assert_eq!(configs[1].knobs.len(), 2);
+        let e = parse("[[config]]\nname = \"a\"\nthpp = \"never\"\n").unwrap_err();
+        assert!(
+            e.contains("unknown field `thpp`") && e.contains("thp_defrag"),
+            "{e}"
+        );
+        let e = parse("[[config]]\nname = \"a\"\nsysctl = 1\n").unwrap_err();
+        assert!(e.contains("is not a table"), "{e}");
+    }
+
+    #[test]
     fn reads_the_documented_shape() {
         let (select, configs) = parse(
             r#"

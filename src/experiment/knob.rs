@@ -513,4 +513,91 @@ mod tests {
             assert!(parse_config_knob(bad).is_err(), "{bad}");
         }
     }
+
+    /// Files in memory; a `*` pattern lists the CPUs' governors.
+    struct MemFs(BTreeMap<String, String>);
+
+    impl KnobFs for MemFs {
+        fn read(&mut self, path: &str) -> std::result::Result<String, String> {
+            self.0
+                .get(path)
+                .cloned()
+                .ok_or_else(|| "no such file".into())
+        }
+        fn expand(&mut self, pattern: &str) -> std::result::Result<Vec<String>, String> {
+            let (head, tail) = pattern.split_once('*').unwrap_or((pattern, ""));
+            let paths = self
+                .0
+                .keys()
+                .filter(|p| p.starts_with(head) && p.ends_with(tail));
+            Ok(paths.cloned().collect())
+        }
+        fn write(&mut self, path: &str, value: &str) -> std::result::Result<(), String> {
+            self.0.insert(path.into(), value.into());
+            Ok(())
+        }
+    }
+
+    fn config(name: &str, knobs: &[(&str, &str)]) -> Config {
+        Config {
+            name: name.into(),
+            knobs: (knobs.iter())
+                .map(|(k, v)| Knob::setting(k, v).unwrap())
+                .collect(),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn typed_knobs_resolve_apply_and_restore() {
+        let cpu = |n: u32| format!("/sys/devices/system/cpu/cpu{n}/cpufreq/");
+        let mut fs = MemFs(BTreeMap::from([
+            (
+                SCHED_FEATURES_PATH.to_string(),
+                "START_DEBIT DELAY_DEQUEUE NO_HRTICK\n".to_string(),
+            ),
+            ("/sys/devices/system/cpu/smt/control".into(), "on\n".into()),
+            (format!("{}scaling_governor", cpu(0)), "schedutil\n".into()),
+            (format!("{}scaling_governor", cpu(1)), "schedutil\n".into()),
+            (
+                format!("{}scaling_available_governors", cpu(0)),
+                "performance schedutil\n".into(),
+            ),
+            (
+                format!("{}scaling_available_governors", cpu(1)),
+                "performance schedutil\n".into(),
+            ),
+        ]));
+        let a = config(
+            "a",
+            &[
+                ("sched_feature", "NO_DELAY_DEQUEUE"),
+                ("cpufreq_governor", "performance"),
+            ],
+        );
+        let b = config("b", &[("smt", "off")]);
+        let mut knobs = Knobs::resolve(&[(0, &a), (1, &b)], &mut fs, None).unwrap();
+        assert_eq!(knobs.records().len(), 4); // the features, two governors, SMT
+        knobs.apply(0, &mut fs).unwrap();
+        assert_eq!(fs.0[SCHED_FEATURES_PATH], "NO_DELAY_DEQUEUE");
+        assert_eq!(fs.0[&format!("{}scaling_governor", cpu(1))], "performance");
+        knobs.apply(1, &mut fs).unwrap();
+        assert_eq!(fs.0[SCHED_FEATURES_PATH], "DELAY_DEQUEUE");
+        assert_eq!(fs.0["/sys/devices/system/cpu/smt/control"], "off");
+        knobs.restore(&mut fs).unwrap();
+        assert_eq!(fs.0["/sys/devices/system/cpu/smt/control"], "on");
+        assert!(knobs.records().iter().all(|r| r.restored));
+        let refused = |knob: &str, value: &str, fs: &mut MemFs| {
+            let c = config("c", &[(knob, value)]);
+            Knobs::resolve(&[(0, &c)], fs, None)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused("cpufreq_governor", "ondemand", &mut fs);
+        assert!(e.contains("accepts performance, schedutil"), "{e}");
+        let e = refused("sched_feature", "NO_HRTICK_DL", &mut fs);
+        assert!(e.contains("lists no feature HRTICK_DL"), "{e}");
+        let e = refused("smt", "maybe", &mut fs);
+        assert!(e.contains("accepts on, off, forceoff"), "{e}");
+    }
 }
