@@ -532,11 +532,18 @@ fn configs_of(
     }
     for spec in guests {
         let (name, guest) = experiment::config::parse_guest(spec)?;
-        out.push(Config {
-            name,
-            guest: Some(guest),
-            ..Default::default()
-        });
+        // A configuration only knobs made so far (--config NAME:KNOB=VALUE) runs in it.
+        match out
+            .iter_mut()
+            .find(|c| c.name == name && by_knob.contains(&name))
+        {
+            Some(config) if config.in_guest.is_none() => config.guest = Some(guest),
+            _ => out.push(Config {
+                name,
+                guest: Some(guest),
+                ..Default::default()
+            }),
+        }
     }
     experiment::config::share_guests(&mut out)?;
     check_configs(&out)?; // unique names before tear-downs are attached by name

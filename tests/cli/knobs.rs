@@ -378,3 +378,61 @@ fn haltpoll_is_set_and_restored_when_root_can() {
     assert_eq!(doc.run.knobs[0].found, before.trim());
     assert!(doc.run.knobs[0].restored);
 }
+
+#[test]
+fn a_guests_knobs_are_set_and_restored_in_the_guest() {
+    // A command guest runs `osbench agent` here: its files are this tree.
+    let tree = Tree::new();
+    let json = tree.path("guest.json");
+    let num = tree.path("num");
+    let seen = tree.path("seen-g");
+    let out = tree
+        .osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "--no-perf",
+            "-q",
+            "--rounds",
+            "2",
+        ])
+        .args(QUICK)
+        .args(["--guest", "g=command:{osbench} agent"])
+        .args(["--config", &format!("g:{}=5", num.display())])
+        .args(["--config", &format!("h:{}=7", num.display())])
+        .args([
+            "--config",
+            &format!("h=cat {} >> {}", num.display(), seen.display()),
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("configuration 'g': knob "), "{stdout}");
+    tree.assert_restored();
+    assert_eq!(fs::read_to_string(&seen).unwrap().trim(), "7\n7");
+    let doc = read_document(&json).unwrap();
+    let places: Vec<_> = doc.run.knobs.iter().map(|k| k.place.as_deref()).collect();
+    assert_eq!(places, [None, Some("configuration 'g'")]);
+    // A value refused in the guest stops the run there, before measuring.
+    let out = tree
+        .osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "-q",
+            "--guest",
+            "g=command:{osbench} agent",
+        ])
+        .args(["--config", "g:thp=sometimes", "--config", "h="])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("configuration 'g': knob thp"), "{stderr}");
+}
