@@ -61,7 +61,7 @@ pub struct RunArgs {
     /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it.
     /// NAME:KNOB=VALUE sets a file's value for the configuration's blocks and restores
     /// the value found after the run: KNOB is a path (/sys/…), sysctl.NAME, sched_feature,
-    /// thp, thp_defrag, cpufreq_governor or smt (repeat to add knobs to NAME)
+    /// thp, thp_defrag, cpufreq_governor, clocksource or smt (repeat to add knobs to NAME)
     #[arg(long = "config", value_name = "NAME=COMMAND|NAME:KNOB=VALUE")]
     configs: Vec<String>,
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens

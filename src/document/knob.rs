@@ -1,6 +1,7 @@
 //! Knobs: kernel toggles as data. A configuration may set the value of a
 //! file (`set`, any path), of a sysctl, of a scheduler feature, or of one of
-//! the typed knobs of [`TYPED_KNOBS`] (THP, the cpufreq governor, SMT); the
+//! the typed knobs of [`TYPED_KNOBS`] (THP, the cpufreq governor, the clock
+//! source, SMT); the
 //! run reads each value before it measures, writes it for its
 //! configuration's blocks and restores the value it found. This module is
 //! the plain data of it: the one [`Knob`] type that crosses layers (the
@@ -52,6 +53,12 @@ pub const TYPED_KNOBS: &[TypedKnob] = &[
         name: "cpufreq_governor",
         path: "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
         choices_beside: Some("scaling_available_governors"),
+        choices: &[],
+    },
+    TypedKnob {
+        name: "clocksource",
+        path: "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        choices_beside: Some("available_clocksource"),
         choices: &[],
     },
     TypedKnob {

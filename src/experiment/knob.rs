@@ -4,8 +4,9 @@
 //! `madvise`) and the values it accepts (the bracketed file's words, the
 //! scheduler's features, a typed knob's list) — and every wanted value is
 //! checked: a value the file does not accept is refused, naming the accepted
-//! ones; a plain file (a number) is written with it and given its value back
-//! once, as a trial. Before each configuration's block every file gets that
+//! ones; a plain file (a number) must be writable (it is not written as a
+//! trial: see `Knobs::check`; a value it refuses stops the run when
+//! it is written before its configuration's first block). Before each configuration's block every file gets that
 //! configuration's value, or the value found when it sets none (so the order
 //! of blocks never matters); after the run the value found is written back.
 //! On this system each value found is also held by the warden
@@ -39,6 +40,8 @@ pub trait KnobFs {
     fn expand(&mut self, pattern: &str) -> std::result::Result<Vec<String>, String>;
     /// Writes `value` (and a newline) to the file, as `echo value > path` would.
     fn write(&mut self, path: &str, value: &str) -> std::result::Result<(), String>;
+    /// Whether the file may be written, without writing it.
+    fn check_writable(&mut self, path: &str) -> std::result::Result<(), String>;
     /// What is put in front of the paths of typed knobs, sysctls and scheduler features.
     fn root(&self) -> String {
         String::new()
@@ -94,6 +97,12 @@ impl KnobFs for LocalFs {
             .map_err(|e| e.to_string())?;
         file.write_all(format!("{value}\n").as_bytes())
             .map_err(|e| e.to_string())
+    }
+
+    fn check_writable(&mut self, path: &str) -> std::result::Result<(), String> {
+        // Opening for writing checks the permission; nothing is written.
+        let file = std::fs::OpenOptions::new().write(true).open(path);
+        file.map(drop).map_err(|e| e.to_string())
     }
 
     fn root(&self) -> String {
@@ -308,7 +317,9 @@ impl Knobs {
     }
 
     /// Refuses `value` for file `fi` unless the file (or the knob's list)
-    /// accepts it; a file that lists nothing gets it once, as a trial.
+    /// accepts it; a file that lists nothing must be writable. (No trial
+    /// write: some toggles act at once — `/proc/sysemu` = 0 crashes UML at
+    /// its next system call — so a value is written only for its blocks.)
     fn check(&mut self, fi: usize, value: &str, fs: &mut dyn KnobFs) -> Result<()> {
         let file = &self.files[fi];
         let accepted = self.accepted(file, fs);
@@ -323,21 +334,10 @@ impl Knobs {
             );
             return Err(self.error(&file.knob, &file.path, why));
         }
-        if value == file.found {
-            return Ok(());
-        }
-        let trial = fs.write(&file.path, value);
-        let back = fs.write(&file.path, &file.found);
-        match trial.and(back) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let why = format!(
-                    "writing '{value}' as a trial failed: {e} (does it take this value, \
-                     and is osbench allowed to write it — root?)"
-                );
-                Err(self.error(&file.knob, &file.path, why))
-            }
-        }
+        fs.check_writable(&file.path).map_err(|e| {
+            let why = format!("cannot be written: {e} (is osbench allowed to write it — root?)");
+            self.error(&file.knob, &file.path, why)
+        })
     }
 
     /// The values `file` accepts: its bracketed choices, a scheduler
@@ -535,6 +535,9 @@ mod tests {
         fn write(&mut self, path: &str, value: &str) -> std::result::Result<(), String> {
             self.0.insert(path.into(), value.into());
             Ok(())
+        }
+        fn check_writable(&mut self, path: &str) -> std::result::Result<(), String> {
+            self.read(path).map(drop)
         }
     }
 

@@ -542,6 +542,14 @@ impl KnobFs for GuestFs<'_> {
         let command = format!("printf '%s\\n' {} > {}", quoted(value), quoted(path));
         self.sh("a knob's write", &command).map(drop)
     }
+
+    fn check_writable(&mut self, path: &str) -> std::result::Result<(), String> {
+        let command = format!(
+            "[ -w {0} ] || {{ echo {0} is not writable; exit 1; }}",
+            quoted(path)
+        );
+        self.sh("a knob's check", &command).map(drop)
+    }
 }
 
 /// Why a guest's unrecognised boot parameters stop the run (or, `allowed`, do not).
