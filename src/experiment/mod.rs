@@ -538,7 +538,8 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         for &ci in order {
-            let config_has_setup = self.configs[ci].setup.is_some();
+            let config = &self.configs[ci];
+            let config_has_setup = config.setup.is_some() || !config.knobs.is_empty();
             self.in_config(ci, |body| {
                 // Each configuration's environment as its first set-up left it
                 // (without a set-up, a place that reported one when it started,
