@@ -74,7 +74,8 @@ pub struct RunArgs {
     #[arg(long = "guest", value_name = "NAME=GUEST")]
     guests: Vec<String>,
     /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
-    /// env, params ("bench.key" = value), pin; see docs/design-notes.md
+    /// env, params ("bench.key" = value), pin, knobs (set, sysctl, sched_feature, thp…);
+    /// see docs/guide/configurations-and-guests.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
     /// Rounds when comparing configurations (each runs every configuration once per case),

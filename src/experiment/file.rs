@@ -11,6 +11,11 @@
 //! env = { KEY = "value" }      # optional, for set-up and tear-down
 //! params = { "spin.work" = 1000 }
 //! pin = "same"                 # optional
+//! # knobs, each optional: values of files, restored after the run (experiment::knob)
+//! set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = "200000" }
+//! sysctl = { "kernel.sched_autogroup_enabled" = "0" }
+//! sched_feature = "NO_DELAY_DEQUEUE"   # or a list
+//! thp = "never"                # and the other typed knobs: document::TYPED_KNOBS
 //! guest = "uml"                # optional: run this configuration's cases in a guest,
 //! # or guest = { kind = "uml", cmdline = "nosysemu", mem = "512M", kernel = "/path/linux" }
 //! # or guest = { kind = "qemu", kernel = "/path/vmlinuz", append = "mitigations=off",
