@@ -393,15 +393,15 @@ impl Knobs {
         let mut first = None;
         for fi in 0..self.files.len() {
             let file = &self.files[fi];
-            if file.now != file.found {
-                if let Err(e) = fs.write(&file.path, &file.found) {
-                    let why = format!(
-                        "writing back '{}' failed: {e}; write it back by hand",
-                        file.found
-                    );
-                    first.get_or_insert(self.error(&file.knob, &file.path, why));
-                    continue;
-                }
+            if file.now != file.found
+                && let Err(e) = fs.write(&file.path, &file.found)
+            {
+                let why = format!(
+                    "writing back '{}' failed: {e}; write it back by hand",
+                    file.found
+                );
+                first.get_or_insert(self.error(&file.knob, &file.path, why));
+                continue;
             }
             let file = &mut self.files[fi];
             file.now = file.found.clone();

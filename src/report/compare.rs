@@ -484,6 +484,42 @@ pub fn duration_words(secs: f64) -> String {
     }
 }
 
+/// One line per knob file the run set: the value found, each configuration's
+/// value (the others ran with the value found), and whether it was restored
+/// (`knob thp (/sys/…/enabled): found madvise; a=never b=always; restored`).
+pub fn knob_lines(doc: &crate::document::Document) -> String {
+    let mut out = String::new();
+    for k in &doc.run.knobs {
+        let set: Vec<String> = k.set.iter().map(|(c, v)| format!("{c}={v}")).collect();
+        let place = k
+            .place
+            .as_ref()
+            .map(|p| format!("{p}: "))
+            .unwrap_or_default();
+        let path = if k.path == k.knob {
+            String::new()
+        } else {
+            format!(" ({})", k.path)
+        };
+        let restored = if k.restored {
+            "restored"
+        } else {
+            "NOT restored: write the value found back by hand"
+        };
+        let _ = writeln!(
+            out,
+            "{place}knob {}{path}: found {}; {}; {restored}",
+            k.knob,
+            k.found,
+            set.join(" ")
+        );
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,40 +607,4 @@ mod tests {
             assert!(summary.contains(&name), "{name} not in {summary}");
         }
     }
-}
-
-/// One line per knob file the run set: the value found, each configuration's
-/// value (the others ran with the value found), and whether it was restored
-/// (`knob thp (/sys/…/enabled): found madvise; a=never b=always; restored`).
-pub fn knob_lines(doc: &crate::document::Document) -> String {
-    let mut out = String::new();
-    for k in &doc.run.knobs {
-        let set: Vec<String> = k.set.iter().map(|(c, v)| format!("{c}={v}")).collect();
-        let place = k
-            .place
-            .as_ref()
-            .map(|p| format!("{p}: "))
-            .unwrap_or_default();
-        let path = if k.path == k.knob {
-            String::new()
-        } else {
-            format!(" ({})", k.path)
-        };
-        let restored = if k.restored {
-            "restored"
-        } else {
-            "NOT restored: write the value found back by hand"
-        };
-        let _ = writeln!(
-            out,
-            "{place}knob {}{path}: found {}; {}; {restored}",
-            k.knob,
-            k.found,
-            set.join(" ")
-        );
-    }
-    if !out.is_empty() {
-        out.insert(0, '\n');
-    }
-    out
 }
