@@ -529,6 +529,9 @@ impl KnobFs for GuestFs<'_> {
     }
 
     fn expand(&mut self, pattern: &str) -> std::result::Result<Vec<String>, String> {
+        if !pattern.contains('*') {
+            return Ok(vec![pattern.to_string()]); // read next, which says what is wrong
+        }
         let glob: Vec<String> = pattern.split('*').map(quoted).collect();
         let command = format!(
             "for f in {}; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done; true",
