@@ -200,8 +200,11 @@ struct KnobFile {
     knob: Knob,
     path: String,
     found: String,
-    /// The value the file holds now, as far as the run wrote it.
-    now: String,
+    /// Whether the run has written the file (from then on it writes it
+    /// before every block, and writes `found` back at the end: another
+    /// writer — a set-up, a guest sharing this system's files — may have
+    /// changed it in between).
+    written: bool,
     /// The warden's id for the value found (here).
     held: Option<u32>,
     /// The value each configuration that names the knob sets.
@@ -307,7 +310,7 @@ impl Knobs {
         self.files.push(KnobFile {
             knob: knob.clone(),
             path,
-            now: found.clone(),
+            written: false,
             found,
             held,
             set: BTreeMap::new(),
@@ -364,7 +367,9 @@ impl Knobs {
     }
 
     /// Gives every file configuration `ci`'s value (the value found where
-    /// it sets none), writing only what changes.
+    /// it sets none). A file the run has not written yet is left alone
+    /// while it is to hold the value found; once written, it is written
+    /// before every block, whatever it holds.
     pub fn apply(&mut self, ci: usize, fs: &mut dyn KnobFs) -> Result<()> {
         for fi in 0..self.files.len() {
             let wanted = self
@@ -373,7 +378,7 @@ impl Knobs {
                 .and_then(|w| w.iter().find(|(f, _)| *f == fi));
             let file = &self.files[fi];
             let value = wanted.map_or(&file.found, |(_, v)| v).clone();
-            if value == file.now {
+            if !file.written && value == file.found {
                 continue;
             }
             fs.write(&file.path, &value).map_err(|e| {
@@ -381,19 +386,19 @@ impl Knobs {
                 self.error(&file.knob, &file.path, why)
             })?;
             let file = &mut self.files[fi];
-            file.now = value;
+            file.written = true;
             file.restored = false;
         }
         Ok(())
     }
 
-    /// Writes every value found back where the run changed it; the first
+    /// Writes every value found back where the run wrote; the first
     /// failure (the others are tried too).
     pub fn restore(&mut self, fs: &mut dyn KnobFs) -> Result<()> {
         let mut first = None;
         for fi in 0..self.files.len() {
             let file = &self.files[fi];
-            if file.now != file.found
+            if file.written
                 && let Err(e) = fs.write(&file.path, &file.found)
             {
                 let why = format!(
@@ -404,7 +409,7 @@ impl Knobs {
                 continue;
             }
             let file = &mut self.files[fi];
-            file.now = file.found.clone();
+            file.written = false;
             file.restored = true;
         }
         self.forget_holds(fs);
@@ -414,7 +419,7 @@ impl Knobs {
     /// Forgets the warden's holds of the files written back (or never changed).
     fn forget_holds(&mut self, fs: &mut dyn KnobFs) {
         for file in &mut self.files {
-            if let (true, Some(id)) = (file.now == file.found, file.held) {
+            if let (true, Some(id)) = (file.restored, file.held) {
                 fs.forget(id);
                 file.held = None;
             }

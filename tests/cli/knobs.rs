@@ -384,7 +384,11 @@ fn a_guests_knobs_are_set_and_restored_in_the_guest() {
     // A command guest runs `osbench agent` here: its files are this tree.
     let tree = Tree::new();
     let json = tree.path("guest.json");
+    // The guest's files are this machine's: g sets a file of its own, so
+    // that the two places never write one file (each knows only its writes).
     let num = tree.path("num");
+    let guest_num = tree.path("guest-num");
+    fs::write(&guest_num, "1\n").unwrap();
     let seen = tree.path("seen-g");
     let out = tree
         .osbench()
@@ -398,7 +402,7 @@ fn a_guests_knobs_are_set_and_restored_in_the_guest() {
         ])
         .args(QUICK)
         .args(["--guest", "g=command:{osbench} agent"])
-        .args(["--config", &format!("g:{}=5", num.display())])
+        .args(["--config", &format!("g:{}=5", guest_num.display())])
         .args(["--config", &format!("h:{}=7", num.display())])
         .args([
             "--config",
@@ -416,6 +420,7 @@ fn a_guests_knobs_are_set_and_restored_in_the_guest() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("configuration 'g': knob "), "{stdout}");
     tree.assert_restored();
+    assert_eq!(fs::read_to_string(&guest_num).unwrap(), "1\n");
     assert_eq!(fs::read_to_string(&seen).unwrap().trim(), "7\n7");
     let doc = read_document(&json).unwrap();
     let places: Vec<_> = doc.run.knobs.iter().map(|k| k.place.as_deref()).collect();
