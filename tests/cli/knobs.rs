@@ -441,3 +441,56 @@ fn a_guests_knobs_are_set_and_restored_in_the_guest() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("configuration 'g': knob thp"), "{stderr}");
 }
+
+#[test]
+fn knobs_add_up_per_configuration_and_one_set_up_may_join_them() {
+    let tree = Tree::new();
+    let refused = tree
+        .osbench()
+        .args(["run", "syscall:case=null", "-q", "--config", "a=true"])
+        .args([
+            "--config",
+            "a:thp=never",
+            "--config",
+            "a=false",
+            "--config",
+            "b=",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("'a' is given twice"), "{stderr}");
+    let json = tree.path("joined.json");
+    let out = tree
+        .osbench()
+        .args([
+            "run",
+            "syscall:case=null",
+            "--no-perf",
+            "-q",
+            "--rounds",
+            "2",
+        ])
+        .args(QUICK)
+        .args(["--config", "a:thp=never", "--config", "a=true"])
+        .args(["--config", "a:sysctl.kernel.fake=1", "--config", "b="])
+        .args(["--teardown", "a=true"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_document(&json).unwrap();
+    let a = &doc.run.configs[0];
+    assert_eq!(
+        (a.setup.as_deref(), a.teardown.as_deref()),
+        (Some("true"), Some("true"))
+    );
+    assert_eq!(a.knobs.len(), 2);
+    assert_eq!(doc.run.configs.len(), 2);
+    tree.assert_restored();
+}
