@@ -60,6 +60,11 @@ pub struct LocalFs;
 /// Ids of restores held by the warden, unique in this process.
 static NEXT_HOLD: AtomicU32 = AtomicU32::new(1);
 
+/// A new id for a held value.
+pub fn next_hold_id() -> u32 {
+    NEXT_HOLD.fetch_add(1, Ordering::Relaxed)
+}
+
 impl KnobFs for LocalFs {
     fn read(&mut self, path: &str) -> std::result::Result<String, String> {
         std::fs::read_to_string(path).map_err(|e| e.to_string())
@@ -110,7 +115,7 @@ impl KnobFs for LocalFs {
     }
 
     fn hold(&mut self, path: &str, value: &str) -> Option<u32> {
-        let id = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
+        let id = next_hold_id();
         warden::hold_restore(id, path.as_bytes(), format!("{value}\n").as_bytes()).then_some(id)
     }
 

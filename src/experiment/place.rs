@@ -546,6 +546,15 @@ impl KnobFs for GuestFs<'_> {
         self.sh("a knob's write", &command).map(drop)
     }
 
+    fn hold(&mut self, path: &str, value: &str) -> Option<u32> {
+        let id = super::knob::next_hold_id();
+        self.0.hold(id, path, value).then_some(id)
+    }
+
+    fn forget(&mut self, id: u32) {
+        self.0.forget(id);
+    }
+
     fn check_writable(&mut self, path: &str) -> std::result::Result<(), String> {
         let command = format!(
             "[ -w {0} ] || {{ echo {0} is not writable; exit 1; }}",

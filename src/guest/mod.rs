@@ -298,6 +298,32 @@ impl Guest {
         ))
     }
 
+    /// Asks the agent's warden to hold `value` for `path` under `id` (see
+    /// [`Request::Hold`]); whether it does.
+    pub fn hold(&mut self, id: u32, path: &str, value: &str) -> bool {
+        let request = Request::Hold(protocol::HoldRequest {
+            id,
+            path: path.to_string(),
+            value: value.to_string(),
+        });
+        self.send(&request).is_ok()
+            && matches!(
+                self.reply(boot_timeout(), &Interrupt::none(), "to hold a knob's value"),
+                Ok(Reply::Held { held: true })
+            )
+    }
+
+    /// Tells the agent's warden to forget held value `id`.
+    pub fn forget(&mut self, id: u32) {
+        if self.send(&Request::Forget { id }).is_ok() {
+            let _ = self.reply(
+                boot_timeout(),
+                &Interrupt::none(),
+                "to forget a knob's value",
+            );
+        }
+    }
+
     /// Whether the guest can take a request now: it has not ended, and
     /// after waiting up to `limit` for the reply to a request it was left
     /// with (an interrupt stopped the wait), that reply has come.

@@ -494,3 +494,34 @@ fn knobs_add_up_per_configuration_and_one_set_up_may_join_them() {
     assert_eq!(doc.run.configs.len(), 2);
     tree.assert_restored();
 }
+
+#[test]
+fn an_agents_warden_writes_back_what_it_holds_when_the_agent_is_killed() {
+    use std::io::{BufRead, BufReader, Write};
+    let tree = Tree::new();
+    let num = tree.path("num");
+    let mut agent = tree
+        .osbench()
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut replies = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let mut next = || replies.next().unwrap().unwrap();
+    assert!(next().contains("\"ready\""));
+    let stdin = agent.stdin.as_mut().unwrap();
+    let hold = serde_json::json!({"hold": {"id": 7, "path": num, "value": "100"}});
+    writeln!(stdin, "{hold}").unwrap();
+    assert_eq!(next(), r#"{"held":{"held":true}}"#);
+    fs::write(&num, "5\n").unwrap(); // the client's write
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(agent.id() as i32, libc::SIGKILL) }, 0);
+    agent.wait().unwrap();
+    let restored = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        tree.read("num") == "100"
+    });
+    assert!(restored, "the agent's warden wrote the value back");
+}
