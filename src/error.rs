@@ -71,6 +71,17 @@ pub enum Error {
     #[error("interrupted by a signal")]
     Interrupted,
 
+    /// A knob a configuration sets cannot be read, takes no such value, or
+    /// cannot be written; `place` is empty here, else "guest 'vm': ";
+    /// `at` is " (PATH)" when the knob is not named by its path, else empty.
+    #[error("{place}knob {knob}{at}: {message}")]
+    Knob {
+        place: String,
+        knob: String,
+        at: String,
+        message: String,
+    },
+
     /// A guest (a configuration or a fleet host that runs elsewhere) failed
     /// to start, answer or run; `who` names it ("configuration 'uml'", "host 'a'").
     #[error("{who}: {message}")]

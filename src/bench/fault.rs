@@ -533,7 +533,9 @@ mod tests {
     }
 
     #[test]
-    fn the_thp_example_flips_the_mode_and_puts_the_old_one_back() {
+    fn the_thp_example_sets_the_mode_as_a_knob() {
+        // Reading, writing and restoring a knob: experiment::knob's tests
+        // and tests/cli/knobs.rs.
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/thp.toml");
         let (select, configs) = crate::experiment::file::load(&path).unwrap();
         for s in &select {
@@ -542,35 +544,11 @@ mod tests {
                 "{s}"
             );
         }
-        // The commands, run against a stand-in for the sysfs file.
-        let dir = tempfile::tempdir().unwrap();
-        let fake = dir.path().join("enabled");
-        std::fs::write(&fake, "always [madvise] never\n").unwrap();
-        let sh = |cmd: &Option<String>| {
-            let cmd = cmd.as_deref().unwrap().replace(
-                "/sys/kernel/mm/transparent_hugepage/enabled",
-                fake.to_str().unwrap(),
-            );
-            let ok = std::process::Command::new("sh")
-                .arg("-c")
-                .arg(cmd)
-                .env("TMPDIR", dir.path())
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok);
-        };
-        let mode = || std::fs::read_to_string(&fake).unwrap();
         for (config, want) in configs.iter().zip(["never", "always"]) {
-            sh(&config.setup);
-            assert_eq!(mode().trim(), want);
-            sh(&config.teardown);
-            assert_eq!(mode().trim(), "madvise");
+            assert_eq!(config.knobs.len(), 1);
+            assert_eq!(config.knobs[0].knob, crate::document::Knob::Typed("thp"));
+            assert_eq!(config.knobs[0].value, want);
+            assert!(config.setup.is_none() && config.teardown.is_none());
         }
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no saved copy left"
-        );
     }
 }

@@ -61,8 +61,10 @@ pub struct FleetRunArgs {
     measure: MeasureArgs,
     /// A configuration to compare on every host, NAME=COMMAND: COMMAND (run with sh -c on
     /// the host, by its agent) is its set-up, run before its block in every round (repeat;
-    /// the first is the baseline; NAME= with no command runs nothing)
-    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    /// the first is the baseline; NAME= with no command runs nothing). NAME:KNOB=VALUE sets
+    /// a knob on each host (a path, sysctl.NAME, sched_feature, thp…; see `run --help`), its
+    /// value found there restored after the run
+    #[arg(long = "config", value_name = "NAME=COMMAND|NAME:KNOB=VALUE")]
     configs: Vec<String>,
     /// Tear-down of a configuration, NAME=COMMAND, run on the host after its block whatever
     /// happens

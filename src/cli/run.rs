@@ -58,8 +58,11 @@ pub struct RunArgs {
     /// A configuration to compare, NAME=COMMAND: COMMAND (run with sh -c) is its set-up,
     /// run before its block in every round, e.g. --config off='echo 0 > /sys/…' (repeat;
     /// the first is the baseline; NAME= with no command runs nothing). NAME@GUEST=COMMAND
-    /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it
-    #[arg(long = "config", value_name = "NAME=COMMAND")]
+    /// runs in the guest of --guest GUEST, booted once and shared, COMMAND inside it.
+    /// NAME:KNOB=VALUE sets a file's value for the configuration's blocks and restores
+    /// the value found after the run: KNOB is a path (/sys/…), sysctl.NAME, sched_feature,
+    /// thp, thp_defrag, cpufreq_governor, clocksource or smt (repeat to add knobs to NAME)
+    #[arg(long = "config", value_name = "NAME=COMMAND|NAME:KNOB=VALUE")]
     configs: Vec<String>,
     /// Tear-down of a configuration, NAME=COMMAND, run after its block whatever happens
     #[arg(long = "teardown", value_name = "NAME=COMMAND")]
@@ -71,7 +74,8 @@ pub struct RunArgs {
     #[arg(long = "guest", value_name = "NAME=GUEST")]
     guests: Vec<String>,
     /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
-    /// env, params ("bench.key" = value), pin; see docs/design-notes.md
+    /// env, params ("bench.key" = value), pin, knobs (set, sysctl, sched_feature, thp…);
+    /// see docs/guide/configurations-and-guests.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,
     /// Rounds when comparing configurations (each runs every configuration once per case),
@@ -469,6 +473,7 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
         out.push_str(&report::compare::precision_lines(comparison, why));
     }
     out.push_str(&report::compare::target_lines(doc));
+    out.push_str(&report::compare::knob_lines(doc));
     console.print(&out);
 }
 
@@ -501,26 +506,54 @@ fn configs_of(
     guests: &[String],
 ) -> anyhow::Result<Vec<Config>> {
     let mut out: Vec<Config> = Vec::new();
+    // Configurations a knob (NAME:KNOB=VALUE) made; a set-up may still name them once.
+    let mut by_knob: Vec<String> = Vec::new();
     for spec in configs {
-        let (name, setup) = experiment::config::parse_assignment(spec)?;
+        let (name, knob, setup) = match experiment::knob::parse_config_knob(spec)? {
+            Some((name, knob)) => (name, Some(knob), None),
+            None => {
+                let (name, setup) = experiment::config::parse_assignment(spec)?;
+                (name, None, setup)
+            }
+        };
         let (name, in_guest) = match name.split_once('@') {
             Some((name, guest)) => (name.to_string(), Some(guest.to_string())),
             None => (name, None),
         };
-        out.push(Config {
-            name,
-            setup,
-            in_guest,
-            ..Default::default()
-        });
+        let known = out.iter().position(|c| c.name == name);
+        let config = match known {
+            Some(i) if knob.is_some() || by_knob.contains(&name) => &mut out[i],
+            _ => {
+                out.push(Config {
+                    name: name.clone(),
+                    ..Default::default()
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        if knob.is_none() {
+            by_knob.retain(|n| *n != name); // a second NAME=COMMAND is refused as a duplicate
+            config.setup = setup;
+        } else if known.is_none() {
+            by_knob.push(name);
+        }
+        config.knobs.extend(knob);
+        config.in_guest = in_guest.or(config.in_guest.take());
     }
     for spec in guests {
         let (name, guest) = experiment::config::parse_guest(spec)?;
-        out.push(Config {
-            name,
-            guest: Some(guest),
-            ..Default::default()
-        });
+        // A configuration only knobs made so far (--config NAME:KNOB=VALUE) runs in it.
+        match out
+            .iter_mut()
+            .find(|c| c.name == name && by_knob.contains(&name))
+        {
+            Some(config) if config.in_guest.is_none() => config.guest = Some(guest),
+            _ => out.push(Config {
+                name,
+                guest: Some(guest),
+                ..Default::default()
+            }),
+        }
     }
     experiment::config::share_guests(&mut out)?;
     check_configs(&out)?; // unique names before tear-downs are attached by name

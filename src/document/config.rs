@@ -27,6 +27,10 @@ pub struct Config {
     /// Benchmark parameters this configuration changes ("spin.work" = "1050").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<Override>,
+    /// Values of files (kernel toggles) this configuration sets before its
+    /// blocks; the run restores the values it found ([`super::Knob`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<super::KnobSetting>,
     /// Placement for this configuration, instead of `--pin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<super::Pin>,

@@ -19,6 +19,7 @@ mod config;
 pub mod explanation;
 mod flags;
 mod invocation;
+mod knob;
 pub mod meta;
 pub mod number;
 mod pin;
@@ -34,6 +35,10 @@ pub use config::{
 pub use explanation::{Explanation, MissingProfile};
 pub use flags::{Direction, NoiseFlag};
 pub use invocation::{Invocation, InvocationSpread, ReplicateUnit, Replication, SentinelReading};
+pub use knob::{
+    Knob, KnobRecord, KnobSetting, SCHED_FEATURES_PATH, SYSCTL_ROOT, TYPED_KNOBS, TypedKnob,
+    knob_names,
+};
 pub use pin::Pin;
 pub use profile::{Profile, ProfileOutcome, ProfilePass};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
@@ -214,6 +219,11 @@ pub struct RunInfo {
     /// Configurations that ran in guests: their boot time and environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guests: Vec<GuestInfo>,
+    /// The files the configurations' knobs set: each one's value found,
+    /// the value set per configuration, and whether it was restored; empty
+    /// in documents before knobs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<KnobRecord>,
     /// A name the user gave the run (`--label`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
@@ -279,6 +289,7 @@ impl RunInfo {
             audit: Vec::new(),
             config_env_diff: Vec::new(),
             guests: Vec::new(),
+            knobs: Vec::new(),
             label: None,
             meta: BTreeMap::new(),
             host: None,

@@ -19,6 +19,7 @@ use crate::env::probe::Sys;
 use crate::error::{Error, Result};
 use crate::guest::protocol::{self, InitHandOff, OUTPUT_TAIL, Reply, Request, RunRequest, ShDone};
 use crate::measure::hook::{Watch, sh_captured};
+use crate::measure::warden;
 use crate::measure::{Harness, Interrupt, Meters};
 
 /// Serves requests read from `input`, replying on `output`, until `shutdown`
@@ -38,6 +39,7 @@ pub fn serve(
             .and_then(|()| output.flush())
             .map_err(|e| Error::io("writing to the agent's channel".to_string(), e))
     };
+    let is_init = init.is_some();
     say(&Reply::ready(init))?;
     for line in input.split(b'\n') {
         let line = line.map_err(|e| Error::io("reading the agent's channel".to_string(), e))?;
@@ -61,6 +63,16 @@ pub fn serve(
                 Ok(done) => Reply::Done(done),
                 Err(e) => Reply::Error(e.to_string()),
             },
+            Ok(Request::Hold(hold)) => Reply::Held {
+                held: !is_init && {
+                    let value = format!("{}\n", hold.value);
+                    warden::hold_restore(hold.id, hold.path.as_bytes(), value.as_bytes())
+                },
+            },
+            Ok(Request::Forget { id }) => {
+                warden::forget_restore(id);
+                Reply::Held { held: false }
+            }
             Ok(Request::Shutdown {}) => return say(&Reply::Bye {}),
         };
         say(&reply)?;

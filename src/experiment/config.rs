@@ -1,6 +1,9 @@
 //! Configurations: the thing a comparison varies (a toggle, a kernel knob),
 //! applied by a set-up command before a configuration's block of a round and
-//! undone by a tear-down command after it.
+//! undone by a tear-down command after it. A toggle that is the value of a
+//! file is better a knob (`Config::knobs`, `super::knob`), which the run
+//! writes before the set-up and restores itself; this module's commands are
+//! for what is not a value.
 //!
 //! A configuration that runs in a guest has its set-up and tear-down run
 //! inside the guest instead (`place::Place::apply`, through the agent);

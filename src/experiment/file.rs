@@ -11,6 +11,11 @@
 //! env = { KEY = "value" }      # optional, for set-up and tear-down
 //! params = { "spin.work" = 1000 }
 //! pin = "same"                 # optional
+//! # knobs, each optional: values of files, restored after the run (experiment::knob)
+//! set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = "200000" }
+//! sysctl = { "kernel.sched_autogroup_enabled" = "0" }
+//! sched_feature = "NO_DELAY_DEQUEUE"   # or a list
+//! thp = "never"                # and the other typed knobs: document::TYPED_KNOBS
 //! guest = "uml"                # optional: run this configuration's cases in a guest,
 //! # or guest = { kind = "uml", cmdline = "nosysemu", mem = "512M", kernel = "/path/linux" }
 //! # or guest = { kind = "qemu", kernel = "/path/vmlinuz", append = "mitigations=off",
@@ -33,7 +38,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::config::{Config, Override};
-use crate::document::GuestSpec;
+use crate::document::{GuestSpec, Knob, KnobSetting, TYPED_KNOBS};
 use crate::error::{Error, Result};
 
 #[derive(Deserialize)]
@@ -46,8 +51,10 @@ struct File {
     config: Vec<FileConfig>,
 }
 
+/// A configuration as the file writes it; its knobs (`set`, `sysctl`,
+/// `sched_feature`, the typed knobs of [`crate::document::TYPED_KNOBS`]) are
+/// the keys no field takes (`knobs`), checked in [`knobs_of`].
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct FileConfig {
     name: String,
     setup: Option<String>,
@@ -60,6 +67,8 @@ struct FileConfig {
     guest: Option<FileGuest>,
     #[serde(rename = "in")]
     in_guest: Option<String>,
+    #[serde(flatten)]
+    knobs: BTreeMap<String, toml::Value>,
 }
 
 /// `guest = "uml"`, or a table with its `kind`.
@@ -108,7 +117,7 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
         guests.insert(name, spec);
     }
     let mut configs = Vec::new();
-    for c in file.config {
+    for mut c in file.config {
         let mut params = Vec::new();
         for (name, value) in c.params {
             let (bench, key) = name.split_once('.').ok_or_else(|| {
@@ -150,7 +159,9 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
         };
         let pin = c.pin.as_deref().map(str::parse).transpose();
         let pin = pin.map_err(|e| format!("configuration '{}': pin {e}", c.name))?;
+        let knobs = knobs_of(&c.name, std::mem::take(&mut c.knobs))?;
         configs.push(Config {
+            knobs,
             name: c.name,
             setup: c.setup,
             teardown: c.teardown,
@@ -164,9 +175,101 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
     Ok((file.select, configs))
 }
 
+/// The knobs of configuration `name` from its keys no field takes:
+/// `set = { PATH = VALUE }`, `sysctl = { NAME = VALUE }`, `sched_feature =
+/// "NO_X"` (or a list), and `TYPED = VALUE` for each typed knob; any other
+/// key is refused as unknown.
+fn knobs_of(
+    name: &str,
+    keys: BTreeMap<String, toml::Value>,
+) -> std::result::Result<Vec<KnobSetting>, String> {
+    let text = |key: &str, v: toml::Value| match v {
+        toml::Value::String(s) => Ok(s),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        other => Err(format!(
+            "configuration '{name}': {key} = {other:?} is neither a string nor an integer"
+        )),
+    };
+    let mut out = Vec::new();
+    for (key, value) in keys {
+        let mut add = |knob: &str, v: toml::Value| -> std::result::Result<(), String> {
+            let setting = Knob::setting(knob, &text(knob, v)?);
+            out.push(setting.map_err(|e| format!("configuration '{name}': {e}"))?);
+            Ok(())
+        };
+        match (key.as_str(), value) {
+            ("set" | "sysctl", toml::Value::Table(table)) => {
+                for (k, v) in table {
+                    let prefix = if key == "sysctl" { "sysctl." } else { "" };
+                    add(&format!("{prefix}{k}"), v)?;
+                }
+            }
+            ("sched_feature", toml::Value::Array(list)) => {
+                list.into_iter().try_for_each(|v| add("sched_feature", v))?;
+            }
+            ("set" | "sysctl", other) => {
+                return Err(format!(
+                    "configuration '{name}': {key} = {other:?} is not a table \
+                     (e.g. {key} = {{ \"…\" = \"0\" }})"
+                ));
+            }
+            (k, v) if k == "sched_feature" || TYPED_KNOBS.iter().any(|t| t.name == k) => add(k, v)?,
+            (k, _) => {
+                let typed: Vec<&str> = TYPED_KNOBS.iter().map(|t| t.name).collect();
+                return Err(format!(
+                    "configuration '{name}': unknown field `{k}`; a configuration takes name, \
+                     setup, teardown, env, params, pin, guest, in, and the knobs set, sysctl, \
+                     sched_feature, {}",
+                    typed.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_knobs() {
+        let (_, configs) = parse(
+            r#"
+            [[config]]
+            name = "a"
+            set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = 200000 }
+            sysctl = { "kernel.sched_autogroup_enabled" = "0" }
+            sched_feature = ["NO_DELAY_DEQUEUE", "HRTICK"]
+            thp = "never"
+            [[config]]
+            name = "b"
+            smt = "off"
+            cpufreq_governor = "performance"
+            "#,
+        )
+        .unwrap();
+        let names: Vec<String> = configs[0].knobs.iter().map(|k| k.knob.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "sched_feature.DELAY_DEQUEUE",
+                "sched_feature.HRTICK",
+                "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
+                "sysctl.kernel.sched_autogroup_enabled",
+                "thp"
+            ]
+        );
+        assert_eq!(configs[0].knobs[2].value, "200000");
+        assert_eq!(configs[1].knobs.len(), 2);
+        let e = parse("[[config]]\nname = \"a\"\nthpp = \"never\"\n").unwrap_err();
+        assert!(
+            e.contains("unknown field `thpp`") && e.contains("thp_defrag"),
+            "{e}"
+        );
+        let e = parse("[[config]]\nname = \"a\"\nsysctl = 1\n").unwrap_err();
+        assert!(e.contains("is not a table"), "{e}");
+    }
 
     #[test]
     fn reads_the_documented_shape() {

@@ -17,6 +17,7 @@ mod case;
 pub mod config;
 pub mod file;
 pub mod invocations;
+pub mod knob;
 mod place;
 mod plan;
 pub mod profiling;
@@ -240,6 +241,11 @@ pub fn run_with<C: Clock>(
     } else {
         body.not_counted("not counted: the run stopped before its perf counting pass");
     }
+    // The values found go back before the guests that hold them end.
+    let (knobs, restored) = body.places.restore_knobs();
+    if rounds.error.is_none() {
+        rounds.error = restored.err();
+    }
     body.places.record_end(&mut env);
     // After an error or a stop a guest may be busy measuring: it is killed at once.
     let guests = body.places.shut_down(rounds.error.is_none());
@@ -263,6 +269,7 @@ pub fn run_with<C: Clock>(
     run.audit = audit;
     run.config_env_diff = config_env_diff;
     run.guests = guests;
+    run.knobs = knobs;
     run.host = body.places.host();
     Outcome {
         document: Document::new(env, run, body.into_series()),
@@ -327,9 +334,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     fn get_ready(&mut self, env: &mut Environment) -> (Result<()>, Vec<String>) {
         let (plan, configs) = (self.plan, self.configs);
         let places = &mut self.places;
-        let ready = places
-            .check(plan, configs)
-            .and_then(|()| places.start(plan, configs, self.harness.interrupt()));
+        let ready = (places.check(plan, configs))
+            .and_then(|()| places.start(plan, configs, self.harness.interrupt()))
+            .and_then(|warnings| places.prepare_knobs(configs).map(|()| warnings));
         for (ci, known) in self.config_envs.iter_mut().enumerate() {
             *known = self.places.reported_env(ci).cloned();
         }
@@ -412,6 +419,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let (configs, harness) = (self.configs, self.harness);
         let config = &configs[ci];
         let who = self.places.who(config);
+        self.places.set_knobs(ci)?;
         let applied = self
             .places
             .of(ci)
@@ -530,7 +538,8 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         for &ci in order {
-            let config_has_setup = self.configs[ci].setup.is_some();
+            let config = &self.configs[ci];
+            let config_has_setup = config.setup.is_some() || !config.knobs.is_empty();
             self.in_config(ci, |body| {
                 // Each configuration's environment as its first set-up left it
                 // (without a set-up, a place that reported one when it started,

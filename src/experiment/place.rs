@@ -23,9 +23,10 @@ use std::time::Duration;
 
 use super::case::{self, CaseEnd};
 use super::config::{self, Config};
+use super::knob::{KnobFs, Knobs, LocalFs};
 use super::{Plan, profiling, series_meters, with_overrides};
 use crate::bench::util::select::Case;
-use crate::document::{GuestInfo, GuestSpec, Policy, ProfileOutcome, Series};
+use crate::document::{GuestInfo, GuestSpec, KnobRecord, Policy, ProfileOutcome, Series};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
@@ -265,6 +266,8 @@ pub(super) struct Places {
     guests: Vec<Guest>,
     /// Which of `guests` each configuration runs in.
     of: Vec<Option<usize>>,
+    /// The configurations' knobs, by place: here (`None`) or a guest of `guests`.
+    knobs: Vec<(Option<usize>, Knobs)>,
 }
 
 impl Places {
@@ -284,6 +287,7 @@ impl Places {
             wanted,
             guests: Vec::new(),
             of: vec![None; configs.len()],
+            knobs: Vec::new(),
         }
     }
 
@@ -428,6 +432,135 @@ impl Places {
             } // else dropped: its process group is killed and reaped
         }
         infos
+    }
+}
+
+impl Places {
+    /// Reads and checks every configuration's knobs in its place, before
+    /// anything is measured (and before anything is written: a value a file
+    /// refuses stops the run here, leaving every file as it was).
+    pub(super) fn prepare_knobs(&mut self, configs: &[Config]) -> Result<()> {
+        let mut places: Vec<Option<usize>> = self.of.clone();
+        places.sort_unstable();
+        places.dedup();
+        for place in places {
+            let members: Vec<(usize, &Config)> = (configs.iter().enumerate())
+                .filter(|(ci, c)| self.of[*ci] == place && !c.knobs.is_empty())
+                .collect();
+            let Some(&(_, first)) = members.first() else {
+                continue;
+            };
+            let resolved = match place {
+                None => Knobs::resolve(&members, &mut LocalFs, None),
+                Some(gi) => {
+                    let who = match (&self.remote, &first.in_guest) {
+                        (None, Some(name)) => format!("guest '{name}'"),
+                        _ => self.who(first),
+                    };
+                    let fs = &mut GuestFs(&mut self.guests[gi]);
+                    Knobs::resolve(&members, fs, Some(who))
+                }
+            };
+            match resolved {
+                Ok(knobs) => self.knobs.push((place, knobs)),
+                Err(e) => {
+                    let _ = self.restore_knobs(); // forgets the holds; nothing was written
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the knobs of configuration `ci`'s place its values (the values
+    /// found for the knobs it does not set).
+    pub(super) fn set_knobs(&mut self, ci: usize) -> Result<()> {
+        let place = self.of[ci];
+        let Some((_, knobs)) = self.knobs.iter_mut().find(|(p, _)| *p == place) else {
+            return Ok(());
+        };
+        match place {
+            None => knobs.apply(ci, &mut LocalFs),
+            Some(gi) => knobs.apply(ci, &mut GuestFs(&mut self.guests[gi])),
+        }
+    }
+
+    /// Writes back every value found, in every place (a guest that does not
+    /// take requests within [`SETTLE`] keeps its values: it is ended next);
+    /// what the document records of the knobs, and the first failure.
+    pub(super) fn restore_knobs(&mut self) -> (Vec<KnobRecord>, Result<()>) {
+        let mut first = Ok(());
+        let mut records = Vec::new();
+        for (place, knobs) in &mut self.knobs {
+            let restored = match *place {
+                None => knobs.restore(&mut LocalFs),
+                Some(gi) if self.guests[gi].settle(SETTLE) => {
+                    knobs.restore(&mut GuestFs(&mut self.guests[gi]))
+                }
+                Some(_) => Ok(()),
+            };
+            if let (Err(e), true) = (restored, first.is_ok()) {
+                first = Err(e);
+            }
+            records.extend(knobs.records());
+        }
+        (records, first)
+    }
+}
+
+/// A guest's files, through its agent's shell.
+struct GuestFs<'g>(&'g mut Guest);
+
+impl GuestFs<'_> {
+    fn sh(&mut self, what: &str, command: &str) -> std::result::Result<String, String> {
+        let env = std::collections::BTreeMap::new();
+        (self.0.sh_output(what, command, &env, &Interrupt::none())).map_err(|e| e.to_string())
+    }
+}
+
+/// `s` quoted for `sh`.
+fn quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+impl KnobFs for GuestFs<'_> {
+    fn read(&mut self, path: &str) -> std::result::Result<String, String> {
+        self.sh("a knob's read", &format!("cat -- {}", quoted(path)))
+    }
+
+    fn expand(&mut self, pattern: &str) -> std::result::Result<Vec<String>, String> {
+        if !pattern.contains('*') {
+            return Ok(vec![pattern.to_string()]); // read next, which says what is wrong
+        }
+        let glob: Vec<String> = pattern.split('*').map(quoted).collect();
+        let command = format!(
+            "for f in {}; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done; true",
+            glob.join("*")
+        );
+        let listed = self.sh("a knob's listing", &command)?;
+        Ok(listed.lines().map(String::from).collect())
+    }
+
+    fn write(&mut self, path: &str, value: &str) -> std::result::Result<(), String> {
+        let command = format!("printf '%s\\n' {} > {}", quoted(value), quoted(path));
+        self.sh("a knob's write", &command).map(drop)
+    }
+
+    fn hold(&mut self, path: &str, value: &str) -> Option<u32> {
+        let id = super::knob::next_hold_id();
+        self.0.hold(id, path, value).then_some(id)
+    }
+
+    fn forget(&mut self, id: u32) {
+        self.0.forget(id);
+    }
+
+    fn check_writable(&mut self, path: &str) -> std::result::Result<(), String> {
+        let command = format!(
+            "[ -w {0} ] || {{ echo {0} is not writable; exit 1; }}",
+            quoted(path)
+        );
+        self.sh("a knob's check", &command).map(drop)
     }
 }
 

@@ -250,6 +250,18 @@ impl Guest {
         env: &std::collections::BTreeMap<String, String>,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        self.sh_output(what, command, env, interrupt).map(drop)
+    }
+
+    /// [`Guest::sh`], returning the command's output (stdout and stderr, as
+    /// the agent collected them) when it succeeds.
+    pub fn sh_output(
+        &mut self,
+        what: &str,
+        command: &str,
+        env: &std::collections::BTreeMap<String, String>,
+        interrupt: &Interrupt,
+    ) -> Result<String> {
         let timeout = boot_timeout();
         self.send(&Request::Sh(ShRequest {
             command: command.to_string(),
@@ -268,7 +280,7 @@ impl Guest {
             other => return Err(self.unexpected("done", &other)),
         };
         if done.success {
-            return Ok(());
+            return Ok(done.output);
         }
         let output = done.output.trim_end();
         let quoted = if output.is_empty() {
@@ -284,6 +296,32 @@ impl Guest {
                 done.status
             ),
         ))
+    }
+
+    /// Asks the agent's warden to hold `value` for `path` under `id` (see
+    /// [`Request::Hold`]); whether it does.
+    pub fn hold(&mut self, id: u32, path: &str, value: &str) -> bool {
+        let request = Request::Hold(protocol::HoldRequest {
+            id,
+            path: path.to_string(),
+            value: value.to_string(),
+        });
+        self.send(&request).is_ok()
+            && matches!(
+                self.reply(boot_timeout(), &Interrupt::none(), "to hold a knob's value"),
+                Ok(Reply::Held { held: true })
+            )
+    }
+
+    /// Tells the agent's warden to forget held value `id`.
+    pub fn forget(&mut self, id: u32) {
+        if self.send(&Request::Forget { id }).is_ok() {
+            let _ = self.reply(
+                boot_timeout(),
+                &Interrupt::none(),
+                "to forget a knob's value",
+            );
+        }
     }
 
     /// Whether the guest can take a request now: it has not ended, and

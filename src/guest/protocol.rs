@@ -33,8 +33,22 @@ pub enum Request {
     Run(RunRequest),
     /// Run a shell command there (a configuration's set-up or tear-down).
     Sh(ShRequest),
+    /// Hold a knob's value found: the agent's warden writes it back if the
+    /// agent ends (its channel closed, killed) before `forget`.
+    Hold(HoldRequest),
+    /// Forget a held value (the client wrote it back).
+    Forget { id: u32 },
     /// Reply `bye` and end the agent (a guest's init powers the guest off).
     Shutdown {},
+}
+
+/// A value for the agent's warden to write back to a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HoldRequest {
+    /// The client's id for it (unique in the client's run).
+    pub id: u32,
+    pub path: String,
+    pub value: String,
 }
 
 /// One case to measure: a selector that names exactly one case, as on the
@@ -95,6 +109,12 @@ pub enum Reply {
     Env(Box<Environment>),
     Series(Box<Series>),
     Done(ShDone),
+    /// The answer to `hold` (whether the agent's warden holds the value; an
+    /// agent that is a guest's init does not: the guest ends with it) and
+    /// to `forget` (false).
+    Held {
+        held: bool,
+    },
     /// The request could not be served; the agent goes on serving.
     Error(String),
     Bye {},

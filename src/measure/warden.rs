@@ -1,8 +1,17 @@
 //! The warden: one small process per osbench that kills the process groups
 //! osbench started and has not ended yet — timed commands, set-up and
-//! tear-down shells, guests — if osbench dies, even by SIGKILL. osbench tells it, through a pipe, which groups are live;
-//! when osbench is gone the pipe's write end closes, the warden reads the end
-//! of the stream and SIGKILLs every group still listed, then exits.
+//! tear-down shells, guests — if osbench dies, even by SIGKILL, and writes
+//! back the values of files (knobs) osbench changed and has not restored.
+//! osbench tells it, through a pipe, which groups are live and which
+//! restores it holds; when osbench is gone the pipe's write end closes, the
+//! warden reads the end of the stream, SIGKILLs every group still listed,
+//! writes every value still held back to its file (open, write, close), then
+//! exits.
+//!
+//! The stream's messages, each one write of at most `PIPE_BUF` bytes (so
+//! they never interleave): `+`/`-` and a pid (5 bytes) list and unlist a
+//! group; `R`, an id (4 bytes), the path's and the value's lengths (2 bytes
+//! each) and their bytes hold a restore; `F` and an id forget it.
 //!
 //! Why not a parent-death signal on each child: it is not inherited by the
 //! child's own children (a shell's commands), and it needs a pre-exec step,
@@ -16,6 +25,18 @@ use std::sync::{Mutex, OnceLock};
 
 /// Most groups listed at once (one timed command at a time in practice).
 const MAX_GROUPS: usize = 64;
+
+/// Most restores held at once (one per knob file of a run).
+const MAX_RESTORES: usize = 64;
+
+/// The longest path of a restore, in bytes (its NUL not counted).
+pub const MAX_RESTORE_PATH: usize = 511;
+
+/// The longest value of a restore, in bytes.
+pub const MAX_RESTORE_VALUE: usize = 255;
+
+/// A message's head: its kind and a pid or id.
+const HEAD: usize = 5;
 
 /// The write end of the warden's pipe (`None` once [`stop`]ped), and its pid.
 struct Warden {
@@ -68,15 +89,46 @@ pub fn ensure_started() {
     let _ = warden();
 }
 
+/// Holds a restore: if osbench dies before [`forget_restore`]`(id)`, the
+/// warden writes `value` to `path`. False when it cannot (no warden, a path
+/// or value too long, a NUL in the path): the value is then restored only
+/// by osbench itself.
+pub fn hold_restore(id: u32, path: &[u8], value: &[u8]) -> bool {
+    if path.len() > MAX_RESTORE_PATH || value.len() > MAX_RESTORE_VALUE || path.contains(&0) {
+        return false;
+    }
+    let mut msg = Vec::with_capacity(HEAD + 4 + path.len() + value.len());
+    msg.push(b'R');
+    msg.extend_from_slice(&id.to_ne_bytes());
+    msg.extend_from_slice(&(path.len() as u16).to_ne_bytes());
+    msg.extend_from_slice(&(value.len() as u16).to_ne_bytes());
+    msg.extend_from_slice(path);
+    msg.extend_from_slice(value);
+    write_message(&msg)
+}
+
+/// Forgets restore `id` (osbench restored the value itself).
+pub fn forget_restore(id: u32) {
+    let mut msg = [b'F', 0, 0, 0, 0];
+    msg[1..].copy_from_slice(&id.to_ne_bytes());
+    write_message(&msg);
+}
+
 fn send(op: u8, group: libc::pid_t) {
-    let Some(w) = warden() else { return };
-    let Ok(w) = w.lock() else { return };
-    let Some(tx) = &w.tx else { return };
     let mut msg = [op, 0, 0, 0, 0];
     msg[1..].copy_from_slice(&group.to_ne_bytes());
-    // SAFETY: writing 5 bytes from a local array to our pipe; a write this
-    // small is atomic on a pipe (PIPE_BUF), so messages never interleave.
-    unsafe { libc::write(tx.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
+    write_message(&msg);
+}
+
+/// Writes one message to the warden's pipe; whether it was written whole.
+fn write_message(msg: &[u8]) -> bool {
+    let Some(w) = warden() else { return false };
+    let Ok(w) = w.lock() else { return false };
+    let Some(tx) = &w.tx else { return false };
+    // SAFETY: writing a message we own to our pipe; a write of at most
+    // PIPE_BUF bytes is atomic on a pipe, so messages never interleave.
+    let n = unsafe { libc::write(tx.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
+    n == msg.len() as isize
 }
 
 fn start() -> Option<Warden> {
@@ -99,17 +151,134 @@ fn start() -> Option<Warden> {
     }
 }
 
-/// The warden's life: keep the list until the stream ends, then kill what is
-/// listed. Only async-signal-safe calls, a fixed array, no allocation.
+/// A value the warden writes back: `path` NUL-terminated; `id` 0 is a free slot.
+#[derive(Clone, Copy)]
+struct Restore {
+    id: u32,
+    path: [u8; MAX_RESTORE_PATH + 1],
+    value: [u8; MAX_RESTORE_VALUE],
+    value_len: usize,
+}
+
+const FREE: Restore = Restore {
+    id: 0,
+    path: [0; MAX_RESTORE_PATH + 1],
+    value: [0; MAX_RESTORE_VALUE],
+    value_len: 0,
+};
+
+/// The warden's life: keep the lists until the stream ends, then kill what
+/// is listed and write back what is held. Only async-signal-safe calls,
+/// fixed arrays, no allocation.
 fn watch(rx: libc::c_int) -> ! {
-    // SAFETY: signal, close_range, read, kill and _exit with integer
-    // arguments and local buffers.
-    unsafe {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(sig, libc::SIG_IGN);
+    ignore_stop_signals();
+    close_all_but(rx);
+    let mut live = [0 as libc::pid_t; MAX_GROUPS];
+    let mut restores = [FREE; MAX_RESTORES];
+    let mut head = [0u8; HEAD];
+    loop {
+        if !read_full(rx, &mut head) {
+            for &g in live.iter().filter(|&&g| g > 0) {
+                // SAFETY: kill with integer arguments.
+                unsafe { libc::kill(-g, libc::SIGKILL) };
+            }
+            restores.iter().filter(|r| r.id != 0).for_each(write_back);
+            // SAFETY: _exit ends the child without running osbench's atexit handlers.
+            unsafe { libc::_exit(0) };
         }
-        // Every other descriptor closed: above all osbench's copy of the
-        // write end, so its death ends the stream.
+        let arg = [head[1], head[2], head[3], head[4]];
+        match head[0] {
+            b'+' | b'-' => {
+                let group = libc::pid_t::from_ne_bytes(arg);
+                let (want, put) = if head[0] == b'+' {
+                    (0, group)
+                } else {
+                    (group, 0)
+                };
+                if let Some(slot) = live.iter_mut().find(|g| **g == want) {
+                    *slot = put;
+                }
+            }
+            b'R' => hold(rx, u32::from_ne_bytes(arg), &mut restores),
+            b'F' => {
+                let id = u32::from_ne_bytes(arg);
+                if let Some(slot) = restores.iter_mut().find(|r| r.id == id && id != 0) {
+                    slot.id = 0;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reads the rest of an `R` message (lengths, path, value) into a free slot.
+fn hold(rx: libc::c_int, id: u32, restores: &mut [Restore; MAX_RESTORES]) {
+    let mut lengths = [0u8; 4];
+    if !read_full(rx, &mut lengths) {
+        return;
+    }
+    let path_len = u16::from_ne_bytes([lengths[0], lengths[1]]) as usize;
+    let value_len = u16::from_ne_bytes([lengths[2], lengths[3]]) as usize;
+    let mut r = FREE;
+    if path_len > MAX_RESTORE_PATH || value_len > MAX_RESTORE_VALUE {
+        return; // never sent (hold_restore refuses them)
+    }
+    let read = read_full(rx, &mut r.path[..path_len]) && read_full(rx, &mut r.value[..value_len]);
+    r.id = id;
+    r.value_len = value_len;
+    if let (true, Some(slot)) = (read && id != 0, restores.iter_mut().find(|s| s.id == 0)) {
+        *slot = r;
+    }
+}
+
+/// Writes a held value back to its file.
+fn write_back(r: &Restore) {
+    // SAFETY: open, write and close with a NUL-terminated path and a value
+    // in fixed arrays we own.
+    unsafe {
+        let fd = libc::open(
+            r.path.as_ptr().cast(),
+            libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC,
+        );
+        if fd >= 0 {
+            libc::write(fd, r.value.as_ptr().cast(), r.value_len);
+            libc::close(fd);
+        }
+    }
+}
+
+/// Fills `buf` from `rx` (retrying after signals); false at the end of the
+/// stream or on an error.
+fn read_full(rx: libc::c_int, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the unfilled part of a buffer we own.
+        let n = unsafe { libc::read(rx, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        // SAFETY: reading this thread's errno.
+        if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return false;
+        }
+        got += n as usize;
+    }
+    true
+}
+
+/// The warden outlives osbench's stop signals (it must, to clean up after them).
+fn ignore_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: setting a signal's disposition to SIG_IGN.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+}
+
+/// Closes every descriptor but `rx`: above all osbench's copy of the write
+/// end, so its death ends the stream.
+fn close_all_but(rx: libc::c_int) {
+    // SAFETY: close_range and close with integer arguments.
+    unsafe {
         let max = libc::c_uint::MAX;
         let below =
             rx == 0 || libc::syscall(libc::SYS_close_range, 0, (rx - 1) as libc::c_uint, 0) == 0;
@@ -118,29 +287,6 @@ fn watch(rx: libc::c_int) -> ! {
             (0..1024)
                 .filter(|&fd| fd != rx)
                 .for_each(|fd| _ = libc::close(fd)); // Linux < 5.9
-        }
-        let mut live = [0 as libc::pid_t; MAX_GROUPS];
-        let mut msg = [0u8; 5];
-        loop {
-            let n = libc::read(rx, msg.as_mut_ptr().cast(), msg.len());
-            if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
-                for &g in live.iter().filter(|&&g| g > 0) {
-                    libc::kill(-g, libc::SIGKILL);
-                }
-                libc::_exit(0);
-            }
-            if n != 5 {
-                continue;
-            }
-            let group = libc::pid_t::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
-            let (want, put) = if msg[0] == b'+' {
-                (0, group)
-            } else {
-                (group, 0)
-            };
-            if let Some(slot) = live.iter_mut().find(|g| **g == want) {
-                *slot = put;
-            }
         }
     }
 }

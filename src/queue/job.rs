@@ -274,6 +274,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plans_knobs_reach_the_worker_as_they_were_written() {
+        let text = r#"
+            select = ["syscall:null"]
+            [[config]]
+            name = "a"
+            thp = "never"
+            sysctl = { "kernel.sched_autogroup_enabled" = "0" }
+            [[config]]
+            name = "b"
+            set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = "200000" }
+            sched_feature = "NO_DELAY_DEQUEUE"
+        "#;
+        let file = parse_plan_file(text, "p.toml").unwrap();
+        let plan = JobPlan::from_json(&file.plan.to_json()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.toml");
+        std::fs::write(&path, plan.experiment.as_ref().unwrap()).unwrap();
+        let (_, configs) = crate::experiment::file::load(&path).unwrap();
+        let knobs = |c: usize| -> Vec<String> {
+            let k = configs[c].knobs.iter();
+            k.map(|k| format!("{}={}", k.knob, k.value)).collect()
+        };
+        assert_eq!(
+            knobs(0),
+            ["sysctl.kernel.sched_autogroup_enabled=0", "thp=never"]
+        );
+        assert_eq!(
+            knobs(1),
+            [
+                "sched_feature.DELAY_DEQUEUE=NO_DELAY_DEQUEUE",
+                "/sys/module/haltpoll/parameters/guest_halt_poll_ns=200000"
+            ]
+        );
+    }
+
+    #[test]
     fn a_plan_file_becomes_arguments_and_an_experiment() {
         let text = r#"
             select = ["syscall:null"]

@@ -484,6 +484,51 @@ pub fn duration_words(secs: f64) -> String {
     }
 }
 
+/// One line per knob the run set: the value found, each configuration's
+/// value (the others ran with the value found), and whether it was restored
+/// (`knob thp (/sys/…/enabled): found madvise; a=never b=always; restored`).
+/// Files of one knob alike in all of that (each CPU's governor) share a line.
+pub fn knob_lines(doc: &crate::document::Document) -> String {
+    let mut out = String::new();
+    let knobs = &doc.run.knobs;
+    let mut i = 0;
+    while i < knobs.len() {
+        let k = &knobs[i];
+        let alike = |o: &&crate::document::KnobRecord| {
+            (&o.knob, &o.place, &o.found, &o.set, o.restored)
+                == (&k.knob, &k.place, &k.found, &k.set, k.restored)
+        };
+        let more = knobs[i + 1..].iter().take_while(alike).count();
+        let set: Vec<String> = k.set.iter().map(|(c, v)| format!("{c}={v}")).collect();
+        let place = k
+            .place
+            .as_ref()
+            .map(|p| format!("{p}: "))
+            .unwrap_or_default();
+        let path = match (k.path == k.knob, more) {
+            (true, _) => String::new(),
+            (false, 0) => format!(" ({})", k.path),
+            (false, n) => format!(" ({} and {n} more)", k.path),
+        };
+        let restored = if k.restored {
+            "restored"
+        } else {
+            "NOT restored: write the value found back by hand"
+        };
+        let (found, set) = (&k.found, set.join(" "));
+        let _ = writeln!(
+            out,
+            "{place}knob {}{path}: found {found}; {set}; {restored}",
+            k.knob
+        );
+        i += 1 + more;
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,5 +615,40 @@ mod tests {
             let name = r.key.to_string();
             assert!(summary.contains(&name), "{name} not in {summary}");
         }
+    }
+
+    #[test]
+    fn knobs_get_a_line_each_and_a_cpus_governors_share_one() {
+        use crate::document::KnobRecord;
+        let record = |knob: &str, path: &str, restored: bool| KnobRecord {
+            knob: knob.into(),
+            path: path.into(),
+            place: None,
+            found: "schedutil".into(),
+            set: [("a".to_string(), "performance".to_string())].into(),
+            restored,
+        };
+        let empty = tempfile::tempdir().unwrap();
+        let env = crate::env::capture_from(&crate::env::probe::Sys::at(empty.path()));
+        let mut doc = crate::document::Document::new(
+            env,
+            crate::document::RunInfo::new(String::new(), 0, crate::document::Policy::default()),
+            Vec::new(),
+        );
+        let gov = |n: u32| format!("/sys/devices/system/cpu/cpu{n}/cpufreq/scaling_governor");
+        doc.run.knobs = vec![
+            record("cpufreq_governor", &gov(0), true),
+            record("cpufreq_governor", &gov(1), true),
+            record("/x", "/x", false),
+        ];
+        let text = knob_lines(&doc);
+        let lines: Vec<&str> = text.trim().lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!("knob cpufreq_governor ({} and 1 more): found schedutil; a=performance; restored", gov(0)),
+                "knob /x: found schedutil; a=performance; NOT restored: write the value found back by hand".to_string(),
+            ]
+        );
     }
 }

@@ -15,6 +15,7 @@ mod errors;
 mod first_day;
 mod interrupts;
 mod kit;
+mod knobs;
 mod list_env;
 mod profile;
 mod run;

@@ -451,6 +451,61 @@ fn each_host_applies_and_restores_its_own_toggles_and_a_failing_set_up_names_its
 }
 
 #[test]
+fn a_hosts_knobs_are_set_and_restored_on_the_host() {
+    if !common::sshd_usable("a_hosts_knobs_are_set_and_restored_on_the_host") {
+        return;
+    }
+    let mark = "fleet-knob-test";
+    let sshd = Sshd::start(&[&format!("SetEnv OSBENCH_TEST_MARK={mark}")]);
+    let dir = tempfile::tempdir().unwrap();
+    // One host: every host of this test is this machine, whose files they would share.
+    let hosts = dir.path().join("hosts.toml");
+    let host = format!(
+        "[[host]]\nname = \"a\"\ntarget = \"root@127.0.0.1\"\nssh_options = {:?}\nosbench = {:?}\n",
+        sshd.ssh_options(),
+        env!("CARGO_BIN_EXE_osbench")
+    );
+    fs::write(&hosts, host).unwrap();
+    let knob = dir.path().join("knob");
+    fs::write(&knob, "always [madvise] never\n").unwrap();
+    let out_dir = dir.path().join("runs");
+    let (on, off) = (
+        format!("on:{}=always", knob.display()),
+        format!("off:{}=never", knob.display()),
+    );
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let extra = [
+        "--config", &off, "--config", &on, "--rounds", "2", "--out", &out_arg,
+    ];
+    let store = dir.path().join("fleet.sqlite");
+    let out = fleet_run(&store, &hosts, "knobs", "100", &extra);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(fs::read_to_string(&knob).unwrap().trim(), "madvise");
+    let doc = read_document(&out_dir.join("a.json")).unwrap();
+    let record = &doc.run.knobs[0];
+    assert_eq!(record.place.as_deref(), Some("host 'a'"));
+    assert_eq!((record.found.as_str(), record.restored), ("madvise", true));
+    assert_eq!(record.set.len(), 2);
+    // A value the host's file does not list is refused there, before measuring.
+    fs::write(&knob, "always [madvise] never\n").unwrap();
+    let bad = format!("on:{}=sometimes", knob.display());
+    let extra = ["--config", &off, "--config", &bad, "--out", &out_arg];
+    let out = fleet_run(&store, &hosts, "knobs-refused", "100", &extra);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("host 'a'") && err.contains("does not accept 'sometimes'"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(&knob).unwrap(),
+        "always [madvise] never\n"
+    );
+    drop(sshd);
+    assert!(common::marked(mark).is_empty(), "left running");
+}
+
+#[test]
 fn a_fleet_refuses_configurations_it_cannot_run_before_connecting() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("guests.toml");

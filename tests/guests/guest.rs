@@ -755,6 +755,40 @@ fn uml_sysemu_set_inside_one_guest_shows_in_each_configurations_environment() {
 }
 
 #[test]
+fn uml_sysemu_as_a_knob_is_set_inside_the_guest_and_restored() {
+    if !uml_or_skip("uml_sysemu_as_a_knob") {
+        return;
+    }
+    let _serial = uml_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = sysemu_experiment(&[])
+        + "[[config]]\nname = \"one\"\nin = \"uml\"\nset = { \"/proc/sysemu\" = \"1\" }\n\
+           [[config]]\nname = \"two\"\nin = \"uml\"\n";
+    let (out, json) = run_experiment(&toml, dir.path(), &[]);
+    let err = stderr(&out);
+    if !out.status.success() && host_limit("uml_sysemu_as_a_knob", &err) {
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let doc = read_document(&json).unwrap();
+    let knob = &doc.run.knobs[0];
+    assert_eq!(knob.place.as_deref(), Some("guest 'uml'"));
+    assert_eq!((knob.found.as_str(), knob.set["one"].as_str()), ("2", "1"));
+    assert!(knob.restored && !knob.set.contains_key("two"));
+    // `two` sets nothing: it ran with the value found.
+    let sysemu = doc
+        .run
+        .config_env_diff
+        .iter()
+        .find(|(k, _)| k == "uml_sysemu");
+    assert_eq!(
+        sysemu.map(|(_, v)| v.clone()),
+        Some(vec!["absent".into(), "1".into(), "2".into()])
+    );
+    assert!(uml_processes().is_empty(), "left: {:?}", uml_processes());
+}
+
+#[test]
 fn uml_crashing_at_sysemu_0_stops_the_run_naming_it_and_keeps_what_was_measured() {
     if !uml_or_skip("uml_crashing_at_sysemu_0") {
         return;
