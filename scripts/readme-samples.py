@@ -41,12 +41,14 @@ def run(args, store=None):
 
 
 def keep_cases(text, cases, tail_from=None):
-    """The blocks of `text` for `cases` (a block starts at a line naming the
-    case and runs to the next unindented line), then `…`, then the lines
-    from the one starting with `tail_from`."""
+    """The blocks of `text` for `cases` (a block starts at an unindented
+    line naming the case and runs to the next unindented line), taken from
+    the lines before the summary table (its header starts with `benchmark `);
+    then, with `tail_from`, `…` and the lines from the one starting with it."""
     lines = text.splitlines()
+    end = next((i for i, l in enumerate(lines) if l.startswith("benchmark ")), len(lines))
     kept, keeping = [], False
-    for line in lines:
+    for line in lines[:end]:
         if not line.startswith(" "):
             keeping = any(line.startswith(c + " ") for c in cases)
         if keeping:
@@ -59,8 +61,15 @@ def keep_cases(text, cases, tail_from=None):
     return "\n".join(kept)
 
 
+def until(text, marker):
+    """`text` up to the line starting with `marker` (all of it without one)."""
+    lines = text.splitlines()
+    end = next((i for i, l in enumerate(lines) if l.startswith(marker)), len(lines))
+    return "\n".join(lines[:end]).rstrip()
+
+
 def sample_table():
-    return run(["run", "syscall", "--no-store", "--width", "90"]).rstrip()
+    return until(run(["run", "syscall", "--no-store", "--width", "90"]), "Counters per op")
 
 
 def sample_aa():
