@@ -650,5 +650,16 @@ mod tests {
                 "knob /x: found schedutil; a=performance; NOT restored: write the value found back by hand".to_string(),
             ]
         );
+        // The Markdown export and the HTML report list the same lines.
+        let markdown = crate::report::markdown::run(&doc);
+        assert!(
+            markdown.contains(&format!("## Knobs\n\n- knob cpufreq_governor ({}", gov(0))),
+            "{markdown}"
+        );
+        let html = crate::report::html::render(&[("r.json".into(), doc)], None).unwrap();
+        assert!(
+            html.contains("<h3>Knobs</h3>") && html.contains("NOT restored"),
+            "{html}"
+        );
     }
 }

@@ -229,6 +229,14 @@ fn document_section(
         out.push_str("<h3>Compared within the run</h3>\n");
         records_table(out, &doc.comparisons);
     }
+    let knobs = super::compare::knob_lines(doc);
+    if !knobs.is_empty() {
+        out.push_str("<h3>Knobs</h3>\n<ul>\n");
+        for line in knobs.lines().filter(|l| !l.is_empty()) {
+            let _ = writeln!(out, "<li>{}</li>", escape(line));
+        }
+        out.push_str("</ul>\n");
+    }
 
     let plots = plot::document_plots(doc)?;
     if !plots.is_empty() {

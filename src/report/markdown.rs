@@ -47,6 +47,13 @@ pub fn run(doc: &Document) -> String {
         out.push_str("\n## Comparisons of the configurations\n\n");
         out.push_str(&records(&doc.comparisons));
     }
+    let knobs = super::compare::knob_lines(doc);
+    if !knobs.is_empty() {
+        out.push_str("\n## Knobs\n\n");
+        for line in knobs.lines().filter(|l| !l.is_empty()) {
+            let _ = writeln!(out, "- {}", escape(line));
+        }
+    }
     if !doc.run.audit.is_empty() {
         out.push_str("\n## Noise audit\n\n");
         for finding in &doc.run.audit {
