@@ -294,7 +294,17 @@ pub(super) fn tips(
     }
     let mut tips = line.meant(&meanings);
     if tips.is_empty() {
-        if let Some(first) = meanings.first() {
+        if let Some((first, given)) = line.already_given(&meanings) {
+            tips.push(Tip {
+                line: format!(
+                    "tip: {} is {given} in `{}`, which this line already gives",
+                    described(first, word, refused),
+                    line.path.join(" ")
+                ),
+                uses: String::new(),
+                applied: Vec::new(),
+            });
+        } else if let Some(first) = meanings.first() {
             tips.push(Tip {
                 line: format!(
                     "tip: {} has no counterpart in `{}`",
@@ -524,6 +534,35 @@ impl Line<'_> {
             found.retain(|(b, _)| b.is_none());
         }
         found.into_iter().take(3).map(|(_, tip)| tip).collect()
+    }
+
+    /// A meaning whose flag here is on the line already (`time --runs 5
+    /// --samples 3`: --samples is --runs), with that flag.
+    fn already_given<'k>(&self, meanings: &[&'k Known]) -> Option<(&'k Known, &'static str)> {
+        meanings.iter().find_map(|known| {
+            targets(known.intent).into_iter().find_map(|t| match t {
+                Target::Flag { flag, .. }
+                    if self.takes(flag)
+                        && self
+                            .words
+                            .iter()
+                            .any(|w| w == flag || w.starts_with(&format!("{flag}="))) =>
+                {
+                    Some((*known, flag))
+                }
+                _ => None,
+            })
+        })
+    }
+
+    /// Whether this subcommand has the option `flag` (`--runs`, `-S`).
+    fn takes(&self, flag: &str) -> bool {
+        self.cmd.get_arguments().any(|a| {
+            flag.strip_prefix("--").map_or_else(
+                || flag.strip_prefix('-').and_then(|f| f.chars().next()) == a.get_short(),
+                |long| a.get_long() == Some(long),
+            )
+        })
     }
 
     /// The tip that `target` gives for `known` here, if this subcommand
