@@ -87,15 +87,22 @@ fn a_flag_from_another_tool_gets_what_this_subcommand_takes() {
         "run", "syscall", "--config", "a=", "--config", "b=", "--runs", "5",
     ];
     assert!(err(&configs).contains("use '--rounds 5' (interleaved rounds)"));
+    // history takes --width now (every command that prints a table does); a
+    // misspelling of it gets clap's similar flag, not the `--` tip.
     assert_eq!(
-        err(&["history", "--width", "90"]),
-        "osbench: error: unexpected argument '--width' found (see osbench history --help)\n"
+        err(&["history", "--wdith", "90"]),
+        "osbench: error: unexpected argument '--wdith' found (see osbench history --help)\n  \
+         tip: a similar argument exists: '--width'\n"
+    );
+    assert!(
+        err(&["time", "--runs", "5", "--samples", "3", "true"])
+            .contains("is --runs in `osbench time`, which this line already gives")
     );
     assert!(err(&["run", "-g", "50"]).contains("select 'messaging:groups=50'"));
     assert!(err(&["time", "--samples", "5", "true"]).contains("use '--runs 5'"));
     for args in [
         &["run", "syscall", "-n", "5"][..],
-        &["history", "--width"],
+        &["history", "--wdith", "90"],
         &["compare", "--runs", "3", "a", "b"],
         &["loop", "-n", "5"],
         &["time", "-g", "5", "true"],
