@@ -294,26 +294,23 @@ pub(super) fn tips(
     }
     let mut tips = line.meant(&meanings);
     if tips.is_empty() {
+        // A tip that names no flag to use: nothing applied.
+        let note = |line: String| Tip {
+            line,
+            uses: String::new(),
+            applied: Vec::new(),
+        };
+        let (what, sub) = (|k| described(k, word, refused), line.path.join(" "));
         if let Some((first, given)) = line.already_given(&meanings) {
-            tips.push(Tip {
-                line: format!(
-                    "tip: {} is {given} in `{}`, which this line already gives",
-                    described(first, word, refused),
-                    line.path.join(" ")
-                ),
-                uses: String::new(),
-                applied: Vec::new(),
-            });
+            tips.push(note(format!(
+                "tip: {} is {given} in `{sub}`, which this line already gives",
+                what(first)
+            )));
         } else if let Some(first) = meanings.first() {
-            tips.push(Tip {
-                line: format!(
-                    "tip: {} has no counterpart in `{}`",
-                    described(first, word, refused),
-                    line.path.join(" ")
-                ),
-                uses: String::new(),
-                applied: Vec::new(),
-            });
+            tips.push(note(format!(
+                "tip: {} has no counterpart in `{sub}`",
+                what(first)
+            )));
         } else if let Some(tip) = line.similar(similar) {
             tips.push(tip);
         }

@@ -54,6 +54,37 @@ impl Tree {
         cmd
     }
 
+    /// `osbench run syscall:case=null --no-perf -q --rounds 2 QUICK ARGS
+    /// --json JSON` with this tree, which must succeed.
+    fn run_ok<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        args: impl IntoIterator<Item = S>,
+        json: &Path,
+    ) -> std::process::Output {
+        let out = self
+            .osbench()
+            .args([
+                "run",
+                "syscall:case=null",
+                "--no-perf",
+                "-q",
+                "--rounds",
+                "2",
+            ])
+            .args(QUICK)
+            .args(args)
+            .arg("--json")
+            .arg(json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
     /// `--config` arguments: a sets num=5 and thp=never, b sets num=7 and
     /// the sysctl; each set-up appends what it sees to seen-a / seen-b.
     fn configs(&self) -> Vec<String> {
@@ -390,32 +421,18 @@ fn a_guests_knobs_are_set_and_restored_in_the_guest() {
     let guest_num = tree.path("guest-num");
     fs::write(&guest_num, "1\n").unwrap();
     let seen = tree.path("seen-g");
-    let out = tree
-        .osbench()
-        .args([
-            "run",
-            "syscall:case=null",
-            "--no-perf",
-            "-q",
-            "--rounds",
-            "2",
-        ])
-        .args(QUICK)
-        .args(["--guest", "g=command:{osbench} agent"])
-        .args(["--config", &format!("g:{}=5", guest_num.display())])
-        .args(["--config", &format!("h:{}=7", num.display())])
-        .args([
-            "--config",
-            &format!("h=cat {} >> {}", num.display(), seen.display()),
-        ])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = tree.run_ok(
+        [
+            "--guest".to_string(),
+            "g=command:{osbench} agent".into(),
+            "--config".into(),
+            format!("g:{}=5", guest_num.display()),
+            "--config".into(),
+            format!("h:{}=7", num.display()),
+            "--config".into(),
+            format!("h=cat {} >> {}", num.display(), seen.display()),
+        ],
+        &json,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("configuration 'g': knob "), "{stdout}");
@@ -461,28 +478,20 @@ fn knobs_add_up_per_configuration_and_one_set_up_may_join_them() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("'a' is given twice"), "{stderr}");
     let json = tree.path("joined.json");
-    let out = tree
-        .osbench()
-        .args([
-            "run",
-            "syscall:case=null",
-            "--no-perf",
-            "-q",
-            "--rounds",
-            "2",
-        ])
-        .args(QUICK)
-        .args(["--config", "a:thp=never", "--config", "a=true"])
-        .args(["--config", "a:sysctl.kernel.fake=1", "--config", "b="])
-        .args(["--teardown", "a=true"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    tree.run_ok(
+        [
+            "--config",
+            "a:thp=never",
+            "--config",
+            "a=true",
+            "--config",
+            "a:sysctl.kernel.fake=1",
+            "--config",
+            "b=",
+            "--teardown",
+            "a=true",
+        ],
+        &json,
     );
     let doc = read_document(&json).unwrap();
     let a = &doc.run.configs[0];
