@@ -473,7 +473,7 @@ fn print_results(doc: &Document, comparison: Option<&Comparison>, console: Conso
         out.push_str(&report::compare::precision_lines(comparison, why));
     }
     out.push_str(&report::compare::target_lines(doc));
-    out.push_str(&report::compare::knob_lines(doc));
+    out.push_str(&report::compare::knob_text(doc));
     console.print(&out);
 }
 

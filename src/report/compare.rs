@@ -488,8 +488,8 @@ pub fn duration_words(secs: f64) -> String {
 /// value (the others ran with the value found), and whether it was restored
 /// (`knob thp (/sys/…/enabled): found madvise; a=never b=always; restored`).
 /// Files of one knob alike in all of that (each CPU's governor) share a line.
-pub fn knob_lines(doc: &crate::document::Document) -> String {
-    let mut out = String::new();
+pub fn knob_lines(doc: &crate::document::Document) -> Vec<String> {
+    let mut out = Vec::new();
     let knobs = &doc.run.knobs;
     let mut i = 0;
     while i < knobs.len() {
@@ -516,17 +516,22 @@ pub fn knob_lines(doc: &crate::document::Document) -> String {
             "NOT restored: write the value found back by hand"
         };
         let (found, set) = (&k.found, set.join(" "));
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "{place}knob {}{path}: found {found}; {set}; {restored}",
             k.knob
-        );
+        ));
         i += 1 + more;
     }
-    if !out.is_empty() {
-        out.insert(0, '\n');
-    }
     out
+}
+
+/// [`knob_lines`] as text under the results: a blank line, then a line
+/// each (empty without knobs).
+pub fn knob_text(doc: &crate::document::Document) -> String {
+    knob_lines(doc)
+        .iter()
+        .fold(String::new(), |text, line| text + "\n" + line)
+        + if doc.run.knobs.is_empty() { "" } else { "\n" }
 }
 
 #[cfg(test)]
@@ -641,8 +646,7 @@ mod tests {
             record("cpufreq_governor", &gov(1), true),
             record("/x", "/x", false),
         ];
-        let text = knob_lines(&doc);
-        let lines: Vec<&str> = text.trim().lines().collect();
+        let lines = knob_lines(&doc);
         assert_eq!(
             lines,
             [

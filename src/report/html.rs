@@ -232,7 +232,7 @@ fn document_section(
     let knobs = super::compare::knob_lines(doc);
     if !knobs.is_empty() {
         out.push_str("<h3>Knobs</h3>\n<ul>\n");
-        for line in knobs.lines().filter(|l| !l.is_empty()) {
+        for line in &knobs {
             let _ = writeln!(out, "<li>{}</li>", escape(line));
         }
         out.push_str("</ul>\n");

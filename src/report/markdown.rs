@@ -50,7 +50,7 @@ pub fn run(doc: &Document) -> String {
     let knobs = super::compare::knob_lines(doc);
     if !knobs.is_empty() {
         out.push_str("\n## Knobs\n\n");
-        for line in knobs.lines().filter(|l| !l.is_empty()) {
+        for line in &knobs {
             let _ = writeln!(out, "- {}", escape(line));
         }
     }
