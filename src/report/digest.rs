@@ -10,7 +10,7 @@
 //! case ("ipc pipe 77.4%"). Left out: run-level findings (load, busy
 //! processes), which are said when found and are not per case.
 
-use crate::document::{Document, Series};
+use crate::document::Series;
 
 /// One case's warning, as a run gave it.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,25 +103,24 @@ fn own_span(text: &str, a: usize, b: usize) -> (usize, usize) {
 /// first `short` bytes of their wording (the same warning has the same
 /// count of numbers in each); `None` when they have the same numbers.
 fn varying_numbers(members: &[&CaseWarning], short: usize) -> Option<(usize, usize)> {
-    let values = |w: &CaseWarning| -> Vec<String> {
-        numbers(&w.text)
-            .iter()
-            .map(|&(a, b)| w.text[a..b].to_string())
-            .collect()
-    };
-    let base = values(members[0]);
-    let in_short = numbers(&members[0].text)
+    let text = &members[0].text;
+    let found = numbers(text);
+    let values: Vec<Vec<&str>> = members
         .iter()
-        .take_while(|n| n.1 <= short)
-        .count();
+        .map(|w| {
+            numbers(&w.text)
+                .iter()
+                .map(|&(a, b)| &w.text[a..b])
+                .collect()
+        })
+        .collect();
+    let in_short = found.iter().take_while(|n| n.1 <= short).count();
     let differs: Vec<usize> = (0..in_short)
-        .filter(|&i| members.iter().any(|m| values(m).get(i) != base.get(i)))
+        .filter(|&i| values.iter().any(|v| v.get(i) != values[0].get(i)))
         .collect();
     let (first, last) = (*differs.first()?, *differs.last()?);
     // Widened to every number of the phrases they are in ("(5 near 1.2, 6
     // near 3.4 µs)": the counts go with the values even where they agree).
-    let text = &members[0].text;
-    let found = numbers(text);
     let phrase = |i: usize| {
         text[..found[i].0]
             .rfind(['(', ':', ';'])
@@ -160,14 +159,9 @@ fn numbers(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// A document's case warnings: each series' warnings once, with the rounds
-/// or invocations that gave it (a merged series prefixes later rounds'
-/// warnings with "round N: " or "invocation N: ").
-pub fn document_warnings(doc: &Document) -> Vec<CaseWarning> {
-    case_warnings(&doc.series)
-}
-
-/// The case warnings of `series` ([`document_warnings`]).
+/// The case warnings of a document's `series`: each series' warnings once,
+/// with the rounds or invocations that gave it (a merged series prefixes
+/// later rounds' warnings with "round N: " or "invocation N: ").
 pub fn case_warnings(series: &[Series]) -> Vec<CaseWarning> {
     series.iter().flat_map(series_warnings).collect()
 }

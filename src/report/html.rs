@@ -294,7 +294,7 @@ fn pre(out: &mut String, text: &str) {
 /// The run's warnings as the terminal's digest says them: each distinct
 /// warning once, with the cases (and configurations) that gave it.
 fn warnings_html(out: &mut String, doc: &Document) {
-    let groups = super::digest::digest(&super::digest::document_warnings(doc), "rounds");
+    let groups = super::digest::digest(&super::digest::case_warnings(&doc.series), "rounds");
     if groups.is_empty() {
         return;
     }

@@ -60,7 +60,7 @@ pub fn run(doc: &Document) -> String {
             let _ = writeln!(out, "- {}", escape(finding));
         }
     }
-    let warnings = super::digest::digest(&super::digest::document_warnings(doc), "rounds");
+    let warnings = super::digest::digest(&super::digest::case_warnings(&doc.series), "rounds");
     if !warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
         for line in super::digest::group_lines(&warnings) {
