@@ -105,6 +105,7 @@ pub fn cpuinfo_has_flag(cpuinfo: &str, flag: &str) -> bool {
 pub fn selected(text: &str) -> String {
     text.split_whitespace()
         .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .filter(|w| !w.is_empty())
         .unwrap_or(text)
         .to_string()
 }

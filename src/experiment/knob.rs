@@ -135,19 +135,19 @@ pub struct Reading {
 /// Reads a sysfs file's contents: `always [madvise] never` is `madvise` of
 /// three choices; anything else is its trimmed self, of no listed choices.
 pub fn parse_reading(contents: &str) -> Reading {
-    let words: Vec<&str> = contents.split_whitespace().collect();
-    let bracketed = |w: &&&str| w.len() > 2 && w.starts_with('[') && w.ends_with(']');
-    match words.iter().find(bracketed) {
-        Some(chosen) => Reading {
-            in_force: chosen[1..chosen.len() - 1].to_string(),
-            choices: words
-                .iter()
+    let words = contents.split_whitespace();
+    let listed = words
+        .clone()
+        .any(|w| w.len() > 2 && w.starts_with('[') && w.ends_with(']'));
+    Reading {
+        // The environment reads THP's mode the same way.
+        in_force: crate::env::probe::selected(contents).trim().to_string(),
+        choices: if listed {
+            words
                 .map(|w| w.trim_start_matches('[').trim_end_matches(']').to_string())
-                .collect(),
-        },
-        None => Reading {
-            in_force: contents.trim().to_string(),
-            choices: Vec::new(),
+                .collect()
+        } else {
+            Vec::new()
         },
     }
 }
