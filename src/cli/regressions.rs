@@ -1,10 +1,13 @@
 //! `osbench regressions`: the nightly sweep. Reads every stored case ×
 //! host × configuration, finds change points as `history --changes` does,
 //! keeps those of a recent window (`--since`, `--last`) that are large
-//! enough and not yet dismissed in the store, records them in the store's
-//! `change_points`, adds the environment keys that changed with the level,
-//! prints them (and `--json`, `--markdown`, `--csv`), posts the Markdown to
-//! `--webhook`, and exits 1 when one is a slowdown. `--ack ID`, `--expect ID`
+//! enough and not yet dismissed in the store, records the confirmed ones in
+//! the store's `change_points` (a change found again a run or two apart
+//! keeps its record: its id and what was said of it), adds the environment
+//! keys that changed with the level, prints them with the pending ones and
+//! the drifting stretches (and `--json`, `--markdown`, `--csv`), posts the
+//! Markdown to `--webhook`, and exits 1 when a confirmed one is a slowdown
+//! (a pending one too with `--pending`). `--ack ID`, `--expect ID`
 //! and `--fixed ID` dismiss one. The work is the library's
 //! (`compare::regressions`, `report::regressions`); left out: any schedule
 //! (cron runs it).
@@ -17,7 +20,9 @@ use clap::Args;
 use osbench::compare::history::{
     CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
 };
-use osbench::compare::regressions::{Regression, SweepOptions, Window, sweep};
+use osbench::compare::regressions::{
+    Regression, Sweep, SweepOptions, Window, drifts, sweep,
+};
 use osbench::document::{rfc3339, span_secs};
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
@@ -66,6 +71,11 @@ pub struct RegressionsArgs {
     /// webhooks), when something is reported
     #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
     webhook: Option<String>,
+    /// Also alert on pending change points (those too few runs confirm yet): exit 1 and post
+    /// to --webhook for a pending slowdown too. The early warning, with the false alarms of
+    /// two unlucky runs
+    #[arg(long)]
+    pending: bool,
     /// Mark change point ID acknowledged (looked at): later sweeps do not report it
     #[arg(long, value_name = "ID", conflicts_with_all = ["expect", "fixed"])]
     ack: Option<i64>,
@@ -101,7 +111,7 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         println!("change point {id}: {}", state.as_str());
         return Ok(ExitCode::SUCCESS);
     }
-    let pending = args.exports.prepare()?;
+    let exports = args.exports.prepare()?;
     if !location.exists() {
         console.print(&format!(
             "No runs stored yet ({location} does not exist; osbench run saves every run there).\n"
@@ -120,26 +130,21 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         min_change: args.min_change,
         revision_key,
     };
-    let mut found = Vec::new();
-    let dismissed: Vec<StoredPoint> = db
-        .change_points()?
-        .into_iter()
-        .filter(|p| p.state != PointState::New)
-        .collect();
+    let stored = db.change_points()?;
+    let (mut found, mut pending) = (Vec::new(), Vec::new());
     for mut r in sweep(&histories, &options) {
-        let stored = db.record_change_point(&found_point(&r))?;
-        if stored.state != PointState::New {
-            continue;
-        }
-        // Dismissed already, where the detection placed it a run or two apart.
-        if let Some(earlier) = dismissed.iter().find(|p| r.is_same_change(&p.point)) {
-            db.set_change_point_state(stored.id, earlier.state)?;
-            continue;
-        }
-        r.id = stored.id;
         r.env = env_changes(&db, &r);
+        if !r.confirmed {
+            pending.push(r);
+            continue;
+        }
+        let Some(kept) = keep(&db, &stored, &r)? else {
+            continue;
+        };
+        r.id = kept.id;
         found.push(r);
     }
+    let drifts = drifts(&histories, &options);
     let scope = Scope {
         window: match &window {
             Window::Since(t) => format!("levels since {t}"),
@@ -149,21 +154,44 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         min_change: args.min_change,
         max_p: args.max_p,
     };
-    console.print(&render::text_within(&found, &scope, console.width));
-    pending.commit(
-        || render::json(&found, &scope),
-        || render::markdown(&found, &scope),
-        || render::csv(&found),
+    let sweep = Sweep {
+        confirmed: found,
+        pending,
+        drifts,
+    };
+    console.print(&render::text_within(&sweep, &scope, console.width));
+    exports.commit(
+        || render::json(&sweep, &scope),
+        || render::markdown(&sweep, &scope),
+        || render::csv(&sweep),
     )?;
-    if let (Some(url), false) = (&args.webhook, found.is_empty()) {
-        super::webhook::post_text(url, &render::markdown(&found, &scope))
+    let alerts = |r: &&Regression| r.confirmed || args.pending;
+    let alerted: Vec<&Regression> = sweep.changes().filter(alerts).collect();
+    if let (Some(url), false) = (&args.webhook, alerted.is_empty()) {
+        super::webhook::post_text(url, &render::markdown(&sweep, &scope))
             .with_context(|| format!("the report was not posted to --webhook {url}"))?;
     }
-    Ok(if found.iter().any(|r| r.slower) {
+    Ok(if alerted.iter().any(|r| r.slower) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The stored record `r` is (the same change found earlier, moved to where
+/// the detection now places it, keeping its id and what was said of it, or
+/// a new one); `None` when it was dismissed (`--ack`, `--expect`, `--fixed`).
+fn keep(db: &Store, stored: &[StoredPoint], r: &Regression) -> anyhow::Result<Option<StoredPoint>> {
+    let same: Vec<&StoredPoint> = stored.iter().filter(|p| r.is_same_change(&p.point)).collect();
+    if same.iter().any(|p| p.state != PointState::New) {
+        return Ok(None);
+    }
+    let point = found_point(r);
+    let kept = match same.first() {
+        Some(earlier) => db.move_change_point(earlier.id, &point)?,
+        None => db.record_change_point(&point)?,
+    };
+    Ok((kept.state == PointState::New).then_some(kept))
 }
 
 /// `--ack`, `--expect` or `--fixed`: the change point and its new state.

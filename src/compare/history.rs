@@ -8,7 +8,7 @@
 //! filters by host and configuration through the store).
 
 use crate::document::{CaseKey, Unit};
-use crate::stats::changepoint::{self, Detection, Options};
+use crate::stats::changepoint::{self, Detection, Options, RunInfo};
 use crate::store::CaseRun;
 
 /// One host's runs of one case in one configuration, and where their level changed.
@@ -67,17 +67,30 @@ pub fn case_histories(
         .map(|runs| {
             let shared = places.iter().filter(|p| **p == place(&runs)).count() > 1;
             let medians: Vec<f64> = runs.iter().map(|r| r.median).collect();
+            let info: Vec<RunInfo> = runs.iter().map(run_info).collect();
             let first = &runs[0];
             CaseHistory {
                 key: CaseKey::new(bench, case, first.config.clone()),
                 experiment: shared.then(|| first.experiment.clone()),
                 host: first.hostname.clone(),
                 unit: unit(&first.unit),
-                detection: options.map(|o| changepoint::detect(&medians, o)),
+                detection: options.map(|o| changepoint::detect(&medians, &info, o)),
                 runs,
             }
         })
         .collect()
+}
+
+/// What a stored run tells of itself besides its median: its interval's
+/// relative half-width, and whether its samples fell in two clusters.
+fn run_info(r: &CaseRun) -> RunInfo {
+    RunInfo {
+        spread: r
+            .ci
+            .filter(|_| r.median > 0.0)
+            .map(|(low, high)| (high - low) / 2.0 / r.median),
+        two_clusters: r.bimodal,
+    }
 }
 
 /// The order a history's runs are read in.
@@ -221,6 +234,7 @@ pub(crate) mod tests {
             n: 30,
             median,
             ci: Some((median * 0.99, median * 1.01)),
+            bimodal: false,
             meta: Default::default(),
         }
     }

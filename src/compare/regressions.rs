@@ -107,6 +107,10 @@ pub struct Regression {
     pub p_value: f64,
     /// A larger time per operation after.
     pub slower: bool,
+    /// Enough runs of the new level confirm it
+    /// ([`crate::stats::changepoint::Options::confirm_runs`]); until then
+    /// it is pending: shown, not alerted on.
+    pub confirmed: bool,
     /// Environment keys whose values differ between the two levels.
     pub env: Vec<SideChange>,
 }
@@ -179,8 +183,76 @@ fn regression(h: &CaseHistory, p: &ChangePoint, start: usize, end: usize, key: &
         change: p.relative,
         p_value: p.p_value,
         slower: p.relative > 0.0,
+        confirmed: p.confirmed,
         env: Vec::new(),
     }
+}
+
+/// What one sweep found: what it alerts on, what waits for more runs, and
+/// what drifts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sweep {
+    /// Confirmed change points, not dismissed, with their store ids.
+    pub confirmed: Vec<Regression>,
+    /// Change points too few runs confirm yet (id 0: not recorded).
+    pub pending: Vec<Regression>,
+    pub drifts: Vec<DriftFinding>,
+}
+
+impl Sweep {
+    /// Confirmed, then pending.
+    pub fn changes(&self) -> impl Iterator<Item = &Regression> {
+        self.confirmed.iter().chain(&self.pending)
+    }
+}
+
+/// A stretch of a history whose level drifts rather than steps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DriftFinding {
+    /// Written as the fields `bench`, `case`, `config`.
+    #[serde(flatten)]
+    pub key: CaseKey,
+    pub host: String,
+    pub unit: String,
+    /// The runs of the stretch.
+    pub runs: Level,
+    /// The change per run, relative to the stretch's first level (0.0005: +0.05 % a run).
+    pub per_run: f64,
+    /// The change over the whole stretch (`per_run` × its runs − 1).
+    pub total: f64,
+    /// The trend test's p-value.
+    pub p_value: f64,
+}
+
+/// The drifting stretches of `histories` that reach into the window.
+pub fn drifts(histories: &[CaseHistory], options: &SweepOptions) -> Vec<DriftFinding> {
+    let mut out = Vec::new();
+    for h in histories {
+        let Some(Detection::Tested(changes)) = &h.detection else {
+            continue;
+        };
+        for d in &changes.drifts {
+            if !options.window.holds(&h.runs, d.end - 1) {
+                continue;
+            }
+            let stretch = &h.runs[d.start..d.end];
+            let medians: Vec<f64> = stretch.iter().map(|r| r.median).collect();
+            out.push(DriftFinding {
+                key: h.key.clone(),
+                host: h.host.clone(),
+                unit: stretch[0].unit.clone(),
+                runs: Level::of(
+                    stretch,
+                    crate::stats::summary::median(&medians),
+                    &options.revision_key,
+                ),
+                per_run: d.per_run,
+                total: d.per_run * (stretch.len() - 1) as f64,
+                p_value: d.p_value,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -53,8 +53,9 @@ pub fn span(h: &CaseHistory) -> String {
 pub fn method(c: &Changes) -> String {
     format!(
         "E-divisive means (Matteson & James 2014); a split counts when its permutation \
-         test ({} shuffles, seed {}) gives p ≤ {}",
-        c.options.permutations, c.options.seed, c.options.alpha
+         test ({} shuffles, seed {}) gives p ≤ {}, a straight line does not explain the \
+         history as well, and {} runs of the new level confirm it",
+        c.options.permutations, c.options.seed, c.options.alpha, c.options.confirm_runs
     )
 }
 
@@ -69,10 +70,17 @@ pub fn conclusion(h: &CaseHistory) -> Option<String> {
         }
         Detection::Tested(c) => c,
     };
+    let pending = changes.points.iter().filter(|p| !p.confirmed).count();
     let found = match changes.points.len() {
         0 => "No change point".to_string(),
         1 => "1 change point".to_string(),
         n => format!("{n} change points"),
+    } + &match pending {
+        0 => String::new(),
+        n => format!(
+            " ({n} pending: fewer than {} runs of the new level)",
+            changes.options.confirm_runs
+        ),
     };
     let rest = match changes.rejected {
         Some(r) => format!(
@@ -94,6 +102,14 @@ pub fn conclusion(h: &CaseHistory) -> Option<String> {
 /// "#13 (run 13)": a run by its place in the history and its id.
 fn at(h: &CaseHistory, index: usize) -> String {
     format!("#{} (run {})", index + 1, h.runs[index].run_id)
+}
+
+/// The runs of a new level that confirm a change point in `h`.
+fn confirm_runs(h: &CaseHistory) -> usize {
+    match &h.detection {
+        Some(Detection::Tested(c)) => c.options.confirm_runs,
+        _ => crate::stats::changepoint::CONFIRM_RUNS,
+    }
 }
 
 /// The change points found, if any.
@@ -129,7 +145,7 @@ pub fn runs_table(h: &CaseHistory) -> Table {
                 points
                     .iter()
                     .find(|p| p.index == i)
-                    .map_or_else(String::new, |p| signed_pct(p.relative)),
+                    .map_or_else(String::new, change_cell),
             ]
         })
         .collect();
@@ -200,6 +216,11 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
                 signed_pct(p.relative),
                 super::compare::fmt_p(p.p_value),
                 fmt_sig(p.statistic),
+                if p.confirmed {
+                    "confirmed".into()
+                } else {
+                    format!("pending: {} of {} runs", h.runs.len() - p.index, confirm_runs(h))
+                },
             ]
         })
         .collect();
@@ -214,8 +235,9 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
             "change",
             "p",
             "Q̂",
+            "status",
         ],
-        numeric: vec![true, true, false, false, true, true, true, true, true],
+        numeric: vec![true, true, false, false, true, true, true, true, true, false],
         rows,
         cases: Vec::new(),
     })
@@ -240,6 +262,46 @@ pub(super) fn signed_pct(fraction: f64) -> String {
     } else {
         text
     }
+}
+
+/// A drift's change per run: "+0.050%" (three decimals: drift is slow).
+pub(super) fn per_run_pct(fraction: f64) -> String {
+    let text = format!("{:.3}%", fraction * 100.0);
+    if fraction > 0.0 {
+        format!("+{text}")
+    } else {
+        text
+    }
+}
+
+/// A change point's size, and "pending" while too few runs confirm it.
+fn change_cell(p: &ChangePoint) -> String {
+    if p.confirmed {
+        signed_pct(p.relative)
+    } else {
+        format!("{} pending", signed_pct(p.relative))
+    }
+}
+
+/// The drifting stretches as sentences ("Drifting +0.050%/run over #31–#90 …").
+pub fn drift_sentences(h: &CaseHistory) -> Vec<String> {
+    let Some(Detection::Tested(c)) = &h.detection else {
+        return Vec::new();
+    };
+    c.drifts
+        .iter()
+        .map(|d| {
+            format!(
+                "Drifting {}/run over {} to {} ({} in all; Mann–Kendall p = {}): a trend, not a \
+                 step.",
+                per_run_pct(d.per_run),
+                at(h, d.start),
+                at(h, d.end - 1),
+                signed_pct(d.per_run * (d.end - d.start - 1) as f64),
+                super::compare::fmt_p(d.p_value)
+            )
+        })
+        .collect()
 }
 
 /// Every history for the terminal: a heading line, the runs, then the
@@ -270,6 +332,9 @@ pub fn render_within(histories: &[CaseHistory], width: Option<usize>) -> String 
             out.push_str(&t.to_text_within(width));
         }
         out.push_str(&prose(format!("{conclusion}\n")));
+        for drift in drift_sentences(h) {
+            out.push_str(&prose(format!("{drift}\n")));
+        }
     }
     out
 }

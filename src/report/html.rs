@@ -183,6 +183,9 @@ fn history_section(out: &mut String, histories: &[CaseHistory]) -> Result<()> {
         if let Some(conclusion) = case_history::conclusion(h) {
             let _ = writeln!(out, "<p><strong>{}</strong></p>", escape(&conclusion));
         }
+        for drift in case_history::drift_sentences(h) {
+            let _ = writeln!(out, "<p class=\"drift\">{}</p>", escape(&drift));
+        }
         out.push_str("<details><summary>The runs, oldest first</summary>\n");
         table_html(out, &case_history::runs_table(h));
         out.push_str("</details>\n");

@@ -6,7 +6,7 @@
 
 use super::layout::Table;
 use super::{fmt_pct, fmt_sig};
-use crate::compare::regressions::{Level, Regression};
+use crate::compare::regressions::{DriftFinding, Level, Regression, Sweep};
 use crate::document::Unit;
 
 /// What was swept, for the headline.
@@ -36,21 +36,75 @@ fn p(value: f64) -> String {
     super::compare::fmt_p(value)
 }
 
-/// The headline: how many slowdowns and improvements, over what.
-pub fn headline(found: &[Regression], scope: &Scope) -> String {
-    let slower = found.iter().filter(|r| r.slower).count();
-    let faster = found.len() - slower;
+/// The headline: how many confirmed slowdowns and improvements, pending
+/// changes and drifting stretches, over what.
+pub fn headline(sweep: &Sweep, scope: &Scope) -> String {
+    let slower = sweep.confirmed.iter().filter(|r| r.slower).count();
+    let faster = sweep.confirmed.len() - slower;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut waiting = Vec::new();
+    if !sweep.pending.is_empty() {
+        waiting.push(format!("{} pending", sweep.pending.len()));
+    }
+    if !sweep.drifts.is_empty() {
+        waiting.push(format!("{} drifting", sweep.drifts.len()));
+    }
     format!(
-        "{}, {} in {} (window: {}; |change| ≥ {}, p ≤ {})",
+        "{}, {} in {}{} (window: {}; |change| ≥ {}, p ≤ {})",
         plural(slower, "slowdown", "slowdowns"),
         plural(faster, "improvement", "improvements"),
         plural(scope.histories, "history", "histories"),
+        if waiting.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", waiting.join(", "))
+        },
         scope.window,
         fmt_pct(scope.min_change),
         scope.max_p
     )
+}
+
+/// Why pending and drifting ones are not alerted on, for the footnote.
+fn waiting_note(sweep: &Sweep) -> Option<String> {
+    let mut parts = Vec::new();
+    if !sweep.pending.is_empty() {
+        parts.push(format!(
+            "pending: too few runs of the new level yet (confirmed at {}; two unlucky runs look \
+             like a change), not alerted on unless --pending",
+            crate::stats::changepoint::CONFIRM_RUNS
+        ));
+    }
+    if !sweep.drifts.is_empty() {
+        parts.push(
+            "drifting: the level moves run by run rather than in a step; not alerted on".into(),
+        );
+    }
+    (!parts.is_empty()).then(|| parts.join("; ") + ".")
+}
+
+/// One line per drifting stretch.
+fn drift_lines(drifts: &[DriftFinding], escape: impl Fn(&str) -> String) -> String {
+    drifts
+        .iter()
+        .map(|d| {
+            let revisions = d
+                .runs
+                .revisions()
+                .map_or_else(String::new, |r| format!(", revisions {r}"));
+            format!(
+                "- {} on {}: drifting {}/run over runs {}{} ({} in all, p {})\n",
+                escape(&d.key.to_string()),
+                escape(&d.host),
+                super::case_history::per_run_pct(d.per_run),
+                d.runs.run_range(),
+                escape(&revisions),
+                super::case_history::signed_pct(d.total),
+                p(d.p_value)
+            )
+        })
+        .collect()
 }
 
 const HEADER: [&str; 12] = [
@@ -75,7 +129,11 @@ fn revisions(level: &Level) -> String {
 fn row(r: &Regression) -> Vec<String> {
     let keys: Vec<&str> = r.env.iter().map(|c| c.key.as_str()).collect();
     vec![
-        r.id.to_string(),
+        if r.confirmed {
+            r.id.to_string()
+        } else {
+            "pending".into()
+        },
         format!(
             "{} {}",
             crate::document::Direction::of(r.slower),
@@ -99,13 +157,18 @@ fn row(r: &Regression) -> Vec<String> {
 }
 
 /// One line per environment key that changed at a change point.
-fn env_lines(found: &[Regression], escape: impl Fn(&str) -> String) -> String {
+fn env_lines(sweep: &Sweep, escape: impl Fn(&str) -> String) -> String {
     let mut out = String::new();
-    for r in found {
+    for r in sweep.changes() {
+        let which = if r.confirmed {
+            format!("#{}", r.id)
+        } else {
+            format!("pending {} at run {}", r.key, r.after.runs[0])
+        };
         for c in &r.env {
             out.push_str(&format!(
-                "- #{} {}: {} → {}\n",
-                r.id,
+                "- {} {}: {} → {}\n",
+                escape(&which),
                 escape(&c.key),
                 escape(&c.before.join(", ")),
                 escape(&c.after.join(", "))
@@ -116,74 +179,89 @@ fn env_lines(found: &[Regression], escape: impl Fn(&str) -> String) -> String {
 }
 
 /// For the terminal.
-pub fn text(found: &[Regression], scope: &Scope) -> String {
-    text_within(found, scope, None)
+pub fn text(sweep: &Sweep, scope: &Scope) -> String {
+    text_within(sweep, scope, None)
 }
 
 /// [`text`] fitted to `width` columns: the table by [`super::fit`], the
 /// sentences wrapped at words (`None`: one line per change point).
-pub fn text_within(found: &[Regression], scope: &Scope, width: Option<usize>) -> String {
+pub fn text_within(sweep: &Sweep, scope: &Scope, width: Option<usize>) -> String {
     let prose = |text: &str| super::fit::wrap_prose(text, width);
     let mut out = prose(&format!(
         "osbench regressions: {}\n",
-        headline(found, scope)
+        headline(sweep, scope)
     ));
-    if found.is_empty() {
-        return out;
+    if sweep.changes().next().is_some() {
+        out.push('\n');
+        let mut numeric = vec![false; HEADER.len()];
+        for i in [0, 6, 9, 10] {
+            numeric[i] = true;
+        }
+        let table = Table {
+            header: HEADER.to_vec(),
+            numeric,
+            rows: sweep.changes().map(row).collect(),
+            cases: Vec::new(),
+        };
+        out.push_str(&table.to_text_within(width));
     }
-    out.push('\n');
-    let mut numeric = vec![false; HEADER.len()];
-    for i in [0, 6, 9, 10] {
-        numeric[i] = true;
-    }
-    let table = Table {
-        header: HEADER.to_vec(),
-        numeric,
-        rows: found.iter().map(row).collect(),
-        cases: Vec::new(),
-    };
-    out.push_str(&table.to_text_within(width));
-    let env = env_lines(found, str::to_string);
+    let env = env_lines(sweep, str::to_string);
     if !env.is_empty() {
         out.push_str("\nEnvironment keys that changed with the level:\n");
         out.push_str(&prose(&env));
     }
-    out.push_str(&prose(
-        "\nDismiss one with osbench regressions --ack ID (looked at) or --expect ID (meant to \
-         happen).\n",
-    ));
+    if !sweep.drifts.is_empty() {
+        out.push_str("\nDrifting, not stepping:\n");
+        out.push_str(&prose(&drift_lines(&sweep.drifts, str::to_string)));
+    }
+    if let Some(note) = waiting_note(sweep) {
+        out.push_str(&prose(&format!("\n{note}\n")));
+    }
+    if !sweep.confirmed.is_empty() {
+        out.push_str(&prose(
+            "\nDismiss one with osbench regressions --ack ID (looked at) or --expect ID (meant \
+             to happen).\n",
+        ));
+    }
     out
 }
 
-/// Markdown: a heading, the table, the environment changes (what the webhook posts).
-pub fn markdown(found: &[Regression], scope: &Scope) -> String {
+/// Markdown: a heading, the table, the environment changes and the
+/// drifting stretches (what the webhook posts).
+pub fn markdown(sweep: &Sweep, scope: &Scope) -> String {
     let esc = super::markdown::escape;
     let mut out = format!(
         "**osbench regressions**: {}\n",
-        esc(&headline(found, scope))
+        esc(&headline(sweep, scope))
     );
-    if found.is_empty() {
-        return out;
+    if sweep.changes().next().is_some() {
+        out.push('\n');
+        let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+        let rows: Vec<Vec<String>> = sweep
+            .changes()
+            .map(|r| row(r).iter().map(|c| esc(c)).collect())
+            .collect();
+        let mut numeric = vec![false; HEADER.len()];
+        numeric[0] = true;
+        out.push_str(&super::markdown::table(&header, &numeric, &rows));
     }
-    out.push('\n');
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    let rows: Vec<Vec<String>> = found
-        .iter()
-        .map(|r| row(r).iter().map(|c| esc(c)).collect())
-        .collect();
-    let mut numeric = vec![false; HEADER.len()];
-    numeric[0] = true;
-    out.push_str(&super::markdown::table(&header, &numeric, &rows));
-    let env = env_lines(found, esc);
+    let env = env_lines(sweep, esc);
     if !env.is_empty() {
         out.push_str("\nEnvironment keys that changed with the level:\n\n");
         out.push_str(&env);
     }
+    if !sweep.drifts.is_empty() {
+        out.push_str("\nDrifting, not stepping:\n\n");
+        out.push_str(&drift_lines(&sweep.drifts, esc));
+    }
+    if let Some(note) = waiting_note(sweep) {
+        out.push_str(&format!("\n{}\n", esc(&note)));
+    }
     out
 }
 
-/// One row per change point.
-pub fn csv(found: &[Regression]) -> String {
+/// One row per change point, confirmed or pending (`status`).
+pub fn csv(sweep: &Sweep) -> String {
     let mut w = super::csv::writer();
     super::csv::write(
         &mut w,
@@ -208,9 +286,10 @@ pub fn csv(found: &[Regression]) -> String {
             "after_last_revision",
             "after_median",
             "env_changed",
+            "status",
         ],
     );
-    for r in found {
+    for r in sweep.changes() {
         let run = |l: &Level, last: bool| {
             let id = if last { l.runs.last() } else { l.runs.first() };
             id.map_or_else(String::new, i64::to_string)
@@ -238,6 +317,7 @@ pub fn csv(found: &[Regression]) -> String {
             rev(&r.after.last_revision),
             r.after.median.to_string(),
             keys.join(" "),
+            if r.confirmed { "confirmed" } else { "pending" }.to_string(),
         ];
         let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
         super::csv::write(&mut w, &cells);
@@ -245,14 +325,16 @@ pub fn csv(found: &[Regression]) -> String {
     super::csv::finish(w)
 }
 
-/// `{"scope": …, "regressions": [...]}`.
-pub fn json(found: &[Regression], scope: &Scope) -> Vec<u8> {
+/// `{"window": …, "regressions": [confirmed…], "pending": […], "drifts": […]}`.
+pub fn json(sweep: &Sweep, scope: &Scope) -> Vec<u8> {
     let value = serde_json::json!({
         "window": scope.window,
         "histories": scope.histories,
         "min_change": scope.min_change,
         "max_p": scope.max_p,
-        "regressions": found,
+        "regressions": sweep.confirmed,
+        "pending": sweep.pending,
+        "drifts": sweep.drifts,
     });
     let mut bytes = serde_json::to_vec_pretty(&value).expect("plain data serialises");
     bytes.push(b'\n');
@@ -268,7 +350,7 @@ mod tests {
     use crate::env::SideChange;
     use crate::stats::changepoint::Options;
 
-    fn found() -> Vec<Regression> {
+    fn found() -> Sweep {
         let mut runs = stepped();
         for r in &mut runs {
             r.meta.insert("commit".into(), format!("c{:02}", r.run_id));
@@ -286,7 +368,10 @@ mod tests {
             before: vec!["6.1".into()],
             after: vec!["6.2 | rc".into()],
         });
-        found
+        Sweep {
+            confirmed: found,
+            ..Sweep::default()
+        }
     }
 
     fn scope() -> Scope {
@@ -334,7 +419,50 @@ mod tests {
             serde_json::from_slice(&super::json(&found, &scope())).unwrap();
         assert_eq!(json["regressions"][0]["after"]["first_revision"], "c13");
         assert_eq!(json["regressions"][0]["slower"], true);
-        let none = super::text(&[], &scope());
+        let none = super::text(&Sweep::default(), &scope());
         assert_eq!(none.lines().count(), 1, "{none}");
+    }
+
+    #[test]
+    fn pending_and_drifting_are_shown_apart_from_confirmed() {
+        let mut sweep = found();
+        let mut pending = sweep.confirmed[0].clone();
+        pending.confirmed = false;
+        pending.id = 0;
+        pending.env.clear();
+        sweep.pending.push(pending);
+        sweep.drifts.push(DriftFinding {
+            key: crate::document::CaseKey::new("syscall", "getpid", "default"),
+            host: "vm".into(),
+            unit: "ns".into(),
+            runs: sweep.confirmed[0].after.clone(),
+            per_run: 0.0005,
+            total: 0.0035,
+            p_value: 0.004,
+        });
+        let text = text(&sweep, &scope());
+        assert!(
+            text.starts_with(
+                "osbench regressions: 1 slowdown, 0 improvements in 1 history; 1 pending, 1 drifting"
+            ),
+            "{text}"
+        );
+        let pending_row = text.lines().find(|l| l.trim_start().starts_with("pending")).unwrap();
+        assert!(pending_row.contains("slower +10.0%"), "{pending_row}");
+        assert!(
+            text.contains("- syscall getpid on vm: drifting +0.050%/run over runs 13..20"),
+            "{text}"
+        );
+        assert!(text.contains("not alerted on unless --pending"), "{text}");
+        let csv = csv(&sweep);
+        let statuses: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+        assert_eq!(statuses, ["confirmed", "pending"]);
+        let json: serde_json::Value = serde_json::from_slice(&json(&sweep, &scope())).unwrap();
+        assert_eq!(json["regressions"].as_array().unwrap().len(), 1);
+        assert_eq!(json["pending"][0]["confirmed"], false);
+        assert_eq!(json["drifts"][0]["per_run"], 0.0005);
+        let md = markdown(&sweep, &scope());
+        assert!(md.contains("| pending | slower +10.0% |"), "{md}");
+        assert!(md.contains("Drifting, not stepping"), "{md}");
     }
 }

@@ -1,7 +1,7 @@
 //! Pure statistics: summaries of raw samples, confidence intervals, a
 //! bimodality check, histograms, unpaired and paired comparisons and their
 //! verdicts, replicate intervals, the power and minimum detectable effect of
-//! the t-tests on logs, change points in a history, the differential of two
+//! the t-tests on logs, change points and drift in a history, the differential of two
 //! sampled profiles (their seeded generator is
 //! [`crate::rng`]: an RNG is not statistics).
 //!
@@ -18,6 +18,7 @@ pub mod paired;
 pub mod power;
 pub mod replicates;
 pub mod summary;
+pub mod trend;
 pub mod unpaired;
 pub mod verdict;
 

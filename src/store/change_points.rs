@@ -150,6 +150,46 @@ impl Store {
         })
     }
 
+    /// Moves change point `id` to where a sweep now finds the same change
+    /// (`point`: its first run, medians, change and p), keeping its id, its
+    /// state and when it was first found; unmoved where another record
+    /// holds that place already. Either way, the stored record.
+    pub fn move_change_point(&self, id: i64, point: &FoundPoint) -> Result<StoredPoint> {
+        let mut conn = self.conn();
+        let name = conn.name();
+        let p = point.clone();
+        transaction(conn.as_mut(), |conn| {
+            conn.execute(
+                "UPDATE change_points SET run_id = $1, before_run_id = $2, before_median = $3,
+                     after_median = $4, relative = $5, p_value = $6
+                 WHERE id = $7 AND NOT EXISTS (SELECT 1 FROM change_points other
+                     WHERE other.id <> $7 AND other.bench = $8 AND other.case_name = $9
+                     AND other.config = $10 AND other.host = $11 AND other.run_id = $1)",
+                &[
+                    Param::Int(p.run_id),
+                    Param::Int(p.before_run_id),
+                    Param::Float(p.before_median),
+                    Param::Float(p.after_median),
+                    Param::Float(p.relative),
+                    Param::Float(p.p_value),
+                    Param::Int(id),
+                    p.key.bench.as_str().into(),
+                    p.key.case.as_str().into(),
+                    p.key.config.as_str().into(),
+                    p.host.as_str().into(),
+                ],
+            )?;
+            let rows = conn.query(
+                &format!("SELECT {COLUMNS} FROM change_points WHERE id = $1"),
+                &[Param::Int(id)],
+            )?;
+            rows.first()
+                .ok_or_else(|| format!("change point {id} is not recorded"))
+                .and_then(stored_point)
+                .map_err(|m| bad_row(&name, m))
+        })
+    }
+
     /// Every recorded change point, oldest first.
     pub fn change_points(&self) -> Result<Vec<StoredPoint>> {
         let mut conn = self.conn();

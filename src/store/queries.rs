@@ -69,6 +69,9 @@ pub struct CaseRun {
     /// The 95 % interval of the median, from the stored document's summary
     /// (`None` where the document has none).
     pub ci: Option<(f64, f64)>,
+    /// Whether the case's samples in this run fell in two clusters (the
+    /// document's "bimodal" noise flag).
+    pub bimodal: bool,
     /// The run's `--meta` pairs.
     pub meta: BTreeMap<String, String>,
 }
@@ -399,7 +402,8 @@ impl Store {
             &format!(
                 "SELECT runs.id, runs.started, runs.label, runs.hostname, runs.kernel,
                     series.config, series.unit, series.n, series.median, {{summary:ci_low}},
-                    {{summary:ci_high}}, runs.experiment, series.bench, series.case_name
+                    {{summary:ci_high}}, runs.experiment, series.bench, series.case_name,
+                    {{bimodal}}
                  FROM series JOIN runs ON runs.id = series.run_id WHERE {WHERE}
                  ORDER BY runs.started, runs.id, series.position"
             ),
@@ -429,6 +433,7 @@ impl Store {
                     n: r.int(7)?,
                     median: r.float(8)?,
                     ci: (low.is_finite() && high.is_finite()).then_some((low, high)),
+                    bimodal: r.int(14)? != 0,
                     meta: meta.get(&run_id).cloned().unwrap_or_default(),
                 };
                 Ok((r.text(12)?, r.text(13)?, run))

@@ -135,6 +135,20 @@ impl Dialect {
         for (word, spelled) in words {
             sql = sql.replace(word, spelled);
         }
+        // {bimodal}: 1 when the stored document's `series[position].noise`
+        // holds "bimodal" (its samples fell in two clusters), else 0.
+        let bimodal = match self {
+            Dialect::Sqlite => {
+                "(CASE WHEN instr(COALESCE(json_extract(runs.document, char(36) || '.series[' || \
+                 series.position || '].noise'), ''), '\"bimodal\"') > 0 THEN 1 ELSE 0 END)"
+            }
+            Dialect::Postgres => {
+                "(CASE WHEN COALESCE(((runs.document::jsonb) #> ARRAY['series', \
+                 series.position::text, 'noise']) @> '[\"bimodal\"]'::jsonb, false) THEN 1 \
+                 ELSE 0 END)"
+            }
+        };
+        sql = sql.replace("{bimodal}", bimodal);
         // {summary:FIELD}: the stored document's `series[position].summary.FIELD`
         // (SQLite's JSON path is built with char(36), '$', which would be
         // taken for a parameter below).

@@ -1,5 +1,6 @@
-//! A case's history over stored runs, with its change points and the
-//! median of each segment between them.
+//! A case's history over stored runs, with its change points (pending ones
+//! dotted), the median of each segment between them, and the trend of each
+//! drifting stretch.
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -24,9 +25,9 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
     let runs = &h.runs;
     let n = runs.len();
     let (lo, hi) = history_range(runs);
-    let (points, segments) = match &h.detection {
-        Some(Detection::Tested(c)) => (&c.points[..], segment_levels(&c.points, n)),
-        _ => (&[][..], Vec::new()),
+    let (points, segments, drifts) = match &h.detection {
+        Some(Detection::Tested(c)) => (&c.points[..], segment_levels(&c.points, n), drift_lines(h)),
+        _ => (&[][..], Vec::new(), Vec::new()),
     };
     let y_desc = history_y_desc(h);
     let svg = draw_svg(&name, (900, 480), |root| {
@@ -52,6 +53,15 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
                 grey.stroke_width(2),
             )])?;
         }
+        let drift_colour = PALETTE[1];
+        for line in &drifts {
+            chart.draw_series(DashedLineSeries::new(
+                line.clone(),
+                3,
+                3,
+                drift_colour.stroke_width(3),
+            ))?;
+        }
         let c = color(0);
         chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
             let (low, high) = history_interval(r);
@@ -73,17 +83,20 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
             .pos(Pos::new(HPos::Left, VPos::Top));
         for p in points {
             let x = p.index as f64 + 0.5;
+            // Pending: dotted, and said so.
+            let (dash, gap) = if p.confirmed { (6, 4) } else { (2, 4) };
             chart.draw_series(DashedLineSeries::new(
                 [(x, bottom), (x, top)],
-                6,
-                4,
+                dash,
+                gap,
                 mark.stroke_width(2),
             ))?;
             let text = format!(
-                " #{} (run {}): {:+.1}%",
+                " #{} (run {}): {:+.1}%{}",
                 p.index + 1,
                 runs[p.index].run_id,
-                p.relative * 100.0
+                p.relative * 100.0,
+                if p.confirmed { "" } else { " pending" }
             );
             chart.draw_series([Text::new(text, (x, top), font.clone())])?;
         }
@@ -162,9 +175,17 @@ pub(super) fn history_note(h: &CaseHistory) -> String {
         Some(Detection::Tested(c)) => format!(
             "Dots: each stored run's median, whiskers its 95% interval, oldest run first. Red dashed \
              lines: change points, labelled with the run where the new level starts and the change \
-             of the segment medians (E-divisive means, permutation test, p ≤ {}); grey lines: the \
-             median of each segment.",
-            c.options.alpha
+             of the segment medians (E-divisive means, permutation test, p ≤ {}); dotted and \
+             labelled pending: fewer than {} runs of the new level yet; grey lines: the median of \
+             each segment{}.",
+            c.options.alpha,
+            c.options.confirm_runs,
+            if c.drifts.is_empty() {
+                ""
+            } else {
+                "; thick dashed lines: a drifting stretch's trend (Theil–Sen), a drift rather \
+                 than a step"
+            }
         ),
         Some(Detection::TooFew { n, needed }) => format!(
             "Dots: each stored run's median, whiskers its 95% interval, oldest run first. \
@@ -174,6 +195,27 @@ pub(super) fn history_note(h: &CaseHistory) -> String {
             "Dots: each stored run's median, whiskers its 95% interval, oldest run first.".into()
         }
     }
+}
+
+/// Each drifting stretch's trend as a line from its first run to its last
+/// (the trend is in the detection's values: the medians, or for a history
+/// folded onto one level, those folded values, close to the medians' middle).
+fn drift_lines(h: &CaseHistory) -> Vec<Vec<(f64, f64)>> {
+    let Some(Detection::Tested(c)) = &h.detection else {
+        return Vec::new();
+    };
+    c.drifts
+        .iter()
+        .filter_map(|d| {
+            let medians: Vec<f64> = h.runs[d.start..d.end].iter().map(|r| r.median).collect();
+            let line = crate::stats::trend::theil_sen(&medians)?;
+            let last = d.end - d.start - 1;
+            Some(vec![
+                (d.start as f64 + 1.0, line.at(0)),
+                (d.end as f64, line.at(last)),
+            ])
+        })
+        .collect()
 }
 
 /// The segments between change points (0-based first run, last run, and the
