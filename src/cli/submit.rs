@@ -170,7 +170,7 @@ fn plan(args: &SubmitArgs) -> anyhow::Result<PlanFile> {
 /// Checks the plan as the worker will read it: the same parser, and the
 /// same checks `run` / `time` make before measuring (selectors,
 /// configurations, options that would do nothing).
-fn check(plan: &JobPlan) -> anyhow::Result<()> {
+pub(super) fn check(plan: &JobPlan) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("no temporary directory to check the plan in")?;
     let experiment = dir.path().join("experiment.toml");
     if let Some(text) = &plan.experiment {
