@@ -159,9 +159,9 @@ fn given(argv: &[String]) -> Result<Given, clap::Error> {
     Ok(given)
 }
 
-/// A line of the worker's, on stderr.
+/// A line of the worker's, on stderr (escaped, masked, capped).
 fn say(line: &str) {
-    eprintln!("{line}");
+    eprintln!("{}", super::safe_text(line));
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {

@@ -448,3 +448,169 @@ fn refuse_writable(path: &Path) -> Result<(), PolicyError> {
         who,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::parse_plan_file;
+
+    fn given(items: &[(&str, &[&str])]) -> Given {
+        let item = |(id, values): &(&str, &[&str])| {
+            let values = values.iter().map(|v| v.to_string()).collect();
+            (
+                id.to_string(),
+                format!("--{}", id.replace('_', "-")),
+                values,
+            )
+        };
+        items.iter().map(item).collect()
+    }
+
+    fn plan(text: &str) -> JobPlan {
+        parse_plan_file(text, "p.toml").unwrap().plan
+    }
+
+    fn policy(text: &str) -> Policy {
+        Policy {
+            origin: "the worker policy /etc/p.toml".into(),
+            ..toml::from_str(text).unwrap()
+        }
+    }
+
+    #[test]
+    fn the_default_policy_runs_benchmarks_and_nothing_else() {
+        let p = Policy {
+            origin: "the default policy".into(),
+            ..Policy::default()
+        };
+        let free = given(&[("selectors", &["syscall:null"]), ("samples", &["3"])]);
+        assert!(
+            p.admit(&plan("select = [\"syscall\"]"), &free, false)
+                .is_ok()
+        );
+        let e =
+            |plan: &JobPlan, given: &Given, boots: bool| p.admit(plan, given, boots).unwrap_err();
+        let shell = plan("select = [\"a\"]\n[[config]]\nname = \"x\"\nsetup = \"id > /tmp/x\"");
+        let why = e(&shell, &Given::new(), false);
+        assert!(
+            why.contains("`id > /tmp/x`") && why.ends_with("the default policy does not allow"),
+            "{why}"
+        );
+        let knob = plan("select = [\"a\"]\n[[config]]\nname = \"x\"\nthp = \"never\"");
+        assert!(e(&knob, &Given::new(), false).contains("sets knob thp"));
+        let time = given(&[("commands", &["sh -c 'id > /tmp/y'"])]);
+        assert!(
+            e(
+                &JobPlan {
+                    command: crate::queue::JobCommand::Time,
+                    args: vec![],
+                    experiment: None
+                },
+                &time,
+                false
+            )
+            .contains("not in time_commands")
+        );
+        assert!(e(&plan("select = [\"a\"]"), &Given::new(), true).contains("boots a kernel"));
+        for refused in ["json", "store", "export_hyperfine", "csv", "pairs"] {
+            let why = e(
+                &plan("select = [\"a\"]"),
+                &given(&[(refused, &["/x"])]),
+                false,
+            );
+            assert!(why.contains("never says where results go"), "{why}");
+        }
+        let cli_setup = given(&[("configs", &["a=rm -rf /", "b="])]);
+        assert!(e(&plan("select = [\"a\"]"), &cli_setup, false).contains("configuration 'a'"));
+        let guest = given(&[("guests", &["g=command:sh"])]);
+        assert!(e(&plan("select = [\"a\"]"), &guest, false).contains("guests"));
+    }
+
+    #[test]
+    fn a_policy_allows_what_it_lists_and_names_scripts() {
+        let p = policy(
+            "knobs = [\"thp\", \"sysctl.kernel.sched_*\"]\ntime_commands = [\"make -j8\"]\n\
+             [scripts]\nirq-off = \"/etc/osbench/irq off.sh\"",
+        );
+        let text = "select = [\"a\"]\n[[config]]\nname = \"x\"\nsetup = \"irq-off\"\nthp = \"never\"\n\
+                    sysctl = { \"kernel.sched_autogroup_enabled\" = \"0\" }";
+        let admitted = p.admit(&plan(text), &Given::new(), false).unwrap();
+        let back: toml::Table = toml::from_str(admitted.experiment.as_ref().unwrap()).unwrap();
+        let setup = back["config"][0]["setup"].as_str().unwrap();
+        assert_eq!(setup, "'/etc/osbench/irq off.sh'");
+        let other = text
+            .replace("sched_autogroup_enabled", "x")
+            .replace("kernel.", "vm.");
+        let why = p.admit(&plan(&other), &Given::new(), false).unwrap_err();
+        assert!(
+            why.contains("sets knob sysctl.vm.x") && why.contains("/etc/p.toml"),
+            "{why}"
+        );
+        let knob = given(&[("configs", &["a:thp=never", "b:smt=off"])]);
+        assert!(
+            p.admit(&plan("select = [\"a\"]"), &knob, false)
+                .unwrap_err()
+                .contains("knob smt")
+        );
+        let time = JobPlan {
+            command: crate::queue::JobCommand::Time,
+            args: vec![],
+            experiment: None,
+        };
+        assert!(
+            p.admit(
+                &time,
+                &given(&[("commands", &["make -j8"]), ("shell", &["true"])]),
+                false
+            )
+            .is_ok()
+        );
+        let scan = given(&[
+            ("commands", &["make -j8"]),
+            ("parameter_list", &["n", "1;id"]),
+        ]);
+        assert!(
+            p.admit(&time, &scan, false)
+                .unwrap_err()
+                .contains("not plain words")
+        );
+        let env = "select = [\"a\"]\n[[config]]\nname = \"x\"\nsetup = \"irq-off\"\nenv = { LD_PRELOAD = \"/tmp/x.so\" }";
+        assert!(
+            p.admit(&plan(env), &Given::new(), false)
+                .unwrap_err()
+                .contains("env")
+        );
+    }
+
+    #[test]
+    fn policy_files_are_read_checked_and_owned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        std::fs::write(&path, "knobs = [\"thp\"]\nkernel_jobs = true\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let p = Policy::load(Some(&path)).unwrap();
+        assert_eq!(p.knobs, ["thp"]);
+        assert!(p.kernel_jobs && p.summary().contains("kernel jobs allowed"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = Policy::load(Some(&path)).unwrap_err().to_string();
+        assert!(e.contains("writable by everyone"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&path, "knob = [\"thp\"]\n").unwrap();
+        assert!(
+            Policy::load(Some(&path))
+                .unwrap_err()
+                .to_string()
+                .contains("not valid")
+        );
+        std::fs::write(&path, "[scripts]\na = \"rel.sh\"\n").unwrap();
+        assert!(
+            Policy::load(Some(&path))
+                .unwrap_err()
+                .to_string()
+                .contains("absolute")
+        );
+        let missing = dir.path().join("none.toml");
+        assert!(Policy::load(Some(&missing)).is_err());
+    }
+}
