@@ -402,7 +402,9 @@ impl<R: JobRunner> Worker<R> {
         let shown = crate::text::printable(&plan.argv(None).join(" ")).into_owned();
         let refused = |why: String| format!("the job's plan `osbench {shown}` is refused: {why}");
         super::job::refuse_worker_options(&plan.args).map_err(|e| refused(e.to_string()))?;
-        let given = self.runner.check(&plan).map_err(refused)?;
+        let given = self.runner.check(&plan).map_err(|why| {
+            format!("this osbench cannot run the job's plan (`osbench {shown}`): {why}")
+        })?;
         let plan = self
             .policy
             .admit(&plan, &given, job.kernel.is_some())

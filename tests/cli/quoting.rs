@@ -45,3 +45,62 @@ fn invocations_run_from_a_directory_named_like_shell_code() {
         Some(2)
     );
 }
+
+/// The small fixture with `label` as its run's label, written to `dir`.
+fn labelled(dir: &Path, label: &str) -> (std::path::PathBuf, String) {
+    let text = fs::read_to_string(crate::common::fixture("small-run.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["run"]["label"] = label.into();
+    doc["run"]["started"] = "2026-12-01T00:00:00Z".into();
+    let text = serde_json::to_string(&doc).unwrap();
+    let path = dir.join("hostile.json");
+    fs::write(&path, &text).unwrap();
+    (path, text)
+}
+
+/// ESC ] 52 (set the clipboard), BEL, then a forged line.
+const HOSTILE: &str = "ok\u{1b}]52;c;aGk=\u{7}\r\nosbench: all good";
+
+#[test]
+fn import_refuses_control_characters_in_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let (path, _) = labelled(dir.path(), HOSTILE);
+    let out = osbench(&store).arg("import").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "run.label 'ok\\e]52;c;aGk=\\u{7}\\r\\nosbench: all good' contains control characters"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+}
+
+#[test]
+fn history_shows_stored_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let (_, text) = labelled(dir.path(), HOSTILE);
+    // Written past `import`, as another osbench (or SQL) could.
+    let doc = osbench::store::parse_document(&text, "hostile").unwrap();
+    let mut db = osbench::store::Store::open(osbench::store::Location::new(&store)).unwrap();
+    db.import(&doc, &text).unwrap();
+    drop(db);
+    let (stdout, _) = ok(osbench(&store)
+        .args(["history", "--wide"])
+        .output()
+        .unwrap());
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\r'),
+        "{stdout:?}"
+    );
+    assert!(
+        stdout.contains("ok\\e]52;c;aGk=\\u{7}\\r\\nosbench: all good"),
+        "{stdout}"
+    );
+}
