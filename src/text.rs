@@ -99,8 +99,11 @@ fn mask_url(url: &str) -> String {
                 .rfind('@')
                 .expect("an @ in the authority");
             let user = &rest[..at];
+            // A user name alone is no secret in a database URL; in a
+            // webhook's (`https://TOKEN@host`) it is the credential.
             let shown = match user.split_once(':') {
                 Some((name, _)) => format!("{name}:***"),
+                None if scheme.starts_with("postgres") => user.to_string(),
                 None => "***".into(),
             };
             (
@@ -218,6 +221,7 @@ mod tests {
             "host=db password=*** user=u"
         );
         assert_eq!(m("https://tok@api.example/"), "https://***@api.example/");
+        assert_eq!(m("in postgresql://bob@db:5432/x"), "in postgresql://bob@db:5432/x");
         assert_eq!(m("no url here"), "no url here");
     }
 
