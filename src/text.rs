@@ -125,9 +125,9 @@ fn mask_path_tokens(path: &str) -> String {
     let mut out: Vec<String> = parts.iter().map(|p| p.to_string()).collect();
     for (i, part) in parts.iter().enumerate() {
         match *part {
-            "services" => out.iter_mut().skip(i + 3).for_each(|p| mask_part(p)),
-            "hooks" => out.iter_mut().skip(i + 1).for_each(|p| mask_part(p)),
-            "webhooks" => out.iter_mut().skip(i + 2).for_each(|p| mask_part(p)),
+            "services" => out.iter_mut().skip(i + 3).for_each(mask_part),
+            "hooks" => out.iter_mut().skip(i + 1).for_each(mask_part),
+            "webhooks" => out.iter_mut().skip(i + 2).for_each(mask_part),
             _ => {}
         }
     }
@@ -221,7 +221,10 @@ mod tests {
             "host=db password=*** user=u"
         );
         assert_eq!(m("https://tok@api.example/"), "https://***@api.example/");
-        assert_eq!(m("in postgresql://bob@db:5432/x"), "in postgresql://bob@db:5432/x");
+        assert_eq!(
+            m("in postgresql://bob@db:5432/x"),
+            "in postgresql://bob@db:5432/x"
+        );
         assert_eq!(m("no url here"), "no url here");
     }
 

@@ -70,7 +70,7 @@ impl Queue {
     }
 
     fn job(&self, id: i64) -> JobRow {
-        let mut store = Store::open(Location::new(Path::new(&self.url))).unwrap();
+        let store = Store::open(Location::new(Path::new(&self.url))).unwrap();
         store.job(id).unwrap().unwrap()
     }
 }
