@@ -42,11 +42,18 @@ fn parse(url: &str) -> anyhow::Result<Target> {
         bail!("'{url_for_errors}' is not an http:// or https:// URL");
     };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if authority.contains('@') {
+        bail!(
+            "'{url_for_errors}' names a user (user names and passwords in the URL are not \
+             supported: the webhook's path carries its token)"
+        );
+    }
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (
             h,
-            p.parse::<u16>()
-                .map_err(|_| anyhow!("'{url_for_errors}': '{}' is not a port", shown(p)))?,
+            p.parse::<u16>().map_err(|_| {
+                anyhow!("'{url_for_errors}': what follows the host's ':' is not a port")
+            })?,
         ),
         None => (authority, if tls { 443 } else { 80 }),
     };
@@ -169,7 +176,7 @@ mod tests {
         assert!(e.contains("control character") && !e.contains('\r'), "{e}");
         let e =
             parse_url("https://bob:hunter2@hooks.example.com/services/T1/B2/sekrit").unwrap_err();
-        assert!(e.contains("names no host") && !e.contains("hunter2"), "{e}");
+        assert!(e.contains("names a user") && !e.contains("hunter2"), "{e}");
         let e = parse_url("ftp://hooks.example.com/services/T1/B2/sekrit").unwrap_err();
         assert!(
             !e.contains("sekrit") && e.contains("/services/T1/B2/***"),
