@@ -654,6 +654,7 @@ fn clap_exit(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
             let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
             let (first, tips) = usage_error(&e, &words);
             let first = osbench::text::mask_secrets(&first);
+            let first = osbench::text::capped(&first, osbench::text::MESSAGE_CAP);
             eprintln!("osbench: {first} (see {help})");
             for tip in tips {
                 eprintln!("  {tip}");

@@ -104,3 +104,17 @@ fn history_shows_stored_control_characters_escaped() {
         "{stdout}"
     );
 }
+
+#[test]
+fn error_lines_are_capped_and_say_how_much_was_left_out() {
+    let long = format!("syscall:case={}", "x".repeat(5000));
+    let out = osbench("/nonexistent/store.sqlite")
+        .args(["run", &long])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let first = stderr.lines().next().unwrap();
+    assert!(first.len() < 2300, "{} bytes", first.len());
+    assert!(first.contains("bytes left out)"), "{first}");
+}
