@@ -4,7 +4,9 @@
 //! are refused by a worker under the default policy, the job failed with a
 //! message naming the policy, and nothing of theirs runs or is written; a
 //! policy that names a script runs that script for a plan that names it,
-//! and the worker says what it runs before it runs it; `jobs` shows it.
+//! and the worker says what it runs before it runs it; `jobs` shows it. And
+//! contrib/osbench-roles.sql's roles: a submitter queues jobs but cannot
+//! cancel one or remove a run; a worker runs jobs but cannot remove runs.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -216,4 +218,62 @@ fn a_script_the_policy_names_runs_and_the_worker_says_what_it_runs() {
         "{listed}"
     );
     assert!(listed.contains(r#""setup" = "mark""#), "{listed}");
+}
+
+#[test]
+fn the_documented_roles_separate_submitting_from_administering() {
+    if !pg::have_postgres("the_documented_roles") {
+        return;
+    }
+    let q = Queue::start();
+    // The owner makes the schema, then grants as contrib/osbench-roles.sql says.
+    common::ok(q.cmd().arg("jobs").output().unwrap());
+    let roles = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/osbench-roles.sql");
+    q._pg.sql(&fs::read_to_string(roles).unwrap());
+    q._pg
+        .sql("ALTER ROLE osbench_submit PASSWORD 'sub'; ALTER ROLE osbench_worker PASSWORD 'wk'");
+    let as_role = |user: &str, pw: &str| {
+        let url = format!("postgresql://{user}:{pw}@127.0.0.1:{}/postgres", q._pg.port);
+        let mut cmd = common::osbench(url);
+        cmd.current_dir(q.dir.path());
+        cmd
+    };
+    let submitter = || as_role("osbench_submit", "sub");
+    let (out, _) = common::ok(
+        submitter()
+            .args(["submit", "syscall:null", "--hosts", "w1", "--"])
+            .args(QUICK)
+            .output()
+            .unwrap(),
+    );
+    let id: i64 = out.split_whitespace().nth(2).unwrap().parse().unwrap();
+    let refused = |mut cmd: Command| {
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("permission denied"), "{stderr}");
+    };
+    let mut cancel = submitter();
+    cancel.args(["jobs", "--cancel", &id.to_string()]);
+    refused(cancel);
+    let trusting = common::fixture("trusting-worker-policy.toml");
+    let out = as_role("osbench_worker", "wk")
+        .args(["worker", "--name", "w1", "--once", "--policy"])
+        .arg(&trusting)
+        .arg("--spool")
+        .arg(q.path("spool"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    let run = job.run_id.unwrap().to_string();
+    for mut rm in [submitter(), as_role("osbench_worker", "wk")] {
+        rm.args(["rm", &run, "--yes"]);
+        refused(rm);
+    }
 }
