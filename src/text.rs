@@ -23,18 +23,64 @@ pub fn printable(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\0' => out.push_str("\\0"),
-            '\u{1b}' => out.push_str("\\e"),
-            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+    text.chars().for_each(|c| push_escaped(&mut out, c));
+    Cow::Owned(out)
+}
+
+/// `c` as [`printable`] writes it.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\0' => out.push_str("\\0"),
+        '\u{1b}' => out.push_str("\\e"),
+        c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        c => out.push(c),
+    }
+}
+
+/// Text for a terminal, whole (tables, reports): [`printable`], except that
+/// its line breaks and tabs stay, and so do colour sequences (`ESC [ 31 m`:
+/// SGR, which only colours). Every other escape — OSC (title, clipboard),
+/// cursor moves, clearing, CR — is shown, not obeyed.
+pub fn terminal_text(text: &str) -> Cow<'_, str> {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !text.chars().any(|c| needs_escape(c) && !kept(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let sgr = sgr_length(rest);
+        if sgr > 0 {
+            out.push_str(&rest[..sgr]);
+            rest = &rest[sgr..];
+            continue;
         }
+        match kept(c) {
+            true => out.push(c),
+            false => push_escaped(&mut out, c),
+        }
+        rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
+}
+
+/// The length of the SGR sequence `ESC [ digits and ; m` that `text`
+/// starts with, or 0.
+fn sgr_length(text: &str) -> usize {
+    let Some(body) = text.strip_prefix("\u{1b}[") else {
+        return 0;
+    };
+    let params = body
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
+    match body.as_bytes().get(params) {
+        Some(b'm') => 2 + params + 1,
+        _ => 0,
+    }
 }
 
 /// Whether [`printable`] escapes `c`.
@@ -186,6 +232,16 @@ mod tests {
         );
         assert_eq!(printable("x\u{9b}31m\u{202e}y"), "x\\u{9b}31m\\u{202e}y");
         assert!(!printable("\u{1b}[2J\u{7f}").contains(|c: char| needs_escape(c)));
+    }
+
+    #[test]
+    fn terminal_text_keeps_lines_tabs_and_colours_only() {
+        let table = "a\tb\n\u{1b}[31mslower\u{1b}[0m\n";
+        assert_eq!(terminal_text(table), table);
+        assert_eq!(
+            terminal_text("x\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\r\u{1b}[31m!\n"),
+            "x\\e]52;c;aGk=\\u{7}\\e[2J\\r\u{1b}[31m!\n"
+        );
     }
 
     #[test]

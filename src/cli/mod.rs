@@ -128,11 +128,15 @@ impl Console {
         }
     }
 
-    /// Prints `text` (tables, results) where the tables go; with a width,
+    /// Prints `text` (tables, results) where the tables go, escaped as
+    /// [`osbench::text::terminal_text`] does; with a width,
     /// any line still longer than it wrapped at words (tables are fitted
     /// before they get here).
     pub fn print(&self, text: &str) {
-        let text = osbench::report::fit::wrap_prose(text, self.width);
+        // Labels, host names and errors from a store or an import are in
+        // these tables: their control characters are shown, not obeyed.
+        let text = osbench::text::terminal_text(text);
+        let text = osbench::report::fit::wrap_prose(&text, self.width);
         if self.to_stderr {
             eprint!("{text}");
         } else {
