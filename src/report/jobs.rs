@@ -9,23 +9,30 @@
 
 use super::fit::wrap_prose;
 use super::layout::Table;
-use crate::queue::JobPlan;
 use crate::store::{JobRow, JobState, WorkerRow};
 use crate::text::printable;
 
 /// What job `j` runs: its command line, each line of its configurations,
-/// and whether it boots a kernel.
+/// and whether it boots a kernel. The plan is read as the JSON it is stored
+/// as (`queue::JobPlan`'s fields; `report` stands below `queue`).
 fn plan_lines(j: &JobRow) -> String {
-    let plan = match JobPlan::from_json(&j.plan) {
-        Ok(plan) => plan,
-        Err(_) => return format!("job {}: a plan this osbench cannot read\n", j.id),
+    let plan: Option<serde_json::Value> = serde_json::from_str(&j.plan).ok();
+    let words = |v: &serde_json::Value| -> Option<Vec<String>> {
+        let args = v.get("args")?.as_array()?;
+        let mut words = vec![v.get("command")?.as_str()?.to_string()];
+        words.extend(
+            args.iter()
+                .map(|a| a.as_str().map(String::from))
+                .collect::<Option<Vec<_>>>()?,
+        );
+        Some(words)
     };
-    let mut out = format!(
-        "job {}: osbench {}\n",
-        j.id,
-        printable(&plan.argv(None).join(" "))
-    );
-    for line in plan.experiment.iter().flat_map(|t| t.lines()) {
+    let Some((plan, words)) = plan.and_then(|p| words(&p).map(|w| (p, w))) else {
+        return format!("job {}: a plan this osbench cannot read\n", j.id);
+    };
+    let mut out = format!("job {}: osbench {}\n", j.id, printable(&words.join(" ")));
+    let experiment = plan.get("experiment").and_then(|e| e.as_str());
+    for line in experiment.iter().flat_map(|t| t.lines()) {
         out.push_str(&format!("job {}:   {}\n", j.id, printable(line)));
     }
     if let Some(kernel) = &j.kernel {
