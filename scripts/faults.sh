@@ -158,6 +158,15 @@ row "--invocations from a directory named 'a b/\$(touch PWNED)'" "exit 0, nothin
     "$([ $rc = 0 ] && [ ! -e "$S/PWNED" ]; echo $?)"
 rm -rf "$S/a b"
 
+"$B" regressions --webhook $'http://127.0.0.1:9/x\r\nX-Injected: 1' >/dev/null 2>"$S/err"; rc=$?
+row "webhook URL with CR LF" "exit 2 before any connection, no raw CR" \
+    "exit $rc, $(grep -c $'\r' "$S/err") raw CR: $(grep -o 'has a control character' "$S/err" | head -1)" \
+    "$([ $rc = 2 ] && ! grep -q $'\r' "$S/err" && grep -q 'control character' "$S/err"; echo $?)"
+"$B" regressions --webhook 'https://bob:hunter2@hooks.example.com/services/T1/B2/sekrit' >/dev/null 2>"$S/err"; rc=$?
+row "webhook URL with user:password@ and a Slack token" "exit 2, neither secret shown" \
+    "exit $rc, $(grep -c -e hunter2 -e sekrit "$S/err") lines with a secret" \
+    "$([ $rc = 2 ] && ! grep -q -e hunter2 -e sekrit "$S/err"; echo $?)"
+
 # --- Limits and messages ------------------------------------------------------
 bash -c "ulimit -v 60000; exec '$B' run messaging:groups=10,mode=threads -q --no-store" >/dev/null 2>"$S/err"; rc=$?
 row "ulimit -v 60000, 400 threads" "exit 2 naming ulimit -v before measuring" "exit $rc: $(grep -o 'ulimit -v[^:]*' "$S/err" | head -1)" \
