@@ -429,18 +429,21 @@ fn plain_words(name: &str, values: &[String]) -> Result<(), String> {
     }
 }
 
-/// An error when `path` is writable by its group or by others.
+/// An error when `path` is writable by its group or by others, or owned
+/// by someone other than root or this process's user (who could rewrite it).
 fn refuse_writable(path: &Path) -> Result<(), PolicyError> {
     use std::os::unix::fs::MetadataExt;
-    let mode = std::fs::metadata(path)
-        .map_err(|cause| PolicyError::Read {
-            path: path.display().to_string(),
-            cause,
-        })?
-        .mode();
+    let meta = std::fs::metadata(path).map_err(|cause| PolicyError::Read {
+        path: path.display().to_string(),
+        cause,
+    })?;
+    let mode = meta.mode();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
     let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
         (_, true) => "everyone",
         (true, false) => "its group",
+        (false, false) if meta.uid() != 0 && meta.uid() != me => "its owner, another user",
         (false, false) => return Ok(()),
     };
     Err(PolicyError::Writable {
@@ -610,6 +613,13 @@ mod tests {
                 .to_string()
                 .contains("absolute")
         );
+        std::fs::write(&path, "knobs = []\n").unwrap();
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            let e = Policy::load(Some(&path)).unwrap_err().to_string();
+            assert!(e.contains("its owner, another user"), "{e}");
+        }
         let missing = dir.path().join("none.toml");
         assert!(Policy::load(Some(&missing)).is_err());
     }

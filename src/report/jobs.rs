@@ -84,7 +84,8 @@ pub fn jobs(jobs: &[JobRow], width: Option<usize>) -> String {
         ]);
         errors.push_str(&plan_lines(j));
         if let Some(e) = &j.error {
-            errors.push_str(&format!("job {}: {}\n", j.id, printable(e)));
+            let e = crate::text::capped(e, crate::text::MESSAGE_CAP);
+            errors.push_str(&format!("job {}: {}\n", j.id, printable(&e)));
         }
         if let (JobState::Rebooting, Some(into), Some(deadline)) =
             (j.state, &j.boot_into, &j.boot_deadline)
