@@ -131,7 +131,7 @@ impl JobRunner for CliRunner {
 
 /// The options `argv` (`osbench run|time …`) gives, as the parser reads
 /// them: each one's id, its name as written, and its values.
-fn given(argv: &[String]) -> Result<Given, clap::Error> {
+pub(super) fn given(argv: &[String]) -> Result<Given, clap::Error> {
     let command = super::command();
     let matches = command.clone().try_get_matches_from(argv)?;
     let Some((name, sub)) = matches.subcommand() else {

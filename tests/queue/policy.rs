@@ -105,7 +105,15 @@ fn plans_asking_for_more_than_the_policy_allows_fail_and_run_nothing() {
         ),
     )
     .unwrap();
-    let id = q.submit(&[plan.to_str().unwrap(), "--hosts", "w1"]);
+    let mut submit = q.cmd();
+    submit.arg("submit").arg(&plan).args(["--hosts", "w1"]);
+    let (out, noted) = common::ok(submit.output().unwrap());
+    assert!(
+        noted.contains("osbench: note: configuration 'b' has the setup")
+            && noted.contains("runs only on workers whose policy allows it"),
+        "{noted}"
+    );
+    let id: i64 = out.split_whitespace().nth(2).unwrap().parse().unwrap();
     let said = q.work(&default);
     let job = q.job(id);
     assert_eq!(job.state, JobState::Failed);
