@@ -140,6 +140,33 @@ echo garbage >"$S/corrupt.sqlite"
 row "a corrupt store" "exit 2, says it is not a database" "exit $rc: $(head -c 90 "$S/err")" \
     "$([ $rc = 2 ] && grep -q "not an SQLite database" "$S/err"; echo $?)"
 
+# Untrusted text (issue 44, S3, S4): a label with ESC ] 52, BEL, CR LF.
+python3 - "$S/good.json" "$S/hostile.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); d["run"]["label"] = "ok\u001b]52;c;aGk=\u0007\r\nforged"
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+"$B" import "$S/hostile.json" --store "$S/hostile.sqlite" >"$S/out" 2>"$S/err"; rc=$?
+row "import of a label with ESC, BEL, CR LF" "exit 2, refused as --label refuses it, nothing raw on the terminal" \
+    "exit $rc: $(grep -c $'\e' "$S/err") raw ESC, $(grep -o 'contains control characters' "$S/err" | head -1)" \
+    "$([ $rc = 2 ] && ! grep -q $'\e' "$S/err" && grep -q 'control characters' "$S/err"; echo $?)"
+odd="$S/a b/\$(touch PWNED)"
+mkdir -p "$odd" && cp "$B" "$odd/osbench"
+(cd "$S" && "$odd/osbench" run syscall:null "${QUICK[@]}" -q --no-store --invocations 2 >/dev/null 2>"$S/err"); rc=$?
+row "--invocations from a directory named 'a b/\$(touch PWNED)'" "exit 0, nothing touched" \
+    "exit $rc, $( [ -e "$S/PWNED" ] && echo PWNED created || echo nothing touched)" \
+    "$([ $rc = 0 ] && [ ! -e "$S/PWNED" ]; echo $?)"
+rm -rf "$S/a b"
+
+"$B" regressions --webhook $'http://127.0.0.1:9/x\r\nX-Injected: 1' >/dev/null 2>"$S/err"; rc=$?
+row "webhook URL with CR LF" "exit 2 before any connection, no raw CR" \
+    "exit $rc, $(grep -c $'\r' "$S/err") raw CR: $(grep -o 'has a control character' "$S/err" | head -1)" \
+    "$([ $rc = 2 ] && ! grep -q $'\r' "$S/err" && grep -q 'control character' "$S/err"; echo $?)"
+"$B" regressions --webhook 'https://bob:hunter2@hooks.example.com/services/T1/B2/sekrit' >/dev/null 2>"$S/err"; rc=$?
+row "webhook URL with user:password@ and a Slack token" "exit 2, neither secret shown" \
+    "exit $rc, $(grep -c -e hunter2 -e sekrit "$S/err") lines with a secret" \
+    "$([ $rc = 2 ] && ! grep -q -e hunter2 -e sekrit "$S/err"; echo $?)"
+
 # --- Limits and messages ------------------------------------------------------
 bash -c "ulimit -v 60000; exec '$B' run messaging:groups=10,mode=threads -q --no-store" >/dev/null 2>"$S/err"; rc=$?
 row "ulimit -v 60000, 400 threads" "exit 2 naming ulimit -v before measuring" "exit $rc: $(grep -o 'ulimit -v[^:]*' "$S/err" | head -1)" \

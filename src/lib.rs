@@ -28,6 +28,7 @@ pub mod rng;
 pub mod stats;
 pub mod stop;
 pub mod store;
+pub mod text;
 
 pub use error::{Error, Result};
 

@@ -1,5 +1,6 @@
 //! `osbench import`: result documents from files (or standard input) into the
-//! results store, all in one transaction.
+//! results store, all in one transaction. Documents whose label or host
+//! names hold control characters are refused, as `--label` refuses them.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,19 +35,21 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| read_input(f))
         .collect::<osbench::Result<Vec<_>>>()?;
+    for (file, (_, doc)) in args.files.iter().zip(&docs) {
+        osbench::document::validate::names(doc)
+            .map_err(|e| anyhow::anyhow!("{} is not imported: {e}", input_name(file)))?;
+    }
     let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
     let stored = db.import_all(docs.iter().map(|(text, doc)| (doc, text.as_str())))?;
     for ((file, (_, doc)), inserted) in args.files.iter().zip(&docs).zip(stored) {
-        let label = doc
-            .run
-            .label
-            .as_deref()
-            .map_or_else(String::new, |l| format!(" '{l}'"));
+        let label = doc.run.label.as_deref().map_or_else(String::new, |l| {
+            format!(" '{}'", osbench::text::printable(l))
+        });
         match inserted {
-            Inserted::New(id) => println!("{}: stored as run {id}{label}", input_name(file)),
+            Inserted::New(id) => println!("{}: stored as run {id}{label}", shown(file)),
             Inserted::Existing(id) => println!(
                 "{}: already stored as run {id}{label}; not added again",
-                input_name(file)
+                shown(file)
             ),
         }
     }
@@ -63,6 +66,11 @@ fn input_name(file: &Path) -> String {
     } else {
         file.display().to_string()
     }
+}
+
+/// [`input_name`] with control characters escaped.
+fn shown(file: &Path) -> String {
+    osbench::text::printable(&input_name(file)).into_owned()
 }
 
 /// A document's text and the document, from a file or (`-`) standard input.

@@ -128,11 +128,15 @@ impl Console {
         }
     }
 
-    /// Prints `text` (tables, results) where the tables go; with a width,
+    /// Prints `text` (tables, results) where the tables go, escaped as
+    /// [`osbench::text::terminal_text`] does; with a width,
     /// any line still longer than it wrapped at words (tables are fitted
     /// before they get here).
     pub fn print(&self, text: &str) {
-        let text = osbench::report::fit::wrap_prose(text, self.width);
+        // Labels, host names and errors from a store or an import are in
+        // these tables: their control characters are shown, not obeyed.
+        let text = osbench::text::terminal_text(text);
+        let text = osbench::report::fit::wrap_prose(&text, self.width);
         if self.to_stderr {
             eprint!("{text}");
         } else {
@@ -586,7 +590,7 @@ pub fn main() -> ExitCode {
         Command::Man(args) => generate::man(&args),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("osbench: error: {}", one_line(&format!("{e:#}")));
+        eprintln!("osbench: error: {}", safe_line(&format!("{e:#}")));
         failure_code(&e, bisect_exit)
     })
 }
@@ -653,6 +657,8 @@ fn clap_exit(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
             }
             let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
             let (first, tips) = usage_error(&e, &words);
+            let first = osbench::text::mask_secrets(&first);
+            let first = osbench::text::capped(&first, osbench::text::MESSAGE_CAP);
             eprintln!("osbench: {first} (see {help})");
             for tip in tips {
                 eprintln!("  {tip}");
@@ -824,12 +830,26 @@ fn warn(what: &str) {
 /// `text` on standard error, its long lines wrapped at words to the
 /// terminal's width (as they are, one line each, off a terminal).
 fn eprint_wrapped(text: &str) {
-    let wrapped = osbench::report::fit::wrap_prose(text, stderr_width());
+    let text: Vec<String> = text.split('\n').map(safe_text).collect();
+    let wrapped = osbench::report::fit::wrap_prose(&text.join("\n"), stderr_width());
     eprintln!("{}", wrapped.trim_end_matches('\n'));
 }
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A message as osbench prints it: on one line, control characters
+/// escaped, secrets in URLs masked, at most [`osbench::text::MESSAGE_CAP`] bytes.
+fn safe_line(s: &str) -> String {
+    safe_text(&one_line(s))
+}
+
+/// One line of a message: control characters escaped, secrets in URLs
+/// masked, capped (`osbench::text`).
+fn safe_text(s: &str) -> String {
+    use osbench::text::{MESSAGE_CAP, capped, mask_secrets, printable};
+    capped(&mask_secrets(&printable(s)), MESSAGE_CAP).into_owned()
 }
 
 /// A seed that differs between runs; 53 bits so JSON readers keep it exact.

@@ -114,6 +114,12 @@ fn find(db: &Store, run: &str) -> anyhow::Result<Vec<RunRow>> {
 
 /// "run 3 (label x, host h, 2026-12-01T02:00:00Z)" or "3 runs: 3, 4, 7".
 fn listed(rows: &[RunRow]) -> String {
+    // Labels and host names from the store: shown, never obeyed.
+    let text = listed_raw(rows);
+    osbench::text::printable(&text).into_owned()
+}
+
+fn listed_raw(rows: &[RunRow]) -> String {
     match rows {
         [one] => format!(
             "run {} ({}host {}, {})",

@@ -98,6 +98,7 @@ fn queue_store(store: &StoreArgs, what: &str) -> anyhow::Result<Store> {
 pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
     let file = plan(&args)?;
     check(&file.plan)?;
+    say_what_needs_a_policy(&file);
     let meta = args.meta.map()?;
     if meta.contains_key(JOB_META) {
         bail!("--meta {JOB_META}=… is set by the worker to the job's id; use another key");
@@ -170,7 +171,7 @@ fn plan(args: &SubmitArgs) -> anyhow::Result<PlanFile> {
 /// Checks the plan as the worker will read it: the same parser, and the
 /// same checks `run` / `time` make before measuring (selectors,
 /// configurations, options that would do nothing).
-fn check(plan: &JobPlan) -> anyhow::Result<()> {
+pub(super) fn check(plan: &JobPlan) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("no temporary directory to check the plan in")?;
     let experiment = dir.path().join("experiment.toml");
     if let Some(text) = &plan.experiment {
@@ -195,6 +196,28 @@ fn check(plan: &JobPlan) -> anyhow::Result<()> {
         _ => unreachable!("a job's plan is `run` or `time`"),
     };
     checked.with_context(|| format!("the job would run `osbench {shown}`"))
+}
+
+/// Says when the plan asks for more than a worker with no policy file runs
+/// (shell set-ups, knobs, `time` commands, guests, a kernel): such a job
+/// fails on a worker whose policy does not allow it.
+fn say_what_needs_a_policy(file: &PlanFile) {
+    let mut argv = vec!["osbench".to_string()];
+    argv.extend(file.plan.argv(None));
+    let Ok(given) = super::worker::given(&argv) else {
+        return;
+    };
+    let default = osbench::queue::policy::Policy {
+        origin: "a worker's default policy".into(),
+        ..Default::default()
+    };
+    if let Err(why) = default.admit(&file.plan, &given, file.kernel.is_some()) {
+        eprintln!(
+            "osbench: note: {}; the job runs only on workers whose policy allows it \
+             (docs/running-workers-safely.md)",
+            osbench::text::printable(&why)
+        );
+    }
 }
 
 /// The hosts to queue for: `--hosts`, or the workers with `--tag`.

@@ -23,24 +23,42 @@ struct Target {
 }
 
 fn parse(url: &str) -> anyhow::Result<Target> {
+    // Its path and host are written into the request's lines: a CR or LF
+    // would add headers (or a request) of the URL's choosing.
+    if url.contains(|c: char| c.is_control() || c.is_whitespace()) {
+        bail!(
+            "'{}' has a control character or a space (CR, LF, tab…), which would end the \
+             request's line; percent-encode it (%0D, %20)",
+            shown(url)
+        );
+    }
+    let shown_url = shown(url);
+    let url_for_errors = shown_url.as_str();
     let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
         (true, rest)
     } else if let Some(rest) = url.strip_prefix("http://") {
         (false, rest)
     } else {
-        bail!("'{url}' is not an http:// or https:// URL");
+        bail!("'{url_for_errors}' is not an http:// or https:// URL");
     };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if authority.contains('@') {
+        bail!(
+            "'{url_for_errors}' names a user (user names and passwords in the URL are not \
+             supported: the webhook's path carries its token)"
+        );
+    }
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (
             h,
-            p.parse::<u16>()
-                .map_err(|_| anyhow!("'{url}': '{p}' is not a port"))?,
+            p.parse::<u16>().map_err(|_| {
+                anyhow!("'{url_for_errors}': what follows the host's ':' is not a port")
+            })?,
         ),
         None => (authority, if tls { 443 } else { 80 }),
     };
     if host.is_empty() || host.contains('@') {
-        bail!("'{url}' names no host (user names in the URL are not supported)");
+        bail!("'{url_for_errors}' names no host (user names in the URL are not supported)");
     }
     Ok(Target {
         tls,
@@ -52,6 +70,11 @@ fn parse(url: &str) -> anyhow::Result<Target> {
             path.into()
         },
     })
+}
+
+/// `url` as messages show it: secrets masked, control characters escaped.
+fn shown(url: &str) -> String {
+    osbench::text::mask_secrets(&osbench::text::printable(url)).into_owned()
 }
 
 /// `url` as the command line gives it, refused at once when it is no webhook URL.
@@ -92,12 +115,14 @@ pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| anyhow!("the answer is not HTTP ('{status_line}')"))?;
+        .ok_or_else(|| anyhow!("the answer is not HTTP ('{}')", shown(status_line)))?;
     if !(200..300).contains(&code) {
         let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().trim();
         let body: String = body.chars().take(200).collect();
+        let body = shown(&body);
         bail!(
-            "the webhook answered {status_line}{}",
+            "the webhook answered {}{}",
+            shown(status_line),
             if body.is_empty() {
                 String::new()
             } else {
@@ -139,4 +164,24 @@ fn tls_stream(
         .map_err(|e| anyhow!("'{host}' is not a TLS server name: {e}"))?;
     let conn = rustls::ClientConnection::new(Arc::new(config), name)?;
     Ok(rustls::StreamOwned::new(conn, tcp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_that_would_inject_headers_are_refused_without_their_secrets() {
+        let e = parse_url("http://127.0.0.1:9/x\r\nX-Injected: 1").unwrap_err();
+        assert!(e.contains("control character") && !e.contains('\r'), "{e}");
+        let e =
+            parse_url("https://bob:hunter2@hooks.example.com/services/T1/B2/sekrit").unwrap_err();
+        assert!(e.contains("names a user") && !e.contains("hunter2"), "{e}");
+        let e = parse_url("ftp://hooks.example.com/services/T1/B2/sekrit").unwrap_err();
+        assert!(
+            !e.contains("sekrit") && e.contains("/services/T1/B2/***"),
+            "{e}"
+        );
+        assert!(parse_url("https://hooks.example.com/services/T1/B2/x?a=%0D").is_ok());
+    }
 }

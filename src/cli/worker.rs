@@ -15,8 +15,10 @@ use anyhow::{Context, anyhow};
 use clap::{Args, FromArgMatches};
 
 use osbench::measure::Interrupt;
+use osbench::queue::JobPlan;
 use osbench::queue::boot::BootSettings;
 use osbench::queue::hook::{JobHook, JobRun};
+use osbench::queue::policy::{Given, Policy};
 use osbench::queue::serve::{JobRunner, Worker};
 use osbench::queue::worker::{self as queue_worker, Limits};
 use osbench::store::{self, Location};
@@ -63,6 +65,12 @@ pub struct WorkerArgs {
     /// instead of `systemctl kexec`
     #[arg(long = "kexec-direct")]
     kexec_direct: bool,
+    /// What jobs' plans may make this host do (knobs, named set-up scripts, `time` commands,
+    /// guests, kernel boots), a TOML file this host's admin owns; none there: nothing of the
+    /// kind (docs/running-workers-safely.md) [default: $OSBENCH_WORKER_POLICY, else
+    /// /etc/osbench/worker-policy.toml]
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -112,11 +120,48 @@ impl JobRunner for CliRunner {
             gate,
         }
     }
+
+    fn check(&self, plan: &JobPlan) -> Result<Given, String> {
+        super::submit::check(plan).map_err(|e| super::one_line(&format!("{e:#}")))?;
+        let mut argv = vec!["osbench".to_string()];
+        argv.extend(plan.argv(None));
+        given(&argv).map_err(|e| super::clap_words(&e, &argv))
+    }
 }
 
-/// A line of the worker's, on stderr.
+/// The options `argv` (`osbench run|time …`) gives, as the parser reads
+/// them: each one's id, its name as written, and its values.
+pub(super) fn given(argv: &[String]) -> Result<Given, clap::Error> {
+    let command = super::command();
+    let matches = command.clone().try_get_matches_from(argv)?;
+    let Some((name, sub)) = matches.subcommand() else {
+        return Ok(Given::new());
+    };
+    let Some(subcommand) = command.find_subcommand(name) else {
+        return Ok(Given::new());
+    };
+    let mut given = Given::new();
+    for arg in subcommand.get_arguments() {
+        let id = arg.get_id().as_str();
+        if sub.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let shown = match (arg.get_long(), arg.get_short()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some(short)) => format!("-{short}"),
+            (None, None) => id.to_string(),
+        };
+        let values = sub.get_raw(id).map_or(Vec::new(), |values| {
+            values.map(|v| v.to_string_lossy().into_owned()).collect()
+        });
+        given.push((id.to_string(), shown, values));
+    }
+    Ok(given)
+}
+
+/// A line of the worker's, on stderr (escaped, masked, capped).
 fn say(line: &str) {
-    eprintln!("{line}");
+    eprintln!("{}", super::safe_text(line));
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
@@ -125,6 +170,11 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     if let Location::File(path) = &location {
         return Err(store::queue_needs_postgres("worker", &path.display().to_string()).into());
     }
+    let policy_file = args
+        .policy
+        .clone()
+        .or_else(|| std::env::var_os("OSBENCH_WORKER_POLICY").map(PathBuf::from));
+    let policy = Policy::load(policy_file.as_deref())?;
     let spool = queue_worker::spool_dir(args.spool.as_deref(), &args.name)?;
     // Absolute: the worker works in it.
     let spool = std::fs::create_dir_all(&spool)
@@ -139,6 +189,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         poll: args
             .poll
             .map_or(queue_worker::DEFAULT_POLL, Duration::from_secs_f64),
+        policy,
         limits: Limits {
             max_job_time: args.max_job_time.map(Duration::from_secs_f64),
         },
@@ -164,4 +215,54 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         });
     w.unregister();
     run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use osbench::queue::policy::{FREE, POLICED, REFUSED};
+
+    #[test]
+    fn every_option_of_run_and_time_is_placed_by_the_policy() {
+        let command = crate::cli::command();
+        let mut missing = Vec::new();
+        for name in ["run", "time"] {
+            let sub = command.find_subcommand(name).unwrap();
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                let placed = [FREE, POLICED, REFUSED].iter().any(|l| l.contains(&id));
+                if !placed && id != "help" {
+                    missing.push(format!("{name} {id}"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "options in none of the policy's lists (queue::policy): {missing:?}"
+        );
+    }
+
+    #[test]
+    fn a_plans_options_are_seen_as_the_parser_reads_them() {
+        let argv = |words: &str| -> Vec<String> {
+            let mut v = vec!["osbench".to_string()];
+            v.extend(words.split(' ').map(String::from));
+            v
+        };
+        let given = given(&argv("time --export-json=/tmp/x -p true make")).unwrap();
+        let ids: Vec<&str> = given.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(ids, ["commands", "prepare", "export_hyperfine"]);
+        assert_eq!(given[2].1, "--export-hyperfine");
+        assert_eq!(given[2].2, ["/tmp/x"]);
+        let given = given_ids(&argv("run syscall:null --samples 3 --json=/etc/x"));
+        assert_eq!(given, ["selectors", "json", "samples"]);
+    }
+
+    fn given_ids(argv: &[String]) -> Vec<String> {
+        given(argv)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _, _)| id)
+            .collect()
+    }
 }

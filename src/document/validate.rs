@@ -13,6 +13,30 @@ use crate::stats::Summary;
 /// The largest magnitude any per-operation time may have: 10⁶ s (11.6 days).
 pub const MAX_SECONDS: f64 = 1e6;
 
+/// The names a document gives its run (label, host, the environment's
+/// host name) as `--label` takes them: no control characters (ESC, BEL,
+/// NUL, CR, LF…), which a terminal would obey when `history` shows them.
+/// Checked where documents come in from outside (`import`), not on every
+/// read, so runs already stored stay readable (their names are shown
+/// escaped: [`crate::text::printable`]).
+pub fn names(doc: &Document) -> Result<(), String> {
+    let names = [
+        ("run.label", doc.run.label.as_deref()),
+        ("run.host", doc.run.host.as_deref()),
+        ("env.hostname", Some(doc.env.hostname.as_str())),
+    ];
+    for (field, name) in names {
+        if let Some(name) = name.filter(|n| n.chars().any(char::is_control)) {
+            return Err(format!(
+                "{field} '{}' contains control characters (line breaks, escapes), which \
+                 `--label` refuses too; fix the document",
+                crate::text::printable(name)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks `doc`; the error names the series (or comparison) and the problem.
 pub fn validate(doc: &Document) -> Result<(), String> {
     super::meta::check(&doc.run.meta)?;

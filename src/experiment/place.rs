@@ -520,7 +520,7 @@ impl GuestFs<'_> {
 
 /// `s` quoted for `sh`.
 fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
+    crate::text::shell_word(s).into_owned()
 }
 
 impl KnobFs for GuestFs<'_> {

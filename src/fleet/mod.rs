@@ -148,14 +148,9 @@ pub fn shell_line(argv: &[String]) -> String {
     argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
 }
 
-/// `word` for a POSIX shell: as is when it is plainly safe, else single-quoted.
+/// `word` for a POSIX shell ([`crate::text::shell_word`]).
 pub fn quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    crate::text::shell_word(word).into_owned()
 }
 
 /// One host's run: its document (and the error that stopped it early), or

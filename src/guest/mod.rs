@@ -666,7 +666,9 @@ fn launch(who: &str, spec: &GuestSpec) -> Result<Launch> {
         }
         GuestSpec::Command { command } => {
             let mut cmd = Command::new("sh");
-            let line = command.replace("{osbench}", &exe.to_string_lossy());
+            // The path is one shell word, whatever directory osbench is in.
+            let exe = crate::text::shell_word(&exe.to_string_lossy()).into_owned();
+            let line = command.replace("{osbench}", &exe);
             cmd.arg("-c").arg(line);
             (cmd, None)
         }

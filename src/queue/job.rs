@@ -87,15 +87,27 @@ impl JobPlan {
     }
 }
 
-/// Options a plan must not give: the worker sets them, or they name files
-/// on the submitter's machine.
-pub const WORKER_OPTIONS: [&str; 6] = [
+/// Options a plan must not give: the worker sets them, they name files on
+/// the submitter's machine, or they write files on the worker's (a plan
+/// never says where results go: issue 44). The worker checks again, on the
+/// options as its parser reads them (`super::policy`).
+pub const WORKER_OPTIONS: [&str; 16] = [
     "store",
     "no-store",
     "label",
     "meta",
     "experiment",
     "bisect-exit",
+    "json",
+    "csv",
+    "markdown",
+    "openmetrics",
+    "junit",
+    "bmf",
+    "export-hyperfine",
+    "export-json",
+    "export-asciidoc",
+    "export-orgmode",
 ];
 
 /// A plan file read: the plan, and its `[kernel]` / `[boot_rounds]` tables
@@ -213,10 +225,19 @@ pub fn refuse_worker_options(args: &[String]) -> Result<()> {
             .strip_prefix("--")
             .map(|n| n.split('=').next().unwrap_or(n));
         if let Some(name) = name.filter(|n| WORKER_OPTIONS.contains(n)) {
+            let why = match name {
+                "store" | "no-store" | "label" | "meta" | "experiment" | "bisect-exit" => {
+                    "the worker stores each run under its own name in its store, with the job's \
+                     --label and --meta (give them to `submit`), and configurations go in the \
+                     plan file ([[config]])"
+                }
+                _ => {
+                    "a plan never says where results go (the worker keeps them in its store; \
+                     read them with `osbench export` there)"
+                }
+            };
             return Err(Error::Usage(format!(
-                "a job's plan cannot give --{name}: the worker stores each run under its own \
-                 name in its store, with the job's --label and --meta (give them to `submit`), \
-                 and configurations go in the plan file ([[config]])"
+                "a job's plan cannot give --{name}: {why}"
             )));
         }
     }
@@ -224,7 +245,7 @@ pub fn refuse_worker_options(args: &[String]) -> Result<()> {
 }
 
 /// A TOML table as text: each key on a line, nested values inline.
-fn write_toml(table: &toml::Table) -> String {
+pub(crate) fn write_toml(table: &toml::Table) -> String {
     table
         .iter()
         .map(|(k, v)| format!("{} = {}\n", quoted(k), inline(v)))
@@ -363,6 +384,8 @@ mod tests {
         assert!(e("select = \"a\"").contains("array of strings"));
         assert!(e("store = \"x\"").contains("cannot give --store"));
         assert!(e("args = [\"--label=x\"]").contains("cannot give --label"));
+        assert!(e("json = \"/etc/passwd\"").contains("cannot give --json"));
+        assert!(e("args = [\"--export-hyperfine=/x\"]").contains("never says where results go"));
         assert!(e("select = [").contains("p.toml"));
     }
 }

@@ -17,6 +17,7 @@ pub mod boot_rounds;
 pub mod hook;
 pub mod job;
 pub mod kernel_jobs;
+pub mod policy;
 pub mod serve;
 pub mod worker;
 

@@ -21,6 +21,7 @@ use crate::store::{Finish, JobRow, Location, Store, WorkerId};
 use super::boot::{self, BootSettings};
 use super::hook::{JobHook, JobRun};
 use super::kernel_jobs::{self, After, Next};
+use super::policy::{Given, Policy};
 use super::worker::{JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_pending};
 use super::{JobCommand, JobPlan};
 
@@ -40,6 +41,9 @@ pub trait JobRunner {
     fn read(&self, argv: &[String]) -> std::result::Result<Self::Command, String>;
     /// Runs `command` as a job of the worker, under `hook`.
     fn run(&self, command: Self::Command, hook: &mut JobHook) -> JobRun;
+    /// Checks `plan` with the code `submit` checks it with, and gives the
+    /// options it sets as the parser reads them (for [`Policy::admit`]).
+    fn check(&self, plan: &JobPlan) -> std::result::Result<Given, String>;
 }
 
 /// Why a job's run did not end the job here.
@@ -63,6 +67,8 @@ pub struct Worker<R: JobRunner> {
     pub lease: Duration,
     pub poll: Duration,
     pub limits: Limits,
+    /// What plans may make this host do (`super::policy`).
+    pub policy: Policy,
     /// How kernel jobs are booted here.
     pub boot: BootSettings,
     pub interrupt: Interrupt,
@@ -109,6 +115,7 @@ impl<R: JobRunner> Worker<R> {
             self.location,
             self.spool.display()
         );
+        say!(self, "osbench: {}", self.policy.summary());
         let mut warned = false;
         while !self.interrupt.is_set() {
             match self.next() {
@@ -355,12 +362,16 @@ impl<R: JobRunner> Worker<R> {
         if let Some(error) = self.refusal(job) {
             return Ok(Finish::Failed { error });
         }
+        let plan = match self.admitted(job) {
+            Ok(plan) => plan,
+            Err(error) => return Ok(Finish::Failed { error }),
+        };
         let extra = match self.kernel_first(job) {
             Ok(Some(extra)) => extra,
             Ok(None) => return Err(NotEnded::Rebooting),
             Err(error) => return Ok(Finish::Failed { error }),
         };
-        let end = self.measure(job, &extra);
+        let end = self.measure(job, &plan, &extra);
         if let Err(NotEnded::Spooled) = end {
             say!(
                 self,
@@ -381,13 +392,40 @@ impl<R: JobRunner> Worker<R> {
         None
     }
 
+    /// The job's plan, checked again here as `submit` checks it (a row may
+    /// have been written by anyone with INSERT on `jobs`) and against the
+    /// policy, set-up names resolved to the policy's scripts; it is said
+    /// before it runs. Or why the job is refused.
+    fn admitted(&self, job: &JobRow) -> std::result::Result<JobPlan, String> {
+        let plan = JobPlan::from_json(&job.plan)
+            .map_err(|e| format!("this osbench cannot read the job's plan: {e}"))?;
+        let shown = crate::text::printable(&plan.argv(None).join(" ")).into_owned();
+        let refused = |why: String| format!("the job's plan `osbench {shown}` is refused: {why}");
+        super::job::refuse_worker_options(&plan.args).map_err(|e| refused(e.to_string()))?;
+        let given = self.runner.check(&plan).map_err(|why| {
+            format!("this osbench cannot run the job's plan (`osbench {shown}`): {why}")
+        })?;
+        let plan = self
+            .policy
+            .admit(&plan, &given, job.kernel.is_some())
+            .map_err(refused)?;
+        say!(self, "osbench: job {}: runs `osbench {shown}`", job.id);
+        if let Some(text) = &plan.experiment {
+            for line in text.lines() {
+                say!(
+                    self,
+                    "osbench: job {}:   {}",
+                    job.id,
+                    crate::text::printable(line)
+                );
+            }
+        }
+        Ok(plan)
+    }
+
     /// Runs the job's plan; how the job ends, or why it is not ended here.
-    fn measure(&self, job: &JobRow, extra: &[String]) -> Result<Finish, NotEnded> {
+    fn measure(&self, job: &JobRow, plan: &JobPlan, extra: &[String]) -> Result<Finish, NotEnded> {
         let failed = |error: String| Ok(Finish::Failed { error });
-        let plan = match JobPlan::from_json(&job.plan) {
-            Ok(plan) => plan,
-            Err(e) => return failed(format!("this osbench cannot read the job's plan: {e}")),
-        };
         let dir = match tempfile::tempdir() {
             Ok(dir) => dir,
             Err(e) => return failed(format!("no temporary directory for the plan: {e}")),
@@ -400,7 +438,7 @@ impl<R: JobRunner> Worker<R> {
         }
         let argv = self.argv(
             job,
-            &plan,
+            plan,
             plan.experiment.as_ref().map(|_| experiment.as_path()),
             extra,
         );

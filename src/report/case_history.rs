@@ -10,6 +10,7 @@ use super::layout::Table;
 use super::{decimals_for, fmt_fixed, fmt_pct, fmt_sig};
 use crate::compare::history::CaseHistory;
 use crate::stats::changepoint::{ChangePoint, Changes, Detection};
+use crate::text::printable;
 
 /// "syscall null on vm", with the configuration in brackets unless default
 /// and, where it tells two histories apart, the experiment after the host
@@ -134,8 +135,8 @@ pub fn runs_table(h: &CaseHistory) -> Table {
                 (i + 1).to_string(),
                 r.run_id.to_string(),
                 r.started.clone(),
-                r.label.clone().unwrap_or_else(|| "-".into()),
-                r.kernel.clone(),
+                printable(r.label.as_deref().unwrap_or("-")).into_owned(),
+                printable(&r.kernel).into_owned(),
                 r.n.to_string(),
                 fmt_fixed(r.median, d),
                 r.ci.map_or_else(
@@ -210,7 +211,7 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
                 format!("#{}", p.index + 1),
                 run.run_id.to_string(),
                 run.started.clone(),
-                run.label.clone().unwrap_or_else(|| "-".into()),
+                printable(run.label.as_deref().unwrap_or("-")).into_owned(),
                 fmt_fixed(p.before, d),
                 fmt_fixed(p.after, d),
                 signed_pct(p.relative),

@@ -27,14 +27,18 @@ pub fn by_host_within(runs: &[(&str, &Document)], width: Option<usize>) -> Strin
             }
         }
     }
+    let hosts: Vec<String> = runs
+        .iter()
+        .map(|(host, _)| crate::text::printable(host).into_owned())
+        .collect();
     let mut header = vec!["case"];
-    header.extend(runs.iter().map(|(host, _)| *host));
+    header.extend(hosts.iter().map(String::as_str));
     let mut numeric = vec![false];
     numeric.extend(runs.iter().map(|_| true));
     let rows: Vec<Vec<String>> = cases
         .iter()
         .map(|case| {
-            let mut row = vec![case.clone()];
+            let mut row = vec![crate::text::printable(case).into_owned()];
             row.extend(runs.iter().map(|(_, doc)| {
                 doc.series.iter().find(|s| &label(s) == case).map_or_else(
                     || "-".to_string(),
@@ -88,7 +92,12 @@ pub fn render_within(rows: &[RunRow], width: Option<usize>) -> String {
                     .map(|k| r.meta.get(*k).cloned().unwrap_or_else(|| "-".into())),
             );
             cells.extend([r.cases.len().to_string(), benches.join(", ")]);
+            // Stored text (labels, host names, kernels, meta) from anyone
+            // who can write the store or import: shown, never obeyed.
             cells
+                .into_iter()
+                .map(|c| crate::text::printable(&c).into_owned())
+                .collect()
         })
         .collect();
     let table = Table {

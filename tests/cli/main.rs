@@ -18,6 +18,7 @@ mod kit;
 mod knobs;
 mod list_env;
 mod profile;
+mod quoting;
 mod run;
 mod system_logs;
 mod time;

@@ -38,6 +38,11 @@ use assert_cmd::cargo::CommandCargoExt;
 pub fn osbench(store: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::cargo_bin("osbench").unwrap();
     cmd.env("OSBENCH_STORE", store).env_remove("PGPASSWORD");
+    // Workers trust plans here; tests/queue/policy.rs gives its own policies.
+    cmd.env(
+        "OSBENCH_WORKER_POLICY",
+        fixture("trusting-worker-policy.toml"),
+    );
     cmd
 }
 
