@@ -42,7 +42,8 @@ pub struct WorkerArgs {
     /// renewed between cases, so a case must take less [default: 300]
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     lease: Option<f64>,
-    /// Refuse (fail) jobs planned to take longer than SECS seconds on this host
+    /// Refuse (fail) jobs planned to take longer than SECS seconds on this host, and stop
+    /// (fail) a job, `time` ones too, still running after SECS seconds (what it measured is kept)
     #[arg(long = "max-job-time", value_name = "SECS", value_parser = parse_secs)]
     max_job_time: Option<f64>,
     /// Where runs that could not be stored wait, and where jobs run [default:

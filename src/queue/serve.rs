@@ -19,7 +19,7 @@ use crate::measure::Interrupt;
 use crate::store::{Finish, JobRow, Location, Store, WorkerId};
 
 use super::boot::{self, BootSettings};
-use super::hook::{JobHook, JobRun};
+use super::hook::{JobClock, JobHook, JobRun};
 use super::kernel_jobs::{self, After, Next};
 use super::worker::{JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_pending};
 use super::{JobCommand, JobPlan};
@@ -432,8 +432,10 @@ impl<R: JobRunner> Worker<R> {
         if let Ok(mut s) = Store::open_existing(&self.location) {
             let _ = s.start_job(job.id, &self.id);
         }
+        let clock = (self.limits.max_job_time).map(|most| JobClock::start(most, hook.stop.clone()));
         let run = self.runner.run(command, &mut hook);
-        self.ending(run, hook.lease.taken)
+        let over = clock.is_some_and(JobClock::stopped);
+        self.ending(run, hook.lease.taken, over)
     }
 
     /// The command line of a job: `osbench run|time ARGS…`, its
@@ -471,8 +473,9 @@ impl<R: JobRunner> Worker<R> {
     }
 
     /// How a job ends after its run (`taken`: why the job was taken away
-    /// while it ran, if it was), or why it is not ended here.
-    fn ending(&self, run: JobRun, taken: Option<String>) -> Result<Finish, NotEnded> {
+    /// while it ran, if it was; `over`: whether it was stopped at
+    /// `--max-job-time`), or why it is not ended here.
+    fn ending(&self, run: JobRun, taken: Option<String>, over: bool) -> Result<Finish, NotEnded> {
         let run_id = run.saved.as_ref().and_then(|s| s.run_id);
         let in_spool = run
             .saved
@@ -483,6 +486,19 @@ impl<R: JobRunner> Worker<R> {
         }
         if let Some(why) = taken {
             return Err(NotEnded::TakenAway { why, run_id });
+        }
+        if let (true, Some(most)) = (over && !self.interrupt.is_set(), self.limits.max_job_time) {
+            return Ok(Finish::Failed {
+                error: format!(
+                    "the job ran beyond this host's --max-job-time of {:.0} s and was stopped{}: \
+                     submit a shorter plan (fewer commands or --runs), or run the worker with a \
+                     longer --max-job-time",
+                    most.as_secs_f64(),
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what it measured is run {id}"
+                    ))
+                ),
+            });
         }
         Ok(match (run.result, run_id) {
             (Ok(_), Some(run_id)) => Finish::Done {

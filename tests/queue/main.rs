@@ -6,4 +6,5 @@
 mod common;
 
 mod boot;
+mod hangs;
 mod workers;
