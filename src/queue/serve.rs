@@ -156,11 +156,14 @@ impl<R: JobRunner> Worker<R> {
                     file.display(),
                     job.map_or(String::new(), |j| format!(" (job {j} done)"))
                 ),
-                Sent::SetAside { to, why } => say!(
-                    self,
-                    "osbench: warning: {why}; it is not sent again (renamed {})",
-                    to.display()
-                ),
+                Sent::SetAside { to, why } if to.with_extension("") == file.with_extension("") => {
+                    say!(
+                        self,
+                        "osbench: warning: {why}; it is not sent again (renamed {})",
+                        to.display()
+                    )
+                }
+                Sent::SetAside { why, .. } => say!(self, "osbench: warning: {why}"),
             }
         }
         if !store.heartbeat(&self.id, self.lease.as_secs_f64())? {

@@ -154,15 +154,18 @@ pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
 pub enum Sent {
     /// Stored as this run (and this job, if it names one, marked done).
     Stored { run_id: i64, job: Option<i64> },
-    /// Not a result document: renamed to `*.unreadable`, with why.
+    /// Not a result document (renamed to `*.unreadable`), or one the store
+    /// refused (moved to the [`REJECTED`] folder): where it is, and why.
     SetAside { to: PathBuf, why: String },
 }
 
 /// Stores every pending document of `spool`, marks its job done (gives a
 /// boot-rounds job back, for one boot's run: `queue::kernel_jobs`), and
-/// removes it (a file that is no document is renamed `*.unreadable`, never
-/// retried); what happened to each. The first store error stops it (the
-/// rest wait for the next try).
+/// removes it (a file that is no document is renamed `*.unreadable`, one
+/// the store refuses while it answers is moved to the [`REJECTED`] folder
+/// and its job failed; neither is retried); what happened to each. The
+/// first error of a store that does not answer stops it (the rest wait
+/// for the next try).
 pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec<(PathBuf, Sent)>> {
     let mut sent = Vec::new();
     for file in pending(spool)? {
@@ -182,12 +185,21 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
                 continue;
             }
         };
-        let run_id = store.import(&doc, &text)?.id();
         let job = doc
             .run
             .meta
             .get(JOB_META)
             .and_then(|j| j.parse::<i64>().ok());
+        let run_id = match store.import(&doc, &text) {
+            Ok(inserted) => inserted.id(),
+            // The store answers, and refuses this document: it would refuse
+            // it at every try, and stop the rest (and every claim) behind it.
+            Err(e) if store.job(job.unwrap_or(0)).is_ok() => {
+                sent.push(reject(store, &file, job, w, &e)?);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         // One boot of a boot-rounds job is not the job's run: the job is
         // given back, and its step runs again when it is claimed.
         let step = doc.run.meta.get(super::kernel_jobs::STEP_META);
@@ -206,6 +218,38 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
         sent.push((file, Sent::Stored { run_id, job }));
     }
     Ok(sent)
+}
+
+/// The folder of `spool` that documents the store refused are moved to.
+pub const REJECTED: &str = "rejected";
+
+/// Sets `file`, which the store refused with `e`, aside in the spool's
+/// [`REJECTED`] folder, and fails its job (if it names one) saying where
+/// the run is.
+fn reject(
+    store: &mut Store,
+    file: &Path,
+    job: Option<i64>,
+    w: &WorkerId,
+    e: &Error,
+) -> Result<(PathBuf, Sent)> {
+    let dir = file.with_file_name(REJECTED);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("making the folder {}", dir.display()), e))?;
+    let to = dir.join(file.file_name().unwrap_or_default());
+    std::fs::rename(file, &to)
+        .map_err(|e| Error::io(format!("moving {} to {}", file.display(), dir.display()), e))?;
+    let why = format!(
+        "the store refused {} ({e}); it was moved to {} and is not sent again: fix it and \
+         `osbench import` it, or remove it",
+        file.display(),
+        to.display()
+    );
+    if let Some(id) = job {
+        let error = format!("its run could not be stored: {why}");
+        store.finish_job(id, w, &Finish::Failed { error })?;
+    }
+    Ok((file.to_path_buf(), Sent::SetAside { to, why }))
 }
 
 /// The lease a running job holds, renewed between cases (never inside a

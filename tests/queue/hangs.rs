@@ -8,8 +8,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common;
 use crate::common::pg::have_postgres;
-use crate::workers::Queue;
+use crate::workers::{QUICK, Queue};
 use osbench::store::JobState;
 
 /// D10: a `time` job (whose length no plan tells) is stopped at the host's
@@ -46,4 +47,62 @@ fn a_time_job_is_stopped_at_max_job_time() {
         e.contains("beyond this host's --max-job-time of 2 s"),
         "{e}"
     );
+}
+
+/// A document of a tiny run (`--no-store --json`), as JSON to edit.
+fn document(q: &Queue) -> serde_json::Value {
+    let path = q
+        .dir
+        .path()
+        .join(format!("doc-{}.json", std::process::id()));
+    let args = [
+        &["run", "syscall:null", "--no-store", "-q", "--json"][..],
+        &QUICK[1..],
+    ]
+    .concat();
+    let out = q
+        .cmd()
+        .args(&args[..5])
+        .arg(&path)
+        .args(&args[5..])
+        .output()
+        .unwrap();
+    common::ok(out);
+    let doc = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    doc
+}
+
+/// D1: a spool document the store refuses (a NUL in a text, as a `time`
+/// plan's `-n` once made) is moved to `rejected/`, named in a warning; the
+/// documents after it are sent, and the worker claims and runs its job.
+#[test]
+fn a_spool_document_the_store_refuses_is_set_aside_and_the_worker_goes_on() {
+    if !have_postgres("a_spool_document_the_store_refuses") {
+        return;
+    }
+    let q = Queue::start();
+    let spool = q.spool("a");
+    std::fs::create_dir_all(&spool).unwrap();
+    let good = document(&q);
+    let mut bad = good.clone();
+    bad["series"][0]["case"] = "a\u{0}b".into();
+    std::fs::write(spool.join("osbench-1.json"), bad.to_string()).unwrap();
+    std::fs::write(spool.join("osbench-2.json"), good.to_string()).unwrap();
+    let id = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
+    let mut w = q.worker("a", &["--once"]);
+    assert_eq!(w.exit().code(), Some(0), "{}", w.log());
+    let log = w.log();
+    assert!(
+        log.contains("refused") && log.contains("osbench-1.json") && log.contains("rejected"),
+        "{log}"
+    );
+    assert!(spool.join("rejected/osbench-1.json").exists(), "{log}");
+    assert!(!spool.join("osbench-1.json").exists());
+    assert!(
+        !spool.join("osbench-2.json").exists(),
+        "the good one is sent: {log}"
+    );
+    assert_eq!(q.job(id).state, JobState::Done, "{log}");
+    assert_eq!(q.store().list(&Default::default()).unwrap().len(), 2);
 }
