@@ -25,6 +25,10 @@ pub struct JobHook {
     pub stop: Interrupt,
     /// How a warning of the lease's renewal is said.
     pub warn: fn(&str),
+    /// Set by the run when every case it planned was measured and kept,
+    /// even if a stop signal came after the last (in its tear-down, say):
+    /// the job is then done, not queued to be measured again.
+    pub measured_all: bool,
 }
 
 /// The stop flag a run measures under: stop signals' (their handlers

@@ -431,6 +431,7 @@ impl<R: JobRunner> Worker<R> {
             limits: self.limits,
             stop,
             warn: self.say_warning,
+            measured_all: false,
         };
         if let Ok(mut s) = Store::open_existing(&self.location) {
             let _ = s.start_job(job.id, &self.id);
@@ -438,7 +439,8 @@ impl<R: JobRunner> Worker<R> {
         let clock = (self.limits.max_job_time).map(|most| JobClock::start(most, hook.stop.clone()));
         let run = self.runner.run(command, &mut hook);
         let over = clock.is_some_and(JobClock::stopped);
-        self.ending(run, hook.lease.taken, over)
+        let whole = hook.measured_all;
+        self.ending(run, hook.lease.taken, over, whole)
     }
 
     /// The command line of a job: `osbench run|time ARGS…`, its
@@ -477,8 +479,15 @@ impl<R: JobRunner> Worker<R> {
 
     /// How a job ends after its run (`taken`: why the job was taken away
     /// while it ran, if it was; `over`: whether it was stopped at
-    /// `--max-job-time`), or why it is not ended here.
-    fn ending(&self, run: JobRun, taken: Option<String>, over: bool) -> Result<Finish, NotEnded> {
+    /// `--max-job-time`; `whole`: whether every planned case was measured),
+    /// or why it is not ended here.
+    fn ending(
+        &self,
+        run: JobRun,
+        taken: Option<String>,
+        over: bool,
+        whole: bool,
+    ) -> Result<Finish, NotEnded> {
         let run_id = run.saved.as_ref().and_then(|s| s.run_id);
         let in_spool = run
             .saved
@@ -507,6 +516,14 @@ impl<R: JobRunner> Worker<R> {
             (Ok(_), Some(run_id)) => Finish::Done {
                 run_id,
                 note: run.gate,
+            },
+            // A stop signal after the last case: the stored run is whole,
+            // and the job must not be queued again to be measured twice.
+            (Err(_), Some(run_id)) if whole && self.interrupt.is_set() => Finish::Done {
+                run_id,
+                note: Some(
+                    "a stop signal came after its last case was measured; its run is stored".into(),
+                ),
             },
             (Err(e), _) if self.interrupt.is_set() => Finish::Released {
                 note: format!(

@@ -106,3 +106,32 @@ fn a_spool_document_the_store_refuses_is_set_aside_and_the_worker_goes_on() {
     assert_eq!(q.job(id).state, JobState::Done, "{log}");
     assert_eq!(q.store().list(&Default::default()).unwrap().len(), 2);
 }
+
+/// D8: SIGTERM after the last case (sent by the tear-down of the only
+/// of the last block: two configurations, two rounds) stores the run and ends
+/// the job done: it is not queued again to be measured twice.
+#[test]
+fn sigterm_after_the_last_case_ends_the_job_done_not_queued_again() {
+    if !have_postgres("sigterm_after_the_last_case") {
+        return;
+    }
+    let q = Queue::start();
+    let count = q.dir.path().join("teardowns");
+    let teardown = format!(
+        "echo x >> {0}; [ $(wc -l < {0}) -ne 4 ] || {{ kill -TERM $PPID; sleep 1; }}",
+        count.display()
+    );
+    let mut args = vec!["syscall:null", "--hosts", "a"];
+    args.extend(&QUICK);
+    let (ta, tb) = (format!("a={teardown}"), format!("b={teardown}"));
+    args.extend(["--config", "a=true", "--config", "b=true", "--rounds", "2"]);
+    args.extend(["--teardown", &ta, "--teardown", &tb]);
+    let id = q.submit(&args)[0];
+    let mut w = q.worker("a", &[]);
+    assert_eq!(w.exit().code(), Some(130), "{}", w.log());
+    let job = q.job(id);
+    assert_eq!(job.state, JobState::Done, "{}", w.log());
+    let runs = q.store().list(&Default::default()).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(job.run_id, Some(runs[0].id));
+}
