@@ -294,7 +294,7 @@ fn reboot(
         )));
     }
     if let Err(e) = method.reboot(req, &name) {
-        store.unmark_rebooting(job.id, w)?;
+        store.unmark_rebooting(job.id, w, job.kernel.as_deref())?;
         return Err(e);
     }
     Ok(Next::Rebooting)

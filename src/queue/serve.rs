@@ -185,15 +185,15 @@ impl<R: JobRunner> Worker<R> {
     }
 
     /// Waits for the host to go down after a reboot for a job; if it has
-    /// not within [`boot::REBOOT_TIMEOUT`], says so and goes on (the check
+    /// not within [`boot::reboot_timeout`], says so and goes on (the check
     /// after the "boot" then fails the job).
     fn await_shutdown(&self) {
-        self.sleep(boot::REBOOT_TIMEOUT);
+        self.sleep(boot::reboot_timeout());
         if !self.interrupt.is_set() {
             say!(
                 self,
                 "osbench: warning: the host did not go down within {:?} of the reboot; going on",
-                boot::REBOOT_TIMEOUT
+                boot::reboot_timeout()
             );
         }
     }
@@ -212,7 +212,15 @@ impl<R: JobRunner> Worker<R> {
                 say!(self, "osbench: job {}: rebooting into its kernel", job.id);
                 Ok(None)
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => {
+                // A boot that failed puts the job back to `running`; when a
+                // stop signal ended it, that connection is given up, so a
+                // fresh one does (a job left `rebooting` waits for its
+                // deadline).
+                let _ = Store::open_existing(&self.location)
+                    .and_then(|mut s| s.unmark_rebooting(job.id, &self.id, job.kernel.as_deref()));
+                Err(e.to_string())
+            }
         }
     }
 
@@ -361,6 +369,17 @@ impl<R: JobRunner> Worker<R> {
         let extra = match self.kernel_first(job) {
             Ok(Some(extra)) => extra,
             Ok(None) => return Err(NotEnded::Rebooting),
+            // A stop signal ended its boot (a reboot command that hung, say):
+            // not the job's fault.
+            Err(error) if self.interrupt.is_set() => {
+                return Ok(Finish::Released {
+                    note: format!(
+                        "worker {} stopped before the job's kernel was booted ({error}); the \
+                         job is queued again",
+                        self.id.name
+                    ),
+                });
+            }
             Err(error) => return Ok(Finish::Failed { error }),
         };
         let end = self.measure(job, &extra);

@@ -636,3 +636,45 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
         "{html}"
     );
 }
+
+/// D4: a reboot command that hangs is ended by SIGTERM (the worker exits
+/// 130 at once, the job queued again, not left `rebooting`), and by its
+/// timeout (`$OSBENCH_REBOOT_TIMEOUT`; the job failed, saying so).
+#[test]
+fn a_hanging_reboot_command_ends_at_a_stop_signal_or_its_timeout() {
+    if !have_postgres("a_hanging_reboot_command") {
+        return;
+    }
+    let h = Host::start();
+    let plan = format!("{PLAN}[kernel]\nrelease = \"6.99.0-test\"\n");
+    let id = h.submit(&plan, &[]);
+    let mut w = Running::start(&h, &["--reboot-command", "sleep 600"]);
+    wait_until("the job rebooting", || {
+        (h.job(id).state == JobState::Rebooting).then_some(())
+    });
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGTERM) };
+    let started = Instant::now();
+    let status = wait_until("the worker to exit", || w.child.try_wait().unwrap());
+    assert!(started.elapsed() < Duration::from_secs(10), "{}", w.log());
+    assert_eq!(status.code(), Some(130), "{}", w.log());
+    let job = h.job(id);
+    assert_eq!(job.state, JobState::Queued, "{}", w.log());
+    assert!(!w.log().contains("no longer this worker's"), "{}", w.log());
+    drop(w);
+    let err = h
+        .cmd()
+        .env("OSBENCH_REBOOT_TIMEOUT", "1")
+        .args([
+            "worker", "--name", "a", "--once", "--poll", "0.2", "--spool",
+        ])
+        .arg(h.dir.path().join("spool"))
+        .args(["--reboot-command", "sleep 600"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&err.stderr);
+    let job = h.job(id);
+    assert_eq!(job.state, JobState::Failed, "{log}");
+    let e = job.error.unwrap();
+    assert!(e.contains("timeout") && e.contains("did not reboot"), "{e}");
+}
