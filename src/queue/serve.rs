@@ -400,6 +400,9 @@ impl<R: JobRunner> Worker<R> {
         if let Some(why) = refuse_version(&job.osbench_version, &self.id) {
             return Some(why);
         }
+        if let Some(why) = &job.meta_unreadable {
+            return Some(format!("the job cannot be run: {why}; submit it again"));
+        }
         None
     }
 

@@ -52,6 +52,9 @@ pub fn jobs(jobs: &[JobRow], width: Option<usize>) -> String {
         if let Some(e) = &j.error {
             errors.push_str(&format!("job {}: {e}\n", j.id));
         }
+        if let Some(e) = &j.meta_unreadable {
+            errors.push_str(&format!("job {}: unreadable: {e}\n", j.id));
+        }
         if let (JobState::Rebooting, Some(into), Some(deadline)) =
             (j.state, &j.boot_into, &j.boot_deadline)
         {

@@ -135,3 +135,33 @@ fn sigterm_after_the_last_case_ends_the_job_done_not_queued_again() {
     assert_eq!(runs.len(), 1);
     assert_eq!(job.run_id, Some(runs[0].id));
 }
+
+/// A job row whose meta is no JSON map (written by other means than
+/// `submit`) does not make `jobs` fail for everyone: it is listed, said to
+/// be unreadable, and a worker fails it.
+#[test]
+fn a_job_with_unreadable_meta_is_listed_as_such_and_failed() {
+    if !have_postgres("a_job_with_unreadable_meta") {
+        return;
+    }
+    let q = Queue::start();
+    let ok = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
+    let bad = q.submit(&[&["syscall:null", "--hosts", "a"][..], &QUICK].concat())[0];
+    q.pg.sql(&format!("UPDATE jobs SET meta = '[1, 2]' WHERE id = {bad}"));
+    let (table, _) = common::ok(q.cmd().arg("jobs").output().unwrap());
+    assert!(table.contains(&format!("job {bad}: unreadable")), "{table}");
+    common::ok(q.cmd().args(["jobs", "--json"]).output().unwrap());
+    for _ in 0..2 {
+        common::ok(
+            q.cmd()
+                .args(["worker", "--name", "a", "--once", "--spool"])
+                .arg(q.spool("a"))
+                .output()
+                .unwrap(),
+        );
+    }
+    assert_eq!(q.job(ok).state, JobState::Done);
+    let job = q.job(bad);
+    assert_eq!(job.state, JobState::Failed);
+    assert!(job.error.unwrap().contains("meta is not a JSON map"));
+}
