@@ -131,6 +131,9 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let spool = std::fs::create_dir_all(&spool)
         .and_then(|()| std::fs::canonicalize(&spool))
         .with_context(|| format!("cannot use the spool directory {}", spool.display()))?;
+    if let Some(warning) = queue_worker::check_spool(&spool)? {
+        super::warn(&warning);
+    }
     let w = Worker {
         id: queue_worker::identity(&args.name, &args.tags),
         spool,
@@ -154,6 +157,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         runner: CliRunner,
         say,
         say_warning: super::warn,
+        stranded: Default::default(),
     };
     w.register()?;
     let run = w

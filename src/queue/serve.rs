@@ -11,7 +11,8 @@
 //! `time`), registering the worker's name, and the words of its messages'
 //! destination ([`Worker::say`]).
 
-use std::path::PathBuf;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -21,7 +22,9 @@ use crate::store::{Finish, JobRow, Location, Store, WorkerId};
 use super::boot::{self, BootSettings};
 use super::hook::{JobClock, JobHook, JobRun};
 use super::kernel_jobs::{self, After, Next};
-use super::worker::{JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_pending};
+use super::worker::{
+    JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_files, send_pending,
+};
 use super::{JobCommand, JobPlan};
 
 /// Says a line of the worker's through its `say`.
@@ -46,8 +49,10 @@ pub trait JobRunner {
 enum NotEnded {
     /// The host is rebooting for it.
     Rebooting,
-    /// Its run waits in the spool, and is ended when it is sent.
-    Spooled,
+    /// Its run waits in this file (in the spool, or where the run could
+    /// write it when the spool could not be written), and the job is ended
+    /// when it is sent.
+    Spooled(PathBuf),
     /// It was taken away while it ran (cancelled, or claimed by another
     /// worker): why, and the run that kept what was measured, if any.
     TakenAway { why: String, run_id: Option<i64> },
@@ -72,6 +77,9 @@ pub struct Worker<R: JobRunner> {
     pub say: fn(&str),
     /// How a warning (the lease's renewal) is said.
     pub say_warning: fn(&str),
+    /// Runs that could not be stored nor written to the spool, kept
+    /// elsewhere (the temporary directory): sent with the spool's.
+    pub stranded: RefCell<Vec<PathBuf>>,
 }
 
 impl<R: JobRunner> Worker<R> {
@@ -148,7 +156,13 @@ impl<R: JobRunner> Worker<R> {
     /// Sends what the spool holds, renews the name, claims the next job.
     fn next(&self) -> Result<Option<JobRow>> {
         let mut store = Store::open_existing(&self.location)?;
-        for (file, sent) in send_pending(&mut store, &self.spool, &self.id)? {
+        let stranded = self.stranded.borrow().clone();
+        let sent = send_files(&mut store, stranded, &self.id);
+        // What was sent (or set aside) is gone from where it was.
+        self.stranded.borrow_mut().retain(|f| f.exists());
+        let mut sent = sent?;
+        sent.extend(send_pending(&mut store, &self.spool, &self.id)?);
+        for (file, sent) in sent {
             match sent {
                 Sent::Stored { run_id, job } => say!(
                     self,
@@ -282,7 +296,7 @@ impl<R: JobRunner> Worker<R> {
         let end = match self.outcome(&job) {
             Ok(end) => end,
             Err(NotEnded::Rebooting) => return true,
-            Err(NotEnded::Spooled) => return false,
+            Err(NotEnded::Spooled(_)) => return false,
             Err(NotEnded::TakenAway { why, run_id }) => {
                 self.taken_away(&job, &why, run_id);
                 return false;
@@ -383,16 +397,41 @@ impl<R: JobRunner> Worker<R> {
             Err(error) => return Ok(Finish::Failed { error }),
         };
         let end = self.measure(job, &extra);
-        if let Err(NotEnded::Spooled) = end {
+        if let Err(NotEnded::Spooled(file)) = &end {
+            self.spooled(job, file);
+        }
+        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
+    }
+
+    /// Says where the run of `job`, which could not be stored, waits: in
+    /// the spool, or (the spool could not be written) in `file` elsewhere,
+    /// which this worker remembers and sends with the spool's.
+    fn spooled(&self, job: &JobRow, file: &Path) {
+        let in_spool = file
+            .canonicalize()
+            .is_ok_and(|f| f.parent() == Some(self.spool.as_path()));
+        if in_spool {
             say!(
                 self,
                 "osbench: job {}: its run could not be stored; it waits in {} and is sent, and \
                  the job marked done, when the store is back",
                 job.id,
-                self.spool.display()
+                file.display()
             );
+            return;
         }
-        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        say!(
+            self,
+            "osbench: warning: job {}: its run could not be stored, nor written to the spool {} \
+             (full, read-only or gone?); it is in {}, which this worker sends, and then marks \
+             the job done, when the store is back, unless it is stopped first: then `osbench \
+             import` that file and mark the job by hand. Free or fix the spool.",
+            job.id,
+            self.spool.display(),
+            file.display()
+        );
+        self.stranded.borrow_mut().push(file);
     }
 
     /// Why this worker will not run `job`, if it will not.
@@ -511,12 +550,13 @@ impl<R: JobRunner> Worker<R> {
         whole: bool,
     ) -> Result<Finish, NotEnded> {
         let run_id = run.saved.as_ref().and_then(|s| s.run_id);
-        let in_spool = run
+        let kept = run
             .saved
             .as_ref()
-            .is_some_and(|s| s.run_id.is_none() && !s.documents.is_empty());
-        if in_spool {
-            return Err(NotEnded::Spooled);
+            .filter(|s| s.run_id.is_none())
+            .and_then(|s| s.documents.first());
+        if let Some(file) = kept {
+            return Err(NotEnded::Spooled(file.clone()));
         }
         if let Some(why) = taken {
             return Err(NotEnded::TakenAway { why, run_id });

@@ -128,6 +128,46 @@ pub fn spool_dir(given: Option<&Path>, name: &str) -> Result<PathBuf> {
     Ok(base.join("osbench").join(format!("worker-{name}")))
 }
 
+/// The least room a spool should have: a few runs' documents.
+pub const SPOOL_ROOM: u64 = 64 << 20;
+
+/// Refuses a spool directory this worker cannot write (a run kept there
+/// would land elsewhere, never sent); a warning when it has less than
+/// [`SPOOL_ROOM`] free.
+pub fn check_spool(spool: &Path) -> Result<Option<String>> {
+    let probe = spool.join(format!(".osbench-probe-{}", std::process::id()));
+    if let Err(e) = std::fs::write(&probe, b"probe") {
+        let _ = std::fs::remove_file(&probe);
+        return Err(Error::Usage(format!(
+            "the spool directory {} cannot be written ({e}): runs that cannot be stored wait \
+             there; make it writable for this worker, or give another with --spool",
+            spool.display()
+        )));
+    }
+    let _ = std::fs::remove_file(&probe);
+    Ok(free_bytes(spool)
+        .filter(|free| *free < SPOOL_ROOM)
+        .map(|free| {
+            format!(
+                "the spool directory {} has {} MiB free: a run that cannot be stored may not fit \
+             there; free some space, or give another with --spool",
+                spool.display(),
+                free >> 20
+            )
+        }))
+}
+
+/// The bytes free for this user on the filesystem of `dir`, if it says.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data filled in by the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    let ok = unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0;
+    ok.then(|| st.f_bavail * st.f_frsize.max(1))
+}
+
 /// The documents waiting in `spool` (runs that could not be stored:
 /// `osbench-*.json`, as a run writes them when its store fails), oldest first.
 pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
@@ -167,8 +207,18 @@ pub enum Sent {
 /// first error of a store that does not answer stops it (the rest wait
 /// for the next try).
 pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec<(PathBuf, Sent)>> {
+    send_files(store, pending(spool)?, w)
+}
+
+/// [`send_pending`] of `files`, wherever they are (runs that could not be
+/// written to the spool wait elsewhere).
+pub fn send_files(
+    store: &mut Store,
+    files: Vec<PathBuf>,
+    w: &WorkerId,
+) -> Result<Vec<(PathBuf, Sent)>> {
     let mut sent = Vec::new();
-    for file in pending(spool)? {
+    for file in files {
         let (text, doc) = match crate::store::read_document_text(&file) {
             Ok(read) => read,
             Err(e) => {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use crate::common::pg::have_postgres;
-use crate::workers::{QUICK, Queue};
+use crate::workers::{QUICK, Queue, WorkerProc};
 use osbench::store::JobState;
 
 /// D10: a `time` job (whose length no plan tells) is stopped at the host's
@@ -164,4 +164,85 @@ fn a_job_with_unreadable_meta_is_listed_as_such_and_failed() {
     let job = q.job(bad);
     assert_eq!(job.state, JobState::Failed);
     assert!(job.error.unwrap().contains("meta is not a JSON map"));
+}
+
+/// D2: a spool the worker cannot write is refused at start; one that goes
+/// away mid-job (as a full or read-only one would: the run cannot be kept
+/// there) leaves the run in `$TMPDIR`, said as such, and the worker still
+/// sends it, and marks the job done, when the store is back.
+#[test]
+fn a_spool_that_cannot_be_written_is_refused_or_its_run_still_sent() {
+    if !have_postgres("a_spool_that_cannot_be_written") {
+        return;
+    }
+    let q = Queue::start();
+    // /proc/self/fdinfo exists and takes no file, even from root.
+    let out = q
+        .cmd()
+        .args([
+            "worker",
+            "--name",
+            "a",
+            "--once",
+            "--spool",
+            "/proc/self/fdinfo",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot be written"), "{err}");
+
+    let tmp = q.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let id = q.submit(&[
+        "syscall:null",
+        "--hosts",
+        "a",
+        "--",
+        "--samples",
+        "150",
+        "--sample-time",
+        "20",
+        "--warmup",
+        "0",
+    ])[0];
+    let spool = q.spool("a");
+    let log = q.dir.path().join("worker-d2.log");
+    let child = q
+        .cmd()
+        .env("TMPDIR", &tmp)
+        .args([
+            "worker", "--name", "a", "--poll", "0.2", "--lease", "30", "--spool",
+        ])
+        .arg(&spool)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Killed and reaped when dropped, whatever happens.
+    let w = WorkerProc { child, log };
+    let read = || w.log();
+    q.wait_for(id, JobState::Running);
+    q.pg.halt();
+    std::fs::remove_dir_all(&spool).unwrap();
+    let said = common::wait_until("the run kept elsewhere", || {
+        read().contains("nor written to the spool").then(read)
+    });
+    assert!(said.contains(&tmp.display().to_string()), "{said}");
+    std::fs::create_dir_all(&spool).unwrap();
+    q.pg.resume();
+    let done = q.wait_for(id, JobState::Done);
+    assert!(done.run_id.is_some());
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.iter()
+            .all(|p| p.extension().is_none_or(|e| e != "json")),
+        "{left:?}: {}",
+        read()
+    );
 }
