@@ -402,7 +402,15 @@ fn store_merged(store: &mut Store, job: &JobRow, rounds: &BootRounds, p: &Progre
     Ok(store.import(&doc, &text)?.id())
 }
 
-/// After `job` is done: boot back into the host's default kernel when it
+/// The kernel the host ran before the boot made for `job` (its record's
+/// `from`), when one was made: the job's run, if any, was on a kernel booted
+/// for it.
+pub fn booted_from(job: &JobRow) -> Option<String> {
+    let kj = KernelJob::from_json(job.kernel.as_deref()?).ok()?;
+    kj.progress.boot.map(|b| b.from.release)
+}
+
+/// After `job` ended: boot back into the host's default kernel when it
 /// asks to; whether the host is going down.
 pub fn boot_back(job: &JobRow, settings: &BootSettings) -> Result<bool> {
     let kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
-use crate::store::{Finish, JobRow, Location, Store, WorkerId};
+use crate::store::{Finish, JobRow, JobState, Location, Store, WorkerId};
 
 use super::boot::{self, BootSettings};
 use super::hook::{JobClock, JobHook, JobRun};
@@ -26,6 +26,9 @@ use super::worker::{
     JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_files, send_pending,
 };
 use super::{JobCommand, JobPlan};
+
+/// The spool's file naming the job the host reboots for ([`Worker::boot_marker`]).
+const BOOT_MARKER: &str = "rebooting-for.json";
 
 /// Says a line of the worker's through its `say`.
 macro_rules! say {
@@ -119,6 +122,15 @@ impl<R: JobRunner> Worker<R> {
         );
         let mut warned = false;
         while !self.interrupt.is_set() {
+            // Back after a boot for a job cancelled meanwhile (a store away
+            // is said by `next`).
+            if self.boot_left_over().unwrap_or(false) {
+                if once {
+                    break;
+                }
+                self.await_shutdown();
+                continue;
+            }
             match self.next() {
                 Ok(Some(job)) => {
                     warned = false;
@@ -223,6 +235,7 @@ impl<R: JobRunner> Worker<R> {
         match next {
             Ok(Next::Run(extra)) => Ok(Some(extra)),
             Ok(Next::Rebooting) => {
+                self.remember_boot(job);
                 say!(self, "osbench: job {}: rebooting into its kernel", job.id);
                 Ok(None)
             }
@@ -263,6 +276,67 @@ impl<R: JobRunner> Worker<R> {
         }
     }
 
+    /// The file of the spool naming the job the host is rebooting for, and
+    /// the kernel it ran before: read when the worker is back, to boot back
+    /// after a job cancelled while its host rebooted.
+    fn boot_marker(&self) -> PathBuf {
+        self.spool.join(BOOT_MARKER)
+    }
+
+    /// Notes that the host reboots for `job` ([`Self::boot_marker`]).
+    fn remember_boot(&self, job: &JobRow) {
+        let from = boot::Running::read().map_or(String::new(), |r| r.release);
+        let text = serde_json::json!({ "job": job.id, "from": from }).to_string();
+        if let Err(e) = std::fs::write(self.boot_marker(), text) {
+            say!(
+                self,
+                "osbench: warning: cannot note the boot for job {} in the spool ({e}); if the job \
+                 is cancelled while the host reboots, the host stays on its kernel",
+                job.id
+            );
+        }
+    }
+
+    /// Forgets the boot noted by [`Self::remember_boot`].
+    fn forget_boot(&self) {
+        let _ = std::fs::remove_file(self.boot_marker());
+    }
+
+    /// Back after a boot made for a job that is no longer this worker's to
+    /// run (cancelled while the host rebooted): boots back when it asks to,
+    /// else warns that the host runs another kernel than before; whether
+    /// the host is going down.
+    fn boot_left_over(&self) -> Result<bool> {
+        let Ok(text) = std::fs::read_to_string(self.boot_marker()) else {
+            return Ok(false);
+        };
+        let store = Store::open_existing(&self.location)?;
+        let noted: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let from = noted["from"].as_str().unwrap_or("?").to_string();
+        let job = match noted["job"].as_i64() {
+            Some(id) => store.job(id)?,
+            None => None,
+        };
+        let over = [JobState::Done, JobState::Failed, JobState::Cancelled];
+        let waiting = job.as_ref().is_some_and(|j| !over.contains(&j.state));
+        if waiting {
+            return Ok(false);
+        }
+        let Some(job) = job else {
+            self.forget_boot();
+            return Ok(false);
+        };
+        say!(
+            self,
+            "osbench: warning: job {} is {} and the host runs the kernel booted for it (it ran {from} \
+             before)",
+            job.id,
+            job.state
+        );
+        self.forget_boot();
+        Ok(self.boot_back(&job))
+    }
+
     /// After kernel job `job` is done: boots back when it asks to; whether
     /// the host is going down.
     fn boot_back(&self, job: &JobRow) -> bool {
@@ -296,10 +370,10 @@ impl<R: JobRunner> Worker<R> {
         let end = match self.outcome(&job) {
             Ok(end) => end,
             Err(NotEnded::Rebooting) => return true,
-            Err(NotEnded::Spooled(_)) => return false,
+            Err(NotEnded::Spooled(_)) => return self.after_boot(&job, false),
             Err(NotEnded::TakenAway { why, run_id }) => {
                 self.taken_away(&job, &why, run_id);
-                return false;
+                return self.after_boot(&job, false);
             }
         };
         let said = match &end {
@@ -313,10 +387,7 @@ impl<R: JobRunner> Worker<R> {
         let ended = Store::open_existing(&self.location)
             .and_then(|mut s| s.finish_job(job.id, &self.id, &end));
         match ended {
-            Ok(true) => {
-                say!(self, "osbench: job {}: {said}", job.id);
-                return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
-            }
+            Ok(true) => say!(self, "osbench: job {}: {said}", job.id),
             Ok(false) => {
                 let stored = match &end {
                     Finish::Done { run_id, .. } => {
@@ -339,7 +410,33 @@ impl<R: JobRunner> Worker<R> {
                 job.id
             ),
         }
-        false
+        self.after_boot(&job, matches!(end, Finish::Done { .. }))
+    }
+
+    /// After kernel job `job` ended (`done`: with its run): boots back when
+    /// it asks to and it is done, or a boot was made for it, whatever ended
+    /// it (a failed set-up, a cancel): the next jobs must not run on its
+    /// kernel. Not while the worker stops: then it says so. Whether the
+    /// host is going down.
+    fn after_boot(&self, job: &JobRow, done: bool) -> bool {
+        let booted = kernel_jobs::booted_from(job);
+        self.forget_boot();
+        if job.kernel.is_none() || !(done || booted.is_some()) {
+            return false;
+        }
+        if self.interrupt.is_set() {
+            say!(
+                self,
+                "osbench: warning: job {}: the host stays on the kernel booted for it, as the \
+                 worker stops{}",
+                job.id,
+                booted.map_or(String::new(), |from| format!(
+                    "; its own kernel was {from}: boot back into it by hand"
+                ))
+            );
+            return false;
+        }
+        self.boot_back(job)
     }
 
     /// After `job` was taken away mid-run: says so, and notes the run that

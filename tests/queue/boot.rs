@@ -678,3 +678,55 @@ fn a_hanging_reboot_command_ends_at_a_stop_signal_or_its_timeout() {
     let e = job.error.unwrap();
     assert!(e.contains("timeout") && e.contains("did not reboot"), "{e}");
 }
+
+/// D7: a kernel job that fails after its boot (its set-up fails), and one
+/// cancelled while its host reboots, still boot the host back into its
+/// kernel: the next jobs do not run on the test kernel.
+#[test]
+fn a_kernel_job_failed_or_cancelled_after_its_boot_still_boots_back() {
+    if !have_postgres("a_kernel_job_failed_or_cancelled") {
+        return;
+    }
+    let h = Host::start();
+    let reboot = h.reboot_command(false);
+    let back = format!(
+        "echo \"job $OSBENCH_BOOT_JOB back\" >> {}",
+        h.marker().display()
+    );
+    let args = ["--reboot-command", &reboot, "--boot-back-command", &back];
+    let kernel = "[kernel]\nrelease = \"6.18.0-test\"\nboot_back = true\n";
+    let failing = format!(
+        "{PLAN}[[config]]\nname = \"a\"\nsetup = \"exit 3\"\n[[config]]\nname = \"b\"\n{kernel}"
+    );
+    let id = h.submit(&failing, &[]);
+    h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    let err = h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Failed, "{err}");
+    assert_eq!(
+        h.boots().last().unwrap(),
+        &format!("job {id} back"),
+        "{err}"
+    );
+    h.boot_into(BASE, "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1");
+
+    let id = h.submit(&format!("{PLAN}{kernel}"), &[]);
+    h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    common::ok(
+        h.cmd()
+            .args(["jobs", "--cancel", &id.to_string()])
+            .output()
+            .unwrap(),
+    );
+    let err = h.worker_once(&args);
+    assert!(
+        err.contains("the host runs the kernel booted for it"),
+        "{err}"
+    );
+    assert_eq!(
+        h.boots().last().unwrap(),
+        &format!("job {id} back"),
+        "{err}"
+    );
+}
