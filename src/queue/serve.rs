@@ -230,12 +230,14 @@ impl<R: JobRunner> Worker<R> {
         if job.kernel.is_none() {
             return Ok(Some(Vec::new()));
         }
+        // What runs before the boot (the reboot command may change it at once).
+        let running = boot::Running::read().map_or(String::new(), |r| r.release);
         let next = Store::open_existing(&self.location)
             .and_then(|mut s| kernel_jobs::before_run(&mut s, job, &self.id, &self.boot));
         match next {
             Ok(Next::Run(extra)) => Ok(Some(extra)),
             Ok(Next::Rebooting) => {
-                self.remember_boot(job);
+                self.remember_boot(job, running);
                 say!(self, "osbench: job {}: rebooting into its kernel", job.id);
                 Ok(None)
             }
@@ -283,9 +285,11 @@ impl<R: JobRunner> Worker<R> {
         self.spool.join(BOOT_MARKER)
     }
 
-    /// Notes that the host reboots for `job` ([`Self::boot_marker`]).
-    fn remember_boot(&self, job: &JobRow) {
-        let from = boot::Running::read().map_or(String::new(), |r| r.release);
+    /// Notes that the host, which ran release `running`, reboots for `job`
+    /// ([`Self::boot_marker`]).
+    fn remember_boot(&self, job: &JobRow, running: String) {
+        // The host's own kernel is the one before the first of several boots.
+        let from = self.noted_boot().map_or(running, |(_, from)| from);
         let text = serde_json::json!({ "job": job.id, "from": from }).to_string();
         if let Err(e) = std::fs::write(self.boot_marker(), text) {
             say!(
@@ -295,6 +299,39 @@ impl<R: JobRunner> Worker<R> {
                 job.id
             );
         }
+    }
+
+    /// The boot noted by [`Self::remember_boot`]: the job, and the kernel
+    /// (release) the host ran before.
+    fn noted_boot(&self) -> Option<(i64, String)> {
+        let text = std::fs::read_to_string(self.boot_marker()).ok()?;
+        let noted: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some((noted["job"].as_i64()?, noted["from"].as_str()?.to_string()))
+    }
+
+    /// Whether the host runs release `from` (its own kernel) again.
+    fn on_own_kernel(&self, from: &str) -> bool {
+        boot::Running::read().is_ok_and(|r| r.release == from)
+    }
+
+    /// Warns that `job`, which asks for no kernel, runs on one booted for
+    /// another job (that did not ask to boot back), not the host's own.
+    fn warn_of_kernel(&self, job: &JobRow) {
+        let Some((booted_for, from)) = self.noted_boot().filter(|_| job.kernel.is_none()) else {
+            return;
+        };
+        if self.on_own_kernel(&from) {
+            self.forget_boot();
+            return;
+        }
+        let now = boot::Running::read().map_or_else(|_| "?".to_string(), |r| r.release);
+        say!(
+            self,
+            "osbench: warning: job {}: the host runs {now}, the kernel booted for job {booted_for}, \
+             not its own {from}; boot it back (or give kernel jobs boot_back = true) to measure \
+             on its own kernel",
+            job.id
+        );
     }
 
     /// Forgets the boot noted by [`Self::remember_boot`].
@@ -307,25 +344,22 @@ impl<R: JobRunner> Worker<R> {
     /// else warns that the host runs another kernel than before; whether
     /// the host is going down.
     fn boot_left_over(&self) -> Result<bool> {
-        let Ok(text) = std::fs::read_to_string(self.boot_marker()) else {
+        let Some((id, from)) = self.noted_boot() else {
             return Ok(false);
         };
-        let store = Store::open_existing(&self.location)?;
-        let noted: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        let from = noted["from"].as_str().unwrap_or("?").to_string();
-        let job = match noted["job"].as_i64() {
-            Some(id) => store.job(id)?,
-            None => None,
-        };
-        let over = [JobState::Done, JobState::Failed, JobState::Cancelled];
-        let waiting = job.as_ref().is_some_and(|j| !over.contains(&j.state));
-        if waiting {
+        if self.on_own_kernel(&from) {
+            self.forget_boot();
             return Ok(false);
         }
-        let Some(job) = job else {
+        let store = Store::open_existing(&self.location)?;
+        let Some(job) = store.job(id)? else {
             self.forget_boot();
             return Ok(false);
         };
+        let over = [JobState::Done, JobState::Failed, JobState::Cancelled];
+        if !over.contains(&job.state) || !kernel_jobs::wants_boot_back(&job).unwrap_or(false) {
+            return Ok(false);
+        }
         say!(
             self,
             "osbench: warning: job {} is {} and the host runs the kernel booted for it (it ran {from} \
@@ -367,6 +401,7 @@ impl<R: JobRunner> Worker<R> {
             job.attempts,
             job.max_attempts
         );
+        self.warn_of_kernel(&job);
         let end = match self.outcome(&job) {
             Ok(end) => end,
             Err(NotEnded::Rebooting) => return true,
@@ -420,9 +455,13 @@ impl<R: JobRunner> Worker<R> {
     /// host is going down.
     fn after_boot(&self, job: &JobRow, done: bool) -> bool {
         let booted = kernel_jobs::booted_from(job);
-        self.forget_boot();
         if job.kernel.is_none() || !(done || booted.is_some()) {
             return false;
+        }
+        // Without boot_back the host stays on the job's kernel, by its
+        // choice: the note stays, and the next jobs are warned of it.
+        if kernel_jobs::wants_boot_back(job).unwrap_or(false) {
+            self.forget_boot();
         }
         if self.interrupt.is_set() {
             say!(

@@ -681,7 +681,9 @@ fn a_hanging_reboot_command_ends_at_a_stop_signal_or_its_timeout() {
 
 /// D7: a kernel job that fails after its boot (its set-up fails), and one
 /// cancelled while its host reboots, still boot the host back into its
-/// kernel: the next jobs do not run on the test kernel.
+/// kernel: the next jobs do not run on the test kernel; a job that finds
+/// the host on a kernel booted for another (which did not ask to boot
+/// back) is warned of it.
 #[test]
 fn a_kernel_job_failed_or_cancelled_after_its_boot_still_boots_back() {
     if !have_postgres("a_kernel_job_failed_or_cancelled") {
@@ -727,6 +729,23 @@ fn a_kernel_job_failed_or_cancelled_after_its_boot_still_boots_back() {
     assert_eq!(
         h.boots().last().unwrap(),
         &format!("job {id} back"),
+        "{err}"
+    );
+    h.boot_into(BASE, "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1");
+
+    // A kernel job that does not ask to boot back leaves the host on its
+    // kernel: the next job is warned of it.
+    let stay = h.submit(&format!("{PLAN}[kernel]\nrelease = \"6.18.0-test\"\n"), &[]);
+    h.worker_once(&args);
+    h.worker_once(&args);
+    assert_eq!(h.job(stay).state, JobState::Done);
+    let plain = h.submit(PLAN, &[]);
+    let err = h.worker_once(&args);
+    assert_eq!(h.job(plain).state, JobState::Done, "{err}");
+    assert!(
+        err.contains(&format!(
+            "the kernel booted for job {stay}, not its own {BASE}"
+        )),
         "{err}"
     );
 }
