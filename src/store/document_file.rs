@@ -285,7 +285,7 @@ pub fn read_document_text(path: &Path) -> Result<(String, Document)> {
 }
 
 /// The text `input` (`origin`, named in errors) holds, refused beyond
-/// [`MAX_DOCUMENT_BYTES`] as soon as it is read that far.
+/// `MAX_DOCUMENT_BYTES` (256 MiB) as soon as it is read that far.
 pub fn read_capped(input: impl std::io::Read, origin: &str) -> Result<String> {
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut input.take(MAX_DOCUMENT_BYTES + 1), &mut bytes)

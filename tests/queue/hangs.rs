@@ -1,10 +1,12 @@
 //! Issue 44's hangs and lost data of the worker, each made to happen
 //! against a throwaway PostgreSQL cluster (the `workers` module's `Queue`):
 //! a `time` job beyond `--max-job-time` (D10), a spool document the store
-//! refuses (D1), a spool that cannot be written (D2), a hanging reboot
-//! command (D4), SIGTERM just after the last case (D8), a job with
-//! unreadable meta in `jobs`. Without PostgreSQL these tests say so and
-//! pass, unless `OSBENCH_REQUIRE_PG=1`. Nothing is timed.
+//! refuses (D1), SIGTERM just after the last case (D8), a job row with
+//! unreadable meta in `jobs`, and a spool that cannot be written (D2: one
+//! refused at start, one removed mid-job). The hanging reboot command (D4)
+//! and the host left on a test kernel (D7) are in `boot`. Without
+//! PostgreSQL these tests say so and pass, unless `OSBENCH_REQUIRE_PG=1`.
+//! Nothing is timed.
 
 use std::time::{Duration, Instant};
 
