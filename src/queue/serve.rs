@@ -697,7 +697,10 @@ impl<R: JobRunner> Worker<R> {
         if let Some(why) = taken {
             return Err(NotEnded::TakenAway { why, run_id });
         }
-        if let (true, Some(most)) = (over && !self.interrupt.is_set(), self.limits.max_job_time) {
+        if let (true, Some(most)) = (
+            over && run.result.is_err() && !self.interrupt.is_set(),
+            self.limits.max_job_time,
+        ) {
             return Ok(Finish::Failed {
                 error: format!(
                     "the job ran beyond this host's --max-job-time of {:.0} s and was stopped{}: \
