@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fault injection: runs osbench (the release binary, or $OSBENCH) through the
-# faults of issues 18 and 31 (stores, guests, the agent, fleets) and the ones
+# faults of issues 18, 31 and 44 (stores, guests, the agent, fleets; hanging
+# builds, reboot commands and agents, the worker's spool) and the ones
 # that already passed — PostgreSQL servers that never answer or are stopped,
 # passwords with `/` and `?`, self-signed roots, foreign stores, guests
 # writing endless lines or bad series, absurd agent policies, a fleet host
@@ -33,6 +34,12 @@ row() { # fault, expected, observed, ok (0/1)
 # Starts osbench in a session of its own; its pid (= session id) in $pid.
 start() { setsid "$B" "$@" >"$S/out" 2>"$S/err" & pid=$!; sessions+=("$pid"); }
 finish() { wait "$pid"; rc=$?; }
+# `finish`, but at most $1 seconds: then the session is SIGKILLed (rc 137).
+finish_within() {
+    local i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt $(($1 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL -- -"$pid" 2>/dev/null; finish
+}
 # Processes of session $1 that still run (zombies whose parent died are
 # about to be reaped by init).
 left() { ps -o stat= -s "$1" 2>/dev/null | grep -vc '^Z'; }
@@ -221,9 +228,10 @@ row "PostgreSQL listener that never answers: history" "exit 2 at the 10 s handsh
 mkdir -p "$S/silent" && cd "$S/silent" || exit 2
 startv run syscall:case=null "${QUICK[@]}" -q --store "$SILENT?connect_timeout=120"
 sleep 1.5; ms; t0=$now; kill -INT "$pid"; finish; ms; t=$((now - t0))
-row "Ctrl-C while run waits for that listener" "exit 130 at once, nothing measured or left" \
-    "exit $rc in ${t} ms, $(ls | wc -l) files" \
-    "$([ $rc = 130 ] && [ $t -lt 2000 ] && [ "$(ls | wc -l)" = 0 ]; echo $?)"
+row "Ctrl-C while run waits for that listener" "measured meanwhile (issue 44); exit 130 at once, the run in a file" \
+    "exit $rc in ${t} ms, $(ls osbench-*.json 2>/dev/null | wc -l) file" \
+    "$([ $rc = 130 ] && [ $t -lt 2000 ] && [ "$(ls osbench-*.json 2>/dev/null | wc -l)" = 1 ]; echo $?)"
+rm -f osbench-*.json
 startv run syscall:case=null "${QUICK[@]}" -q --store "$SILENT?connect_timeout=1"; finish
 row "run with connect_timeout=1 on that listener" "exit 0, the run in a file" \
     "exit $rc, $(ls osbench-*.json 2>/dev/null | wc -l) file" \
@@ -301,6 +309,45 @@ if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] && command -v openssl >/dev/null; t
     n=$("$PGBIN/psql" -h "$PGD" -p "$PGPORT" -U osbench -d foreign_db -XAtq -c "SELECT count(*) FROM osbench_schema")
     row "a foreign osbench_schema table" "exit 2, its rows kept" "exit $rc, $n row" \
         "$([ $rc = 2 ] && [ "$n" = 1 ]; echo $?)"
+
+    # The queue (issue 44): workers w1… against this server.
+    OSBENCH_STORE=$PG "$B" submit --time 'sleep 0.5' --hosts w1 -- --runs 60 >/dev/null 2>&1
+    ms; t0=$now; startv worker --name w1 --once --max-job-time 2 --spool "$S/spool1" --store "$PG"
+    finish_within 60; ms; t=$((now - t0))
+    job=$(psql_ "SELECT state || ': ' || coalesce(error, '') FROM jobs WHERE host = 'w1'")
+    row "a time job of 30 s, worker --max-job-time 2" "stopped at the limit; the job failed naming it" \
+        "exit $rc in ${t} ms, job $(head -c 90 <<<"$job")" \
+        "$([ $rc = 0 ] && [ $t -lt 15000 ] && grep -q "^failed: .*max-job-time of 2 s" <<<"$job"; echo $?)"
+
+    python3 - "$S/good.json" "$S/spool1/osbench-1.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); d["series"][0]["case"] = "a\u0000b"
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+    cp "$S/good.json" "$S/spool1/osbench-2.json"
+    startv worker --name w1 --once --spool "$S/spool1" --store "$PG"; finish_within 60
+    row "a spool document PostgreSQL refuses (NUL in a case), one good after it" \
+        "moved to rejected/ and named; the good one sent; --once exits 0" \
+        "exit $rc, $(ls "$S/spool1/rejected" 2>/dev/null | wc -l) set aside, $(ls "$S"/spool1/*.json 2>/dev/null | wc -l) left, $(grep -c 'refused .*osbench-1.json' "$S/err") warning" \
+        "$([ $rc = 0 ] && [ -e "$S/spool1/rejected/osbench-1.json" ] && ! ls "$S"/spool1/*.json >/dev/null 2>&1 \
+            && grep -q 'refused .*osbench-1.json' "$S/err"; echo $?)"
+
+    printf 'select = ["syscall:null"]\nsamples = 3\nsample_time = 1\nwarmup = 0\n[kernel]\nrelease = "6.99.0-faults"\n' >"$S/kernel.toml"
+    OSBENCH_STORE=$PG "$B" submit "$S/kernel.toml" --hosts w2 >/dev/null 2>&1
+    startv worker --name w2 --poll 0.2 --spool "$S/spool2" --store "$PG" --reboot-command 'sleep 1000'
+    for _ in $(seq 300); do [ "$(psql_ "SELECT state FROM jobs WHERE host = 'w2'")" = rebooting ] && break; sleep 0.1; done
+    ms; t0=$now; kill -TERM "$pid"; finish_within 30; ms; t=$((now - t0)); sleep 0.3
+    state=$(psql_ "SELECT state FROM jobs WHERE host = 'w2'")
+    row "SIGTERM of a worker whose reboot command hangs" "exit 130 at once; the job queued again; nothing left" \
+        "exit $rc in ${t} ms, job $state, $(left "$pid") left" \
+        "$([ $rc = 130 ] && [ $t -lt 2000 ] && [ "$state" = queued ] && [ "$(left "$pid")" = 0 ]; echo $?)"
+
+    OSBENCH_STORE=$PG "$B" submit syscall:null --hosts w3 -- --samples 3 >/dev/null 2>&1
+    psql_ "UPDATE jobs SET meta = '[1]' WHERE host = 'w3'"
+    "$B" jobs --store "$PG" >"$S/out" 2>"$S/err"; rc=$?
+    row "a job row whose meta is no JSON map" "jobs lists every job, that one as unreadable" \
+        "exit $rc, $(grep -c 'unreadable' "$S/out") unreadable" \
+        "$([ $rc = 0 ] && grep -q 'unreadable' "$S/out"; echo $?)"
     as_pg "$PGBIN/pg_ctl" -D "$PGD/data" -m immediate -w stop >/dev/null 2>&1
 else
     row "PostgreSQL rows (stopped server, password, self-signed, foreign table)" "" \
@@ -429,6 +476,56 @@ row "fleet run: host a's --out file fails at the end, no store" \
     "exit $rc, b.json $([ -s "$S/fleet/b.json" ] && echo written || echo missing), $fell file of its own, table: $(head -1 "$S/out" | tr -s ' ')" \
     "$([ $rc = 2 ] && grep -q "host 'a'" "$S/err" && [ -s "$S/fleet/b.json" ] && [ "$fell" = 1 ] \
         && head -1 "$S/out" | grep -q 'case *a *b'; echo $?)"
+
+# --- Hangs and lost data (issue 44) ------------------------------------------
+# A repository of two commits for bisect, whose build hangs.
+git init -q -b main "$S/repo" && for i in 1 2; do
+    echo "$i" >"$S/repo/f"
+    git -C "$S/repo" add f && git -C "$S/repo" -c user.name=t -c user.email=t@example.org commit -qm "$i"
+done
+for sig in INT TERM; do
+    start bisect --repo "$S/repo" --good HEAD~1 --bad HEAD --build 'sleep 1000' --command true
+    sleep 1.5; ms; t0=$now; kill -"$sig" "$pid"; finish_within 30; ms; t=$((now - t0)); sleep 0.3
+    trees=$(git -C "$S/repo" worktree list | wc -l); dirs=$(ls -d "$S"/osbench-bisect-* 2>/dev/null | wc -l)
+    row "SIG$sig of bisect during a hanging build" "exit 130 at once; no build, work tree or directory left" \
+        "exit $rc in ${t} ms, $(left "$pid") left, $trees work tree, $dirs directories" \
+        "$([ $rc = 130 ] && [ $t -lt 2000 ] && [ "$(left "$pid")" = 0 ] && [ "$trees" = 1 ] && [ "$dirs" = 0 ]; echo $?)"
+done
+start bisect --repo "$S/repo" --good HEAD~1 --bad HEAD --build 'sleep 1000' --command true --build-timeout 1
+finish_within 30
+row "bisect whose build outlasts --build-timeout 1" "exit 2: the good revision does not build, the timeout named" \
+    "exit $rc: $(grep -o 'does not build.*' "$S/err" | head -c 90)" \
+    "$([ $rc = 2 ] && grep -q 'does not build.*timeout' "$S/err"; echo $?)"
+
+# The agents of run --invocations, the third one SIGSTOPped as it starts:
+# waited for (then Ctrl-C), or not.
+for then in wait int; do
+    rm -f "$S/inv.json"
+    start run syscall:case=null --invocations 6 --samples 12 --sample-time 100 --warmup 0 \
+        --no-perf --no-store -q --json "$S/inv.json"
+    seen=" "
+    while kill -0 "$pid" 2>/dev/null && [ "$(wc -w <<<"$seen")" -lt 3 ]; do
+        for a in $(pgrep -s "$pid" -f 'osbench agent'); do
+            [[ $seen == *" $a "* ]] || seen="$seen$a "
+        done
+        sleep 0.02
+    done
+    kill -STOP "$(awk '{print $3}' <<<"$seen")" 2>/dev/null
+    [ "$then" = int ] && { sleep 1; kill -INT "$pid"; }
+    ms; t0=$now; finish_within 60; ms; t=$((now - t0))
+    kept=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(len(d["series"][0]["invocations"]), "invocations")' "$S/inv.json" 2>/dev/null || echo "no document")
+    case $then in
+        wait) want="exit 2 within 15 s naming the stopped agent; 2 invocations kept"; code=2; most=15000 ;;
+        int) want="exit 130 within 5 s; 2 invocations kept"; code=130; most=5000 ;;
+    esac
+    row "run --invocations 6, 3rd agent SIGSTOPped ($then)" "$want" "exit $rc in ${t} ms, $kept" \
+        "$([ $rc = $code ] && [ $t -lt $most ] && [ "$kept" = '2 invocations' ]; echo $?)"
+done
+
+"$B" import /dev/zero --store "$S/zero.sqlite" >/dev/null 2>"$S/err"; rc=$?
+row "import /dev/zero" "exit 2 at the 256 MiB cap, naming it" "exit $rc: $(grep -o 'more than [0-9]* MiB' "$S/err")" \
+    "$([ $rc = 2 ] && grep -q 'more than 256 MiB' "$S/err"; echo $?)"
 
 # --- Nothing left behind ------------------------------------------------------
 still=0

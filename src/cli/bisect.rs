@@ -24,6 +24,10 @@ use super::parse_pct;
 /// Runs (or rounds) of an A/B without --runs: what `time` and `run` take at least.
 const DEFAULT_RUNS: u32 = 10;
 
+/// How long a build may take without --build-timeout: an hour (a kernel
+/// builds in less on any machine worth bisecting on).
+const DEFAULT_BUILD_TIMEOUT: f64 = 3600.0;
+
 #[derive(Args)]
 pub struct BisectArgs {
     /// A revision that is fast (the baseline every candidate is timed against)
@@ -36,6 +40,10 @@ pub struct BisectArgs {
     /// fails is skipped
     #[arg(long, value_name = "CMD")]
     build: String,
+    /// A build still running after SECS seconds is killed (the good one's ends the bisection,
+    /// a candidate's is skipped) [default: 3600]
+    #[arg(long = "build-timeout", value_name = "SECS", value_parser = super::parse_secs)]
+    build_timeout: Option<f64>,
     /// Shell command to time in each side's work tree (as `osbench time --shell` would)
     #[arg(
         long,
@@ -78,9 +86,11 @@ pub struct BisectArgs {
 }
 
 pub fn bisect(args: &BisectArgs, console: super::Console) -> anyhow::Result<ExitCode> {
-    // Ctrl-C stops the A/B (the child sees it too) and this loop, and the work
-    // trees are removed on the way out (status 130).
-    let _interrupt = osbench::measure::Interrupt::install()?;
+    // Ctrl-C or SIGTERM stops a build (its process group killed), the A/B
+    // (told with SIGINT) and this loop, and the work trees are removed on
+    // the way out (status 130).
+    let interrupt = osbench::measure::Interrupt::install()?;
+    let build = |tree: &Path| build(args, tree, &interrupt);
     let work = tempfile::Builder::new()
         .prefix("osbench-bisect-")
         .tempdir()
@@ -92,13 +102,13 @@ pub fn bisect(args: &BisectArgs, console: super::Console) -> anyhow::Result<Exit
         bisection.bad,
         work.path().display()
     );
-    if let Err(why) = build(&args.build, bisection.good_tree()) {
+    if let Err(why) = build(bisection.good_tree())? {
         bail!(
             "the good revision {:.12} does not build: {why}",
             bisection.good
         );
     }
-    let confirmed = step(args, &bisection, work.path(), 0)?;
+    let confirmed = step(args, &bisection, work.path(), 0, &build)?;
     if confirmed.outcome != BisectStep::Bad {
         bail!(
             "--bad {:.12} is not slower than --good: {}; nothing to bisect",
@@ -113,7 +123,7 @@ pub fn bisect(args: &BisectArgs, console: super::Console) -> anyhow::Result<Exit
     bisection.steps.push(confirmed);
     let mut progress = bisection.begin()?;
     while progress == Progress::Next {
-        let next = step(args, &bisection, work.path(), bisection.steps.len())?;
+        let next = step(args, &bisection, work.path(), bisection.steps.len(), &build)?;
         eprintln!(
             "osbench: {:.12} {}: {}",
             next.commit,
@@ -131,18 +141,24 @@ pub fn bisect(args: &BisectArgs, console: super::Console) -> anyhow::Result<Exit
     }
 }
 
-/// Runs `command` (sh -c) in `tree`: an error with the end of its output when it fails.
-fn build(command: &str, tree: &Path) -> Result<(), String> {
-    let out = Command::new("sh")
-        .args(["-c", command])
-        .current_dir(tree)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run sh: {e}"))?;
-    if out.status.success() {
-        return Ok(());
+/// What a build ended as: `Ok(Err(why))` when it failed or timed out,
+/// `Err` when a stop signal ended it.
+type Built = anyhow::Result<Result<(), String>>;
+
+/// Runs `--build` (sh -c) in `tree`, in a process group of its own killed
+/// at a stop signal or at `--build-timeout`.
+fn build(args: &BisectArgs, tree: &Path, stop: &osbench::measure::Interrupt) -> Built {
+    let timeout = args.build_timeout.unwrap_or(DEFAULT_BUILD_TIMEOUT);
+    let watch = osbench::measure::hook::Watch {
+        stop: Some(stop),
+        timeout: Some(std::time::Duration::from_secs_f64(timeout)),
+    };
+    let command = format!("cd {} && {}", quote(&tree.to_string_lossy()), args.build);
+    match osbench::measure::hook::sh("the build", &Default::default(), &command, watch) {
+        Ok(()) => Ok(Ok(())),
+        Err(e @ osbench::Error::Interrupted) => Err(e).context("bisection stopped"),
+        Err(e) => Ok(Err(e.to_string())),
     }
-    Err(format!("{}: {}", out.status, last_line(&out.stderr)))
 }
 
 fn last_line(bytes: &[u8]) -> String {
@@ -151,7 +167,13 @@ fn last_line(bytes: &[u8]) -> String {
 }
 
 /// The candidate checked out, built and judged against the good build.
-fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Result<Step> {
+fn step(
+    args: &BisectArgs,
+    b: &Bisection,
+    work: &Path,
+    n: usize,
+    build: &dyn Fn(&Path) -> Built,
+) -> anyhow::Result<Step> {
     let (commit, subject) = b.candidate()?;
     let skipped = |verdict: String| Step {
         commit: commit.clone(),
@@ -159,7 +181,7 @@ fn step(args: &BisectArgs, b: &Bisection, work: &Path, n: usize) -> anyhow::Resu
         outcome: BisectStep::Skip,
         verdict,
     };
-    let built = build(&args.build, b.candidate_tree());
+    let built = build(b.candidate_tree())?;
     stop_if_interrupted()?;
     if let Err(why) = built {
         return Ok(skipped(format!("build failed: {why}")));
@@ -202,9 +224,7 @@ fn ab(
     json: &Path,
     runs: u32,
 ) -> anyhow::Result<(BisectStep, String)> {
-    let out = judge(args, b, json, runs)
-        .output()
-        .context("running this osbench for the A/B")?;
+    let out = judged(judge(args, b, json, runs))?;
     stop_if_interrupted()?;
     let outcome = match out.status.code() {
         Some(0) => BisectStep::Good,
@@ -218,6 +238,43 @@ fn ab(
     };
     let verdict = verdicts(json).unwrap_or_else(|| last_line(&out.stderr));
     Ok((outcome, verdict))
+}
+
+/// Runs the A/B `cmd` to its end, its stderr kept; a stop signal is
+/// passed on to it as SIGINT (it keeps what it measured and exits 130).
+fn judged(mut cmd: Command) -> anyhow::Result<std::process::Output> {
+    // A group of its own: a terminal's Ctrl-C reaches it once, from here.
+    let mut child = std::os::unix::process::CommandExt::process_group(&mut cmd, 0)
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running this osbench for the A/B")?;
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut e) = stderr {
+            let _ = std::io::Read::read_to_end(&mut e, &mut text);
+        }
+        text
+    });
+    let mut told = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for the A/B")? {
+            break status;
+        }
+        if !told && osbench::measure::interrupt::requested() {
+            told = true;
+            // SAFETY: kill has no memory-safety preconditions; the pid is
+            // our child's, not reaped yet.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = reader.join().unwrap_or_default();
+    Ok(std::process::Output {
+        status,
+        stdout: Vec::new(),
+        stderr,
+    })
 }
 
 /// `Interrupted` once a stop signal came.

@@ -78,9 +78,7 @@ fn read_input(file: &Path) -> osbench::Result<(String, Document)> {
     if file != Path::new(STDIN) {
         return store::read_document_text(file);
     }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-        .map_err(|e| osbench::Error::io("reading standard input".to_string(), e))?;
+    let text = store::read_capped(std::io::stdin().lock(), "standard input")?;
     let doc = store::parse_document(&text, "standard input")?;
     Ok((text, doc))
 }

@@ -324,6 +324,9 @@ fn run_body(
         let source = Source::Run(doc, comparison);
         ingest.commit(source, args.verdict.gate.unwrap_or(0.0), args.quiet)?;
     }
+    if let Some(h) = hook {
+        h.measured_all = saved.run_id.is_some() && Plan::steps_done(&doc.series) >= plan.steps();
+    }
     let gated = args.verdict.judge(comparison);
     match kept.error {
         None => Ok(gated),

@@ -292,7 +292,7 @@ fn job_json(j: &JobRow) -> serde_json::Value {
         "lease_expires": j.lease_expires, "attempts": j.attempts,
         "max_attempts": j.max_attempts, "started": j.started, "finished": j.finished,
         "error": j.error, "run_id": j.run_id, "boot_into": j.boot_into,
-        "boot_deadline": j.boot_deadline,
+        "boot_deadline": j.boot_deadline, "meta_unreadable": j.meta_unreadable,
     })
 }
 

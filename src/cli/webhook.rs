@@ -7,11 +7,13 @@
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 
-/// How long connecting, sending and waiting for the answer may each take.
+/// How long the whole post may take: connecting, sending and reading the
+/// answer together (a server trickling its answer a byte at a time is cut
+/// off here, not after each read).
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The parts of a webhook URL.
@@ -86,6 +88,12 @@ pub fn parse_url(url: &str) -> Result<String, String> {
 
 /// Posts `{"text": text}` to `url`; an error unless the answer is 2xx.
 pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
+    post_within(url, text, TIMEOUT)
+}
+
+/// [`post_text`], the whole post within `limit`.
+fn post_within(url: &str, text: &str, limit: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + limit;
     let target = parse(url)?;
     let body = serde_json::json!({ "text": text }).to_string();
     let request = format!(
@@ -101,10 +109,9 @@ pub fn post_text(url: &str, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot resolve {}", target.host))?
         .next()
         .ok_or_else(|| anyhow!("{} has no address", target.host))?;
-    let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)
+    let tcp = TcpStream::connect_timeout(&addr, limit)
         .with_context(|| format!("cannot connect to {}:{}", target.host, target.port))?;
-    tcp.set_read_timeout(Some(TIMEOUT))?;
-    tcp.set_write_timeout(Some(TIMEOUT))?;
+    let tcp = Deadline { tcp, until, limit };
     let answer = if target.tls {
         exchange(tls_stream(&target.host, tcp)?, &request)?
     } else {
@@ -149,10 +156,66 @@ fn exchange(mut stream: impl Read + Write, request: &str) -> anyhow::Result<Stri
     Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
+/// A connection that refuses to read or write past `until`: each read and
+/// write may wait only for what is left of the post's time.
+struct Deadline {
+    tcp: TcpStream,
+    until: Instant,
+    /// The whole post's limit, for the message.
+    limit: Duration,
+}
+
+impl Deadline {
+    /// What is left of the post's time, or the error that it is over.
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the webhook did not take the post and answer within {} s in all",
+                    self.limit.as_secs()
+                ),
+            ));
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.tcp.set_read_timeout(Some(left))?;
+        match self.tcp.read(buf) {
+            // A read timed out: the post's time is over.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                self.left().and(Err(e))
+            }
+            read => read,
+        }
+    }
+}
+
+impl Write for Deadline {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.tcp.set_write_timeout(Some(left))?;
+        self.tcp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
 fn tls_stream(
     host: &str,
-    tcp: TcpStream,
-) -> anyhow::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
+    tcp: Deadline,
+) -> anyhow::Result<rustls::StreamOwned<rustls::ClientConnection, Deadline>> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -169,6 +232,7 @@ fn tls_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     #[test]
     fn urls_that_would_inject_headers_are_refused_without_their_secrets() {
@@ -183,5 +247,32 @@ mod tests {
             "{e}"
         );
         assert!(parse_url("https://hooks.example.com/services/T1/B2/x?a=%0D").is_ok());
+    }
+
+    /// A server that answers one byte every 200 ms, for ever (as long as
+    /// the client listens): each read gets a byte well within any per-read
+    /// limit, so only a deadline for the whole post ends it.
+    #[test]
+    fn a_trickling_server_is_cut_off_at_the_whole_posts_limit() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = conn.read(&mut request);
+            for byte in b"HTTP/1.1 200 OK\r\n".iter().cycle() {
+                if conn.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let started = Instant::now();
+        let url = format!("http://127.0.0.1:{port}/hook");
+        let e = post_within(&url, "hello", Duration::from_millis(1500)).unwrap_err();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(4), "took {took:?}");
+        assert!(format!("{e:#}").contains("within 1 s in all"), "{e:#}");
+        server.join().unwrap();
     }
 }

@@ -44,7 +44,8 @@ pub struct WorkerArgs {
     /// renewed between cases, so a case must take less [default: 300]
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     lease: Option<f64>,
-    /// Refuse (fail) jobs planned to take longer than SECS seconds on this host
+    /// Refuse (fail) jobs planned to take longer than SECS seconds on this host, and stop
+    /// (fail) a job, `time` ones too, still running after SECS seconds (what it measured is kept)
     #[arg(long = "max-job-time", value_name = "SECS", value_parser = parse_secs)]
     max_job_time: Option<f64>,
     /// Where runs that could not be stored wait, and where jobs run [default:
@@ -180,6 +181,9 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let spool = std::fs::create_dir_all(&spool)
         .and_then(|()| std::fs::canonicalize(&spool))
         .with_context(|| format!("cannot use the spool directory {}", spool.display()))?;
+    if let Some(warning) = queue_worker::check_spool(&spool)? {
+        super::warn(&warning);
+    }
     let w = Worker {
         id: queue_worker::identity(&args.name, &args.tags),
         spool,
@@ -204,6 +208,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         runner: CliRunner,
         say,
         say_warning: super::warn,
+        stranded: Default::default(),
     };
     w.register()?;
     let run = w

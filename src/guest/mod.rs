@@ -48,6 +48,19 @@ fn boot_timeout() -> Duration {
         .filter(|s| *s > 0.0 && s.is_finite())
         .map_or(BOOT_TIMEOUT, Duration::from_secs_f64)
 }
+/// How long a guest may stay stopped (SIGSTOP, a debugger) while a reply
+/// is awaited before the wait gives up: the length of a deliberate pause,
+/// not of a lost run.
+pub const STOPPED_LIMIT: Duration = Duration::from_secs(10);
+
+/// Whether process `pid` is stopped (state T or t in /proc/PID/stat).
+fn is_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        state.is_some_and(|s| s.starts_with('T') || s.starts_with('t'))
+    })
+}
+
 /// Console lines kept to quote when a guest fails.
 const CONSOLE_LINES: usize = 12;
 
@@ -397,12 +410,29 @@ impl Guest {
         Err(self.fail(format!("{status}: a request could not be sent ({e})")))
     }
 
-    /// The next reply, within `timeout`; `what` says what the guest was doing.
+    /// The next reply, within `timeout`; `what` says what the guest was
+    /// doing. A guest stopped (SIGSTOP, a debugger) for [`STOPPED_LIMIT`]
+    /// would never answer: that is the error, then.
     fn reply(&mut self, timeout: Duration, interrupt: &Interrupt, what: &str) -> Result<Reply> {
         let deadline = Instant::now() + timeout;
+        let mut stopped_since: Option<Instant> = None;
         loop {
             if interrupt.is_set() {
                 return Err(Error::Interrupted);
+            }
+            let pid = self.child.id();
+            match (is_stopped(pid), stopped_since) {
+                (false, _) => stopped_since = None,
+                (true, None) => stopped_since = Some(Instant::now()),
+                (true, Some(since)) if since.elapsed() >= STOPPED_LIMIT => {
+                    let status = self.stop();
+                    return Err(self.fail(format!(
+                        "the guest (process {pid}) was stopped (SIGSTOP, or a debugger) for {} \
+                         s when asked {what}, and would never answer; it was killed ({status})",
+                        STOPPED_LIMIT.as_secs()
+                    )));
+                }
+                (true, Some(_)) => {}
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

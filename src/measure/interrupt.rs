@@ -217,6 +217,16 @@ impl Interrupt {
         })
     }
 
+    /// The process-wide flag stop signals set, without installing the
+    /// handlers (for code deep in a program that installed them: the
+    /// worker's reboot commands); never set where they are not installed.
+    pub fn signals() -> Self {
+        Self {
+            own: None,
+            outer: None,
+        }
+    }
+
     pub fn is_set(&self) -> bool {
         let own = match &self.own {
             Some(flag) => flag.load(Ordering::Relaxed),

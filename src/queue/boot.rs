@@ -23,8 +23,18 @@ use crate::error::{Error, Result};
 use crate::measure::hook::{Watch, sh};
 
 /// How long a reboot or boot-back command may take to return (it normally
-/// returns once the shutdown is queued).
+/// returns once the shutdown is queued), unless `$OSBENCH_REBOOT_TIMEOUT`
+/// gives other seconds ([`reboot_timeout`]).
 pub const REBOOT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// [`REBOOT_TIMEOUT`], or `$OSBENCH_REBOOT_TIMEOUT` seconds.
+pub fn reboot_timeout() -> Duration {
+    std::env::var("OSBENCH_REBOOT_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0 && s.is_finite())
+        .map_or(REBOOT_TIMEOUT, Duration::from_secs_f64)
+}
 
 /// The command that boots back into the host's default kernel unless the
 /// worker names another: kexec and one-shot boot entries leave the default alone.
@@ -613,18 +623,24 @@ fn run_program(program: &Path, args: &[String], consequence: &str) -> Result<()>
     )))
 }
 
-/// Runs `command` with `sh -c` ([`sh`]), at most [`REBOOT_TIMEOUT`].
+/// Runs `command` with `sh -c` ([`sh`]), at most [`reboot_timeout`],
+/// ended (killed, `Err(Interrupted)`) by a stop signal.
 fn run_sh(
     what: &str,
     env: &BTreeMap<String, String>,
     command: &str,
     consequence: &str,
 ) -> Result<()> {
+    let stop = crate::measure::Interrupt::signals();
     let watch = Watch {
-        stop: None,
-        timeout: Some(REBOOT_TIMEOUT),
+        stop: Some(&stop),
+        timeout: Some(reboot_timeout()),
     };
-    sh(what, env, command, watch).map_err(|e| Error::Boot(format!("{e}; {consequence}")))
+    match sh(what, env, command, watch) {
+        Err(Error::Interrupted) => Err(Error::Interrupted),
+        Err(e) => Err(Error::Boot(format!("{e}; {consequence}"))),
+        Ok(()) => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@ pub struct JobHook {
     pub stop: Interrupt,
     /// How a warning of the lease's renewal is said.
     pub warn: fn(&str),
+    /// Set by the run when every case it planned was measured and kept,
+    /// even if a stop signal came after the last (in its tear-down, say):
+    /// the job is then done, not queued to be measured again.
+    pub measured_all: bool,
 }
 
 /// The stop flag a run measures under: stop signals' (their handlers
@@ -87,5 +91,58 @@ impl Observer for Hooked<'_> {
     }
     fn audit(&mut self, finding: &str) {
         self.inner.audit(finding);
+    }
+}
+
+/// `--max-job-time` while a job runs: sets the run's stop flag when the
+/// job has run that long (a `time` job's length is not known before it
+/// runs, and a `run` job may take longer than its plan said), so the run
+/// stops at its next check as on a stop signal, keeping what it measured.
+pub struct JobClock {
+    /// Tells the watching thread the run ended (dropped: the same).
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl JobClock {
+    /// Watches a run under `stop` for `most`.
+    pub fn start(most: std::time::Duration, stop: Interrupt) -> Self {
+        let (done, ended) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let over = matches!(
+                ended.recv_timeout(most),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            );
+            if over {
+                stop.set();
+            }
+            over
+        });
+        Self { done, thread }
+    }
+
+    /// Ends the watch: whether the run was stopped for running too long.
+    pub fn stopped(self) -> bool {
+        let _ = self.done.send(());
+        self.thread.join().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_job_clock_stops_a_run_that_runs_too_long_and_only_that() {
+        let stop = Interrupt::none();
+        let clock = JobClock::start(Duration::from_millis(100), stop.clone());
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(stop.is_set());
+        assert!(clock.stopped());
+        let stop = Interrupt::none();
+        let clock = JobClock::start(Duration::from_secs(60), stop.clone());
+        assert!(!clock.stopped());
+        assert!(!stop.is_set());
     }
 }

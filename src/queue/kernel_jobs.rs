@@ -294,7 +294,7 @@ fn reboot(
         )));
     }
     if let Err(e) = method.reboot(req, &name) {
-        store.unmark_rebooting(job.id, w)?;
+        store.unmark_rebooting(job.id, w, job.kernel.as_deref())?;
         return Err(e);
     }
     Ok(Next::Rebooting)
@@ -402,12 +402,25 @@ fn store_merged(store: &mut Store, job: &JobRow, rounds: &BootRounds, p: &Progre
     Ok(store.import(&doc, &text)?.id())
 }
 
-/// After `job` is done: boot back into the host's default kernel when it
+/// Whether kernel job `job` asks to boot back when it ends (`boot_back`).
+pub fn wants_boot_back(job: &JobRow) -> Result<bool> {
+    let kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
+    Ok(kj.kernel.as_ref().is_some_and(|k| k.boot_back)
+        || kj.boot_rounds.as_ref().is_some_and(|r| r.boot_back))
+}
+
+/// The kernel the host ran before the boot made for `job` (its record's
+/// `from`), when one was made: the job's run, if any, was on a kernel booted
+/// for it.
+pub fn booted_from(job: &JobRow) -> Option<String> {
+    let kj = KernelJob::from_json(job.kernel.as_deref()?).ok()?;
+    kj.progress.boot.map(|b| b.from.release)
+}
+
+/// After `job` ended: boot back into the host's default kernel when it
 /// asks to; whether the host is going down.
 pub fn boot_back(job: &JobRow, settings: &BootSettings) -> Result<bool> {
-    let kj = KernelJob::from_json(job.kernel.as_deref().unwrap_or("{}"))?;
-    let wanted = kj.kernel.as_ref().is_some_and(|k| k.boot_back)
-        || kj.boot_rounds.as_ref().is_some_and(|r| r.boot_back);
+    let wanted = wants_boot_back(job)?;
     if wanted {
         boot::boot_back(settings, &job.id.to_string())?;
     }

@@ -11,19 +11,25 @@
 //! `time`), registering the worker's name, and the words of its messages'
 //! destination ([`Worker::say`]).
 
-use std::path::PathBuf;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::measure::Interrupt;
-use crate::store::{Finish, JobRow, Location, Store, WorkerId};
+use crate::store::{Finish, JobRow, JobState, Location, Store, WorkerId};
 
 use super::boot::{self, BootSettings};
-use super::hook::{JobHook, JobRun};
+use super::hook::{JobClock, JobHook, JobRun};
 use super::kernel_jobs::{self, After, Next};
 use super::policy::{Given, Policy};
-use super::worker::{JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_pending};
+use super::worker::{
+    JOB_META, Lease, Limits, Sent, name_taken, refuse_version, send_files, send_pending,
+};
 use super::{JobCommand, JobPlan};
+
+/// The spool's file naming the job the host reboots for ([`Worker::boot_marker`]).
+const BOOT_MARKER: &str = "rebooting-for.json";
 
 /// Says a line of the worker's through its `say`.
 macro_rules! say {
@@ -50,8 +56,10 @@ pub trait JobRunner {
 enum NotEnded {
     /// The host is rebooting for it.
     Rebooting,
-    /// Its run waits in the spool, and is ended when it is sent.
-    Spooled,
+    /// Its run waits in this file (in the spool, or where the run could
+    /// write it when the spool could not be written), and the job is ended
+    /// when it is sent.
+    Spooled(PathBuf),
     /// It was taken away while it ran (cancelled, or claimed by another
     /// worker): why, and the run that kept what was measured, if any.
     TakenAway { why: String, run_id: Option<i64> },
@@ -78,6 +86,9 @@ pub struct Worker<R: JobRunner> {
     pub say: fn(&str),
     /// How a warning (the lease's renewal) is said.
     pub say_warning: fn(&str),
+    /// Runs that could not be stored nor written to the spool, kept
+    /// elsewhere (the temporary directory): sent with the spool's.
+    pub stranded: RefCell<Vec<PathBuf>>,
 }
 
 impl<R: JobRunner> Worker<R> {
@@ -118,6 +129,15 @@ impl<R: JobRunner> Worker<R> {
         say!(self, "osbench: {}", self.policy.summary());
         let mut warned = false;
         while !self.interrupt.is_set() {
+            // Back after a boot for a job cancelled meanwhile (a store away
+            // is said by `next`).
+            if self.boot_left_over().unwrap_or(false) {
+                if once {
+                    break;
+                }
+                self.await_shutdown();
+                continue;
+            }
             match self.next() {
                 Ok(Some(job)) => {
                     warned = false;
@@ -155,7 +175,13 @@ impl<R: JobRunner> Worker<R> {
     /// Sends what the spool holds, renews the name, claims the next job.
     fn next(&self) -> Result<Option<JobRow>> {
         let mut store = Store::open_existing(&self.location)?;
-        for (file, sent) in send_pending(&mut store, &self.spool, &self.id)? {
+        let stranded = self.stranded.borrow().clone();
+        let sent = send_files(&mut store, stranded, &self.id);
+        // What was sent (or set aside) is gone from where it was.
+        self.stranded.borrow_mut().retain(|f| f.exists());
+        let mut sent = sent?;
+        sent.extend(send_pending(&mut store, &self.spool, &self.id)?);
+        for (file, sent) in sent {
             match sent {
                 Sent::Stored { run_id, job } => say!(
                     self,
@@ -163,11 +189,14 @@ impl<R: JobRunner> Worker<R> {
                     file.display(),
                     job.map_or(String::new(), |j| format!(" (job {j} done)"))
                 ),
-                Sent::SetAside { to, why } => say!(
-                    self,
-                    "osbench: warning: {why}; it is not sent again (renamed {})",
-                    to.display()
-                ),
+                Sent::SetAside { to, why } if to.with_extension("") == file.with_extension("") => {
+                    say!(
+                        self,
+                        "osbench: warning: {why}; it is not sent again (renamed {})",
+                        to.display()
+                    )
+                }
+                Sent::SetAside { why, .. } => say!(self, "osbench: warning: {why}"),
             }
         }
         if !store.heartbeat(&self.id, self.lease.as_secs_f64())? {
@@ -189,15 +218,15 @@ impl<R: JobRunner> Worker<R> {
     }
 
     /// Waits for the host to go down after a reboot for a job; if it has
-    /// not within [`boot::REBOOT_TIMEOUT`], says so and goes on (the check
+    /// not within [`boot::reboot_timeout`], says so and goes on (the check
     /// after the "boot" then fails the job).
     fn await_shutdown(&self) {
-        self.sleep(boot::REBOOT_TIMEOUT);
+        self.sleep(boot::reboot_timeout());
         if !self.interrupt.is_set() {
             say!(
                 self,
                 "osbench: warning: the host did not go down within {:?} of the reboot; going on",
-                boot::REBOOT_TIMEOUT
+                boot::reboot_timeout()
             );
         }
     }
@@ -208,15 +237,26 @@ impl<R: JobRunner> Worker<R> {
         if job.kernel.is_none() {
             return Ok(Some(Vec::new()));
         }
+        // What runs before the boot (the reboot command may change it at once).
+        let running = boot::Running::read().map_or(String::new(), |r| r.release);
         let next = Store::open_existing(&self.location)
             .and_then(|mut s| kernel_jobs::before_run(&mut s, job, &self.id, &self.boot));
         match next {
             Ok(Next::Run(extra)) => Ok(Some(extra)),
             Ok(Next::Rebooting) => {
+                self.remember_boot(job, running);
                 say!(self, "osbench: job {}: rebooting into its kernel", job.id);
                 Ok(None)
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => {
+                // A boot that failed puts the job back to `running`; when a
+                // stop signal ended it, that connection is given up, so a
+                // fresh one does (a job left `rebooting` waits for its
+                // deadline).
+                let _ = Store::open_existing(&self.location)
+                    .and_then(|mut s| s.unmark_rebooting(job.id, &self.id, job.kernel.as_deref()));
+                Err(e.to_string())
+            }
         }
     }
 
@@ -243,6 +283,99 @@ impl<R: JobRunner> Worker<R> {
                 error: format!("{e}; what this boot measured is run {run_id}"),
             }),
         }
+    }
+
+    /// The file of the spool naming the job the host is rebooting for, and
+    /// the kernel it ran before: read when the worker is back, to boot back
+    /// after a job cancelled while its host rebooted.
+    fn boot_marker(&self) -> PathBuf {
+        self.spool.join(BOOT_MARKER)
+    }
+
+    /// Notes that the host, which ran release `running`, reboots for `job`
+    /// ([`Self::boot_marker`]).
+    fn remember_boot(&self, job: &JobRow, running: String) {
+        // The host's own kernel is the one before the first of several boots.
+        let from = self.noted_boot().map_or(running, |(_, from)| from);
+        let text = serde_json::json!({ "job": job.id, "from": from }).to_string();
+        if let Err(e) = std::fs::write(self.boot_marker(), text) {
+            say!(
+                self,
+                "osbench: warning: cannot note the boot for job {} in the spool ({e}); if the job \
+                 is cancelled while the host reboots, the host stays on its kernel",
+                job.id
+            );
+        }
+    }
+
+    /// The boot noted by [`Self::remember_boot`]: the job, and the kernel
+    /// (release) the host ran before.
+    fn noted_boot(&self) -> Option<(i64, String)> {
+        let text = std::fs::read_to_string(self.boot_marker()).ok()?;
+        let noted: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some((noted["job"].as_i64()?, noted["from"].as_str()?.to_string()))
+    }
+
+    /// Whether the host runs release `from` (its own kernel) again.
+    fn on_own_kernel(&self, from: &str) -> bool {
+        boot::Running::read().is_ok_and(|r| r.release == from)
+    }
+
+    /// Warns that `job`, which asks for no kernel, runs on one booted for
+    /// another job (that did not ask to boot back), not the host's own.
+    fn warn_of_kernel(&self, job: &JobRow) {
+        let Some((booted_for, from)) = self.noted_boot().filter(|_| job.kernel.is_none()) else {
+            return;
+        };
+        if self.on_own_kernel(&from) {
+            self.forget_boot();
+            return;
+        }
+        let now = boot::Running::read().map_or_else(|_| "?".to_string(), |r| r.release);
+        say!(
+            self,
+            "osbench: warning: job {}: the host runs {now}, the kernel booted for job {booted_for}, \
+             not its own {from}; boot it back (or give kernel jobs boot_back = true) to measure \
+             on its own kernel",
+            job.id
+        );
+    }
+
+    /// Forgets the boot noted by [`Self::remember_boot`].
+    fn forget_boot(&self) {
+        let _ = std::fs::remove_file(self.boot_marker());
+    }
+
+    /// Back after a boot made for a job that is no longer this worker's to
+    /// run (cancelled while the host rebooted): boots back when it asks to,
+    /// else warns that the host runs another kernel than before; whether
+    /// the host is going down.
+    fn boot_left_over(&self) -> Result<bool> {
+        let Some((id, from)) = self.noted_boot() else {
+            return Ok(false);
+        };
+        if self.on_own_kernel(&from) {
+            self.forget_boot();
+            return Ok(false);
+        }
+        let store = Store::open_existing(&self.location)?;
+        let Some(job) = store.job(id)? else {
+            self.forget_boot();
+            return Ok(false);
+        };
+        let over = [JobState::Done, JobState::Failed, JobState::Cancelled];
+        if !over.contains(&job.state) || !kernel_jobs::wants_boot_back(&job).unwrap_or(false) {
+            return Ok(false);
+        }
+        say!(
+            self,
+            "osbench: warning: job {} is {} and the host runs the kernel booted for it (it ran {from} \
+             before)",
+            job.id,
+            job.state
+        );
+        self.forget_boot();
+        Ok(self.boot_back(&job))
     }
 
     /// After kernel job `job` is done: boots back when it asks to; whether
@@ -275,13 +408,14 @@ impl<R: JobRunner> Worker<R> {
             job.attempts,
             job.max_attempts
         );
+        self.warn_of_kernel(&job);
         let end = match self.outcome(&job) {
             Ok(end) => end,
             Err(NotEnded::Rebooting) => return true,
-            Err(NotEnded::Spooled) => return false,
+            Err(NotEnded::Spooled(_)) => return self.after_boot(&job, false),
             Err(NotEnded::TakenAway { why, run_id }) => {
                 self.taken_away(&job, &why, run_id);
-                return false;
+                return self.after_boot(&job, false);
             }
         };
         let said = match &end {
@@ -295,10 +429,7 @@ impl<R: JobRunner> Worker<R> {
         let ended = Store::open_existing(&self.location)
             .and_then(|mut s| s.finish_job(job.id, &self.id, &end));
         match ended {
-            Ok(true) => {
-                say!(self, "osbench: job {}: {said}", job.id);
-                return matches!(end, Finish::Done { .. }) && self.boot_back(&job);
-            }
+            Ok(true) => say!(self, "osbench: job {}: {said}", job.id),
             Ok(false) => {
                 let stored = match &end {
                     Finish::Done { run_id, .. } => {
@@ -321,7 +452,37 @@ impl<R: JobRunner> Worker<R> {
                 job.id
             ),
         }
-        false
+        self.after_boot(&job, matches!(end, Finish::Done { .. }))
+    }
+
+    /// After kernel job `job` ended (`done`: with its run): boots back when
+    /// it asks to and it is done, or a boot was made for it, whatever ended
+    /// it (a failed set-up, a cancel): the next jobs must not run on its
+    /// kernel. Not while the worker stops: then it says so. Whether the
+    /// host is going down.
+    fn after_boot(&self, job: &JobRow, done: bool) -> bool {
+        let booted = kernel_jobs::booted_from(job);
+        if job.kernel.is_none() || !(done || booted.is_some()) {
+            return false;
+        }
+        // Without boot_back the host stays on the job's kernel, by its
+        // choice: the note stays, and the next jobs are warned of it.
+        if kernel_jobs::wants_boot_back(job).unwrap_or(false) {
+            self.forget_boot();
+        }
+        if self.interrupt.is_set() {
+            say!(
+                self,
+                "osbench: warning: job {}: the host stays on the kernel booted for it, as the \
+                 worker stops{}",
+                job.id,
+                booted.map_or(String::new(), |from| format!(
+                    "; its own kernel was {from}: boot back into it by hand"
+                ))
+            );
+            return false;
+        }
+        self.boot_back(job)
     }
 
     /// After `job` was taken away mid-run: says so, and notes the run that
@@ -369,25 +530,64 @@ impl<R: JobRunner> Worker<R> {
         let extra = match self.kernel_first(job) {
             Ok(Some(extra)) => extra,
             Ok(None) => return Err(NotEnded::Rebooting),
+            // A stop signal ended its boot (a reboot command that hung, say):
+            // not the job's fault.
+            Err(error) if self.interrupt.is_set() => {
+                return Ok(Finish::Released {
+                    note: format!(
+                        "worker {} stopped before the job's kernel was booted ({error}); the \
+                         job is queued again",
+                        self.id.name
+                    ),
+                });
+            }
             Err(error) => return Ok(Finish::Failed { error }),
         };
         let end = self.measure(job, &plan, &extra);
-        if let Err(NotEnded::Spooled) = end {
+        if let Err(NotEnded::Spooled(file)) = &end {
+            self.spooled(job, file);
+        }
+        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
+    }
+
+    /// Says where the run of `job`, which could not be stored, waits: in
+    /// the spool, or (the spool could not be written) in `file` elsewhere,
+    /// which this worker remembers and sends with the spool's.
+    fn spooled(&self, job: &JobRow, file: &Path) {
+        let in_spool = file
+            .canonicalize()
+            .is_ok_and(|f| f.parent() == Some(self.spool.as_path()));
+        if in_spool {
             say!(
                 self,
                 "osbench: job {}: its run could not be stored; it waits in {} and is sent, and \
                  the job marked done, when the store is back",
                 job.id,
-                self.spool.display()
+                file.display()
             );
+            return;
         }
-        self.kernel_after(job, end?).ok_or(NotEnded::Rebooting)
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        say!(
+            self,
+            "osbench: warning: job {}: its run could not be stored, nor written to the spool {} \
+             (full, read-only or gone?); it is in {}, which this worker sends, and then marks \
+             the job done, when the store is back, unless it is stopped first: then `osbench \
+             import` that file and mark the job by hand. Free or fix the spool.",
+            job.id,
+            self.spool.display(),
+            file.display()
+        );
+        self.stranded.borrow_mut().push(file);
     }
 
     /// Why this worker will not run `job`, if it will not.
     fn refusal(&self, job: &JobRow) -> Option<String> {
         if let Some(why) = refuse_version(&job.osbench_version, &self.id) {
             return Some(why);
+        }
+        if let Some(why) = &job.meta_unreadable {
+            return Some(format!("the job cannot be run: {why}; submit it again"));
         }
         None
     }
@@ -466,12 +666,16 @@ impl<R: JobRunner> Worker<R> {
             limits: self.limits,
             stop,
             warn: self.say_warning,
+            measured_all: false,
         };
         if let Ok(mut s) = Store::open_existing(&self.location) {
             let _ = s.start_job(job.id, &self.id);
         }
+        let clock = (self.limits.max_job_time).map(|most| JobClock::start(most, hook.stop.clone()));
         let run = self.runner.run(command, &mut hook);
-        self.ending(run, hook.lease.taken)
+        let over = clock.is_some_and(JobClock::stopped);
+        let whole = hook.measured_all;
+        self.ending(run, hook.lease.taken, over, whole)
     }
 
     /// The command line of a job: `osbench run|time ARGS…`, its
@@ -509,23 +713,56 @@ impl<R: JobRunner> Worker<R> {
     }
 
     /// How a job ends after its run (`taken`: why the job was taken away
-    /// while it ran, if it was), or why it is not ended here.
-    fn ending(&self, run: JobRun, taken: Option<String>) -> Result<Finish, NotEnded> {
+    /// while it ran, if it was; `over`: whether it was stopped at
+    /// `--max-job-time`; `whole`: whether every planned case was measured),
+    /// or why it is not ended here.
+    fn ending(
+        &self,
+        run: JobRun,
+        taken: Option<String>,
+        over: bool,
+        whole: bool,
+    ) -> Result<Finish, NotEnded> {
         let run_id = run.saved.as_ref().and_then(|s| s.run_id);
-        let in_spool = run
+        let kept = run
             .saved
             .as_ref()
-            .is_some_and(|s| s.run_id.is_none() && !s.documents.is_empty());
-        if in_spool {
-            return Err(NotEnded::Spooled);
+            .filter(|s| s.run_id.is_none())
+            .and_then(|s| s.documents.first());
+        if let Some(file) = kept {
+            return Err(NotEnded::Spooled(file.clone()));
         }
         if let Some(why) = taken {
             return Err(NotEnded::TakenAway { why, run_id });
+        }
+        if let (true, Some(most)) = (
+            over && run.result.is_err() && !self.interrupt.is_set(),
+            self.limits.max_job_time,
+        ) {
+            return Ok(Finish::Failed {
+                error: format!(
+                    "the job ran beyond this host's --max-job-time of {:.0} s and was stopped{}: \
+                     submit a shorter plan (fewer commands or --runs), or run the worker with a \
+                     longer --max-job-time",
+                    most.as_secs_f64(),
+                    run_id.map_or(String::new(), |id| format!(
+                        "; what it measured is run {id}"
+                    ))
+                ),
+            });
         }
         Ok(match (run.result, run_id) {
             (Ok(_), Some(run_id)) => Finish::Done {
                 run_id,
                 note: run.gate,
+            },
+            // A stop signal after the last case: the stored run is whole,
+            // and the job must not be queued again to be measured twice.
+            (Err(_), Some(run_id)) if whole && self.interrupt.is_set() => Finish::Done {
+                run_id,
+                note: Some(
+                    "a stop signal came after its last case was measured; its run is stored".into(),
+                ),
             },
             (Err(e), _) if self.interrupt.is_set() => Finish::Released {
                 note: format!(

@@ -128,6 +128,46 @@ pub fn spool_dir(given: Option<&Path>, name: &str) -> Result<PathBuf> {
     Ok(base.join("osbench").join(format!("worker-{name}")))
 }
 
+/// The least room a spool should have: a few runs' documents.
+pub const SPOOL_ROOM: u64 = 64 << 20;
+
+/// Refuses a spool directory this worker cannot write (a run kept there
+/// would land elsewhere, never sent); a warning when it has less than
+/// [`SPOOL_ROOM`] free.
+pub fn check_spool(spool: &Path) -> Result<Option<String>> {
+    let probe = spool.join(format!(".osbench-probe-{}", std::process::id()));
+    if let Err(e) = std::fs::write(&probe, b"probe") {
+        let _ = std::fs::remove_file(&probe);
+        return Err(Error::Usage(format!(
+            "the spool directory {} cannot be written ({e}): runs that cannot be stored wait \
+             there; make it writable for this worker, or give another with --spool",
+            spool.display()
+        )));
+    }
+    let _ = std::fs::remove_file(&probe);
+    Ok(free_bytes(spool)
+        .filter(|free| *free < SPOOL_ROOM)
+        .map(|free| {
+            format!(
+                "the spool directory {} has {} MiB free: a run that cannot be stored may not fit \
+             there; free some space, or give another with --spool",
+                spool.display(),
+                free >> 20
+            )
+        }))
+}
+
+/// The bytes free for this user on the filesystem of `dir`, if it says.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data filled in by the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    let ok = unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0;
+    ok.then(|| st.f_bavail * st.f_frsize.max(1))
+}
+
 /// The documents waiting in `spool` (runs that could not be stored:
 /// `osbench-*.json`, as a run writes them when its store fails), oldest first.
 pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
@@ -154,18 +194,31 @@ pub fn pending(spool: &Path) -> Result<Vec<PathBuf>> {
 pub enum Sent {
     /// Stored as this run (and this job, if it names one, marked done).
     Stored { run_id: i64, job: Option<i64> },
-    /// Not a result document: renamed to `*.unreadable`, with why.
+    /// Not a result document (renamed to `*.unreadable`), or one the store
+    /// refused (moved to the [`REJECTED`] folder): where it is, and why.
     SetAside { to: PathBuf, why: String },
 }
 
 /// Stores every pending document of `spool`, marks its job done (gives a
 /// boot-rounds job back, for one boot's run: `queue::kernel_jobs`), and
-/// removes it (a file that is no document is renamed `*.unreadable`, never
-/// retried); what happened to each. The first store error stops it (the
-/// rest wait for the next try).
+/// removes it (a file that is no document is renamed `*.unreadable`, one
+/// the store refuses while it answers is moved to the [`REJECTED`] folder
+/// and its job failed; neither is retried); what happened to each. The
+/// first error of a store that does not answer stops it (the rest wait
+/// for the next try).
 pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec<(PathBuf, Sent)>> {
+    send_files(store, pending(spool)?, w)
+}
+
+/// [`send_pending`] of `files`, wherever they are (runs that could not be
+/// written to the spool wait elsewhere).
+pub fn send_files(
+    store: &mut Store,
+    files: Vec<PathBuf>,
+    w: &WorkerId,
+) -> Result<Vec<(PathBuf, Sent)>> {
     let mut sent = Vec::new();
-    for file in pending(spool)? {
+    for file in files {
         let (text, doc) = match crate::store::read_document_text(&file) {
             Ok(read) => read,
             Err(e) => {
@@ -182,12 +235,21 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
                 continue;
             }
         };
-        let run_id = store.import(&doc, &text)?.id();
         let job = doc
             .run
             .meta
             .get(JOB_META)
             .and_then(|j| j.parse::<i64>().ok());
+        let run_id = match store.import(&doc, &text) {
+            Ok(inserted) => inserted.id(),
+            // The store answers, and refuses this document: it would refuse
+            // it at every try, and stop the rest (and every claim) behind it.
+            Err(e) if store.job(job.unwrap_or(0)).is_ok() => {
+                sent.push(reject(store, &file, job, w, &e)?);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         // One boot of a boot-rounds job is not the job's run: the job is
         // given back, and its step runs again when it is claimed.
         let step = doc.run.meta.get(super::kernel_jobs::STEP_META);
@@ -206,6 +268,38 @@ pub fn send_pending(store: &mut Store, spool: &Path, w: &WorkerId) -> Result<Vec
         sent.push((file, Sent::Stored { run_id, job }));
     }
     Ok(sent)
+}
+
+/// The folder of `spool` that documents the store refused are moved to.
+pub const REJECTED: &str = "rejected";
+
+/// Sets `file`, which the store refused with `e`, aside in the spool's
+/// [`REJECTED`] folder, and fails its job (if it names one) saying where
+/// the run is.
+fn reject(
+    store: &mut Store,
+    file: &Path,
+    job: Option<i64>,
+    w: &WorkerId,
+    e: &Error,
+) -> Result<(PathBuf, Sent)> {
+    let dir = file.with_file_name(REJECTED);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("making the folder {}", dir.display()), e))?;
+    let to = dir.join(file.file_name().unwrap_or_default());
+    std::fs::rename(file, &to)
+        .map_err(|e| Error::io(format!("moving {} to {}", file.display(), dir.display()), e))?;
+    let why = format!(
+        "the store refused {} ({e}); it was moved to {} and is not sent again: fix it and \
+         `osbench import` it, or remove it",
+        file.display(),
+        to.display()
+    );
+    if let Some(id) = job {
+        let error = format!("its run could not be stored: {why}");
+        store.finish_job(id, w, &Finish::Failed { error })?;
+    }
+    Ok((file.to_path_buf(), Sent::SetAside { to, why }))
 }
 
 /// The lease a running job holds, renewed between cases (never inside a

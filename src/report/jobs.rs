@@ -87,6 +87,9 @@ pub fn jobs(jobs: &[JobRow], width: Option<usize>) -> String {
             let e = crate::text::capped(e, crate::text::MESSAGE_CAP);
             errors.push_str(&format!("job {}: {}\n", j.id, printable(&e)));
         }
+        if let Some(e) = &j.meta_unreadable {
+            errors.push_str(&format!("job {}: unreadable: {e}\n", j.id));
+        }
         if let (JobState::Rebooting, Some(into), Some(deadline)) =
             (j.state, &j.boot_into, &j.boot_deadline)
         {

@@ -49,15 +49,23 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Job `id`, `rebooting` for `w`, back to `running` (its reboot failed,
-    /// so the worker can end it).
-    pub fn unmark_rebooting(&mut self, id: i64, w: &WorkerId) -> Result<bool> {
+    /// Job `id`, `rebooting` for `w`, back to `running` with its kernel
+    /// column as it was before the boot (`kernel`: the record of a boot
+    /// that never happened must not be checked when it runs again), as its
+    /// reboot failed or was stopped, so that the worker can end it.
+    pub fn unmark_rebooting(
+        &mut self,
+        id: i64,
+        w: &WorkerId,
+        kernel: Option<&str>,
+    ) -> Result<bool> {
         self.require_queue("worker")?;
         let mut conn = self.conn();
         let n = conn.execute(
-            "UPDATE jobs SET state = 'running', boot_deadline = NULL
+            "UPDATE jobs SET state = 'running', boot_deadline = NULL,
+                 kernel = COALESCE(CAST($3 AS TEXT), kernel)
              WHERE id = $1 AND lease_token = $2 AND state = 'rebooting'",
-            &[Param::Int(id), w.token.as_str().into()],
+            &[Param::Int(id), w.token.as_str().into(), kernel.into()],
         )?;
         Ok(n == 1)
     }

@@ -269,12 +269,40 @@ pub fn read_document(path: &Path) -> Result<Document> {
     read_document_text(path).map(|(_, doc)| doc)
 }
 
+/// The largest document read (a million samples take about 60 MB): what
+/// is larger is no document (`/dev/zero`, a FIFO that never ends), and is
+/// not read to the end of memory.
+pub const MAX_DOCUMENT_BYTES: u64 = 256 << 20;
+
 /// Reads a document and checks its schema and contents; also returns the text as read.
 pub fn read_document_text(path: &Path) -> Result<(String, Document)> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    let doc = parse_document(&text, &path.display().to_string())?;
+    let file =
+        fs::File::open(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let origin = path.display().to_string();
+    let text = read_capped(file, &origin)?;
+    let doc = parse_document(&text, &origin)?;
     Ok((text, doc))
+}
+
+/// The text `input` (`origin`, named in errors) holds, refused beyond
+/// `MAX_DOCUMENT_BYTES` (256 MiB) as soon as it is read that far.
+pub fn read_capped(input: impl std::io::Read, origin: &str) -> Result<String> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut input.take(MAX_DOCUMENT_BYTES + 1), &mut bytes)
+        .map_err(|e| Error::io(format!("reading {origin}"), e))?;
+    let bad = |message: String| Error::BadDocument {
+        path: origin.to_string(),
+        what: "an osbench result document",
+        message,
+    };
+    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(bad(format!(
+            "it holds more than {} MiB, more than any document (is it one? a device or a \
+             stream that never ends is not); nothing of it was used",
+            MAX_DOCUMENT_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| bad(format!("it is not UTF-8 text: {e}")))
 }
 
 /// Parses a document's JSON `text` (from `origin`, named in errors), checks
@@ -503,5 +531,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no \"schema\" field"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod capped_tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_input_is_refused_at_the_cap() {
+        let e = read_capped(std::io::repeat(0), "/dev/zero")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("more than 256 MiB"),
+            "{e}"
+        );
+        assert_eq!(read_capped(&b"{}"[..], "x").unwrap(), "{}");
     }
 }

@@ -130,6 +130,10 @@ pub struct JobRow {
     /// when the job is lost unless the host is back (its boot_timeout).
     pub boot_into: Option<String>,
     pub boot_deadline: Option<String>,
+    /// Why its meta column could not be read (a row written by other
+    /// means than `submit`): `meta` is then empty, and the job is shown as
+    /// such and failed by a worker, rather than failing every listing.
+    pub meta_unreadable: Option<String>,
 }
 
 /// A registered worker. Times are UTC, RFC 3339.
@@ -201,8 +205,13 @@ fn job_columns() -> String {
 }
 
 fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
-    let meta: BTreeMap<String, String> =
-        serde_json::from_str(&r.text(3)?).map_err(|e| format!("job meta: {e}"))?;
+    let (meta, meta_unreadable) = match serde_json::from_str(&r.text(3)?) {
+        Ok(meta) => (meta, None),
+        Err(e) => (
+            BTreeMap::new(),
+            Some(format!("its meta is not a JSON map of strings: {e}")),
+        ),
+    };
     let opt_int = |i: usize| match r.cell(i) {
         super::sql::Cell::Null => Ok(None),
         _ => r.int(i).map(Some),
@@ -228,6 +237,7 @@ fn job_row(r: &Row) -> std::result::Result<JobRow, String> {
         run_id: opt_int(17)?,
         boot_into: r.opt_text(18)?,
         boot_deadline: r.opt_text(19)?,
+        meta_unreadable,
     })
 }
 

@@ -61,22 +61,53 @@ pub enum StoreState {
     Off,
     /// Opened (created, migrated) before the run; closed while measuring.
     Ready(Location),
+    /// A PostgreSQL store being opened by another thread while the run
+    /// measures (a server that does not answer must not delay the first
+    /// sample by its connect timeout); the run is kept once it has opened.
+    Opening(Location, std::thread::JoinHandle<Result<()>>),
     /// Why it cannot be used (the run then goes to a JSON file).
     Failed(Error),
 }
 
 impl StoreState {
-    /// Opens the store at `location` now (`None`: `--no-store`). An
-    /// interrupt while it opens is an error; any other failure is kept, to
-    /// send the run to a file after measuring.
+    /// Opens the store at `location` (`None`: `--no-store`): a file store
+    /// now, a PostgreSQL store while the run measures. An interrupt while a
+    /// file store opens (waiting for another run's lock) is an error; any
+    /// other failure is kept, to send the run to a file after measuring.
     pub fn open(location: Option<Result<Location>>) -> Result<Self> {
         let Some(location) = location else {
             return Ok(StoreState::Off);
         };
-        match location.and_then(|l| Store::open(&l).map(|_| l)) {
-            Ok(l) => Ok(StoreState::Ready(l)),
+        let location = match location {
+            Ok(l) => l,
+            Err(e) => return Ok(StoreState::Failed(e)),
+        };
+        if let Location::Postgres(_) = &location {
+            let at = location.clone();
+            let opening = std::thread::spawn(move || Store::open(&at).map(drop));
+            return Ok(StoreState::Opening(location, opening));
+        }
+        match Store::open(&location) {
+            Ok(_) => Ok(StoreState::Ready(location)),
             Err(Error::Interrupted) => Err(Error::Interrupted),
             Err(e) => Ok(StoreState::Failed(e)),
+        }
+    }
+
+    /// The store once it has opened (waited for, if another thread opens it).
+    fn opened(self) -> Self {
+        let StoreState::Opening(location, opening) = self else {
+            return self;
+        };
+        let opened = opening.join().unwrap_or_else(|_| {
+            Err(Error::Store {
+                path: location.to_string(),
+                message: "opening it failed unexpectedly".into(),
+            })
+        });
+        match opened {
+            Ok(()) => StoreState::Ready(location),
+            Err(e) => StoreState::Failed(e),
         }
     }
 }
@@ -191,12 +222,13 @@ fn store_it(
     saved: &mut Saved,
     tell: &mut dyn FnMut(Notice),
 ) -> std::result::Result<(bool, bool), KeepError> {
-    let stored = match store {
+    let stored = match store.opened() {
         StoreState::Off => return Ok((false, false)),
         StoreState::Ready(location) => Store::open(&location)
             .and_then(|mut s| s.insert(doc))
             .map(|i| (i.id(), location)),
         StoreState::Failed(e) => Err(e),
+        StoreState::Opening(..) => unreachable!("opened() waited for it"),
     };
     match stored {
         Ok((id, location)) => {

@@ -27,7 +27,8 @@ use crate::document::Document;
 pub use boot_jobs::BootWait;
 pub use change_points::{FoundPoint, PointState, StoredPoint};
 pub use document_file::{
-    PendingFile, STDOUT, parse_document, read_document, read_document_text, to_json, write_new,
+    PendingFile, STDOUT, parse_document, read_capped, read_document, read_document_text, to_json,
+    write_new,
 };
 pub use jobs::{Finish, JobRow, JobState, NewJob, WorkerId, WorkerRow, queue_needs_postgres};
 pub use location::{Location, STORE_ENV, location};

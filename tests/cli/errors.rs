@@ -177,3 +177,33 @@ fn io_limits_exit_2_before_measuring() {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{selector}");
     }
 }
+
+/// `import /dev/zero` (and an endless standard input) stops at the
+/// documents' size cap with a message naming it, instead of reading until
+/// memory runs out.
+#[test]
+fn import_of_an_endless_input_stops_at_the_size_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.sqlite");
+    let out = osbench(&store)
+        .args(["import", "/dev/zero"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/dev/zero") && err.contains("more than 256 MiB"),
+        "{err}"
+    );
+    let out = osbench(&store)
+        .args(["import", "-"])
+        .stdin(fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("standard input") && err.contains("more than 256 MiB"),
+        "{err}"
+    );
+}

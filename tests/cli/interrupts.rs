@@ -385,3 +385,76 @@ fn a_filesystem_full_in_the_middle_of_fs_exits_2_and_keeps_what_was_measured() {
         .collect();
     assert!(left.is_empty(), "left on the full filesystem: {left:?}");
 }
+
+/// The invocation agents (`osbench agent`) started by process `parent` so far.
+fn agents_of(parent: u32) -> Vec<u32> {
+    let mut found: Vec<u32> = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1));
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(&parent.to_string()) && cmdline.ends_with(b"agent\0")
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// D3: an invocation agent stopped (SIGSTOP) mid-run does not hang the run:
+/// the wait gives up after 10 s, the agent is killed, and the invocations
+/// finished are kept in --json.
+#[test]
+fn a_stopped_invocation_agent_ends_the_run_keeping_the_invocations_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let mut child = osbench(shared_store())
+        .args([
+            "run",
+            "syscall:null",
+            "--invocations",
+            "6",
+            "--samples",
+            "12",
+        ])
+        .args([
+            "--sample-time",
+            "100",
+            "--warmup",
+            "0",
+            "--no-perf",
+            "--no-store",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    let third = crate::common::wait_until("the third agent", || {
+        for a in agents_of(child.id()) {
+            if !seen.contains(&a) {
+                seen.push(a);
+            }
+        }
+        seen.get(2).copied()
+    });
+    // Stopped as it starts: it would never say it is ready.
+    // SAFETY: kill(2) of a process of the test's own child.
+    unsafe { libc::kill(third as i32, libc::SIGSTOP) };
+    let started = std::time::Instant::now();
+    let status = crate::common::wait_until("the run to end", || child.try_wait().unwrap());
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("was stopped (SIGSTOP"), "{err}");
+    let doc = read_document(&json).unwrap();
+    assert!(!doc.run.complete);
+    assert_eq!(doc.series[0].invocations.len(), 2, "{err}");
+}

@@ -636,3 +636,116 @@ fn boot_rounds_of_a_time_plan_merge_into_one_paired_document() {
         "{html}"
     );
 }
+
+/// D4: a reboot command that hangs is ended by SIGTERM (the worker exits
+/// 130 at once, the job queued again, not left `rebooting`), and by its
+/// timeout (`$OSBENCH_REBOOT_TIMEOUT`; the job failed, saying so).
+#[test]
+fn a_hanging_reboot_command_ends_at_a_stop_signal_or_its_timeout() {
+    if !have_postgres("a_hanging_reboot_command") {
+        return;
+    }
+    let h = Host::start();
+    let plan = format!("{PLAN}[kernel]\nrelease = \"6.99.0-test\"\n");
+    let id = h.submit(&plan, &[]);
+    let mut w = Running::start(&h, &["--reboot-command", "sleep 600"]);
+    wait_until("the job rebooting", || {
+        (h.job(id).state == JobState::Rebooting).then_some(())
+    });
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGTERM) };
+    let started = Instant::now();
+    let status = wait_until("the worker to exit", || w.child.try_wait().unwrap());
+    assert!(started.elapsed() < Duration::from_secs(10), "{}", w.log());
+    assert_eq!(status.code(), Some(130), "{}", w.log());
+    let job = h.job(id);
+    assert_eq!(job.state, JobState::Queued, "{}", w.log());
+    assert!(!w.log().contains("no longer this worker's"), "{}", w.log());
+    drop(w);
+    let err = h
+        .cmd()
+        .env("OSBENCH_REBOOT_TIMEOUT", "1")
+        .args([
+            "worker", "--name", "a", "--once", "--poll", "0.2", "--spool",
+        ])
+        .arg(h.dir.path().join("spool"))
+        .args(["--reboot-command", "sleep 600"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&err.stderr);
+    let job = h.job(id);
+    assert_eq!(job.state, JobState::Failed, "{log}");
+    let e = job.error.unwrap();
+    assert!(e.contains("timeout") && e.contains("did not reboot"), "{e}");
+}
+
+/// D7: a kernel job that fails after its boot (its set-up fails), and one
+/// cancelled while its host reboots, still boot the host back into its
+/// kernel: the next jobs do not run on the test kernel; a job that finds
+/// the host on a kernel booted for another (which did not ask to boot
+/// back) is warned of it.
+#[test]
+fn a_kernel_job_failed_or_cancelled_after_its_boot_still_boots_back() {
+    if !have_postgres("a_kernel_job_failed_or_cancelled") {
+        return;
+    }
+    let h = Host::start();
+    let reboot = h.reboot_command(false);
+    let back = format!(
+        "echo \"job $OSBENCH_BOOT_JOB back\" >> {}",
+        h.marker().display()
+    );
+    let args = ["--reboot-command", &reboot, "--boot-back-command", &back];
+    let kernel = "[kernel]\nrelease = \"6.18.0-test\"\nboot_back = true\n";
+    let failing = format!(
+        "{PLAN}[[config]]\nname = \"a\"\nsetup = \"exit 3\"\n[[config]]\nname = \"b\"\n{kernel}"
+    );
+    let id = h.submit(&failing, &[]);
+    h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    let err = h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Failed, "{err}");
+    assert_eq!(
+        h.boots().last().unwrap(),
+        &format!("job {id} back"),
+        "{err}"
+    );
+    h.boot_into(BASE, "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1");
+
+    let id = h.submit(&format!("{PLAN}{kernel}"), &[]);
+    h.worker_once(&args);
+    assert_eq!(h.job(id).state, JobState::Rebooting);
+    common::ok(
+        h.cmd()
+            .args(["jobs", "--cancel", &id.to_string()])
+            .output()
+            .unwrap(),
+    );
+    let err = h.worker_once(&args);
+    assert!(
+        err.contains("the host runs the kernel booted for it"),
+        "{err}"
+    );
+    assert_eq!(
+        h.boots().last().unwrap(),
+        &format!("job {id} back"),
+        "{err}"
+    );
+    h.boot_into(BASE, "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1");
+
+    // A kernel job that does not ask to boot back leaves the host on its
+    // kernel: the next job is warned of it.
+    let stay = h.submit(&format!("{PLAN}[kernel]\nrelease = \"6.18.0-test\"\n"), &[]);
+    h.worker_once(&args);
+    h.worker_once(&args);
+    assert_eq!(h.job(stay).state, JobState::Done);
+    let plain = h.submit(PLAN, &[]);
+    let err = h.worker_once(&args);
+    assert_eq!(h.job(plain).state, JobState::Done, "{err}");
+    assert!(
+        err.contains(&format!(
+            "the kernel booted for job {stay}, not its own {BASE}"
+        )),
+        "{err}"
+    );
+}

@@ -6,5 +6,6 @@
 mod common;
 
 mod boot;
+mod hangs;
 mod policy;
 mod workers;

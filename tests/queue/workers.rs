@@ -26,7 +26,7 @@ use common::pg::{Cluster, Tls, have_postgres};
 use osbench::store::{JobRow, JobState, Location, NewJob, Store, WorkerId};
 
 /// A quick run: few short samples, no warm-up.
-const QUICK: [&str; 7] = [
+pub(crate) const QUICK: [&str; 7] = [
     "--",
     "--samples",
     "3",
@@ -53,14 +53,14 @@ fn slow(secs: u32) -> Vec<String> {
 }
 
 /// A cluster, its URL and a directory for spools and logs.
-struct Queue {
-    pg: Cluster,
-    url: String,
-    dir: tempfile::TempDir,
+pub(crate) struct Queue {
+    pub(crate) pg: Cluster,
+    pub(crate) url: String,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Queue {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let pg = Cluster::start(Tls::Off);
         let url = pg.url("127.0.0.1", "?connect_timeout=3");
         Queue {
@@ -70,38 +70,38 @@ impl Queue {
         }
     }
 
-    fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut cmd = common::osbench(&self.url);
         cmd.current_dir(self.dir.path());
         cmd
     }
 
-    fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         Store::open(Location::new(Path::new(&self.url))).unwrap()
     }
 
     /// `osbench submit ARGS`; the ids queued.
-    fn submit(&self, args: &[&str]) -> Vec<i64> {
+    pub(crate) fn submit(&self, args: &[&str]) -> Vec<i64> {
         let (out, _) = common::ok(self.cmd().arg("submit").args(args).output().unwrap());
         out.lines()
             .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
             .collect()
     }
 
-    fn jobs(&self) -> Vec<JobRow> {
+    pub(crate) fn jobs(&self) -> Vec<JobRow> {
         self.store().jobs(None, None).unwrap()
     }
 
-    fn job(&self, id: i64) -> JobRow {
+    pub(crate) fn job(&self, id: i64) -> JobRow {
         self.store().job(id).unwrap().unwrap()
     }
 
-    fn spool(&self, name: &str) -> PathBuf {
+    pub(crate) fn spool(&self, name: &str) -> PathBuf {
         self.dir.path().join(format!("spool-{name}"))
     }
 
     /// A worker process named `name`, asking every 0.2 s, with `extra` options.
-    fn worker(&self, name: &str, extra: &[&str]) -> WorkerProc {
+    pub(crate) fn worker(&self, name: &str, extra: &[&str]) -> WorkerProc {
         let log = self
             .dir
             .path()
@@ -119,7 +119,7 @@ impl Queue {
     }
 
     /// Waits (up to 60 s) until job `id` is in `state`.
-    fn wait_for(&self, id: i64, state: JobState) -> JobRow {
+    pub(crate) fn wait_for(&self, id: i64, state: JobState) -> JobRow {
         wait_until(&format!("job {id} {state}"), || {
             let j = self.job(id);
             (j.state == state).then_some(j)
@@ -135,23 +135,23 @@ fn nanos() -> u128 {
 }
 
 /// A worker process, killed (SIGKILL) and reaped when dropped.
-struct WorkerProc {
-    child: Child,
-    log: PathBuf,
+pub(crate) struct WorkerProc {
+    pub(crate) child: Child,
+    pub(crate) log: PathBuf,
 }
 
 impl WorkerProc {
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn signal(&self, sig: libc::c_int) {
+    pub(crate) fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
         unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
     }
 
     /// Its exit status, waited for up to 30 s.
-    fn exit(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn exit(&mut self) -> std::process::ExitStatus {
         wait_until("the worker to exit", || self.child.try_wait().unwrap())
     }
 }

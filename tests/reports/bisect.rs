@@ -212,3 +212,64 @@ fn bisect_by_case_runs_one_configuration_per_side() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("required"));
     }
 }
+
+/// D6: a build that hangs is ended by SIGINT and by SIGTERM (exit 130, its
+/// processes, the work trees and `$TMPDIR/osbench-bisect-*` gone), and by
+/// `--build-timeout` (the good revision "does not build", naming the timeout).
+#[test]
+fn a_hanging_build_ends_at_a_stop_signal_or_its_timeout_leaving_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, _, bad) = repository(dir.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("building");
+    // A duration of its own, to find it among the machine's processes.
+    let hang = format!("touch {}; exec sleep 6131", marker.display());
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let _ = std::fs::remove_file(&marker);
+        let mut child = osbench(common::tmp_store("bisect.sqlite"))
+            .env("TMPDIR", tmp.path())
+            .args(["bisect", "--repo", dir.path().to_str().unwrap()])
+            .args(["--good", &good, "--bad", &bad, "--build", &hang])
+            .args(["--command", "./prog"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        common::wait_until("the build to start", || marker.exists().then_some(()));
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let started = std::time::Instant::now();
+        let status = common::wait_until("bisect to exit", || child.try_wait().unwrap());
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert!(started.elapsed().as_secs() < 5, "{err}");
+        assert_eq!(status.code(), Some(130), "signal {sig}: {err}");
+        let trees = git(dir.path(), &["worktree", "list"]);
+        assert_eq!(trees.lines().count(), 1, "{trees}");
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("osbench-bisect-")
+            })
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        let sleeping = Command::new("pgrep").args(["-f", &hang]).output().unwrap();
+        assert!(sleeping.stdout.is_empty(), "the build is left running");
+    }
+    let out = osbench(common::tmp_store("bisect.sqlite"))
+        .env("TMPDIR", tmp.path())
+        .args(["bisect", "--repo", dir.path().to_str().unwrap()])
+        .args(["--good", &good, "--bad", &bad, "--build", &hang])
+        .args(["--command", "./prog", "--build-timeout", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("does not build") && err.contains("timeout"),
+        "{err}"
+    );
+}
