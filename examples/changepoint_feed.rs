@@ -42,7 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let feed = if nightly {
             feed(&values, &info, &options)
         } else {
-            Feed { shown: Vec::new(), announced: Vec::new() }
+            Feed {
+                shown: Vec::new(),
+                announced: Vec::new(),
+            }
         };
         out.push(json!({
             "name": s["name"],
@@ -61,19 +64,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_f64).collect())
+    v.as_array()
+        .map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_f64).collect())
 }
 
 /// What osbench knows of each run besides its median.
 fn run_info(s: &Value) -> Vec<RunInfo> {
     let spread = floats(&s["spread"]);
-    let clusters: Vec<bool> = s["two_clusters"]
-        .as_array()
-        .map_or_else(Vec::new, |a| a.iter().map(|b| b.as_bool() == Some(true)).collect());
+    let clusters: Vec<bool> = s["two_clusters"].as_array().map_or_else(Vec::new, |a| {
+        a.iter().map(|b| b.as_bool() == Some(true)).collect()
+    });
     spread
         .iter()
         .zip(clusters.iter().chain(std::iter::repeat(&false)))
-        .map(|(&spread, &two_clusters)| RunInfo { spread: Some(spread), two_clusters })
+        .map(|(&spread, &two_clusters)| RunInfo {
+            spread: Some(spread),
+            two_clusters,
+        })
         .collect()
 }
 
@@ -100,9 +107,9 @@ fn feed(values: &[f64], info: &[RunInfo], options: &Options) -> Feed {
         let Some(c) = changes(&d) else { continue };
         for p in &c.points {
             let slower = p.relative > 0.0;
-            let near = known.iter_mut().find(|k| {
-                k.slower == slower && k.index.abs_diff(p.index) <= SAME_CHANGE_RUNS
-            });
+            let near = known
+                .iter_mut()
+                .find(|k| k.slower == slower && k.index.abs_diff(p.index) <= SAME_CHANGE_RUNS);
             let k = match near {
                 Some(k) => {
                     k.index = p.index;
@@ -110,7 +117,12 @@ fn feed(values: &[f64], info: &[RunInfo], options: &Options) -> Feed {
                 }
                 None => {
                     let id = known.len() + 1;
-                    known.push(Known { id, index: p.index, slower, announced: false });
+                    known.push(Known {
+                        id,
+                        index: p.index,
+                        slower,
+                        announced: false,
+                    });
                     shown.push(json!({
                         "night": night, "id": id, "index": p.index, "slower": slower,
                     }));

@@ -20,9 +20,7 @@ use clap::Args;
 use osbench::compare::history::{
     CaseHistory, RunOrder, case_histories, ordered_case_runs, plausible_runs, with_meta,
 };
-use osbench::compare::regressions::{
-    Regression, Sweep, SweepOptions, Window, drifts, sweep,
-};
+use osbench::compare::regressions::{Regression, Sweep, SweepOptions, Window, drifts, sweep};
 use osbench::document::{rfc3339, span_secs};
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
@@ -182,7 +180,10 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
 /// the detection now places it, keeping its id and what was said of it, or
 /// a new one); `None` when it was dismissed (`--ack`, `--expect`, `--fixed`).
 fn keep(db: &Store, stored: &[StoredPoint], r: &Regression) -> anyhow::Result<Option<StoredPoint>> {
-    let same: Vec<&StoredPoint> = stored.iter().filter(|p| r.is_same_change(&p.point)).collect();
+    let same: Vec<&StoredPoint> = stored
+        .iter()
+        .filter(|p| r.is_same_change(&p.point))
+        .collect();
     if same.iter().any(|p| p.state != PointState::New) {
         return Ok(None);
     }

@@ -220,7 +220,11 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
                 if p.confirmed {
                     "confirmed".into()
                 } else {
-                    format!("pending: {} of {} runs", h.runs.len() - p.index, confirm_runs(h))
+                    format!(
+                        "pending: {} of {} runs",
+                        h.runs.len() - p.index,
+                        confirm_runs(h)
+                    )
                 },
             ]
         })
@@ -238,7 +242,9 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
             "Q̂",
             "status",
         ],
-        numeric: vec![true, true, false, false, true, true, true, true, true, false],
+        numeric: vec![
+            true, true, false, false, true, true, true, true, true, false,
+        ],
         rows,
         cases: Vec::new(),
     })

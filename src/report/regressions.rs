@@ -447,7 +447,10 @@ mod tests {
             ),
             "{text}"
         );
-        let pending_row = text.lines().find(|l| l.trim_start().starts_with("pending")).unwrap();
+        let pending_row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("pending"))
+            .unwrap();
         assert!(pending_row.contains("slower +10.0%"), "{pending_row}");
         assert!(
             text.contains("- syscall getpid on vm: drifting +0.050%/run over runs 13..20"),
@@ -455,7 +458,11 @@ mod tests {
         );
         assert!(text.contains("not alerted on unless --pending"), "{text}");
         let csv = csv(&sweep);
-        let statuses: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+        let statuses: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap())
+            .collect();
         assert_eq!(statuses, ["confirmed", "pending"]);
         let json: serde_json::Value = serde_json::from_slice(&json(&sweep, &scope())).unwrap();
         assert_eq!(json["regressions"].as_array().unwrap().len(), 1);

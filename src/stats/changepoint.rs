@@ -343,9 +343,7 @@ fn prune(z: &[f64], found: &mut Vec<Split>, floor: f64, confirm_runs: usize) {
             let change = median(&z[at..hi]) / median(&z[lo..at]) - 1.0;
             // A level of fewer runs than confirm one is not a level: two
             // unlucky runs at the start, or a pair of outliers inside.
-            let short = (k == 0 && at - lo < confirm_runs)
-                || (k > 0 && at - lo < confirm_runs)
-                || (k + 1 < found.len() && hi - at < confirm_runs);
+            let short = at - lo < confirm_runs || (k + 1 < found.len() && hi - at < confirm_runs);
             change.is_nan() || change.abs() < floor.max(1e-9) || short
         };
         let weakest = (0..found.len())
@@ -422,14 +420,13 @@ fn drifts(z: &[f64], bounds: &[usize], floor: f64) -> Vec<Drift> {
             let per_run = line.slope / level;
             let total = (per_run * (stretch.len() - 1) as f64).abs();
             let p_value = trend::mann_kendall_p(stretch);
-            (p_value <= DRIFT_ALPHA && total >= DRIFT_MIN_TOTAL.max(floor) && level > 0.0).then_some(
-                Drift {
+            (p_value <= DRIFT_ALPHA && total >= DRIFT_MIN_TOTAL.max(floor) && level > 0.0)
+                .then_some(Drift {
                     start: w[0],
                     end: w[1],
                     per_run,
                     p_value,
-                },
-            )
+                })
         })
         .collect()
 }
@@ -493,12 +490,7 @@ fn binomial(n: usize, k: usize) -> f64 {
 /// shuffling stops as soon as the p-value cannot come out at or below
 /// `alpha` any more (then the share so far is the estimate, as in Besag &
 /// Clifford's sequential Monte Carlo p-values, Biometrika 78(2), 1991).
-fn permutation_p(
-    segment: &Segment,
-    observed: f64,
-    options: &Options,
-    rng: &mut SplitMix64,
-) -> f64 {
+fn permutation_p(segment: &Segment, observed: f64, options: &Options, rng: &mut SplitMix64) -> f64 {
     let mut order = segment.order();
     // Sums taken in another order may differ in the last bits.
     let threshold = observed - observed.abs() * 1e-9;
@@ -805,7 +797,9 @@ mod tests {
                 let mut flat = series(seed, 1.0, &[(100.0, 30)]);
                 flat[7] = 160.0;
                 flat[21] = 45.0;
-                !tested(detect_plain(&flat, &Options::default())).points.is_empty()
+                !tested(detect_plain(&flat, &Options::default()))
+                    .points
+                    .is_empty()
             })
             .count();
         assert!(with_spikes <= 4, "{with_spikes} of 40 flat histories");
@@ -825,14 +819,20 @@ mod tests {
     fn the_same_history_gives_the_same_answer_and_the_seed_is_used() {
         let values = series(5, 1.0, &[(100.0, 9), (103.0, 9)]);
         let options = Options::default();
-        assert_eq!(detect_plain(&values, &options), detect_plain(&values, &options));
+        assert_eq!(
+            detect_plain(&values, &options),
+            detect_plain(&values, &options)
+        );
         let other = Options {
             seed: 99,
             ..options
         };
         let p = |d: Detection| tested(d).rejected.map(|r| r.p_value);
         // Another seed shuffles differently: the p-values (in steps of 1/1000) differ.
-        assert_ne!(p(detect_plain(&values, &options)), p(detect_plain(&values, &other)));
+        assert_ne!(
+            p(detect_plain(&values, &options)),
+            p(detect_plain(&values, &other))
+        );
     }
 
     #[test]
@@ -869,19 +869,27 @@ mod tests {
         assert!(c.points.iter().all(|p| !p.confirmed), "{c:?}");
         unlucky.extend(series(13, 1.0, &[(100.0, 6)]));
         let c = tested(detect_plain(&unlucky, &Options::default()));
-        assert!(c.points.is_empty(), "a pair of outliers inside is not a level: {c:?}");
+        assert!(
+            c.points.is_empty(),
+            "a pair of outliers inside is not a level: {c:?}"
+        );
         // Nor are two unlucky runs at the start.
         let mut start = vec![150.0, 149.0];
         start.extend(series(14, 1.0, &[(100.0, 40)]));
-        assert!(tested(detect_plain(&start, &Options::default())).points.is_empty());
+        assert!(
+            tested(detect_plain(&start, &Options::default()))
+                .points
+                .is_empty()
+        );
     }
 
     #[test]
     fn slow_drift_is_a_drift_not_steps() {
         // +0.05 % a run over 120 runs (+6 % in all), noise of 1 %.
         let mut rng = SplitMix64::new(21);
-        let ramp: Vec<f64> =
-            (0..120).map(|i| 100.0 * (1.0 + 0.0005 * i as f64) + noise(&mut rng, 1.0)).collect();
+        let ramp: Vec<f64> = (0..120)
+            .map(|i| 100.0 * (1.0 + 0.0005 * i as f64) + noise(&mut rng, 1.0))
+            .collect();
         let c = tested(detect_plain(&ramp, &Options::default()));
         assert!(c.points.is_empty(), "{c:?}");
         assert_eq!(c.drifts.len(), 1, "{c:?}");
@@ -891,7 +899,11 @@ mod tests {
         assert!(d.p_value < 0.001, "{d:?}");
         // A flat history does not drift.
         let flat = series(22, 1.0, &[(100.0, 120)]);
-        assert!(tested(detect_plain(&flat, &Options::default())).drifts.is_empty());
+        assert!(
+            tested(detect_plain(&flat, &Options::default()))
+                .drifts
+                .is_empty()
+        );
         // A sharp step on a drifting history is still a step.
         let mut rng = SplitMix64::new(23);
         let stepped: Vec<f64> = (0..120)
@@ -907,7 +919,11 @@ mod tests {
     #[test]
     fn every_step_of_several_is_found() {
         // Steps at 8, 21 and 32 (the paper's procedure stopped after the first).
-        let values = series(31, 1.0, &[(100.0, 8), (106.0, 13), (100.0, 11), (112.0, 12)]);
+        let values = series(
+            31,
+            1.0,
+            &[(100.0, 8), (106.0, 13), (100.0, 11), (112.0, 12)],
+        );
         let c = tested(detect_plain(&values, &Options::default()));
         assert_eq!(indices(&c), [8, 21, 32], "{c:?}");
         assert!(c.points.iter().all(|p| p.confirmed), "{c:?}");
@@ -921,7 +937,11 @@ mod tests {
         let values: Vec<f64> = (0..80)
             .map(|i| {
                 let level = if i < 40 { 100.0 } else { 105.0 };
-                let side = if rng.next_u64() % 2 == 0 { 0.92 } else { 1.08 };
+                let side = if rng.next_u64().is_multiple_of(2) {
+                    0.92
+                } else {
+                    1.08
+                };
                 level * side + noise(&mut rng, 1.0)
             })
             .collect();

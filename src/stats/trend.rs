@@ -149,7 +149,8 @@ pub fn line_explains(values: &[f64], cuts: &[usize]) -> bool {
         })
         .sum();
     let k = cuts.len() as f64;
-    let bic = |cost: f64, parameters: f64| 2.0 * m * (cost.max(1e-300) / m).ln() + parameters * m.ln();
+    let bic =
+        |cost: f64, parameters: f64| 2.0 * m * (cost.max(1e-300) / m).ln() + parameters * m.ln();
     bic(line_cost(values, &line), 2.0) <= bic(steps_cost, k + 1.0 + k * CUT_PARAMETERS)
 }
 
@@ -173,7 +174,9 @@ mod tests {
 
     #[test]
     fn mann_kendall_tells_a_ramp_from_a_flat_line() {
-        let ramp: Vec<f64> = (0..30).map(|i| i as f64 + [0.0, 3.0, -2.0][i % 3]).collect();
+        let ramp: Vec<f64> = (0..30)
+            .map(|i| i as f64 + [0.0, 3.0, -2.0][i % 3])
+            .collect();
         assert!(mann_kendall_p(&ramp) < 0.001);
         // A zig-zag with no trend.
         let flat: Vec<f64> = (0..30).map(|i| [1.0, 3.0, 2.0][i % 3]).collect();
@@ -188,12 +191,24 @@ mod tests {
     #[test]
     fn a_ramp_is_a_line_and_a_staircase_of_sharp_steps_is_not() {
         let wobble = |i: usize| [0.0, 0.3, -0.3][i % 3];
-        let ramp: Vec<f64> = (0..60).map(|i| 100.0 + 0.1 * i as f64 + wobble(i)).collect();
+        let ramp: Vec<f64> = (0..60)
+            .map(|i| 100.0 + 0.1 * i as f64 + wobble(i))
+            .collect();
         // A search for steps would cut it in two or three.
         assert!(line_explains(&ramp, &[30]));
         assert!(line_explains(&ramp, &[20, 40]));
         let steps: Vec<f64> = (0..60)
-            .map(|i| 100.0 + if i < 20 { 0.0 } else if i < 40 { 4.0 } else { 8.0 } + wobble(i))
+            .map(|i| {
+                100.0
+                    + if i < 20 {
+                        0.0
+                    } else if i < 40 {
+                        4.0
+                    } else {
+                        8.0
+                    }
+                    + wobble(i)
+            })
             .collect();
         assert!(!line_explains(&steps, &[20, 40]));
         // Without cuts there is nothing to explain away.

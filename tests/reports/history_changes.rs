@@ -482,3 +482,123 @@ fn printed_names_and_selectors_name_histories() {
     );
     assert!(err.contains("'base'") && err.contains("'other'"), "{err}");
 }
+
+/// `osbench regressions --last 3` with `extra` arguments: its exit code and output.
+fn sweep_last(store: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let out = osbench(store)
+        .args(["regressions", "--last", "3", "--bench", "syscall"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    (out.status.code(), String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn a_late_change_is_pending_until_confirmed_then_keeps_its_id_as_it_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    // 20 flat nights, then two slow ones (+30 ns): pending, not alerted.
+    import_nights(
+        &store,
+        "testhost",
+        22,
+        |day| if day >= 21 { 30.0 } else { 0.0 },
+    );
+    let (code, text) = sweep_last(&store, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    // Both configurations of the fixture's syscall case moved.
+    assert!(
+        text.contains("0 slowdowns, 0 improvements in 2 histories; 2 pending"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("syscall null [base]"))
+        .unwrap();
+    assert!(
+        row.trim_start().starts_with("pending") && row.contains("slower +30.0%"),
+        "{text}"
+    );
+    assert!(text.contains("not alerted on unless --pending"), "{text}");
+    // The early warning, for those who ask for it.
+    assert_eq!(sweep_last(&store, &["--pending"]).0, Some(1));
+    let history = changes(&store, "syscall:null", &["--config", "base"]);
+    assert!(history.contains("+30.0% pending"), "{history}");
+    assert!(
+        history.contains("(1 pending: fewer than 4 runs of the new level)"),
+        "{history}"
+    );
+    // Four more slow nights confirm it: a slowdown with an id, exit 1.
+    let more = dir.path().join("more");
+    fs::create_dir(&more).unwrap();
+    let files: Vec<PathBuf> = (23..=26)
+        .map(|day| night(&more, day, "testhost", 30.0))
+        .collect();
+    ok(osbench(&store).arg("import").args(&files).output().unwrap());
+    let (code, text) = sweep_last(&store, &[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("2 slowdowns, 0 improvements in 2 histories"),
+        "{text}"
+    );
+    let id_of = |text: &str| -> String {
+        let row = text
+            .lines()
+            .find(|l| l.contains("syscall null [base]"))
+            .unwrap();
+        row.split_whitespace().next().unwrap().to_string()
+    };
+    let id = id_of(&text);
+    // A later sweep that places the change a run apart (here: the record
+    // moved by hand) finds the same change: same id, no second record.
+    let db = rusqlite::Connection::open(&store).unwrap();
+    let moved = db
+        .execute(
+            "UPDATE change_points SET run_id = run_id + 1 WHERE id = ?1",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(moved, 1);
+    let (_, again) = sweep_last(&store, &[]);
+    assert_eq!(id_of(&again), id, "{again}");
+    let records: i64 = db
+        .query_row("SELECT count(*) FROM change_points", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(records, 2);
+    // Acknowledged, it follows the change: the next sweep is silent of it.
+    ok(osbench(&store)
+        .args(["regressions", "--ack", &id])
+        .output()
+        .unwrap());
+    let (_, text) = sweep_last(&store, &[]);
+    assert!(
+        text.starts_with("osbench regressions: 1 slowdown"),
+        "{text}"
+    );
+    assert!(!text.contains("[base]"), "{text}");
+}
+
+#[test]
+fn a_drifting_history_is_reported_as_drift_not_as_a_slowdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("results.sqlite");
+    // +0.1 ns (0.1 %) a night over 60 nights: +6 % in all, in no one step.
+    import_nights(&store, "testhost", 60, |day| 0.1 * day as f64);
+    let (code, text) = sweep_last(&store, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("0 slowdowns, 0 improvements in 2 histories; 2 drifting"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("- syscall null [base] on testhost: drifting +0.1"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("over runs 60..1"), "{line}");
+    let history = changes(&store, "syscall:null", &["--config", "base"]);
+    assert!(history.contains("No change point"), "{history}");
+    assert!(history.contains("Drifting +0.1"), "{history}");
+    assert!(history.contains("a trend, not a step"), "{history}");
+}
