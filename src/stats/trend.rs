@@ -155,7 +155,7 @@ pub fn line_explains(values: &[f64], cuts: &[usize]) -> bool {
 }
 
 /// Parameters a searched-for cut counts for (its level is counted apart).
-pub const CUT_PARAMETERS: f64 = 1.0;
+pub const CUT_PARAMETERS: f64 = 0.5;
 
 #[cfg(test)]
 mod tests {
