@@ -194,6 +194,15 @@ def markdown(scores, data):
     return "\n".join(lines) + "\n"
 
 
+def finite(value):
+    """`value` with NaN (a share of nothing) as null, which JSON can hold."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus")
@@ -217,7 +226,7 @@ def main():
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:
-        Path(args.json).write_text(json.dumps(scores, indent=1))
+        Path(args.json).write_text(json.dumps(finite(scores), indent=1))
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ use anyhow::{Context, anyhow, bail};
 use clap::{Args, FromArgMatches};
 use serde_json::json;
 
+use osbench::queue::policy::Given;
 use osbench::queue::worker::{JOB_META, MAX_ATTEMPTS};
 use osbench::queue::{JobCommand, JobPlan, PlanFile, parse_plan_file};
 use osbench::report;
 use osbench::store::{JobRow, JobState, NewJob, Store, WorkerRow};
 
 use super::save::{MetaArgs, StoreArgs, parse_label};
-use super::worker::parse_name;
 use super::{Cli, Command};
 
 #[derive(Args)]
@@ -204,7 +204,7 @@ pub(super) fn check(plan: &JobPlan) -> anyhow::Result<()> {
 fn say_what_needs_a_policy(file: &PlanFile) {
     let mut argv = vec!["osbench".to_string()];
     argv.extend(file.plan.argv(None));
-    let Ok(given) = super::worker::given(&argv) else {
+    let Ok(given) = given(&argv) else {
         return;
     };
     let default = osbench::queue::policy::Policy {
@@ -302,4 +302,48 @@ fn worker_json(w: &WorkerRow) -> serde_json::Value {
         "osbench_version": w.osbench_version, "live": w.live, "started": w.started,
         "last_seen": w.last_seen, "lease_expires": w.lease_expires,
     })
+}
+
+/// Worker and host names: what runs are filed under.
+pub(super) fn parse_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    match ok {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "'{s}' is not a name: letters, digits, '-', '_' and '.', not starting with '.'"
+        )),
+    }
+}
+
+/// The options `argv` (`osbench run|time …`) gives, as the parser reads
+/// them: each one's id, its name as written, and its values.
+pub(super) fn given(argv: &[String]) -> Result<Given, clap::Error> {
+    let command = super::command();
+    let matches = command.clone().try_get_matches_from(argv)?;
+    let Some((name, sub)) = matches.subcommand() else {
+        return Ok(Given::new());
+    };
+    let Some(subcommand) = command.find_subcommand(name) else {
+        return Ok(Given::new());
+    };
+    let mut given = Given::new();
+    for arg in subcommand.get_arguments() {
+        let id = arg.get_id().as_str();
+        if sub.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let shown = match (arg.get_long(), arg.get_short()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some(short)) => format!("-{short}"),
+            (None, None) => id.to_string(),
+        };
+        let values = sub.get_raw(id).map_or(Vec::new(), |values| {
+            values.map(|v| v.to_string_lossy().into_owned()).collect()
+        });
+        given.push((id.to_string(), shown, values));
+    }
+    Ok(given)
 }

@@ -24,6 +24,7 @@ use osbench::queue::worker::{self as queue_worker, Limits};
 use osbench::store::{self, Location};
 
 use super::save::StoreArgs;
+use super::submit::{given, parse_name};
 use super::{Cli, ColorWhen, Command, Console, parse_secs};
 
 #[derive(Args)]
@@ -76,20 +77,6 @@ pub struct WorkerArgs {
     store: StoreArgs,
 }
 
-/// Worker and host names: what runs are filed under.
-pub(super) fn parse_name(s: &str) -> Result<String, String> {
-    let ok = !s.is_empty()
-        && !s.starts_with('.')
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    match ok {
-        true => Ok(s.to_string()),
-        false => Err(format!(
-            "'{s}' is not a name: letters, digits, '-', '_' and '.', not starting with '.'"
-        )),
-    }
-}
-
 /// The command line's end of a job: its arguments read by the same
 /// command line as `osbench run` and `osbench time`, and run by their glue.
 struct CliRunner;
@@ -128,36 +115,6 @@ impl JobRunner for CliRunner {
         argv.extend(plan.argv(None));
         given(&argv).map_err(|e| super::clap_words(&e, &argv))
     }
-}
-
-/// The options `argv` (`osbench run|time …`) gives, as the parser reads
-/// them: each one's id, its name as written, and its values.
-pub(super) fn given(argv: &[String]) -> Result<Given, clap::Error> {
-    let command = super::command();
-    let matches = command.clone().try_get_matches_from(argv)?;
-    let Some((name, sub)) = matches.subcommand() else {
-        return Ok(Given::new());
-    };
-    let Some(subcommand) = command.find_subcommand(name) else {
-        return Ok(Given::new());
-    };
-    let mut given = Given::new();
-    for arg in subcommand.get_arguments() {
-        let id = arg.get_id().as_str();
-        if sub.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
-            continue;
-        }
-        let shown = match (arg.get_long(), arg.get_short()) {
-            (Some(long), _) => format!("--{long}"),
-            (None, Some(short)) => format!("-{short}"),
-            (None, None) => id.to_string(),
-        };
-        let values = sub.get_raw(id).map_or(Vec::new(), |values| {
-            values.map(|v| v.to_string_lossy().into_owned()).collect()
-        });
-        given.push((id.to_string(), shown, values));
-    }
-    Ok(given)
 }
 
 /// A line of the worker's, on stderr (escaped, masked, capped).

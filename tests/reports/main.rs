@@ -14,3 +14,4 @@ mod outputs;
 mod readers;
 mod regressions;
 mod report_cli;
+mod scoring;

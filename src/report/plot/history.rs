@@ -53,14 +53,9 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
                 grey.stroke_width(2),
             )])?;
         }
-        let drift_colour = PALETTE[1];
         for line in &drifts {
-            chart.draw_series(DashedLineSeries::new(
-                line.clone(),
-                3,
-                3,
-                drift_colour.stroke_width(3),
-            ))?;
+            let style = PALETTE[1].stroke_width(3);
+            chart.draw_series(DashedLineSeries::new(line.clone(), 3, 3, style))?;
         }
         let c = color(0);
         chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
@@ -91,14 +86,7 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
                 gap,
                 mark.stroke_width(2),
             ))?;
-            let text = format!(
-                " #{} (run {}): {:+.1}%{}",
-                p.index + 1,
-                runs[p.index].run_id,
-                p.relative * 100.0,
-                if p.confirmed { "" } else { " pending" }
-            );
-            chart.draw_series([Text::new(text, (x, top), font.clone())])?;
+            chart.draw_series([Text::new(point_label(p, runs), (x, top), font.clone())])?;
         }
         Ok(())
     })?;
@@ -109,6 +97,17 @@ pub fn history_plot(h: &CaseHistory) -> Result<Plot> {
         note,
         svg,
     })
+}
+
+/// " #13 (run 8): +10.0%", and " pending" while unconfirmed.
+fn point_label(p: &ChangePoint, runs: &[CaseRun]) -> String {
+    format!(
+        " #{} (run {}): {:+.1}%{}",
+        p.index + 1,
+        runs[p.index].run_id,
+        p.relative * 100.0,
+        if p.confirmed { "" } else { " pending" }
+    )
 }
 
 /// The title of `h`'s plot.
