@@ -87,28 +87,13 @@ impl JobPlan {
     }
 }
 
-/// Options a plan must not give: the worker sets them, they name files on
-/// the submitter's machine, or they write files on the worker's (a plan
-/// never says where results go: issue 44). The worker checks again, on the
-/// options as its parser reads them (`super::policy`).
-pub const WORKER_OPTIONS: [&str; 16] = [
-    "store",
-    "no-store",
-    "label",
-    "meta",
-    "experiment",
-    "bisect-exit",
-    "json",
-    "csv",
-    "markdown",
-    "openmetrics",
-    "junit",
-    "bmf",
-    "export-hyperfine",
-    "export-json",
-    "export-asciidoc",
-    "export-orgmode",
-];
+/// Whether `--NAME` is an option a plan must not give: one of
+/// [`super::policy::REFUSED`] (by its id, `export_hyperfine` for
+/// `--export-hyperfine`), or `--export-json` (hyperfine's name of `--json`).
+/// The worker checks again, on the options as its parser reads them.
+fn refused_option(name: &str) -> bool {
+    name == "export-json" || super::policy::REFUSED.contains(&name.replace('-', "_").as_str())
+}
 
 /// A plan file read: the plan, and its `[kernel]` / `[boot_rounds]` tables
 /// and `boot_timeout` as a JSON object keyed by their names.
@@ -224,7 +209,7 @@ pub fn refuse_worker_options(args: &[String]) -> Result<()> {
         let name = a
             .strip_prefix("--")
             .map(|n| n.split('=').next().unwrap_or(n));
-        if let Some(name) = name.filter(|n| WORKER_OPTIONS.contains(n)) {
+        if let Some(name) = name.filter(|n| refused_option(n)) {
             let why = match name {
                 "store" | "no-store" | "label" | "meta" | "experiment" | "bisect-exit" => {
                     "the worker stores each run under its own name in its store, with the job's \
