@@ -187,10 +187,7 @@ pub fn detect(values: &[f64], info: &[RunInfo], options: &Options) -> Detection 
     }
     drift_within_levels(z, &mut found, options.alpha);
     retest(z, &mut found, options);
-    let bounds: Vec<usize> = std::iter::once(0)
-        .chain(found.iter().map(|s| s.index))
-        .chain(std::iter::once(z.len()))
-        .collect();
+    let bounds = bounds_of(&found, z.len());
     let points = found
         .iter()
         .zip(bounds.windows(3))
@@ -329,25 +326,19 @@ fn probe_sides(
 /// its drift cut into more steps around it.
 fn drift_within_levels(z: &[f64], found: &mut Vec<Split>, alpha: f64) {
     loop {
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(found.iter().map(|s| s.index))
-            .chain(std::iter::once(z.len()))
-            .collect();
+        let bounds = bounds_of(found, z.len());
         let levels: Vec<&[f64]> = bounds.windows(2).map(|w| &z[w[0]..w[1]]).collect();
         if found.is_empty() || trend::pooled_mann_kendall_p(&levels) > alpha {
             return;
         }
-        let weakest = (0..found.len())
-            .filter(|&k| {
+        let drift: Vec<bool> = (0..found.len())
+            .map(|k| {
                 let (lo, at, hi) = (bounds[k], bounds[k + 1], bounds[k + 2]);
                 trend::line_explains(&z[lo..hi], &[at - lo])
             })
-            .min_by(|&a, &b| found[a].statistic.total_cmp(&found[b].statistic));
-        match weakest {
-            Some(k) => {
-                found.remove(k);
-            }
-            None => return,
+            .collect();
+        if !remove_weakest(found, &drift) {
+            return;
         }
     }
 }
@@ -360,10 +351,7 @@ fn drift_within_levels(z: &[f64], found: &mut Vec<Split>, alpha: f64) {
 /// The p-value and Q̂ each split keeps are its neighbours' ones.
 fn retest(z: &[f64], found: &mut Vec<Split>, options: &Options) {
     loop {
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(found.iter().map(|s| s.index))
-            .chain(std::iter::once(z.len()))
-            .collect();
+        let bounds = bounds_of(found, z.len());
         for (k, split) in found.iter_mut().enumerate() {
             let (lo, hi) = (bounds[k], bounds[k + 2]);
             let segment = Segment::new(&z[lo..hi]);
@@ -375,14 +363,9 @@ fn retest(z: &[f64], found: &mut Vec<Split>, options: &Options) {
             split.statistic = statistic;
             split.p_value = permutation_p(&segment, statistic, options, &mut rng);
         }
-        let weakest = (0..found.len())
-            .filter(|&k| found[k].p_value > options.alpha)
-            .min_by(|&a, &b| found[a].statistic.total_cmp(&found[b].statistic));
-        match weakest {
-            Some(k) => {
-                found.remove(k);
-            }
-            None => return,
+        let weak: Vec<bool> = found.iter().map(|s| s.p_value > options.alpha).collect();
+        if !remove_weakest(found, &weak) {
+            return;
         }
     }
 }
@@ -406,10 +389,7 @@ fn all_tied(values: &[f64]) -> bool {
 /// the start, or a pair of outliers, are not a level).
 fn prune(z: &[f64], found: &mut Vec<Split>, floor: f64, confirm_runs: usize) {
     loop {
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(found.iter().map(|s| s.index))
-            .chain(std::iter::once(z.len()))
-            .collect();
+        let bounds = bounds_of(found, z.len());
         let spread = run_to_run_spread(z, &bounds);
         let floor = floor.max(MIN_EFFECT * spread);
         let not_a_step = |k: usize| {
@@ -420,16 +400,28 @@ fn prune(z: &[f64], found: &mut Vec<Split>, floor: f64, confirm_runs: usize) {
             let short = at - lo < confirm_runs || (k + 1 < found.len() && hi - at < confirm_runs);
             change.is_nan() || change.abs() < floor.max(1e-9) || short
         };
-        let weakest = (0..found.len())
-            .filter(|&k| not_a_step(k))
-            .min_by(|&a, &b| found[a].statistic.total_cmp(&found[b].statistic));
-        match weakest {
-            Some(k) => {
-                found.remove(k);
-            }
-            None => return,
+        let not_steps: Vec<bool> = (0..found.len()).map(not_a_step).collect();
+        if !remove_weakest(found, &not_steps) {
+            return;
         }
     }
+}
+
+/// 0, the index of each split, `n`: the bounds of the segments between them.
+fn bounds_of(found: &[Split], n: usize) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(found.iter().map(|s| s.index))
+        .chain(std::iter::once(n))
+        .collect()
+}
+
+/// Removes the weakest split (the smallest Q̂) of those `picked` marks;
+/// false when none is marked.
+fn remove_weakest(found: &mut Vec<Split>, picked: &[bool]) -> bool {
+    let weakest = (0..found.len())
+        .filter(|&k| picked[k])
+        .min_by(|&a, &b| found[a].statistic.total_cmp(&found[b].statistic));
+    weakest.map(|k| found.remove(k)).is_some()
 }
 
 /// The smallest change, in run-to-run spreads, that is reported as a step:
