@@ -14,6 +14,17 @@ use std::borrow::Cow;
 /// How many bytes of a message [`capped`] keeps by default.
 pub const MESSAGE_CAP: usize = 2048;
 
+/// How many bytes of a job's error or note the store keeps.
+pub const STORED_MESSAGE_CAP: usize = 16 * 1024;
+
+/// A job's error or note as the store keeps it: NUL (which PostgreSQL's
+/// text refuses, and which would strand the job's end) written as `\0`,
+/// secrets in URLs masked, and at most [`STORED_MESSAGE_CAP`] bytes.
+pub fn storable(message: &str) -> String {
+    let text = message.replace('\0', "\\0");
+    capped(&mask_secrets(&text), STORED_MESSAGE_CAP).into_owned()
+}
+
 /// `text` with every control character (C0, DEL, C1: ESC, BEL, NUL, CR,
 /// LF, tab…) written as a visible escape (`\e`, `\r`, `\n`, `\t`, `\0`,
 /// `\u{9b}`), and the bidirectional overrides that reorder what a terminal
@@ -137,13 +148,16 @@ fn mask_url(url: &str) -> String {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    // A password may hold '@': the host follows the last one of the authority.
-    let (authority, path) = match rest[..authority_end].rfind('@') {
-        Some(_) => {
-            let path_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            let at = rest[..path_start]
-                .rfind('@')
-                .expect("an @ in the authority");
+    // A password may hold '@' (the host follows the last one of the
+    // authority), and '/', '?' or '#' too (`user:pa/ss@host`).
+    let user_end = rest[..authority_end]
+        .rfind('@')
+        .or_else(|| password_end(rest));
+    let (authority, path) = match user_end {
+        Some(at) => {
+            let path_start = rest[at + 1..]
+                .find(['/', '?', '#'])
+                .map_or(rest.len(), |i| at + 1 + i);
             let user = &rest[..at];
             // A user name alone is no secret in a database URL; in a
             // webhook's (`https://TOKEN@host`) it is the credential.
@@ -160,6 +174,23 @@ fn mask_url(url: &str) -> String {
         None => (rest[..authority_end].to_string(), &rest[authority_end..]),
     };
     format!("{scheme}://{authority}{}", mask_path_tokens(path))
+}
+
+/// Where the `user:password` of `rest` (a URL after its `://`) ends, when
+/// the password holds a '/', '?' or '#': a user name without them, a ':',
+/// then the last '@' — unless what follows the ':' is a port (digits, then
+/// the path). Masking a path's '@' with it errs on the safe side.
+fn password_end(rest: &str) -> Option<usize> {
+    let colon = rest.find(':')?;
+    if rest[..colon].contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    let after = &rest[colon + 1..];
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && (after.len() == digits || after[digits..].starts_with(['/', '?', '#'])) {
+        return None;
+    }
+    rest.rfind('@').filter(|&at| at > colon)
 }
 
 /// A webhook path with its secret parts masked: Slack's
@@ -223,6 +254,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stored_message_holds_no_nul_no_secret_and_at_most_16_kib() {
+        let huge = format!(
+            "a\0b https://bob:pw@hooks.example.com/x {}",
+            "y".repeat(300_000)
+        );
+        let stored = storable(&huge);
+        assert!(
+            stored.starts_with("a\\0b https://bob:***@hooks.example.com/x "),
+            "{}",
+            &stored[..60]
+        );
+        assert!(!stored.contains('\0') && !stored.contains(":pw@"));
+        assert!(stored.len() < STORED_MESSAGE_CAP + 40, "{}", stored.len());
+        assert!(stored.ends_with("bytes left out)"));
+        assert_eq!(storable("plain"), "plain");
+    }
+
+    #[test]
     fn control_characters_are_shown_not_obeyed() {
         assert_eq!(printable("plain label"), "plain label");
         assert!(matches!(printable("plain"), Cow::Borrowed(_)));
@@ -251,6 +300,25 @@ mod tests {
         let cut = capped(&long, MESSAGE_CAP);
         assert!(cut.ends_with("… (3952 bytes left out)"), "{cut}");
         assert!(cut.len() < MESSAGE_CAP + 40);
+    }
+
+    #[test]
+    fn a_password_with_a_slash_is_masked_whole() {
+        let m = |s: &str| mask_secrets(s).into_owned();
+        assert_eq!(
+            m("posting to https://bob:pa/ss?x@hooks.example.com/x failed"),
+            "posting to https://bob:***@hooks.example.com/x failed"
+        );
+        assert_eq!(
+            m("postgresql://slash:ab/cd?ef+gh@127.0.0.1:5432/db"),
+            "postgresql://slash:***@127.0.0.1:5432/db"
+        );
+        // A port is no password; a path's '@' is no user.
+        assert_eq!(m("http://host:8080/a@b"), "http://host:8080/a@b");
+        assert_eq!(
+            m("https://example.com/@someone"),
+            "https://example.com/@someone"
+        );
     }
 
     #[test]

@@ -656,14 +656,17 @@ impl Store {
                          error = COALESCE(CAST($5 AS TEXT), error), finished = now(),
                          lease_token = NULL WHERE {mine}"
                 ),
-                vec![Param::Int(*run_id), note.as_deref().into()],
+                vec![
+                    Param::Int(*run_id),
+                    note.as_deref().map(crate::text::storable).as_deref().into(),
+                ],
             ),
             Finish::Failed { error } => (
                 format!(
                     "UPDATE jobs SET state = 'failed', error = $4, finished = now(),
                          lease_token = NULL WHERE {mine}"
                 ),
-                vec![error.as_str().into()],
+                vec![crate::text::storable(error).as_str().into()],
             ),
             Finish::Released { note } => (
                 format!(
@@ -671,7 +674,7 @@ impl Store {
                          lease_expires = NULL, attempts = GREATEST(attempts - 1, 0)
                      WHERE {mine}"
                 ),
-                vec![note.as_str().into()],
+                vec![crate::text::storable(note).as_str().into()],
             ),
         };
         let mut params = vec![
