@@ -131,16 +131,18 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
     let stored = db.change_points()?;
     let (mut found, mut pending) = (Vec::new(), Vec::new());
     for mut r in sweep(&histories, &options) {
-        r.env = env_changes(&db, &r);
-        if !r.confirmed {
-            pending.push(r);
-            continue;
+        if r.confirmed {
+            let Some(kept) = keep(&db, &stored, &r)? else {
+                continue;
+            };
+            r.id = kept.id;
         }
-        let Some(kept) = keep(&db, &stored, &r)? else {
-            continue;
-        };
-        r.id = kept.id;
-        found.push(r);
+        r.env = env_changes(&db, &r);
+        if r.confirmed {
+            found.push(r);
+        } else {
+            pending.push(r);
+        }
     }
     let drifts = drifts(&histories, &options);
     let scope = Scope {

@@ -107,9 +107,9 @@ pub struct Regression {
     pub p_value: f64,
     /// A larger time per operation after.
     pub slower: bool,
-    /// Enough runs of the new level confirm it
-    /// ([`crate::stats::changepoint::Options::confirm_runs`]); until then
-    /// it is pending: shown, not alerted on.
+    /// Enough runs of the new level and a small enough p-value confirm it
+    /// ([`crate::stats::changepoint::Options::confirm_runs`] and
+    /// `confirm_alpha`); until then it is pending: shown, not alerted on.
     pub confirmed: bool,
     /// Environment keys whose values differ between the two levels.
     pub env: Vec<SideChange>,

@@ -79,8 +79,9 @@ pub fn conclusion(h: &CaseHistory) -> Option<String> {
     } + &match pending {
         0 => String::new(),
         n => format!(
-            " ({n} pending: fewer than {} runs of the new level)",
-            changes.options.confirm_runs
+            " ({n} pending: not yet {} runs of the new level and p ≤ {})",
+            changes.options.confirm_runs,
+            changes.options.confirm_alpha.min(changes.options.alpha)
         ),
     };
     let rest = match changes.rejected {
@@ -105,11 +106,21 @@ fn at(h: &CaseHistory, index: usize) -> String {
     format!("#{} (run {})", index + 1, h.runs[index].run_id)
 }
 
-/// The runs of a new level that confirm a change point in `h`.
-fn confirm_runs(h: &CaseHistory) -> usize {
-    match &h.detection {
-        Some(Detection::Tested(c)) => c.options.confirm_runs,
-        _ => crate::stats::changepoint::CONFIRM_RUNS,
+/// "confirmed", or why not yet: "pending: 2 of 4 runs", "pending: p > 0.005".
+fn status(h: &CaseHistory, p: &ChangePoint) -> String {
+    let Some(Detection::Tested(c)) = &h.detection else {
+        return String::new();
+    };
+    let after = h.runs.len() - p.index;
+    if p.confirmed {
+        "confirmed".into()
+    } else if after < c.options.confirm_runs {
+        format!("pending: {after} of {} runs", c.options.confirm_runs)
+    } else {
+        format!(
+            "pending: p > {}",
+            c.options.confirm_alpha.min(c.options.alpha)
+        )
     }
 }
 
@@ -217,15 +228,7 @@ pub fn changes_table(h: &CaseHistory) -> Option<Table> {
                 signed_pct(p.relative),
                 super::compare::fmt_p(p.p_value),
                 fmt_sig(p.statistic),
-                if p.confirmed {
-                    "confirmed".into()
-                } else {
-                    format!(
-                        "pending: {} of {} runs",
-                        h.runs.len() - p.index,
-                        confirm_runs(h)
-                    )
-                },
+                status(h, p),
             ]
         })
         .collect();

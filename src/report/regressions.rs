@@ -71,9 +71,10 @@ fn waiting_note(sweep: &Sweep) -> Option<String> {
     let mut parts = Vec::new();
     if !sweep.pending.is_empty() {
         parts.push(format!(
-            "pending: too few runs of the new level yet (confirmed at {}; two unlucky runs look \
-             like a change), not alerted on unless --pending",
-            crate::stats::changepoint::CONFIRM_RUNS
+            "pending: not yet confirmed ({} runs of the new level and p ≤ {} confirm one; two \
+             unlucky runs look like a change), not alerted on unless --pending",
+            crate::stats::changepoint::CONFIRM_RUNS,
+            crate::stats::changepoint::CONFIRM_ALPHA
         ));
     }
     if !sweep.drifts.is_empty() {

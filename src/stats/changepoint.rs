@@ -130,7 +130,8 @@ pub struct ChangePoint {
     pub p_value: f64,
     /// Q̂ of the split when it was found, in the values' unit.
     pub statistic: f64,
-    /// Whether [`Options::confirm_runs`] runs of the new level follow it.
+    /// Whether [`Options::confirm_runs`] runs of the new level follow it
+    /// and its p-value is at most [`Options::confirm_alpha`].
     pub confirmed: bool,
 }
 

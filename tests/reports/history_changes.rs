@@ -527,9 +527,10 @@ fn a_late_change_is_pending_until_confirmed_then_keeps_its_id_as_it_moves() {
     let history = changes(&store, "syscall:null", &["--config", "base"]);
     assert!(history.contains("+30.0% pending"), "{history}");
     assert!(
-        history.contains("(1 pending: fewer than 4 runs of the new level)"),
+        history.contains("(1 pending: not yet 4 runs of the new level and p ≤ 0.005)"),
         "{history}"
     );
+    assert!(history.contains("pending: 2 of 4 runs"), "{history}");
     // Four more slow nights confirm it: a slowdown with an id, exit 1.
     let more = dir.path().join("more");
     fs::create_dir(&more).unwrap();
