@@ -14,78 +14,36 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{self, pg};
-use osbench::store::{JobRow, JobState, Location, NewJob, Store};
+use crate::workers::{QUICK, Queue};
+use osbench::store::{JobState, Location, NewJob, Store};
 
-struct Queue {
-    _pg: pg::Cluster,
-    url: String,
-    dir: tempfile::TempDir,
+/// A file in the queue's directory.
+fn path(q: &Queue, name: &str) -> PathBuf {
+    q.dir.path().join(name)
 }
 
-impl Queue {
-    fn start() -> Self {
-        let pg = pg::Cluster::start(pg::Tls::Off);
-        let url = pg.url("127.0.0.1", "?connect_timeout=3");
-        Queue {
-            _pg: pg,
-            url,
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut cmd = common::osbench(&self.url);
-        cmd.current_dir(self.dir.path());
-        cmd
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// A policy file with `text`, as its admin writes it (mode 0644).
-    fn policy(&self, text: &str) -> PathBuf {
-        let path = self.path("policy.toml");
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-        path
-    }
-
-    fn submit(&self, args: &[&str]) -> i64 {
-        let (out, _) = common::ok(self.cmd().arg("submit").args(args).output().unwrap());
-        out.split_whitespace().nth(2).unwrap().parse().unwrap()
-    }
-
-    /// `worker --once` under `policy`; its stderr.
-    fn work(&self, policy: &Path) -> String {
-        let out = self
-            .cmd()
-            .args(["worker", "--name", "w1", "--once", "--policy"])
-            .arg(policy)
-            .arg("--spool")
-            .arg(self.path("spool"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        stderr
-    }
-
-    fn job(&self, id: i64) -> JobRow {
-        let store = Store::open(Location::new(Path::new(&self.url))).unwrap();
-        store.job(id).unwrap().unwrap()
-    }
+/// A policy file with `text`, as its admin writes it (mode 0644).
+fn policy_file(q: &Queue, text: &str) -> PathBuf {
+    let path = path(q, "policy.toml");
+    fs::write(&path, text).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    path
 }
 
-const QUICK: [&str; 7] = [
-    "--samples",
-    "3",
-    "--sample-time",
-    "1",
-    "--warmup",
-    "0",
-    "-q",
-];
+/// `worker --once` under `policy`; its stderr.
+fn work(q: &Queue, policy: &Path) -> String {
+    let out = q
+        .cmd()
+        .args(["worker", "--name", "w1", "--once", "--policy"])
+        .arg(policy)
+        .arg("--spool")
+        .arg(path(q, "spool"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
 
 #[test]
 fn plans_asking_for_more_than_the_policy_allows_fail_and_run_nothing() {
@@ -93,9 +51,9 @@ fn plans_asking_for_more_than_the_policy_allows_fail_and_run_nothing() {
         return;
     }
     let q = Queue::start();
-    let default = q.policy("# nothing allowed\n");
-    let pwned = q.path("pwned");
-    let plan = q.path("plan.toml");
+    let default = policy_file(&q, "# nothing allowed\n");
+    let pwned = path(&q, "pwned");
+    let plan = path(&q, "plan.toml");
     fs::write(
         &plan,
         format!(
@@ -114,7 +72,7 @@ fn plans_asking_for_more_than_the_policy_allows_fail_and_run_nothing() {
         "{noted}"
     );
     let id: i64 = out.split_whitespace().nth(2).unwrap().parse().unwrap();
-    let said = q.work(&default);
+    let said = work(&q, &default);
     let job = q.job(id);
     assert_eq!(job.state, JobState::Failed);
     let error = job.error.unwrap();
@@ -127,12 +85,12 @@ fn plans_asking_for_more_than_the_policy_allows_fail_and_run_nothing() {
     );
     assert!(said.contains("knobs none; scripts none"), "{said}");
     // A `time` plan's --prepare, past a policy that allows its command.
-    let time = q.policy("time_commands = [\"true\"]\n");
+    let time = policy_file(&q, "time_commands = [\"true\"]\n");
     let touch = format!("touch {}", pwned.display());
     let id = q.submit(&[
         "--time", "true", "--hosts", "w1", "--", "-p", &touch, "--runs", "2",
-    ]);
-    q.work(&time);
+    ])[0];
+    work(&q, &time);
     let error = q.job(id).error.unwrap();
     assert!(error.contains("--prepare `touch"), "{error}");
     assert!(!pwned.exists(), "a refused plan ran");
@@ -144,8 +102,8 @@ fn a_row_written_past_submit_is_checked_again_by_the_worker() {
         return;
     }
     let q = Queue::start();
-    let redirect = q.path("redirect.sqlite");
-    let overwritten = q.path("overwritten.json");
+    let redirect = path(&q, "redirect.sqlite");
+    let overwritten = path(&q, "overwritten.json");
     let mut store = Store::open(Location::new(Path::new(&q.url))).unwrap();
     let row = |args: Vec<String>| NewJob {
         host: "w1".into(),
@@ -159,7 +117,8 @@ fn a_row_written_past_submit_is_checked_again_by_the_worker() {
     };
     let mut args: Vec<String> = ["syscall:null"]
         .iter()
-        .chain(&QUICK)
+        .chain(&QUICK[1..])
+        .chain(&["-q"])
         .map(|s| s.to_string())
         .collect();
     args.extend(["--store".into(), redirect.display().to_string()]);
@@ -168,7 +127,7 @@ fn a_row_written_past_submit_is_checked_again_by_the_worker() {
     let ids = store.submit(&[row(args), row(json)]).unwrap();
     let trusting = common::fixture("trusting-worker-policy.toml");
     for (id, option) in ids.iter().zip(["--store", "--json"]) {
-        q.work(&trusting);
+        work(&q, &trusting);
         let job = q.job(*id);
         assert_eq!(job.state, JobState::Failed, "{:?}", job.error);
         let error = job.error.unwrap();
@@ -183,19 +142,22 @@ fn a_script_the_policy_names_runs_and_the_worker_says_what_it_runs() {
         return;
     }
     let q = Queue::start();
-    let mark = q.path("marked");
-    let script = q.path("mark it.sh");
+    let mark = path(&q, "marked");
+    let script = path(&q, "mark it.sh");
     fs::write(
         &script,
         format!("#!/bin/sh\necho set >> '{}'\n", mark.display()),
     )
     .unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    let policy = q.policy(&format!(
-        "knobs = [\"sysctl.kernel.osbench_test_*\"]\n[scripts]\nmark = \"{}\"\n",
-        script.display()
-    ));
-    let plan = q.path("plan.toml");
+    let policy = policy_file(
+        &q,
+        &format!(
+            "knobs = [\"sysctl.kernel.osbench_test_*\"]\n[scripts]\nmark = \"{}\"\n",
+            script.display()
+        ),
+    );
+    let plan = path(&q, "plan.toml");
     let text = "select = [\"syscall:null\"]\nsamples = 3\nsample_time = 1\nwarmup = 0\n\
                 [[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\nsetup = \"mark\"\n";
     fs::write(&plan, text).unwrap();
@@ -206,8 +168,8 @@ fn a_script_the_policy_names_runs_and_the_worker_says_what_it_runs() {
         "--",
         "--rounds",
         "2",
-    ]);
-    let said = q.work(&policy);
+    ])[0];
+    let said = work(&q, &policy);
     let job = q.job(id);
     assert_eq!(job.state, JobState::Done, "{:?}\n{said}", job.error);
     let marked = fs::read_to_string(&mark).unwrap();
@@ -237,11 +199,10 @@ fn the_documented_roles_separate_submitting_from_administering() {
     // The owner makes the schema, then grants as contrib/osbench-roles.sql says.
     common::ok(q.cmd().arg("jobs").output().unwrap());
     let roles = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/osbench-roles.sql");
-    q._pg.sql(&fs::read_to_string(roles).unwrap());
-    q._pg
-        .sql("ALTER ROLE osbench_submit PASSWORD 'sub'; ALTER ROLE osbench_worker PASSWORD 'wk'");
+    q.pg.sql(&fs::read_to_string(roles).unwrap());
+    q.pg.sql("ALTER ROLE osbench_submit PASSWORD 'sub'; ALTER ROLE osbench_worker PASSWORD 'wk'");
     let as_role = |user: &str, pw: &str| {
-        let url = format!("postgresql://{user}:{pw}@127.0.0.1:{}/postgres", q._pg.port);
+        let url = format!("postgresql://{user}:{pw}@127.0.0.1:{}/postgres", q.pg.port);
         let mut cmd = common::osbench(url);
         cmd.current_dir(q.dir.path());
         cmd
@@ -249,8 +210,9 @@ fn the_documented_roles_separate_submitting_from_administering() {
     let submitter = || as_role("osbench_submit", "sub");
     let (out, _) = common::ok(
         submitter()
-            .args(["submit", "syscall:null", "--hosts", "w1", "--"])
+            .args(["submit", "syscall:null", "--hosts", "w1"])
             .args(QUICK)
+            .arg("-q")
             .output()
             .unwrap(),
     );
@@ -269,7 +231,7 @@ fn the_documented_roles_separate_submitting_from_administering() {
         .args(["worker", "--name", "w1", "--once", "--policy"])
         .arg(&trusting)
         .arg("--spool")
-        .arg(q.path("spool"))
+        .arg(path(&q, "spool"))
         .output()
         .unwrap();
     assert!(
