@@ -247,7 +247,7 @@ pub fn drifts(histories: &[CaseHistory], options: &SweepOptions) -> Vec<DriftFin
                     &options.revision_key,
                 ),
                 per_run: d.per_run,
-                total: d.per_run * (stretch.len() - 1) as f64,
+                total: d.total(),
                 p_value: d.p_value,
             });
         }

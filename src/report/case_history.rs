@@ -307,7 +307,7 @@ pub fn drift_sentences(h: &CaseHistory) -> Vec<String> {
                 per_run_pct(d.per_run),
                 at(h, d.start),
                 at(h, d.end - 1),
-                signed_pct(d.per_run * (d.end - d.start - 1) as f64),
+                signed_pct(d.total()),
                 super::compare::fmt_p(d.p_value)
             )
         })

@@ -109,10 +109,19 @@ pub struct Drift {
     /// The first and one past the last value of the stretch.
     pub start: usize,
     pub end: usize,
-    /// The trend's change per run, relative to the stretch's first level (0.0005: +0.05 % a run).
+    /// The trend's level at the stretch's first run (Theil–Sen's line).
+    pub level: f64,
+    /// The trend's change per run, relative to `level` (0.0005: +0.05 % a run).
     pub per_run: f64,
     /// The trend test's p-value.
     pub p_value: f64,
+}
+
+impl Drift {
+    /// The change over the whole stretch, first run to last (relative).
+    pub fn total(&self) -> f64 {
+        self.per_run * (self.end - self.start - 1) as f64
+    }
 }
 
 /// One change point: the level of the series changed at `index`.
@@ -484,16 +493,15 @@ fn drifts(z: &[f64], bounds: &[usize], floor: f64) -> Vec<Drift> {
             let stretch = &z[w[0]..w[1]];
             let line = trend::theil_sen(stretch)?;
             let level = line.at(0);
-            let per_run = line.slope / level;
-            let total = (per_run * (stretch.len() - 1) as f64).abs();
-            let p_value = trend::mann_kendall_p(stretch);
-            (p_value <= DRIFT_ALPHA && total >= DRIFT_MIN_TOTAL.max(floor) && level > 0.0)
-                .then_some(Drift {
-                    start: w[0],
-                    end: w[1],
-                    per_run,
-                    p_value,
-                })
+            let drift = Drift {
+                start: w[0],
+                end: w[1],
+                level,
+                per_run: line.slope / level,
+                p_value: trend::mann_kendall_p(stretch),
+            };
+            let plain = drift.total().abs() >= DRIFT_MIN_TOTAL.max(floor);
+            (drift.p_value <= DRIFT_ALPHA && plain && level > 0.0).then_some(drift)
         })
         .collect()
 }

@@ -197,22 +197,19 @@ pub(super) fn history_note(h: &CaseHistory) -> String {
 }
 
 /// Each drifting stretch's trend as a line from its first run to its last
-/// (the trend is in the detection's values: the medians, or for a history
-/// folded onto one level, those folded values, close to the medians' middle).
+/// (the detection's trend: of the medians, or for a history folded onto one
+/// level, of the folded values, close to the medians' middle).
 fn drift_lines(h: &CaseHistory) -> Vec<Vec<(f64, f64)>> {
     let Some(Detection::Tested(c)) = &h.detection else {
         return Vec::new();
     };
     c.drifts
         .iter()
-        .filter_map(|d| {
-            let medians: Vec<f64> = h.runs[d.start..d.end].iter().map(|r| r.median).collect();
-            let line = crate::stats::trend::theil_sen(&medians)?;
-            let last = d.end - d.start - 1;
-            Some(vec![
-                (d.start as f64 + 1.0, line.at(0)),
-                (d.end as f64, line.at(last)),
-            ])
+        .map(|d| {
+            vec![
+                (d.start as f64 + 1.0, d.level),
+                (d.end as f64, d.level * (1.0 + d.total())),
+            ]
         })
         .collect()
 }
