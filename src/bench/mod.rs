@@ -15,6 +15,8 @@ pub mod fault;
 pub mod file;
 pub mod fs;
 pub mod ipc;
+pub mod membw;
+pub mod memlat;
 pub mod messaging;
 pub mod mmap;
 pub mod poll;
@@ -384,6 +386,8 @@ pub static REGISTRY: &[&BenchDef] = &[
     &connect::DEF,
     &fs::DEF,
     &file::DEF,
+    &membw::DEF,
+    &memlat::DEF,
     &clock::DEF,
     &spin::DEF,
 ];

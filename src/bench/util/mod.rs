@@ -1,9 +1,11 @@
 //! What the families share and are not families themselves: selectors and
 //! their resolution into cases (`select`), raw-descriptor I/O (`fdio`),
 //! futex waits and wakes (`futex`), and the helper tasks and working sets of
-//! the message-passing families (`ring`).
+//! the message-passing families (`ring`), and loads, stores and sums that
+//! compile as lmbench's C loops do (`words`).
 
 pub mod fdio;
 pub mod futex;
 pub mod ring;
 pub mod select;
+pub mod words;

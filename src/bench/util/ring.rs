@@ -102,6 +102,27 @@ impl WorkingSet {
     }
 }
 
+impl WorkingSet {
+    /// The memory as 8-byte words (empty for a zero-sized set).
+    pub fn as_words(&self) -> &[u64] {
+        if self.words == 0 {
+            return &[];
+        }
+        // SAFETY: the live mapping of `words` initialised u64s.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.words) }
+    }
+
+    /// The memory as 32-bit words (empty for a zero-sized set).
+    pub fn as_words32_mut(&mut self) -> &mut [u32] {
+        if self.words == 0 {
+            return &mut [];
+        }
+        // SAFETY: the live, page-aligned mapping of `words * 8` initialised
+        // bytes, borrowed mutably; any bit pattern is a valid u32.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.words * 2) }
+    }
+}
+
 impl Drop for WorkingSet {
     fn drop(&mut self) {
         if self.words > 0 {

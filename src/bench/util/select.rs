@@ -169,6 +169,9 @@ pub const OTHER_NAMES: &[(&str, &str)] = &[
     ("bw_unix", "stream"),
     ("bw_tcp", "stream"),
     ("bw_file_rd", "file"),
+    ("bw_mmap_rd", "file"),
+    ("bw_mem", "membw"),
+    ("lat_mem_rd", "memlat"),
 ];
 
 /// The benchmark `name` most likely meant: the one another tool calls

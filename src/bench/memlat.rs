@@ -1,0 +1,289 @@
+//! `memlat`: memory load latency as lmbench's `lat_mem_rd` measures it — a
+//! chain of pointers through a `kib` KiB buffer, each load's address the
+//! value the previous load returned, so the loads cannot overlap and one
+//! load costs the latency of the level of the memory hierarchy the buffer
+//! fits in. lmbench's "Memory latencies" table reads it at fixed points: L1
+//! at 1 KiB and L2 at 128 KiB with a 128-byte stride, main memory at the
+//! largest size with the same stride, and "Rand mem" at the largest size
+//! with `-t` (a random walk) and a 16-byte stride.
+//!
+//! The chains are lmbench's. `pattern=stride`: every `stride`-th byte in
+//! order, wrapping to the start (its `stride_initialize`, which hardware
+//! prefetchers predict). `pattern=random` (its `thrash_initialize`): the
+//! pages of the buffer in a random order, one word per page on each lap,
+//! the word within a page taken in bit-reversed order and shifted by one
+//! each page, so each load lands on a different page (a TLB miss beyond the
+//! TLB's reach) and a different cache line. A buffer that is not whole
+//! pages is walked word by word in bit-reversed order.
+//!
+//! One op is one load; the harness times batches of 100 loads per
+//! iteration (lmbench unrolls by 100 too), so its empty-loop overhead is
+//! spread over them. Differences on purpose: lmbench's random walk at a
+//! size below its `len` argument spreads over the pages of `len`, osbench
+//! over the buffer's own; it keeps the minimum of 11 runs, osbench a median
+//! of samples. Left out: lmbench's sweep over every size (select sizes with
+//! `kib=`) and its `-P` parallelism.
+
+use super::util::ring::WorkingSet;
+use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
+use crate::error::{Error, Result};
+use crate::measure::placement::Placement;
+use crate::rng::SplitMix64;
+
+/// Loads per harness iteration (lmbench's `HUNDRED` unrolled loads).
+const LOADS_PER_ITER: u64 = 100;
+
+/// The size of "Main mem" and "Rand mem" in the default cases, as
+/// `membw`'s [`super::membw::TABLE_KIB`].
+const TABLE_KIB: &str = "262144";
+
+pub static DEF: BenchDef = BenchDef {
+    name: "memlat",
+    summary: "memory load latency: a pointer chase through a buffer, by size (lmbench lat_mem_rd)",
+    unit: Unit::Ns,
+    params: &[
+        ParamSpec {
+            name: "kib",
+            help: "buffer size in KiB (lmbench's range)",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1 << 24,
+            },
+            default: "1",
+        },
+        ParamSpec {
+            name: "stride",
+            help: "bytes between consecutive pointers: a power of two (lmbench's stride)",
+            kind: ParamKind::Int {
+                min: 8,
+                max: 1 << 20,
+            },
+            default: "128",
+        },
+        ParamSpec {
+            name: "pattern",
+            help: "stride: in order (prefetchable); random: lat_mem_rd -t, a new page each load",
+            kind: ParamKind::Choice(&["stride", "random"]),
+            default: "stride",
+        },
+    ],
+    default_cases: DefaultCases::Listed(&[
+        &[],
+        &[("kib", "128")],
+        &[("kib", TABLE_KIB)],
+        &[("kib", TABLE_KIB), ("pattern", "random"), ("stride", "16")],
+    ]),
+    case_name: |p| {
+        let random = if p.get("pattern") == "random" {
+            "/random"
+        } else {
+            ""
+        };
+        format!("{}/{}B{random}", size_text(p.int("kib")), p.int("stride"))
+    },
+    op: |p| {
+        format!(
+            "one load of a pointer chain through {} KiB, {} B apart{}",
+            p.int("kib"),
+            p.int("stride"),
+            if p.get("pattern") == "random" {
+                ", pages in random order"
+            } else {
+                ", in order"
+            }
+        )
+    },
+    anchor: |p| {
+        let t = if p.get("pattern") == "random" {
+            "-t "
+        } else {
+            ""
+        };
+        format!(
+            "lat_mem_rd {t}{} {} (the {} row)",
+            (p.int("kib") as f64 / 1024.0).ceil(),
+            p.int("stride"),
+            size_text(p.int("kib"))
+        )
+    },
+    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples where lmbench keeps its minimum.",
+    ops_per_iter: |_| LOADS_PER_ITER as f64,
+    setup,
+    check,
+    ..BenchDef::DEFAULTS
+};
+
+/// "1K", "256M": a size as lmbench's tables write it.
+fn size_text(kib: i64) -> String {
+    if kib >= 1024 && kib % 1024 == 0 {
+        format!("{}M", kib / 1024)
+    } else {
+        format!("{kib}K")
+    }
+}
+
+/// A stride the chains can use, and memory for the buffer.
+fn check(p: &Params) -> Result<()> {
+    let (bytes, stride) = (p.int("kib") as u64 * 1024, p.int("stride") as u64);
+    if !stride.is_power_of_two() || stride > bytes {
+        return Err(Error::Usage(format!(
+            "memlat: stride={stride} must be a power of two no larger than the buffer ({bytes} B)"
+        )));
+    }
+    super::fault::check_memory(&format!("memlat:{p}"), bytes, bytes)
+}
+
+struct Chain {
+    /// Owns the memory the chain's pointers point into.
+    _buf: WorkingSet,
+    /// Where the walk is: it goes on from there in the next batch.
+    at: *const usize,
+}
+
+fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
+    let bytes = p.int("kib") as usize * 1024;
+    let stride = p.int("stride") as usize;
+    let mut buf = WorkingSet::with_bytes(bytes).map_err(|e| {
+        Error::io(
+            format!("memlat: mapping {} KiB (lower kib)", p.int("kib")),
+            e,
+        )
+    })?;
+    let order = if p.get("pattern") == "random" {
+        random_order(bytes, stride, super::fault::page_size())
+    } else {
+        (0..bytes / stride).map(|i| i * stride).collect()
+    };
+    let at = link(buf.as_bytes_mut(), &order);
+    Ok(Box::new(Chain { _buf: buf, at }))
+}
+
+/// Writes at each offset of `order` the address of the next (the last the
+/// first's), and returns the first's address.
+fn link(buf: &mut [u8], order: &[usize]) -> *const usize {
+    let base = buf.as_mut_ptr();
+    for (i, &from) in order.iter().enumerate() {
+        let to = order[(i + 1) % order.len()];
+        let next = base.wrapping_add(to) as usize;
+        buf[from..from + 8].copy_from_slice(&next.to_ne_bytes());
+    }
+    base.wrapping_add(order[0]) as *const usize
+}
+
+/// lmbench's `thrash_initialize`: the byte offsets of a random walk.
+fn random_order(bytes: usize, stride: usize, page: usize) -> Vec<usize> {
+    let mut rng = SplitMix64::new(std::process::id() as u64);
+    if !bytes.is_multiple_of(page) || stride > page {
+        // Not whole pages: every word in bit-reversed order.
+        return bit_reversed(bytes / stride)
+            .into_iter()
+            .map(|w| w * stride)
+            .collect();
+    }
+    let mut pages: Vec<usize> = (0..bytes / page).map(|i| i * page).collect();
+    rng.shuffle(&mut pages);
+    let words: Vec<usize> = bit_reversed(page / stride)
+        .into_iter()
+        .map(|w| w * stride)
+        .collect();
+    let n = words.len();
+    // Lap j visits every page in order, taking word (i + j) of page i.
+    (0..n)
+        .flat_map(|j| (0..pages.len()).map(move |i| (i, j)))
+        .map(|(i, j)| pages[i] + words[(i + j) % n])
+        .collect()
+}
+
+/// 0..n (a power of two) with each index's bits reversed.
+fn bit_reversed(n: usize) -> Vec<usize> {
+    let bits = n.trailing_zeros();
+    (0..n)
+        .map(|i| {
+            if bits == 0 {
+                0
+            } else {
+                i.reverse_bits() >> (usize::BITS - bits)
+            }
+        })
+        .collect()
+}
+
+// SAFETY: the chain's pointers point into `_buf`, which the value owns and
+// moves with it.
+unsafe impl Send for Chain {}
+
+impl Workload for Chain {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        self.at = chase(self.at, iters);
+        Ok(())
+    }
+}
+
+/// Follows the chain for `iters` × 100 loads and returns where it ended.
+#[inline(never)]
+fn chase(mut p: *const usize, iters: u64) -> *const usize {
+    for _ in 0..iters {
+        for _ in 0..LOADS_PER_ITER {
+            // SAFETY: every pointer of the chain was written by `link` to
+            // an 8-byte-aligned offset inside the live buffer, and `p`
+            // starts at one of them.
+            p = unsafe { p.read() } as *const usize;
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offsets a chain visits from its start until it comes back.
+    fn walk(order: &[usize]) -> Vec<usize> {
+        let mut buf = vec![0u8; order.iter().max().unwrap() + 8];
+        let start = link(&mut buf, order);
+        let base = buf.as_ptr() as usize;
+        let mut seen = vec![start as usize - base];
+        let mut p = start;
+        loop {
+            // SAFETY: the chain was just linked inside `buf`.
+            p = unsafe { p.read_unaligned() } as *const usize;
+            if p == start {
+                return seen;
+            }
+            seen.push(p as usize - base);
+        }
+    }
+
+    #[test]
+    fn a_stride_chain_visits_every_stride_in_order_and_wraps() {
+        let order: Vec<usize> = (0..8).map(|i| i * 128).collect();
+        assert_eq!(walk(&order), order);
+    }
+
+    #[test]
+    fn the_random_walk_visits_every_word_once_changing_page_every_load() {
+        let (bytes, stride, page) = (16 * 4096, 16, 4096);
+        let order = random_order(bytes, stride, page);
+        let mut sorted = walk(&order);
+        assert_eq!(sorted.len(), bytes / stride);
+        assert!(order.windows(2).all(|w| w[0] / page != w[1] / page));
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), bytes / stride);
+        // Not whole pages: every word, bit-reversed.
+        assert_eq!(random_order(64, 16, 4096), [0, 32, 16, 48]);
+    }
+
+    #[test]
+    fn the_default_cases_run_at_small_sizes_and_bad_strides_are_refused() {
+        for fixed in DEF.default_cases() {
+            let mut p = Params::new(&DEF, &fixed);
+            p.set("kib", "64");
+            check(&p).unwrap();
+            setup(&p, &Placement::unpinned()).unwrap().run(3).unwrap();
+            assert!((DEF.anchor)(&p).starts_with("lat_mem_rd "), "{p}");
+        }
+        let p = Params::new(&DEF, &[("stride", "96")]);
+        assert!(check(&p).unwrap_err().to_string().contains("power of two"));
+    }
+}

@@ -1,0 +1,33 @@
+//! Word-at-a-time memory access the way lmbench's C loops compile: every
+//! word read or written by one scalar instruction, reads added into one
+//! running sum. Volatile accesses keep the compiler from vectorising,
+//! merging or skipping them, so a loop here costs what lmbench's gcc -O2
+//! build of the same loop costs (its `bread` and `bw_mem` kernels are
+//! scalar chains of adds in Debian's gcc 12, as their disassembly shows),
+//! not what a vectorised fold would.
+
+/// Reads one 32-bit word with a scalar load.
+#[inline(always)]
+pub fn load32(w: &u32) -> u32 {
+    // SAFETY: a reference is valid, aligned and initialised for a read.
+    unsafe { std::ptr::read_volatile(w) }
+}
+
+/// Writes one 32-bit word with a scalar store.
+#[inline(always)]
+pub fn store32(w: &mut u32, v: u32) {
+    // SAFETY: a mutable reference is valid and aligned for a write.
+    unsafe { std::ptr::write_volatile(w, v) }
+}
+
+/// lmbench's `bread`: the sum of `words`, one scalar load and add at a
+/// time into one sum.
+#[inline]
+pub fn bread(words: &[u64]) -> u64 {
+    let mut total = 0u64;
+    for w in words {
+        // SAFETY: a reference is valid, aligned and initialised for a read.
+        total = total.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+    }
+    total
+}
