@@ -362,10 +362,11 @@ fn sparse_note(table: &SummaryTable, columns: &[Column], rows: &[SummaryRow]) ->
 
 /// lmbench's "*Local* Communication bandwidths" (MB/s, MB = 10^6 B): pipe,
 /// AF_UNIX and TCP from `stream` at lmbench's 64 KiB blocks with a writer
-/// process; File reread from `file`'s bw_file_rd cases (64 KiB reads, words
-/// summed), the largest file run, as lmbench takes its biggest size; the
-/// mmap, bcopy and memory columns stay blank (no osbench family measures
-/// them yet).
+/// process; File reread from `file`'s bw_file_rd io_only cases (64 KiB
+/// reads, words summed) and Mmap reread from its bw_mmap_rd mmap_only
+/// cases, the largest file run, as lmbench takes its biggest size; Bcopy
+/// (libc) and (hand) from `membw`'s bcopy and fcp, Mem read and write from
+/// its frd and fwr, each at the largest size run.
 pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
     fn stream(s: &[&Series], kind: &str) -> Option<f64> {
         median_mb_per_s(
@@ -376,7 +377,7 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
     }
     let table = SummaryTable {
         title: "*Local* Communication bandwidths in MB/s - bigger is better",
-        fill: "stream file",
+        fill: "stream file membw",
         footnote: "",
     };
     lmbench_table(
@@ -411,31 +412,31 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
                 top: "Mmap",
                 bottom: "reread",
                 width: 6,
-                value: None,
+                value: Some(mmap_reread),
             },
             Column {
                 top: "Bcopy",
                 bottom: "(libc)",
                 width: 6,
-                value: None,
+                value: Some(|s| memory_mb_per_s(s, "bcopy")),
             },
             Column {
                 top: "Bcopy",
                 bottom: "(hand)",
                 width: 6,
-                value: None,
+                value: Some(|s| memory_mb_per_s(s, "fcp")),
             },
             Column {
                 top: "Mem",
                 bottom: "read",
                 width: 5,
-                value: None,
+                value: Some(|s| memory_mb_per_s(s, "frd")),
             },
             Column {
                 top: "Mem",
                 bottom: "write",
                 width: 5,
-                value: None,
+                value: Some(|s| memory_mb_per_s(s, "fwr")),
             },
         ],
     )
@@ -443,23 +444,56 @@ pub fn lmbench_bandwidth(doc: &Document) -> Option<Body> {
 
 /// lmbench's "File reread": bw_file_rd io_only's biggest size (64 KiB reads, words summed).
 fn file_reread(series: &[&Series]) -> Option<f64> {
-    let pages = |s: &Series| s.params.get("pages").and_then(|v| v.as_i64());
     let chunk_bytes = |s: &Series| {
-        let page = s.bytes_per_op? / pages(s)? as f64;
+        let page = s.bytes_per_op? / file_pages(s)? as f64;
         Some(s.params.get("chunk")?.as_i64()? as f64 * page)
     };
+    let s = file_largest(series, "read", |s| {
+        s.params.get("sum").is_some_and(|v| v == "yes") && chunk_bytes(s) == Some(65536.0)
+    })?;
+    s.mb_per_s(s.summary.median)
+}
+
+/// lmbench's "Mmap reread": bw_mmap_rd mmap_only's biggest size.
+fn mmap_reread(series: &[&Series]) -> Option<f64> {
+    let s = file_largest(series, "mmap", |_| true)?;
+    s.mb_per_s(s.summary.median)
+}
+
+fn file_pages(s: &Series) -> Option<i64> {
+    s.params.get("pages").and_then(|v| v.as_i64())
+}
+
+/// The largest `file` series with `io` that keeps its file open (lmbench's
+/// io_only and mmap_only, which its summary reads) and passes `also`.
+fn file_largest<'a>(
+    series: &[&'a Series],
+    io: &str,
+    also: impl Fn(&Series) -> bool,
+) -> Option<&'a Series> {
+    series
+        .iter()
+        .copied()
+        .filter(|s| s.key.bench == "file" && s.params.get("io").is_some_and(|v| v == io))
+        .filter(|s| s.params.get("open2close").is_none_or(|v| v == "no"))
+        .filter(|s| also(s))
+        .max_by_key(|s| file_pages(s))
+}
+
+/// A `membw` operation's bandwidth at the largest size run (lmbench's
+/// summary takes each bw_mem row at its biggest size).
+fn memory_mb_per_s(series: &[&Series], op: &str) -> Option<f64> {
     let s = series
         .iter()
-        .filter(|s| s.key.bench == "file" && s.params.get("io").is_some_and(|v| v == "read"))
-        .filter(|s| s.params.get("sum").is_some_and(|v| v == "yes"))
-        .filter(|s| chunk_bytes(s) == Some(65536.0))
-        .max_by_key(|s| pages(s))?;
+        .filter(|s| s.key.bench == "membw" && s.params.get("op").is_some_and(|v| v == op))
+        .max_by_key(|s| s.params.get("kib").and_then(|v| v.as_i64()))?;
     s.mb_per_s(s.summary.median)
 }
 
 /// lmbench's "*Local* Communication latencies" (µs): the 2-process ctx
 /// switch, the ipc round trips at lmbench's message sizes with a peer
-/// process, and `TCP conn` from `connect`; the RPC columns stay blank.
+/// process, and `TCP conn` from `connect`; the RPC columns stay blank, as
+/// the footnote says why.
 pub fn lmbench_latencies(doc: &Document) -> Option<Body> {
     fn ipc(s: &[&Series], kind: &str, bytes: &str) -> Option<f64> {
         param_median_us(
@@ -471,7 +505,10 @@ pub fn lmbench_latencies(doc: &Document) -> Option<Body> {
     let table = SummaryTable {
         title: "*Local* Communication latencies in microseconds - smaller is better",
         fill: "ctx:2p/0K ipc connect",
-        footnote: "",
+        footnote: "RPC/UDP and RPC/TCP are left out: lmbench's lat_rpc times Sun RPC calls \
+                   (libtirpc's marshalling over the UDP and TCP round trips beside them), user-space \
+                   code no kernel change touches and obsolete on Linux; the UDP and TCP columns are \
+                   the kernel's part.\n",
     };
     lmbench_table(
         doc,
@@ -625,6 +662,65 @@ pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
     )
 }
 
+/// lmbench's "Memory latencies" (ns): `memlat`'s pointer chains, read as
+/// lmbench's summary reads lat_mem_rd — L1 at 1 KiB and L2 at 128 KiB with
+/// a 128-byte stride, Main mem at the largest size run with that stride,
+/// Rand mem at the largest random walk with a 16-byte stride.
+pub fn lmbench_memory(doc: &Document) -> Option<Body> {
+    fn chain_ns(s: &[&Series], kib: Option<&str>, pattern: &str, stride: &str) -> Option<f64> {
+        let s = s
+            .iter()
+            .filter(|s| s.key.bench == "memlat")
+            .filter(|s| find(&[s], "memlat", &[("pattern", pattern), ("stride", stride)]).is_some())
+            .filter(|s| kib.is_none_or(|k| find(&[s], "memlat", &[("kib", k)]).is_some()))
+            .max_by_key(|s| s.params.get("kib").and_then(|v| v.as_i64()))?;
+        Some(s.summary.median * s.unit.ns())
+    }
+    let table = SummaryTable {
+        title: "Memory latencies in nanoseconds - smaller is better",
+        fill: "memlat",
+        footnote: "Mhz and Guesses are left out: lmbench derives the clock from a timed loop of \
+                   dependent adds (its mhz), and guesses which levels are caches from these \
+                   figures; Main mem and Rand mem are at the largest size run.\n",
+    };
+    lmbench_table(
+        doc,
+        table,
+        &[
+            Column {
+                top: "Mhz",
+                bottom: "",
+                width: 4,
+                value: None,
+            },
+            Column {
+                top: "L1 $",
+                bottom: "",
+                width: 6,
+                value: Some(|s| chain_ns(s, Some("1"), "stride", "128")),
+            },
+            Column {
+                top: "L2 $",
+                bottom: "",
+                width: 6,
+                value: Some(|s| chain_ns(s, Some("128"), "stride", "128")),
+            },
+            Column {
+                top: "Main mem",
+                bottom: "",
+                width: 8,
+                value: Some(|s| chain_ns(s, None, "stride", "128")),
+            },
+            Column {
+                top: "Rand mem",
+                bottom: "",
+                width: 8,
+                value: Some(|s| chain_ns(s, None, "random", "16")),
+            },
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -712,11 +808,23 @@ mod tests {
             Unit::Us,
         );
 
+        // Two of the nine cells: a line; the memory columns fill the rest.
+        let bw = text(lmbench_bandwidth(&doc));
+        assert!(
+            bw.contains("2 of the 9 cells") && bw.contains("stream file membw"),
+            "{bw}"
+        );
+        plant_memory(&mut doc);
         let bw = text(lmbench_bandwidth(&doc));
         let row = bw.lines().last().unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        // Host, "Linux", kernel, then Pipe and TCP (AF UNIX blank).
-        assert_eq!(&cells[3..], ["3495", "1000"], "{bw}");
+        // Host, "Linux", kernel, then Pipe and TCP (AF UNIX, File and Mmap reread blank),
+        // Bcopy libc and hand, Mem read and write at their largest sizes.
+        assert_eq!(
+            &cells[3..],
+            ["3495", "1000", "10000", "5000.0", "20000", "8000"],
+            "{bw}"
+        );
         assert!(bw.contains("bigger is better"));
 
         let fv = text(lmbench_file_vm(&doc));
@@ -739,7 +847,8 @@ mod tests {
             plant(&mut doc, "ipc", kind, params, 9.0, Unit::Us);
         }
         let lat = text(lmbench_latencies(&doc));
-        assert!(lat.lines().last().unwrap().ends_with("41.00"), "{lat}");
+        let row = lat.lines().find(|l| l.starts_with("vm ")).unwrap();
+        assert!(row.ends_with("41.00") && lat.contains("RPC/TCP are left out"), "{lat}");
         let processor = text(lmbench_processor(&doc));
         assert!(processor.contains("slct TCP 6.500"), "{processor}");
     }
@@ -776,6 +885,81 @@ mod tests {
         doc.series
             .retain(|s| !(s.key.bench == "signal" && s.key.case == "prot"));
         assert!(lmbench_file_vm(&doc).is_none());
+    }
+
+    /// `membw` series whose MB/s are round at their largest sizes, and a
+    /// smaller one each that the tables must not take.
+    fn plant_memory(doc: &mut Document) {
+        for (op, kib, us_per_mib) in [
+            ("bcopy", 1024, 104.8576),
+            ("bcopy", 64, 1.0),
+            ("fcp", 1024, 209.7152),
+            ("frd", 2048, 52.4288),
+            ("fwr", 2048, 131.072),
+        ] {
+            let params = json!({"op": op, "kib": kib});
+            let bytes = kib as f64 * 1024.0;
+            plant(
+                doc,
+                "membw",
+                op,
+                params,
+                us_per_mib * kib as f64 / 1024.0,
+                Unit::Us,
+            );
+            doc.series.last_mut().unwrap().bytes_per_op = Some(bytes);
+        }
+    }
+
+    #[test]
+    fn the_memory_families_fill_the_memory_latencies_table() {
+        let mut doc = crate::report::fixture();
+        assert!(lmbench_memory(&doc).is_none());
+        let chain = |kib: i64, pattern: &str, stride: i64| json!({"kib": kib, "pattern": pattern, "stride": stride});
+        plant(
+            &mut doc,
+            "memlat",
+            "1K",
+            chain(1, "stride", 128),
+            1.25,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "memlat",
+            "128K",
+            chain(128, "stride", 128),
+            4.5,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "memlat",
+            "8M",
+            chain(8192, "stride", 128),
+            9.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "memlat",
+            "256M",
+            chain(262144, "stride", 128),
+            11.0,
+            Unit::Ns,
+        );
+        plant(
+            &mut doc,
+            "memlat",
+            "256M/r",
+            chain(262144, "random", 16),
+            95.0,
+            Unit::Ns,
+        );
+        let table = text(lmbench_memory(&doc));
+        let cells: Vec<&str> = table.lines().nth(5).unwrap().split_whitespace().collect();
+        assert_eq!(&cells[3..], ["1.25", "4.50", "11.00", "95.00"], "{table}");
+        assert!(table.contains("Mhz and Guesses are left out"), "{table}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lmbench-latencies", "lmbench: Local communication latencies", anchors::lmbench_latencies),
     ("lmbench-bandwidth", "lmbench: Local communication bandwidths", anchors::lmbench_bandwidth),
     ("lmbench-file-vm", "lmbench: File & VM system latencies", anchors::lmbench_file_vm),
+    ("lmbench-memory", "lmbench: Memory latencies", anchors::lmbench_memory),
     ("counters", "Counters per op", counters::section),
 ];
 
