@@ -48,6 +48,18 @@
 #                        LMBENCH_SCHED_BIN, lmbench built with -DHAVE_SCHED_SETAFFINITY;
 #                        bw_tcp's server under taskset -c 1, its client -c 0)
 #   bw-file-rd           file:io=read,pages=256,chunk=16,sum=yes vs `bw_file_rd 1m io_only` (MB/s)
+#   bw-file-rd:open2close  the same with open2close=yes vs `bw_file_rd 1m open2close`
+#   bw-mmap-rd, bw-mmap-rd:open2close  file:io=mmap,pages=256[,open2close=yes] vs
+#                        `bw_mmap_rd 1m mmap_only|open2close` (MB/s)
+#   bw-mem:OP:SIZE       membw:op=OP,kib=… vs `bw_mem SIZE OP`, SIZE as lmbench writes it
+#                        (256m, 64k) (MB/s of 10^6 B)
+#   lat-mem-rd:KIB:STRIDE[:random]  memlat:kib=KIB,stride=STRIDE[,pattern=random] vs lmbench's
+#                        lat_mem_rd at that one size (ns per load): a driver includes
+#                        lat_mem_rd.c unchanged and calls its loads() for the one size, as
+#                        lat_mem_rd [-t] would print that row (its own sweep of every size
+#                        below takes minutes a run)
+#   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
+#                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows
 #   io                   every one of these I/O checks
 #   lebench-CALL:N       poll:call=CALL,on=socket,fds=N vs LEBench's CALL test over N sockets,
 #                        CALL select, poll or epoll (ns per call; LEBench's average, or its
@@ -77,7 +89,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,58p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,70p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -109,7 +121,10 @@ table_checks=(
 vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
 wis_checks=(page-fault1 tlb-flush2)
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
-    bw-pipe bw-unix bw-tcp bw-file-rd)
+    bw-pipe bw-unix bw-tcp bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
+mem_checks=(bw-mem:rd:256m bw-mem:wr:256m bw-mem:rdwr:256m bw-mem:frd:256m bw-mem:fwr:256m
+    bw-mem:bzero:256m bw-mem:cp:128m bw-mem:fcp:128m bw-mem:bcopy:128m
+    lat-mem-rd:1:128 lat-mem-rd:128:128 lat-mem-rd:262144:128 lat-mem-rd:262144:16:random)
 lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
     lebench-select:1000 lebench-poll:1000 lebench-epoll:1000
     lebench-fresh-select:10 lebench-fresh-poll:10 lebench-fresh-epoll:10
@@ -121,6 +136,7 @@ for c in "$@"; do
     vm) checks+=("${vm_checks[@]}") ;;
     wis) checks+=("${wis_checks[@]}") ;;
     io) checks+=("${io_checks[@]}") ;;
+    mem) checks+=("${mem_checks[@]}") ;;
     lebench) checks+=("${lebench_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
     *) checks+=("$c") ;;
@@ -200,6 +216,35 @@ C
 }
 # LEBench's figure (seconds per call) of one run: its average, or LEBENCH_STAT=kbest.
 lebench_figure() { awk -v want="${LEBENCH_STAT:-average}:" -F, '$1 ~ want { print $2 }'; }
+
+# lmbench's lat_mem_rd at one size: a driver that includes lat_mem_rd.c
+# unchanged (its main renamed) and calls its loads(): `drv [-t] BYTES STRIDE`.
+lat_mem_rd_driver() {
+    local src=${LMBENCH_SRC:-$lmb/../src}
+    [ -f "$src/lat_mem_rd.c" ] || { echo "$src/lat_mem_rd.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 2; }
+    if [ ! -x "$tmp/lmr/drv" ]; then
+        mkdir -p "$tmp/lmr"
+        cat >"$tmp/lmr/drv.c" <<'C'
+#define main lat_mem_rd_main
+#include "lat_mem_rd.c"
+#undef main
+int main(int argc, char **argv)
+{
+	int random = argc > 3 && !strcmp(argv[1], "-t");
+	size_t len = strtoull(argv[1 + random], NULL, 10);
+	size_t stride = strtoull(argv[2 + random], NULL, 10);
+	if (random)
+		fpInit = thrash_initialize;
+	loads(len, len, stride, 1, 0, TRIES);
+	return 0;
+}
+C
+        gcc -O2 -w -DHAVE_uint64_t=1 -I"$src" -I/usr/include/tirpc -o "$tmp/lmr/drv" "$tmp/lmr/drv.c" \
+            "$src"/lib_timing.c "$src"/lib_mem.c "$src"/lib_stats.c "$src"/lib_debug.c "$src"/getopt.c \
+            "$src"/lib_sched.c -lm -ltirpc >&2
+    fi
+    echo "$tmp/lmr/drv"
+}
 
 # The 8 MiB scratch file lat_pagefault and lat_mmap work on (lmbench's $FILE of $MB).
 scratch() {
@@ -293,6 +338,35 @@ define() {
         ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes -q --no-store)
         bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m io_only"
         anchor() { "$br" 1m io_only "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+    bw-file-rd:open2close)
+        br=$(lmbench bw_file_rd)
+        head -c 1048576 /dev/zero >"$tmp/file-1m"
+        ours=("$bin" run file:io=read,pages=256,chunk=16,sum=yes,open2close=yes -q --no-store)
+        bench=file unit=MB/s scale=1 anchor_name="bw_file_rd 1m open2close"
+        anchor() { "$br" 1m open2close "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+    bw-mmap-rd | bw-mmap-rd:open2close)
+        how=mmap_only extra=
+        [ "$1" = bw-mmap-rd ] || how=open2close extra=,open2close=yes
+        bm=$(lmbench bw_mmap_rd)
+        head -c 1048576 /dev/zero >"$tmp/file-1m"
+        ours=("$bin" run "file:io=mmap,pages=256$extra" -q --no-store)
+        bench=file unit=MB/s scale=1 anchor_name="bw_mmap_rd 1m $how"
+        anchor() { "$bm" 1m "$how" "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+    bw-mem:*)
+        op=${1#bw-mem:} size=${op#*:} op=${op%%:*}
+        kib=$(awk -v s="$size" 'BEGIN { n = s + 0; u = substr(s, length(s)); print (u == "m") ? n * 1024 : (u == "k") ? n : n / 1024 }')
+        bw=$(lmbench bw_mem)
+        ours=("$bin" run "membw:op=$op,kib=$kib" -q --no-store)
+        bench=membw unit=MB/s scale=1 anchor_name="bw_mem $size $op"
+        anchor() { "$bw" "$size" "$op" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+    lat-mem-rd:*)
+        spec=${1#lat-mem-rd:} kib=${spec%%:*} rest=${spec#*:}
+        stride=${rest%%:*} t=() pattern=stride
+        [ "${rest#*:}" = random ] && t=(-t) pattern=random
+        drv=$(lat_mem_rd_driver)
+        ours=("$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
+        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
+        anchor() { "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
@@ -378,14 +452,17 @@ define() {
         ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis, lebench or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random] or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]}" >&2; exit 2 ;;
     esac
 }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check, $anchor_runs hackbench runs per anchor figure"
-echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, kernel $(uname -r)"
+# The machine kind every row is measured on: vendor, model, microcode.
+machine="$(grep -m1 'vendor_id' /proc/cpuinfo | sed 's/.*: //') $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), microcode $(grep -m1 microcode /proc/cpuinfo | sed 's/.*: //')"
+export machine
+echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
 echo "# $("$bin" --version); hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -432,11 +509,12 @@ done
 echo
 echo "## Summary"
 echo
-echo "| check | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % |"
-echo "|---|---|---|---|---|---|---|"
+echo "| check | machine | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % |"
+echo "|---|---|---|---|---|---|---|---|"
 python3 - "$tmp" "$n" <<'PY'
-import math, statistics as st, sys
+import math, os, statistics as st, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
+machine = os.environ["machine"]
 cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
 def median_ci(values):
     """Distribution-free 95 % interval of a median: the order statistics
@@ -462,8 +540,8 @@ for i in range(1, n + 1):
         else:
             ok = "**no**"
         interval = f"[{ci[0]:.3f} – {ci[1]:.3f}]" if ci else "(too few rounds)"
-        print(f"| `{check}` | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} {interval} | {ok} |")
+        print(f"| `{check}` | {machine} | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} {interval} | {ok} |")
     else:
         ok = "yes" if cv(ours) <= 3 else "**no**"
-        print(f"| `{check}` | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |")
+        print(f"| `{check}` | {machine} | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |")
 PY
