@@ -665,15 +665,22 @@ pub fn lmbench_file_vm(doc: &Document) -> Option<Body> {
 /// lmbench's "Memory latencies" (ns): `memlat`'s pointer chains, read as
 /// lmbench's summary reads lat_mem_rd — L1 at 1 KiB and L2 at 128 KiB with
 /// a 128-byte stride, Main mem at the largest size run with that stride,
-/// Rand mem at the largest random walk with a 16-byte stride.
+/// Rand mem at the largest random walk with a 16-byte stride (both blank
+/// below 8 MiB, where lmbench's summary warns it has no memory figure).
 pub fn lmbench_memory(doc: &Document) -> Option<Body> {
+    /// The chain at `kib`, or (`None`) the largest of at least 8 MiB, below
+    /// which lmbench's summary warns that it has no main-memory figure.
     fn chain_ns(s: &[&Series], kib: Option<&str>, pattern: &str, stride: &str) -> Option<f64> {
+        let size = |s: &Series| s.params.get("kib").and_then(|v| v.as_i64());
         let s = s
             .iter()
             .filter(|s| s.key.bench == "memlat")
             .filter(|s| find(&[s], "memlat", &[("pattern", pattern), ("stride", stride)]).is_some())
-            .filter(|s| kib.is_none_or(|k| find(&[s], "memlat", &[("kib", k)]).is_some()))
-            .max_by_key(|s| s.params.get("kib").and_then(|v| v.as_i64()))?;
+            .filter(|s| match kib {
+                Some(k) => find(&[s], "memlat", &[("kib", k)]).is_some(),
+                None => size(s).is_some_and(|k| k >= 8192),
+            })
+            .max_by_key(|s| size(s))?;
         Some(s.summary.median * s.unit.ns())
     }
     let table = SummaryTable {
@@ -681,7 +688,7 @@ pub fn lmbench_memory(doc: &Document) -> Option<Body> {
         fill: "memlat",
         footnote: "Mhz and Guesses are left out: lmbench derives the clock from a timed loop of \
                    dependent adds (its mhz), and guesses which levels are caches from these \
-                   figures; Main mem and Rand mem are at the largest size run.\n",
+                   figures; Main mem and Rand mem are at the largest size run of at least 8 MiB.\n",
     };
     lmbench_table(
         doc,
@@ -848,7 +855,10 @@ mod tests {
         }
         let lat = text(lmbench_latencies(&doc));
         let row = lat.lines().find(|l| l.starts_with("vm ")).unwrap();
-        assert!(row.ends_with("41.00") && lat.contains("RPC/TCP are left out"), "{lat}");
+        assert!(
+            row.ends_with("41.00") && lat.contains("RPC/TCP are left out"),
+            "{lat}"
+        );
         let processor = text(lmbench_processor(&doc));
         assert!(processor.contains("slct TCP 6.500"), "{processor}");
     }

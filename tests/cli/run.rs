@@ -521,6 +521,53 @@ fn every_io_family_runs_the_cases_list_names() {
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
 }
 
+/// The memory families in a short real run at small sizes: lmbench's
+/// bandwidth table fills its Mmap, Bcopy and Mem columns and the Memory
+/// latencies table its L1 and L2 columns, each case naming its anchor.
+#[test]
+fn the_memory_families_fill_lmbench_tables_in_a_short_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("mem.json");
+    let cases = [
+        "membw:kib=64",
+        "membw:op=cp,kib=64",
+        "membw:op=fcp,kib=64",
+        "membw:op=bcopy,kib=64",
+        "memlat:kib=1",
+        "memlat:kib=128",
+        "file:io=mmap,pages=16",
+    ];
+    let out = quick_run(&[&["run", "--no-perf"][..], &cases[..]].concat(), &json);
+    let doc = read_document(&json).unwrap();
+    let anchors: Vec<&str> = doc.series.iter().map(|s| s.anchor.as_str()).collect();
+    for anchor in [
+        "bw_mem 64k frd",
+        "bw_mem 64k bcopy",
+        "lat_mem_rd 1 128 (the 128K row)",
+        "bw_mmap_rd 64k mmap_only",
+    ] {
+        assert!(anchors.contains(&anchor), "{anchor} not in {anchors:?}");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bandwidth = text
+        .split("*Local* Communication bandwidths")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no bandwidth table:\n{text}"));
+    let row: Vec<&str> = bandwidth
+        .lines()
+        .nth(5)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    // Host, Linux, kernel, then Mmap reread, Bcopy (libc), Bcopy (hand), Mem read, Mem write.
+    assert_eq!(row.len(), 3 + 5, "{bandwidth}");
+    let memory = text
+        .split("Memory latencies in nanoseconds")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no memory latencies table:\n{text}"));
+    assert!(memory.contains("Mhz and Guesses are left out"), "{memory}");
+}
+
 #[test]
 fn invocations_are_added_until_another_run_like_it_would_detect_the_change() {
     let dir = tempfile::tempdir().unwrap();
