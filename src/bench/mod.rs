@@ -26,6 +26,7 @@ pub mod stream;
 pub mod syscall;
 pub mod timer;
 pub mod tlb;
+pub mod uring;
 pub mod util;
 pub mod wakeup;
 
@@ -263,6 +264,11 @@ pub struct BenchDef {
     /// What else affects a case, read when it is measured and recorded in its
     /// series' `params` beside the parameters (the timer's slack in effect).
     pub recorded: fn(&Params) -> Vec<(&'static str, Value)>,
+    /// Why this machine's kernel cannot run the case at all (io_uring
+    /// disabled by sysctl or seccomp, a system call it lacks): the case is
+    /// then skipped with this reason, never measured as zero. `None`: it can
+    /// run. Unlike `check`, which stops the run, this only drops the case.
+    pub unavailable: fn(&Params) -> Option<String>,
 }
 
 impl BenchDef {
@@ -296,6 +302,7 @@ impl BenchDef {
         default_pin: None,
         counts_tlb_shootdowns: false,
         recorded: |_| Vec::new(),
+        unavailable: |_| None,
     };
 }
 
@@ -384,6 +391,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &connect::DEF,
     &fs::DEF,
     &file::DEF,
+    &uring::DEF,
     &clock::DEF,
     &spin::DEF,
 ];

@@ -267,7 +267,8 @@ fn run_body(
     // another run) stops the run before it measures, never kills it outright.
     let interrupt = hook::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
-    let plan = plan(&args)?;
+    let mut plan = plan(&args)?;
+    skip_unavailable(&mut plan, args.quiet)?;
     if let Some(h) = &hook {
         h.limits.check(plan.expected_duration())?;
     }
@@ -332,6 +333,31 @@ fn run_body(
         None => Ok(gated),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
+}
+
+/// Drops the cases this machine's kernel cannot run (io_uring disabled, a
+/// missing system call), saying each with its reason; a run left with
+/// nothing is an error. Not when a configuration runs in a guest, whose
+/// kernel is another.
+fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<()> {
+    if plan.configs.iter().any(|c| c.guest.is_some()) {
+        return Ok(());
+    }
+    let (runnable, skipped) =
+        osbench::bench::util::select::split_unavailable(std::mem::take(&mut plan.cases));
+    plan.cases = runnable;
+    if plan.cases.is_empty() && !skipped.is_empty() {
+        anyhow::bail!(
+            "nothing left to run: this kernel refuses every case asked for ({})",
+            skipped.join("; ")
+        );
+    }
+    if !quiet {
+        for line in &skipped {
+            super::eprint_wrapped(&format!("osbench: skipped {line}"));
+        }
+    }
+    Ok(())
 }
 
 /// The checks `run` makes before measuring (selectors, configurations,
