@@ -14,6 +14,7 @@ pub mod ctx;
 pub mod fault;
 pub mod file;
 pub mod fs;
+pub mod futex;
 pub mod ipc;
 pub mod messaging;
 pub mod mmap;
@@ -385,6 +386,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &messaging::DEF,
     &wakeup::DEF,
     &sigqueue::DEF,
+    &futex::DEF,
     &timer::DEF,
     &poll::DEF,
     &stream::DEF,
