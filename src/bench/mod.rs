@@ -20,6 +20,7 @@ pub mod messaging;
 pub mod mmap;
 pub mod poll;
 pub mod proc;
+pub mod rseq;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -376,6 +377,7 @@ impl fmt::Debug for BenchDef {
 pub static REGISTRY: &[&BenchDef] = &[
     &syscall::DEF,
     &atomic::DEF,
+    &rseq::DEF,
     &ctx::DEF,
     &ipc::DEF,
     &proc::DEF,
