@@ -119,3 +119,89 @@ fn uring_runs_every_default_case_and_refuses_a_ring_beyond_the_kernels_limit() {
     assert_eq!(big.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("an integer from 1 to 32768"), "{stderr}");
 }
+
+/// The case names of a run's document.
+fn cases_of(json: &Path) -> Vec<String> {
+    read_document(json)
+        .unwrap()
+        .series
+        .iter()
+        .map(|s| s.key.case.clone())
+        .collect()
+}
+
+#[test]
+fn futex_runs_perfs_five_workloads_and_waitv_and_prints_perfs_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = quick_run(
+        &["run", "futex:threads=2,futexes=16,hold=none", "--no-perf"],
+        &json,
+    );
+    let cases = cases_of(&json);
+    for case in [
+        "hash/2t/16f",
+        "wake/2t/w1",
+        "wake-parallel/2t/2w",
+        "requeue/2t/q1",
+        "lock-pi/2t/nohold",
+        "waitv/8",
+    ] {
+        assert!(cases.iter().any(|c| c == case), "{case}: {cases:?}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("perf bench futex hash -t 2 -f 16"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Averaged ") && stdout.contains(" operations/sec (+- "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Wokeup 2 of 2 threads in "), "{stdout}");
+    assert!(stdout.contains("Requeued 2 of 2 threads in "), "{stdout}");
+    assert!(
+        stdout.contains("Avg per-thread latency (waking 1/2 threads)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn futex_limits_exit_2_naming_the_limit_and_value() {
+    for (selector, says) in [
+        (
+            "futex:workload=wake-parallel,threads=4,wakers=3",
+            "perfectly divisible",
+        ),
+        ("futex:workload=waitv,n=129", "an integer from 1 to 128"),
+        ("futex:threads=5000", "all, or an integer from 1 to 4096"),
+        (
+            "futex:threads=4096,futexes=1048576",
+            "threads × futexes = 4294967296",
+        ),
+    ] {
+        let out = osbench(shared_store())
+            .args(["run", selector])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{selector}: {stderr}");
+        assert!(stderr.contains(says), "{selector}: {stderr}");
+    }
+}
+
+#[test]
+fn rseq_runs_its_five_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = quick_run(&["run", "rseq", "--no-perf"], &json);
+    let cases = cases_of(&json);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for case in ["rseq", "lock", "getcpu", "getppid-rseq", "getppid-norseq"] {
+        // Skipped only with the reason, never measured as zero.
+        assert!(
+            cases.iter().any(|c| c == case) || stderr.contains(&format!("skipped rseq {case}: ")),
+            "{case}: {cases:?} {stderr}"
+        );
+    }
+}
