@@ -241,7 +241,7 @@ fn check(p: &Params) -> Result<()> {
     }
     if p.get("workload") == "wake-parallel" {
         let w = wakers(p);
-        if w > t || t % w != 0 {
+        if w > t || !t.is_multiple_of(w) {
             return Err(Error::Usage(format!(
                 "{what}: {t} waiters cannot be shared out evenly among {w} wakers (perf: \"Must be perfectly divisible\"): choose wakers dividing threads"
             )));
