@@ -170,13 +170,14 @@ fn wakers(p: &Params) -> usize {
     }
 }
 
+/// `tag` when the futexes are shared, else nothing.
+fn if_shared<'a>(p: &Params, tag: &'a str) -> &'a str {
+    if p.get("shared") == "shared" { tag } else { "" }
+}
+
 fn case_name(p: &Params) -> String {
     let t = p.count("threads");
-    let shared = if p.get("shared") == "shared" {
-        "/shared"
-    } else {
-        ""
-    };
+    let shared = if_shared(p, "/shared");
     match p.get("workload") {
         "hash" => format!("hash/{t}t/{}f{shared}", p.int("futexes")),
         "wake" => format!("wake/{t}t/w{}{shared}", p.int("wakes")),
@@ -192,11 +193,7 @@ fn case_name(p: &Params) -> String {
 
 fn anchor(p: &Params) -> String {
     let t = p.count("threads");
-    let s = if p.get("shared") == "shared" {
-        " -S"
-    } else {
-        ""
-    };
+    let s = if_shared(p, " -S");
     match p.get("workload") {
         "hash" => format!("perf bench futex hash -t {t} -f {}{s}", p.int("futexes")),
         "wake" => format!("perf bench futex wake -t {t} -w {}{s}", p.int("wakes")),
