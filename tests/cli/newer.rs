@@ -205,3 +205,68 @@ fn rseq_runs_its_five_cases() {
         );
     }
 }
+
+/// `osbench ARGS` with a locked-memory limit of 0 and without
+/// CAP_IPC_LOCK (dropped in the child before exec), so io_uring's buffer
+/// registration is charged to RLIMIT_MEMLOCK and refused with ENOMEM
+/// (the capability leaves the bounding set as well: root's exec would
+/// otherwise grant it again).
+fn without_locked_memory(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = osbench(shared_store());
+    cmd.args(args);
+    // SAFETY: between fork and exec the closure makes only system calls
+    // (setrlimit, capget, prctl, capset) on memory it owns; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            let mut header = [0x2008_0522u32, 0]; // _LINUX_CAPABILITY_VERSION_3, this process
+            let mut data = [[0u32; 3]; 2]; // effective, permitted, inheritable; two words
+            if libc::setrlimit(libc::RLIMIT_MEMLOCK, &zero) != 0
+                || libc::syscall(libc::SYS_capget, header.as_mut_ptr(), data.as_mut_ptr()) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            const CAP_IPC_LOCK: u32 = 14;
+            data[0][0] &= !(1 << CAP_IPC_LOCK);
+            data[0][1] &= !(1 << CAP_IPC_LOCK);
+            // Out of the bounding set too, or root's exec would grant it again.
+            if libc::prctl(libc::PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0
+                || libc::syscall(libc::SYS_capset, header.as_mut_ptr(), data.as_ptr()) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn uring_buffers_beyond_the_locked_memory_limit_exit_2_naming_it() {
+    let out = without_locked_memory(
+        &[
+            &[
+                "run",
+                "uring:case=read,buffers=registered,file_mib=1",
+                "--no-perf",
+            ][..],
+            &QUICK,
+        ]
+        .concat(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("skipped uring") {
+        eprintln!("io_uring unavailable here: {stderr}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RLIMIT_MEMLOCK (`ulimit -l`, now 0)")
+            && stderr.contains("ulimit -l unlimited"),
+        "{stderr}"
+    );
+}
