@@ -270,3 +270,29 @@ fn uring_buffers_beyond_the_locked_memory_limit_exit_2_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn polled_completion_runs_or_is_refused_with_the_reason_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = osbench(shared_store())
+        .env("TMPDIR", dir.path())
+        .args([
+            "run",
+            "uring:case=read,completion=polled,file_mib=1",
+            "--no-perf",
+        ])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && !stderr.contains("skipped uring") {
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("uring:completion=polled is refused here")
+                && stderr.contains("cannot poll"),
+            "{stderr}"
+        );
+    }
+    let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
