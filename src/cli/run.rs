@@ -268,7 +268,7 @@ fn run_body(
     let interrupt = hook::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
     let mut plan = plan(&args)?;
-    skip_unavailable(&mut plan, args.quiet)?;
+    let skipped = skip_unavailable(&mut plan, args.quiet)?;
     if let Some(h) = &hook {
         h.limits.check(plan.expected_duration())?;
     }
@@ -296,10 +296,11 @@ fn run_body(
         plan.steps(),
         plan.expected_duration(),
     );
-    let outcome = {
+    let mut outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
     };
+    outcome.document.run.skipped = skipped;
     progress.finish();
     let identity = RunIdentity {
         label: args.save.label.clone(),
@@ -338,10 +339,10 @@ fn run_body(
 /// Drops the cases this machine's kernel cannot run (io_uring disabled, a
 /// missing system call), saying each with its reason; a run left with
 /// nothing is an error. Not when a configuration runs in a guest, whose
-/// kernel is another.
-fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<()> {
+/// kernel is another. Returns what was skipped, for the document.
+fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<Vec<String>> {
     if plan.configs.iter().any(|c| c.guest.is_some()) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let (runnable, skipped) =
         osbench::bench::util::select::split_unavailable(std::mem::take(&mut plan.cases));
@@ -357,7 +358,7 @@ fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<()> {
             super::eprint_wrapped(&format!("osbench: skipped {line}"));
         }
     }
-    Ok(())
+    Ok(skipped)
 }
 
 /// The checks `run` makes before measuring (selectors, configurations,

@@ -91,6 +91,13 @@ fn uring_denied_by_seccomp_is_skipped_with_the_reason_never_zero() {
     );
     let doc = read_document(&json).unwrap();
     assert!(doc.series.iter().all(|s| s.key.bench != "uring"));
+    assert_eq!(
+        doc.run.skipped.len(),
+        3,
+        "nop/1, nop/16, nop/256: {:?}",
+        doc.run.skipped
+    );
+    assert!(doc.run.skipped[0].starts_with("uring nop/1: io_uring_setup is denied"));
     assert!(doc.series.iter().any(|s| s.key.bench == "syscall"));
     // Nothing else asked for: nothing to run, exit 2 with the reason.
     let alone = without_io_uring(&[&["run", "uring:case=nop"][..], &QUICK].concat());
