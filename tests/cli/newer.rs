@@ -6,45 +6,45 @@
 
 use crate::kit::*;
 
-/// `osbench ARGS` with io_uring_setup denied (EPERM) by a seccomp filter
-/// installed in the child before exec: the filter dies with the process,
-/// so nothing is left to restore.
+/// `osbench ARGS` with system call `nr` failing with `errno` (a seccomp
+/// filter installed in the child before exec): the filter dies with the
+/// process, so nothing is left to restore.
 #[cfg(target_arch = "x86_64")]
-fn without_io_uring(args: &[&str]) -> std::process::Output {
+fn with_syscall_denied(nr: libc::c_long, errno: i32, args: &[&str]) -> std::process::Output {
     use std::os::unix::process::CommandExt;
     let mut cmd = osbench(shared_store());
     cmd.args(args);
+    // Load the system call number; `nr` → SECCOMP_RET_ERRNO | errno, else allow.
+    let filter = [
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: nr as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | errno as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
     // SAFETY: between fork and exec the closure makes only two system calls
-    // (prctl, seccomp) on memory it owns; it allocates nothing.
+    // (prctl, seccomp) on memory prepared before the fork; it allocates nothing.
     unsafe {
-        cmd.pre_exec(|| {
-            // Load the system call number; io_uring_setup (425) → EPERM, else allow.
-            let filter = [
-                libc::sock_filter {
-                    code: 0x20,
-                    jt: 0,
-                    jf: 0,
-                    k: 0,
-                },
-                libc::sock_filter {
-                    code: 0x15,
-                    jt: 0,
-                    jf: 1,
-                    k: 425,
-                },
-                libc::sock_filter {
-                    code: 0x06,
-                    jt: 0,
-                    jf: 0,
-                    k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-                },
-                libc::sock_filter {
-                    code: 0x06,
-                    jt: 0,
-                    jf: 0,
-                    k: libc::SECCOMP_RET_ALLOW,
-                },
-            ];
+        cmd.pre_exec(move || {
             let prog = libc::sock_fprog {
                 len: filter.len() as u16,
                 filter: filter.as_ptr().cast_mut(),
@@ -63,6 +63,47 @@ fn without_io_uring(args: &[&str]) -> std::process::Output {
         });
     }
     cmd.output().unwrap()
+}
+
+/// `osbench ARGS` with io_uring_setup denied (EPERM) as a seccomp filter does.
+#[cfg(target_arch = "x86_64")]
+fn without_io_uring(args: &[&str]) -> std::process::Output {
+    with_syscall_denied(libc::SYS_io_uring_setup, libc::EPERM, args)
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn cases_whose_system_call_the_kernel_lacks_are_skipped_with_the_reason() {
+    for (nr, selector, says) in [
+        (
+            libc::SYS_futex_waitv,
+            "futex:workload=waitv",
+            "skipped futex waitv/8: this kernel has no futex_waitv",
+        ),
+        (
+            libc::SYS_clone3,
+            "proc:case=clone3",
+            "skipped proc clone3: this kernel has no clone3",
+        ),
+        (
+            libc::SYS_rseq,
+            "rseq:case=rseq",
+            "skipped rseq rseq: this kernel has no rseq",
+        ),
+    ] {
+        let out = with_syscall_denied(
+            nr,
+            libc::ENOSYS,
+            &[
+                &["run", selector, "rseq:case=lock", "--no-perf"][..],
+                &QUICK,
+            ]
+            .concat(),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{selector}: {stderr}");
+        assert!(stderr.contains(says), "{selector}: {stderr}");
+    }
 }
 
 #[test]
