@@ -175,33 +175,49 @@ fn if_shared<'a>(p: &Params, tag: &'a str) -> &'a str {
     if p.get("shared") == "shared" { tag } else { "" }
 }
 
+/// The workload's own parameter, if it has one: its part of the case name
+/// and perf's option for it.
+fn own_param(p: &Params) -> Option<(String, String)> {
+    let (name, flag) = match p.get("workload") {
+        "hash" => (
+            format!("/{}f", p.int("futexes")),
+            format!(" -f {}", p.int("futexes")),
+        ),
+        "wake" => (
+            format!("/w{}", p.int("wakes")),
+            format!(" -w {}", p.int("wakes")),
+        ),
+        "wake-parallel" => (format!("/{}w", wakers(p)), format!(" -w {}", wakers(p))),
+        "requeue" => (
+            format!("/q{}", p.int("requeue")),
+            format!(" -q {}", p.int("requeue")),
+        ),
+        _ => return None,
+    };
+    Some((name, flag))
+}
+
 fn case_name(p: &Params) -> String {
-    let t = p.count("threads");
-    let shared = if_shared(p, "/shared");
-    match p.get("workload") {
-        "hash" => format!("hash/{t}t/{}f{shared}", p.int("futexes")),
-        "wake" => format!("wake/{t}t/w{}{shared}", p.int("wakes")),
-        "wake-parallel" => format!("wake-parallel/{t}t/{}w{shared}", wakers(p)),
-        "requeue" => format!("requeue/{t}t/q{}{shared}", p.int("requeue")),
-        "lock-pi" => match p.get("hold") {
-            "none" => format!("lock-pi/{t}t/nohold{shared}"),
-            _ => format!("lock-pi/{t}t{shared}"),
-        },
-        _ => format!("waitv/{}{shared}", p.int("n")),
-    }
+    let (workload, shared) = (p.get("workload"), if_shared(p, "/shared"));
+    let own = match workload {
+        "waitv" => return format!("waitv/{}{shared}", p.int("n")),
+        "lock-pi" if p.get("hold") == "none" => "/nohold".to_string(),
+        _ => own_param(p).map(|(name, _)| name).unwrap_or_default(),
+    };
+    format!("{workload}/{}t{own}{shared}", p.count("threads"))
 }
 
 fn anchor(p: &Params) -> String {
-    let t = p.count("threads");
-    let s = if_shared(p, " -S");
-    match p.get("workload") {
-        "hash" => format!("perf bench futex hash -t {t} -f {}{s}", p.int("futexes")),
-        "wake" => format!("perf bench futex wake -t {t} -w {}{s}", p.int("wakes")),
-        "wake-parallel" => format!("perf bench futex wake-parallel -t {t} -w {}{s}", wakers(p)),
-        "requeue" => format!("perf bench futex requeue -t {t} -q {}{s}", p.int("requeue")),
-        "lock-pi" => format!("perf bench futex lock-pi -t {t}{s}"),
-        _ => "(none: futex_waitv has no benchmark elsewhere)".to_string(),
+    let workload = p.get("workload");
+    if workload == "waitv" {
+        return "(none: futex_waitv has no benchmark elsewhere)".to_string();
     }
+    let flag = own_param(p).map(|(_, flag)| flag).unwrap_or_default();
+    format!(
+        "perf bench futex {workload} -t {}{flag}{}",
+        p.count("threads"),
+        if_shared(p, " -S")
+    )
 }
 
 fn tasks(p: &Params) -> usize {
@@ -805,14 +821,10 @@ mod tests {
 
     #[test]
     fn every_workload_runs_with_two_threads() {
-        for workload in [
-            "hash",
-            "wake",
-            "wake-parallel",
-            "requeue",
-            "lock-pi",
-            "waitv",
-        ] {
+        let ParamKind::Choice(workloads) = PARAMS[0].kind else {
+            unreachable!()
+        };
+        for &workload in workloads {
             let p = Params::new(
                 &DEF,
                 &[
