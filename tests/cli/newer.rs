@@ -344,3 +344,21 @@ fn polled_completion_runs_or_is_refused_with_the_reason_and_leaves_no_file() {
     let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn interrupted_pidfd_and_futex_runs_stop_and_leave_no_helper() {
+    let _serial = helper_lock(); // the answering child is an osbench-proc
+    for selector in ["proc:case=pidfd-signal", "futex:workload=lock-pi,threads=2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("run.json");
+        let args =
+            format!("run {selector} -q --no-perf --samples 500 --sample-time 5 --warmup 0 --json");
+        let status = interrupt_after(Duration::from_millis(1500), &args, &json, || ());
+        assert_eq!(status.code(), Some(130), "{selector}");
+        assert!(
+            helper_processes().is_empty(),
+            "{selector} left: {:?}",
+            helper_processes()
+        );
+    }
+}
