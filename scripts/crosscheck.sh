@@ -68,6 +68,16 @@
 #                        call, each call timed alone): osbench's mean against LEBench's average
 #   lebench-read         file:io=read,pages=1000 vs LEBench's big read (MB/s of 4,096,000 B)
 #   lebench              LEBench's multiplexing rows (10 and 1,000 sockets, kept and fresh sets) and its big read
+#   futex-hash, futex-lock-pi   futex:workload=…,threads=$(nproc) vs `perf bench futex hash|lock-pi
+#                        -t $(nproc)` (ns per op of one thread: 10^9 ÷ perf's "Averaged N operations/sec")
+#   futex-wake, futex-wake-parallel, futex-requeue   the same workloads as latency distributions:
+#                        osbench's mean event vs perf's summary line ("Wokeup", "Avg per-thread
+#                        latency", "Requeued" … in X ms), in ns
+#   futex                all five futex rows
+#   fio-uring:DEPTH      uring:case=read,batch=DEPTH vs `fio --ioengine=io_uring --iodepth=DEPTH`,
+#                        4 KiB random reads of a page-cached 16 MiB file (MB/s, 10^6 B)
+#   fio-psync            uring:case=pread vs `fio --ioengine=psync` on the same kind of file (MB/s)
+#   uring                fio-uring:1, fio-uring:32 and fio-psync
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -89,7 +99,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,70p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,80p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -129,6 +139,8 @@ lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
     lebench-select:1000 lebench-poll:1000 lebench-epoll:1000
     lebench-fresh-select:10 lebench-fresh-poll:10 lebench-fresh-epoll:10
     lebench-fresh-select:1000 lebench-fresh-poll:1000 lebench-fresh-epoll:1000 lebench-read)
+futex_checks=(futex-hash futex-lock-pi futex-wake futex-wake-parallel futex-requeue)
+uring_checks=(fio-uring:1 fio-uring:32 fio-psync)
 checks=()
 for c in "$@"; do
     case $c in
@@ -139,6 +151,8 @@ for c in "$@"; do
     mem) checks+=("${mem_checks[@]}") ;;
     lebench) checks+=("${lebench_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
+    futex) checks+=("${futex_checks[@]}") ;;
+    uring) checks+=("${uring_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -452,7 +466,42 @@ define() {
         ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random] or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]}" >&2; exit 2 ;;
+    futex-hash | futex-lock-pi)
+        need perf linux-perf
+        w=${1#futex-} t=$(nproc)
+        ours=("$bin" run "futex:workload=$w,threads=$t" -q --no-store)
+        bench=futex unit=ns scale=1 anchor_name="perf bench futex $w -t $t"
+        anchor() { perf bench futex "$w" -t "$t" | awk '/^Averaged/ { printf "%.4g\n", 1e9 / $2 }'; } ;;
+    futex-wake | futex-wake-parallel | futex-requeue)
+        need perf linux-perf
+        w=${1#futex-} t=$(nproc)
+        ours=("$bin" run "futex:workload=$w,threads=$t" -q --no-store)
+        bench=futex unit=ns scale=1 figure=mean_of anchor_name="perf bench futex $w -t $t"
+        # The summary line (not the "[Run N]:" ones): X ms, the field after "in".
+        anchor() {
+            perf bench futex "$w" -t "$t" |
+                awk '$1 ~ /^(Wokeup|Requeued|Avg)$/ { for (i = 1; i < NF; i++) if ($i == "in") v = $(i + 1) }
+                     END { printf "%.4g\n", v * 1e6 }'
+        } ;;
+    fio-uring:* | fio-psync)
+        need fio fio
+        [ -s "$tmp/fio-16m" ] || { head -c 16777216 /dev/urandom >"$tmp/fio-16m" && cat "$tmp/fio-16m" >/dev/null; }
+        if [ "$1" = fio-psync ]; then
+            ours=("$bin" run uring:case=pread -q --no-store)
+            engine=(--ioengine=psync --iodepth=1)
+        else
+            depth=${1#fio-uring:}
+            ours=("$bin" run "uring:case=read,batch=$depth" -q --no-store)
+            engine=(--ioengine=io_uring "--iodepth=$depth" "--iodepth_batch_submit=$depth" "--iodepth_batch_complete_min=$depth")
+        fi
+        bench=uring unit=MB/s scale=1 anchor_name="fio ${engine[*]} --rw=randread --bs=4k (16 MiB, page-cached)"
+        # Terse output: field 8 is the read IOPS.
+        anchor() {
+            fio --name=crosscheck --filename="$tmp/fio-16m" --size=16m --rw=randread --bs=4k \
+                "${engine[@]}" --time_based --runtime=5 --output-format=terse |
+                awk -F';' '{ printf "%.4g\n", $8 * 4096 / 1e6 }'
+        } ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random] or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
 }
 

@@ -14,6 +14,7 @@ pub mod ctx;
 pub mod fault;
 pub mod file;
 pub mod fs;
+pub mod futex;
 pub mod ipc;
 pub mod membw;
 pub mod memlat;
@@ -21,6 +22,7 @@ pub mod messaging;
 pub mod mmap;
 pub mod poll;
 pub mod proc;
+pub mod rseq;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -28,6 +30,7 @@ pub mod stream;
 pub mod syscall;
 pub mod timer;
 pub mod tlb;
+pub mod uring;
 pub mod util;
 pub mod wakeup;
 
@@ -265,6 +268,11 @@ pub struct BenchDef {
     /// What else affects a case, read when it is measured and recorded in its
     /// series' `params` beside the parameters (the timer's slack in effect).
     pub recorded: fn(&Params) -> Vec<(&'static str, Value)>,
+    /// Why this machine's kernel cannot run the case at all (io_uring
+    /// disabled by sysctl or seccomp, a system call it lacks): the case is
+    /// then skipped with this reason, never measured as zero. `None`: it can
+    /// run. Unlike `check`, which stops the run, this only drops the case.
+    pub unavailable: fn(&Params) -> Option<String>,
 }
 
 impl BenchDef {
@@ -298,6 +306,7 @@ impl BenchDef {
         default_pin: None,
         counts_tlb_shootdowns: false,
         recorded: |_| Vec::new(),
+        unavailable: |_| None,
     };
 }
 
@@ -370,6 +379,7 @@ impl fmt::Debug for BenchDef {
 pub static REGISTRY: &[&BenchDef] = &[
     &syscall::DEF,
     &atomic::DEF,
+    &rseq::DEF,
     &ctx::DEF,
     &ipc::DEF,
     &proc::DEF,
@@ -380,6 +390,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &messaging::DEF,
     &wakeup::DEF,
     &sigqueue::DEF,
+    &futex::DEF,
     &timer::DEF,
     &poll::DEF,
     &stream::DEF,
@@ -388,6 +399,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &file::DEF,
     &membw::DEF,
     &memlat::DEF,
+    &uring::DEF,
     &clock::DEF,
     &spin::DEF,
 ];

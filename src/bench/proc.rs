@@ -12,7 +12,18 @@
 //! - `vfork`: clone(CLONE_VM | CLONE_VFORK) on a small separate stack — what
 //!   vfork() does, without Rust having to return twice from one call — then
 //!   execve of the tiny program + wait;
-//! - `thread`: pthread_create of an empty function + pthread_join.
+//! - `thread`: pthread_create of an empty function + pthread_join;
+//! - `clone3`: clone3() without CLONE_PIDFD (SIGCHLD as its exit signal),
+//!   the child `_exit`s at once, the parent waits (lat_proc fork's method);
+//! - `pidfd-spawn`: clone3() with CLONE_PIDFD, the child `_exit`s, the
+//!   parent waits through the pidfd (waitid(P_PIDFD)) and closes it;
+//! - `pidfd-signal`: pidfd_send_signal(SIGUSR1) to a child that answers
+//!   with one byte on a pipe once sigwaitinfo() returns it, the parent reads
+//!   it: a round trip, lmbench lat_sig's question through a pidfd (lat_sig
+//!   signals itself; here the signal crosses processes, so two wake-ups are
+//!   inside). The child is forked once by `measure::supervise` and its
+//!   pidfd taken with pidfd_open;
+//! - `pidfd-open`: pidfd_open() of that live child + close().
 //!
 //! LEBench's fork and thread tests (its `forkTest`, `threadTest`) as latency
 //! distributions, one event per task, each stamped with CLOCK_MONOTONIC
@@ -74,6 +85,10 @@ pub static DEF: BenchDef = BenchDef {
                 "spawn",
                 "vfork",
                 "thread",
+                "clone3",
+                "pidfd-spawn",
+                "pidfd-signal",
+                "pidfd-open",
                 "fork_return",
                 "fork_child",
                 "thread_return",
@@ -104,6 +119,12 @@ pub static DEF: BenchDef = BenchDef {
             "spawn" => "posix_spawn(tiny static program, stdout closed) + waitpid",
             "vfork" => "clone(CLONE_VM|CLONE_VFORK) + execve(tiny static program) + waitpid",
             "thread" => "pthread_create(empty function) + pthread_join",
+            "clone3" => "clone3() + child _exit + waitpid",
+            "pidfd-spawn" => "clone3(CLONE_PIDFD) + child _exit + waitid(P_PIDFD) + close",
+            "pidfd-signal" => {
+                "pidfd_send_signal(SIGUSR1) to a child + its 1-byte answer on a pipe (round trip)"
+            }
+            "pidfd-open" => "pidfd_open() of a live child + close()",
             "fork_return" => "one fork(): the clock before it → its return in the parent",
             "fork_child" => {
                 "one fork(): the clock before it → the child's first instruction (a clock read)"
@@ -129,6 +150,13 @@ pub static DEF: BenchDef = BenchDef {
             ("fork", _) => Some("lat_proc fork".to_string()),
             ("exec", _) => Some("lat_proc exec".to_string()),
             ("sh", _) => Some("lat_proc shell".to_string()),
+            ("clone3", _) => Some("(none: lat_proc fork's method, through clone3)".to_string()),
+            ("pidfd-spawn", _) => Some(
+                "(none: lat_proc fork's method, clone3 CLONE_PIDFD + waitid P_PIDFD)".to_string(),
+            ),
+            ("pidfd-signal", _) => {
+                Some("(none: lat_sig's method, through pidfd_send_signal)".to_string())
+            }
             _ => None,
         };
         named.unwrap_or_else(|| match p.int("vmas") {
@@ -149,6 +177,7 @@ pub static DEF: BenchDef = BenchDef {
         let vmas = p.int("vmas") as usize;
         super::mmap::check_map_count(&format!("proc:{p}"), vmas)
     },
+    unavailable: |p| pidfd::unavailable(p.get("case")),
     ..BenchDef::DEFAULTS
 };
 
@@ -315,6 +344,13 @@ enum Case {
     Spawn(Exec),
     Vfork(Exec, Vec<u8>),
     Thread,
+    /// clone3, with a pidfd to wait through or not.
+    Clone3 {
+        pidfd: bool,
+    },
+    /// A child answering pidfd_send_signal, or whose pidfd is opened.
+    PidfdSignal(pidfd::Answerer),
+    PidfdOpen(pidfd::Answerer),
     /// LEBench's cases: which moment ends each event, and the clock the new
     /// task stamps on its first instruction.
     FirstRun(Moment, Stamp),
@@ -408,6 +444,10 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
         "spawn" => Case::Spawn(Exec::new(false)?),
         "vfork" => Case::Vfork(Exec::new(false)?, vec![0u8; 64 * 1024]),
         "thread" => Case::Thread,
+        "clone3" => Case::Clone3 { pidfd: false },
+        "pidfd-spawn" => Case::Clone3 { pidfd: true },
+        "pidfd-signal" => Case::PidfdSignal(pidfd::Answerer::start()?),
+        "pidfd-open" => Case::PidfdOpen(pidfd::Answerer::start()?),
         "fork_return" => Case::FirstRun(Moment::ForkReturn, Stamp::new()?),
         "fork_child" => Case::FirstRun(Moment::ForkChild, Stamp::new()?),
         "thread_return" => Case::FirstRun(Moment::ThreadReturn, Stamp::new()?),
@@ -457,6 +497,9 @@ impl Workload for Proc {
                     thread_create_join(empty_thread, std::ptr::null_mut())?;
                     Exit::Code(0)
                 }
+                Case::Clone3 { pidfd } => pidfd::clone3_exit_wait(*pidfd)?,
+                Case::PidfdSignal(child) => child.round_trip()?,
+                Case::PidfdOpen(child) => child.open_close()?,
                 Case::FirstRun(moment, stamp) => {
                     let (latency, status) = first_run(*moment, stamp)?;
                     self.events.push(latency);
@@ -631,6 +674,238 @@ fn thread_create_join(
         }
         libc::pthread_join(thread, std::ptr::null_mut());
         Ok(returned)
+    }
+}
+
+/// clone3 and the pidfd system calls: the cases `clone3`, `pidfd-spawn`,
+/// `pidfd-signal` and `pidfd-open`.
+mod pidfd {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use crate::error::{Error, Result};
+    use crate::measure::limits::{descriptor_error, fork_error};
+    use crate::measure::supervise::{Exit, Supervisor, wait_child};
+
+    /// The kernel's `struct clone_args` up to `tls` (CLONE_ARGS_SIZE_VER0).
+    #[repr(C)]
+    #[derive(Default)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+    }
+
+    /// Why this kernel cannot run `case` (a system call it lacks), if so.
+    pub(super) fn unavailable(case: &str) -> Option<String> {
+        let (nr, name, since) = match case {
+            "clone3" | "pidfd-spawn" => (libc::SYS_clone3, "clone3", "5.3"),
+            "pidfd-signal" => (libc::SYS_pidfd_send_signal, "pidfd_send_signal", "5.1"),
+            "pidfd-open" => (libc::SYS_pidfd_open, "pidfd_open", "5.3"),
+            _ => return None,
+        };
+        // SAFETY: every argument is 0 or a null pointer, which each of these
+        // calls rejects (EINVAL, EBADF, ESRCH) without touching memory.
+        let r = unsafe { libc::syscall(nr, 0, 0, 0, 0) };
+        let missing = r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS);
+        missing.then(|| format!("this kernel has no {name} (ENOSYS; Linux {since} or later)"))
+    }
+
+    /// clone3() of a child that `_exit`s at once, waited for by pid, or
+    /// through a pidfd (CLONE_PIDFD, waitid(P_PIDFD)) then closed.
+    pub(super) fn clone3_exit_wait(with_pidfd: bool) -> Result<Exit> {
+        let mut pidfd: libc::c_int = -1;
+        let args = CloneArgs {
+            flags: if with_pidfd {
+                libc::CLONE_PIDFD as u64
+            } else {
+                0
+            },
+            pidfd: std::ptr::addr_of_mut!(pidfd) as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            ..CloneArgs::default()
+        };
+        // SAFETY: like fork (no CLONE_VM): the child gets a copy of this
+        // address space and only calls _exit; `args` and `pidfd` are live.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                &raw const args,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        };
+        match pid {
+            -1 => Err(fork_error(0)),
+            // SAFETY: _exit in the child, async-signal-safe.
+            0 => unsafe { libc::_exit(0) },
+            pid if with_pidfd => {
+                // SAFETY: the kernel wrote a new descriptor we own.
+                let fd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+                wait_pidfd(&fd, pid as libc::pid_t)
+            }
+            pid => wait_child(pid as libc::pid_t),
+        }
+    }
+
+    /// waitid(P_PIDFD) for the child behind `fd`.
+    fn wait_pidfd(fd: &OwnedFd, pid: libc::pid_t) -> Result<Exit> {
+        loop {
+            // SAFETY: an all-zero siginfo_t is a valid out-buffer.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `fd` is a live pidfd of our child; `info` is writable.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PIDFD,
+                    fd.as_raw_fd() as libc::id_t,
+                    &mut info,
+                    libc::WEXITED,
+                )
+            };
+            if r == 0 {
+                // SAFETY: waitid filled a child's exit in.
+                let (code, status) = unsafe { (info.si_code, info.si_status()) };
+                return Ok(if code == libc::CLD_EXITED {
+                    Exit::Code(status)
+                } else {
+                    Exit::Signal(status)
+                });
+            }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                let e = Error::last_os(format!("waitid(P_PIDFD) for child {pid}"));
+                // Reaped by pid instead, so it cannot be left a zombie.
+                let _ = wait_child(pid);
+                return Err(e);
+            }
+        }
+    }
+
+    /// A supervised child that answers every SIGUSR1 with one byte on a
+    /// pipe, and its pidfd.
+    pub(super) struct Answerer {
+        pidfd: OwnedFd,
+        pid: libc::pid_t,
+        answers: OwnedFd,
+        /// Kills and reaps the child when dropped (after the descriptors).
+        _children: Supervisor,
+    }
+
+    impl Answerer {
+        pub(super) fn start() -> Result<Self> {
+            let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(descriptor_error(
+                    "creating a pipe for pidfd-signal",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            // SAFETY: pipe2 just made both; each is owned once.
+            let (answers, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let mut children = Supervisor::new("proc");
+            let w = write.as_raw_fd();
+            // SIGUSR1 blocked from the child's first instruction (inherited),
+            // so a signal sent before its loop starts waits instead of killing it.
+            let old = block_sigusr1(libc::SIG_BLOCK, None);
+            let pid = children.fork(None, &[w], move || answer_signals(w));
+            block_sigusr1(libc::SIG_SETMASK, Some(old));
+            let pid = pid?;
+            drop(write);
+            // SAFETY: pidfd_open of our own live child, no flags.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if fd < 0 {
+                return Err(descriptor_error(
+                    "pidfd_open of the answering child",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Ok(Self {
+                // SAFETY: a new descriptor we own.
+                pidfd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
+                pid,
+                answers,
+                _children: children,
+            })
+        }
+
+        /// pidfd_send_signal(SIGUSR1), then the child's answer.
+        pub(super) fn round_trip(&mut self) -> Result<Exit> {
+            // SAFETY: a live pidfd of our child; no siginfo, no flags.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    self.pidfd.as_raw_fd(),
+                    libc::SIGUSR1,
+                    0,
+                    0,
+                )
+            };
+            if r != 0 {
+                return Err(Error::last_os(format!(
+                    "pidfd_send_signal to child {}",
+                    self.pid
+                )));
+            }
+            let mut byte = 0u8;
+            // SAFETY: reading one byte into `byte` from our pipe's read end.
+            if unsafe { libc::read(self.answers.as_raw_fd(), (&raw mut byte).cast(), 1) } != 1 {
+                return Err(Error::last_os(
+                    "reading the child's answer (the child ended?)",
+                ));
+            }
+            Ok(Exit::Code(0))
+        }
+
+        /// pidfd_open of the child, then close.
+        pub(super) fn open_close(&mut self) -> Result<Exit> {
+            // SAFETY: pidfd_open of our own live child, no flags.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
+            // SAFETY: closing the descriptor just opened, once.
+            if fd < 0 || unsafe { libc::close(fd as i32) } != 0 {
+                return Err(Error::last_os(format!("pidfd_open of child {}", self.pid)));
+            }
+            Ok(Exit::Code(0))
+        }
+    }
+
+    /// This thread's signal mask with SIGUSR1 blocked (`how` SIG_BLOCK), or
+    /// set back to `old` (SIG_SETMASK); returns the mask before.
+    fn block_sigusr1(how: libc::c_int, old: Option<libc::sigset_t>) -> libc::sigset_t {
+        // SAFETY: signal-set calls on local sets; pthread_sigmask changes
+        // only this thread's mask.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGUSR1);
+            let mut before: libc::sigset_t = std::mem::zeroed();
+            let new = old.unwrap_or(set);
+            libc::pthread_sigmask(how, &new, &mut before);
+            before
+        }
+    }
+
+    /// The child's loop: SIGUSR1 blocked and taken by sigwaitinfo, one byte
+    /// written for each; ends when the pipe is gone (the parent closed it).
+    fn answer_signals(answers: libc::c_int) -> i32 {
+        // SAFETY: signal-set calls on a local set; sigwaitinfo and write are
+        // async-signal-safe system calls on memory this frame owns.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            loop {
+                if libc::sigwaitinfo(&set, std::ptr::null_mut()) == libc::SIGUSR1
+                    && libc::write(answers, [1u8].as_ptr().cast(), 1) != 1
+                {
+                    return 0;
+                }
+            }
+        }
     }
 }
 

@@ -267,7 +267,8 @@ fn run_body(
     // another run) stops the run before it measures, never kills it outright.
     let interrupt = hook::run_stop(hook.as_deref())?;
     args.outputs_to_stdout()?;
-    let plan = plan(&args)?;
+    let mut plan = plan(&args)?;
+    let skipped = skip_unavailable(&mut plan, args.quiet)?;
     if let Some(h) = &hook {
         h.limits.check(plan.expected_duration())?;
     }
@@ -295,10 +296,11 @@ fn run_body(
         plan.steps(),
         plan.expected_duration(),
     );
-    let outcome = {
+    let mut outcome = {
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
     };
+    outcome.document.run.skipped = skipped;
     progress.finish();
     let identity = RunIdentity {
         label: args.save.label.clone(),
@@ -332,6 +334,31 @@ fn run_body(
         None => Ok(gated),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
+}
+
+/// Drops the cases this machine's kernel cannot run (io_uring disabled, a
+/// missing system call), saying each with its reason; a run left with
+/// nothing is an error. Not when a configuration runs in a guest, whose
+/// kernel is another. Returns what was skipped, for the document.
+fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<Vec<String>> {
+    if plan.configs.iter().any(|c| c.guest.is_some()) {
+        return Ok(Vec::new());
+    }
+    let (runnable, skipped) =
+        osbench::bench::util::select::split_unavailable(std::mem::take(&mut plan.cases));
+    plan.cases = runnable;
+    if plan.cases.is_empty() && !skipped.is_empty() {
+        anyhow::bail!(
+            "nothing left to run: this kernel refuses every case asked for ({})",
+            skipped.join("; ")
+        );
+    }
+    if !quiet {
+        for line in &skipped {
+            super::eprint_wrapped(&format!("osbench: skipped {line}"));
+        }
+    }
+    Ok(skipped)
 }
 
 /// The checks `run` makes before measuring (selectors, configurations,

@@ -212,6 +212,11 @@ pub struct RunInfo {
     /// Noise audit: what on the machine may disturb the results (also printed on stderr).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audit: Vec<String>,
+    /// Cases asked for that this machine's kernel refused, each as "BENCH
+    /// CASE: why" (io_uring disabled, a missing system call): skipped, never
+    /// measured as zero; empty in documents before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// Runs with configurations: environment keys each configuration's set-up
     /// changed (read after its first set-up), key → value per configuration.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -287,6 +292,7 @@ impl RunInfo {
             stopped_by: None,
             schedule: Vec::new(),
             audit: Vec::new(),
+            skipped: Vec::new(),
             config_env_diff: Vec::new(),
             guests: Vec::new(),
             knobs: Vec::new(),

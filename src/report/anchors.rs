@@ -728,6 +728,71 @@ pub fn lmbench_memory(doc: &Document) -> Option<Body> {
     )
 }
 
+/// perf bench futex's summary lines, one per futex series: "Averaged N
+/// operations/sec (+- x%), total secs = S" for the throughput workloads
+/// (hash, lock-pi, waitv: N one thread's rate, the mean of the samples'
+/// rates, ± their relative standard deviation; perf's ± is between threads),
+/// and its "Wokeup", "Avg per-thread latency" and "Requeued" lines for the
+/// wake-ups (the mean event in ms ± its relative standard deviation). Rates
+/// are operations per second: higher is faster, the inverse of the samples.
+pub fn perf_futex(doc: &Document) -> Option<Body> {
+    let mut out = String::new();
+    for s in doc.series.iter().filter(|s| s.key.bench == "futex") {
+        let mut parts = s.key.case.split('/');
+        let workload = parts.next().unwrap_or_default();
+        let threads: String = parts
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('t')
+            .into();
+        let rel = |sd: f64, mean: f64| if mean > 0.0 { sd / mean * 100.0 } else { 0.0 };
+        let ms = s.summary.mean * s.unit.ns() / 1e6;
+        let rel_ms = rel(s.summary.stddev, s.summary.mean);
+        let line = match workload {
+            "wake" => {
+                format!("Wokeup {threads} of {threads} threads in {ms:.4} ms (+-{rel_ms:.2}%)")
+            }
+            "requeue" => {
+                format!("Requeued {threads} of {threads} threads in {ms:.4} ms (+-{rel_ms:.2}%)")
+            }
+            "wake-parallel" => {
+                let wakers: f64 = parts
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches('w')
+                    .parse()
+                    .unwrap_or(1.0);
+                let share = threads.parse::<f64>().unwrap_or(0.0) / wakers;
+                format!(
+                    "Avg per-thread latency (waking {share}/{threads} threads) in {ms:.4} ms (+-{rel_ms:.2}%)"
+                )
+            }
+            _ => {
+                let rates: Vec<f64> = s
+                    .samples
+                    .iter()
+                    .filter(|v| **v > 0.0)
+                    .map(|v| 1e9 / (v * s.unit.ns()))
+                    .collect();
+                if rates.is_empty() {
+                    continue;
+                }
+                let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+                let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>()
+                    / (rates.len().max(2) - 1) as f64;
+                let secs: u64 = s.raw.iter().map(|r| r.elapsed_ns).sum::<u64>() / 1_000_000_000;
+                format!(
+                    "Averaged {} operations/sec (+- {:.2}%), total secs = {secs}",
+                    mean.round() as u64,
+                    rel(var.sqrt(), mean)
+                )
+            }
+        };
+        let _ = writeln!(out, "{:<44} {line}", s.anchor);
+    }
+    (!out.is_empty()).then_some(Body::Text(out))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -979,5 +1044,35 @@ mod tests {
         assert!(lmbench_bandwidth(&doc).is_none());
         assert!(lmbench_file_vm(&doc).is_none());
         assert!(lmbench_latencies(&doc).is_none());
+    }
+
+    #[test]
+    fn perf_futex_lines_are_perfs_with_rates_inverse_to_times() {
+        let mut doc = crate::report::fixture();
+        plant(
+            &mut doc,
+            "futex",
+            "hash/2t/1024f",
+            json!({}),
+            250.0,
+            Unit::Ns,
+        );
+        let s = doc.series.last_mut().unwrap();
+        s.anchor = "perf bench futex hash -t 2 -f 1024".into();
+        s.samples = vec![250.0, 250.0];
+        plant(&mut doc, "futex", "wake/4t/w1", json!({}), 4000.0, Unit::Ns);
+        let s = doc.series.last_mut().unwrap();
+        s.summary.mean = 4000.0;
+        s.summary.stddev = 400.0;
+        let text = text(perf_futex(&doc));
+        assert!(
+            text.contains("hash -t 2 -f 1024")
+                && text.contains("Averaged 4000000 operations/sec (+- 0.00%)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Wokeup 4 of 4 threads in 0.0040 ms (+-10.00%)"),
+            "{text}"
+        );
     }
 }

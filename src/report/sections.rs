@@ -36,6 +36,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("distributions", "Latency distributions", results::distributions),
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
     ("hackbench", "hackbench", anchors::hackbench),
+    ("perf-futex", "perf bench futex", anchors::perf_futex),
     ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
     ("lmbench-latencies", "lmbench: Local communication latencies", anchors::lmbench_latencies),
     ("lmbench-bandwidth", "lmbench: Local communication bandwidths", anchors::lmbench_bandwidth),

@@ -310,6 +310,28 @@ pub struct Case {
     pub samples: Option<usize>,
 }
 
+/// Splits `cases` into those this machine's kernel can run and, for the
+/// others, "BENCH CASE: why" (each family's [`BenchDef::unavailable`]): a
+/// case the kernel refuses is skipped with its reason, never measured as zero.
+pub fn split_unavailable(cases: Vec<Case>) -> (Vec<Case>, Vec<String>) {
+    let mut skipped = Vec::new();
+    let runnable = cases
+        .into_iter()
+        .filter(|c| match (c.def.unavailable)(&c.params) {
+            None => true,
+            Some(why) => {
+                skipped.push(format!(
+                    "{} {}: {why}",
+                    c.def.name,
+                    (c.def.case_name)(&c.params)
+                ));
+                false
+            }
+        })
+        .collect();
+    (runnable, skipped)
+}
+
 impl Case {
     /// A case taking the policy's samples.
     pub fn new(def: &'static BenchDef, params: Params) -> Self {
