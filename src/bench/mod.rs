@@ -19,6 +19,7 @@ pub mod messaging;
 pub mod mmap;
 pub mod poll;
 pub mod proc;
+pub mod sandbox;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -384,6 +385,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &connect::DEF,
     &fs::DEF,
     &file::DEF,
+    &sandbox::DEF,
     &clock::DEF,
     &spin::DEF,
 ];
