@@ -20,6 +20,7 @@ mod list_env;
 mod profile;
 mod quoting;
 mod run;
+mod sandbox;
 mod system_logs;
 mod time;
 mod width;
