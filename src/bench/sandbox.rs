@@ -24,27 +24,32 @@
 //! on every directory of a deep path; there the access is denied at the
 //! root, here allowed by the base's rule after the same walk), Oracle's
 //! audit measurement (getpid +15 % with 37 rules), `perf bench uprobe`
-//! (baseline, empty probe). Left out: the notify path itself
-//! (SECCOMP_RET_USER_NOTIF with a supervisor), seccomp's cache of
+//! (baseline, empty probe). `notify=on` is perf bench sched
+//! seccomp-notify's method in threads: getppid handed by a filter
+//! (SECCOMP_RET_USER_NOTIF) to a supervisor thread, which answers it with
+//! a value in place of the kernel (perf's supervisor is the parent of a
+//! forked caller, and its call is gettid). Left out: seccomp's cache of
 //! number-only filters (this filter reads an argument, see
 //! `measure::sandbox`), logging audit rules, eBPF on the probes. Landlock
 //! does not mediate stat(), so `stat` under a ruleset shows what the
 //! ruleset's presence costs (nothing expected).
 
 use std::ffi::CString;
-use std::sync::mpsc;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use super::util::confine::{self, NestedDirs, landlock_abi};
 use super::util::observe::{self, AuditRules, Probe, ProbeKind, ProbeSite};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
-use crate::measure::placement::{Placement, pin_current_thread};
+use crate::measure::placement::{PinGuard, Placement, pin_current_thread};
 use crate::measure::sandbox::MOST_INSTRUCTIONS;
 
 pub static DEF: BenchDef = BenchDef {
     name: "sandbox",
-    summary: "one system call under a seccomp filter, a Landlock ruleset, audit rules or a probe (perf bench sched seccomp-notify, landlock fs_bench, perf bench uprobe)",
+    summary: "one system call under a seccomp filter, a Landlock ruleset, audit rules or a probe (perf bench sched seccomp-notify, landlock fs_bench, Oracle's audit figures, perf bench uprobe)",
     unit: Unit::Ns,
     params: &[
         ParamSpec {
@@ -61,6 +66,12 @@ pub static DEF: BenchDef = BenchDef {
                 max: 1_000_000,
             },
             default: "0",
+        },
+        ParamSpec {
+            name: "notify",
+            help: "getppid handed by a seccomp filter to a supervisor thread that answers it (perf bench sched seccomp-notify)",
+            kind: ParamKind::Choice(&["off", "on"]),
+            default: "off",
         },
         ParamSpec {
             name: "landlock",
@@ -92,6 +103,7 @@ pub static DEF: BenchDef = BenchDef {
         &[("filter", "10")],
         &[("filter", "100")],
         &[("filter", "1000")],
+        &[("notify", "on")],
         &[("call", "open")],
         &[("call", "open"), ("landlock", "on")],
         &[("call", "stat")],
@@ -103,6 +115,8 @@ pub static DEF: BenchDef = BenchDef {
     differs: "each layer alone on the calls of `syscall`, made by a worker thread the timing thread hands every 10 ms batch to; seccomp's allow path with a filter that reads an argument (perf bench sched seccomp-notify times the notify path); Landlock's walk ends allowed at the base (fs_bench's ends denied at the root); audit rules that never log; a probe without a program.",
     setup,
     check,
+    // The notified case's supervisor is a second busy thread.
+    tasks: |p| if p.get("notify") == "on" { 2 } else { 1 },
     ..BenchDef::DEFAULTS
 };
 
@@ -113,6 +127,9 @@ fn case_name(p: &Params) -> String {
     }
     if p.int("filter") > 0 {
         name += &format!("+bpf{}", p.int("filter"));
+    }
+    if p.get("notify") == "on" {
+        name += "+notify";
     }
     if p.get("landlock") == "on" {
         name += "+landlock";
@@ -142,6 +159,9 @@ fn op(p: &Params) -> String {
             p.int("filter")
         ));
     }
+    if p.get("notify") == "on" {
+        under.push("a seccomp filter notifying a supervisor thread, which answers".to_string());
+    }
     if p.get("landlock") == "on" {
         under.push("a Landlock rule on every directory".to_string());
     }
@@ -165,8 +185,13 @@ fn anchor(p: &Params) -> String {
         "Oracle's audit measurement: getpid +15 % with 37 rules".to_string()
     } else if p.get("landlock") == "on" || p.get("call") != "null" {
         format!("selftests/landlock/fs_bench -d {}", p.int("depth"))
-    } else if p.int("filter") > 0 {
+    } else if p.get("notify") == "on" {
         "perf bench sched seccomp-notify".to_string()
+    } else if p.int("filter") > 0 {
+        format!(
+            "osbench sandbox --seccomp {} -- perf bench syscall basic",
+            p.int("filter")
+        )
     } else {
         "lat_syscall null".to_string()
     }
@@ -220,6 +245,11 @@ fn check(p: &Params) -> Result<()> {
             "a seccomp filter has at least 2 instructions (a load and a return); use filter=0 for none".into(),
         ));
     }
+    if p.get("notify") == "on" && p.get("call") != "null" {
+        return Err(Error::Measure(
+            "notify=on answers getppid in place of the kernel: it needs call=null".into(),
+        ));
+    }
     if p.get("landlock") == "on" {
         landlock_abi()?;
     }
@@ -244,6 +274,8 @@ struct Worker {
     to: Option<mpsc::SyncSender<u64>>,
     back: mpsc::Receiver<bool>,
     thread: Option<JoinHandle<()>>,
+    /// The notified case's supervisor: its stop flag and thread.
+    supervisor: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
 }
 
 struct Sandboxed {
@@ -251,7 +283,7 @@ struct Sandboxed {
     worker: Worker,
     _probe: Option<Probe>,
     _audit: Option<AuditRules>,
-    _dirs: Option<std::sync::Arc<NestedDirs>>,
+    _dirs: Option<Arc<NestedDirs>>,
 }
 
 fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
@@ -265,9 +297,7 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
         .transpose()?;
     let dirs = match p.get("call") {
         "null" => None,
-        _ => Some(std::sync::Arc::new(NestedDirs::new(
-            p.int("depth") as usize
-        )?)),
+        _ => Some(Arc::new(NestedDirs::new(p.int("depth") as usize)?)),
     };
     let call = match (p.get("call"), &dirs) {
         ("open", Some(d)) => Call::Open(d.file.clone()),
@@ -275,15 +305,17 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
         _ => Call::Null,
     };
     let landlock = match (p.get("landlock"), &dirs) {
-        ("on", Some(d)) => Some(std::sync::Arc::clone(d)),
+        ("on", Some(d)) => Some(Arc::clone(d)),
         // getppid under Landlock: a ruleset on a directory of its own.
-        ("on", None) => Some(std::sync::Arc::new(NestedDirs::new(0)?)),
+        ("on", None) => Some(Arc::new(NestedDirs::new(0)?)),
         _ => None,
     };
     let confine = Confinement {
         cpu: placement.cpu_of(0),
         filter: p.int("filter") as usize,
         landlock,
+        notify: p.get("notify") == "on",
+        supervisor_cpu: placement.cpu_of(1),
     };
     Ok(Box::new(Sandboxed {
         worker: Worker::start(confine, call)?,
@@ -297,11 +329,17 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
 struct Confinement {
     cpu: Option<usize>,
     filter: usize,
-    landlock: Option<std::sync::Arc<NestedDirs>>,
+    landlock: Option<Arc<NestedDirs>>,
+    /// getppid notified to a supervisor (on `supervisor_cpu`).
+    notify: bool,
+    supervisor_cpu: Option<usize>,
 }
 
+/// What the worker holds while it works, and the listener its supervisor answers on.
+type Applied = (Option<PinGuard>, Option<OwnedFd>);
+
 impl Confinement {
-    fn apply(&self) -> Result<Option<crate::measure::placement::PinGuard>> {
+    fn apply(&self) -> Result<Applied> {
         let pin = self.cpu.map(pin_current_thread).transpose()?;
         if let Some(dirs) = &self.landlock {
             dirs.restrict_thread()?;
@@ -309,7 +347,11 @@ impl Confinement {
         if self.filter > 0 {
             confine::seccomp(self.filter)?;
         }
-        Ok(pin)
+        let listener = self
+            .notify
+            .then(|| confine::notify_on(libc::SYS_getppid))
+            .transpose()?;
+        Ok((pin, listener))
     }
 }
 
@@ -319,15 +361,18 @@ impl Worker {
     fn start(confine: Confinement, call: Call) -> Result<Self> {
         let (to, batches) = mpsc::sync_channel::<u64>(0);
         let (done, back) = mpsc::sync_channel::<bool>(1);
-        let (ready_tx, ready) = mpsc::sync_channel::<Result<()>>(1);
+        let (ready_tx, ready) = mpsc::sync_channel::<Result<Option<OwnedFd>>>(1);
+        let supervisor_cpu = confine.supervisor_cpu;
         let thread = std::thread::Builder::new()
             .name("osbench-sandbox".into())
             .spawn(move || {
                 let pin = match confine.apply() {
-                    Ok(pin) => pin,
+                    Ok((pin, listener)) => {
+                        let _ = ready_tx.send(Ok(listener));
+                        pin
+                    }
                     Err(e) => return drop(ready_tx.send(Err(e))),
                 };
-                let _ = ready_tx.send(Ok(()));
                 while let Ok(iters) = batches.recv() {
                     if done.send(calls(&call, iters)).is_err() {
                         break;
@@ -336,22 +381,44 @@ impl Worker {
                 drop(pin);
             })
             .map_err(|e| crate::measure::limits::thread_error(1, e))?;
-        let worker = Self {
+        let mut worker = Self {
             to: Some(to),
             back,
             thread: Some(thread),
+            supervisor: None,
         };
-        ready.recv().map_err(|_| {
+        let listener = ready.recv().map_err(|_| {
             Error::Measure("the sandbox worker thread ended before it was ready".into())
         })??;
+        if let Some(listener) = listener {
+            worker.supervisor = Some(supervise(listener, supervisor_cpu)?);
+        }
         Ok(worker)
     }
+}
+
+/// Starts the thread that answers the worker's notified calls.
+fn supervise(listener: OwnedFd, cpu: Option<usize>) -> Result<(Arc<AtomicBool>, JoinHandle<()>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("osbench-notify".into())
+        .spawn(move || {
+            let _pin = cpu.map(pin_current_thread);
+            confine::answer_notifications(&listener, &flag);
+        })
+        .map_err(|e| crate::measure::limits::thread_error(2, e))?;
+    Ok((stop, thread))
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
         self.to.take();
         if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some((stop, t)) = self.supervisor.take() {
+            stop.store(true, Ordering::Relaxed);
             let _ = t.join();
         }
     }

@@ -4,7 +4,9 @@
 //! manner of the kernel's `selftests/landlock/fs_bench` (a rule on every
 //! directory, so that an access walks all of them). Both apply to the
 //! calling thread only and die with it. Left out: Landlock's network and
-//! scope rights, seccomp's other actions than allow.
+//! scope rights, seccomp's other actions than allow and user notification
+//! (`perf bench sched seccomp-notify`'s method: [`notify_on`] and
+//! [`answer_notifications`]).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -33,6 +35,91 @@ pub fn too_long_filter(instructions: usize) -> Error {
     Error::Measure(format!(
         "a seccomp filter of {instructions} instructions is longer than the kernel allows: BPF_MAXINSNS is {MOST_INSTRUCTIONS} (a constant of the kernel's classic BPF, not a setting); use filter=0..={MOST_INSTRUCTIONS}"
     ))
+}
+
+/// What a notified call returns: `perf bench sched seccomp-notify`'s value.
+pub const NOTIFY_ANSWER: i64 = i32::MAX as i64;
+
+/// Installs on the calling thread a filter that hands every call of number
+/// `nr` to a supervisor (SECCOMP_RET_USER_NOTIF) and allows the others,
+/// `perf bench sched seccomp-notify`'s filter; returns the listener the
+/// supervisor answers on ([`answer_notifications`]).
+pub fn notify_on(nr: libc::c_long) -> Result<OwnedFd> {
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    // Load the number; if it is `nr`, notify, else allow.
+    let filter = [
+        op(0x20, 0, 0, 0),
+        op(0x15, 0, 1, nr as u32),
+        op(0x06, 0, 0, libc::SECCOMP_RET_USER_NOTIF),
+        op(0x06, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(Error::last_os("setting no_new_privs for a seccomp filter"));
+    }
+    // SAFETY: `prog` points at `filter`, which outlives the call; the
+    // kernel copies the program before returning.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::last_os(
+            "installing a seccomp filter with a notification listener (Linux 5.0 or later)",
+        ));
+    }
+    // SAFETY: a fresh descriptor the kernel just gave us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The supervisor's loop: answers every notification on `listener` with
+/// [`NOTIFY_ANSWER`] (the call is not made, as in perf bench), until
+/// `stop` is set or the filter is gone (its thread ended).
+pub fn answer_notifications(listener: &OwnedFd, stop: &std::sync::atomic::AtomicBool) {
+    let fd = listener.as_raw_fd();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one pollfd we own, 100 ms at most.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
+        if ready > 0 && pfd.revents & libc::POLLIN == 0 {
+            return; // POLLHUP: no task is left under the filter
+        }
+        if ready > 0 && !answer_one(fd) {
+            return;
+        }
+    }
+}
+
+/// Receives one notification and answers it; false once the listener fails.
+fn answer_one(fd: i32) -> bool {
+    // SAFETY: an all-zero seccomp_notif is valid (and NOTIF_RECV wants it zeroed).
+    let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: NOTIF_RECV fills `req`, a struct of the size its number encodes.
+    if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) } != 0 {
+        // ENOENT: the caller went away (a signal) before it was received.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
+    }
+    let mut resp = libc::seccomp_notif_resp {
+        id: req.id,
+        val: NOTIFY_ANSWER,
+        error: 0,
+        flags: 0,
+    };
+    // SAFETY: NOTIF_SEND reads `resp`, a struct of the size its number encodes.
+    let sent = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
 }
 
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
