@@ -56,6 +56,14 @@
 #                        call, each call timed alone): osbench's mean against LEBench's average
 #   lebench-read         file:io=read,pages=1000 vs LEBench's big read (MB/s of 4,096,000 B)
 #   lebench              LEBench's multiplexing rows (10 and 1,000 sockets, kept and fresh sets) and its big read
+#   seccomp:N            sandbox:null+bpfN vs `osbench sandbox --seccomp N -- perf bench syscall basic`:
+#                        the same allow-all filter of N instructions (2..4096) over the same getppid (ns)
+#   seccomp-notify       sandbox:null+notify vs `perf bench sched seccomp-notify` (perf 6.3 or later) (µs);
+#                        perf's caller is a forked child calling gettid, osbench's a thread calling getppid
+#   uprobe               sandbox null+uprobe − null (a tracefs uprobe event on osbench's getppid function)
+#                        vs `perf bench uprobe all`'s empty "usecs/op to baseline" (an empty BPF program on
+#                        libc's usleep; perf built with BPF skeletons) (µs); root, tracefs mounted
+#   sandbox              seccomp:100, seccomp:1000, seccomp-notify and uprobe
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -77,7 +85,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,58p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,66p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -114,6 +122,7 @@ lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
     lebench-select:1000 lebench-poll:1000 lebench-epoll:1000
     lebench-fresh-select:10 lebench-fresh-poll:10 lebench-fresh-epoll:10
     lebench-fresh-select:1000 lebench-fresh-poll:1000 lebench-fresh-epoll:1000 lebench-read)
+sandbox_checks=(seccomp:100 seccomp:1000 seccomp-notify uprobe)
 checks=()
 for c in "$@"; do
     case $c in
@@ -123,6 +132,7 @@ for c in "$@"; do
     io) checks+=("${io_checks[@]}") ;;
     lebench) checks+=("${lebench_checks[@]}") ;;
     spread) checks+=("${spread_checks[@]}") ;;
+    sandbox) checks+=("${sandbox_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -213,6 +223,14 @@ signal_derived() {
         $1 == "signal" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
         END { v = (want == "catch") ? m["catch"] - m["send"] : m["prot"] - m["catch"] + m["send"]
               printf "signal %s %.6g\n", want, v }'
+}
+
+# The uprobe's cost from one osbench run, as a results line for BENCH
+# `sandbox`: the median of null+uprobe − the median of null, in µs.
+uprobe_derived() {
+    "$bin" run sandbox:null sandbox:null+uprobe -q --no-store | awk '
+        $1 == "sandbox" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
+        END { printf "sandbox uprobe %.6g\n", (m["null+uprobe"] - m["null"]) / 1000 }'
 }
 
 # Sets ours/anchor (commands), unit and anchor_name for one check; `after`
@@ -314,6 +332,24 @@ define() {
         bench=file unit=MB/s scale=1 anchor_name="LEBench big read (1,000 pages, ${LEBENCH_STAT:-average} of 1000)"
         # read_warmup writes test_file.txt in the current directory.
         anchor() { (cd "$tmp" && "$drv" read 1000 1000 | lebench_figure | awk '{ printf "%.5g\n", 4.096 / $1 }'); } ;;
+    seccomp:*)
+        need perf linux-perf
+        n=${1#seccomp:}
+        ours=("$bin" run "sandbox:null+bpf$n" -q --no-store)
+        bench=sandbox unit=ns scale=1 anchor_name="osbench sandbox --seccomp $n -- perf bench syscall basic"
+        anchor() { "$bin" sandbox --seccomp "$n" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
+    seccomp-notify)
+        need perf linux-perf
+        ours=("$bin" run sandbox:null+notify -q --no-store)
+        bench=sandbox unit=µs scale=0.001 anchor_name="perf bench sched seccomp-notify"
+        anchor() { perf bench sched seccomp-notify | awk '/usecs\/op/ { print $1 }'; } ;;
+    uprobe)
+        need perf linux-perf
+        ours=(uprobe_derived)
+        bench=sandbox unit=µs scale=1 anchor_name="perf bench uprobe all (empty, to baseline)"
+        anchor() {
+            LC_ALL=C perf bench uprobe all | awk '/uprobe\/empty/ { e = 1 } e && /to baseline/ { print $3; exit }'
+        } ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -378,7 +414,7 @@ define() {
         ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis, lebench or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, wis, lebench or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} seccomp:N seccomp-notify uprobe sandbox" >&2; exit 2 ;;
     esac
 }
 
