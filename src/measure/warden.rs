@@ -400,3 +400,45 @@ fn close_all_but(rx: libc::c_int) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restore as `hold` would store it.
+    fn restore(id: u32, kind: u8, seq: u32, path: &[u8], value: &[u8]) -> Restore {
+        let mut r = FREE;
+        r.path[..path.len()].copy_from_slice(path);
+        r.value[..value.len()].copy_from_slice(value);
+        (r.id, r.kind, r.seq, r.path_len, r.value_len) = (id, kind, seq, path.len(), value.len());
+        r
+    }
+
+    #[test]
+    fn restores_are_undone_last_held_first_by_writing_appending_and_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("probe_events");
+        let ran = dir.path().join("ran");
+        std::fs::write(&file, "before\n").unwrap();
+        let path = file.as_os_str().as_encoded_bytes();
+        let script = format!("/bin/sh\0-c\0echo ran > {}", ran.display());
+        let mut restores = [FREE; MAX_RESTORES];
+        // Held in this order, in slots out of that order: a write back, an
+        // append, a command.
+        restores[5] = restore(1, b'R', 1, path, b"written\n");
+        restores[2] = restore(2, b'A', 2, path, b"appended\n");
+        restores[9] = restore(3, b'C', 3, script.as_bytes(), b"");
+        undo_all(&mut restores);
+        // The append came before the write back, which truncated it away.
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "written\n");
+        assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n");
+        assert!(restores.iter().all(|r| r.id == 0));
+    }
+
+    #[test]
+    fn a_command_is_held_only_with_an_absolute_program() {
+        assert!(!hold_command(next_id(), &[b"auditctl", b"-D"]));
+        assert!(!hold_command(next_id(), &[]));
+        assert!(!hold_command(next_id(), &[b"/bin/x", b"a\0b"]));
+    }
+}
