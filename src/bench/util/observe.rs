@@ -126,14 +126,9 @@ impl AuditRules {
     }
 
     fn hold(&mut self, argv: &[&[u8]]) -> Result<()> {
-        let id = warden::next_id();
-        if !warden::hold_command(id, argv) {
-            return Err(Error::Measure(
-                "the warden could not hold the audit rules' removal (osbench refuses to add rules it could not remove after a crash)".into(),
-            ));
-        }
-        self.holds.push(id);
-        Ok(())
+        hold(&mut self.holds, "the audit rules' removal", |id| {
+            warden::hold_command(id, argv)
+        })
     }
 }
 
@@ -272,15 +267,22 @@ impl Probe {
     }
 
     fn hold(&mut self, held: impl FnOnce(u32) -> bool) -> Result<()> {
-        let id = warden::next_id();
-        if !held(id) {
-            return Err(Error::Measure(
-                "the warden could not hold the probe's removal (osbench refuses to add a probe it could not remove after a crash)".into(),
-            ));
-        }
-        self.holds.push(id);
-        Ok(())
+        hold(&mut self.holds, "the probe's removal", held)
     }
+}
+
+/// Has the warden hold an undo (`held` with a new id), its id kept in
+/// `holds`; an error when it cannot: osbench adds nothing it could not
+/// remove after a crash.
+fn hold(holds: &mut Vec<u32>, what: &str, held: impl FnOnce(u32) -> bool) -> Result<()> {
+    let id = warden::next_id();
+    if !held(id) {
+        return Err(Error::Measure(format!(
+            "the warden could not hold {what} (osbench adds nothing it could not remove after a crash)"
+        )));
+    }
+    holds.push(id);
+    Ok(())
 }
 
 impl Drop for Probe {
