@@ -220,7 +220,7 @@ const TRACEFS_STATE: &str = "echo \"probes: $(grep -c osbench $T/uprobe_events)\
      echo \"tracepoint: $(cat $T/events/syscalls/sys_enter_getppid/enable)\"";
 
 #[test]
-fn probes_are_enabled_measured_and_removed_after_the_run_and_sigkill() {
+fn probes_are_enabled_measured_and_removed_after_the_run_ctrl_c_and_sigkill() {
     if !namespace_usable("probes_are_enabled_measured_and_removed_after_the_run_and_sigkill") {
         return;
     }
@@ -233,7 +233,7 @@ fn probes_are_enabled_measured_and_removed_after_the_run_and_sigkill() {
          done
          {TRACEFS_STATE}
          \"$OSBENCH\" run sandbox:null+kprobe --no-store --samples 3 --sample-time 1 --warmup 0 >/dev/null 2>&1; echo \"kprobe exit $?\"
-         for p in uprobe tracepoint; do
+         for p in uprobe tracepoint; do for sig in INT KILL; do
            \"$OSBENCH\" run sandbox:null+$p --no-store --samples 100000 >/dev/null 2>&1 &
            pid=$!
            for i in $(seq 200); do
@@ -242,8 +242,9 @@ fn probes_are_enabled_measured_and_removed_after_the_run_and_sigkill() {
              sleep 0.05
            done
            echo \"during $p:\"; {TRACEFS_STATE}
-           kill -KILL $pid; wait $pid; sleep 1
-           echo \"after SIGKILL of $p:\"; {TRACEFS_STATE}
+           kill -$sig $pid; wait $pid; sleep 1
+           echo \"after SIG$sig of $p:\"; {TRACEFS_STATE}
+         done
          done"
     );
     let (ok, out, err) = in_mount_namespace(&script);
@@ -258,22 +259,17 @@ fn probes_are_enabled_measured_and_removed_after_the_run_and_sigkill() {
         kprobe == "kprobe exit 0" || kprobe == "kprobe exit 2",
         "{out}"
     );
-    assert_eq!(
-        lines[3..],
-        [
-            "during uprobe:",
-            "probes: 1",
-            "tracepoint: 0",
-            "after SIGKILL of uprobe:",
-            "probes: 0",
-            "tracepoint: 0",
-            "during tracepoint:",
-            "probes: 0",
-            "tracepoint: 1",
-            "after SIGKILL of tracepoint:",
-            "probes: 0",
-            "tracepoint: 0",
-        ],
-        "{out}{err}"
-    );
+    let mut expected = Vec::new();
+    for (probe, running) in [
+        ("uprobe", ["probes: 1", "tracepoint: 0"]),
+        ("tracepoint", ["probes: 0", "tracepoint: 1"]),
+    ] {
+        for sig in ["INT", "KILL"] {
+            expected.push(format!("during {probe}:"));
+            expected.extend(running.map(String::from));
+            expected.push(format!("after SIG{sig} of {probe}:"));
+            expected.extend(["probes: 0", "tracepoint: 0"].map(String::from));
+        }
+    }
+    assert_eq!(lines[3..], expected, "{out}{err}");
 }
