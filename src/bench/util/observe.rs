@@ -88,7 +88,7 @@ pub struct AuditRules {
 }
 
 /// The first of the user ids the rules compare with (none is in use).
-const NO_SUCH_UID: u64 = 3_000_000_000;
+const NO_SUCH_UID: u64 = 2_000_000_000;
 
 impl AuditRules {
     /// Adds the rules; on an error, what was added is removed.
