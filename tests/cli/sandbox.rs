@@ -214,6 +214,23 @@ fn a_probe_without_tracefs_is_refused_saying_how_to_mount_it() {
     );
 }
 
+#[test]
+fn a_probe_by_a_user_tracefs_is_closed_to_is_refused_saying_it_needs_root() {
+    if !namespace_usable("a_probe_by_a_user_tracefs_is_closed_to_is_refused_saying_it_needs_root") {
+        return;
+    }
+    let (_, out, err) = in_mount_namespace(
+        "mount -t tracefs nodev /sys/kernel/tracing \
+         && setpriv --reuid=65534 --regid=65534 --clear-groups \"$OSBENCH\" run sandbox:null+uprobe \
+            --no-store --samples 3 --sample-time 1 --warmup 0; echo \"exit $?\"",
+    );
+    assert!(out.contains("exit 2"), "{out}{err}");
+    assert!(
+        err.contains("closed to this user: probes need root"),
+        "{err}"
+    );
+}
+
 /// The shell lines that print what is installed in tracefs: osbench's
 /// probes and the getppid tracepoint's enable.
 const TRACEFS_STATE: &str = "echo \"probes: $(grep -c osbench $T/uprobe_events)\"; \

@@ -145,18 +145,28 @@ impl Drop for AuditRules {
 /// Where tracefs is looked for, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// The mounted tracefs, or an error naming how to mount it.
+/// The mounted tracefs, or an error naming how to mount it (or, when it
+/// is there but closed to this user, that probes need root).
 pub fn tracefs() -> Result<PathBuf> {
-    TRACEFS
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events").is_dir())
-        .ok_or_else(|| {
-            Error::Measure(format!(
-                "tracefs is not mounted (neither {} nor {} has an events directory); mount it as root: mount -t tracefs nodev /sys/kernel/tracing",
-                TRACEFS[0], TRACEFS[1]
-            ))
-        })
+    for root in TRACEFS.iter().map(PathBuf::from) {
+        match std::fs::metadata(root.join("events")) {
+            Ok(m) if m.is_dir() => return Ok(root),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Error::io(
+                    format!(
+                        "tracefs at {} is closed to this user: probes need root",
+                        root.display()
+                    ),
+                    e,
+                ));
+            }
+            _ => {}
+        }
+    }
+    Err(Error::Measure(format!(
+        "tracefs is not mounted (neither {} nor {} has an events directory); mount it as root: mount -t tracefs nodev /sys/kernel/tracing",
+        TRACEFS[0], TRACEFS[1]
+    )))
 }
 
 /// A probe's kind.
