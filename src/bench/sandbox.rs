@@ -115,6 +115,7 @@ pub static DEF: BenchDef = BenchDef {
     differs: "each layer alone on the calls of `syscall`, made by a worker thread the timing thread hands every 10 ms batch to; seccomp's allow path with a filter that reads an argument (perf bench sched seccomp-notify times the notify path); Landlock's walk ends allowed at the base (fs_bench's ends denied at the root); audit rules that never log; a probe without a program.",
     setup,
     check,
+    recorded,
     // The notified case's supervisor is a second busy thread.
     tasks: |p| if p.get("notify") == "on" { 2 } else { 1 },
     ..BenchDef::DEFAULTS
@@ -195,6 +196,23 @@ fn anchor(p: &Params) -> String {
     } else {
         "lat_syscall null".to_string()
     }
+}
+
+/// What else sets a case's cost: whether the kernel compiles the filter
+/// to machine code (`net.core.bpf_jit_enable`), and Landlock's ABI.
+fn recorded(p: &Params) -> Vec<(&'static str, serde_json::Value)> {
+    let mut facts = Vec::new();
+    if p.int("filter") > 0 || p.get("notify") == "on" {
+        let jit = std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable");
+        let jit = jit.map_or_else(|_| "unreadable".to_string(), |v| v.trim().to_string());
+        facts.push(("bpf_jit_enable", jit.into()));
+    }
+    if p.get("landlock") == "on"
+        && let Ok(abi) = landlock_abi()
+    {
+        facts.push(("landlock_abi", abi.into()));
+    }
+    facts
 }
 
 /// The probe kind a case asks for, if any.
@@ -510,6 +528,14 @@ mod tests {
     fn a_filter_longer_than_the_kernel_allows_is_refused_before_setup() {
         let e = run(&[("filter", "4097")]).unwrap_err().to_string();
         assert!(e.contains("BPF_MAXINSNS is 4096"), "{e}");
+    }
+
+    #[test]
+    fn a_filter_case_records_the_jit_and_a_landlock_case_its_abi() {
+        let facts = recorded(&Params::new(&DEF, &[("filter", "100"), ("landlock", "on")]));
+        assert_eq!(facts[0].0, "bpf_jit_enable");
+        assert_eq!(facts.len(), if landlock_abi().is_ok() { 2 } else { 1 });
+        assert!(recorded(&Params::new(&DEF, &[])).is_empty());
     }
 
     #[test]
