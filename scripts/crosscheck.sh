@@ -78,6 +78,14 @@
 #                        4 KiB random reads of a page-cached 16 MiB file (MB/s, 10^6 B)
 #   fio-psync            uring:case=pread vs `fio --ioengine=psync` on the same kind of file (MB/s)
 #   uring                fio-uring:1, fio-uring:32 and fio-psync
+#   seccomp:N            sandbox:null+bpfN vs `osbench sandbox --seccomp N -- perf bench syscall basic`:
+#                        the same allow-all filter of N instructions (2..4096) over the same getppid (ns)
+#   seccomp-notify       sandbox:null+notify vs `perf bench sched seccomp-notify` (perf 6.3 or later) (µs);
+#                        perf's caller is a forked child calling gettid, osbench's a thread calling getppid
+#   uprobe               sandbox null+uprobe − null (a tracefs uprobe event on osbench's getppid function)
+#                        vs `perf bench uprobe all`'s empty "usecs/op to baseline" (an empty BPF program on
+#                        libc's usleep; perf built with BPF skeletons) (µs); root, tracefs mounted
+#   sandbox              seccomp:100, seccomp:1000, seccomp-notify and uprobe
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -99,7 +107,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,80p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,88p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -141,6 +149,7 @@ lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
     lebench-fresh-select:1000 lebench-fresh-poll:1000 lebench-fresh-epoll:1000 lebench-read)
 futex_checks=(futex-hash futex-lock-pi futex-wake futex-wake-parallel futex-requeue)
 uring_checks=(fio-uring:1 fio-uring:32 fio-psync)
+sandbox_checks=(seccomp:100 seccomp:1000 seccomp-notify uprobe)
 checks=()
 for c in "$@"; do
     case $c in
@@ -153,6 +162,7 @@ for c in "$@"; do
     spread) checks+=("${spread_checks[@]}") ;;
     futex) checks+=("${futex_checks[@]}") ;;
     uring) checks+=("${uring_checks[@]}") ;;
+    sandbox) checks+=("${sandbox_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -272,6 +282,14 @@ signal_derived() {
         $1 == "signal" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
         END { v = (want == "catch") ? m["catch"] - m["send"] : m["prot"] - m["catch"] + m["send"]
               printf "signal %s %.6g\n", want, v }'
+}
+
+# The uprobe's cost from one osbench run, as a results line for BENCH
+# `sandbox`: the median of null+uprobe − the median of null, in µs.
+uprobe_derived() {
+    "$bin" run sandbox:null sandbox:null+uprobe -q --no-store | awk '
+        $1 == "sandbox" && !($2 in m) { m[$2] = $3 }  # the results table, not the counters
+        END { printf "sandbox uprobe %.6g\n", (m["null+uprobe"] - m["null"]) / 1000 }'
 }
 
 # Sets ours/anchor (commands), unit and anchor_name for one check; `after`
@@ -402,6 +420,24 @@ define() {
         bench=file unit=MB/s scale=1 anchor_name="LEBench big read (1,000 pages, ${LEBENCH_STAT:-average} of 1000)"
         # read_warmup writes test_file.txt in the current directory.
         anchor() { (cd "$tmp" && "$drv" read 1000 1000 | lebench_figure | awk '{ printf "%.5g\n", 4.096 / $1 }'); } ;;
+    seccomp:*)
+        need perf linux-perf
+        n=${1#seccomp:}
+        ours=("$bin" run "sandbox:null+bpf$n" -q --no-store)
+        bench=sandbox unit=ns scale=1 anchor_name="osbench sandbox --seccomp $n -- perf bench syscall basic"
+        anchor() { "$bin" sandbox --seccomp "$n" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
+    seccomp-notify)
+        need perf linux-perf
+        ours=("$bin" run sandbox:null+notify -q --no-store)
+        bench=sandbox unit=µs scale=0.001 anchor_name="perf bench sched seccomp-notify"
+        anchor() { perf bench sched seccomp-notify | awk '/usecs\/op/ { print $1 }'; } ;;
+    uprobe)
+        need perf linux-perf
+        ours=(uprobe_derived)
+        bench=sandbox unit=µs scale=1 anchor_name="perf bench uprobe all (empty, to baseline)"
+        anchor() {
+            LC_ALL=C perf bench uprobe all | awk '/uprobe\/empty/ { e = 1 } e && /to baseline/ { print $3; exit }'
+        } ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -501,7 +537,7 @@ define() {
                 "${engine[@]}" --time_based --runtime=5 --output-format=terse |
                 awk -F';' '{ printf "%.4g\n", $8 * 4096 / 1e6 }'
         } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random] or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
 }
 

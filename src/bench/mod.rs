@@ -23,6 +23,7 @@ pub mod mmap;
 pub mod poll;
 pub mod proc;
 pub mod rseq;
+pub mod sandbox;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -400,6 +401,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &membw::DEF,
     &memlat::DEF,
     &uring::DEF,
+    &sandbox::DEF,
     &clock::DEF,
     &spin::DEF,
 ];

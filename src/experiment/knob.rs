@@ -21,7 +21,6 @@
 //! hotplug): each file is resolved once.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::document::{
     Config, Knob, KnobRecord, KnobSetting, SCHED_FEATURES_PATH, SYSCTL_ROOT, TYPED_KNOBS,
@@ -57,12 +56,10 @@ pub trait KnobFs {
 /// The files of this system; values found are held by the warden.
 pub struct LocalFs;
 
-/// Ids of restores held by the warden, unique in this process.
-static NEXT_HOLD: AtomicU32 = AtomicU32::new(1);
-
-/// A new id for a held value.
+/// A new id for a held value (unique in this process, shared with the
+/// families' own holds).
 pub fn next_hold_id() -> u32 {
-    NEXT_HOLD.fetch_add(1, Ordering::Relaxed)
+    warden::next_id()
 }
 
 impl KnobFs for LocalFs {

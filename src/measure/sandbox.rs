@@ -75,7 +75,7 @@ pub fn allow_all_filter(instructions: usize) -> Vec<libc::sock_filter> {
 
 /// Installs `filter` on the calling thread (and what it executes), after
 /// `no_new_privs`, which an unprivileged process needs for it.
-fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
+pub fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
     let prog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr().cast_mut(),

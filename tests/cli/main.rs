@@ -21,6 +21,7 @@ mod newer;
 mod profile;
 mod quoting;
 mod run;
+mod sandbox;
 mod system_logs;
 mod time;
 mod width;

@@ -1,11 +1,15 @@
 //! What the families share and are not families themselves: selectors and
 //! their resolution into cases (`select`), raw-descriptor I/O (`fdio`),
-//! futex waits and wakes (`futex`), and the helper tasks and working sets of
-//! the message-passing families (`ring`), and loads, stores and sums that
-//! compile as lmbench's C loops do (`words`).
+//! futex waits and wakes (`futex`), what confines a thread (`confine`:
+//! seccomp, Landlock) or observes it (`observe`: audit rules, probes) for
+//! `sandbox`, the helper tasks and working sets of the message-passing
+//! families (`ring`), and loads, stores and sums that compile as lmbench's
+//! C loops do (`words`).
 
+pub mod confine;
 pub mod fdio;
 pub mod futex;
+pub mod observe;
 pub mod ring;
 pub mod select;
 pub mod words;
