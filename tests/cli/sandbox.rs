@@ -238,7 +238,7 @@ fn a_probe_by_a_user_tracefs_is_closed_to_is_refused_saying_it_needs_root() {
         return;
     }
     let (_, out, err) = in_mount_namespace(
-        "mount -t tracefs nodev /sys/kernel/tracing \
+        "{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; } \
          && setpriv --reuid=65534 --regid=65534 --clear-groups \"$OSBENCH\" run sandbox:null+uprobe \
             --no-store --samples 3 --sample-time 1 --warmup 0; echo \"exit $?\"",
     );
@@ -262,7 +262,7 @@ fn probes_are_enabled_measured_and_removed_after_the_run_ctrl_c_and_sigkill() {
     let _helpers = helper_lock();
     let script = format!(
         "T=/sys/kernel/tracing
-         mount -t tracefs nodev $T || exit 3
+         mountpoint -q $T || mount -t tracefs nodev $T || exit 3
          for p in uprobe tracepoint; do
            \"$OSBENCH\" run sandbox:null+$p --no-store --samples 3 --sample-time 1 --warmup 0 >/dev/null || echo \"failed $p\"
          done
