@@ -103,8 +103,8 @@ fn bytes(p: &Params) -> usize {
     p.int("kib") as usize * 1024
 }
 
-/// "64K", "256M": a size as lmbench writes it.
-fn size_text(kib: i64) -> String {
+/// "64K", "256M": a size in KiB as lmbench writes it (`memlat` too).
+pub(super) fn size_text(kib: i64) -> String {
     if kib >= 1024 && kib % 1024 == 0 {
         format!("{}M", kib / 1024)
     } else {
@@ -271,13 +271,12 @@ mod tests {
     fn case(op: &str, kib: &str) -> MemBw {
         let p = Params::new(&DEF, &[("op", op), ("kib", kib)]);
         check(&p).unwrap();
-        let w = MemBw {
+        MemBw {
             op: Op::parse(op),
             src: WorkingSet::with_bytes(bytes(&p)).unwrap(),
             dst: WorkingSet::with_bytes(if Op::parse(op).copies() { bytes(&p) } else { 0 })
                 .unwrap(),
-        };
-        w
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! of samples. Left out: lmbench's sweep over every size (select sizes with
 //! `kib=`) and its `-P` parallelism.
 
+use super::membw::size_text;
 use super::util::ring::WorkingSet;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
@@ -112,15 +113,6 @@ pub static DEF: BenchDef = BenchDef {
     check,
     ..BenchDef::DEFAULTS
 };
-
-/// "1K", "256M": a size as lmbench's tables write it.
-fn size_text(kib: i64) -> String {
-    if kib >= 1024 && kib % 1024 == 0 {
-        format!("{}M", kib / 1024)
-    } else {
-        format!("{kib}K")
-    }
-}
 
 /// A stride the chains can use, and memory for the buffer.
 fn check(p: &Params) -> Result<()> {

@@ -87,12 +87,35 @@ impl JobPlan {
     }
 }
 
+/// Options no plan gives, whatever the policy: where results go (files,
+/// the store), what the worker sets itself (label, meta, experiment file),
+/// and the exit statuses of bisect. Every option in neither [`super::policy::FREE`] nor
+/// [`super::policy::POLICED`] is refused too; this list is for the message.
+pub const REFUSED: &[&str] = &[
+    "json",
+    "csv",
+    "markdown",
+    "openmetrics",
+    "junit",
+    "bmf",
+    "export_hyperfine",
+    "export_asciidoc",
+    "export_orgmode",
+    "store",
+    "no_store",
+    "label",
+    "meta",
+    "pairs",
+    "experiment",
+    "bisect_exit",
+];
+
 /// Whether `--NAME` is an option a plan must not give: one of
-/// [`super::policy::REFUSED`] (by its id, `export_hyperfine` for
+/// [`REFUSED`] (by its id, `export_hyperfine` for
 /// `--export-hyperfine`), or `--export-json` (hyperfine's name of `--json`).
 /// The worker checks again, on the options as its parser reads them.
 fn refused_option(name: &str) -> bool {
-    name == "export-json" || super::policy::REFUSED.contains(&name.replace('-', "_").as_str())
+    name == "export-json" || REFUSED.contains(&name.replace('-', "_").as_str())
 }
 
 /// A plan file read: the plan, and its `[kernel]` / `[boot_rounds]` tables

@@ -103,28 +103,7 @@ pub const POLICED: &[&str] = &[
     "input",
 ];
 
-/// Options no plan gives, whatever the policy: where results go (files,
-/// the store), what the worker sets itself (label, meta, experiment file),
-/// and the exit statuses of bisect. Every option in neither [`FREE`] nor
-/// [`POLICED`] is refused too; this list is for the message.
-pub const REFUSED: &[&str] = &[
-    "json",
-    "csv",
-    "markdown",
-    "openmetrics",
-    "junit",
-    "bmf",
-    "export_hyperfine",
-    "export_asciidoc",
-    "export_orgmode",
-    "store",
-    "no_store",
-    "label",
-    "meta",
-    "pairs",
-    "experiment",
-    "bisect_exit",
-];
+pub use super::job::REFUSED;
 
 /// The options a plan gives, as the command line's parser read them: each
 /// option's id (`export_hyperfine`), its name as written (`--export-hyperfine`),
