@@ -59,7 +59,10 @@
 #                        lat_mem_rd [-t] would print that row (its own sweep of every size
 #                        below takes minutes a run)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
-#                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows
+#                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
+#                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0: lmbench's
+#                        start-up calibration of its clock and loop overheads takes 40 s a run
+#                        here and is noise beside passes of 0.1 ms to 30 ms
 #   io                   every one of these I/O checks
 #   lebench-CALL:N       poll:call=CALL,on=socket,fds=N vs LEBench's CALL test over N sockets,
 #                        CALL select, poll or epoll (ns per call; LEBench's average, or its
@@ -383,14 +386,14 @@ define() {
         head -c 1048576 /dev/zero >"$tmp/file-1m"
         ours=("$bin" run "file:io=mmap,pages=256$extra" -q --no-store)
         bench=file unit=MB/s scale=1 anchor_name="bw_mmap_rd 1m $how"
-        anchor() { "$bm" 1m "$how" "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 "$bm" 1m "$how" "$tmp/file-1m" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
     bw-mem:*)
         op=${1#bw-mem:} size=${op#*:} op=${op%%:*}
         kib=$(awk -v s="$size" 'BEGIN { n = s + 0; u = substr(s, length(s)); print (u == "m") ? n * 1024 : (u == "k") ? n : n / 1024 }')
         bw=$(lmbench bw_mem)
         ours=("$bin" run "membw:op=$op,kib=$kib" -q --no-store)
         bench=membw unit=MB/s scale=1 anchor_name="bw_mem $size $op"
-        anchor() { "$bw" "$size" "$op" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 "$bw" "$size" "$op" 2>&1 | awk '{ v = $NF } END { print v }'; } ;;
     lat-mem-rd:*)
         spec=${1#lat-mem-rd:} kib=${spec%%:*} rest=${spec#*:}
         stride=${rest%%:*} t=() pattern=stride
@@ -398,7 +401,7 @@ define() {
         drv=$(lat_mem_rd_driver)
         ours=("$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
         bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
-        anchor() { "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}

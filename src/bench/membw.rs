@@ -92,7 +92,7 @@ pub static DEF: BenchDef = BenchDef {
             p.get("op")
         )
     },
-    differs: "MB/s counts the buffer once, copies included (lmbench's count); a median of batches where lmbench keeps its best of 11; lmbench's 512 B smallest size is below osbench's 1 KiB.",
+    differs: "MB/s counts the buffer once, copies included (lmbench's count); a median of samples of one or more passes, as lmbench takes the median of its 11 repetitions; lmbench's 512 B smallest size is below osbench's 1 KiB.",
     bytes_per_op: |p| Some(bytes(p) as f64),
     setup,
     check,
