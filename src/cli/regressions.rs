@@ -12,6 +12,7 @@
 //! (`compare::regressions`, `report::regressions`); left out: any schedule
 //! (cron runs it).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
@@ -65,6 +66,11 @@ pub struct RegressionsArgs {
     order_by: Option<RunOrder>,
     #[command(flatten)]
     pub exports: ExportArgs,
+    /// Also write KCIDB I/O JSON to FILE (KernelCI's results): each change point a test, the
+    /// level after it as its measurement; a confirmed slowdown FAIL, a pending one DONE, a
+    /// confirmed speed-up PASS; `-`: standard output
+    #[arg(long, value_name = "FILE")]
+    kcidb: Option<PathBuf>,
     /// Also post the Markdown report to URL as {"text": …} (Slack and Mattermost incoming
     /// webhooks), when something is reported
     #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
@@ -109,7 +115,13 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         println!("change point {id}: {}", state.as_str());
         return Ok(ExitCode::SUCCESS);
     }
+    super::save::one_stdout(args.exports.paths().into_iter().chain([args.kcidb.as_deref()]))?;
     let exports = args.exports.prepare()?;
+    let kcidb = args
+        .kcidb
+        .as_deref()
+        .map(osbench::store::PendingFile::create)
+        .transpose()?;
     if !location.exists() {
         console.print(&format!(
             "No runs stored yet ({location} does not exist; osbench run saves every run there).\n"
@@ -165,6 +177,11 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         || render::markdown(&sweep, &scope),
         || render::csv(&sweep),
     )?;
+    if let Some(file) = kcidb {
+        let dest = super::save::shown(file.dest());
+        file.commit(&osbench::report::kcidb::regressions(&sweep, &scope.window))?;
+        eprintln!("osbench: wrote {dest} (KCIDB I/O JSON)");
+    }
     let alerts = |r: &&Regression| r.confirmed || args.pending;
     let alerted: Vec<&Regression> = sweep.changes().filter(alerts).collect();
     if let (Some(url), false) = (&args.webhook, alerted.is_empty()) {
