@@ -16,14 +16,19 @@ use osbench::queue::parse_plan_file;
 pub struct LavaArgs {
     /// The plan file (TOML, as `submit` takes it: select or time, args, and a [kernel] or
     /// [boot_rounds] table whose kernel files are URLs or paths the dispatcher can read)
-    #[arg(value_name = "PLAN.toml")]
-    plan: PathBuf,
+    #[arg(value_name = "PLAN.toml", required_unless_present = "document")]
+    plan: Option<PathBuf>,
+    /// On a device, in a LAVA test shell (contrib/lava/osbench.yaml): print this result
+    /// document between the markers `import --lava` reads, its cases first as `OSBENCH-CASE
+    /// ID pass MEDIAN UNIT` lines, instead of writing a job
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["plan", "initramfs", "kernel", "output"])]
+    document: Option<PathBuf>,
     /// LAVA's device type
     #[arg(long = "device-type", value_name = "NAME", default_value = "qemu")]
     device_type: String,
     /// osbench's initramfs (`osbench guest-image`) as the dispatcher reaches it: a URL or a path
-    #[arg(long, value_name = "URL|PATH")]
-    initramfs: String,
+    #[arg(long, value_name = "URL|PATH", required_unless_present = "document")]
+    initramfs: Option<String>,
     /// The kernel to boot when the plan names none (a URL or a path)
     #[arg(long, value_name = "URL|PATH")]
     kernel: Option<String>,
@@ -44,8 +49,19 @@ pub struct LavaArgs {
 }
 
 pub fn lava(args: LavaArgs) -> anyhow::Result<ExitCode> {
-    let origin = args.plan.display().to_string();
-    let text = std::fs::read_to_string(&args.plan)
+    if let Some(file) = &args.document {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the result document {}", file.display()))?;
+        for line in osbench::lab::console::device_lines(&text)? {
+            println!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (Some(plan_file), Some(initramfs)) = (&args.plan, args.initramfs) else {
+        anyhow::bail!("give a plan file and --initramfs (or --document FILE on a device)");
+    };
+    let origin = plan_file.display().to_string();
+    let text = std::fs::read_to_string(plan_file)
         .with_context(|| format!("cannot read the plan file {origin}"))?;
     let plan = parse_plan_file(&text, &origin)?;
     osbench::queue::job::refuse_worker_options(&plan.plan.args)?;
@@ -53,7 +69,7 @@ pub fn lava(args: LavaArgs) -> anyhow::Result<ExitCode> {
     let target = Target {
         device_type: args.device_type,
         kernel: args.kernel,
-        initramfs: args.initramfs,
+        initramfs,
         boot_minutes: args.boot_minutes,
         run_minutes: args.run_minutes,
         name: args.name,

@@ -104,7 +104,10 @@ pub fn lines(boot: &LabBoot, document: std::result::Result<&str, String>) -> Vec
         Ok(text) => {
             if let Ok(doc) = serde_json::from_str::<Document>(text) {
                 out.extend(doc.series.iter().map(|s| {
-                    let name = format!("{}.{}", s.key.bench, s.key.case);
+                    let mut name = format!("{}.{}", s.key.bench, s.key.case);
+                    if s.key.config != crate::document::DEFAULT_CONFIG {
+                        name = format!("{name}.{}", s.key.config);
+                    }
                     format!(
                         "{CASE} {} pass {} {}",
                         case_id(&name),
@@ -128,6 +131,27 @@ pub fn lines(boot: &LabBoot, document: std::result::Result<&str, String>) -> Vec
     }
     out.push(format!("{END} {id}"));
     out
+}
+
+/// The console lines of a document measured on a device by a LAVA test
+/// shell (contrib/lava/osbench.yaml): one boot of one kernel (named by the
+/// document's kernel release), its id a digest of the document, so that
+/// the same log imported twice is stored once.
+pub fn device_lines(text: &str) -> Result<Vec<String>> {
+    let doc = crate::store::parse_document(text, "the result document")?;
+    let hash = Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let boot = LabBoot {
+        plan: format!("dev{hex}"),
+        step: 0,
+        round: 0,
+        kernel: 0,
+        names: vec![case_id(&doc.env.kernel)],
+        rounds: 1,
+        seed: doc.run.seed,
+        argv: vec![if doc.run.time.is_some() { "time" } else { "run" }.into()],
+    };
+    Ok(lines(&boot, Ok(text)))
 }
 
 /// A LAVA test case id: letters, digits, `-`, `_` and `.` (anything else becomes `_`).
