@@ -76,7 +76,7 @@ fn python(script: &str, args: &[&str]) -> String {
 }
 
 /// [`python`] with the interpreter `python3`.
-fn python_of(python3: &str, script: &str, args: &[&str]) -> String {
+pub(crate) fn python_of(python3: &str, script: &str, args: &[&str]) -> String {
     let out = Command::new(python3)
         .arg("-c")
         .arg(script)
@@ -325,7 +325,7 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
 
 /// The Python with `kcidb_io` (`$OSBENCH_KCIDB_PYTHON`, else python3), or
 /// `None`, said, when there is none; fails when `OSBENCH_REQUIRE_KCIDB=1`.
-fn kcidb_python(test: &str) -> Option<String> {
+pub(crate) fn kcidb_python(test: &str) -> Option<String> {
     let python3 = std::env::var("OSBENCH_KCIDB_PYTHON").unwrap_or_else(|_| "python3".into());
     let ok = Command::new(&python3)
         .args(["-c", "import kcidb_io"])
@@ -344,7 +344,7 @@ fn kcidb_python(test: &str) -> Option<String> {
 }
 
 /// Validates a KCIDB file against the latest schema exactly; its tests' statuses.
-const VALIDATE_KCIDB: &str = r#"
+pub(crate) const VALIDATE_KCIDB: &str = r#"
 import sys, json, kcidb_io
 data = json.load(open(sys.argv[1]))
 kcidb_io.schema.LATEST.validate_exactly(data)
