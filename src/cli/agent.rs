@@ -72,8 +72,13 @@ fn lab_boot(word: &str) -> anyhow::Result<ExitCode> {
     use osbench::lab::console;
     let boot = console::LabBoot::decode(word)?;
     let out = std::path::Path::new("/tmp/osbench-lab.json");
+    let has = |w: &str| boot.argv.iter().any(|a| a == w);
+    // No progress bar on the console (unless the plan asks to be verbose); no store in the guest.
+    let quiet = !["-q", "--quiet", "-v", "--verbose"].iter().any(|w| has(w));
     let status = std::process::Command::new(std::env::current_exe()?)
         .args(&boot.argv)
+        .args(quiet.then_some("-q"))
+        .args((!has("--no-store")).then_some("--no-store"))
         .arg("--json")
         .arg(out)
         .env("OSBENCH_STORE", "/tmp/osbench-lab.sqlite")
