@@ -46,7 +46,10 @@ fn serve(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     });
     if args.init {
         init::become_init()?;
-        if let Some(word) = std::env::var(osbench::lab::console::ENV).ok().filter(|w| !w.is_empty()) {
+        if let Some(word) = std::env::var(osbench::lab::console::ENV)
+            .ok()
+            .filter(|w| !w.is_empty())
+        {
             return lab_boot(&word);
         }
     }

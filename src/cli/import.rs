@@ -77,8 +77,8 @@ fn import_lava(args: &ImportCmd) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("cannot read the LAVA log {}: {e}", shown(file)))?;
             (text, shown(file))
         };
-        let found = lava::results(console::cut(&text))
-            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let found =
+            lava::results(console::cut(&text)).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         results.push((name, found));
     }
     let mut db = Store::open(store::location(args.store.store.as_deref())?)?;

@@ -84,7 +84,12 @@ pub fn lava(args: LavaArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("osbench: {} boot(s), seed {seed}:", job.boots.len());
     for b in &job.boots {
-        eprintln!("  {}. round {} {}", b.step + 1, b.round + 1, b.names[b.kernel]);
+        eprintln!(
+            "  {}. round {} {}",
+            b.step + 1,
+            b.round + 1,
+            b.names[b.kernel]
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

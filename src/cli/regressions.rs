@@ -25,6 +25,7 @@ use osbench::compare::regressions::{Regression, Sweep, SweepOptions, Window, dri
 use osbench::document::{rfc3339, span_secs};
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
+use osbench::store::PendingFile;
 use osbench::store::{self, CaseRun, FoundPoint, PointState, Store, StoredPoint};
 
 use super::save::{ExportArgs, StoreArgs};
@@ -115,13 +116,8 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         println!("change point {id}: {}", state.as_str());
         return Ok(ExitCode::SUCCESS);
     }
-    super::save::one_stdout(args.exports.paths().into_iter().chain([args.kcidb.as_deref()]))?;
+    let kcidb = kcidb_file(&args)?;
     let exports = args.exports.prepare()?;
-    let kcidb = args
-        .kcidb
-        .as_deref()
-        .map(osbench::store::PendingFile::create)
-        .transpose()?;
     if !location.exists() {
         console.print(&format!(
             "No runs stored yet ({location} does not exist; osbench run saves every run there).\n"
@@ -177,11 +173,7 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         || render::markdown(&sweep, &scope),
         || render::csv(&sweep),
     )?;
-    if let Some(file) = kcidb {
-        let dest = super::save::shown(file.dest());
-        file.commit(&osbench::report::kcidb::regressions(&sweep, &scope.window))?;
-        eprintln!("osbench: wrote {dest} (KCIDB I/O JSON)");
-    }
+    write_kcidb(kcidb, &sweep, &scope)?;
     let alerts = |r: &&Regression| r.confirmed || args.pending;
     let alerted: Vec<&Regression> = sweep.changes().filter(alerts).collect();
     if let (Some(url), false) = (&args.webhook, alerted.is_empty()) {
@@ -193,6 +185,24 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--kcidb`'s file, created now (a bad path fails before the sweep);
+/// refused when it and an export both want standard output.
+fn kcidb_file(args: &RegressionsArgs) -> anyhow::Result<Option<PendingFile>> {
+    let paths = args.exports.paths().into_iter();
+    super::save::one_stdout(paths.chain([args.kcidb.as_deref()]))?;
+    Ok(args.kcidb.as_deref().map(PendingFile::create).transpose()?)
+}
+
+/// Writes the sweep as KCIDB I/O JSON into `file`, if given.
+fn write_kcidb(file: Option<PendingFile>, sweep: &Sweep, scope: &Scope) -> anyhow::Result<()> {
+    if let Some(file) = file {
+        let dest = super::save::shown(file.dest());
+        file.commit(&osbench::report::kcidb::regressions(sweep, &scope.window))?;
+        eprintln!("osbench: wrote {dest} (KCIDB I/O JSON)");
+    }
+    Ok(())
 }
 
 /// The stored record `r` is (the same change found earlier, moved to where

@@ -125,7 +125,11 @@ pub fn lines(boot: &LabBoot, document: std::result::Result<&str, String>) -> Vec
             for (i, c) in chunks.iter().enumerate() {
                 out.push(format!("{CHUNK} {id} {i} {c}"));
             }
-            out.push(format!("{DIGEST} {id} {} {}", chunks.len(), digest(&packed)));
+            out.push(format!(
+                "{DIGEST} {id} {} {}",
+                chunks.len(),
+                digest(&packed)
+            ));
         }
         Err(why) => out.push(format!("{FAILED} {id} {}", why.replace(['\n', '\r'], " "))),
     }
@@ -149,7 +153,14 @@ pub fn device_lines(text: &str) -> Result<Vec<String>> {
         names: vec![case_id(&doc.env.kernel)],
         rounds: 1,
         seed: doc.run.seed,
-        argv: vec![if doc.run.time.is_some() { "time" } else { "run" }.into()],
+        argv: vec![
+            if doc.run.time.is_some() {
+                "time"
+            } else {
+                "run"
+            }
+            .into(),
+        ],
     };
     Ok(lines(&boot, Ok(text)))
 }
@@ -187,7 +198,7 @@ pub struct Found {
     pub document: std::result::Result<String, String>,
 }
 
-/// Every boot whose [`BOOT`] line `log` holds, in the order they appear
+/// Every boot whose `OSBENCH-BOOT` line `log` holds, in the order they appear
 /// (a boot printed twice, as by a console replayed, counts once: its
 /// complete copy if one is).
 pub fn cut(log: &str) -> Vec<Found> {
@@ -285,7 +296,9 @@ fn chunks_of<'a>(boots: &'a mut [(LabBoot, Chunks)], id: &str) -> Option<&'a mut
 /// whose closing quote and brace are dropped).
 fn marker_words(line: &str) -> Option<Vec<&str>> {
     let at = line.find("OSBENCH-")?;
-    let rest = line[at..].trim_end().trim_end_matches(['}', '"', '\'', '\r']);
+    let rest = line[at..]
+        .trim_end()
+        .trim_end_matches(['}', '"', '\'', '\r']);
     Some(rest.split_whitespace().collect())
 }
 
@@ -329,7 +342,13 @@ mod tests {
         let printed = lines(&boot(0), Ok(&text));
         let short = printed[..printed.len() - 3].join("\n");
         let found = cut(&short);
-        assert!(found[0].document.as_ref().unwrap_err().contains("cut short"));
+        assert!(
+            found[0]
+                .document
+                .as_ref()
+                .unwrap_err()
+                .contains("cut short")
+        );
         let mut garbled = printed.clone();
         garbled[2] = garbled[3].clone();
         let found = cut(&garbled.join("\n"));

@@ -59,6 +59,10 @@ pub struct Job {
     pub boots: Vec<LabBoot>,
 }
 
+/// Why a plan of configurations is refused.
+const ONE_CONFIG: &str = "the plan has configurations ([[config]] tables); a lab boot runs one \
+                          configuration: compare kernels with [boot_rounds] instead";
+
 /// The LAVA job that runs `plan` on `target`, its boots ordered from `seed`.
 pub fn job(plan: &PlanFile, target: &Target, seed: u64) -> Result<Job> {
     if target.device_type != "qemu" {
@@ -68,17 +72,13 @@ pub fn job(plan: &PlanFile, target: &Target, seed: u64) -> Result<Job> {
             target.device_type
         )));
     }
+    if plan.plan.experiment.is_some() {
+        return Err(Error::Lab(ONE_CONFIG.into()));
+    }
     let (kernels, rounds) = kernels(plan, target)?;
     let names: Vec<String> = kernels.iter().map(|k| k.name.clone()).collect();
     let schedule = boot_rounds::boot_rounds(&kernels, rounds, seed);
     let argv = plan.plan.argv(None);
-    if plan.plan.experiment.is_some() {
-        return Err(Error::Lab(
-            "the plan has an experiment file ([[config]] tables); a lab boot runs one \
-             configuration: compare kernels with [boot_rounds] instead"
-                .into(),
-        ));
-    }
     let id = plan_id(&argv, &kernels, rounds, seed);
     let boots: Vec<LabBoot> = schedule
         .iter()
@@ -276,9 +276,11 @@ pub fn results(found: Vec<Found>) -> Result<Results> {
         };
         let said = found.iter().find(|f| f.boot.id() == expected.id());
         let doc = match said.map(|f| &f.document) {
-            None => Err("never started: the job was cancelled, timed out in boot, or the \
+            None => Err(
+                "never started: the job was cancelled, timed out in boot, or the \
                          device never returned before this boot"
-                .to_string()),
+                    .to_string(),
+            ),
             Some(Err(why)) => Err(why.clone()),
             Some(Ok(text)) => crate::store::parse_document(text, &expected.id())
                 .map(|d| (text.clone(), d))
@@ -384,10 +386,11 @@ pub fn keep(db: &mut crate::store::Store, results: &Results) -> Result<Vec<Kept>
         }
     }
     let stored = db.import_all(new.iter().map(|(_, d, t)| (d, t.as_str())))?;
-    kept.extend(new.into_iter().zip(stored).map(|((what, _, _), inserted)| Kept {
-        what,
-        inserted,
-    }));
+    kept.extend(
+        new.into_iter()
+            .zip(stored)
+            .map(|((what, _, _), inserted)| Kept { what, inserted }),
+    );
     Ok(kept)
 }
 
@@ -434,7 +437,10 @@ append = "mitigations=off"
             let want = ["file:///k/vmlinuz-a", "file:///k/vmlinuz-b"][b.kernel];
             assert_eq!(kernel["url"], want);
             let arg = kernel["image_arg"].as_str().unwrap();
-            assert!(arg.contains(&format!("osbench_lava={}", b.encode())), "{arg}");
+            assert!(
+                arg.contains(&format!("osbench_lava={}", b.encode())),
+                "{arg}"
+            );
             assert_eq!(arg.contains("mitigations=off"), b.kernel == 1, "{arg}");
             assert_eq!(step[1]["boot"]["method"], "qemu");
             let monitor = &step[2]["test"]["monitors"][0];

@@ -66,7 +66,15 @@ fn write_job(dir: &Path, plan: &Path, image: &Path) -> std::path::PathBuf {
         .arg(plan)
         .arg("--initramfs")
         .arg(image)
-        .args(["--seed", "7", "--boot-minutes", "4", "--run-minutes", "6", "-o"])
+        .args([
+            "--seed",
+            "7",
+            "--boot-minutes",
+            "4",
+            "--run-minutes",
+            "6",
+            "-o",
+        ])
         .arg(&job)
         .output()
         .unwrap();
@@ -155,7 +163,7 @@ fn a_kernel_ab_runs_under_lava_run_and_comes_back_paired() {
     assert_eq!(again.matches("not added again").count(), 5, "{again}");
     // Every boot records the kernel it booted, and the merged run is paired by round.
     let release = kernel.file_name().unwrap().to_string_lossy()["vmlinuz-".len()..].to_string();
-    let db = osbench::store::Store::open_existing(&osbench::store::Location::File(store.clone()))
+    let db = osbench::store::Store::open_existing(osbench::store::Location::File(store.clone()))
         .unwrap();
     for id in 1..=4 {
         let doc = db.document(id).unwrap().unwrap();
@@ -166,7 +174,11 @@ fn a_kernel_ab_runs_under_lava_run_and_comes_back_paired() {
     let configs: Vec<&str> = merged.run.configs.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(configs, ["base", "nosmt"]);
     assert_eq!(merged.run.schedule.len(), 2);
-    assert_eq!(merged.comparisons.len(), 1, "the paired comparison is attached");
+    assert_eq!(
+        merged.comparisons.len(),
+        1,
+        "the paired comparison is attached"
+    );
 
     faults(dir.path(), &log_text);
 }
@@ -204,9 +216,16 @@ fn faults(dir: &Path, log_text: &str) {
     assert_eq!(stdout.matches(": stored as run ").count(), 2, "{stdout}");
     // A job that never reached osbench at all.
     let none = dir.join("none.yaml");
-    let first = lines.iter().position(|l| l.contains("OSBENCH-LAVA-START")).unwrap();
+    let first = lines
+        .iter()
+        .position(|l| l.contains("OSBENCH-LAVA-START"))
+        .unwrap();
     std::fs::write(&none, lines[..first].join("\n")).unwrap();
     let out = import(&store, &none);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("never reached osbench"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("never reached osbench"),
+        "{}",
+        text(&out.stderr)
+    );
 }

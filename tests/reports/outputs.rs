@@ -368,22 +368,39 @@ fn kcidb_of_compare_and_run_is_schema_valid_with_the_verdict_as_status() {
             .output()
             .unwrap();
         assert!(out.status.code().is_some(), "{}", text(&out.stderr));
-        assert_eq!(python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(), status);
+        assert_eq!(
+            python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+            status
+        );
     }
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(&kcidb).unwrap()).unwrap();
     let test = &doc["tests"][0];
     assert_eq!(test["path"], "osbench.command.prog", "{doc}");
     assert_eq!(test["number"]["unit"], "s", "{doc}");
     // A run of two configurations over two rounds cannot decide: DONE, not PASS.
-    let out = quick_run("syscall:case=null", &[&TWO_CONFIGS[..], &["--kcidb", arg(&kcidb)]].concat());
+    let out = quick_run(
+        "syscall:case=null",
+        &[&TWO_CONFIGS[..], &["--kcidb", arg(&kcidb)]].concat(),
+    );
     common::ok(out);
-    assert_eq!(python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(), "DONE");
+    assert_eq!(
+        python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+        "DONE"
+    );
     // A run of one configuration: each case a measurement (DONE) with its unit.
     common::ok(quick_run("syscall:case=null", &["--kcidb", arg(&kcidb)]));
-    assert_eq!(python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(), "DONE");
+    assert_eq!(
+        python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+        "DONE"
+    );
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(&kcidb).unwrap()).unwrap();
     assert_eq!(doc["tests"][0]["number"]["unit"], "ns", "{doc}");
-    assert!(doc["checkouts"][0]["id"].as_str().unwrap().starts_with("osbench:"));
+    assert!(
+        doc["checkouts"][0]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("osbench:")
+    );
 }
 
 #[test]
