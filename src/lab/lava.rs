@@ -125,11 +125,7 @@ pub fn job(plan: &PlanFile, target: &Target, seed: u64) -> Result<Job> {
 /// The kernels of the plan (its boot rounds', its one kernel, or the
 /// target's) and the rounds (1 for one kernel).
 fn kernels(plan: &PlanFile, target: &Target) -> Result<(Vec<Kernel>, usize)> {
-    let job = plan
-        .kernel
-        .clone()
-        .map(KernelJob::from_tables)
-        .transpose()?;
+    let job = plan.kernel.clone().map(lab_tables).transpose()?;
     let one = |name: Option<String>, url: Option<String>, append: Option<String>| {
         let url = url.or_else(|| target.kernel.clone()).ok_or_else(|| {
             Error::Lab(
@@ -164,6 +160,48 @@ fn kernels(plan: &PlanFile, target: &Target) -> Result<(Vec<Kernel>, usize)> {
             1,
         )),
         _ => Ok((vec![one(None, None, None)?], 1)),
+    }
+}
+
+/// The plan's `[kernel]` / `[boot_rounds]` tables, checked as a lab reads
+/// them: kernel files are URLs (or paths the dispatcher reads), so only
+/// the tables' shape, the rounds and the kernels' names are checked here
+/// (a worker's checks of files on its host do not apply).
+fn lab_tables(tables: Value) -> Result<KernelJob> {
+    let bad = |why: String| Error::Lab(format!("the plan's [kernel] / [boot_rounds]: {why}"));
+    let job: KernelJob = serde_json::from_value(tables).map_err(|e| bad(e.to_string()))?;
+    match (&job.kernel, &job.boot_rounds) {
+        (Some(_), None) => Ok(job),
+        (None, Some(r)) => {
+            let names = r.names();
+            let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+            if r.kernels.len() < 2 || distinct.len() != names.len() {
+                return Err(bad(
+                    "boot rounds compare two kernels or more, each with its own \
+                                `name`"
+                        .into(),
+                ));
+            }
+            if let Some(n) = names
+                .iter()
+                .find(|n| n.is_empty() || n.contains(char::is_whitespace))
+            {
+                return Err(bad(format!(
+                    "'{n}' is not a kernel's name (non-empty, no spaces)"
+                )));
+            }
+            if !(2..=crate::stats::paired::MOST_ROUNDS).contains(&r.rounds) {
+                return Err(bad(format!(
+                    "rounds = {}; the paired comparison needs from 2 to {}",
+                    r.rounds,
+                    crate::stats::paired::MOST_ROUNDS
+                )));
+            }
+            Ok(job)
+        }
+        _ => Err(bad(
+            "give [kernel] (one kernel) or [boot_rounds], not both or neither".into(),
+        )),
     }
 }
 
@@ -453,6 +491,19 @@ append = "mitigations=off"
 
     fn b_args(b: &LabBoot) -> Vec<&str> {
         b.argv.iter().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn kernels_may_be_urls_and_bad_rounds_are_refused() {
+        let urls = AB.replace("/k/vmlinuz-a", "https://lab.example/vmlinuz-a");
+        let plan = crate::queue::parse_plan_file(&urls, "ab.toml").unwrap();
+        let job = job(&plan, &target(), 1).unwrap();
+        let deploy = &job.definition["actions"][0]["deploy"]["images"]["kernel"]["url"];
+        assert!(deploy.as_str().unwrap().contains("vmlinuz-"), "{deploy}");
+        let urls = urls.replace("rounds = 3", "rounds = 1");
+        let plan = crate::queue::parse_plan_file(&urls, "ab.toml").unwrap();
+        let e = super::job(&plan, &target(), 1).unwrap_err().to_string();
+        assert!(e.contains("rounds = 1"), "{e}");
     }
 
     #[test]
