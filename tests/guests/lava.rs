@@ -9,6 +9,7 @@
 //! comparison, nothing stored twice when imported again; and the lab's
 //! faults cut from the real log — a document cut short, a job cancelled
 //! before a boot — each a boot said missing (status 2), never a silent gap.
+//! A board's document as the test definition prints it comes back the same way.
 //!
 //! Needs lava-dispatcher (Debian), qemu-system-x86_64 and a kernel in
 //! `$OSBENCH_QEMU_KERNEL`; without them the tests skip and say so, unless
@@ -228,4 +229,30 @@ fn faults(dir: &Path, log_text: &str) {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn a_board_s_document_printed_by_the_test_definition_is_imported_once() {
+    // What contrib/lava/osbench.yaml does on a board: `lava --document FILE`.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("board.sqlite");
+    let out = common::osbench(&store)
+        .args(["lava", "--document"])
+        .arg(common::fixture("small-run.json"))
+        .output()
+        .unwrap();
+    let (lines, _) = common::ok(out);
+    assert!(lines.starts_with("OSBENCH-LAVA-START dev"), "{lines}");
+    assert!(lines.contains("\nOSBENCH-CASE "), "{lines}");
+    // As a LAVA test shell's log carries it, after other output.
+    let log = dir.path().join("board.log");
+    std::fs::write(
+        &log,
+        format!("+ osbench run …\n{lines}+ lava-test-case …\n"),
+    )
+    .unwrap();
+    let (first, _) = common::ok(import(&store, &log));
+    assert_eq!(first.matches(": stored as run 1").count(), 1, "{first}");
+    let (again, _) = common::ok(import(&store, &log));
+    assert!(again.contains("already stored as run 1"), "{again}");
 }
