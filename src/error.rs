@@ -129,6 +129,11 @@ pub enum Error {
     )]
     KernelMismatch { mismatches: Vec<String> },
 
+    /// A lab's job cannot be made from a plan, or a lab's log holds no
+    /// usable result (`lab`): what is wrong and what to do.
+    #[error("{0}")]
+    Lab(String),
+
     /// A plot could not be drawn or rasterised; `what` names the plot.
     #[error("cannot draw the plot '{what}': {message}")]
     Plot { what: String, message: String },

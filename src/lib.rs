@@ -21,6 +21,7 @@ pub mod error;
 pub mod experiment;
 pub mod fleet;
 pub mod guest;
+pub mod lab;
 pub mod measure;
 pub mod queue;
 pub mod report;

@@ -46,6 +46,12 @@ fn serve(args: &AgentArgs) -> anyhow::Result<ExitCode> {
     });
     if args.init {
         init::become_init()?;
+        if let Some(word) = std::env::var(osbench::lab::console::ENV)
+            .ok()
+            .filter(|w| !w.is_empty())
+        {
+            return lab_boot(&word);
+        }
     }
     offset_heap();
     init::raw_if_terminal(0);
@@ -58,6 +64,37 @@ fn serve(args: &AgentArgs) -> anyhow::Result<ExitCode> {
         handed,
         &super::save::logs_tree(),
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A lab's boot (`osbench lava`): runs the boot's plan as a child
+/// `osbench`, its document kept in /tmp, and prints the document between
+/// markers on the console for `import --lava` (or the error, so that the
+/// boot is missing with its reason rather than silent).
+fn lab_boot(word: &str) -> anyhow::Result<ExitCode> {
+    use osbench::lab::console;
+    let boot = console::LabBoot::decode(word)?;
+    let out = std::path::Path::new("/tmp/osbench-lab.json");
+    let has = |w: &str| boot.argv.iter().any(|a| a == w);
+    // No progress bar on the console (unless the plan asks to be verbose); no store in the guest.
+    let quiet = !["-q", "--quiet", "-v", "--verbose"].iter().any(|w| has(w));
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(&boot.argv)
+        .args(quiet.then_some("-q"))
+        .args((!has("--no-store")).then_some("--no-store"))
+        .arg("--json")
+        .arg(out)
+        .env("OSBENCH_STORE", "/tmp/osbench-lab.sqlite")
+        .stdout(std::process::Stdio::null())
+        .status();
+    let document = match status {
+        Ok(s) if s.success() => std::fs::read_to_string(out).map_err(|e| format!("{e}")),
+        Ok(s) => Err(format!("`osbench {}` ended with {s}", boot.argv.join(" "))),
+        Err(e) => Err(format!("cannot start osbench: {e}")),
+    };
+    for line in console::lines(&boot, document.as_deref().map_err(Clone::clone)) {
+        println!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -19,6 +19,11 @@ pub struct ImportCmd {
     /// machine); `-`: standard input
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
+    /// The files are LAVA job logs (`log.yaml`, or a console as text) of jobs `osbench lava`
+    /// wrote: each boot's document is cut from its console and stored once (by its boot's
+    /// id), a kernel A/B's merged too; a boot cut short or never started is said, status 2
+    #[arg(long)]
+    lava: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -26,6 +31,9 @@ pub struct ImportCmd {
 pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
     // Every file is read and checked before anything is stored; then all are
     // stored in one transaction (all or, on an error, none).
+    if args.lava {
+        return import_lava(&args);
+    }
     let stdin = Path::new(STDIN);
     if args.files.iter().filter(|f| *f == stdin).count() > 1 {
         anyhow::bail!("'-' (standard input) is given more than once; it holds one document");
@@ -52,6 +60,53 @@ pub fn import(args: ImportCmd) -> anyhow::Result<ExitCode> {
                 shown(file)
             ),
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `import --lava`: every log's boots, stored once each; what is missing said.
+fn import_lava(args: &ImportCmd) -> anyhow::Result<ExitCode> {
+    use osbench::lab::{console, lava};
+    let mut results = Vec::new();
+    for file in &args.files {
+        let (text, name) = if file == Path::new(STDIN) {
+            let text = store::read_capped(std::io::stdin().lock(), "standard input")?;
+            (text, "standard input".to_string())
+        } else {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read the LAVA log {}: {e}", shown(file)))?;
+            (text, shown(file))
+        };
+        let found =
+            lava::results(console::cut(&text)).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        results.push((name, found));
+    }
+    let mut db = Store::open(store::location(args.store.store.as_deref())?)?;
+    let mut missing = 0;
+    for (name, found) in &results {
+        for kept in lava::keep(&mut db, found)? {
+            match kept.inserted {
+                Inserted::New(id) => println!("{name}: {}: stored as run {id}", kept.what),
+                Inserted::Existing(id) => println!(
+                    "{name}: {}: already stored as run {id}; not added again",
+                    kept.what
+                ),
+            }
+        }
+        for (boot, why) in &found.missing {
+            eprintln!("osbench: {name}: boot {boot} is missing, its cases not measured: {why}");
+        }
+        if let Some(why) = &found.unmerged {
+            eprintln!("osbench: {name}: the kernels' boots are not merged: {why}");
+        }
+        missing += found.missing.len();
+    }
+    if missing > 0 {
+        eprintln!(
+            "osbench: {missing} boot(s) missing; run the job again: boots stored already are \
+             not stored twice"
+        );
+        return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -32,6 +32,11 @@ pub struct IngestArgs {
     /// interval as lower_value/upper_value; `-`: standard output
     #[arg(long, value_name = "FILE")]
     pub bmf: Option<PathBuf>,
+    /// Also write KCIDB I/O JSON to FILE (KernelCI's results): the kernel as checkout and
+    /// build, each case a test with its median and unit; compared, the verdict as status (FAIL
+    /// slower beyond --gate, DONE inconclusive, PASS); `-`: standard output
+    #[arg(long, value_name = "FILE")]
+    pub kcidb: Option<PathBuf>,
 }
 
 /// The files, created (empty, hidden) and waiting for their content.
@@ -39,6 +44,7 @@ pub struct PendingIngest {
     openmetrics: Option<PendingFile>,
     junit: Option<PendingFile>,
     bmf: Option<PendingFile>,
+    kcidb: Option<PendingFile>,
 }
 
 /// What the files are made of: a run's document, or a comparison of saved
@@ -51,8 +57,8 @@ pub enum Source<'a> {
 
 impl IngestArgs {
     /// The requested files.
-    pub fn paths(&self) -> [Option<&Path>; 3] {
-        [&self.openmetrics, &self.junit, &self.bmf].map(Option::as_deref)
+    pub fn paths(&self) -> [Option<&Path>; 4] {
+        [&self.openmetrics, &self.junit, &self.bmf, &self.kcidb].map(Option::as_deref)
     }
 
     /// An error when `--junit` is given where nothing is compared (`why` says why not).
@@ -72,6 +78,7 @@ impl IngestArgs {
             openmetrics: create(&self.openmetrics)?,
             junit: create(&self.junit)?,
             bmf: create(&self.bmf)?,
+            kcidb: create(&self.kcidb)?,
         })
     }
 }
@@ -119,6 +126,13 @@ impl PendingIngest {
                 Source::Saved(c, _) => report::bmf::comparison(c),
             };
             put(file, &bytes, "Bencher Metric Format")?;
+        }
+        if let Some(file) = self.kcidb {
+            let bytes = match source {
+                Source::Run(doc, c) => report::kcidb::run(doc, c, gate_pct),
+                Source::Saved(c, _) => report::kcidb::comparison(c, gate_pct),
+            };
+            put(file, &bytes, "KCIDB I/O JSON")?;
         }
         Ok(())
     }

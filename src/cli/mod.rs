@@ -30,6 +30,7 @@ mod history;
 mod history_changes;
 mod import;
 mod ingest;
+mod lava;
 mod list;
 mod plot;
 mod progress;
@@ -200,6 +201,10 @@ enum Command {
     Submit(submit::SubmitArgs),
     /// List the queued, running and finished jobs (or --workers), or --cancel one
     Jobs(submit::JobsArgs),
+    /// Write a plan (a plan file) as a LAVA job definition: each boot of its kernels, in
+    /// boot rounds, deployed to a QEMU device with osbench's initramfs; `import --lava`
+    /// reads the results back from the job's log
+    Lava(lava::LavaArgs),
     /// Run this host's jobs from the queue of a PostgreSQL store: claim, run, store, repeat
     Worker(worker::WorkerArgs),
     /// Find the commit that made something slower: `git bisect` in a work tree, each
@@ -581,6 +586,7 @@ pub fn main() -> ExitCode {
         Command::Bisect(args) => bisect::bisect(&args, console(false).laid_out(&args.layout)),
         Command::Fleet(command) => fleet::fleet(command, console(false)),
         Command::Submit(args) => submit::submit(args),
+        Command::Lava(args) => lava::lava(args),
         Command::Jobs(args) => {
             let console = console(false).laid_out(&args.layout);
             submit::jobs(args, console)

@@ -12,6 +12,7 @@
 //! (`compare::regressions`, `report::regressions`); left out: any schedule
 //! (cron runs it).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
@@ -24,6 +25,7 @@ use osbench::compare::regressions::{Regression, Sweep, SweepOptions, Window, dri
 use osbench::document::{rfc3339, span_secs};
 use osbench::report::regressions::{self as render, Scope};
 use osbench::stats::changepoint::Options;
+use osbench::store::PendingFile;
 use osbench::store::{self, CaseRun, FoundPoint, PointState, Store, StoredPoint};
 
 use super::save::{ExportArgs, StoreArgs};
@@ -65,6 +67,11 @@ pub struct RegressionsArgs {
     order_by: Option<RunOrder>,
     #[command(flatten)]
     pub exports: ExportArgs,
+    /// Also write KCIDB I/O JSON to FILE (KernelCI's results): each change point a test, the
+    /// level after it as its measurement; a confirmed slowdown FAIL, a pending one DONE, a
+    /// confirmed speed-up PASS; `-`: standard output
+    #[arg(long, value_name = "FILE")]
+    kcidb: Option<PathBuf>,
     /// Also post the Markdown report to URL as {"text": …} (Slack and Mattermost incoming
     /// webhooks), when something is reported
     #[arg(long, value_name = "URL", value_parser = super::webhook::parse_url)]
@@ -109,6 +116,7 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         println!("change point {id}: {}", state.as_str());
         return Ok(ExitCode::SUCCESS);
     }
+    let kcidb = kcidb_file(&args)?;
     let exports = args.exports.prepare()?;
     if !location.exists() {
         console.print(&format!(
@@ -165,6 +173,7 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
         || render::markdown(&sweep, &scope),
         || render::csv(&sweep),
     )?;
+    write_kcidb(kcidb, &sweep, &scope)?;
     let alerts = |r: &&Regression| r.confirmed || args.pending;
     let alerted: Vec<&Regression> = sweep.changes().filter(alerts).collect();
     if let (Some(url), false) = (&args.webhook, alerted.is_empty()) {
@@ -176,6 +185,24 @@ pub fn regressions(args: RegressionsArgs, console: super::Console) -> anyhow::Re
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--kcidb`'s file, created now (a bad path fails before the sweep);
+/// refused when it and an export both want standard output.
+fn kcidb_file(args: &RegressionsArgs) -> anyhow::Result<Option<PendingFile>> {
+    let paths = args.exports.paths().into_iter();
+    super::save::one_stdout(paths.chain([args.kcidb.as_deref()]))?;
+    Ok(args.kcidb.as_deref().map(PendingFile::create).transpose()?)
+}
+
+/// Writes the sweep as KCIDB I/O JSON into `file`, if given.
+fn write_kcidb(file: Option<PendingFile>, sweep: &Sweep, scope: &Scope) -> anyhow::Result<()> {
+    if let Some(file) = file {
+        let dest = super::save::shown(file.dest());
+        file.commit(&osbench::report::kcidb::regressions(sweep, &scope.window))?;
+        eprintln!("osbench: wrote {dest} (KCIDB I/O JSON)");
+    }
+    Ok(())
 }
 
 /// The stored record `r` is (the same change found earlier, moved to where

@@ -22,6 +22,7 @@ pub mod html;
 pub mod hyperfine;
 pub mod jobs;
 pub mod junit;
+pub mod kcidb;
 pub mod layout;
 pub mod markdown;
 pub mod openmetrics;

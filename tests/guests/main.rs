@@ -8,4 +8,5 @@ mod common;
 mod fleet;
 mod guest;
 mod kernel_boot;
+mod lava;
 mod qemu;

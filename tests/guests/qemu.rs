@@ -21,7 +21,7 @@ use osbench::document::ProfileOutcome;
 use osbench::store::read_document;
 
 /// The kernel to boot, or `None` (said) when QEMU or a kernel is missing.
-fn kernel_or_skip(test: &str) -> Option<PathBuf> {
+pub(crate) fn kernel_or_skip(test: &str) -> Option<PathBuf> {
     let required = std::env::var("OSBENCH_REQUIRE_QEMU").is_ok_and(|v| v == "1");
     let qemu = Command::new("qemu-system-x86_64").arg("--version").output();
     let kernel = std::env::var_os("OSBENCH_QEMU_KERNEL").map(PathBuf::from);
@@ -62,7 +62,7 @@ impl Boot {
 }
 
 /// Writes the initramfs with `osbench guest-image` into `dir`.
-fn initramfs(dir: &Path) -> PathBuf {
+pub(crate) fn initramfs(dir: &Path) -> PathBuf {
     let image = dir.join("osbench.cpio");
     let out = common::osbench(common::tmp_store("qemu-tests.sqlite"))
         .args(["guest-image", "--initramfs"])

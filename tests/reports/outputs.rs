@@ -1,9 +1,13 @@
-//! The files other systems read (`--openmetrics`, `--junit`, `--bmf`) checked
+//! The files other systems read (`--openmetrics`, `--junit`, `--bmf`,
+//! `--kcidb`) checked
 //! by real readers: the Python `prometheus_client` OpenMetrics parser and an
 //! XML Schema validator (`xmlschema`) against tests/data/junit.xsd, written
 //! from the Ant/Jenkins JUnit format; and `--bisect-exit`'s statuses. The
 //! Python readers are skipped with a message when missing, unless
-//! `OSBENCH_REQUIRE_PYTHON_READERS=1` (set by .ci/run). The A/Bs time
+//! `OSBENCH_REQUIRE_PYTHON_READERS=1` (set by .ci/run); the KCIDB files are
+//! validated by the `kcidb-io` package's schema (the Python of
+//! `$OSBENCH_KCIDB_PYTHON`, a virtual environment .ci/run makes, else
+//! python3), skipped without it unless `OSBENCH_REQUIRE_KCIDB=1`. The A/Bs time
 //! `sleep 0.02` against `sleep 0.1`, a planted 5× slowdown (beyond what
 //! a machine loaded by parallel builds does to sleeps); no test
 //! asserts how fast anything ran.
@@ -68,7 +72,12 @@ fn python_has(test: &str, modules: &str) -> bool {
 
 /// Runs a Python `script` with `args`; its standard output, or a panic with its error.
 fn python(script: &str, args: &[&str]) -> String {
-    let out = Command::new("python3")
+    python_of("python3", script, args)
+}
+
+/// [`python`] with the interpreter `python3`.
+pub(crate) fn python_of(python3: &str, script: &str, args: &[&str]) -> String {
+    let out = Command::new(python3)
         .arg("-c")
         .arg(script)
         .args(args)
@@ -312,6 +321,86 @@ fn junit_of_a_run_with_configurations_is_schema_valid() {
     let bisect = ["--bisect-exit"];
     let out = quick_run("syscall:case=null", &[&TWO_CONFIGS[..], &bisect].concat());
     assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+}
+
+/// The Python with `kcidb_io` (`$OSBENCH_KCIDB_PYTHON`, else python3), or
+/// `None`, said, when there is none; fails when `OSBENCH_REQUIRE_KCIDB=1`.
+pub(crate) fn kcidb_python(test: &str) -> Option<String> {
+    let python3 = std::env::var("OSBENCH_KCIDB_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&python3)
+        .args(["-c", "import kcidb_io"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python3);
+    }
+    let why = format!("{python3} cannot import kcidb_io (pip install kcidb-io)");
+    assert!(
+        std::env::var("OSBENCH_REQUIRE_KCIDB").as_deref() != Ok("1"),
+        "OSBENCH_REQUIRE_KCIDB=1 but {why}"
+    );
+    eprintln!("skipped {test}: {why}");
+    None
+}
+
+/// Validates a KCIDB file against the latest schema exactly; its tests' statuses.
+pub(crate) const VALIDATE_KCIDB: &str = r#"
+import sys, json, kcidb_io
+data = json.load(open(sys.argv[1]))
+kcidb_io.schema.LATEST.validate_exactly(data)
+print(" ".join(t["status"] for t in data["tests"]))
+"#;
+
+#[test]
+fn kcidb_of_compare_and_run_is_schema_valid_with_the_verdict_as_status() {
+    let Some(python3) = kcidb_python("kcidb") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fast = saved_run(dir.path(), "fast.json", "0.02");
+    let slow = saved_run(dir.path(), "slow.json", "0.1");
+    let kcidb = dir.path().join("kcidb.json");
+    // Slower beyond a gate of 5 %: FAIL; within a gate of 900 %: PASS.
+    for (gate, status) in [("5", "FAIL"), ("900", "PASS")] {
+        let out = osbench(common::tmp_store("outputs.sqlite"))
+            .args(["compare", arg(&fast), arg(&slow), "--gate", gate])
+            .args(["--kcidb", arg(&kcidb)])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+        assert_eq!(
+            python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+            status
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(&kcidb).unwrap()).unwrap();
+    let test = &doc["tests"][0];
+    assert_eq!(test["path"], "osbench.command.prog", "{doc}");
+    assert_eq!(test["number"]["unit"], "s", "{doc}");
+    // A run of two configurations over two rounds cannot decide: DONE, not PASS.
+    let out = quick_run(
+        "syscall:case=null",
+        &[&TWO_CONFIGS[..], &["--kcidb", arg(&kcidb)]].concat(),
+    );
+    common::ok(out);
+    assert_eq!(
+        python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+        "DONE"
+    );
+    // A run of one configuration: each case a measurement (DONE) with its unit.
+    common::ok(quick_run("syscall:case=null", &["--kcidb", arg(&kcidb)]));
+    assert_eq!(
+        python_of(&python3, VALIDATE_KCIDB, &[arg(&kcidb)]).trim(),
+        "DONE"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(&kcidb).unwrap()).unwrap();
+    assert_eq!(doc["tests"][0]["number"]["unit"], "ns", "{doc}");
+    assert!(
+        doc["checkouts"][0]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("osbench:")
+    );
 }
 
 #[test]

@@ -138,9 +138,24 @@ fn a_planted_slowdown_is_reported_once_with_its_commits_until_acknowledged() {
     let at = changes.lines().find(|l| l.starts_with("#8 ")).unwrap();
     assert!(at.contains("night-8"), "{changes}");
 
-    let out = sweep(&store, &[]);
+    let kcidb = dir.path().join("kcidb.json");
+    let out = sweep(&store, &["--kcidb", kcidb.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    // KCIDB: the confirmed slowdown a failed test, valid by kcidb-io's schema where it is.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&kcidb).unwrap()).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 1, "{doc}");
+    assert_eq!(tests[0]["status"], "FAIL", "{doc}");
+    assert_eq!(tests[0]["path"], "osbench.command.nightly", "{doc}");
+    if let Some(python3) = crate::outputs::kcidb_python("regressions_kcidb") {
+        let statuses = crate::outputs::python_of(
+            &python3,
+            crate::outputs::VALIDATE_KCIDB,
+            &[kcidb.to_str().unwrap()],
+        );
+        assert_eq!(statuses.trim(), "FAIL");
+    }
     assert!(
         stdout.starts_with("osbench regressions: 1 slowdown, 0 improvements in 2 histories"),
         "{stdout}"
