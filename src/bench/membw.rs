@@ -190,12 +190,12 @@ impl MemBw {
         let src = black_box(self.src.as_words32_mut());
         match self.op {
             Op::Rd => {
-                black_box(sum(src, 4));
+                black_box(sum::<4>(src));
             }
             Op::FullRd => {
-                black_box(sum(src, 1));
+                black_box(sum::<1>(src));
             }
-            Op::Wr => store_ones(src, 4),
+            Op::Wr => store_ones(src),
             Op::RdWr => {
                 black_box(sum_and_store(src));
             }
@@ -208,8 +208,8 @@ impl MemBw {
             Op::Cp | Op::FullCp | Op::Bcopy => {
                 let dst = black_box(self.dst.as_words32_mut());
                 match self.op {
-                    Op::Cp => copy(src, dst, 4),
-                    Op::FullCp => copy(src, dst, 1),
+                    Op::Cp => copy::<4>(src, dst),
+                    Op::FullCp => copy::<1>(src, dst),
                     _ => dst.copy_from_slice(src),
                 }
             }
@@ -218,24 +218,48 @@ impl MemBw {
     }
 }
 
-/// The sum of every `step`-th word of each whole 512-byte block.
+// The kernels below walk whole 512-byte blocks as `[u32; 128]` arrays and
+// step through each with a constant stride, so the compiler unrolls the
+// block completely, as gcc does lmbench's: a loop of iterators with a
+// stride known only at run time compiled to a dozen instructions per word
+// (measured: `cp` 14 % slower than lmbench's).
+
+/// Whole 512-byte blocks of `words`.
+fn blocks(words: &[u32]) -> impl Iterator<Item = &[u32; BLOCK_WORDS]> {
+    words
+        .chunks_exact(BLOCK_WORDS)
+        .map(|b| b.try_into().expect("a whole block"))
+}
+
+/// Whole 512-byte blocks of `words`, to write.
+fn blocks_mut(words: &mut [u32]) -> impl Iterator<Item = &mut [u32; BLOCK_WORDS]> {
+    words
+        .chunks_exact_mut(BLOCK_WORDS)
+        .map(|b| b.try_into().expect("a whole block"))
+}
+
+/// The sum of every `STEP`-th word of each whole 512-byte block.
 #[inline]
-fn sum(words: &[u32], step: usize) -> u32 {
+fn sum<const STEP: usize>(words: &[u32]) -> u32 {
     let mut total = 0u32;
-    for block in words.chunks_exact(BLOCK_WORDS) {
-        for w in block.iter().step_by(step) {
-            total = total.wrapping_add(load32(w));
+    for block in blocks(words) {
+        let mut i = 0;
+        while i < BLOCK_WORDS {
+            total = total.wrapping_add(load32(&block[i]));
+            i += STEP;
         }
     }
     total
 }
 
-/// 1 stored into every `step`-th word of each whole block.
+/// 1 stored into every 4th word of each whole block (lmbench's `wr`).
 #[inline]
-fn store_ones(words: &mut [u32], step: usize) {
-    for block in words.chunks_exact_mut(BLOCK_WORDS) {
-        for w in block.iter_mut().step_by(step) {
-            store32(w, 1);
+fn store_ones(words: &mut [u32]) {
+    for block in blocks_mut(words) {
+        let mut i = 0;
+        while i < BLOCK_WORDS {
+            store32(&mut block[i], 1);
+            i += 4;
         }
     }
 }
@@ -244,22 +268,25 @@ fn store_ones(words: &mut [u32], step: usize) {
 #[inline]
 fn sum_and_store(words: &mut [u32]) -> u32 {
     let mut total = 0u32;
-    for block in words.chunks_exact_mut(BLOCK_WORDS) {
-        for w in block.iter_mut().step_by(4) {
-            total = total.wrapping_add(load32(w));
-            store32(w, 1);
+    for block in blocks_mut(words) {
+        let mut i = 0;
+        while i < BLOCK_WORDS {
+            total = total.wrapping_add(load32(&block[i]));
+            store32(&mut block[i], 1);
+            i += 4;
         }
     }
     total
 }
 
-/// Every `step`-th word of each whole block of `src` copied into `dst`.
+/// Every `STEP`-th word of each whole block of `src` copied into `dst`.
 #[inline]
-fn copy(src: &[u32], dst: &mut [u32], step: usize) {
-    let blocks = src.chunks_exact(BLOCK_WORDS);
-    for (from, to) in blocks.zip(dst.chunks_exact_mut(BLOCK_WORDS)) {
-        for (s, d) in from.iter().zip(to.iter_mut()).step_by(step) {
-            store32(d, load32(s));
+fn copy<const STEP: usize>(src: &[u32], dst: &mut [u32]) {
+    for (from, to) in blocks(src).zip(blocks_mut(dst)) {
+        let mut i = 0;
+        while i < BLOCK_WORDS {
+            store32(&mut to[i], load32(&from[i]));
+            i += STEP;
         }
     }
 }
@@ -285,11 +312,11 @@ mod tests {
         w.pass();
         let words = w.src.as_words32_mut();
         assert_eq!(words.iter().filter(|&&x| x == 1).count(), 1024 / 4);
-        assert_eq!(sum(words, 4), 256);
-        assert_eq!(sum(words, 1), 256);
+        assert_eq!(sum::<4>(words), 256);
+        assert_eq!(sum::<1>(words), 256);
         let mut w = case("fwr", "4");
         w.pass();
-        assert_eq!(sum(w.src.as_words32_mut(), 1), 1024);
+        assert_eq!(sum::<1>(w.src.as_words32_mut()), 1024);
         let mut w = case("rdwr", "4");
         assert_eq!(sum_and_store(w.src.as_words32_mut()), 0);
         assert_eq!(sum_and_store(w.src.as_words32_mut()), 256);
@@ -307,7 +334,7 @@ mod tests {
         let mut w = case("bzero", "4");
         w.src.as_words32_mut().fill(3);
         w.pass();
-        assert_eq!(sum(w.src.as_words32_mut(), 1), 0);
+        assert_eq!(sum::<1>(w.src.as_words32_mut()), 0);
     }
 
     #[test]
