@@ -839,6 +839,7 @@ mod tests {
         ("submit", &["syscall", "--hosts", "a"]),
         ("jobs", &[]),
         ("worker", &["--name", "w"]),
+        ("lava", &["plan.toml", "--initramfs", "i.cpio"]),
         (
             "bisect",
             &[

@@ -93,6 +93,7 @@ impl JobPlan {
 /// [`super::policy::POLICED`] is refused too; this list is for the message.
 pub const REFUSED: &[&str] = &[
     "json",
+    "kcidb",
     "csv",
     "markdown",
     "openmetrics",
