@@ -536,7 +536,7 @@ define() {
         bench=uring unit=MB/s scale=1 anchor_name="fio ${engine[*]} --rw=randread --bs=4k (16 MiB, page-cached)"
         # Terse output: field 8 is the read IOPS.
         anchor() {
-            fio --name=crosscheck --filename="$tmp/fio-16m" --size=16m --rw=randread --bs=4k \
+            fio --name=crosscheck --filename="$tmp/fio-16m" --size=16m --invalidate=0 --rw=randread --bs=4k \
                 "${engine[@]}" --time_based --runtime=5 --output-format=terse |
                 awk -F';' '{ printf "%.4g\n", $8 * 4096 / 1e6 }'
         } ;;
