@@ -5,15 +5,18 @@
 //! (`bcopy`). Tables headline MB/s with lmbench's MB (10^6 B) and its byte
 //! count: the buffer's size, once, for copies too.
 //!
-//! The loops follow lmbench's method instruction for instruction as Debian's
-//! gcc 12 `-O2` builds it (read from its disassembly): every 512-byte block
-//! of the buffer in turn; the "partial" operations (`rd`, `wr`, `rdwr`,
-//! `cp`) touch every fourth word, the full ones every word; every word is
-//! read or written by one scalar 32-bit instruction, and the reads add into
-//! one running sum (a dependent chain of adds, which bounds `frd` in the
-//! caches; `util::words`) — except `fwr`, whose stores gcc makes 16-byte vector
-//! stores, as the fill here compiles to. `bcopy` copies between two
-//! page-aligned buffers (lmbench's default, which it calls "unaligned").
+//! The loops follow lmbench's method as Debian's gcc 12 `-O2` builds it
+//! (read from its disassembly): every 512-byte block of the buffer in turn,
+//! unrolled whole; the "partial" operations (`rd`, `wr`, `rdwr`, `cp`)
+//! touch every fourth word, the full ones every word; every word is read or
+//! written by one scalar 32-bit access, and the reads add into one running
+//! sum (`util::words`: volatile accesses the compiler can neither vectorise
+//! nor merge) — except `fwr`, whose stores gcc makes 16-byte vector stores,
+//! as the fill here compiles to. `bcopy` copies between two page-aligned
+//! buffers (lmbench's default, which it calls "unaligned"). The accesses are
+//! lmbench's but not yet its exact instructions: gcc folds each load into
+//! its add, and `frd` and `fcp` read 0.60 and 0.89 of lmbench on an Intel
+//! Xeon (docs/crosscheck.md).
 //!
 //! Left out: lmbench's `conflict` variant (the second buffer offset by
 //! 1,920 bytes) and its `-P` parallelism. The buffers are anonymous
