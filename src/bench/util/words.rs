@@ -1,10 +1,10 @@
 //! Word-at-a-time memory access the way lmbench's C loops compile: every
-//! word read or written by one scalar instruction, reads added into one
-//! running sum. Volatile accesses keep the compiler from vectorising,
-//! merging or skipping them, so a loop here costs what lmbench's gcc -O2
-//! build of the same loop costs (its `bread` and `bw_mem` kernels are
-//! scalar chains of adds in Debian's gcc 12, as their disassembly shows),
-//! not what a vectorised fold would.
+//! word read or written by one scalar access, reads added into one running
+//! sum. Volatile accesses keep the compiler from vectorising, merging or
+//! skipping them, as Debian's gcc 12 `-O2` leaves lmbench's `bread` and
+//! `bw_mem` kernels scalar (their disassembly). The instructions are not
+//! yet gcc's: it folds each load into its add (`add mem, reg`), so sums
+//! here can cost more per word than lmbench's (docs/crosscheck.md).
 
 /// Reads one 32-bit word with a scalar load.
 #[inline(always)]
