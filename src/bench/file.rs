@@ -144,7 +144,7 @@ pub static DEF: BenchDef = BenchDef {
             (io, _, _) => format!("LEBench {io} ({} pages)", p.int("pages")),
         }
     },
-    differs: "pread/pwrite at offset 0 (no lseek), the data not touched after a read unless sum=yes; MB/s with MB = 10^6 B; a median of batches where LEBench times single calls and lmbench keeps its best.",
+    differs: "pread/pwrite at offset 0 (no lseek), the data not touched after a read unless sum=yes; MB/s with MB = 10^6 B; a median of batches where LEBench times single calls (lmbench takes the median of its 11 repetitions too).",
     bytes_per_op: |p| Some(bytes(p) as f64),
     setup,
     check,
