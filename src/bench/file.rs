@@ -213,12 +213,7 @@ fn bytes(p: &Params) -> usize {
 
 /// "4K", "40K", "1M", "39M": the file size as lmbench writes sizes.
 fn size_text(p: &Params) -> String {
-    let kib = bytes(p) / 1024;
-    if kib >= 1024 && kib.is_multiple_of(1024) {
-        format!("{}M", kib / 1024)
-    } else {
-        format!("{kib}K")
-    }
+    super::membw::size_text((bytes(p) / 1024) as i64)
 }
 
 /// What a pass does with the file.

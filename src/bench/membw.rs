@@ -106,7 +106,7 @@ fn bytes(p: &Params) -> usize {
     p.int("kib") as usize * 1024
 }
 
-/// "64K", "256M": a size in KiB as lmbench writes it (`memlat` too).
+/// "64K", "256M": a size in KiB as lmbench writes it (`memlat` and `file` too).
 pub(super) fn size_text(kib: i64) -> String {
     if kib >= 1024 && kib % 1024 == 0 {
         format!("{}M", kib / 1024)
@@ -164,18 +164,25 @@ struct MemBw {
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
-    let op = Op::parse(p.get("op"));
-    let map = |len| {
-        WorkingSet::with_bytes(len).map_err(|e| {
-            Error::io(
-                format!("membw: mapping {} KiB (lower kib)", p.int("kib")),
-                e,
-            )
-        })
-    };
-    let src = map(bytes(p))?;
-    let dst = map(if op.copies() { bytes(p) } else { 0 })?;
-    Ok(Box::new(MemBw { op, src, dst }))
+    Ok(Box::new(MemBw::new(p)?))
+}
+
+impl MemBw {
+    /// The case's buffers: one, or two for a copy, of `kib` KiB each.
+    fn new(p: &Params) -> Result<Self> {
+        let op = Op::parse(p.get("op"));
+        let map = |len| {
+            WorkingSet::with_bytes(len).map_err(|e| {
+                Error::io(
+                    format!("membw: mapping {} KiB (lower kib)", p.int("kib")),
+                    e,
+                )
+            })
+        };
+        let src = map(bytes(p))?;
+        let dst = map(if op.copies() { bytes(p) } else { 0 })?;
+        Ok(MemBw { op, src, dst })
+    }
 }
 
 impl Workload for MemBw {
@@ -301,12 +308,7 @@ mod tests {
     fn case(op: &str, kib: &str) -> MemBw {
         let p = Params::new(&DEF, &[("op", op), ("kib", kib)]);
         check(&p).unwrap();
-        MemBw {
-            op: Op::parse(op),
-            src: WorkingSet::with_bytes(bytes(&p)).unwrap(),
-            dst: WorkingSet::with_bytes(if Op::parse(op).copies() { bytes(&p) } else { 0 })
-                .unwrap(),
-        }
+        MemBw::new(&p).unwrap()
     }
 
     #[test]
