@@ -213,15 +213,18 @@ struct Column {
 /// The series of `bench` whose parameters include every `(key, value)`
 /// (values as they are written in the document: numbers or words).
 fn find<'a>(series: &[&'a Series], bench: &str, params: &[(&str, &str)]) -> Option<&'a Series> {
-    series.iter().copied().find(|s| {
-        s.key.bench == bench
-            && params.iter().all(|(k, v)| {
-                s.params.get(*k).is_some_and(|p| match p {
-                    serde_json::Value::String(text) => text == v,
-                    other => other.as_i64().is_some_and(|n| v.parse() == Ok(n)),
-                })
+    series.iter().copied().find(|s| is(s, bench, params))
+}
+
+/// Whether `s` is a series of `bench` with every `(key, value)` of `params`.
+fn is(s: &Series, bench: &str, params: &[(&str, &str)]) -> bool {
+    s.key.bench == bench
+        && params.iter().all(|(k, v)| {
+            s.params.get(*k).is_some_and(|p| match p {
+                serde_json::Value::String(text) => text == v,
+                other => other.as_i64().is_some_and(|n| v.parse() == Ok(n)),
             })
-    })
+        })
 }
 
 /// The median of that series in µs.
@@ -674,10 +677,9 @@ pub fn lmbench_memory(doc: &Document) -> Option<Body> {
         let size = |s: &Series| s.params.get("kib").and_then(|v| v.as_i64());
         let s = s
             .iter()
-            .filter(|s| s.key.bench == "memlat")
-            .filter(|s| find(&[s], "memlat", &[("pattern", pattern), ("stride", stride)]).is_some())
+            .filter(|s| is(s, "memlat", &[("pattern", pattern), ("stride", stride)]))
             .filter(|s| match kib {
-                Some(k) => find(&[s], "memlat", &[("kib", k)]).is_some(),
+                Some(k) => is(s, "memlat", &[("kib", k)]),
                 None => size(s).is_some_and(|k| k >= 8192),
             })
             .max_by_key(|s| size(s))?;
