@@ -32,6 +32,7 @@ mod import;
 mod ingest;
 mod lava;
 mod list;
+mod load;
 mod plot;
 mod progress;
 mod regressions;

@@ -176,6 +176,8 @@ pub struct MeasureArgs {
     /// time over the passes, at least 50)
     #[arg(long = "profile-time", value_name = "MS", requires = "profile", value_parser = parse_ms)]
     profile_time: Option<f64>,
+    #[command(flatten)]
+    load: super::load::LoadArgs,
 }
 
 impl MeasureArgs {
@@ -205,6 +207,7 @@ impl MeasureArgs {
                     .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3)),
             )
         });
+        self.load.apply(&mut plan);
         plan
     }
 }

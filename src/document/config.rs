@@ -45,6 +45,10 @@ pub struct Config {
     /// spec is `guest`. Absent: a guest of its own, if any.
     #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
     pub in_guest: Option<String>,
+    /// Background loads run beside every case of this configuration
+    /// (written `load`; absent: the run's `--load`, if any).
+    #[serde(rename = "load", default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<super::LoadSpec>,
 }
 
 /// Another system that runs a configuration's cases.

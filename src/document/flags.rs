@@ -22,6 +22,9 @@ pub enum NoiseFlag {
     Interrupted,
     /// An error stopped the case after these samples.
     Failed,
+    /// A background load did not run throughout the case (it could not
+    /// start, or it ended early): some samples may have been taken unloaded.
+    LoadFailed,
     /// Written by another osbench: kept as it was.
     Other(String),
 }
@@ -33,6 +36,7 @@ impl NoiseFlag {
             Self::Bimodal => "bimodal",
             Self::Interrupted => "interrupted",
             Self::Failed => "failed",
+            Self::LoadFailed => "load-failed",
             Self::Other(word) => word,
         }
     }
@@ -50,6 +54,7 @@ impl From<String> for NoiseFlag {
             "bimodal" => Self::Bimodal,
             "interrupted" => Self::Interrupted,
             "failed" => Self::Failed,
+            "load-failed" => Self::LoadFailed,
             _ => Self::Other(word),
         }
     }

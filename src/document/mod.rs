@@ -20,6 +20,7 @@ pub mod explanation;
 mod flags;
 mod invocation;
 mod knob;
+mod load;
 pub mod meta;
 pub mod number;
 mod pin;
@@ -39,6 +40,7 @@ pub use knob::{
     Knob, KnobRecord, KnobSetting, SCHED_FEATURES_PATH, SYSCTL_ROOT, TYPED_KNOBS, TypedKnob,
     knob_names,
 };
+pub use load::{LOAD_KINDS, LoadKind, LoadRun, LoadSpec, load_rates};
 pub use pin::Pin;
 pub use profile::{Profile, ProfileOutcome, ProfilePass};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
@@ -438,6 +440,10 @@ pub struct Series {
     /// its own after the timed samples, or why it could not be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileOutcome>,
+    /// The background loads that ran beside this case (`run --load`, a
+    /// configuration's `load`): what each did, once per round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadRun>,
 }
 
 impl Series {
@@ -493,6 +499,7 @@ impl Series {
             energy: BTreeMap::new(),
             energy_unavailable: None,
             profile: None,
+            loads: Vec::new(),
         }
     }
 }

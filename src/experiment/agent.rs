@@ -128,7 +128,7 @@ fn measure(request: &RunRequest, interrupt: &Interrupt) -> Result<Series> {
     (case.def.check)(&case.params)?;
     let harness =
         Harness::new(request.policy, interrupt.clone()).with_meters(Meters::open(request.perf));
-    let mut series = match case::run_case(&case, pin, &harness)? {
+    let mut series = match case::run_case(&case, pin, &harness, &request.loads)? {
         (_, case::CaseEnd::Failed(e)) => return Err(e),
         (series, _) => series,
     };

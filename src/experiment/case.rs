@@ -7,8 +7,11 @@
 use super::series_meters;
 use crate::bench::util::select::Case;
 use crate::bench::{self, BenchDef, Params, StandIn};
-use crate::document::{NoiseFlag, ReferenceSeries, Series, SeriesKind, TargetOutcome};
+use crate::document::{
+    LoadRun, LoadSpec, NoiseFlag, ReferenceSeries, Series, SeriesKind, TargetOutcome,
+};
 use crate::error::{Error, Result};
+use crate::measure::load::{Loads, unix_ns};
 use crate::measure::placement::{Pin, PinGuard, Placement, pin_current_thread};
 use crate::measure::{
     Clock, Events, Harness, Measured, Measurement, Meters, PerfPass, RawSample, SampleMethod,
@@ -110,11 +113,15 @@ pub(super) enum CaseEnd {
     Failed(Error),
 }
 
-/// Places, sets up, measures and tears down one case, and says how it ended.
+/// Places, sets up, measures and tears down one case with `loads` running
+/// beside it (started before its set-up, while this thread is not yet
+/// pinned, so they inherit no placement of the case's; stopped after its
+/// tear-down), and says how it ended.
 pub(super) fn run_case<C: Clock>(
     case: &Case,
     pin: Option<Pin>,
     harness: &Harness<C>,
+    loads: &[LoadSpec],
 ) -> Result<(Series, CaseEnd)> {
     let def = case.def;
     let threads = match case.params.get_opt("mode") {
@@ -123,6 +130,37 @@ pub(super) fn run_case<C: Clock>(
     };
     let what = format!("{} {}", def.name, case.name());
     crate::measure::limits::check_address_space(&what, threads)?;
+    // Dropped on an error below: the loads are killed and reaped.
+    let running = Loads::start(loads);
+    let (mut series, end, window) = measure_case(case, pin, harness)?;
+    let runs = running.stop(window);
+    attach_loads(&mut series, runs);
+    Ok((series, end))
+}
+
+/// The loads' runs in `series`: a load that did not run throughout flags
+/// it `load-failed`, one that had to be killed is a warning.
+fn attach_loads(series: &mut Series, runs: Vec<LoadRun>) {
+    for run in &runs {
+        if let Some(why) = &run.failed {
+            if !series.noise.contains(&NoiseFlag::LoadFailed) {
+                series.noise.push(NoiseFlag::LoadFailed);
+            }
+            series.warnings.push(why.clone());
+        }
+        series.warnings.extend(run.killed.clone());
+    }
+    series.loads.extend(runs);
+}
+
+/// [`run_case`] without its loads: the series, how it ended, and the
+/// window (Unix ns) in which the harness measured.
+fn measure_case<C: Clock>(
+    case: &Case,
+    pin: Option<Pin>,
+    harness: &Harness<C>,
+) -> Result<(Series, CaseEnd, (u64, u64))> {
+    let def = case.def;
     let (placement, _timing_thread) = place(case, pin)?;
     harness
         .meters()
@@ -139,7 +177,9 @@ pub(super) fn run_case<C: Clock>(
         stand_in.as_mut().map(|w| w.as_mut() as &mut dyn Workload),
         (def.ops_per_iter)(&case.params),
     );
+    let from = unix_ns();
     let measured = harness.sample(workload.as_mut(), how);
+    let window = (from, unix_ns());
     // Tear down even when measuring failed; the measuring error wins.
     let torn_down = workload
         .teardown()
@@ -179,7 +219,7 @@ pub(super) fn run_case<C: Clock>(
             stopped_by: stop.unwrap_or_else(|| "interrupted".into()),
         });
     }
-    Ok((series, end))
+    Ok((series, end, window))
 }
 
 /// How the harness samples `case`: its family's method for its parameters.

@@ -11,6 +11,8 @@
 //! env = { KEY = "value" }      # optional, for set-up and tear-down
 //! params = { "spin.work" = 1000 }
 //! pin = "same"                 # optional
+//! load = "hackbench:2"         # optional: a background load beside every case
+//! # (or a list; spin:N, memstream[:MiB], iostream[:DIR], cmd:COMMAND, each @CPUS)
 //! # knobs, each optional: values of files, restored after the run (experiment::knob)
 //! set = { "/sys/module/haltpoll/parameters/guest_halt_poll_ns" = "200000" }
 //! sysctl = { "kernel.sched_autogroup_enabled" = "0" }
@@ -38,7 +40,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::config::{Config, Override};
-use crate::document::{GuestSpec, Knob, KnobSetting, TYPED_KNOBS};
+use crate::document::{GuestSpec, Knob, KnobSetting, LoadSpec, TYPED_KNOBS};
 use crate::error::{Error, Result};
 
 #[derive(Deserialize)]
@@ -67,8 +69,34 @@ struct FileConfig {
     guest: Option<FileGuest>,
     #[serde(rename = "in")]
     in_guest: Option<String>,
+    load: Option<FileLoads>,
     #[serde(flatten)]
     knobs: BTreeMap<String, toml::Value>,
+}
+
+/// `load = "SPEC"` or `load = ["SPEC", …]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FileLoads {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl FileLoads {
+    /// The specs, read; `owner` names the configuration in errors.
+    fn specs(self, owner: &str) -> std::result::Result<Vec<LoadSpec>, String> {
+        let texts = match self {
+            FileLoads::One(one) => vec![one],
+            FileLoads::Many(many) => many,
+        };
+        texts
+            .iter()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e| format!("configuration '{owner}': {e}"))
+            })
+            .collect()
+    }
 }
 
 /// `guest = "uml"`, or a table with its `kind`.
@@ -160,7 +188,9 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
         let pin = c.pin.as_deref().map(str::parse).transpose();
         let pin = pin.map_err(|e| format!("configuration '{}': pin {e}", c.name))?;
         let knobs = knobs_of(&c.name, std::mem::take(&mut c.knobs))?;
+        let loads = c.load.take().map(|l| l.specs(&c.name)).transpose()?;
         configs.push(Config {
+            loads: loads.unwrap_or_default(),
             knobs,
             name: c.name,
             setup: c.setup,
@@ -218,7 +248,7 @@ fn knobs_of(
                 let typed: Vec<&str> = TYPED_KNOBS.iter().map(|t| t.name).collect();
                 return Err(format!(
                     "configuration '{name}': unknown field `{k}`; a configuration takes name, \
-                     setup, teardown, env, params, pin, guest, in, and the knobs set, sysctl, \
+                     setup, teardown, env, params, pin, load, guest, in, and the knobs set, sysctl, \
                      sched_feature, {}",
                     typed.join(", ")
                 ));

@@ -93,6 +93,9 @@ pub struct Plan {
     /// `--profile`: where each case's time goes, sampled in passes of its
     /// own after the rounds and the counting pass ([`profiling`]).
     pub profile: Option<profiling::ProfilePlan>,
+    /// `run --load`: loads run beside every case of every configuration
+    /// that names none of its own ([`Plan::loads_of`]).
+    pub loads: Vec<crate::document::LoadSpec>,
 }
 
 /// Another system the plan runs on, through its agent.
@@ -455,8 +458,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         }
         let pin = config.pin.or(plan.pin);
         let harness = self.harness;
+        let loads = plan.loads_of(config);
         let (mut series, end) = (self.places.of(ci))
-            .measure(case, pin, plan, harness)
+            .measure(case, (pin, loads), plan, harness)
             .inspect_err(|e| observer.case_failed(e))?;
         series.key.config = config.name.clone();
         series.slot = (!plan.configs.is_empty()).then_some(idx);

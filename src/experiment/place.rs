@@ -26,7 +26,7 @@ use super::config::{self, Config};
 use super::knob::{KnobFs, Knobs, LocalFs};
 use super::{Plan, profiling, series_meters, with_overrides};
 use crate::bench::util::select::Case;
-use crate::document::{GuestInfo, GuestSpec, KnobRecord, Policy, ProfileOutcome, Series};
+use crate::document::{GuestInfo, GuestSpec, KnobRecord, LoadSpec, Policy, ProfileOutcome, Series};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
@@ -123,19 +123,23 @@ impl Place<'_> {
         guest.sh(&what, teardown, &config.env, &Interrupt::none())
     }
 
-    /// Measures `case` (its configuration applied), placed by `pin`.
+    /// Measures `case` (its configuration applied), placed by `pin`, with
+    /// `loads` beside it (in a guest: started by the guest's osbench).
     pub(super) fn measure<C: Clock>(
         &mut self,
         case: &Case,
-        pin: Option<Pin>,
+        (pin, loads): (Option<Pin>, &[LoadSpec]),
         plan: &Plan,
         harness: &Harness<C>,
     ) -> Result<(Series, CaseEnd)> {
         match self {
-            Place::Here => case::run_case(case, pin, harness),
+            Place::Here => case::run_case(case, pin, harness, loads),
             Place::Guest(guest) => {
                 // Perf is counted once, after the rounds ([`Place::count`]).
-                let series = ask(guest, case, pin, false, plan, harness.interrupt())?;
+                let mut request = request(case, pin, false, plan);
+                request.loads = loads.to_vec();
+                let mut series = send(guest, case, request, plan, harness.interrupt())?;
+                unloaded_in_guest(&mut series, loads);
                 Ok((series, CaseEnd::Done))
             }
         }
@@ -185,6 +189,7 @@ impl Place<'_> {
                     pin,
                     perf: false,
                     profile_ns: Some(u64::try_from(length.as_nanos()).unwrap_or(u64::MAX)),
+                    loads: Vec::new(),
                 };
                 let in_guest = send(guest, case, request, plan, harness.interrupt())?;
                 Ok(in_guest.profile.unwrap_or_else(|| {
@@ -216,14 +221,33 @@ fn ask(
     plan: &Plan,
     interrupt: &Interrupt,
 ) -> Result<Series> {
-    let request = RunRequest {
+    send(guest, case, request(case, pin, perf, plan), plan, interrupt)
+}
+
+/// The request that measures `case` as `plan` says, without loads.
+fn request(case: &Case, pin: Option<Pin>, perf: bool, plan: &Plan) -> RunRequest {
+    RunRequest {
         selector: case.selector(),
         policy: plan.policy,
         pin,
         perf,
         profile_ns: None,
-    };
-    send(guest, case, request, plan, interrupt)
+        loads: Vec::new(),
+    }
+}
+
+/// A guest's osbench that reports no run of the loads it was asked for
+/// (an older one, which drops the request's `loads`): the case is flagged
+/// as measured without them.
+fn unloaded_in_guest(series: &mut Series, loads: &[LoadSpec]) {
+    if !loads.is_empty() && series.loads.is_empty() {
+        series.noise.push(crate::document::NoiseFlag::LoadFailed);
+        series.warnings.push(
+            "the guest's osbench ran no load (an osbench without --load there?); the case was \
+             measured without it: update the guest's osbench"
+                .into(),
+        );
+    }
 }
 
 /// The measurement a guest makes before a profiling pass, only to set the

@@ -6,6 +6,7 @@
 //! command line is the CLI's.
 
 use crate::bench::util::select::Case;
+use crate::document::LoadSpec;
 use crate::measure::Policy;
 
 use super::{Config, Plan, Remote};
@@ -32,6 +33,15 @@ impl Plan {
             logs: true,
             allow_unknown_boot_parameters: false,
             profile: None,
+            loads: Vec::new(),
+        }
+    }
+
+    /// The loads that run beside the cases of `config`: its own, else the plan's.
+    pub fn loads_of<'a>(&'a self, config: &'a Config) -> &'a [LoadSpec] {
+        match config.loads.is_empty() {
+            true => &self.loads,
+            false => &config.loads,
         }
     }
 

@@ -66,6 +66,9 @@ pub struct RunRequest {
     /// samples, the pass in the reply's `profile` (absent: no profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_ns: Option<u64>,
+    /// Background loads the agent runs beside the case (`run --load`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<crate::document::LoadSpec>,
 }
 
 /// A shell command to run inside the guest with `sh -c`, its stdin closed

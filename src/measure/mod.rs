@@ -43,6 +43,7 @@ mod harness;
 pub mod hook;
 pub mod interrupt;
 pub mod limits;
+pub mod load;
 pub mod meters;
 mod overhead;
 pub mod placement;
