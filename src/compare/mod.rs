@@ -104,6 +104,28 @@ pub struct CaseRow {
     /// ([`explain::explain_change`]); empty where profiles are not looked
     /// at (commands of `osbench time`).
     pub explanations: Vec<crate::document::Explanation>,
+    /// Per side, the background loads its series ran beside: (spec, what
+    /// they count, count per second over all its runs), so that a faster
+    /// case under a slower load shows; empty where no side ran one.
+    pub loads: Vec<Vec<(String, String, f64)>>,
+}
+
+/// Per side, the loads of its series and their throughput (empty when no
+/// side ran a load).
+fn side_loads<'s>(sides: impl Iterator<Item = Vec<&'s Series>>) -> Vec<Vec<(String, String, f64)>> {
+    let per_side: Vec<Vec<(String, String, f64)>> = sides
+        .map(|series| {
+            let runs: Vec<crate::document::LoadRun> = series
+                .iter()
+                .flat_map(|s| s.loads.iter().cloned())
+                .collect();
+            crate::document::load_rates(&runs)
+        })
+        .collect();
+    match per_side.iter().all(Vec::is_empty) {
+        true => Vec::new(),
+        false => per_side,
+    }
 }
 
 /// A candidate against the baseline for one case.
@@ -517,6 +539,7 @@ fn compare_case(
         summaries: found.iter().map(|f| f.summary.clone()).collect(),
         changes,
         explanations: Vec::new(),
+        loads: side_loads(found.iter().map(|f| f.series.clone())),
     }))
 }
 
@@ -736,6 +759,7 @@ fn paired_row(
         bytes_per_op: base.bytes_per_op,
         summaries: summaries.clone(),
         changes,
+        loads: side_loads(sides.iter().map(|s| vec![*s])),
         explanations: (1..sides.len())
             .map(|k| {
                 let side = |i: usize| explain::ChangeSide {
@@ -806,6 +830,7 @@ pub fn commands(doc: &Document, options: Options) -> Result<Comparison> {
             .collect(),
         changes,
         explanations: Vec::new(),
+        loads: Vec::new(),
     }];
     apply_verdicts(&mut rows, options);
     let method = format!(
@@ -1145,6 +1170,7 @@ mod tests {
             summaries: Vec::new(),
             changes: vec![change],
             explanations: Vec::new(),
+            loads: Vec::new(),
         }];
         super::apply_verdicts(&mut rows, super::Options::default());
         let change = rows[0].changes[0];

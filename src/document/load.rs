@@ -202,9 +202,10 @@ pub struct LoadRun {
     pub unit: String,
     /// How many it did between its start and its stop.
     pub count: f64,
-    /// From its start to its stop, s.
+    /// From its start to the reading of `count`, s.
     pub seconds: f64,
-    /// Wall-clock times (Unix ns) of its start and its stop.
+    /// Wall-clock times (Unix ns) of its start (before its first task was
+    /// started) and its stop (once its last task had ended).
     pub started_unix_ns: u64,
     pub stopped_unix_ns: u64,
     /// Wall-clock times (Unix ns) of the start and the end of the case's

@@ -172,6 +172,7 @@ mod tests {
             pin: Some(crate::document::Pin::Same),
             perf: false,
             profile_ns: None,
+            loads: Vec::new(),
         }));
         let input = format!("{{\"env\":{{}}}}\n\n{run}{{\"shutdown\":{{}}}}\n{{\"env\":{{}}}}\n");
         let replies = talk(&input);
@@ -231,6 +232,7 @@ mod tests {
                 pin: None,
                 perf: false,
                 profile_ns: None,
+                loads: Vec::new(),
             }));
             let replies = talk(&run);
             let Reply::Error(message) = &replies[1] else {

@@ -42,8 +42,8 @@ pub(super) fn merge(
 }
 
 /// Appends `new`'s samples, counters, noise flags, warnings (prefixed
-/// with `label`: "round 3") and command runs (`time`'s, merged over boots)
-/// to `s`, the same case measured earlier.
+/// with `label`: "round 3"), command runs (`time`'s, merged over boots)
+/// and load runs to `s`, the same case measured earlier.
 pub(super) fn append(s: &mut Series, new: Series, label: &str) {
     series_meters::merge(s, &new);
     if let (Some(a), Some(b)) = (s.cpu_per_op, new.cpu_per_op) {
@@ -54,6 +54,7 @@ pub(super) fn append(s: &mut Series, new: Series, label: &str) {
     s.raw.extend(new.raw);
     s.rejected.extend(new.rejected);
     s.runs.extend(new.runs);
+    s.loads.extend(new.loads);
     for flag in new.noise {
         if !s.noise.contains(&flag) {
             s.noise.push(flag);

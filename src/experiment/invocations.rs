@@ -440,6 +440,7 @@ mod tests {
                     logs: false,
                     allow_unknown_boot_parameters: false,
                     profile: None,
+                    loads: Vec::new(),
                 },
                 utc_now(),
                 Vec::new(),

@@ -162,6 +162,7 @@ mod tests {
                 pin: Some(crate::document::Pin::Same),
                 perf: false,
                 profile_ns: None,
+                loads: Vec::new(),
             }),
             Request::Sh(ShRequest {
                 command: "echo 1 > /proc/sysemu".into(),

@@ -595,6 +595,7 @@ mod tests {
             logs: false,
             allow_unknown_boot_parameters: false,
             profile: None,
+            loads: Vec::new(),
         };
         let out =
             crate::experiment::run(&plan, Interrupt::none(), crate::env::capture(), &mut Silent);

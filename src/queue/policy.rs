@@ -15,7 +15,7 @@
 //! time_commands = ["make -j8", "make -j16"]
 //! kernel_jobs = false
 //! guests = false
-//! any_shell = false
+//! any_shell = false               # also what `cmd:` loads need (`--load cmd:…`)
 //! [scripts]                       # set-ups and tear-downs a plan names
 //! irq-affinity = "/etc/osbench/scripts/irq-affinity.sh"
 //! ```
@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::job::JobPlan;
+use crate::document::{LoadKind, LoadSpec};
 
 /// Where the worker reads its policy unless `--policy` says otherwise.
 pub const DEFAULT_PATH: &str = "/etc/osbench/worker-policy.toml";
@@ -101,6 +102,7 @@ pub const POLICED: &[&str] = &[
     "cwd",
     "output",
     "input",
+    "loads",
 ];
 
 pub use super::job::REFUSED;
@@ -264,6 +266,7 @@ impl Policy {
             "prepare" | "setup" | "cleanup" | "conclude" => commands(name),
             "shell" | "shell_name" if !self.time_commands.is_empty() => Ok(()),
             "configs" => values.iter().try_for_each(|v| self.config_option(v)),
+            "loads" => values.iter().try_for_each(|v| self.load_option(v)),
             "guests" if !self.guests => {
                 Err(format!("the plan runs configurations in guests ({name})"))
             }
@@ -300,6 +303,52 @@ impl Policy {
                  script of the policy's [scripts] in the plan file's [[config]] instead)"
             )),
         }
+    }
+
+    /// `--load SPEC`: osbench's own loads always; a `cmd:` load (any shell
+    /// command) only as any shell.
+    fn load_option(&self, spec: &str) -> Result<(), String> {
+        match spec.parse::<LoadSpec>() {
+            Ok(s) if s.runs_a_command() && !self.any_shell => Err(format!(
+                "the plan runs the command load `{}` given on the command line (name a script \
+                 of the policy's [scripts] in a [[config]]'s load = \"cmd:NAME\" instead)",
+                crate::text::printable(spec)
+            )),
+            _ => Ok(()), // a bad spec is the command line's to refuse
+        }
+    }
+
+    /// A `[[config]]`'s `load` (a spec or a list): `cmd:NAME` loads
+    /// resolved to the policy's script NAME, other commands only as any shell.
+    fn config_loads(&self, name: &str, load: &mut toml::Value) -> Result<(), String> {
+        let specs: Vec<&mut toml::Value> = match load {
+            toml::Value::Array(items) => items.iter_mut().collect(),
+            one => vec![one],
+        };
+        for value in specs {
+            let Some(text) = value.as_str() else { continue };
+            let Ok(spec) = text.parse::<LoadSpec>() else {
+                continue; // the experiment file's reader words the error
+            };
+            let LoadKind::Cmd { command } = &spec.kind else {
+                continue;
+            };
+            if self.any_shell {
+                continue;
+            }
+            let Some(script) = self.scripts.get(command.as_str()) else {
+                return Err(format!(
+                    "configuration '{name}' has the load `{}`, whose command is not a script of \
+                     the policy's [scripts] (plans name a script; they do not give shell)",
+                    crate::text::printable(text)
+                ));
+            };
+            let line = crate::text::shell_word(&script.to_string_lossy()).into_owned();
+            let placed = text.rsplit_once('@').filter(|_| !spec.cpus.is_empty());
+            let at = placed.map_or(String::new(), |(_, cpus)| format!("@{cpus}"));
+            *value = toml::Value::String(format!("cmd:{line}{at}"));
+        }
+        Ok(())
     }
 
     /// Whether configuration `config` may set `knob`.
@@ -354,6 +403,9 @@ impl Policy {
             return Err(format!(
                 "configuration '{name}' sets environment variables for its set-up (env)"
             ));
+        }
+        if let Some(load) = config.get_mut("load") {
+            self.config_loads(&name, load)?;
         }
         for key in ["setup", "teardown"] {
             let Some(command) = config.get(key).and_then(toml::Value::as_str) else {
@@ -506,6 +558,34 @@ mod tests {
         assert!(e(&plan("select = [\"a\"]"), &cli_setup, false).contains("configuration 'a'"));
         let guest = given(&[("guests", &["g=command:sh"])]);
         assert!(e(&plan("select = [\"a\"]"), &guest, false).contains("guests"));
+    }
+
+    #[test]
+    fn own_loads_run_freely_and_command_loads_need_a_script_or_any_shell() {
+        let p = Policy {
+            origin: "the default policy".into(),
+            ..Policy::default()
+        };
+        let select = plan("select = [\"a\"]");
+        let builtin = given(&[("loads", &["hackbench:2", "spin:1@0"])]);
+        assert!(p.admit(&select, &builtin, false).is_ok());
+        let cmd = given(&[("loads", &["cmd:make -j2"])]);
+        let why = p.admit(&select, &cmd, false).unwrap_err();
+        assert!(why.contains("command load `cmd:make -j2`"), "{why}");
+        let shell = plan("select = [\"a\"]\n[[config]]\nname = \"x\"\nload = \"cmd:id > /tmp/x\"");
+        let why = p.admit(&shell, &Given::new(), false).unwrap_err();
+        assert!(why.contains("load `cmd:id > /tmp/x`"), "{why}");
+        let scripted = policy("[scripts]\nbuild = \"/etc/osbench/build.sh\"");
+        let text =
+            "select = [\"a\"]\n[[config]]\nname = \"x\"\nload = [\"spin:1\", \"cmd:build@0-1\"]";
+        let admitted = scripted.admit(&plan(text), &Given::new(), false).unwrap();
+        let back: toml::Table = toml::from_str(admitted.experiment.as_ref().unwrap()).unwrap();
+        let load = back["config"][0]["load"].as_array().unwrap();
+        assert_eq!(load[0].as_str(), Some("spin:1"));
+        assert_eq!(load[1].as_str(), Some("cmd:/etc/osbench/build.sh@0-1"));
+        let any = policy("any_shell = true");
+        assert!(any.admit(&select, &cmd, false).is_ok());
+        assert!(any.admit(&shell, &Given::new(), false).is_ok());
     }
 
     #[test]

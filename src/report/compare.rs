@@ -50,6 +50,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
                 s.n
             );
         }
+        out.push_str(&load_lines(&letters, &row.loads));
         for (k, (l, ch)) in letters[1..].iter().zip(&row.changes).enumerate() {
             // What would decide an undecided verdict goes on a line of its own.
             let (verdict, decider) = c.verdict_and_decider(k, ch);
@@ -76,6 +77,24 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         for (case, why) in &c.not_compared {
             let _ = writeln!(out, "  {case}: {why}");
         }
+    }
+    out
+}
+
+/// Each side's background loads and their own throughput, a line a side
+/// ("     A under hackbench:2 at 1.2e6 messages/s"); none without loads.
+fn load_lines(letters: &[String], loads: &[Vec<(String, String, f64)>]) -> String {
+    let mut out = String::new();
+    for (l, side) in letters.iter().zip(loads) {
+        let each: Vec<String> = side
+            .iter()
+            .map(|(spec, unit, rate)| format!("{spec} at {} {unit}/s", super::fmt_sig(*rate)))
+            .collect();
+        let under = match each.is_empty() {
+            true => "no load".to_string(),
+            false => each.join(", "),
+        };
+        let _ = writeln!(out, "     {l} under {under}");
     }
     out
 }

@@ -524,6 +524,7 @@ pub(crate) mod tests {
                     seconds_per_replicate: None,
                 }],
                 explanations: Vec::new(),
+                loads: Vec::new(),
             }],
             missing: vec![("wakeup futex/threads".into(), vec!["before.json".into()])],
             not_compared: Vec::new(),

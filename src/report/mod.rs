@@ -24,6 +24,7 @@ pub mod jobs;
 pub mod junit;
 pub mod kcidb;
 pub mod layout;
+pub mod loads;
 pub mod markdown;
 pub mod openmetrics;
 pub mod plot;

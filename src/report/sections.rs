@@ -6,7 +6,7 @@
 //! which each renderer shows in its own way.
 
 use super::layout::Body;
-use super::{anchors, counters, results};
+use super::{anchors, counters, loads, results};
 use crate::document::Document;
 
 /// One section of a run's report.
@@ -43,6 +43,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lmbench-file-vm", "lmbench: File & VM system latencies", anchors::lmbench_file_vm),
     ("lmbench-memory", "lmbench: Memory latencies", anchors::lmbench_memory),
     ("counters", "Counters per op", counters::section),
+    ("loads", "Background loads", loads::section),
 ];
 
 /// The sections `doc` has, in order.

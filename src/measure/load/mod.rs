@@ -146,9 +146,10 @@ impl Running {
             Tasks::NotStarted(_) => 0.0,
         };
         let seconds = self.started.elapsed().as_secs_f64();
-        let stopped_unix_ns = unix_ns();
         let mut failed = self.ended_early();
         let killed = self.pgid().and_then(|g| group::terminate(g, STOP_GRACE));
+        // Once nothing of it runs: whatever it did is before this.
+        let stopped_unix_ns = unix_ns();
         let killed = killed.map(|left| {
             format!(
                 "load '{}' did not stop within {} s of SIGTERM; killed with SIGKILL ({left})",
