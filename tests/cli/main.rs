@@ -17,6 +17,7 @@ mod interrupts;
 mod kit;
 mod knobs;
 mod list_env;
+mod loads;
 mod newer;
 mod profile;
 mod quoting;

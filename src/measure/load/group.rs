@@ -120,6 +120,12 @@ pub(super) fn cpu_seconds(pgid: libc::pid_t) -> f64 {
     members(pgid).iter().map(|m| m.ticks as f64).sum::<f64>() / hz
 }
 
+/// How many members of group `pgid` are alive (not zombies).
+#[cfg(test)]
+pub(super) fn live_members(pgid: libc::pid_t) -> usize {
+    members(pgid).iter().filter(|m| !m.zombie).count()
+}
+
 /// SIGTERMs group `pgid` and waits up to `grace` for every member to end;
 /// SIGKILLs what is left then and names it (`None`: nothing was left).
 pub(super) fn terminate(pgid: libc::pid_t, grace: Duration) -> Option<String> {

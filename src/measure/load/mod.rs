@@ -229,3 +229,97 @@ impl Running {
         let _ = self.reap();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `spec` for `ms` and stops it.
+    fn run_for(spec: &str, ms: u64) -> LoadRun {
+        let loads = Loads::start(&[spec.parse().unwrap()]);
+        std::thread::sleep(Duration::from_millis(ms));
+        let mut runs = loads.stop((1, 2));
+        runs.remove(0)
+    }
+
+    /// Live processes in group `pgid`.
+    fn live(pgid: libc::pid_t) -> usize {
+        group::live_members(pgid)
+    }
+
+    #[test]
+    fn every_builtin_load_counts_what_it_does_and_leaves_nothing() {
+        for spec in ["spin:2@0", "hackbench:1", "memstream:1", "iostream"] {
+            let loads = Loads::start(&[spec.parse().unwrap()]);
+            let pgid = loads.running[0].pgid().expect("started");
+            std::thread::sleep(Duration::from_millis(300));
+            let run = loads.stop((1, 2)).remove(0);
+            assert!(run.count > 0.0, "{spec}: {run:?}");
+            assert_eq!(
+                (run.failed.as_deref(), run.killed.as_deref()),
+                (None, None),
+                "{spec}"
+            );
+            assert_eq!(run.unit, spec.parse::<LoadSpec>().unwrap().counts());
+            assert!(run.started_unix_ns < run.stopped_unix_ns);
+            assert_eq!((run.measured_from_unix_ns, run.measured_to_unix_ns), (1, 2));
+            assert_eq!(live(pgid), 0, "{spec} left processes");
+        }
+    }
+
+    #[test]
+    fn a_command_load_counts_its_cpu_time() {
+        let run = run_for("cmd:while :; do :; done", 400);
+        assert!(run.count > 0.0 && run.unit == "cpu-s", "{run:?}");
+        assert!(run.failed.is_none() && run.killed.is_none(), "{run:?}");
+    }
+
+    #[test]
+    fn a_load_that_ends_early_or_never_starts_is_reported() {
+        let early = run_for("cmd:exit 3", 200);
+        let why = early.failed.expect("an early exit is reported");
+        assert!(
+            why.contains("exited before") && why.contains("exit status 3"),
+            "{why}"
+        );
+        let missing = run_for("cmd:no-such-command-osbench", 200);
+        assert!(missing.failed.unwrap().contains("did not find the command"));
+        let nowhere = run_for("iostream:/nonexistent/osbench", 50);
+        let why = nowhere
+            .failed
+            .expect("a load that cannot start is reported");
+        assert!(
+            why.contains("could not be started") && why.contains("iostream:DIR"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_load_that_ignores_sigterm_is_killed_and_named_after_the_grace() {
+        let loads = Loads::start(&["cmd:trap '' TERM; while :; do sleep 0.01; done"
+            .parse()
+            .unwrap()]);
+        let pgid = loads.running[0].pgid().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let asked = Instant::now();
+        let run = loads.stop((1, 2)).remove(0);
+        let took = asked.elapsed();
+        let killed = run.killed.expect("a load that ignores SIGTERM is killed");
+        assert!(
+            killed.contains("SIGKILL") && killed.contains("cmd:trap"),
+            "{killed}"
+        );
+        // The grace, not a timing: it waited for it, and not for ever.
+        assert!(took >= STOP_GRACE && took < 10 * STOP_GRACE, "{took:?}");
+        assert_eq!(live(pgid), 0);
+    }
+
+    #[test]
+    fn dropped_loads_are_killed_and_reaped() {
+        let loads = Loads::start(&["spin:1".parse().unwrap(), "cmd:sleep 30".parse().unwrap()]);
+        let groups: Vec<_> = loads.running.iter().filter_map(Running::pgid).collect();
+        assert_eq!(groups.len(), 2);
+        drop(loads);
+        assert!(groups.iter().all(|&g| live(g) == 0));
+    }
+}
