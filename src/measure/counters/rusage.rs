@@ -81,6 +81,10 @@ pub(super) fn live_children() -> Usage {
             continue;
         };
         for pid in list.split_whitespace() {
+            // A background load's task is not the case's.
+            if pid.parse().is_ok_and(crate::measure::load::is_load_task) {
+                continue;
+            }
             // A child may exit between listing and reading: it is then counted when reaped.
             let Some(stat) = sys.proc_stat(pid) else {
                 continue;

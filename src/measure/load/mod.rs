@@ -20,7 +20,8 @@
 //! [`STOP_GRACE`] to end; what is left is SIGKILLed and named in the run's
 //! warnings. A load that could not start, or whose tasks ended before the
 //! stop, is reported ([`LoadRun::failed`]) so that the case is flagged
-//! `load-failed` rather than silently measured unloaded. Left out: loads
+//! `load-failed` rather than silently measured unloaded. A case's rusage
+//! counters leave the loads' tasks out ([`is_load_task`]). Left out: loads
 //! inside guests are started by the guest's osbench (the run request
 //! carries them), not here; the placement of a load's tasks is a CPU mask
 //! (`@CPUS`), not one CPU per task.
@@ -28,6 +29,7 @@
 mod builtin;
 mod group;
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use crate::document::{LoadKind, LoadRun, LoadSpec};
@@ -39,6 +41,25 @@ pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// How long osbench waits for a builtin load's tasks to say they run.
 const READY_WAIT: Duration = Duration::from_secs(2);
+
+/// The pids of the loads' tasks that are osbench's own children: a case's
+/// rusage counters leave them out ([`is_load_task`]).
+static LOAD_TASKS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+/// Whether `pid` is a task of a running load (not of the case beside it).
+pub fn is_load_task(pid: libc::pid_t) -> bool {
+    LOAD_TASKS.lock().is_ok_and(|t| t.contains(&pid))
+}
+
+/// Lists (`true`) or unlists `pids` as load tasks.
+fn list_load_tasks(pids: &[libc::pid_t], listed: bool) {
+    if let Ok(mut tasks) = LOAD_TASKS.lock() {
+        tasks.retain(|p| !pids.contains(p));
+        if listed {
+            tasks.extend_from_slice(pids);
+        }
+    }
+}
 
 /// Now, in ns since the Unix epoch (the clock the document's load windows use).
 pub fn unix_ns() -> u64 {
@@ -122,11 +143,22 @@ impl Running {
         if let Tasks::Builtin { counters, .. } = &tasks {
             counters.await_ready(READY_WAIT);
         }
-        Self {
+        let running = Self {
             spec: spec.clone(),
             tasks,
             started,
             started_unix_ns,
+        };
+        list_load_tasks(&running.children(), true);
+        running
+    }
+
+    /// Its tasks that are osbench's children.
+    fn children(&self) -> Vec<libc::pid_t> {
+        match &self.tasks {
+            Tasks::Builtin { supervisor, .. } => supervisor.children().to_vec(),
+            Tasks::Command { leader } => vec![*leader],
+            Tasks::NotStarted(_) => Vec::new(),
         }
     }
 
@@ -208,6 +240,7 @@ impl Running {
     /// Reaps what is left (all of it ended or killed); a command's exit status in words.
     fn reap(&mut self) -> Option<String> {
         let group = self.pgid();
+        list_load_tasks(&self.children(), false);
         if let Some(g) = group {
             warden::release(g);
         }
@@ -252,8 +285,15 @@ mod tests {
         for spec in ["spin:2@0", "hackbench:1", "memstream:1", "iostream"] {
             let loads = Loads::start(&[spec.parse().unwrap()]);
             let pgid = loads.running[0].pgid().expect("started");
+            // Its tasks are not the case's: rusage leaves them out.
+            let tasks = loads.running[0].children();
+            assert!(!tasks.is_empty() && tasks.iter().all(|&p| is_load_task(p)));
             std::thread::sleep(Duration::from_millis(300));
             let run = loads.stop((1, 2)).remove(0);
+            assert!(
+                !tasks.iter().any(|&p| is_load_task(p)),
+                "{spec}: still listed"
+            );
             assert!(run.count > 0.0, "{spec}: {run:?}");
             assert_eq!(
                 (run.failed.as_deref(), run.killed.as_deref()),
