@@ -89,6 +89,17 @@
 #                        vs `perf bench uprobe all`'s empty "usecs/op to baseline" (an empty BPF program on
 #                        libc's usleep; perf built with BPF skeletons) (µs); root, tracefs mounted
 #   sandbox              seccomp:100, seccomp:1000, seccomp-notify and uprobe
+#   cyclictest-load[:G], cyclictest-load-p99[:G]   latency under load (issue 42): timer (1000 µs,
+#                        2000 wake-ups) --load hackbench:G vs `cyclictest -t1 -i 1000 -l 2000 -q
+#                        --laptop` with `hackbench -g G` (rt-tests; G default 2) running beside it,
+#                        started 1 s before and killed after; the mean wake-up latency (cyclictest's
+#                        Avg), or the p99 (cyclictest's -h histogram, 1-µs buckets; osbench's HDR) (µs).
+#                        Method differences: osbench's load is its own endless hackbench-shaped
+#                        messaging (20 senders and receivers a group, 100-byte messages, no loops),
+#                        started before the case's set-up, stopped after its tear-down; --laptop keeps
+#                        cyclictest from holding /dev/cpu_dma_latency at 0, as osbench's timer does
+#                        unless dma_latency=0; both threads SCHED_OTHER with the default timer slack
+#   cyclictest           cyclictest-load and cyclictest-load-p99
 #
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
@@ -110,7 +121,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,88p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,102p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -153,6 +164,7 @@ lebench_checks=(lebench-select:10 lebench-poll:10 lebench-epoll:10
 futex_checks=(futex-hash futex-lock-pi futex-wake futex-wake-parallel futex-requeue)
 uring_checks=(fio-uring:1 fio-uring:32 fio-psync)
 sandbox_checks=(seccomp:100 seccomp:1000 seccomp-notify uprobe)
+cyclictest_checks=(cyclictest-load cyclictest-load-p99)
 checks=()
 for c in "$@"; do
     case $c in
@@ -166,6 +178,7 @@ for c in "$@"; do
     futex) checks+=("${futex_checks[@]}") ;;
     uring) checks+=("${uring_checks[@]}") ;;
     sandbox) checks+=("${sandbox_checks[@]}") ;;
+    cyclictest) checks+=("${cyclictest_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -189,6 +202,35 @@ quiet() {
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
 # The mean of a latency distribution's row (bench case min p50 p90 p99 p99.9 max mean).
 mean_of() { awk -v b="$1" '$1 == b { print $9; exit }'; }
+# The p99 of that row.
+p99_of() { awk -v b="$1" '$1 == b { print $6; exit }'; }
+
+# cyclictest ARGS… with `hackbench -g G` running beside it (in a session of
+# its own, started 1 s before, killed with its whole group after); prints
+# cyclictest's output.
+cyclictest_under_hackbench() {
+    local groups=$1 hb
+    shift
+    setsid hackbench -g "$groups" -l 1000000000 >/dev/null 2>&1 &
+    hb=$!
+    sleep 1
+    cyclictest "$@" || true
+    kill -TERM -- "-$hb" 2>/dev/null || true
+    wait "$hb" 2>/dev/null || true
+}
+# cyclictest's Avg (µs) of its one thread: the -q summary line "T: 0 … Avg: N …",
+# or, with -h, its "# Avg Latencies: N" line.
+cyclictest_avg() {
+    awk '/^# Avg Latencies:/ { v = $4 + 0; next } { for (i = 1; i < NF; i++) if ($i == "Avg:") v = $(i + 1) }
+         END { print v }'
+}
+# The p99 (µs) of cyclictest's -h histogram ("LATENCY COUNT" lines; the overflows count above).
+cyclictest_p99() {
+    awk '/^[0-9]+[ \t]+[0-9]+[ \t]*$/ { n[$1 + 0] += $2; total += $2; if ($1 + 0 > top) top = $1 + 0 }
+         /Histogram Overflows:/ { total += $NF }
+         END { for (l = 0; l <= top; l++) { s += n[l]; if (s >= 0.99 * total) { print l; exit } }
+               print "overflow" }'
+}
 
 # An lmbench binary, or exit naming where it was looked for.
 lmbench() {
@@ -540,7 +582,23 @@ define() {
                 "${engine[@]}" --time_based --runtime=5 --output-format=terse |
                 awk -F';' '{ printf "%.4g\n", $8 * 4096 / 1e6 }'
         } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
+    cyclictest-load | cyclictest-load:* | cyclictest-load-p99 | cyclictest-load-p99:*)
+        need hackbench rt-tests
+        need cyclictest rt-tests
+        g=2
+        [[ $1 == *:* ]] && g=${1##*:}
+        ours=("$bin" run timer -q --no-store --load "hackbench:$g")
+        bench=timer unit=µs scale=1
+        if [[ $1 == cyclictest-load-p99* ]]; then
+            figure=p99_of
+            anchor_name="cyclictest -t1 -i 1000 -l 2000 -q --laptop -h 10000 beside hackbench -g $g (p99)"
+            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l 2000 -q --laptop -h 10000 | cyclictest_p99; }
+        else
+            figure=mean_of
+            anchor_name="cyclictest -t1 -i 1000 -l 2000 -q --laptop beside hackbench -g $g (Avg)"
+            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l 2000 -q --laptop | cyclictest_avg; }
+        fi ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
 }
 
