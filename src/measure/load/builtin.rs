@@ -144,31 +144,40 @@ pub(super) fn start(spec: &LoadSpec) -> Result<Started, String> {
             })
             .map_err(|e| e.to_string())
         };
-    let counters = match &spec.kind {
+    let counters = fork_all(&spec.kind, &mut sup, &forked)?;
+    if let Some(pgid) = sup.pgid() {
+        warden::guard(pgid);
+    }
+    Ok((sup, counters))
+}
+
+/// Forks every task of a builtin load of `kind` with `forked`; their counters.
+fn fork_all(kind: &LoadKind, sup: &mut Supervisor, forked: &Fork) -> Result<Counters, String> {
+    let counters = match kind {
         LoadKind::Hackbench { groups } => {
             let counters = Counters::new(groups * FDS * 2)?;
             for g in 0..*groups {
-                hackbench_group(&mut sup, &counters, g, &forked)?;
+                hackbench_group(sup, &counters, g, forked)?;
             }
             counters
         }
         LoadKind::Spin { tasks } => {
             let counters = Counters::new(*tasks)?;
             for i in 0..*tasks {
-                forked(&mut sup, &counters, i, &[], Body::Spin)?;
+                forked(sup, &counters, i, &[], Body::Spin)?;
             }
             counters
         }
         LoadKind::MemStream { mib } => {
             let counters = Counters::new(1)?;
-            forked(&mut sup, &counters, 0, &[], Body::Mem(mib << 20))?;
+            forked(sup, &counters, 0, &[], Body::Mem(mib << 20))?;
             counters
         }
         LoadKind::IoStream { dir } => {
             let counters = Counters::new(1)?;
             let file = scratch_file(dir.as_deref())?;
             forked(
-                &mut sup,
+                sup,
                 &counters,
                 0,
                 &[file.as_raw_fd()],
@@ -178,10 +187,7 @@ pub(super) fn start(spec: &LoadSpec) -> Result<Started, String> {
         }
         LoadKind::Cmd { .. } => return Err("a command is not a builtin load".into()),
     };
-    if let Some(pgid) = sup.pgid() {
-        warden::guard(pgid);
-    }
-    Ok((sup, counters))
+    Ok(counters)
 }
 
 type Fork<'a> =

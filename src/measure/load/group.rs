@@ -137,7 +137,7 @@ pub(super) fn terminate(pgid: libc::pid_t, grace: Duration) -> Option<String> {
             return None;
         }
         if Instant::now() >= deadline {
-            kill_group(pgid, libc::SIGKILL);
+            kill(pgid);
             let named: Vec<String> = live
                 .iter()
                 .take(5)
@@ -152,6 +152,16 @@ pub(super) fn terminate(pgid: libc::pid_t, grace: Duration) -> Option<String> {
             return Some(format!("{}{more}", named.join(", ")));
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// SIGKILLs group `pgid` and waits (up to a second) until none of it runs:
+/// a killed process may still be on its way out when kill(2) returns.
+pub(super) fn kill(pgid: libc::pid_t) {
+    kill_group(pgid, libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline && members(pgid).iter().any(|m| !m.zombie) {
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -257,7 +257,7 @@ impl Running {
     /// Kills and reaps the load at once (an unstopped load being dropped).
     fn kill(&mut self) {
         if let Some(g) = self.pgid() {
-            crate::measure::spawn::kill_group(g, libc::SIGKILL);
+            group::kill(g);
         }
         let _ = self.reap();
     }
