@@ -245,6 +245,27 @@ impl Drop for Supervisor {
     }
 }
 
+/// A readable, writable anonymous mapping of `bytes` (> 0), private or shared;
+/// zero-filled by the kernel. A plain system call, usable in a forked child.
+pub fn map_anonymous(bytes: usize, sharing: libc::c_int) -> io::Result<*mut libc::c_void> {
+    // SAFETY: an anonymous mapping with no address hint; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            sharing | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p)
+    }
+}
+
 /// Waits for our child `pid` to end (blocking, retried when a signal interrupts).
 pub fn wait_child(pid: libc::pid_t) -> Result<Exit> {
     waitpid(pid, 0, false).map(|e| e.expect("a blocking wait always returns an exit"))

@@ -11,8 +11,12 @@ fn bad_input_exits_2_with_one_line_and_no_file() {
         "unknown benchmark 'nosuch'; valid benchmarks: {}",
         families.join(", ")
     );
-    let cases: [(&[&str], &str); 20] = [
+    let cases: [(&[&str], &str); 21] = [
         (&["run", "nosuch", "--json", "x.json"], &unknown),
+        (
+            &["run", "spin", "--load", "stress:2"],
+            "not a kind of load; the kinds are hackbench:GROUPS, spin:TASKS",
+        ),
         (
             &["run", "syscall:case=bogus", "--json", "x.json"],
             "allowed: null, read, write, stat, fstat, open",

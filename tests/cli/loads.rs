@@ -154,17 +154,6 @@ fn a_load_that_ignores_sigterm_is_killed_and_named() {
     assert!(doc.series[0].loads[0].killed.is_some());
 }
 
-#[test]
-fn unknown_loads_are_refused_with_the_kinds() {
-    let out = osbench(shared_store())
-        .args(["run", "spin", "--load", "stress:2"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not a kind of load") && stderr.contains("hackbench:GROUPS"));
-}
-
 /// Starts a long run with `loads` (each `--load`'s value), waits until the
 /// loads run, signals osbench with `signal` and says what was left running
 /// after up to 3 s: helpers named osbench-* and processes whose command

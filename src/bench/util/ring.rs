@@ -70,26 +70,8 @@ impl WorkingSet {
     }
 }
 
-/// A readable, writable anonymous mapping of `bytes` (> 0), private or shared;
-/// zero-filled by the kernel. A plain system call, usable in a forked child.
-pub(crate) fn map_anonymous(bytes: usize, sharing: libc::c_int) -> io::Result<*mut libc::c_void> {
-    // SAFETY: an anonymous mapping with no address hint; the result is checked.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            sharing | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(p)
-    }
-}
+/// Where the shared mappings of helpers come from (also the loads').
+pub(crate) use crate::measure::supervise::map_anonymous;
 
 impl WorkingSet {
     /// The memory as bytes (empty for a zero-sized set).

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::group::{cpu_set, set_affinity};
 use crate::document::{LoadKind, LoadSpec};
-use crate::measure::supervise::Supervisor;
+use crate::measure::supervise::{Supervisor, map_anonymous};
 use crate::measure::warden;
 
 /// Receivers (and senders) per hackbench group, as hackbench's default.
@@ -56,25 +56,10 @@ impl Counters {
     fn new(tasks: usize) -> Result<Self, String> {
         let slots = tasks + 1;
         let bytes = slots * std::mem::size_of::<AtomicU64>();
-        // SAFETY: a fresh anonymous shared mapping; no existing memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping its counters: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+        let base = map(bytes, libc::MAP_SHARED)
+            .ok_or_else(|| format!("mapping its counters: {}", std::io::Error::last_os_error()))?;
         Ok(Self {
-            base: p.cast(),
+            base: base.cast(),
             slots,
         })
     }
@@ -291,24 +276,15 @@ fn spin(count: &AtomicU64) -> i32 {
     }
 }
 
-/// A fresh private mapping of `bytes` (a child's buffer: no allocator).
-fn map_private(bytes: usize) -> Option<*mut u8> {
-    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    (p != libc::MAP_FAILED).then_some(p.cast::<u8>())
+/// A fresh anonymous mapping of `bytes`, zeroed, `sharing` MAP_SHARED or
+/// MAP_PRIVATE (a child's buffer: no allocator).
+fn map(bytes: usize, sharing: libc::c_int) -> Option<*mut u8> {
+    map_anonymous(bytes, sharing).ok().map(|p| p.cast())
 }
 
 fn mem(bytes: usize, count: &AtomicU64) -> i32 {
-    let (Some(src), Some(dst)) = (map_private(bytes), map_private(bytes)) else {
+    let (Some(src), Some(dst)) = (map(bytes, libc::MAP_PRIVATE), map(bytes, libc::MAP_PRIVATE))
+    else {
         return 3;
     };
     // SAFETY: both mappings are `bytes` long, writable and disjoint.
@@ -321,7 +297,7 @@ fn mem(bytes: usize, count: &AtomicU64) -> i32 {
 }
 
 fn io(fd: RawFd, count: &AtomicU64) -> i32 {
-    let Some(block) = map_private(IO_BLOCK) else {
+    let Some(block) = map(IO_BLOCK, libc::MAP_PRIVATE) else {
         return 3;
     };
     loop {
