@@ -375,6 +375,22 @@ mod tests {
     }
 
     #[test]
+    fn reads_a_load_or_a_list_of_loads_and_refuses_unknown_kinds() {
+        let text = "[[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\nload = \"spin:2@1\"\n\
+                    [[config]]\nname = \"c\"\nload = [\"hackbench:1\", \"cmd:make -j2@0-1\"]\n";
+        let (_, configs) = parse(text).unwrap();
+        assert!(configs[0].loads.is_empty());
+        let texts = |c: &Config| c.loads.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        assert_eq!(texts(&configs[1]), ["spin:2@1"]);
+        assert_eq!(texts(&configs[2]), ["hackbench:1", "cmd:make -j2@0-1"]);
+        let e = parse("[[config]]\nname = \"a\"\nload = \"stress:2\"\n").unwrap_err();
+        assert!(
+            e.contains("configuration 'a'") && e.contains("not a kind of load"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn rejects_unknown_keys_and_bad_parameters() {
         assert!(
             parse("[[config]]\nname = \"a\"\nsetpu = \"x\"\n")

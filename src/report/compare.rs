@@ -85,18 +85,40 @@ pub fn render(c: &Comparison, colour: bool) -> String {
 /// ("     A under hackbench:2 at 1.2e6 messages/s"); none without loads.
 fn load_lines(letters: &[String], loads: &[Vec<(String, String, f64)>]) -> String {
     let mut out = String::new();
-    for (l, side) in letters.iter().zip(loads) {
-        let each: Vec<String> = side
-            .iter()
-            .map(|(spec, unit, rate)| format!("{spec} at {} {unit}/s", super::fmt_sig(*rate)))
-            .collect();
-        let under = match each.is_empty() {
-            true => "no load".to_string(),
-            false => each.join(", "),
-        };
-        let _ = writeln!(out, "     {l} under {under}");
+    for words in load_words(letters, loads) {
+        let _ = writeln!(out, "     {words}");
     }
     out
+}
+
+/// Each side's loads in words ("B under spin:1 at 4.9e7 iterations/s",
+/// "A under no load"); empty when no side of the case ran one.
+pub(super) fn load_words(letters: &[String], loads: &[Vec<(String, String, f64)>]) -> Vec<String> {
+    letters
+        .iter()
+        .zip(loads)
+        .map(|(l, side)| {
+            let each: Vec<String> = side
+                .iter()
+                .map(|(spec, unit, rate)| format!("{spec} at {} {unit}/s", super::fmt_sig(*rate)))
+                .collect();
+            match each.is_empty() {
+                true => format!("{l} under no load"),
+                false => format!("{l} under {}", each.join(", ")),
+            }
+        })
+        .collect()
+}
+
+/// Per case whose sides ran beside background loads: the case and what
+/// each side ran under ([`load_words`]), for the HTML and Markdown renderings.
+pub(super) fn load_findings(c: &Comparison) -> Vec<(String, Vec<String>)> {
+    let letters: Vec<String> = (0..c.labels.len()).map(letter).collect();
+    c.rows
+        .iter()
+        .filter(|row| !row.loads.is_empty())
+        .map(|row| (row.key.to_string(), load_words(&letters, &row.loads)))
+        .collect()
 }
 
 /// The conditions', drift sentinels' and kernel log's findings, a line each

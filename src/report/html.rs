@@ -521,6 +521,7 @@ fn comparison_section(out: &mut String, c: &Comparison, docs: &[(String, Documen
         escape(&super::compare::method_line(c))
     );
     findings_html(out, c);
+    loads_html(out, c);
     env_diff_html(out, c, &letters);
     missing_html(out, c);
     let (bars, x_desc) = plot::comparison_bars(c);
@@ -534,6 +535,24 @@ fn comparison_section(out: &mut String, c: &Comparison, docs: &[(String, Documen
     profiles::comparison(out, c, docs);
     out.push_str("</section>\n");
     Ok(())
+}
+
+/// What each side of each case ran beside (background loads), where any did.
+fn loads_html(out: &mut String, c: &Comparison) {
+    let found = super::compare::load_findings(c);
+    if found.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Background loads</h3>\n<ul>\n");
+    for (case, words) in found {
+        let _ = writeln!(
+            out,
+            "<li>{}: {}</li>",
+            escape(&case),
+            escape(&words.join("; "))
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 /// The sides' differing conditions (other processes busy on one), what the

@@ -54,3 +54,45 @@ pub fn section(doc: &Document) -> Option<Body> {
         }),
     ]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::LoadRun;
+
+    fn run(spec: &str, count: f64, failed: bool) -> LoadRun {
+        LoadRun {
+            spec: spec.into(),
+            unit: "messages".into(),
+            count,
+            seconds: 2.0,
+            started_unix_ns: 1,
+            stopped_unix_ns: 4,
+            measured_from_unix_ns: 2,
+            measured_to_unix_ns: 3,
+            failed: failed.then(|| "it exited".into()),
+            killed: None,
+        }
+    }
+
+    #[test]
+    fn each_load_of_each_case_gets_its_rate_over_the_rounds_and_its_problems() {
+        let (_, mut doc) = crate::store::fixture();
+        assert!(section(&doc).is_none(), "no load, no section");
+        doc.series[0].loads = vec![
+            run("hackbench:2", 10.0, false),
+            run("hackbench:2", 30.0, true),
+        ];
+        let Some(Body::Blocks(blocks)) = section(&doc) else {
+            panic!("a section of blocks");
+        };
+        let Block::Table(t) = &blocks[1] else {
+            panic!("a table after the caption");
+        };
+        assert_eq!(t.rows.len(), 1);
+        let row = &t.rows[0];
+        assert_eq!((row[2].as_str(), row[3].as_str()), ("hackbench:2", "10.00"));
+        assert_eq!((row[4].as_str(), row[5].as_str()), ("messages/s", "2"));
+        assert_eq!(row[6], "1 not throughout");
+    }
+}

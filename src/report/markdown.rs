@@ -235,6 +235,13 @@ pub fn comparison(c: &Comparison) -> String {
             }
         }
     }
+    let loads = super::compare::load_findings(c);
+    if !loads.is_empty() {
+        out.push_str("\nBackground loads:\n\n");
+        for (case, words) in loads {
+            let _ = writeln!(out, "- {}: {}", escape(&case), escape(&words.join("; ")));
+        }
+    }
     if !c.missing.is_empty() {
         out.push_str("\nNot in every document (not compared):\n\n");
         for (case, lacking) in &c.missing {
