@@ -115,6 +115,34 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
 }
 
 #[test]
+fn a_guest_runs_the_load_itself_and_an_agent_that_drops_it_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("g.json");
+    let guest = "g=command:exec {osbench} agent";
+    let out = run_guest_with("spin:work=100", guest, &json, "60", &["--load", "spin:1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    for s in &doc.series {
+        assert_eq!(s.loads.len(), 2, "{}: a load run per round", s.key.config);
+        assert!(s.loads.iter().all(|r| r.spec == "spin:1" && r.count > 0.0));
+        assert!(!s.noise.contains(&osbench::document::NoiseFlag::LoadFailed));
+    }
+    // An agent that never sees the request's loads (an older osbench) runs none.
+    let dropped = r#"sed -u 's/,"loads":\[[^]]*\]//' | {osbench} agent"#;
+    let guest = format!("g=command:{dropped}");
+    let out = run_guest_with("spin:work=100", &guest, &json, "60", &["--load", "spin:1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = read_document(&json).unwrap();
+    let g = doc.series.iter().find(|s| s.key.config == "g").unwrap();
+    assert!(g.loads.is_empty() && g.noise.contains(&osbench::document::NoiseFlag::LoadFailed));
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("the guest's osbench ran no load"))
+    );
+}
+
+#[test]
 fn no_logs_asks_a_guest_for_none() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("g.json");
