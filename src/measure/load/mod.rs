@@ -7,7 +7,7 @@
 //!
 //! Each load runs in a process group of its own, listed with the
 //! [`super::warden`] (which SIGKILLs it if osbench dies, even by SIGKILL).
-//! osbench's own loads ([`builtin`]) are forked children of osbench (named
+//! osbench's own loads (`builtin`) are forked children of osbench (named
 //! `osbench-load`, also killed by the kernel when their parent dies:
 //! `PR_SET_PDEATHSIG`) that count their operations in shared memory; a
 //! `cmd:` load is `sh -c COMMAND`, its stdout and stderr discarded, whose
@@ -29,6 +29,7 @@
 mod builtin;
 mod group;
 
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -44,7 +45,9 @@ const READY_WAIT: Duration = Duration::from_secs(2);
 
 /// The pids of the loads' tasks that are osbench's own children: a case's
 /// rusage counters leave them out ([`is_load_task`]).
-static LOAD_TASKS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+/// A set: rusage asks for each of osbench's children at every sample, and a
+/// `hackbench:64` load is 2,560 of them.
+static LOAD_TASKS: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
 
 /// Whether `pid` is a task of a running load (not of the case beside it).
 pub fn is_load_task(pid: libc::pid_t) -> bool {
@@ -54,9 +57,11 @@ pub fn is_load_task(pid: libc::pid_t) -> bool {
 /// Lists (`true`) or unlists `pids` as load tasks.
 fn list_load_tasks(pids: &[libc::pid_t], listed: bool) {
     if let Ok(mut tasks) = LOAD_TASKS.lock() {
-        tasks.retain(|p| !pids.contains(p));
-        if listed {
-            tasks.extend_from_slice(pids);
+        for pid in pids {
+            match listed {
+                true => tasks.insert(*pid),
+                false => tasks.remove(pid),
+            };
         }
     }
 }
