@@ -74,7 +74,7 @@ pub struct RunArgs {
     #[arg(long = "guest", value_name = "NAME=GUEST")]
     guests: Vec<String>,
     /// Configurations (and selectors) from a TOML experiment file: name, setup, teardown,
-    /// env, params ("bench.key" = value), pin, knobs (set, sysctl, sched_feature, thp…);
+    /// env, params ("bench.key" = value), pin, load, knobs (set, sysctl, sched_feature, thp…);
     /// see docs/guide/configurations-and-guests.md
     #[arg(long, value_name = "FILE", conflicts_with_all = ["configs", "teardowns", "guests"])]
     experiment: Option<PathBuf>,

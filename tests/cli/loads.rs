@@ -227,3 +227,18 @@ fn ctrl_c_or_sigkill_with_loads_running_leaves_nothing() {
         assert!(commands.is_empty(), "signal {signal} left {commands:?}");
     }
 }
+
+#[test]
+fn a_load_beyond_the_descriptor_limit_is_named_and_the_case_marked() {
+    let _serial = helper_lock();
+    let args =
+        "run spin:work=100 --samples 3 --sample-time 1 --warmup 0 --no-perf --load hackbench:1";
+    let (status, stderr, stdout) = under_ulimit("bash", "-n 40", args);
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("load 'hackbench:1' could not be started") && stderr.contains("ulimit -n"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("load-failed"), "{stdout}");
+    assert!(helper_processes().is_empty(), "{:?}", helper_processes());
+}
