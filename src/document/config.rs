@@ -45,6 +45,9 @@ pub struct Config {
     /// spec is `guest`. Absent: a guest of its own, if any.
     #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
     pub in_guest: Option<String>,
+    /// Audit rules and probes installed while its blocks run (here, not in guests).
+    #[serde(default, skip_serializing_if = "super::Observers::is_none")]
+    pub observers: super::Observers,
 }
 
 /// Another system that runs a configuration's cases.

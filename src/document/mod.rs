@@ -22,6 +22,7 @@ mod invocation;
 mod knob;
 pub mod meta;
 pub mod number;
+mod observers;
 mod pin;
 pub mod profile;
 mod sample;
@@ -39,6 +40,7 @@ pub use knob::{
     Knob, KnobRecord, KnobSetting, SCHED_FEATURES_PATH, SYSCTL_ROOT, TYPED_KNOBS, TypedKnob,
     knob_names,
 };
+pub use observers::{Observers, ProbeSpec};
 pub use pin::Pin;
 pub use profile::{Profile, ProfileOutcome, ProfilePass};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};
