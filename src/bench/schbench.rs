@@ -22,7 +22,8 @@
 //! re-taken if the thread migrated), then `operations` naive multiplications
 //! of two square matrices of u64 sized so that three of them fill
 //! `footprint_kb` (schbench's `do_some_math`). Times are whole microseconds
-//! of CLOCK_MONOTONIC (schbench reads gettimeofday), zero ones not recorded,
+//! of CLOCK_MONOTONIC (schbench reads gettimeofday), zero ones not recorded
+//! (nor a worker's last wake-up, by the stop, which carries no stamp),
 //! into schbench's histogram (exact below 512 µs, then 256 buckets per power
 //! of two, a bucket read as its middle); a percentile is the first bucket at
 //! which the running count reaches p % of the events, as schbench computes it.
@@ -512,10 +513,10 @@ pub fn search(
 /// The warning of a target no rate met.
 pub fn unmet_warning(target_us: u64, found: &Found) -> String {
     format!(
-        "auto_p99: no request rate met request p99 ≤ {target_us} µs while keeping up (≥ 90 % of \
-         the rate served; {} rates tried from {} to {} requests/s); the best was {} requests/s \
-         with request p99 {:.0} µs ({:.0} requests/s served), and these samples ran at it — \
-         raise auto_p99 or lighten the work (operations, sleep_us)",
+        "auto_p99: no request rate met request p99 ≤ {target_us} µs while keeping up (serving \
+         ≥ 90 % of it) among the {} rates tried, {} to {} requests/s. The best was {} \
+         requests/s with request p99 {:.0} µs ({:.0} requests/s served), and these samples ran \
+         at it: raise auto_p99 or lighten the work (operations, sleep_us)",
         found.tried.len(),
         found.tried.iter().map(|t| t.0).min().unwrap_or(0),
         found.tried.iter().map(|t| t.0).max().unwrap_or(0),
@@ -586,6 +587,8 @@ struct MessageSlot {
 struct Shared {
     go: AtomicU32,
     stop: AtomicU32,
+    /// When the run ends (ns, CLOCK_MONOTONIC): no rate burst starts after it.
+    deadline_ns: AtomicU64,
     workers_per: usize,
     /// Requests per second per message thread (0: no rate).
     rate: u64,
@@ -665,6 +668,11 @@ fn rate_loop(s: &Shared, msg: usize) {
     let mut turn = 0usize;
     while !s.stopping() {
         let second = monotonic_ns();
+        if second >= s.deadline_ns.load(Ordering::SeqCst) {
+            // The run is over: no burst that its stop would cut short.
+            let _ = futex::wait(&s.stop, 0, true, Some(Duration::from_millis(100)));
+            continue;
+        }
         for _ in 0..s.rate {
             if s.stopping() {
                 break;
@@ -715,12 +723,19 @@ fn worker_loop(s: &Shared, msg: usize, i: usize) {
             if !s.stopping() {
                 wait(&me.futex, &s.stop);
             }
-            wakeup.add(now_us().saturating_sub(me.wake_us.load(Ordering::SeqCst)));
+            // A wake-up by the stop is not stamped (schbench records it, which
+            // its 30 s runs hide but a 1 s run at a low rate would not).
+            if !s.stopping() {
+                wakeup.add(now_us().saturating_sub(me.wake_us.load(Ordering::SeqCst)));
+            }
             if s.rate > 0 {
                 continue;
             }
         }
         for _ in 0..serve {
+            if s.stopping() {
+                break;
+            }
             let start = now_us();
             if s.sleep_us > 0 {
                 std::thread::sleep(Duration::from_micros(s.sleep_us));
@@ -858,6 +873,7 @@ impl Shape {
         let shared = Arc::new(Shared {
             go: AtomicU32::new(0),
             stop: AtomicU32::new(0),
+            deadline_ns: AtomicU64::new(u64::MAX),
             workers_per: self.workers,
             rate: rate / self.messages as u64,
             operations: self.operations,
@@ -915,9 +931,10 @@ impl Shape {
     fn finish(&self, mut run: Run) -> Result<RunStats> {
         let s = Arc::clone(&run.shared);
         let started = monotonic_ns();
+        let end = started + self.runtime.as_nanos() as u64;
+        s.deadline_ns.store(end, Ordering::SeqCst);
         s.go.store(1, Ordering::SeqCst);
         wake_every(&s.go);
-        let end = started + self.runtime.as_nanos() as u64;
         let mut interrupted = false;
         while monotonic_ns() < end {
             if interrupt::requested() {
@@ -1021,7 +1038,17 @@ impl Workload for Schbench {
             Some(run) => run,
             None => self.shape.start(self.rate)?,
         };
-        self.last = Some(self.shape.finish(run)?);
+        let stats = self.shape.finish(run)?;
+        // A run without the statistic gives no sample (never a zero).
+        stats.value_ns(self.stat).map_err(|why| Error::Bench {
+            bench: "schbench".into(),
+            case: self.stat.into(),
+            message: format!(
+                "{why}; at a low rps the workers are woken once per burst of requests: take \
+                 stat=request-… or rps, or a longer runtime"
+            ),
+        })?;
+        self.last = Some(stats);
         Ok(())
     }
 
@@ -1031,14 +1058,10 @@ impl Workload for Schbench {
         if self.rate > 0 {
             counters.push(("rps_offered", self.rate as f64));
         }
-        let (value_ns, warning) = match stats.value_ns(self.stat) {
-            Ok(v) => (v, self.warning.clone()),
-            Err(why) => (0, Some(format!("{}: {why}", self.stat))),
-        };
         Some(RunReport {
-            value_ns,
+            value_ns: stats.value_ns(self.stat).ok()?,
             counters,
-            warning,
+            warning: self.warning.clone(),
         })
     }
 
