@@ -122,3 +122,21 @@ fn schbench_refuses_a_rate_below_one_per_message_thread() {
         "{err}"
     );
 }
+
+#[test]
+fn interrupted_schbench_stops_inside_a_run_and_keeps_the_runs_done() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("i.json");
+    // 1 s runs: the signal at 2.5 s lands inside the third.
+    let args = format!("run schbench:stat=request-p50,{LIGHT} -q --samples 20 --warmup 0 --json");
+    let started = std::time::Instant::now();
+    let status = interrupt_after(Duration::from_millis(2500), &args, &json, || {});
+    assert_eq!(status.code(), Some(130));
+    // The run in progress stopped at once, not at its end or the 20th.
+    assert!(started.elapsed() < Duration::from_secs(8));
+    let doc = read_document(&json).unwrap();
+    let n = doc.series[0].samples.len();
+    assert!((1..20).contains(&n), "{n} runs kept");
+    assert_eq!(counter(&doc, "request_p50_us").len(), n);
+}
