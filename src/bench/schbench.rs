@@ -486,28 +486,30 @@ pub fn search(
         }
         lo = Some(low);
     }
-    let pick = |rate: u64| tried.iter().rev().find(|(r, _)| *r == rate).map(|t| t.1);
-    Ok(match lo {
-        Some(rate) => Found {
-            rate,
-            probe: pick(rate).expect("a tried rate"),
-            met: true,
-            tried,
-        },
-        None => {
-            let best = tried
-                .iter()
-                .min_by(|a, b| a.1.p99_us.total_cmp(&b.1.p99_us).then(b.0.cmp(&a.0)))
-                .copied()
-                .expect("at least one rate tried");
-            Found {
-                rate: best.0,
-                probe: best.1,
-                met: false,
-                tried,
-            }
-        }
-    })
+    Ok(outcome(lo, tried))
+}
+
+/// The search's answer from the highest rate that met the target (if any)
+/// and every rate tried: unmet, the rate with the lowest p99 (the higher
+/// rate of a tie).
+fn outcome(met: Option<u64>, tried: Vec<(u64, Probe)>) -> Found {
+    let (rate, probe) = match met {
+        Some(rate) => *tried
+            .iter()
+            .rev()
+            .find(|(r, _)| *r == rate)
+            .expect("a tried rate"),
+        None => *tried
+            .iter()
+            .min_by(|a, b| a.1.p99_us.total_cmp(&b.1.p99_us).then(b.0.cmp(&a.0)))
+            .expect("at least one rate tried"),
+    };
+    Found {
+        rate,
+        probe,
+        met: met.is_some(),
+        tried,
+    }
 }
 
 /// The warning of a target no rate met.
@@ -865,11 +867,6 @@ impl Shape {
     /// Starts one run's threads at `rate` requests/s (0: none); they wait for
     /// the release.
     fn start(&self, rate: u64) -> Result<Run> {
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let online = crate::measure::placement::allowed_cpus()
-            .ok()
-            .and_then(|c| c.iter().max().map(|m| m + 1))
-            .unwrap_or(cpus);
         let shared = Arc::new(Shared {
             go: AtomicU32::new(0),
             stop: AtomicU32::new(0),
@@ -883,47 +880,44 @@ impl Shape {
             workers: (0..self.messages * self.workers)
                 .map(|_| WorkerSlot::default())
                 .collect(),
-            cpu_locks: (0..online.max(cpus))
+            cpu_locks: (0..configured_cpus())
                 .map(|_| AtomicBool::new(false))
                 .collect(),
         });
-        let mut helpers = Helpers::new(Mode::Threads, "schbench", 256 * 1024);
         let mut run = Run {
-            shared: Arc::clone(&shared),
+            shared,
             helpers: Helpers::new(Mode::Threads, "schbench", 256 * 1024),
         };
         for msg in 0..self.messages {
-            let task = msg * (1 + self.workers);
-            let s = Arc::clone(&shared);
-            let body = move || {
-                if s.rate > 0 {
-                    rate_loop(&s, msg)
-                } else {
-                    message_loop(&s, msg)
-                }
-                Ok(())
-            };
-            if let Err(e) = helpers.spawn(self.cpus[task], &[], body) {
-                run.helpers = helpers;
+            if let Err(e) = self.spawn_group(&mut run, msg) {
                 run.stop();
                 return Err(e);
             }
-            for w in 0..self.workers {
-                let s = Arc::clone(&shared);
-                let i = msg * self.workers + w;
-                let body = move || {
-                    worker_loop(&s, msg, i);
-                    Ok(())
-                };
-                if let Err(e) = helpers.spawn(self.cpus[task + 1 + w], &[], body) {
-                    run.helpers = helpers;
-                    run.stop();
-                    return Err(e);
-                }
-            }
         }
-        run.helpers = helpers;
         Ok(run)
+    }
+
+    /// Starts message thread `msg` of `run` and its workers.
+    fn spawn_group(&self, run: &mut Run, msg: usize) -> Result<()> {
+        let task = msg * (1 + self.workers);
+        let s = Arc::clone(&run.shared);
+        run.helpers.spawn(self.cpus[task], &[], move || {
+            if s.rate > 0 {
+                rate_loop(&s, msg)
+            } else {
+                message_loop(&s, msg)
+            }
+            Ok(())
+        })?;
+        for w in 0..self.workers {
+            let s = Arc::clone(&run.shared);
+            let i = msg * self.workers + w;
+            run.helpers.spawn(self.cpus[task + 1 + w], &[], move || {
+                worker_loop(&s, msg, i);
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Releases `run`, lets it run for the runtime (or until a stop is
@@ -973,6 +967,13 @@ impl Shape {
             achieved_rps: stats.rps(),
         })
     }
+}
+
+/// The CPUs the kernel was configured with (every number sched_getcpu can return).
+fn configured_cpus() -> usize {
+    // SAFETY: sysconf only reads a system setting.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    usize::try_from(n).unwrap_or(1).max(1)
 }
 
 /// Wakes every thread sleeping on `word`.
@@ -1175,7 +1176,7 @@ mod tests {
         let text = unmet_warning(100, &found);
         assert!(
             text.contains("≤ 100 µs")
-                && text.contains("the best was 100 requests/s")
+                && text.contains("The best was 100 requests/s")
                 && text.contains("p99 200 µs"),
             "{text}"
         );
