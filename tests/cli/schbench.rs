@@ -8,7 +8,7 @@ use super::kit::*;
 /// Light work per request, so that a debug build keeps up.
 const LIGHT: &str = "operations=1,footprint_kb=16";
 
-/// The per-sample values of counter `name` of the only series in `json`.
+/// The per-sample values of counter `name` of the only series in `doc`.
 fn counter(doc: &osbench::document::Document, name: &str) -> Vec<f64> {
     doc.series[0]
         .counter_samples
@@ -17,16 +17,18 @@ fn counter(doc: &osbench::document::Document, name: &str) -> Vec<f64> {
         .clone()
 }
 
-#[test]
-fn schbench_short_run_gives_ordered_percentiles_and_every_statistic() {
+/// The document of a quick run (3 runs of 1 s) of `schbench:PARAMS` with light work.
+fn short_run(params: &str) -> osbench::document::Document {
     let _serial = helper_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("s.json");
-    quick_run(
-        &["run", &format!("schbench:stat=request-p99,{LIGHT}"), "-q"],
-        &json,
-    );
-    let doc = read_document(&json).unwrap();
+    quick_run(&["run", &format!("schbench:{params},{LIGHT}"), "-q"], &json);
+    read_document(&json).unwrap()
+}
+
+#[test]
+fn schbench_short_run_gives_ordered_percentiles_and_every_statistic() {
+    let doc = short_run("stat=request-p99");
     let s = &doc.series[0];
     assert_eq!((s.samples.len(), s.unit.as_str()), (3, "us"));
     // The sample is the run's own request p99, not its wall time (1 s).
@@ -54,14 +56,7 @@ fn schbench_short_run_gives_ordered_percentiles_and_every_statistic() {
 
 #[test]
 fn schbench_paces_requests_at_the_rate_asked() {
-    let _serial = helper_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    quick_run(
-        &["run", &format!("schbench:stat=rps,rps=200,{LIGHT}"), "-q"],
-        &json,
-    );
-    let doc = read_document(&json).unwrap();
+    let doc = short_run("stat=rps,rps=200");
     let s = &doc.series[0];
     assert_eq!(s.key.case, "rps@R200");
     assert!(s.anchor.ends_with("-R 200"), "{}", s.anchor);
