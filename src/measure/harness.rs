@@ -1089,6 +1089,45 @@ mod tests {
         }
     }
 
+    /// A whole run that reports its own value: the run's number × 1000 ns,
+    /// a counter, and a warning every run repeats.
+    struct SelfMeasured {
+        clock: FakeClock,
+        runs: u32,
+    }
+
+    impl Workload for SelfMeasured {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            self.runs += 1;
+            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            Ok(())
+        }
+        fn run_report(&mut self) -> Option<RunReport> {
+            Some(RunReport {
+                value_ns: u64::from(self.runs) * 1000,
+                counters: vec![("events", f64::from(self.runs) * 10.0)],
+                warning: Some("ran at the best rate".into()),
+            })
+        }
+    }
+
+    #[test]
+    fn whole_runs_reporting_themselves_give_their_values_counters_and_one_warning() {
+        let (h, _) = setup(100, vec![]);
+        let mut b = SelfMeasured {
+            clock: h.clock.clone(),
+            runs: 0,
+        };
+        let m = h.whole_runs(&mut b, 3).unwrap();
+        // One warm-up run (not reported), then runs 2, 3 and 4.
+        let values: Vec<u64> = m.accepted.iter().map(|s| s.elapsed_ns).collect();
+        assert_eq!(values, [2000, 3000, 4000]);
+        assert_eq!(m.per_op_ns(1.0), [2000.0, 3000.0, 4000.0], "nothing subtracted");
+        assert_eq!(m.run_counters["events"], [20.0, 30.0, 40.0]);
+        let said = m.warnings.iter().filter(|w| *w == "ran at the best rate");
+        assert_eq!(said.count(), 1);
+    }
+
     #[test]
     fn whole_runs_are_prepared_untimed_and_timed_one_by_one() {
         let (h, _) = setup(100, vec![]);
