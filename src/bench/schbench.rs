@@ -39,6 +39,8 @@
 //! of the offered rate), by short runs (doubling, then bisection), and takes
 //! the samples at that rate (counter `rps_offered`); if no rate meets T, the
 //! samples run at the rate with the lowest p99 and the series warns with it.
+//! A probe lasts `runtime` seconds: below 100 requests per probe its p99 is
+//! nearly its slowest request, so at low rates take a longer `runtime`.
 //!
 //! Differs from schbench on purpose (also in `osbench list`): `-A` there
 //! targets a CPU busy percentage, here a request p99; runs are short and
@@ -243,7 +245,36 @@ fn check(p: &Params) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    let matrices = (m as u64 * workers(p) as u64) * p.int("footprint_kb") as u64 * 1024;
+    let memory = physical_memory();
+    if matrices > memory / 2 {
+        return Err(bad(
+            p,
+            format!(
+                "its workers' matrices take {} MiB (message_threads × workers × footprint_kb), \
+                 more than half of \
+                 this machine's {} MiB of memory; lower workers or footprint_kb",
+                matrices >> 20,
+                memory >> 20
+            ),
+        ));
+    }
+    crate::measure::limits::check_address_space(&format!("schbench {}", case_name(p)), threads)
+}
+
+/// The machine's memory in bytes (u64::MAX when it cannot be read).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads system settings.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    match (u64::try_from(pages), u64::try_from(size)) {
+        (Ok(pages), Ok(size)) if pages > 0 && size > 0 => pages.saturating_mul(size),
+        _ => u64::MAX,
+    }
 }
 
 fn bad(p: &Params, message: String) -> Error {
@@ -1190,6 +1221,9 @@ mod tests {
         let p = Params::new(&DEF, &[("message_threads", "256"), ("workers", "64")]);
         let e = check(&p).unwrap_err().to_string();
         assert!(e.contains("lower message_threads or workers"), "{e}");
+        let p = Params::new(&DEF, &[("workers", "4096"), ("footprint_kb", "1048576")]);
+        let e = check(&p).unwrap_err().to_string();
+        assert!(e.contains("lower workers or footprint_kb"), "{e}");
         assert!(check(&Params::new(&DEF, &[])).is_ok());
     }
 

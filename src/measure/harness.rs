@@ -1122,7 +1122,11 @@ mod tests {
         // One warm-up run (not reported), then runs 2, 3 and 4.
         let values: Vec<u64> = m.accepted.iter().map(|s| s.elapsed_ns).collect();
         assert_eq!(values, [2000, 3000, 4000]);
-        assert_eq!(m.per_op_ns(1.0), [2000.0, 3000.0, 4000.0], "nothing subtracted");
+        assert_eq!(
+            m.per_op_ns(1.0),
+            [2000.0, 3000.0, 4000.0],
+            "nothing subtracted"
+        );
         assert_eq!(m.run_counters["events"], [20.0, 30.0, 40.0]);
         let said = m.warnings.iter().filter(|w| *w == "ran at the best rate");
         assert_eq!(said.count(), 1);
