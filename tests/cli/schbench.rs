@@ -135,3 +135,33 @@ fn interrupted_schbench_stops_inside_a_run_and_keeps_the_runs_done() {
     assert!((1..20).contains(&n), "{n} runs kept");
     assert_eq!(counter(&doc, "request_p50_us").len(), n);
 }
+
+#[test]
+fn an_unmeetable_auto_p99_keeps_samples_at_the_best_rate_and_says_so() {
+    let _serial = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    // Every request sleeps 100 µs: no rate gives a request p99 of 1 µs. The
+    // search starts at rps=4 and halves to 1: three probes.
+    let selector = format!("schbench:stat=request-p99,auto_p99=1,rps=4,{LIGHT}");
+    let args = ["run", &selector, "-q", "--samples", "2", "--warmup", "0"];
+    run_ok(&args, &json);
+    let doc = read_document(&json).unwrap();
+    let s = &doc.series[0];
+    assert_eq!(s.samples.len(), 2);
+    let warning = s
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("auto_p99: no request rate met request p99 ≤ 1 µs"))
+        .unwrap_or_else(|| panic!("{:?}", s.warnings));
+    let best = counter(&doc, "rps_offered")[0];
+    assert!([1.0, 2.0, 4.0].contains(&best), "{best}");
+    assert!(
+        warning.contains("among the 3 rates tried, 1 to 4 requests/s"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&format!("The best was {best} requests/s with request p99")),
+        "{warning}"
+    );
+}
