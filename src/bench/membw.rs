@@ -25,7 +25,7 @@
 use std::hint::black_box;
 
 use super::util::ring::WorkingSet;
-use super::util::words::{load32, store32};
+use super::util::words::{self, load32, store32};
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -203,7 +203,7 @@ impl MemBw {
                 black_box(sum::<4>(src));
             }
             Op::FullRd => {
-                black_box(sum::<1>(src));
+                black_box(full_sum(src));
             }
             Op::Wr => store_ones(src),
             Op::RdWr => {
@@ -219,7 +219,7 @@ impl MemBw {
                 let dst = black_box(self.dst.as_words32_mut());
                 match self.op {
                     Op::Cp => copy::<4>(src, dst),
-                    Op::FullCp => copy::<1>(src, dst),
+                    Op::FullCp => full_copy(src, dst),
                     _ => dst.copy_from_slice(src),
                 }
             }
@@ -260,6 +260,32 @@ fn sum<const STEP: usize>(words: &[u32]) -> u32 {
         }
     }
     total
+}
+
+/// lmbench's `frd`: the sum of every word of each whole block, in gcc's
+/// instructions where they are known (x86-64).
+#[inline]
+fn full_sum(words: &[u32]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        blocks(words).fold(0u32, |total, block| {
+            total.wrapping_add(words::block_sum_as_gcc(block))
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    sum::<1>(words)
+}
+
+/// lmbench's `fcp`: every word of each whole block of `src` copied into
+/// `dst`, in gcc's instructions where they are known (x86-64).
+#[inline]
+fn full_copy(src: &[u32], dst: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for (from, to) in blocks(src).zip(blocks_mut(dst)) {
+        words::block_copy_as_gcc(from, to);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    copy::<1>(src, dst)
 }
 
 /// 1 stored into every 4th word of each whole block (lmbench's `wr`).

@@ -24,6 +24,7 @@ pub mod poll;
 pub mod proc;
 pub mod rseq;
 pub mod sandbox;
+pub mod schbench;
 pub mod signal;
 pub mod sigqueue;
 pub mod spin;
@@ -390,6 +391,7 @@ pub static REGISTRY: &[&BenchDef] = &[
     &tlb::DEF,
     &messaging::DEF,
     &wakeup::DEF,
+    &schbench::DEF,
     &sigqueue::DEF,
     &futex::DEF,
     &timer::DEF,

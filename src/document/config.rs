@@ -49,6 +49,9 @@ pub struct Config {
     /// (written `load`; absent: the run's `--load`, if any).
     #[serde(rename = "load", default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<super::LoadSpec>,
+    /// Audit rules and probes installed while its blocks run (here, not in guests).
+    #[serde(default, skip_serializing_if = "super::Observers::is_none")]
+    pub observers: super::Observers,
 }
 
 /// Another system that runs a configuration's cases.

@@ -23,6 +23,7 @@ mod knob;
 mod load;
 pub mod meta;
 pub mod number;
+mod observers;
 mod pin;
 pub mod profile;
 mod sample;
@@ -41,6 +42,7 @@ pub use knob::{
     knob_names,
 };
 pub use load::{LOAD_KINDS, LoadKind, LoadRun, LoadSpec, load_rates};
+pub use observers::{Observers, ProbeSpec};
 pub use pin::Pin;
 pub use profile::{Profile, ProfileOutcome, ProfilePass};
 pub use sample::{CommandRun, EnergyDomain, Overhead, Policy, RawSample};

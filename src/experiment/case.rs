@@ -339,6 +339,10 @@ fn sampled(
         ops_per_iter,
         &m.perf,
     );
+    if !m.run_counters.is_empty() {
+        series.counter_samples.extend(m.run_counters);
+        series_meters::summarize_counters(&mut series);
+    }
     series.raw = m.accepted;
     series.rejected = m.rejected;
     series.overhead = m.overhead;

@@ -70,6 +70,10 @@ struct FileConfig {
     #[serde(rename = "in")]
     in_guest: Option<String>,
     load: Option<FileLoads>,
+    #[serde(default)]
+    audit_rules: usize,
+    #[serde(default)]
+    probes: Vec<crate::document::ProbeSpec>,
     #[serde(flatten)]
     knobs: BTreeMap<String, toml::Value>,
 }
@@ -200,6 +204,10 @@ fn parse(text: &str) -> std::result::Result<(Vec<String>, Vec<Config>), String> 
             pin,
             guest,
             in_guest: c.in_guest,
+            observers: crate::document::Observers {
+                audit_rules: c.audit_rules,
+                probes: c.probes,
+            },
         });
     }
     Ok((file.select, configs))
@@ -261,6 +269,20 @@ fn knobs_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_observers() {
+        let (_, configs) = parse(
+            "[[config]]\nname = \"a\"\naudit_rules = 37\nprobes = [\"kprobe:f\"]\n\
+             [[config]]\nname = \"b\"\n",
+        )
+        .unwrap();
+        assert_eq!(configs[0].observers.audit_rules, 37);
+        assert_eq!(configs[0].observers.probes[0].to_string(), "kprobe:f");
+        assert!(configs[1].observers.is_none());
+        let err = parse("[[config]]\nname = \"a\"\nprobes = [\"tracepoint:x\"]\n").unwrap_err();
+        assert!(err.contains("kprobe:FUNCTION"), "{err}");
+    }
 
     #[test]
     fn reads_knobs() {

@@ -18,6 +18,7 @@ pub mod config;
 pub mod file;
 pub mod invocations;
 pub mod knob;
+mod observe;
 mod place;
 mod plan;
 pub mod profiling;
@@ -414,8 +415,9 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         }
     }
 
-    /// Runs `block` with configuration `ci` applied in its place: its set-up
-    /// first, its tear-down after, whatever `block` returns. A set-up that
+    /// Runs `block` with configuration `ci` applied in its place: its knobs,
+    /// then its audit rules and probes, then its set-up; its tear-down
+    /// after, then the rules and probes removed, whatever `block` returns. A set-up that
     /// fails (or is stopped) is torn down too, and is the error; so is a
     /// tear-down that fails after `block` went well.
     fn in_config<R>(&mut self, ci: usize, block: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
@@ -423,6 +425,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let config = &configs[ci];
         let who = self.places.who(config);
         self.places.set_knobs(ci)?;
+        let _observing = observe::install(&config.observers)?;
         let applied = self
             .places
             .of(ci)

@@ -336,6 +336,7 @@ impl Places {
         if self.remote.is_some() {
             return check_remote_configs(&plan.configs);
         }
+        super::observe::check(configs)?;
         configs
             .iter()
             .flat_map(|config| plan.cases.iter().map(move |c| with_overrides(c, config)))

@@ -13,7 +13,7 @@ use super::meters::{MeterDelta, Meters, PerfPass};
 use super::sampler::{
     ACCEPT_LOW, MAX_ITERS, MAX_RAISES, Measurement, Sampler, SamplingEnd, rescale,
 };
-use super::workload::{SampleMethod, Workload};
+use super::workload::{RunReport, SampleMethod, Workload};
 use crate::document::{Overhead, Policy, RawSample};
 use crate::error::{Error, Result};
 
@@ -496,6 +496,7 @@ impl<C: Clock> Harness<C> {
         let (mut end, mut failure) = (SamplingEnd::Planned, None);
         let mut wanted = samples;
         let mut stopped_by = None;
+        let mut reports = Vec::new();
         loop {
             if sampler.accepted.len() >= wanted {
                 let values = self.target_values(std::slice::from_ref(&sampler), 1.0);
@@ -515,6 +516,9 @@ impl<C: Clock> Harness<C> {
                 .and_then(|()| self.time_metered(bench, 1));
             match outcome {
                 Ok((elapsed, used)) => {
+                    let report = bench.run_report();
+                    let elapsed = report.as_ref().map_or(elapsed, |r| r.value_ns);
+                    reports.extend(report);
                     sampler.accepted.push(RawSample {
                         iters: 1,
                         elapsed_ns: elapsed,
@@ -535,8 +539,18 @@ impl<C: Clock> Harness<C> {
             }
         }
         sampler.want_more(wanted - samples);
-        let mut measured = sampler.finish(end, self.overhead)?;
+        let overhead = if reports.is_empty() {
+            self.overhead
+        } else {
+            // The runs read their own clocks: nothing of ours to subtract.
+            Overhead {
+                timer_ns: 0.0,
+                loop_ns_per_iter: 0.0,
+            }
+        };
+        let mut measured = sampler.finish(end, overhead)?;
         measured.target_stop = stopped_by;
+        add_run_reports(&mut measured, reports);
         measured.perf = if let Some(e) = failure {
             measured.failed = Some(e.to_string());
             self.pass_cut_short("the case failed")
@@ -739,6 +753,30 @@ fn relative_half_width(values: &[f64]) -> f64 {
         Some(s) if s.median != 0.0 => (s.ci_high - s.ci_low) / 2.0 / s.median.abs(),
         _ => f64::INFINITY,
     }
+}
+
+/// Keeps what self-measuring whole runs reported: each statistic as a
+/// counter (one value per sample, kept only when every run reported it) and
+/// each distinct warning once.
+fn add_run_reports(measured: &mut Measurement, reports: Vec<RunReport>) {
+    let runs = reports.len();
+    for report in reports {
+        for (name, value) in report.counters {
+            measured
+                .run_counters
+                .entry(name.to_string())
+                .or_default()
+                .push(value);
+        }
+        if let Some(w) = report.warning
+            && !measured.warnings.contains(&w)
+        {
+            measured.warnings.push(w);
+        }
+    }
+    measured
+        .run_counters
+        .retain(|_, values| values.len() == runs);
 }
 
 #[cfg(test)]
@@ -1049,6 +1087,49 @@ mod tests {
             self.clock.0.set(self.clock.0.get() + 5_000_000);
             Ok(())
         }
+    }
+
+    /// A whole run that reports its own value: the run's number × 1000 ns,
+    /// a counter, and a warning every run repeats.
+    struct SelfMeasured {
+        clock: FakeClock,
+        runs: u32,
+    }
+
+    impl Workload for SelfMeasured {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            self.runs += 1;
+            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            Ok(())
+        }
+        fn run_report(&mut self) -> Option<RunReport> {
+            Some(RunReport {
+                value_ns: u64::from(self.runs) * 1000,
+                counters: vec![("events", f64::from(self.runs) * 10.0)],
+                warning: Some("ran at the best rate".into()),
+            })
+        }
+    }
+
+    #[test]
+    fn whole_runs_reporting_themselves_give_their_values_counters_and_one_warning() {
+        let (h, _) = setup(100, vec![]);
+        let mut b = SelfMeasured {
+            clock: h.clock.clone(),
+            runs: 0,
+        };
+        let m = h.whole_runs(&mut b, 3).unwrap();
+        // One warm-up run (not reported), then runs 2, 3 and 4.
+        let values: Vec<u64> = m.accepted.iter().map(|s| s.elapsed_ns).collect();
+        assert_eq!(values, [2000, 3000, 4000]);
+        assert_eq!(
+            m.per_op_ns(1.0),
+            [2000.0, 3000.0, 4000.0],
+            "nothing subtracted"
+        );
+        assert_eq!(m.run_counters["events"], [20.0, 30.0, 40.0]);
+        let said = m.warnings.iter().filter(|w| *w == "ran at the best rate");
+        assert_eq!(said.count(), 1);
     }
 
     #[test]

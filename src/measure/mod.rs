@@ -64,4 +64,4 @@ pub use interrupt::Interrupt;
 pub use meters::{MeterDelta, Meters, PerfPass};
 pub use overhead::per_op_ns;
 pub use sampler::{ACCEPT_HIGH, ACCEPT_LOW, Measurement};
-pub use workload::{SampleMethod, Workload};
+pub use workload::{RunReport, SampleMethod, Workload};

@@ -3,6 +3,8 @@
 //! are set aside, how the batch is re-sized, and what is said about it
 //! ([`Measurement`]). Pure bookkeeping: it reads no clock.
 
+use std::collections::BTreeMap;
+
 use super::meters::{MeterDelta, PerfPass};
 use super::overhead::per_op_ns;
 use crate::document::{Overhead, RawSample};
@@ -43,6 +45,9 @@ pub struct Measurement {
     /// With a precision target: what ended the sampling ("reached ±0.41%
     /// with 37 samples", "stopped on the time limit …").
     pub target_stop: Option<String>,
+    /// Whole runs that measured themselves ([`super::workload::RunReport`]):
+    /// each statistic they reported, one value per accepted sample.
+    pub run_counters: BTreeMap<String, Vec<f64>>,
 }
 
 impl Measurement {
@@ -213,6 +218,7 @@ impl Sampler {
             meters: self.meters,
             perf: PerfPass::NotRun,
             target_stop: None,
+            run_counters: BTreeMap::new(),
         })
     }
 }

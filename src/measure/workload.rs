@@ -25,6 +25,14 @@ pub trait Workload {
         Vec::new()
     }
 
+    /// For [`SampleMethod::WholeRuns`]: what the run just timed measured about
+    /// itself, for a run whose sample is a statistic of its own events (schbench's
+    /// percentiles) rather than its wall time. Called right after each timed
+    /// `run(1)`; `None` (the default): the wall time is the sample.
+    fn run_report(&mut self) -> Option<RunReport> {
+        None
+    }
+
     /// CPU time (ns) the case's tasks have used so far, where the workload tracks it.
     fn cpu_time_ns(&mut self) -> Result<Option<u64>> {
         Ok(None)
@@ -34,6 +42,19 @@ pub trait Workload {
     fn teardown(self: Box<Self>) -> Result<()> {
         Ok(())
     }
+}
+
+/// What a whole run measured about itself ([`Workload::run_report`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunReport {
+    /// The sample's value (ns), used instead of the run's wall time (no
+    /// overhead is subtracted from it: the workload read its own clocks).
+    pub value_ns: u64,
+    /// The run's other statistics, kept as the series' counters (per sample).
+    pub counters: Vec<(&'static str, f64)>,
+    /// Something the user should know about the run, kept (once) in the
+    /// series' warnings.
+    pub warning: Option<String>,
 }
 
 /// How the harness samples a workload.

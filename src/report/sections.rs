@@ -6,7 +6,7 @@
 //! which each renderer shows in its own way.
 
 use super::layout::Body;
-use super::{anchors, counters, loads, results};
+use super::{anchors, counters, loads, results, schbench};
 use crate::document::Document;
 
 /// One section of a run's report.
@@ -37,6 +37,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
     ("hackbench", "hackbench", anchors::hackbench),
     ("perf-futex", "perf bench futex", anchors::perf_futex),
+    ("schbench", "schbench", schbench::schbench),
     ("lmbench-ctx", "lmbench: Context switching", anchors::lmbench_ctx),
     ("lmbench-latencies", "lmbench: Local communication latencies", anchors::lmbench_latencies),
     ("lmbench-bandwidth", "lmbench: Local communication bandwidths", anchors::lmbench_bandwidth),

@@ -213,6 +213,16 @@ impl Conn for SqliteConn {
         if tables.is_empty() {
             return Ok(0);
         }
+        // Outside a transaction the two reads above are two snapshots: another
+        // process may have committed a new store's schema (tables and version
+        // together) between them. Its version is then visible too.
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(fail)?;
+        if version != 0 {
+            return Ok(version);
+        }
         let shown: Vec<String> = tables.iter().take(5).map(|t| format!("'{t}'")).collect();
         let more = tables.len().saturating_sub(5);
         Err(Error::Store {

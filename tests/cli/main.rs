@@ -23,6 +23,7 @@ mod profile;
 mod quoting;
 mod run;
 mod sandbox;
+mod schbench;
 mod system_logs;
 mod time;
 mod width;

@@ -308,3 +308,109 @@ fn probes_are_enabled_measured_and_removed_after_the_run_ctrl_c_and_sigkill() {
     }
     assert_eq!(lines[3..], expected, "{out}{err}");
 }
+
+/// Turns auditing on or off (`auditctl -e`), as the test needs it.
+fn set_audit(on: bool) {
+    auditctl(&["-e", if on { "1" } else { "0" }]).expect("auditctl -e");
+}
+
+/// Two configurations alike, each with 3 audit rules and a uprobe on
+/// libc's getppid (whichever block comes first installs them: the long
+/// run below is killed in it), measuring syscall null.
+const OBSERVED: &str = "select = [\"syscall:case=null\"]\n\n[[config]]\nname = \"observed\"\n\
+     audit_rules = 3\nprobes = [\"uprobe:/usr/lib/x86_64-linux-gnu/libc.so.6:getppid\"]\n\n\
+     [[config]]\nname = \"observed-again\"\naudit_rules = 3\n\
+     probes = [\"uprobe:/usr/lib/x86_64-linux-gnu/libc.so.6:getppid\"]\n";
+
+#[test]
+fn a_configuration_s_audit_rules_and_probes_are_installed_for_its_blocks_and_removed() {
+    let test = "a_configuration_s_audit_rules_and_probes_are_installed_for_its_blocks_and_removed";
+    let libc = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    if !namespace_usable(test)
+        || !audit_usable(test)
+        || !usable(test, "needs Debian's x86-64 libc", libc.is_file())
+    {
+        return;
+    }
+    let _helpers = helper_lock();
+    let _one = AUDIT.lock().unwrap_or_else(|p| p.into_inner());
+    let before = audit_enabled();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("observed.toml");
+    fs::write(&file, OBSERVED).unwrap();
+    let json = dir.path().join("r.json");
+    set_audit(true);
+    let state = "echo \"uprobes $(grep -c osbench $T/uprobe_events) rules $(auditctl -l | grep -c key=osbench-)\"";
+    let script = format!(
+        "T=/sys/kernel/tracing
+         mountpoint -q $T || mount -t tracefs nodev $T || exit 3
+         \"$OSBENCH\" run --experiment {file} --rounds 2 --samples 3 --sample-time 1 --warmup 0 --no-store --json {json} >/dev/null || echo failed
+         {state}
+         \"$OSBENCH\" run --experiment {file} --samples 100000 --no-store >/dev/null 2>&1 &
+         pid=$!
+         for i in $(seq 200); do grep -q osbench $T/uprobe_events && break; sleep 0.05; done
+         {state}
+         kill -KILL $pid; wait $pid; sleep 1
+         {state}",
+        file = file.display(),
+        json = json.display()
+    );
+    let (ok, out, err) = in_mount_namespace(&script);
+    if let Some(b) = &before {
+        set_audit(b == "1");
+    }
+    assert!(ok && !out.contains("failed"), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    // After the short run, during the long one, after its SIGKILL.
+    assert_eq!(
+        lines,
+        [
+            "uprobes 0 rules 0",
+            "uprobes 1 rules 3",
+            "uprobes 0 rules 0"
+        ],
+        "{out}{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let config = &doc["run"]["configs"][0];
+    assert_eq!(config["observers"]["audit_rules"], 3, "{config}");
+    assert_eq!(
+        config["observers"]["probes"][0],
+        "uprobe:/usr/lib/x86_64-linux-gnu/libc.so.6:getppid"
+    );
+}
+
+#[test]
+fn a_configuration_s_audit_rules_are_refused_when_auditing_was_off_at_the_start() {
+    let test = "a_configuration_s_audit_rules_are_refused_when_auditing_was_off_at_the_start";
+    if !audit_usable(test) {
+        return;
+    }
+    let _one = AUDIT.lock().unwrap_or_else(|p| p.into_inner());
+    let before = audit_enabled();
+    set_audit(false);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audited.toml");
+    fs::write(
+        &file,
+        "select = [\"syscall:case=null\"]\n[[config]]\nname = \"bare\"\n[[config]]\nname = \"audited\"\naudit_rules = 2\n",
+    )
+    .unwrap();
+    let out = osbench(shared_store())
+        .args(["run", "--experiment"])
+        .arg(&file)
+        .args(["--no-store"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    if let Some(b) = &before {
+        set_audit(b == "1");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("configuration 'audited'") && err.contains("auditctl -e 1"),
+        "{err}"
+    );
+    assert!(osbench_audit_rules().is_empty());
+}

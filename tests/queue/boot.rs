@@ -520,9 +520,14 @@ fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
         return;
     }
     let h = Host::start();
-    // Each boot runs about 2 s (samples of 20 ms), long enough to stop the store mid-run.
-    let slow = "select = [\"syscall:null\"]\nsamples = 100\nsample_time = 20\nwarmup = 0\n";
-    let id = h.submit(&two_kernels(slow), &[]);
+    // Each boot's command waits for `go`: the store is stopped while the
+    // first boot's run is under way, whatever the machine's load.
+    let go = h.dir.path().join("go");
+    let slow = format!(
+        "time = [\"sh -c 'until [ -e {} ]; do sleep 0.02; done'\"]\nruns = 2\nwarmup = 0\n",
+        go.display()
+    );
+    let id = h.submit(&two_kernels(&slow), &[]);
     let reboot = h.reboot_command(false);
     let args = ["--reboot-command", reboot.as_str()];
     h.worker_once(&args); // stages the first boot
@@ -531,11 +536,13 @@ fn a_boots_run_kept_in_the_spool_gives_the_job_back_and_that_boot_runs_again() {
         (h.job(id).state == JobState::Running).then_some(())
     });
     h.pg.halt();
-    let spool = h.dir.path().join("spool");
-    wait_until("the boot's run in the spool", || {
-        let files = fs::read_dir(&spool).unwrap().flatten();
-        let json = files.filter(|e| e.path().extension().is_some_and(|x| x == "json"));
-        (json.count() == 1).then_some(())
+    fs::write(&go, "").unwrap();
+    // The run's file is in the spool before osbench tries the store: wait
+    // for the worker to say that the store refused it.
+    wait_until("the boot's run kept in the spool", || {
+        w.log()
+            .contains("its run could not be stored; it waits in")
+            .then_some(())
     });
     h.pg.resume();
     // Sent, the job given back, that boot run again, then the next boot staged.

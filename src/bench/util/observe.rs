@@ -74,6 +74,21 @@ pub fn audit_check() -> Result<()> {
     Ok(())
 }
 
+/// Whether audit rules added now will be checked on the calls of threads
+/// that already exist (osbench's timing thread, for a configuration's
+/// rules): only if auditing was on when they were created, since the
+/// kernel gives a thread its audit context then. Auditing on now is taken
+/// as on then (osbench has not turned it on yet).
+pub fn audit_check_running_threads() -> Result<()> {
+    audit_check()?;
+    if audit_enabled(&auditctl()?)? == 0 {
+        return Err(Error::Measure(
+            "audit rules as a configuration need auditing on before osbench starts (auditctl -s: enabled 0): the kernel gives a thread its audit context when the thread is created, so rules added later are never checked on the calls of osbench's timing thread. Turn it on (auditctl -e 1; auditd does at its start), run osbench, and turn it off again (auditctl -e 0) if you want; or measure with the sandbox family's audit parameter, which starts its own thread after the rules".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// `n` audit rules on every system call of this architecture, each
 /// checking a user id no process has (so each is evaluated on every call
 /// and none writes a record), under the key `osbench-PID`; auditing is
@@ -192,16 +207,27 @@ pub struct ProbeSite {
 /// The file of tracefs a probe kind needs (`kprobe_events`, …), checked
 /// writable: what `check` calls before anything runs.
 pub fn probe_check(kind: ProbeKind, site: &ProbeSite) -> Result<PathBuf> {
-    let root = tracefs()?;
-    let (file, config) = match kind {
-        ProbeKind::Kprobe => ("kprobe_events".to_string(), "CONFIG_KPROBE_EVENTS"),
-        ProbeKind::Uprobe => ("uprobe_events".to_string(), "CONFIG_UPROBE_EVENTS"),
-        ProbeKind::Tracepoint => (
-            format!("events/syscalls/sys_enter_{}/enable", site.syscall),
+    match kind {
+        ProbeKind::Tracepoint => writable(
+            &format!("events/syscalls/sys_enter_{}/enable", site.syscall),
             "CONFIG_FTRACE_SYSCALLS",
         ),
-    };
-    let path = root.join(&file);
+        _ => events_file(kind),
+    }
+}
+
+/// The tracefs file that kprobes (`kprobe_events`) or uprobes
+/// (`uprobe_events`) are added to, checked writable.
+pub fn events_file(kind: ProbeKind) -> Result<PathBuf> {
+    match kind {
+        ProbeKind::Uprobe => writable("uprobe_events", "CONFIG_UPROBE_EVENTS"),
+        _ => writable("kprobe_events", "CONFIG_KPROBE_EVENTS"),
+    }
+}
+
+/// tracefs's `file`, checked present (else the kernel lacks `config`) and writable.
+fn writable(file: &str, config: &str) -> Result<PathBuf> {
+    let path = tracefs()?.join(file);
     if !path.exists() {
         return Err(Error::Measure(format!(
             "{} is missing: this kernel was built without {config}",
@@ -236,44 +262,58 @@ pub struct Probe {
 impl Probe {
     /// Adds (kprobe, uprobe) and enables a probe of `kind` on `site`.
     pub fn enable(kind: ProbeKind, site: &ProbeSite) -> Result<Self> {
-        let file = probe_check(kind, site)?;
-        let root = tracefs()?;
-        let name = format!("osbench_{}_{}", site.syscall, std::process::id());
-        let mut probe = Self {
-            enable: root.join(format!("events/osbench/{name}/enable")),
+        let target = match kind {
+            ProbeKind::Tracepoint => return Self::tracepoint(site),
+            ProbeKind::Kprobe => site.kernel_function.to_string(),
+            ProbeKind::Uprobe => uprobe_target(site.user_function)?,
+        };
+        Self::define(kind, &target, site.syscall)
+    }
+
+    /// Enables the system call's entry tracepoint, unless someone else has.
+    fn tracepoint(site: &ProbeSite) -> Result<Self> {
+        let enable = probe_check(ProbeKind::Tracepoint, site)?;
+        if std::fs::read_to_string(&enable).is_ok_and(|v| v.trim() != "0") {
+            return Err(Error::Measure(format!(
+                "{} is already enabled by someone else; disable it (echo 0 > it) or measure another case",
+                enable.display()
+            )));
+        }
+        Self::enabled_by(enable).turn_on()
+    }
+
+    /// Adds a kprobe (`target` a kernel function) or a uprobe (`target`
+    /// `PATH:0xOFFSET`) named `osbench_LABEL_PID` and enables it.
+    pub fn define(kind: ProbeKind, target: &str, label: &str) -> Result<Self> {
+        let file = events_file(kind)?;
+        let name = format!("osbench_{label}_{}", std::process::id());
+        let enable = tracefs()?.join(format!("events/osbench/{name}/enable"));
+        let mut probe = Self::enabled_by(enable);
+        let remove = format!("-:osbench/{name}\n");
+        probe.hold(|id| {
+            warden::hold_append(id, file.as_os_str().as_encoded_bytes(), remove.as_bytes())
+        })?;
+        append(&file, &format!("p:osbench/{name} {target}\n"))?;
+        probe.remove = Some((file, remove));
+        probe.turn_on()
+    }
+
+    /// A probe not enabled yet, whose `enable` file is this.
+    fn enabled_by(enable: PathBuf) -> Self {
+        Self {
+            enable,
             remove: None,
             holds: Vec::new(),
-        };
-        let definition = match kind {
-            ProbeKind::Tracepoint => {
-                probe.enable = file.clone();
-                if std::fs::read_to_string(&probe.enable).is_ok_and(|v| v.trim() != "0") {
-                    return Err(Error::Measure(format!(
-                        "{} is already enabled by someone else; disable it (echo 0 > it) or measure another case",
-                        probe.enable.display()
-                    )));
-                }
-                None
-            }
-            ProbeKind::Kprobe => Some(format!("p:osbench/{name} {}", site.kernel_function)),
-            ProbeKind::Uprobe => Some(format!(
-                "p:osbench/{name} {}",
-                uprobe_target(site.user_function)?
-            )),
-        };
-        if let Some(definition) = definition {
-            let remove = format!("-:osbench/{name}\n");
-            probe.hold(|id| {
-                warden::hold_append(id, file.as_os_str().as_encoded_bytes(), remove.as_bytes())
-            })?;
-            append(&file, &format!("{definition}\n"))?;
-            probe.remove = Some((file, remove));
         }
-        let enable = probe.enable.clone();
-        probe.hold(|id| warden::hold_restore(id, enable.as_os_str().as_encoded_bytes(), b"0\n"))?;
-        std::fs::write(&probe.enable, "1\n")
-            .map_err(|e| Error::io(format!("enabling {}", probe.enable.display()), e))?;
-        Ok(probe)
+    }
+
+    /// Writes 1 to the enable file, the warden holding the 0 that undoes it.
+    fn turn_on(mut self) -> Result<Self> {
+        let enable = self.enable.clone();
+        self.hold(|id| warden::hold_restore(id, enable.as_os_str().as_encoded_bytes(), b"0\n"))?;
+        std::fs::write(&self.enable, "1\n")
+            .map_err(|e| Error::io(format!("enabling {}", self.enable.display()), e))?;
+        Ok(self)
     }
 
     fn hold(&mut self, held: impl FnOnce(u32) -> bool) -> Result<()> {

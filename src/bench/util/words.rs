@@ -53,3 +53,68 @@ fn block_sum<const N: usize>(block: &[u64; N]) -> u64 {
     }
     sum
 }
+
+/// The sum of one 512-byte block, in gcc's instructions for lmbench's
+/// `frd` (Debian's gcc 12 `-O2`, from bw_mem's disassembly): the first
+/// word loaded, then each of the other 127 added from memory (`add
+/// mem, reg`): one dependent chain, one instruction per word.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn block_sum_as_gcc(block: &[u32; 128]) -> u32 {
+    let sum: u32;
+    // SAFETY: the block is 128 valid, aligned, initialised words and only
+    // they are read (offsets 0 to 508); no stack, no flags kept.
+    unsafe {
+        std::arch::asm!(
+            "mov {sum:e}, dword ptr [{p}]",
+            ".set osbench_word, 4",
+            ".rept 127",
+            "add {sum:e}, dword ptr [{p} + osbench_word]",
+            ".set osbench_word, osbench_word + 4",
+            ".endr",
+            p = in(reg) block.as_ptr(),
+            sum = out(reg) sum,
+            options(nostack, readonly),
+        );
+    }
+    sum
+}
+
+/// One 512-byte block copied word by word, in gcc's instructions for
+/// lmbench's `fcp`: each word loaded into a register and stored from it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn block_copy_as_gcc(from: &[u32; 128], to: &mut [u32; 128]) {
+    // SAFETY: both blocks are 128 valid, aligned words, `to` writable and
+    // distinct from `from` (a shared and a mutable reference); only offsets
+    // 0 to 508 of each are touched; no stack, no flags kept.
+    unsafe {
+        std::arch::asm!(
+            ".set osbench_word, 0",
+            ".rept 128",
+            "mov {w:e}, dword ptr [{src} + osbench_word]",
+            "mov dword ptr [{dst} + osbench_word], {w:e}",
+            ".set osbench_word, osbench_word + 4",
+            ".endr",
+            src = in(reg) from.as_ptr(),
+            dst = in(reg) to.as_mut_ptr(),
+            w = out(reg) _,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_assembly_kernels_sum_and_copy_every_word() {
+        let from: [u32; 128] = std::array::from_fn(|i| i as u32 * 3 + 1);
+        let expected = from.iter().fold(0u32, |a, &w| a.wrapping_add(w));
+        assert_eq!(block_sum_as_gcc(&from), expected);
+        let mut to = [0u32; 128];
+        block_copy_as_gcc(&from, &mut to);
+        assert_eq!(to, from);
+    }
+}
