@@ -41,6 +41,8 @@ use std::io;
 mod perf_event;
 mod rusage;
 
+pub use rusage::{is_load_task, list_load_tasks};
+
 pub(crate) use perf_event::{
     AttrLayout, FLAG_DISABLED, FLAG_EXCLUDE_HV, PERF_COUNT_HW_CPU_CYCLES, PERF_EVENT_IOC_DISABLE,
     PERF_EVENT_IOC_ENABLE, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PerfEventAttr, errno_name,

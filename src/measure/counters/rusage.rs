@@ -2,6 +2,9 @@
 //! `getrusage(RUSAGE_CHILDREN)` and the live children's /proc files, summed
 //! (the module doc of `counters` says how).
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use super::Edge;
 use crate::env::activity::clock_ticks_per_second;
 use crate::env::probe::{Sys, status_switches};
@@ -71,6 +74,29 @@ pub(crate) fn getrusage(who: libc::c_int) -> Usage {
     Usage::of(&r)
 }
 
+/// The pids of the loads' tasks that are osbench's own children: a case's
+/// rusage counters leave them out ([`is_load_task`]), the loads (`measure::load`) list them.
+/// A set: rusage asks for each of osbench's children at every sample, and a
+/// `hackbench:64` load is 2,560 of them.
+static LOAD_TASKS: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
+
+/// Whether `pid` is a task of a running load (not of the case beside it).
+pub fn is_load_task(pid: libc::pid_t) -> bool {
+    LOAD_TASKS.lock().is_ok_and(|t| t.contains(&pid))
+}
+
+/// Lists (`true`) or unlists `pids` as load tasks.
+pub fn list_load_tasks(pids: &[libc::pid_t], listed: bool) {
+    if let Ok(mut tasks) = LOAD_TASKS.lock() {
+        for pid in pids {
+            match listed {
+                true => tasks.insert(*pid),
+                false => tasks.remove(pid),
+            };
+        }
+    }
+}
+
 /// The summed usage of this process's live (not yet reaped) children.
 pub(super) fn live_children() -> Usage {
     let sys = Sys::real();
@@ -82,7 +108,7 @@ pub(super) fn live_children() -> Usage {
         };
         for pid in list.split_whitespace() {
             // A background load's task is not the case's.
-            if pid.parse().is_ok_and(crate::measure::load::is_load_task) {
+            if pid.parse().is_ok_and(is_load_task) {
                 continue;
             }
             // A child may exit between listing and reading: it is then counted when reaped.

@@ -21,7 +21,7 @@
 //! warnings. A load that could not start, or whose tasks ended before the
 //! stop, is reported ([`LoadRun::failed`]) so that the case is flagged
 //! `load-failed` rather than silently measured unloaded. A case's rusage
-//! counters leave the loads' tasks out ([`is_load_task`]). Left out: loads
+//! counters leave the loads' tasks out (`counters::is_load_task`). Left out: loads
 //! inside guests are started by the guest's osbench (the run request
 //! carries them), not here; the placement of a load's tasks is a CPU mask
 //! (`@CPUS`), not one CPU per task.
@@ -29,11 +29,10 @@
 mod builtin;
 mod group;
 
-use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use crate::document::{LoadKind, LoadRun, LoadSpec};
+use crate::measure::counters;
 use crate::measure::supervise::Supervisor;
 use crate::measure::warden;
 
@@ -42,29 +41,6 @@ pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// How long osbench waits for a builtin load's tasks to say they run.
 const READY_WAIT: Duration = Duration::from_secs(2);
-
-/// The pids of the loads' tasks that are osbench's own children: a case's
-/// rusage counters leave them out ([`is_load_task`]).
-/// A set: rusage asks for each of osbench's children at every sample, and a
-/// `hackbench:64` load is 2,560 of them.
-static LOAD_TASKS: Mutex<BTreeSet<libc::pid_t>> = Mutex::new(BTreeSet::new());
-
-/// Whether `pid` is a task of a running load (not of the case beside it).
-pub fn is_load_task(pid: libc::pid_t) -> bool {
-    LOAD_TASKS.lock().is_ok_and(|t| t.contains(&pid))
-}
-
-/// Lists (`true`) or unlists `pids` as load tasks.
-fn list_load_tasks(pids: &[libc::pid_t], listed: bool) {
-    if let Ok(mut tasks) = LOAD_TASKS.lock() {
-        for pid in pids {
-            match listed {
-                true => tasks.insert(*pid),
-                false => tasks.remove(pid),
-            };
-        }
-    }
-}
 
 /// Now, in ns since the Unix epoch (the clock the document's load windows use).
 pub fn unix_ns() -> u64 {
@@ -154,7 +130,7 @@ impl Running {
             started,
             started_unix_ns,
         };
-        list_load_tasks(&running.children(), true);
+        counters::list_load_tasks(&running.children(), true);
         running
     }
 
@@ -245,7 +221,7 @@ impl Running {
     /// Reaps what is left (all of it ended or killed); a command's exit status in words.
     fn reap(&mut self) -> Option<String> {
         let group = self.pgid();
-        list_load_tasks(&self.children(), false);
+        counters::list_load_tasks(&self.children(), false);
         if let Some(g) = group {
             warden::release(g);
         }
@@ -292,11 +268,11 @@ mod tests {
             let pgid = loads.running[0].pgid().expect("started");
             // Its tasks are not the case's: rusage leaves them out.
             let tasks = loads.running[0].children();
-            assert!(!tasks.is_empty() && tasks.iter().all(|&p| is_load_task(p)));
+            assert!(!tasks.is_empty() && tasks.iter().all(|&p| counters::is_load_task(p)));
             std::thread::sleep(Duration::from_millis(300));
             let run = loads.stop((1, 2)).remove(0);
             assert!(
-                !tasks.iter().any(|&p| is_load_task(p)),
+                !tasks.iter().any(|&p| counters::is_load_task(p)),
                 "{spec}: still listed"
             );
             assert!(run.count > 0.0, "{spec}: {run:?}");
