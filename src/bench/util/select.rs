@@ -15,6 +15,7 @@ use std::str::FromStr;
 
 use crate::bench::{BenchDef, ParamKind, Params, REGISTRY, find};
 use crate::error::{Error, Result};
+use crate::measure::copies::{Copies, Mode, Place, parse_ladder};
 
 /// The quick representative suite `osbench run` runs with no selector: one
 /// case of each kind of primitive (lmbench's null call, its 2-process context
@@ -112,15 +113,81 @@ pub fn config_tag(text: &str) -> (&str, Option<&str>) {
 /// The selector of the case of family `bench` printed as `name`.
 fn printed_case(bench: &str, name: &str) -> Option<Selector> {
     let def = find(bench)?;
+    // A swept case's name ends in its copies (`null@2p`).
+    let (name, copies) = match name.rsplit_once('@') {
+        Some((n, suffix)) => (n, Some(Copies::from_suffix(suffix)?)),
+        None => (name, None),
+    };
     let params = named_case(def, name)?;
+    let mut fixed: Vec<(String, String)> = def
+        .params
+        .iter()
+        .map(|p| (p.name.to_string(), params.get(p.name).to_string()))
+        .collect();
+    if let Some(c) = copies {
+        fixed.extend(copies_keys(&c));
+    }
     Some(Selector {
         bench: bench.to_string(),
-        fixed: def
-            .params
-            .iter()
-            .map(|p| (p.name.to_string(), params.get(p.name).to_string()))
-            .collect(),
+        fixed,
     })
+}
+
+/// The selector keys of `copies`, as pairs.
+fn copies_keys(copies: &Copies) -> Vec<(String, String)> {
+    vec![
+        (TASKS_KEYS[0].into(), copies.n.to_string()),
+        (TASKS_KEYS[1].into(), copies.mode.as_str().into()),
+        (TASKS_KEYS[2].into(), copies.place.as_str().into()),
+    ]
+}
+
+/// Selector keys that every family takes: the task count of a sweep
+/// (`tasks=2`, or a range `tasks=1..4`: one case per count), whether the
+/// copies are processes or threads, and how they are placed
+/// (`measure::copies`). No family has parameters of these names.
+pub const TASKS_KEYS: [&str; 3] = ["tasks", "tasks_mode", "tasks_place"];
+
+/// The copies a selector's `fixed` asks for (one per count of its range),
+/// and the family's own parameters left.
+fn split_copies<'a>(
+    sel: &'a Selector,
+    def: &BenchDef,
+) -> Result<(Vec<Option<Copies>>, Vec<&'a (String, String)>)> {
+    let (ours, theirs): (Vec<_>, Vec<_>) = sel
+        .fixed
+        .iter()
+        .partition(|(k, _)| TASKS_KEYS.contains(&k.as_str()));
+    if ours.is_empty() {
+        return Ok((vec![None], theirs));
+    }
+    let get = |key: &str| ours.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let bad = |key: &str, value: &str, allowed: &str| Error::BadValue {
+        bench: def.name.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+        allowed: allowed.to_string(),
+        mean: None,
+    };
+    let ladder = match get("tasks") {
+        Some(t) => {
+            parse_ladder(t).map_err(|_| bad("tasks", t, "a task count or a range such as 1..4"))?
+        }
+        None => vec![1],
+    };
+    let mode: Mode = match get("tasks_mode") {
+        Some(m) => m.parse().map_err(|_| bad("tasks_mode", m, "processes, threads"))?,
+        None => Mode::Processes,
+    };
+    let place: Place = match get("tasks_place") {
+        Some(p) => p.parse().map_err(|_| bad("tasks_place", p, "spread, packed"))?,
+        None => Place::Spread,
+    };
+    let copies = ladder
+        .into_iter()
+        .map(|n| Some(Copies { n, mode, place }))
+        .collect();
+    Ok((copies, theirs))
 }
 
 /// Why `rest` names no case of `bench`, and what does.
@@ -308,6 +375,8 @@ pub struct Case {
     /// Samples for this case instead of the policy's (the quick suite's
     /// [`QUICK_SUITE_SAMPLES`]); only whole-run cases use it.
     pub samples: Option<usize>,
+    /// Run as this many copies at once (`--tasks`, [`TASKS_KEYS`]); `None`: alone.
+    pub copies: Option<Copies>,
 }
 
 /// Splits `cases` into those this machine's kernel can run and, for the
@@ -339,17 +408,29 @@ impl Case {
             def,
             params,
             samples: None,
+            copies: None,
         }
     }
 
+    /// The family's name of the case, with its copies when swept (`null@2p`).
     pub fn name(&self) -> String {
-        (self.def.case_name)(&self.params)
+        let name = (self.def.case_name)(&self.params);
+        match &self.copies {
+            Some(c) => format!("{name}{}", c.suffix()),
+            None => name,
+        }
     }
 
     /// The selector that names exactly this case (`bench:k=v,…` with every
     /// parameter), as the agent protocol sends it; [`resolve`] reads it back.
     pub fn selector(&self) -> String {
-        let params = self.params.to_string();
+        let mut params = self.params.to_string();
+        if let Some(c) = &self.copies {
+            if !params.is_empty() {
+                params.push(',');
+            }
+            params.push_str(&c.selector_keys());
+        }
         if params.is_empty() {
             self.def.name.to_string()
         } else {
@@ -380,7 +461,7 @@ pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
         for case in expand(sel)? {
             if !cases
                 .iter()
-                .any(|c| c.def.name == case.def.name && c.params == case.params)
+                .any(|c| c.def.name == case.def.name && c.params == case.params && c.copies == case.copies)
             {
                 cases.push(Case {
                     samples: *samples,
@@ -429,7 +510,8 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             .join(", "),
         mean: bench_meant(&sel.bench).map(str::to_string),
     })?;
-    for (key, value) in &sel.fixed {
+    let (copies, fixed) = split_copies(sel, def)?;
+    for (key, value) in fixed.iter().copied() {
         let names = || def.params.iter().map(|p| p.name);
         let spec =
             def.params
@@ -451,8 +533,7 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             });
         }
     }
-    let given: Vec<(&str, &str)> = sel
-        .fixed
+    let given: Vec<(&str, &str)> = fixed
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
@@ -473,6 +554,16 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
     if out.is_empty() {
         out.push(Case::new(def, Params::new(def, &given)));
     }
+    // Each case once per task count of a sweep.
+    let out = out
+        .into_iter()
+        .flat_map(|case| {
+            copies.iter().map(move |&copies| Case {
+                copies,
+                ..case.clone()
+            })
+        })
+        .collect();
     Ok(out)
 }
 

@@ -169,7 +169,7 @@ impl fmt::Display for Copies {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {} placed {}",
+            "{} {} at once, {}",
             self.n,
             self.mode.as_str(),
             self.place.as_str()
