@@ -176,13 +176,16 @@ pub struct MeasureArgs {
     /// time over the passes, at least 50)
     #[arg(long = "profile-time", value_name = "MS", requires = "profile", value_parser = parse_ms)]
     profile_time: Option<f64>,
+    #[command(flatten)]
+    tasks: super::tasks::TasksArgs,
 }
 
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them); guests and a remote host asked for
     /// their system logs when `logs`.
-    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>, logs: bool) -> Plan {
+    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>, logs: bool) -> Plan {
+        let mut cases = self.tasks.apply(cases);
         if self.samples.is_some() {
             // Samples asked for are what every case takes.
             cases.iter_mut().for_each(|c| c.samples = None);

@@ -567,6 +567,28 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
     Ok(out)
 }
 
+/// Every case of `cases` that is not swept already (by its selector's
+/// `tasks`), once per count of `ladder` and per mode of `modes`, placed
+/// `place`: the cases of `run --tasks`, counts outermost so that a ladder
+/// interrupted half-way has its low rungs complete.
+pub fn sweep(cases: Vec<Case>, ladder: &[usize], modes: &[Mode], place: Place) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    for case in cases.iter().filter(|c| c.copies.is_some()) {
+        out.push(case.clone());
+    }
+    for &n in ladder {
+        for &mode in modes {
+            for case in cases.iter().filter(|c| c.copies.is_none()) {
+                out.push(Case {
+                    copies: Some(Copies { n, mode, place }),
+                    ..case.clone()
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The word among a parameter's allowed words nearest to `value` (none
 /// for numbers: an integer out of range is answered by its range).
 fn word_meant(kind: ParamKind, value: &str) -> Option<&'static str> {
@@ -594,6 +616,38 @@ mod tests {
             assert_eq!(again[0].params, case.params);
             assert!(std::ptr::eq(again[0].def, case.def));
         }
+    }
+
+    #[test]
+    fn a_swept_case_is_named_and_selected_by_its_task_count() {
+        let cases = resolve(&[sel("syscall:case=null,tasks=1..3,tasks_mode=threads")]).unwrap();
+        let names: Vec<String> = cases.iter().map(Case::name).collect();
+        assert_eq!(names, ["null@1t", "null@2t", "null@3t"]);
+        for case in &cases {
+            let again = resolve(&[sel(&case.selector())]).unwrap();
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0].copies, case.copies);
+            // As tables print it, too.
+            let printed = resolve(&[sel(&format!("syscall:{}", case.name()))]).unwrap();
+            assert_eq!(printed[0].copies, case.copies);
+        }
+        let e = resolve(&[sel("syscall:tasks=0")]).unwrap_err().to_string();
+        assert!(e.contains("tasks") && e.contains("range"), "{e}");
+        let e = resolve(&[sel("syscall:tasks=2,tasks_mode=fibres")]).unwrap_err();
+        assert!(e.to_string().contains("processes, threads"), "{e}");
+    }
+
+    #[test]
+    fn a_sweep_runs_each_case_at_each_count_and_mode_up_to_512() {
+        let cases = resolve(&[sel("syscall:case=null"), sel("fault:case=anon")]).unwrap();
+        let ladder = crate::measure::copies::default_ladder(512);
+        let swept = sweep(cases, &ladder, &[Mode::Processes, Mode::Threads], Place::Spread);
+        assert_eq!(swept.len(), 2 * 2 * ladder.len());
+        let mut names: Vec<String> = swept.iter().map(|c| format!("{} {}", c.def.name, c.name())).collect();
+        assert!(names.contains(&"fault anon@512t".to_string()), "{names:?}");
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), swept.len(), "every case key is distinct");
     }
 
     #[test]
