@@ -29,6 +29,7 @@ pub mod openmetrics;
 pub mod plot;
 pub mod regressions;
 pub mod results;
+pub mod scaling;
 pub mod sections;
 pub mod table;
 pub mod time;

@@ -6,7 +6,7 @@
 //! which each renderer shows in its own way.
 
 use super::layout::Body;
-use super::{anchors, counters, results};
+use super::{anchors, counters, results, scaling};
 use crate::document::Document;
 
 /// One section of a run's report.
@@ -32,6 +32,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     (RESULTS, "Results", results::results),
     ("invocations", "Invocations", results::invocations),
     ("guests", "Guests", results::guests),
+    ("will-it-scale", "will-it-scale: scaling over tasks", scaling::section),
     ("lmbench-processor", "lmbench: Processor, Processes", anchors::lmbench_processor),
     ("distributions", "Latency distributions", results::distributions),
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),

@@ -1,0 +1,183 @@
+//! The scaling of swept cases (`run --tasks`) in will-it-scale's layout
+//! (runtest.py's `tasks,processes,threads,linear`, totals in operations per
+//! second), with each mode's per-task throughput and efficiency beside it
+//! and where scaling stops; and the lines the scaling plot draws. The
+//! arithmetic is `stats::scaling`'s; this groups series and lays out.
+//! Left out: will-it-scale's `_idle` columns (osbench does not sample
+//! /proc/stat around a window).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::layout::{Block, Body, Table};
+use crate::document::number::fmt_sig;
+use crate::document::{Document, Series};
+use crate::stats::scaling::{STOP_EFFICIENCY, Scaling, scaling};
+
+/// A swept case's line: benchmark, case (without its copies), mode,
+/// placement, configuration.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LineKey {
+    pub bench: String,
+    pub case: String,
+    pub mode: String,
+    pub place: String,
+    pub config: String,
+}
+
+impl LineKey {
+    /// The line's legend: `syscall null threads`, with placement and
+    /// configuration where given.
+    pub fn label(&self, with_place: bool, with_config: bool) -> String {
+        let mut text = format!("{} {} {}", self.bench, self.case, self.mode);
+        if with_place {
+            let _ = write!(text, " {}", self.place);
+        }
+        if with_config {
+            let _ = write!(text, " [{}]", self.config);
+        }
+        text
+    }
+}
+
+/// The task count of a swept series and its key, if it is one.
+fn swept(s: &Series) -> Option<(usize, LineKey)> {
+    let tasks = s.params.get("tasks").and_then(Value::as_u64)? as usize;
+    let text = |k: &str| s.params.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let case = s.key.case.rsplit_once('@').map_or(s.key.case.as_str(), |(c, _)| c);
+    Some((
+        tasks,
+        LineKey {
+            bench: s.key.bench.clone(),
+            case: case.to_string(),
+            mode: text("tasks_mode"),
+            place: text("tasks_place"),
+            config: s.key.config.clone(),
+        },
+    ))
+}
+
+/// Every swept line of `doc` with its scaling, sorted by key.
+pub fn lines(doc: &Document) -> Vec<(LineKey, Scaling)> {
+    let mut points: Vec<(LineKey, Vec<(usize, f64)>)> = Vec::new();
+    for s in &doc.series {
+        let Some((tasks, key)) = swept(s) else {
+            continue;
+        };
+        let ns = s.summary.median * s.unit.ns();
+        match points.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, p)) => p.push((tasks, ns)),
+            None => points.push((key, vec![(tasks, ns)])),
+        }
+    }
+    let mut out: Vec<(LineKey, Scaling)> = points
+        .into_iter()
+        .filter_map(|(k, p)| Some((k, scaling(&p)?)))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The section: per case, placement and configuration, one table with a row
+/// per task count and a column group per mode, then where each mode stops.
+pub fn section(doc: &Document) -> Option<Body> {
+    let lines = lines(doc);
+    let mut groups: Vec<(LineKey, Vec<&(LineKey, Scaling)>)> = Vec::new();
+    for line in &lines {
+        let group = LineKey {
+            mode: String::new(),
+            ..line.0.clone()
+        };
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, l)) => l.push(line),
+            None => groups.push((group, vec![line])),
+        }
+    }
+    let mut blocks = Vec::new();
+    for (g, modes) in &groups {
+        let tag = if g.config.is_empty() || g.config == crate::document::DEFAULT_CONFIG {
+            String::new()
+        } else {
+            format!(" [{}]", g.config)
+        };
+        blocks.push(Block::Text(format!(
+            "{} {}{tag}, tasks placed {} (ops/s: total of all tasks; per task; efficiency = \
+             total / (tasks × the one-task total)):\n",
+            g.bench, g.case, g.place
+        )));
+        blocks.push(Block::Table(table(modes)));
+        blocks.push(Block::Text(stops(modes)));
+    }
+    (!blocks.is_empty()).then_some(Body::Blocks(blocks))
+}
+
+/// will-it-scale's columns for the modes of one case: tasks, then per mode
+/// total, per task and efficiency, then linear (the larger one-task total × tasks).
+fn table(modes: &[&(LineKey, Scaling)]) -> Table {
+    let mut counts: Vec<usize> = modes
+        .iter()
+        .flat_map(|(_, s)| s.rungs.iter().map(|r| r.tasks))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let best_one = modes
+        .iter()
+        .filter_map(|(_, s)| s.rungs.first().map(|r| r.per_task))
+        .fold(0.0, f64::max);
+    let mut header: Vec<&'static str> = vec!["tasks"];
+    for (k, _) in modes {
+        header.extend(match k.mode.as_str() {
+            "threads" => ["threads", "threads/task", "threads eff"],
+            _ => ["processes", "processes/task", "processes eff"],
+        });
+    }
+    header.push("linear");
+    let rows = counts
+        .iter()
+        .map(|&n| {
+            let mut row = vec![n.to_string()];
+            for (_, s) in modes {
+                match s.rungs.iter().find(|r| r.tasks == n) {
+                    Some(r) => row.extend([
+                        fmt_sig(r.total),
+                        fmt_sig(r.per_task),
+                        format!("{:.0}%", r.efficiency * 100.0),
+                    ]),
+                    None => row.extend(["-".to_string(), "-".into(), "-".into()]),
+                }
+            }
+            row.push(fmt_sig(best_one * n as f64));
+            row
+        })
+        .collect();
+    Table {
+        numeric: vec![true; header.len()],
+        header,
+        rows,
+        cases: Vec::new(),
+    }
+}
+
+/// Where each mode stops scaling, in a sentence per mode.
+fn stops(modes: &[&(LineKey, Scaling)]) -> String {
+    let mut out = String::new();
+    for (k, s) in modes {
+        let top = s.rungs.last().map_or(0, |r| r.tasks);
+        let _ = match s.stops_at {
+            Some(n) => writeln!(
+                out,
+                "{}: stops scaling at {n} tasks (efficiency below {:.0}%)",
+                k.mode,
+                STOP_EFFICIENCY * 100.0
+            ),
+            None => writeln!(
+                out,
+                "{}: scales to {top} tasks (efficiency at or above {:.0}% at every count)",
+                k.mode,
+                STOP_EFFICIENCY * 100.0
+            ),
+        };
+    }
+    out
+}
