@@ -138,6 +138,17 @@ pub(crate) fn under_ulimit(shell: &str, limit: &str, args: &str) -> (Option<i32>
 /// Writes a copy of the document at `from` to `to` with every sample and
 /// summary value of every series multiplied by `factor`, the schema set to `schema`.
 pub(crate) fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
+    planted_copy_where(from, to, factor, schema, |_| true);
+}
+
+/// [`planted_copy`] with only the series `chosen` says multiplied.
+pub(crate) fn planted_copy_where(
+    from: &Path,
+    to: &Path,
+    factor: f64,
+    schema: &str,
+    chosen: impl Fn(&serde_json::Value) -> bool,
+) {
     let mut doc: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(from).unwrap()).unwrap();
     doc["schema"] = schema.into();
@@ -145,6 +156,9 @@ pub(crate) fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
         doc["env"]["kernel"] = "6.99.0-planted".into(); // a confounder compare must show
     }
     for s in doc["series"].as_array_mut().unwrap() {
+        if !chosen(s) {
+            continue;
+        }
         for v in s["samples"].as_array_mut().unwrap() {
             *v = (v.as_f64().unwrap() * factor).into();
         }

@@ -23,5 +23,6 @@ mod quoting;
 mod run;
 mod sandbox;
 mod system_logs;
+mod tasks;
 mod time;
 mod width;

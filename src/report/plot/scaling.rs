@@ -29,8 +29,8 @@ pub fn scaling_plots(doc: &Document) -> Result<Vec<Plot>> {
         &lines,
         &labels,
         ("scaling-throughput", "Throughput against tasks (all tasks, ops/s)"),
-        "total operations per second",
-        |r| r.total,
+        "total operations per second (millions)",
+        |r| r.total / 1e6,
     )?;
     let efficiency = plot(
         &lines,
@@ -76,7 +76,7 @@ fn plot(
     let x_max = all().map(|r| r.tasks as f64).fold(1.0, f64::max);
     let mut y_max = all().map(value).fold(0.0, f64::max);
     if totals {
-        y_max = all().map(|r| r.linear).fold(y_max, f64::max);
+        y_max = all().map(|r| r.linear / 1e6).fold(y_max, f64::max);
     } else {
         y_max = y_max.max(1.0);
     }
@@ -102,7 +102,7 @@ fn plot(
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2)));
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             if totals {
-                let linear = s.rungs.iter().map(|r| (r.tasks as f64, r.linear));
+                let linear = s.rungs.iter().map(|r| (r.tasks as f64, r.linear / 1e6));
                 chart.draw_series(DashedLineSeries::new(linear, 6, 4, c.stroke_width(1)))?;
             }
         }
