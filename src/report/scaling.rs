@@ -181,3 +181,95 @@ fn stops(modes: &[&(LineKey, Scaling)]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::{Series, Unit};
+    use crate::measure::copies::{Copies, Mode, Place, default_ladder};
+    use crate::stats::summarize;
+
+    /// A fake swept series: per-task `ns` at `n` copies of `mode`, under `config`.
+    fn fake(n: usize, mode: Mode, config: &str, ns: f64) -> Series {
+        let copies = Copies {
+            n,
+            mode,
+            place: Place::Spread,
+        };
+        let samples = vec![ns, ns * 1.01, ns * 0.99];
+        let summary = summarize(&samples).unwrap();
+        let mut s = Series::new("fault", format!("anon{}", copies.suffix()), Unit::Ns, samples, summary);
+        s.key.config = config.into();
+        s.params
+            .extend(copies.recorded().into_iter().map(|(k, v)| (k.to_string(), v)));
+        s
+    }
+
+    /// A document of fake series over the 512-CPU ladder: processes scale,
+    /// threads share one mm (per-task time grows with the count), in two configurations.
+    fn doc_512() -> Document {
+        let mut doc = crate::report::fixture();
+        doc.series.clear();
+        for config in ["base", "patched"] {
+            for &n in &default_ladder(512) {
+                doc.series.push(fake(n, Mode::Processes, config, 100.0));
+                doc.series.push(fake(n, Mode::Threads, config, 100.0 * n as f64));
+            }
+        }
+        doc
+    }
+
+    #[test]
+    fn a_512_task_ladder_has_a_row_per_count_and_says_where_threads_stop() {
+        let doc = doc_512();
+        let lines = lines(&doc);
+        assert_eq!(lines.len(), 4, "two modes × two configurations");
+        let Some(Body::Blocks(blocks)) = section(&doc) else {
+            panic!("a section of blocks");
+        };
+        let tables: Vec<&Table> = blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                Block::Text(_) => None,
+            })
+            .collect();
+        assert_eq!(tables.len(), 2, "one table per configuration");
+        let t = tables[0];
+        assert_eq!(t.rows.len(), default_ladder(512).len());
+        let last = t.rows.last().unwrap();
+        assert_eq!(last[0], "1024");
+        assert_eq!(last[3], "100%", "processes keep their efficiency: {last:?}");
+        assert_eq!(t.header[4], "threads");
+        let text: String = blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.as_str()),
+                Block::Table(_) => None,
+            })
+            .collect();
+        assert!(text.contains("threads: stops scaling at 2 tasks"), "{text}");
+        assert!(text.contains("processes: scales to 1024 tasks"), "{text}");
+        assert!(text.contains("[patched]"), "{text}");
+    }
+
+    #[test]
+    fn the_scaling_plots_draw_a_line_per_configuration() {
+        let plots = crate::report::plot::scaling_plots(&doc_512()).unwrap();
+        assert_eq!(plots.len(), 2);
+        for p in &plots {
+            for label in [
+                "fault anon processes [base]",
+                "fault anon threads [base]",
+                "fault anon processes [patched]",
+                "fault anon threads [patched]",
+            ] {
+                assert!(p.svg.contains(label), "{}: {label}", p.name);
+            }
+        }
+        let mut unswept = doc_512();
+        unswept.series.iter_mut().for_each(|s| s.params.clear());
+        assert!(crate::report::plot::scaling_plots(&unswept).unwrap().is_empty());
+        assert!(section(&unswept).is_none());
+    }
+}
