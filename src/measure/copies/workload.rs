@@ -250,6 +250,61 @@ pub(super) fn wait_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::copies::Place;
+
+    /// A fake case: each iteration only yields the CPU.
+    struct Nothing;
+    impl Workload for Nothing {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            std::thread::yield_now();
+            Ok(())
+        }
+    }
+
+    fn copies(n: usize, mode: Mode) -> Copies {
+        Copies {
+            n,
+            mode,
+            place: Place::Spread,
+        }
+    }
+
+    #[test]
+    fn fake_copies_as_threads_and_processes_count_their_windows_and_stop() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let setup: SetupFn = Arc::new(|_: &Placement| Ok(Box::new(Nothing) as Box<dyn Workload>));
+            let mut w = Box::new(CopiesWorkload::start("fake", copies(16, mode), setup).unwrap());
+            let before = w.counters.total();
+            w.run(50).unwrap();
+            assert!(w.counters.total() >= before + 16 * 50, "{mode:?}");
+            w.teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_copy_whose_set_up_fails_is_named_and_nothing_is_left_running() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let setup: SetupFn = Arc::new(|_: &Placement| {
+                // Copy 5 (0-based), the sixth started, knows itself by its thread's name.
+                if std::thread::current().name() == Some("osbench-copy5") {
+                    return Err(Error::Measure("no room for this copy".into()));
+                }
+                Ok(Box::new(Nothing) as Box<dyn Workload>)
+            });
+            match mode {
+                Mode::Threads => {
+                    let e = CopiesWorkload::start("fake", copies(8, mode), setup).err().unwrap();
+                    assert!(e.to_string().contains("task 6 of 8 (threads) failed: no room"), "{e}");
+                }
+                Mode::Processes => {
+                    // A forked copy's thread has no such name: every one fails.
+                    let setup: SetupFn = Arc::new(|_: &Placement| Err(Error::Measure("no room".into())));
+                    let e = CopiesWorkload::start("fake", copies(4, mode), setup).err().unwrap();
+                    assert!(e.to_string().contains("of 4 (processes) failed: no room"), "{e}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_window_ends_once_fake_copies_complete_its_count_and_fails_with_them() {
