@@ -155,7 +155,7 @@ enum Command {
     List(list::ListArgs),
     /// Run benchmarks: the quick default suite, `all`, or the ones selected; the run is
     /// saved in the results store
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Show the environment recorded with every result
     Env(env::EnvArgs),
     /// Compare runs (files, stored run ids or labels): the first is the baseline
@@ -550,7 +550,7 @@ pub fn main() -> ExitCode {
         Command::List(args) => list::list(&args, console(false).laid_out(&args.layout)),
         Command::Run(args) => {
             let console = console(args.stdout_taken()).laid_out(&args.layout);
-            run::run(args, console)
+            run::run(*args, console)
         }
         Command::Env(args) => env::show_env(&args, console(false).laid_out(&args.layout)),
         Command::Compare(args) => {

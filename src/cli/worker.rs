@@ -95,7 +95,7 @@ impl JobRunner for CliRunner {
     fn run(&self, command: Command, hook: &mut JobHook) -> JobRun {
         let console = Console::new(ColorWhen::Never, false);
         let (result, saved) = match command {
-            Command::Run(args) => super::run::run_hooked(args, console, Some(hook)),
+            Command::Run(args) => super::run::run_hooked(*args, console, Some(hook)),
             Command::Time(args) => super::time::time_hooked(*args, console, Some(hook)),
             _ => unreachable!("a job's plan is `run` or `time`"),
         };

@@ -295,7 +295,12 @@ fn sampled(
         .collect();
     let mut series = new_series(case, placement, samples)?;
     series.warnings = m.warnings;
-    flag_noise(&mut series, def.unit.symbol(), m.interrupted, all_tasks(case));
+    flag_noise(
+        &mut series,
+        def.unit.symbol(),
+        m.interrupted,
+        all_tasks(case),
+    );
     if m.failed.is_some() {
         series.noise.push(NoiseFlag::Failed);
     }
@@ -384,9 +389,12 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     series.pin = placement.pin;
     series.cpus = placement.cpus_used(all_tasks(case));
     if let Some(copies) = &case.copies {
-        series
-            .params
-            .extend(copies.recorded().into_iter().map(|(k, v)| (k.to_string(), v)));
+        series.params.extend(
+            copies
+                .recorded()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
         series.op = format!("{} (per task; {copies})", series.op);
     }
     Ok(series)

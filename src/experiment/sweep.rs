@@ -94,7 +94,10 @@ mod tests {
         let hackbench = bench::find("messaging").unwrap();
         let params = Params::new(hackbench, &[]);
         let why = unsweepable(hackbench, &params).unwrap();
-        assert!(why.contains("whole runs") && why.contains("drop --tasks"), "{why}");
+        assert!(
+            why.contains("whole runs") && why.contains("drop --tasks"),
+            "{why}"
+        );
         let syscall = bench::find("syscall").unwrap();
         assert_eq!(unsweepable(syscall, &Params::new(syscall, &[])), None);
     }

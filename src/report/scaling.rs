@@ -44,8 +44,18 @@ impl LineKey {
 /// The task count of a swept series and its key, if it is one.
 fn swept(s: &Series) -> Option<(usize, LineKey)> {
     let tasks = s.params.get("tasks").and_then(Value::as_u64)? as usize;
-    let text = |k: &str| s.params.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let case = s.key.case.rsplit_once('@').map_or(s.key.case.as_str(), |(c, _)| c);
+    let text = |k: &str| {
+        s.params
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let case = s
+        .key
+        .case
+        .rsplit_once('@')
+        .map_or(s.key.case.as_str(), |(c, _)| c);
     Some((
         tasks,
         LineKey {
@@ -198,10 +208,20 @@ mod tests {
         };
         let samples = vec![ns, ns * 1.01, ns * 0.99];
         let summary = summarize(&samples).unwrap();
-        let mut s = Series::new("fault", format!("anon{}", copies.suffix()), Unit::Ns, samples, summary);
+        let mut s = Series::new(
+            "fault",
+            format!("anon{}", copies.suffix()),
+            Unit::Ns,
+            samples,
+            summary,
+        );
         s.key.config = config.into();
-        s.params
-            .extend(copies.recorded().into_iter().map(|(k, v)| (k.to_string(), v)));
+        s.params.extend(
+            copies
+                .recorded()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
         s
     }
 
@@ -213,7 +233,8 @@ mod tests {
         for config in ["base", "patched"] {
             for &n in &default_ladder(512) {
                 doc.series.push(fake(n, Mode::Processes, config, 100.0));
-                doc.series.push(fake(n, Mode::Threads, config, 100.0 * n as f64));
+                doc.series
+                    .push(fake(n, Mode::Threads, config, 100.0 * n as f64));
             }
         }
         doc
@@ -269,7 +290,11 @@ mod tests {
         }
         let mut unswept = doc_512();
         unswept.series.iter_mut().for_each(|s| s.params.clear());
-        assert!(crate::report::plot::scaling_plots(&unswept).unwrap().is_empty());
+        assert!(
+            crate::report::plot::scaling_plots(&unswept)
+                .unwrap()
+                .is_empty()
+        );
         assert!(section(&unswept).is_none());
     }
 }

@@ -87,7 +87,9 @@ mod tests {
     #[test]
     fn a_shared_lock_stops_scaling_where_efficiency_falls_below_80_percent() {
         // Per-task time grows with the count: a lock taken by every task.
-        let pts: Vec<(usize, f64)> = (1..=512).map(|n| (n, 100.0 * (1.0 + 0.1 * (n - 1) as f64))).collect();
+        let pts: Vec<(usize, f64)> = (1..=512)
+            .map(|n| (n, 100.0 * (1.0 + 0.1 * (n - 1) as f64)))
+            .collect();
         let s = scaling(&pts).unwrap();
         // efficiency(N) = 1 / (1 + 0.1 (N - 1)) < 0.8 from N = 4 (1/1.3 ≈ 0.77).
         assert_eq!(s.stops_at, Some(4));

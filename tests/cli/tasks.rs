@@ -25,8 +25,21 @@ fn swept(doc: &osbench::document::Document) -> Vec<(String, u64, String)> {
 fn sweep(json: &Path, samples: &str, invocations: &str) -> String {
     let _helpers = helper_lock();
     let args = [
-        "run", "syscall:case=null", "--tasks", "1,2", "--tasks-mode", "both", "--no-perf",
-        "--samples", samples, "--invocations", invocations, "--sample-time", "1", "--warmup", "0",
+        "run",
+        "syscall:case=null",
+        "--tasks",
+        "1,2",
+        "--tasks-mode",
+        "both",
+        "--no-perf",
+        "--samples",
+        samples,
+        "--invocations",
+        invocations,
+        "--sample-time",
+        "1",
+        "--warmup",
+        "0",
     ];
     let out = run_ok(&args, json);
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
@@ -51,20 +64,40 @@ fn a_real_sweep_gives_per_task_throughput_efficiency_and_its_plot() {
     for ((case, n, mode), (wc, wn, wm)) in got.iter().zip(want) {
         assert_eq!((case.as_str(), *n, mode.as_str()), (wc, wn, wm));
     }
-    assert!(doc.series.iter().all(|s| s.summary.median > 0.0 && s.op.contains("per task")));
+    assert!(
+        doc.series
+            .iter()
+            .all(|s| s.summary.median > 0.0 && s.op.contains("per task"))
+    );
     // will-it-scale's columns, a row per count, and where each mode stops.
     let header = text
         .lines()
         .find(|l| l.starts_with("tasks") && l.contains("processes"))
         .unwrap_or_else(|| panic!("{text}"));
-    for col in ["processes/task", "processes eff", "threads", "threads eff", "linear"] {
+    for col in [
+        "processes/task",
+        "processes eff",
+        "threads",
+        "threads eff",
+        "linear",
+    ] {
         assert!(header.contains(col), "{header}");
     }
-    let row = |n: &str| text.lines().find(|l| l.split_whitespace().next() == Some(n));
+    let row = |n: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+    };
     let one = row("1").unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(one.matches("100%").count(), 2, "efficiency at 1 task: {one}");
+    assert_eq!(
+        one.matches("100%").count(),
+        2,
+        "efficiency at 1 task: {one}"
+    );
     assert!(row("2").is_some_and(|r| r.contains('%')), "{text}");
-    assert!(text.contains("processes: s") && text.contains("threads: s"), "{text}");
+    assert!(
+        text.contains("processes: s") && text.contains("threads: s"),
+        "{text}"
+    );
     // The plots: a line per configuration (processes, threads).
     let plots = dir.path().join("plots");
     ok(osbench(shared_store())
@@ -112,8 +145,13 @@ fn compare_judges_each_task_count_on_its_own() {
         .arg(&cmp)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(&cmp).unwrap()).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&cmp).unwrap()).unwrap();
     let rows = record["comparisons"].as_array().unwrap();
     let verdict = |case: &str| {
         rows.iter()
@@ -143,15 +181,24 @@ fn task_counts_beyond_the_limits_are_refused_naming_the_limit() {
          --warmup 0 --no-perf",
     );
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("RLIMIT_NOFILE") && err.contains("is 40"), "{err}");
-    assert!(err.contains("ulimit -n") && err.contains("--tasks 64 (threads)"), "{err}");
+    assert!(
+        err.contains("RLIMIT_NOFILE") && err.contains("is 40"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ulimit -n") && err.contains("--tasks 64 (threads)"),
+        "{err}"
+    );
     let (code, err, _) = under_ulimit(
         "bash",
         "-u 50",
         "run syscall:case=null --tasks 64 --samples 3 --sample-time 1 --warmup 0 --no-perf",
     );
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("RLIMIT_NPROC") && err.contains("is 50"), "{err}");
+    assert!(
+        err.contains("RLIMIT_NPROC") && err.contains("is 50"),
+        "{err}"
+    );
     assert!(err.contains("ulimit -u"), "{err}");
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
 }

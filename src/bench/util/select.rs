@@ -148,12 +148,12 @@ fn copies_keys(copies: &Copies) -> Vec<(String, String)> {
 /// (`measure::copies`). No family has parameters of these names.
 pub const TASKS_KEYS: [&str; 3] = ["tasks", "tasks_mode", "tasks_place"];
 
+/// A selector's copies (`None`: unswept) and its family's own parameters.
+type SplitCopies<'a> = (Vec<Option<Copies>>, Vec<&'a (String, String)>);
+
 /// The copies a selector's `fixed` asks for (one per count of its range),
 /// and the family's own parameters left.
-fn split_copies<'a>(
-    sel: &'a Selector,
-    def: &BenchDef,
-) -> Result<(Vec<Option<Copies>>, Vec<&'a (String, String)>)> {
+fn split_copies<'a>(sel: &'a Selector, def: &BenchDef) -> Result<SplitCopies<'a>> {
     let (ours, theirs): (Vec<_>, Vec<_>) = sel
         .fixed
         .iter()
@@ -176,11 +176,15 @@ fn split_copies<'a>(
         None => vec![1],
     };
     let mode: Mode = match get("tasks_mode") {
-        Some(m) => m.parse().map_err(|_| bad("tasks_mode", m, "processes, threads"))?,
+        Some(m) => m
+            .parse()
+            .map_err(|_| bad("tasks_mode", m, "processes, threads"))?,
         None => Mode::Processes,
     };
     let place: Place = match get("tasks_place") {
-        Some(p) => p.parse().map_err(|_| bad("tasks_place", p, "spread, packed"))?,
+        Some(p) => p
+            .parse()
+            .map_err(|_| bad("tasks_place", p, "spread, packed"))?,
         None => Place::Spread,
     };
     let copies = ladder
@@ -459,10 +463,9 @@ pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
     let mut cases: Vec<Case> = Vec::new();
     for (sel, samples) in &selectors {
         for case in expand(sel)? {
-            if !cases
-                .iter()
-                .any(|c| c.def.name == case.def.name && c.params == case.params && c.copies == case.copies)
-            {
+            if !cases.iter().any(|c| {
+                c.def.name == case.def.name && c.params == case.params && c.copies == case.copies
+            }) {
                 cases.push(Case {
                     samples: *samples,
                     ..case
@@ -554,8 +557,12 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
     if out.is_empty() {
         out.push(Case::new(def, Params::new(def, &given)));
     }
-    // Each case once per task count of a sweep.
-    let out = out
+    Ok(each_count(out, &copies))
+}
+
+/// Each case once per task count of a sweep (once when `copies` is `[None]`).
+fn each_count(cases: Vec<Case>, copies: &[Option<Copies>]) -> Vec<Case> {
+    cases
         .into_iter()
         .flat_map(|case| {
             copies.iter().map(move |&copies| Case {
@@ -563,8 +570,7 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
                 ..case.clone()
             })
         })
-        .collect();
-    Ok(out)
+        .collect()
 }
 
 /// Every case of `cases` that is not swept already (by its selector's
@@ -641,9 +647,17 @@ mod tests {
     fn a_sweep_runs_each_case_at_each_count_and_mode_up_to_512() {
         let cases = resolve(&[sel("syscall:case=null"), sel("fault:case=anon")]).unwrap();
         let ladder = crate::measure::copies::default_ladder(512);
-        let swept = sweep(cases, &ladder, &[Mode::Processes, Mode::Threads], Place::Spread);
+        let swept = sweep(
+            cases,
+            &ladder,
+            &[Mode::Processes, Mode::Threads],
+            Place::Spread,
+        );
         assert_eq!(swept.len(), 2 * 2 * ladder.len());
-        let mut names: Vec<String> = swept.iter().map(|c| format!("{} {}", c.def.name, c.name())).collect();
+        let mut names: Vec<String> = swept
+            .iter()
+            .map(|c| format!("{} {}", c.def.name, c.name()))
+            .collect();
         assert!(names.contains(&"fault anon@512t".to_string()), "{names:?}");
         names.sort();
         names.dedup();

@@ -32,7 +32,7 @@ struct Slot {
 #[derive(Debug)]
 pub struct Counters {
     base: *mut u8,
-    len: usize,
+    bytes: usize,
     n: usize,
 }
 
@@ -45,13 +45,13 @@ unsafe impl Sync for Counters {}
 impl Counters {
     /// Maps the counters of `n` copies, all zero and [`STARTING`].
     pub fn new(n: usize) -> Result<Self> {
-        let len = std::mem::size_of::<Slot>() * (n + 1);
+        let bytes = std::mem::size_of::<Slot>() * (n + 1);
         // SAFETY: an anonymous shared mapping at an address of the kernel's
         // choosing; it is zero-filled, which is every slot's initial value.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                len,
+                bytes,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_ANONYMOUS,
                 -1,
@@ -66,26 +66,21 @@ impl Counters {
         }
         Ok(Self {
             base: base.cast(),
-            len,
+            bytes,
             n,
         })
-    }
-
-    /// How many copies the counters are for.
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Whether there are none (never: `new` takes one at least in practice).
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
     }
 
     fn slot(&self, i: usize) -> &Slot {
         assert!(i <= self.n, "copy {i} of {}", self.n);
         // SAFETY: slot i lies within the mapping (i ≤ n, n + 1 slots), is
         // aligned (the mapping is page-aligned, slots 128 bytes) and all-atomic.
-        unsafe { &*self.base.add(i * std::mem::size_of::<Slot>()).cast::<Slot>() }
+        unsafe {
+            &*self
+                .base
+                .add(i * std::mem::size_of::<Slot>())
+                .cast::<Slot>()
+        }
     }
 
     /// The stop flag lives in the extra last slot.
@@ -160,7 +155,7 @@ impl Counters {
 impl Drop for Counters {
     fn drop(&mut self) {
         // SAFETY: unmapping the mapping `new` made, once.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+        unsafe { libc::munmap(self.base.cast(), self.bytes) };
     }
 }
 

@@ -187,7 +187,10 @@ mod tests {
             },
             Mode::Processes,
         );
-        assert!(nproc.contains("RLIMIT_NPROC") && nproc.contains("is 256"), "{nproc}");
+        assert!(
+            nproc.contains("RLIMIT_NPROC") && nproc.contains("is 256"),
+            "{nproc}"
+        );
         assert!(nproc.contains("ulimit -u 1024"), "{nproc}");
         let tmax = low(
             Limits {
@@ -204,13 +207,19 @@ mod tests {
             },
             Mode::Threads,
         );
-        assert!(nofile.contains("RLIMIT_NOFILE") && nofile.contains("1034"), "{nofile}");
+        assert!(
+            nofile.contains("RLIMIT_NOFILE") && nofile.contains("1034"),
+            "{nofile}"
+        );
         // Processes each have a table of their own: 1024 is plenty.
         let per_process = Limits {
             nofile: Some(1024),
             ..ROOMY
         };
-        assert_eq!(refusal(&copies(512, Mode::Processes), &needs, &per_process), None);
+        assert_eq!(
+            refusal(&copies(512, Mode::Processes), &needs, &per_process),
+            None
+        );
         let mem = low(
             Limits {
                 mem_available: Some(256 << 20),
@@ -218,6 +227,9 @@ mod tests {
             },
             Mode::Processes,
         );
-        assert!(mem.contains("512 MiB") && mem.contains("MemAvailable is 256 MiB"), "{mem}");
+        assert!(
+            mem.contains("512 MiB") && mem.contains("MemAvailable is 256 MiB"),
+            "{mem}"
+        );
     }
 }

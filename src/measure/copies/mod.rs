@@ -132,7 +132,9 @@ impl Copies {
             _ => return None,
         };
         let n: usize = body[..body.len() - 1].parse().ok()?;
-        (1..=MAX_TASKS).contains(&n).then_some(Copies { n, mode, place })
+        (1..=MAX_TASKS)
+            .contains(&n)
+            .then_some(Copies { n, mode, place })
     }
 
     /// The selector keys that carry the copies to an agent or a file

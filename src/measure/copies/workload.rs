@@ -70,7 +70,9 @@ impl CopiesWorkload {
         match &mut self.supervisor {
             Some(sup) => {
                 // The supervisor pins the child to `cpu` before the body runs.
-                sup.fork(cpu, &[], move || copy_body(i, &counters, &setup, &placement))?;
+                sup.fork(cpu, &[], move || {
+                    copy_body(i, &counters, &setup, &placement)
+                })?;
             }
             None => {
                 let handle = std::thread::Builder::new()
@@ -272,7 +274,8 @@ mod tests {
     #[test]
     fn fake_copies_as_threads_and_processes_count_their_windows_and_stop() {
         for mode in [Mode::Threads, Mode::Processes] {
-            let setup: SetupFn = Arc::new(|_: &Placement| Ok(Box::new(Nothing) as Box<dyn Workload>));
+            let setup: SetupFn =
+                Arc::new(|_: &Placement| Ok(Box::new(Nothing) as Box<dyn Workload>));
             let mut w = Box::new(CopiesWorkload::start("fake", copies(16, mode), setup).unwrap());
             let before = w.counters.total();
             w.run(50).unwrap();
@@ -293,14 +296,26 @@ mod tests {
             });
             match mode {
                 Mode::Threads => {
-                    let e = CopiesWorkload::start("fake", copies(8, mode), setup).err().unwrap();
-                    assert!(e.to_string().contains("task 6 of 8 (threads) failed: no room"), "{e}");
+                    let e = CopiesWorkload::start("fake", copies(8, mode), setup)
+                        .err()
+                        .unwrap();
+                    assert!(
+                        e.to_string()
+                            .contains("task 6 of 8 (threads) failed: no room"),
+                        "{e}"
+                    );
                 }
                 Mode::Processes => {
                     // A forked copy's thread has no such name: every one fails.
-                    let setup: SetupFn = Arc::new(|_: &Placement| Err(Error::Measure("no room".into())));
-                    let e = CopiesWorkload::start("fake", copies(4, mode), setup).err().unwrap();
-                    assert!(e.to_string().contains("of 4 (processes) failed: no room"), "{e}");
+                    let setup: SetupFn =
+                        Arc::new(|_: &Placement| Err(Error::Measure("no room".into())));
+                    let e = CopiesWorkload::start("fake", copies(4, mode), setup)
+                        .err()
+                        .unwrap();
+                    assert!(
+                        e.to_string().contains("of 4 (processes) failed: no room"),
+                        "{e}"
+                    );
                 }
             }
         }

@@ -24,11 +24,17 @@ pub fn scaling_plots(doc: &Document) -> Result<Vec<Plot>> {
     let configs = lines
         .iter()
         .any(|(k, _)| k.config != lines[0].0.config || k.config != DEFAULT_CONFIG);
-    let labels: Vec<String> = lines.iter().map(|(k, _)| k.label(places, configs)).collect();
+    let labels: Vec<String> = lines
+        .iter()
+        .map(|(k, _)| k.label(places, configs))
+        .collect();
     let throughput = plot(
         &lines,
         &labels,
-        ("scaling-throughput", "Throughput against tasks (all tasks, ops/s)"),
+        (
+            "scaling-throughput",
+            "Throughput against tasks (all tasks, ops/s)",
+        ),
         "total operations per second (millions)",
         |r| r.total / 1e6,
     )?;
@@ -99,7 +105,9 @@ fn plot(
             chart
                 .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
                 .label(labels[i].as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
+                });
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             if totals {
                 let linear = s.rungs.iter().map(|r| (r.tasks as f64, r.linear / 1e6));
@@ -108,7 +116,12 @@ fn plot(
         }
         if !totals {
             let stop = [(0.0, STOP_EFFICIENCY), (x_max * 1.04, STOP_EFFICIENCY)];
-            chart.draw_series(DashedLineSeries::new(stop, 2, 4, BLACK.mix(0.5).stroke_width(1)))?;
+            chart.draw_series(DashedLineSeries::new(
+                stop,
+                2,
+                4,
+                BLACK.mix(0.5).stroke_width(1),
+            ))?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, LABEL_PX)?;
         Ok(())
