@@ -43,7 +43,7 @@ unsafe impl Send for Counters {}
 unsafe impl Sync for Counters {}
 
 impl Counters {
-    /// Maps the counters of `n` copies, all zero and [`STARTING`].
+    /// Maps the counters of `n` copies, all zero and `STARTING`.
     pub fn new(n: usize) -> Result<Self> {
         let bytes = std::mem::size_of::<Slot>() * (n + 1);
         // SAFETY: an anonymous shared mapping at an address of the kernel's
@@ -116,7 +116,7 @@ impl Counters {
         self.slot(i).state.load(Ordering::Acquire)
     }
 
-    /// Copy `i` failed: keeps the start of `why` and marks it [`FAILED`].
+    /// Copy `i` failed: keeps the start of `why` and marks it `FAILED`.
     pub fn fail(&self, i: usize, why: &str) {
         let slot = self.slot(i);
         let bytes = why.as_bytes();
