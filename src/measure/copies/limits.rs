@@ -128,7 +128,9 @@ pub fn refusal(copies: &Copies, needs: &Needs, limits: &Limits) -> Option<String
 /// Refuses `copies` of `what` when this machine's limits cannot hold them.
 pub fn check_limits(what: &str, copies: &Copies, needs: &Needs) -> Result<()> {
     if copies.mode == Mode::Threads {
-        crate::measure::limits::check_address_space(what, copies.n * needs.tasks.max(1))?;
+        // Each copy thread's stack is twice what the check counts a thread for.
+        let threads = copies.n * (needs.tasks.max(1) + 1);
+        crate::measure::limits::check_address_space(what, threads)?;
     }
     match refusal(copies, needs, &Limits::read()) {
         Some(why) => Err(Error::Measure(format!("{what}: {why}"))),

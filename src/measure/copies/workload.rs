@@ -28,6 +28,10 @@ const STALL_POLLS: u32 = 200_000;
 const SETUP_POLLS: u32 = 60_000;
 /// Busy readings at the end of a window, before sleeping again.
 const SPIN_READS: u32 = 1 << 20;
+/// Stack of a copy thread: room for a family's set-up (a debug build's
+/// frames included), far below the 2 MiB default, so that 512 copies
+/// reserve 128 MiB of address space rather than 1 GiB.
+pub const COPY_STACK_BYTES: usize = 256 << 10;
 
 /// N running copies of one case.
 pub struct CopiesWorkload {
@@ -77,6 +81,7 @@ impl CopiesWorkload {
             None => {
                 let handle = std::thread::Builder::new()
                     .name(format!("osbench-copy{i}"))
+                    .stack_size(COPY_STACK_BYTES)
                     .spawn(move || {
                         if let Some(c) = cpu
                             && let Err(e) = pin_thread_for_life(c)
