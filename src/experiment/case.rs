@@ -395,7 +395,12 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v)),
         );
-        series.op = format!("{} (per task; {copies})", series.op);
+        // A whole-run family's preparation is inside the loop the copies count.
+        let prepared = match def.sampling {
+            bench::Sampling::WholeRuns => "; each run's untimed preparation timed in",
+            _ => "",
+        };
+        series.op = format!("{} (per task; {copies}{prepared})", series.op);
     }
     Ok(series)
 }

@@ -23,17 +23,18 @@ pub(super) fn placement(copies: &Copies) -> Result<Placement> {
     })
 }
 
-/// Why the family cannot be swept, for families not sampled in calibrated batches.
+/// Why the case cannot be swept: a latency distribution (its events are
+/// timed one by one, not counted).
 fn unsweepable(def: &BenchDef, params: &Params) -> Option<String> {
-    let batched = match def.sampling {
-        bench::Sampling::Batched { .. } => true,
-        bench::Sampling::EventsFor(count) => count(params).is_none(),
-        bench::Sampling::WholeRuns | bench::Sampling::Events(_) => false,
+    let events = match def.sampling {
+        bench::Sampling::Events(_) => true,
+        bench::Sampling::EventsFor(count) => count(params).is_some(),
+        bench::Sampling::Batched { .. } | bench::Sampling::WholeRuns => false,
     };
-    (!batched).then(|| {
+    events.then(|| {
         format!(
-            "{} {} cannot be swept over tasks: --tasks runs cases timed in batches of \
-             iterations, and this one is timed as whole runs or single events; drop --tasks \
+            "{} {} cannot be swept over tasks: --tasks counts iterations of cases timed in \
+             batches or whole runs, and this one records single-event latencies; drop --tasks \
              for it (its own parameters set its tasks)",
             def.name,
             (def.case_name)(params)
@@ -53,15 +54,22 @@ pub(super) fn start(case: &Case, copies: Copies) -> Result<Box<dyn Workload>> {
     check_limits(&what, &copies, &needs)?;
     let params = case.params.clone();
     let setup: SetupFn = Arc::new(move |placed: &Placement| (def.setup)(&params, placed));
-    Ok(Box::new(CopiesWorkload::start(def.name, copies, setup)?))
+    let whole_runs = matches!(def.sampling, bench::Sampling::WholeRuns);
+    let copies = CopiesWorkload::start(def.name, copies, setup, whole_runs)?;
+    Ok(Box::new(copies))
 }
 
-/// What one copy takes: set up here once (one operation run, so that its
-/// memory is touched), its descriptors and resident memory counted, torn down.
+/// What one copy takes: set up here once (one iteration run — a whole run
+/// after its `prepare` for whole-run families — so that its memory is
+/// touched), its descriptors and resident memory counted, torn down.
 fn probe(def: &BenchDef, params: &Params) -> Result<Needs> {
     let (fds, rss) = (open_fds(), resident_bytes());
     let mut w = (def.setup)(params, &Placement::unpinned())?;
-    let ran = w.run(1);
+    let prepared = match def.sampling {
+        bench::Sampling::WholeRuns => w.prepare(),
+        _ => Ok(()),
+    };
+    let ran = prepared.and_then(|()| w.run(1));
     let needs = Needs {
         tasks: (def.tasks)(params),
         fds: open_fds().saturating_sub(fds),
@@ -90,15 +98,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whole_run_and_latency_families_are_refused_with_why() {
-        let hackbench = bench::find("messaging").unwrap();
-        let params = Params::new(hackbench, &[]);
-        let why = unsweepable(hackbench, &params).unwrap();
+    fn latency_cases_are_refused_with_why_and_the_others_swept() {
+        let wakeup = bench::find("wakeup").unwrap();
+        let why = unsweepable(wakeup, &Params::new(wakeup, &[])).unwrap();
         assert!(
-            why.contains("whole runs") && why.contains("drop --tasks"),
+            why.contains("single-event") && why.contains("drop --tasks"),
             "{why}"
         );
-        let syscall = bench::find("syscall").unwrap();
-        assert_eq!(unsweepable(syscall, &Params::new(syscall, &[])), None);
+        let futex = bench::find("futex").unwrap();
+        let wake = Params::new(futex, &[("workload", "wake")]);
+        assert!(unsweepable(futex, &wake).is_some());
+        for (name, fixed) in [
+            ("syscall", vec![]),
+            ("fault", vec![]),
+            ("futex", vec![("workload", "hash")]),
+        ] {
+            let def = bench::find(name).unwrap();
+            assert_eq!(unsweepable(def, &Params::new(def, &fixed)), None, "{name}");
+        }
     }
 }

@@ -45,7 +45,10 @@ impl CopiesWorkload {
     /// Starts `copies` of the case `setup` sets up (children named
     /// `osbench-<bench>`) and waits until every one is looping on it; an
     /// error names the copy that failed and why, with nothing left running.
-    pub fn start(bench: &str, copies: Copies, setup: SetupFn) -> Result<Self> {
+    /// With `whole_runs`, each iteration of a copy is the case's `prepare()`
+    /// then `run(1)` (a whole-run family: will-it-scale's page_fault1 maps
+    /// and unmaps inside its loop too).
+    pub fn start(bench: &str, copies: Copies, setup: SetupFn, whole_runs: bool) -> Result<Self> {
         let counters = Arc::new(Counters::new(copies.n)?);
         let mut this = Self {
             copies,
@@ -56,13 +59,19 @@ impl CopiesWorkload {
         let allowed = allowed_cpus()?;
         for i in 0..copies.n {
             let cpu = copies.cpu_of(i, &allowed);
-            this.start_one(i, cpu, Arc::clone(&setup))?;
+            this.start_one(i, cpu, Arc::clone(&setup), whole_runs)?;
         }
         this.await_running()?;
         Ok(this)
     }
 
-    fn start_one(&mut self, i: usize, cpu: Option<usize>, setup: SetupFn) -> Result<()> {
+    fn start_one(
+        &mut self,
+        i: usize,
+        cpu: Option<usize>,
+        setup: SetupFn,
+        whole_runs: bool,
+    ) -> Result<()> {
         let counters = Arc::clone(&self.counters);
         let placement = match cpu {
             Some(c) => Placement {
@@ -75,7 +84,7 @@ impl CopiesWorkload {
             Some(sup) => {
                 // The supervisor pins the child to `cpu` before the body runs.
                 sup.fork(cpu, &[], move || {
-                    copy_body(i, &counters, &setup, &placement)
+                    copy_body(i, &counters, &setup, &placement, whole_runs)
                 })?;
             }
             None => {
@@ -89,7 +98,7 @@ impl CopiesWorkload {
                             counters.fail(i, &e.to_string());
                             return;
                         }
-                        copy_body(i, &counters, &setup, &placement);
+                        copy_body(i, &counters, &setup, &placement, whole_runs);
                     })
                     .map_err(|e| crate::measure::limits::thread_error(i, e))?;
                 self.threads.push(handle);
@@ -161,8 +170,15 @@ impl CopiesWorkload {
 }
 
 /// One copy: sets the case up, marks itself running, loops on the operation
-/// counting each iteration until told to stop, tears down. The exit code.
-fn copy_body(i: usize, counters: &Counters, setup: &SetupFn, placement: &Placement) -> i32 {
+/// (each a whole run after its `prepare` with `whole_runs`) counting each
+/// iteration until told to stop, tears down. The exit code.
+fn copy_body(
+    i: usize,
+    counters: &Counters,
+    setup: &SetupFn,
+    placement: &Placement,
+    whole_runs: bool,
+) -> i32 {
     let mut w = match setup(placement) {
         Ok(w) => w,
         Err(e) => {
@@ -172,7 +188,8 @@ fn copy_body(i: usize, counters: &Counters, setup: &SetupFn, placement: &Placeme
     };
     counters.set_state(i, RUNNING);
     while !counters.stopping() {
-        if let Err(e) = w.run(1) {
+        let prepared = if whole_runs { w.prepare() } else { Ok(()) };
+        if let Err(e) = prepared.and_then(|()| w.run(1)) {
             counters.fail(i, &e.to_string());
             return 1;
         }
@@ -281,7 +298,10 @@ mod tests {
         for mode in [Mode::Threads, Mode::Processes] {
             let setup: SetupFn =
                 Arc::new(|_: &Placement| Ok(Box::new(Nothing) as Box<dyn Workload>));
-            let mut w = Box::new(CopiesWorkload::start("fake", copies(16, mode), setup).unwrap());
+            let mut w = Box::new(
+                CopiesWorkload::start("fake", copies(16, mode), setup, mode == Mode::Processes)
+                    .unwrap(),
+            );
             let before = w.counters.total();
             w.run(50).unwrap();
             assert!(w.counters.total() >= before + 16 * 50, "{mode:?}");
@@ -301,7 +321,7 @@ mod tests {
             });
             match mode {
                 Mode::Threads => {
-                    let e = CopiesWorkload::start("fake", copies(8, mode), setup)
+                    let e = CopiesWorkload::start("fake", copies(8, mode), setup, false)
                         .err()
                         .unwrap();
                     assert!(
@@ -314,7 +334,7 @@ mod tests {
                     // A forked copy's thread has no such name: every one fails.
                     let setup: SetupFn =
                         Arc::new(|_: &Placement| Err(Error::Measure("no room".into())));
-                    let e = CopiesWorkload::start("fake", copies(4, mode), setup)
+                    let e = CopiesWorkload::start("fake", copies(4, mode), setup, false)
                         .err()
                         .unwrap();
                     assert!(
