@@ -575,8 +575,8 @@ fn each_count(cases: Vec<Case>, copies: &[Option<Copies>]) -> Vec<Case> {
 
 /// Every case of `cases` that is not swept already (by its selector's
 /// `tasks`), once per count of `ladder` and per mode of `modes`, placed
-/// `place`: the cases of `run --tasks`, counts outermost so that a ladder
-/// interrupted half-way has its low rungs complete.
+/// `place`: the cases of `run --tasks` (the plan orders them at random,
+/// as any cases).
 pub fn sweep(cases: Vec<Case>, ladder: &[usize], modes: &[Mode], place: Place) -> Vec<Case> {
     let mut out: Vec<Case> = Vec::new();
     for case in cases.iter().filter(|c| c.copies.is_some()) {
