@@ -66,7 +66,7 @@ impl TasksArgs {
         let ladder = match &self.tasks {
             None => return cases,
             Some(Ladder::Counts(c)) => c.clone(),
-            Some(Ladder::Auto) => copies::default_ladder(online_cpus()),
+            Some(Ladder::Auto) => copies::default_ladder(copies::online_cpus()),
         };
         let modes: &[Mode] = match self.tasks_mode {
             TasksMode::Processes => &[Mode::Processes],
@@ -79,11 +79,4 @@ impl TasksArgs {
         };
         sweep(cases, &ladder, modes, place)
     }
-}
-
-/// The CPUs online (sysconf), at least 1.
-fn online_cpus() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n).unwrap_or(1).max(1)
 }

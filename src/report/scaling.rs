@@ -111,10 +111,15 @@ pub fn section(doc: &Document) -> Option<Body> {
         } else {
             format!(" [{}]", g.config)
         };
+        let ladder: Vec<String> = ladder_of(modes).iter().map(usize::to_string).collect();
+        let online = online_of(doc, g).map_or(String::new(), |n| format!(", {n} CPUs online"));
         blocks.push(Block::Text(format!(
-            "{} {}{tag}, tasks placed {} (ops/s: total of all tasks; per task; efficiency = \
-             total / (tasks × the one-task total)):\n",
-            g.bench, g.case, g.place
+            "{} {}{tag}, tasks placed {} (ladder {}{online}; ops/s: total of all tasks; per \
+             task; efficiency = total / (tasks × the one-task total)):\n",
+            g.bench,
+            g.case,
+            g.place,
+            ladder.join(", ")
         )));
         blocks.push(Block::Table(table(modes)));
         blocks.push(Block::Text(stops(modes)));
@@ -122,15 +127,36 @@ pub fn section(doc: &Document) -> Option<Body> {
     (!blocks.is_empty()).then_some(Body::Blocks(blocks))
 }
 
-/// will-it-scale's columns for the modes of one case: tasks, then per mode
-/// total, per task and efficiency, then linear (the larger one-task total × tasks).
-fn table(modes: &[&(LineKey, Scaling)]) -> Table {
+/// The task counts of a case's lines, ascending.
+fn ladder_of(modes: &[&(LineKey, Scaling)]) -> Vec<usize> {
     let mut counts: Vec<usize> = modes
         .iter()
         .flat_map(|(_, s)| s.rungs.iter().map(|r| r.tasks))
         .collect();
     counts.sort_unstable();
     counts.dedup();
+    counts
+}
+
+/// The CPUs online when the group's series ran, as they recorded it.
+fn online_of(doc: &Document, group: &LineKey) -> Option<u64> {
+    doc.series
+        .iter()
+        .filter(|s| {
+            swept(s).is_some_and(|(_, k)| {
+                LineKey {
+                    mode: String::new(),
+                    ..k
+                } == *group
+            })
+        })
+        .find_map(|s| s.params.get("tasks_online_cpus").and_then(Value::as_u64))
+}
+
+/// will-it-scale's columns for the modes of one case: tasks, then per mode
+/// total, per task and efficiency, then linear (the larger one-task total × tasks).
+fn table(modes: &[&(LineKey, Scaling)]) -> Table {
+    let counts = ladder_of(modes);
     let best_one = modes
         .iter()
         .filter_map(|(_, s)| s.rungs.first().map(|r| r.per_task))
@@ -272,6 +298,10 @@ mod tests {
         assert!(text.contains("threads: stops scaling at 2 tasks"), "{text}");
         assert!(text.contains("processes: scales to 1024 tasks"), "{text}");
         assert!(text.contains("[patched]"), "{text}");
+        assert!(
+            text.contains("ladder 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024"),
+            "{text}"
+        );
     }
 
     #[test]

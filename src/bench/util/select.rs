@@ -658,7 +658,10 @@ mod tests {
             .iter()
             .map(|c| format!("{} {}", c.def.name, c.name()))
             .collect();
-        assert!(names.contains(&"fault anon/2048p@512t".to_string()), "{names:?}");
+        assert!(
+            names.contains(&"fault anon/2048p@512t".to_string()),
+            "{names:?}"
+        );
         names.sort();
         names.dedup();
         assert_eq!(names.len(), swept.len(), "every case key is distinct");

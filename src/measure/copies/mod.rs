@@ -148,12 +148,15 @@ impl Copies {
         )
     }
 
-    /// What the series' `params` record beside the family's own.
+    /// What the series' `params` record beside the family's own: the
+    /// copies, and the CPUs online when they ran (what the default ladder,
+    /// [`default_ladder`], is drawn from).
     pub fn recorded(&self) -> Vec<(&'static str, Value)> {
         vec![
             ("tasks", Value::from(self.n as u64)),
             ("tasks_mode", Value::from(self.mode.as_str())),
             ("tasks_place", Value::from(self.place.as_str())),
+            ("tasks_online_cpus", Value::from(online_cpus() as u64)),
         ]
     }
 
@@ -177,6 +180,13 @@ impl fmt::Display for Copies {
             self.place.as_str()
         )
     }
+}
+
+/// The CPUs online now (sysconf), at least 1.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
 }
 
 /// The default ladder for `online` CPUs: 1, 2, 4, … up to `online` (which
