@@ -109,6 +109,22 @@ fn a_real_sweep_gives_per_task_throughput_efficiency_and_its_plot() {
     let svg = fs::read_to_string(plots.join("scaling-efficiency.svg")).unwrap();
     assert!(svg.contains("syscall null processes") && svg.contains("syscall null threads"));
     assert!(plots.join("scaling-throughput.svg").exists());
+    // The HTML report: the table and both plots.
+    let html = dir.path().join("r.html");
+    ok(osbench(shared_store())
+        .args(["report", "--html"])
+        .arg(&html)
+        .arg(&json)
+        .output()
+        .unwrap());
+    let page = fs::read_to_string(&html).unwrap();
+    for part in [
+        "Scaling efficiency against tasks",
+        "Throughput against tasks",
+        "threads eff",
+    ] {
+        assert!(page.contains(part), "{part}");
+    }
 }
 
 /// Rewrites the measured invocation medians of `doc` to a steady ±2 %
@@ -200,5 +216,45 @@ fn task_counts_beyond_the_limits_are_refused_naming_the_limit() {
         "{err}"
     );
     assert!(err.contains("ulimit -u"), "{err}");
+    assert!(helper_processes().is_empty(), "{:?}", helper_processes());
+}
+
+#[test]
+fn an_experiment_file_sweeps_through_its_selectors_in_every_configuration() {
+    let _helpers = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, json) = (dir.path().join("x.toml"), dir.path().join("x.json"));
+    fs::write(
+        &file,
+        "select = [\"syscall:case=null,tasks=1..2,tasks_mode=threads\"]\n\
+         [[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let out = quick_run(
+        &["run", "--experiment", file, "--rounds", "2", "--no-perf"],
+        &json,
+    );
+    let doc = read_document(&json).unwrap();
+    let mut keys: Vec<String> = doc.series.iter().map(|s| s.key.to_string()).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "syscall null@1t [a]",
+            "syscall null@1t [b]",
+            "syscall null@2t [a]",
+            "syscall null@2t [b]"
+        ]
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("syscall null [a], tasks placed spread"),
+        "{text}"
+    );
+    assert!(
+        text.contains("syscall null [b], tasks placed spread"),
+        "{text}"
+    );
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
 }
