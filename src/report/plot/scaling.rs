@@ -96,7 +96,14 @@ fn plot(
         mesh(&mut chart.configure_mesh(), LABEL_PX, DESC_PX)
             .x_desc("tasks")
             .y_desc(y_desc)
-            .x_label_formatter(&|v| tick(*v))
+            // Task counts are whole: no tick between two.
+            .x_label_formatter(&|v| {
+                if (v - v.round()).abs() < 1e-6 {
+                    tick(v.round())
+                } else {
+                    String::new()
+                }
+            })
             .y_label_formatter(&|v| tick(*v))
             .draw()?;
         for (i, (_, s)) in lines.iter().enumerate() {
