@@ -352,7 +352,7 @@ fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<Vec<String>>
     plan.cases = runnable;
     if plan.cases.is_empty() && !skipped.is_empty() {
         anyhow::bail!(
-            "nothing left to run: this kernel refuses every case asked for ({})",
+            "nothing left to run: every case asked for was skipped ({})",
             skipped.join("; ")
         );
     }

@@ -23,33 +23,15 @@ pub(super) fn placement(copies: &Copies) -> Result<Placement> {
     })
 }
 
-/// Why the case cannot be swept: a latency distribution (its events are
-/// timed one by one, not counted).
-fn unsweepable(def: &BenchDef, params: &Params) -> Option<String> {
-    let events = match def.sampling {
-        bench::Sampling::Events(_) => true,
-        bench::Sampling::EventsFor(count) => count(params).is_some(),
-        bench::Sampling::Batched { .. } | bench::Sampling::WholeRuns => false,
-    };
-    events.then(|| {
-        format!(
-            "{} {} cannot be swept over tasks: --tasks counts iterations of cases timed in \
-             batches or whole runs, and this one records single-event latencies; drop --tasks \
-             for it (its own parameters set its tasks)",
-            def.name,
-            (def.case_name)(params)
-        )
-    })
-}
-
 /// Sets `case` up as `copies`: refused when its family cannot be swept or
 /// the limits cannot hold them; otherwise every copy running.
 pub(super) fn start(case: &Case, copies: Copies) -> Result<Box<dyn Workload>> {
     let def = case.def;
-    if let Some(why) = unsweepable(def, &case.params) {
-        return Err(Error::Measure(why));
-    }
     let what = format!("{} {}", def.name, case.name());
+    // Runs skip such cases before measuring; an agent's request may still name one.
+    if let Some(why) = crate::bench::util::select::unsweepable(def, &case.params) {
+        return Err(Error::Measure(format!("{what} {why}")));
+    }
     let needs = probe(def, &case.params)?;
     check_limits(&what, &copies, &needs)?;
     let params = case.params.clone();
@@ -91,30 +73,4 @@ fn resident_bytes() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * page)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latency_cases_are_refused_with_why_and_the_others_swept() {
-        let wakeup = bench::find("wakeup").unwrap();
-        let why = unsweepable(wakeup, &Params::new(wakeup, &[])).unwrap();
-        assert!(
-            why.contains("single-event") && why.contains("drop --tasks"),
-            "{why}"
-        );
-        let futex = bench::find("futex").unwrap();
-        let wake = Params::new(futex, &[("workload", "wake")]);
-        assert!(unsweepable(futex, &wake).is_some());
-        for (name, fixed) in [
-            ("syscall", vec![]),
-            ("fault", vec![]),
-            ("futex", vec![("workload", "hash")]),
-        ] {
-            let def = bench::find(name).unwrap();
-            assert_eq!(unsweepable(def, &Params::new(def, &fixed)), None, "{name}");
-        }
-    }
 }

@@ -383,21 +383,41 @@ pub struct Case {
     pub copies: Option<Copies>,
 }
 
+/// Why a case cannot be swept over tasks: a latency distribution (its
+/// events are timed one by one, not counted); `None` for the others.
+pub fn unsweepable(def: &BenchDef, params: &Params) -> Option<String> {
+    let events = match def.sampling {
+        crate::bench::Sampling::Events(_) => true,
+        crate::bench::Sampling::EventsFor(count) => count(params).is_some(),
+        crate::bench::Sampling::Batched { .. } | crate::bench::Sampling::WholeRuns => false,
+    };
+    events.then(|| {
+        "cannot be swept over tasks: --tasks counts iterations of cases timed in batches or \
+         whole runs, and this one records single-event latencies; drop --tasks for it (its own \
+         parameters set its tasks)"
+            .to_string()
+    })
+}
+
 /// Splits `cases` into those this machine's kernel can run and, for the
 /// others, "BENCH CASE: why" (each family's [`BenchDef::unavailable`]): a
 /// case the kernel refuses is skipped with its reason, never measured as zero.
+/// So is a latency case asked for as a task sweep ([`unsweepable`]).
 pub fn split_unavailable(cases: Vec<Case>) -> (Vec<Case>, Vec<String>) {
     let mut skipped = Vec::new();
+    let why = |c: &Case| {
+        match c.copies {
+            Some(_) => unsweepable(c.def, &c.params),
+            None => None,
+        }
+        .or_else(|| (c.def.unavailable)(&c.params))
+    };
     let runnable = cases
         .into_iter()
-        .filter(|c| match (c.def.unavailable)(&c.params) {
+        .filter(|c| match why(c) {
             None => true,
             Some(why) => {
-                skipped.push(format!(
-                    "{} {}: {why}",
-                    c.def.name,
-                    (c.def.case_name)(&c.params)
-                ));
+                skipped.push(format!("{} {}: {why}", c.def.name, c.name()));
                 false
             }
         })
@@ -641,6 +661,34 @@ mod tests {
         assert!(e.contains("tasks") && e.contains("range"), "{e}");
         let e = resolve(&[sel("syscall:tasks=2,tasks_mode=fibres")]).unwrap_err();
         assert!(e.to_string().contains("processes, threads"), "{e}");
+    }
+
+    #[test]
+    fn a_swept_latency_case_is_skipped_with_why_and_the_others_kept() {
+        let cases = resolve(&[
+            sel("wakeup:wait=futex"),
+            sel("syscall:case=null"),
+            sel("fault:case=anon"),
+        ])
+        .unwrap();
+        let swept = sweep(cases, &[2], &[Mode::Threads], Place::Spread);
+        let (runnable, skipped) = split_unavailable(swept);
+        let names: Vec<String> = runnable
+            .iter()
+            .map(|c| format!("{} {}", c.def.name, c.name()))
+            .collect();
+        assert_eq!(names, ["syscall null@2t", "fault anon/2048p@2t"]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with("wakeup ") && skipped[0].contains("single-event"),
+            "{skipped:?}"
+        );
+        let futex = find("futex").unwrap();
+        assert!(unsweepable(futex, &Params::new(futex, &[("workload", "wake")])).is_some());
+        assert_eq!(
+            unsweepable(futex, &Params::new(futex, &[("workload", "hash")])),
+            None
+        );
     }
 
     #[test]
