@@ -112,7 +112,7 @@ pub fn section(doc: &Document) -> Option<Body> {
             format!(" [{}]", g.config)
         };
         let ladder: Vec<String> = ladder_of(modes).iter().map(usize::to_string).collect();
-        let online = online_of(doc, g).map_or(String::new(), |n| format!(", {n} CPUs online"));
+        let online = online_of(doc, g).map_or(String::new(), |n| format!(" ({n} CPUs online)"));
         blocks.push(Block::Text(format!(
             "{} {}{tag}, tasks placed {} (ladder {}{online}; ops/s: total of all tasks; per \
              task; efficiency = total / (tasks × the one-task total)):\n",
