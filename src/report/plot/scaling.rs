@@ -78,14 +78,7 @@ fn plot(
     value: fn(&Rung) -> f64,
 ) -> Result<String> {
     let totals = name == "scaling-throughput";
-    let all = || lines.iter().flat_map(|(_, s)| s.rungs.iter());
-    let x_max = all().map(|r| r.tasks as f64).fold(1.0, f64::max);
-    let mut y_max = all().map(value).fold(0.0, f64::max);
-    if totals {
-        y_max = all().map(|r| r.linear / 1e6).fold(y_max, f64::max);
-    } else {
-        y_max = y_max.max(1.0);
-    }
+    let (x_max, y_max) = extent(lines, value, totals);
     draw_svg(name, (820, 520), |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, (SANS, TITLE_PX))
@@ -133,4 +126,17 @@ fn plot(
         legend(&mut chart, SeriesLabelPosition::UpperLeft, LABEL_PX)?;
         Ok(())
     })
+}
+
+/// The largest task count, and the largest value drawn: with the linear
+/// lines for totals, at least 1 for efficiencies.
+fn extent(lines: &[(LineKey, Scaling)], value: fn(&Rung) -> f64, totals: bool) -> (f64, f64) {
+    let all = || lines.iter().flat_map(|(_, s)| s.rungs.iter());
+    let x_max = all().map(|r| r.tasks as f64).fold(1.0, f64::max);
+    let y_max = all().map(value).fold(0.0, f64::max);
+    let y_max = match totals {
+        true => all().map(|r| r.linear / 1e6).fold(y_max, f64::max),
+        false => y_max.max(1.0),
+    };
+    (x_max, y_max)
 }
