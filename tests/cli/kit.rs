@@ -94,11 +94,18 @@ pub(crate) fn helper_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Processes named like osbench's helpers (`osbench-ctx`, `osbench-ipc`, …).
+/// Not test binaries (`target/debug/deps/osbench-<hash>`, named
+/// `osbench-<hash>` too) nor their helpers: another checkout's unit tests
+/// on this machine are not this binary's leftovers.
 pub(crate) fn helper_processes() -> Vec<String> {
     fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|entry| {
+            let exe = fs::read_link(entry.path().join("exe")).ok()?;
+            if exe.to_string_lossy().contains("/deps/") {
+                return None;
+            }
             let comm = fs::read_to_string(entry.path().join("comm")).ok()?;
             // A zombie is not running: killed helpers whose parent (osbench)
             // has exited wait for init to reap them, 1–3 s on this machine.

@@ -257,3 +257,32 @@ fn an_experiment_file_sweeps_through_its_selectors_in_every_configuration() {
     );
     assert!(helper_processes().is_empty(), "{:?}", helper_processes());
 }
+
+#[test]
+fn ctrl_c_during_a_sweep_leaves_no_copy_running() {
+    let _helpers = helper_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("x.json");
+    for mode in ["processes", "threads"] {
+        // Many samples: still measuring when the signal comes.
+        let args = format!(
+            "run ipc:kind=pipe --tasks 2 --tasks-mode {mode} --samples 5000 --no-perf -q --json"
+        );
+        let status = interrupt_after(Duration::from_millis(2500), &args, &json, || {
+            // Each copy's partner at least (and the copies themselves as processes).
+            assert!(
+                helper_processes().len() >= 2,
+                "{mode}: {:?}",
+                helper_processes()
+            );
+        });
+        assert_eq!(status.code(), Some(130), "{mode}");
+        assert!(
+            wait_until(Duration::from_secs(2), Duration::from_millis(50), || {
+                helper_processes().is_empty()
+            }),
+            "{mode}: left behind: {:?}",
+            helper_processes()
+        );
+    }
+}
