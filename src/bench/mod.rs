@@ -274,6 +274,10 @@ pub struct BenchDef {
     /// then skipped with this reason, never measured as zero. `None`: it can
     /// run. Unlike `check`, which stops the run, this only drops the case.
     pub unavailable: fn(&Params) -> Option<String>,
+    /// Why copies of a case cannot be threads of one process (`run --tasks
+    /// --tasks-mode threads`): state the family keeps per process, such as
+    /// signal dispositions and a handler's static data. `None`: they can.
+    pub not_as_threads: Option<&'static str>,
 }
 
 impl BenchDef {
@@ -308,6 +312,7 @@ impl BenchDef {
         counts_tlb_shootdowns: false,
         recorded: |_| Vec::new(),
         unavailable: |_| None,
+        not_as_threads: None,
     };
 }
 

@@ -29,7 +29,9 @@ pub(super) fn start(case: &Case, copies: Copies) -> Result<Box<dyn Workload>> {
     let def = case.def;
     let what = format!("{} {}", def.name, case.name());
     // Runs skip such cases before measuring; an agent's request may still name one.
-    if let Some(why) = crate::bench::util::select::unsweepable(def, &case.params) {
+    let why = crate::bench::util::select::unsweepable(def, &case.params)
+        .or_else(|| crate::bench::util::select::not_as_threads(def, copies));
+    if let Some(why) = why {
         return Err(Error::Measure(format!("{what} {why}")));
     }
     let needs = probe(def, &case.params)?;

@@ -399,6 +399,17 @@ pub fn unsweepable(def: &BenchDef, params: &Params) -> Option<String> {
     })
 }
 
+/// Why `copies` of a family cannot run: as threads, when the family keeps
+/// state per process ([`BenchDef::not_as_threads`]).
+pub fn not_as_threads(def: &BenchDef, copies: Copies) -> Option<String> {
+    match copies.mode {
+        Mode::Threads => def
+            .not_as_threads
+            .map(|why| format!("cannot be swept as threads: {why}")),
+        Mode::Processes => None,
+    }
+}
+
 /// Splits `cases` into those this machine's kernel can run and, for the
 /// others, "BENCH CASE: why" (each family's [`BenchDef::unavailable`]): a
 /// case the kernel refuses is skipped with its reason, never measured as zero.
@@ -407,7 +418,7 @@ pub fn split_unavailable(cases: Vec<Case>) -> (Vec<Case>, Vec<String>) {
     let mut skipped = Vec::new();
     let why = |c: &Case| {
         match c.copies {
-            Some(_) => unsweepable(c.def, &c.params),
+            Some(copies) => unsweepable(c.def, &c.params).or_else(|| not_as_threads(c.def, copies)),
             None => None,
         }
         .or_else(|| (c.def.unavailable)(&c.params))
@@ -681,6 +692,20 @@ mod tests {
         assert_eq!(skipped.len(), 1, "{skipped:?}");
         assert!(
             skipped[0].starts_with("wakeup ") && skipped[0].contains("single-event"),
+            "{skipped:?}"
+        );
+        let signals = resolve(&[sel("signal:case=catch")]).unwrap();
+        let both = sweep(
+            signals,
+            &[2],
+            &[Mode::Processes, Mode::Threads],
+            Place::Spread,
+        );
+        let (runnable, skipped) = split_unavailable(both);
+        assert_eq!(runnable.len(), 1);
+        assert_eq!(runnable[0].name(), "catch@2p");
+        assert!(
+            skipped[0].contains("catch@2t") && skipped[0].contains("as processes"),
             "{skipped:?}"
         );
         let futex = find("futex").unwrap();

@@ -147,8 +147,14 @@ impl CopiesWorkload {
     /// Stops the copies and waits for them; the first failure is the error.
     fn stop(&mut self) -> Result<()> {
         self.counters.stop();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        let stuck = join_within(&mut self.threads, STOP_WITHIN);
+        if stuck > 0 {
+            return Err(Error::Measure(format!(
+                "{stuck} of {} task threads did not stop within {} s of being told to (an \
+                 operation that never returns); they end with osbench",
+                self.copies.n,
+                STOP_WITHIN.as_secs()
+            )));
         }
         let exits = match &mut self.supervisor {
             Some(sup) => sup.wait_all(Duration::from_secs(5))?,
@@ -221,11 +227,29 @@ impl Workload for CopiesWorkload {
 impl Drop for CopiesWorkload {
     fn drop(&mut self) {
         self.counters.stop();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        join_within(&mut self.threads, STOP_WITHIN);
         // Dropping the supervisor kills and reaps the processes left.
     }
+}
+
+/// How long stopped copies have to finish their iteration and tear down.
+const STOP_WITHIN: Duration = Duration::from_secs(5);
+
+/// Joins the threads that end within `limit`; the others (a thread cannot
+/// be killed) are let go, to end with the process. How many were let go.
+fn join_within(threads: &mut Vec<JoinHandle<()>>, limit: Duration) -> usize {
+    let polls = limit.as_millis() as u64;
+    for _ in 0..polls {
+        if threads.iter().all(JoinHandle::is_finished) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (done, stuck): (Vec<_>, Vec<_>) = threads.drain(..).partition(JoinHandle::is_finished);
+    for t in done {
+        let _ = t.join();
+    }
+    stuck.len()
 }
 
 /// Waits until `counters` total `target`; `failed` is asked when progress stalls.
@@ -307,6 +331,32 @@ mod tests {
             assert!(w.counters.total() >= before + 16 * 50, "{mode:?}");
             w.teardown().unwrap();
         }
+    }
+
+    #[test]
+    fn a_thread_whose_operation_never_returns_is_let_go_and_said() {
+        static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        /// Its first iteration returns; the next blocks until the test releases it.
+        struct Stuck(u32);
+        impl Workload for Stuck {
+            fn run(&mut self, _iters: u64) -> Result<()> {
+                self.0 += 1;
+                while self.0 > 1 && !RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            }
+        }
+        let setup: SetupFn = Arc::new(|_: &Placement| Ok(Box::new(Stuck(0)) as Box<dyn Workload>));
+        let w = Box::new(
+            CopiesWorkload::start("fake", copies(2, Mode::Threads), setup, false).unwrap(),
+        );
+        let e = w.teardown().unwrap_err().to_string();
+        assert!(
+            e.contains("2 of 2 task threads did not stop within 5 s"),
+            "{e}"
+        );
+        RELEASE.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     #[test]
