@@ -36,6 +36,16 @@
 #   page-fault1          fault:case=anon,pages=32768 vs will-it-scale `page_fault1_processes -t 1` (ns per page)
 #   tlb-flush2           tlb:threads=1,readback=yes vs will-it-scale `tlb_flush2_threads -t 1` (ns per call)
 #   wis                  both will-it-scale rows
+#   wis-TEST:N           will-it-scale's TEST_processes -t N vs osbench's matching case swept to N
+#                        copies (`--tasks N`, processes, spread), per-task ns per op on both sides
+#                        (will-it-scale: 10^9 × N ÷ its "average" loops per second of all tasks):
+#                        getppid1 (syscall:case=null), page_fault1 (fault:case=anon,pages=32768,
+#                        ns per page), futex2 (futex:workload=hash,threads=1,futexes=1: a
+#                        FUTEX_WAIT that fails with EAGAIN), poll1 (poll:call=poll,on=file,fds=1),
+#                        context_switch1 (ipc:kind=pipe, one task's share of a round trip: half
+#                        of it, as will-it-scale counts 2 per round trip). futex1 and pipe1 have
+#                        no osbench case (docs/crosscheck.md)
+#   wis-tasks            every wis-TEST row at 1 and at 2 tasks
 #   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
 #   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
@@ -135,7 +145,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,113p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,137p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -166,6 +176,10 @@ table_checks=(
 )
 vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
 wis_checks=(page-fault1 tlb-flush2)
+wis_tasks_checks=()
+for t in getppid1 page_fault1 futex2 poll1 context_switch1; do
+    wis_tasks_checks+=("wis-$t:1" "wis-$t:2")
+done
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
 mem_checks=(bw-mem:rd:256m bw-mem:wr:256m bw-mem:rdwr:256m bw-mem:frd:256m bw-mem:fwr:256m
@@ -187,6 +201,7 @@ for c in "$@"; do
     table) checks+=("${table_checks[@]}") ;;
     vm) checks+=("${vm_checks[@]}") ;;
     wis) checks+=("${wis_checks[@]}") ;;
+    wis-tasks) checks+=("${wis_tasks_checks[@]}") ;;
     io) checks+=("${io_checks[@]}") ;;
     mem) checks+=("${mem_checks[@]}") ;;
     lebench) checks+=("${lebench_checks[@]}") ;;
@@ -286,6 +301,13 @@ schbench_figure() {
 schbench_rps_of() { awk '$1 == "schbench" { printf "%.6g\n", 1e6 / $3; exit }'; }
 # The median of the numbers on stdin.
 median_in() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# Per-task ns per loop of a will-it-scale run of N tasks: 10^9 × N ÷ its
+# average loops per second of all tasks together (`wis_task_ns N BINARY ARGS…`).
+wis_task_ns() {
+    local n=$1
+    shift
+    "$@" | awk -F: -v n="$n" '/^average/ { printf "%.4g\n", 1e9 * n / $2 }'
+}
 
 # The number before the last word of lmbench's output ("… 7.75 microseconds", "… 2516.82 MB/sec").
 last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
@@ -586,6 +608,20 @@ define() {
         ours=("$bin" run tlb:threads=1,readback=yes -q --no-store)
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
+    wis-*:*)
+        t=${1#wis-} t=${t%%:*} n=${1##*:}
+        case $t in
+        getppid1) sel=syscall:case=null bench=syscall scale=1 ;;
+        page_fault1) sel=fault:case=anon,pages=32768 bench=fault scale=1000 ;;
+        futex2) sel=futex:workload=hash,threads=1,futexes=1 bench=futex scale=1 ;;
+        poll1) sel=poll:call=poll,on=file,fds=1 bench=poll scale=1 ;;
+        # osbench's op is a round trip (µs); will-it-scale counts two loops per round trip.
+        context_switch1) sel=ipc:kind=pipe bench=ipc scale=500 ;;
+        *) echo "no osbench case matches will-it-scale's $t" >&2; exit 2 ;;
+        esac
+        ours=("$bin" run "$sel" --tasks "$n" --tasks-mode processes -q --no-store)
+        unit=ns anchor_name="${t}_processes -t $n -s 3"
+        anchor() { wis_task_ns "$n" "$(wis "${t}_processes")" -t "$n" -s 3; } ;;
     futex-hash | futex-lock-pi)
         need perf linux-perf
         w=${1#futex-} t=$(nproc)
@@ -656,7 +692,7 @@ define() {
         anchor() {
             for ((k = 0; k < anchor_runs; k++)); do "$sb" "${args[@]}" 2>&1 | schbench_figure "$sec" "$row"; done | median_in
         } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} wis-tasks wis-TEST:N ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
 }
 

@@ -275,6 +275,14 @@ pub struct BenchDef {
     /// then skipped with this reason, never measured as zero. `None`: it can
     /// run. Unlike `check`, which stops the run, this only drops the case.
     pub unavailable: fn(&Params) -> Option<String>,
+    /// Why copies of a case cannot be threads of one process (`run --tasks
+    /// --tasks-mode threads`): state the family keeps per process, such as
+    /// signal dispositions and a handler's static data. `None`: they can.
+    pub not_as_threads: Option<&'static str>,
+    /// Why copies of a case cannot be counted at all (`run --tasks`), beyond
+    /// latency families (always refused): whole runs whose samples are
+    /// statistics of their own, not iterations. `None`: they can.
+    pub not_swept: Option<&'static str>,
 }
 
 impl BenchDef {
@@ -309,6 +317,8 @@ impl BenchDef {
         counts_tlb_shootdowns: false,
         recorded: |_| Vec::new(),
         unavailable: |_| None,
+        not_as_threads: None,
+        not_swept: None,
     };
 }
 

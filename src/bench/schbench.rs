@@ -177,6 +177,10 @@ pub static DEF: BenchDef = BenchDef {
     tasks: |p| 1 + p.int("message_threads") as usize * (1 + workers(p)),
     setup,
     sampling: Sampling::WholeRuns,
+    not_swept: Some(
+        "each sample is a percentile or requests/s of one whole run, not a count of iterations; \
+         message_threads and workers set its tasks",
+    ),
     check,
     ..BenchDef::DEFAULTS
 };

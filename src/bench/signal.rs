@@ -34,6 +34,10 @@ use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
 
 pub static DEF: BenchDef = BenchDef {
+    not_as_threads: Some(
+        "its signal dispositions are the process's and its fault handler's page is static data: \
+         copies as threads would change each other's; sweep it as processes",
+    ),
     name: "signal",
     summary: "signal install, send, catch and protection fault in one task (lmbench lat_sig install|catch|prot)",
     unit: Unit::Us,

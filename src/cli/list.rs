@@ -64,7 +64,9 @@ fn render(only: &[&BenchDef], width: Option<usize>) -> String {
          that agree with the given values, or else the one case they name; or name a case as the \
          tables print it (BENCH:CASE, e.g. syscall:null or ctx:2p/0K). Cases marked * form the \
          quick default suite (`osbench run` with no selector); `osbench run all` runs every default \
-         case.\n",
+         case. Every case but the latency distributions also takes tasks=N or tasks=A..B, \
+         tasks_mode=processes|threads and tasks_place=spread|packed: N copies of it at once, \
+         will-it-scale's sweep (as `run --tasks`; docs/scaling.md).\n",
         width,
     ));
     out

@@ -44,6 +44,7 @@ mod save;
 mod submit;
 mod suggest;
 mod syscall_loop;
+mod tasks;
 mod time;
 mod time_hyperfine;
 mod webhook;

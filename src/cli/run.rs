@@ -178,13 +178,16 @@ pub struct MeasureArgs {
     profile_time: Option<f64>,
     #[command(flatten)]
     load: super::load::LoadArgs,
+    #[command(flatten)]
+    tasks: super::tasks::TasksArgs,
 }
 
 impl MeasureArgs {
     /// The plan of `cases`, measured as these options say, with no
     /// configurations (callers add them); guests and a remote host asked for
     /// their system logs when `logs`.
-    pub fn plan(&self, mut cases: Vec<osbench::bench::util::select::Case>, logs: bool) -> Plan {
+    pub fn plan(&self, cases: Vec<osbench::bench::util::select::Case>, logs: bool) -> Plan {
+        let mut cases = self.tasks.apply(cases);
         if self.samples.is_some() {
             // Samples asked for are what every case takes.
             cases.iter_mut().for_each(|c| c.samples = None);
@@ -352,7 +355,7 @@ fn skip_unavailable(plan: &mut Plan, quiet: bool) -> anyhow::Result<Vec<String>>
     plan.cases = runnable;
     if plan.cases.is_empty() && !skipped.is_empty() {
         anyhow::bail!(
-            "nothing left to run: this kernel refuses every case asked for ({})",
+            "nothing left to run: every case asked for was skipped ({})",
             skipped.join("; ")
         );
     }

@@ -191,6 +191,35 @@ mod tests {
     }
 
     #[test]
+    fn a_guest_runs_a_swept_case_from_its_selector() {
+        let case =
+            crate::bench::util::select::resolve(&["syscall:case=null,tasks=2,tasks_mode=threads"
+                .parse()
+                .unwrap()])
+            .unwrap()
+            .remove(0);
+        let run = protocol::line(&Request::Run(RunRequest {
+            selector: case.selector(),
+            policy: Policy {
+                samples: 3,
+                sample_time_ns: 1_000_000,
+                warmup_ns: 0,
+            },
+            pin: None,
+            perf: false,
+            profile_ns: None,
+            loads: Vec::new(),
+        }));
+        let replies = talk(&format!("{run}{{\"shutdown\":{{}}}}\n"));
+        let Reply::Series(s) = &replies[1] else {
+            panic!("{:?}", replies[1]);
+        };
+        assert_eq!(s.key.case, "null@2t");
+        assert_eq!(s.params["tasks"], 2);
+        assert_eq!(s.params["tasks_mode"], "threads");
+    }
+
+    #[test]
     fn the_environment_carries_the_system_logs_only_when_asked() {
         let dir = tempfile::tempdir().unwrap();
         let put = |path: &str, text: &str| {

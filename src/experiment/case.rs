@@ -166,9 +166,10 @@ fn measure_case<C: Clock>(
     harness
         .meters()
         .count_tlb_shootdowns(def.counts_tlb_shootdowns);
-    let mut workload = (def.setup)(&case.params, &placement)?;
-    let stand_in_def = match &def.sampling {
-        bench::Sampling::Batched { stand_in } => stand_in.as_ref(),
+    let mut workload = set_up(case, &placement)?;
+    // Copies count their iterations with the loop's cost in, as will-it-scale does.
+    let stand_in_def = match (&def.sampling, case.copies) {
+        (bench::Sampling::Batched { stand_in }, None) => stand_in.as_ref(),
         _ => None,
     };
     // Dropping `workload` on an error here tears it down.
@@ -233,6 +234,9 @@ pub(super) fn sampling<'a>(
         stand_in,
         ops_per_iter,
     };
+    if case.copies.is_some() {
+        return batched(None);
+    }
     match case.def.sampling {
         bench::Sampling::WholeRuns => SampleMethod::WholeRuns {
             samples: case.samples,
@@ -249,7 +253,11 @@ pub(super) fn sampling<'a>(
 /// Where `case` runs under `pin` (when none is given: the family's default
 /// placement, else one-task cases on one CPU), with this (the timing)
 /// thread pinned to its first CPU until the guard drops.
+/// A sweep's copies are placed by their own placement ([`super::sweep`]).
 pub(super) fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<PinGuard>)> {
+    if let Some(copies) = &case.copies {
+        return Ok((super::sweep::placement(copies)?, None));
+    }
     let placement = match pin.or(case.def.default_pin) {
         Some(p) => Placement::new(p)?,
         None if (case.def.tasks)(&case.params) == 1 => Placement::new(Pin::Same)?,
@@ -257,6 +265,20 @@ pub(super) fn place(case: &Case, pin: Option<Pin>) -> Result<(Placement, Option<
     };
     let guard = placement.cpu_of(0).map(pin_current_thread).transpose()?;
     Ok((placement, guard))
+}
+
+/// Sets `case` up where `placement` says: its family's set-up, or N copies
+/// of it when swept.
+pub(super) fn set_up(case: &Case, placement: &Placement) -> Result<Box<dyn Workload>> {
+    match case.copies {
+        Some(copies) => super::sweep::start(case, copies),
+        None => (case.def.setup)(&case.params, placement),
+    }
+}
+
+/// All the tasks `case` runs: its family's, times its copies.
+fn all_tasks(case: &Case) -> usize {
+    (case.def.tasks)(&case.params) * case.copies.map_or(1, |c| c.n)
 }
 
 /// The perf counting pass of `case` alone ([`Harness::count`]): placed and
@@ -267,9 +289,8 @@ pub(super) fn count_case<C: Clock>(
     pin: Option<Pin>,
     harness: &Harness<C>,
 ) -> Result<PerfPass> {
-    let def = case.def;
     let (placement, _timing_thread) = place(case, pin)?;
-    let mut workload = (def.setup)(&case.params, &placement)?;
+    let mut workload = set_up(case, &placement)?;
     let how = sampling(case, None, 1.0);
     let counted = harness.count(workload.as_mut(), how);
     let torn_down = workload.teardown();
@@ -319,7 +340,7 @@ fn sampled(
         &mut series,
         def.unit.symbol(),
         m.interrupted,
-        (def.tasks)(&case.params),
+        all_tasks(case),
     );
     if m.failed.is_some() {
         series.noise.push(NoiseFlag::Failed);
@@ -411,7 +432,21 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
     series.anchor = (def.anchor)(params);
     series.bytes_per_op = (def.bytes_per_op)(params);
     series.pin = placement.pin;
-    series.cpus = placement.cpus_used((def.tasks)(params));
+    series.cpus = placement.cpus_used(all_tasks(case));
+    if let Some(copies) = &case.copies {
+        series.params.extend(
+            copies
+                .recorded()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
+        // A whole-run family's preparation is inside the loop the copies count.
+        let prepared = match def.sampling {
+            bench::Sampling::WholeRuns => "; each run's untimed preparation timed in",
+            _ => "",
+        };
+        series.op = format!("{} (per task; {copies}{prepared})", series.op);
+    }
     Ok(series)
 }
 

@@ -24,6 +24,7 @@ mod plan;
 pub mod profiling;
 pub mod rounds;
 mod series_meters;
+mod sweep;
 pub mod time;
 
 use std::time::Duration;
@@ -749,6 +750,7 @@ mod tests {
             def: &FAKE,
             params: Params::new(&FAKE, &[("cost", cost)]),
             samples: None,
+            copies: None,
         }
     }
 

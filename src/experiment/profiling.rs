@@ -92,7 +92,7 @@ pub(super) fn profile_case<C: Clock>(
     length: Duration,
 ) -> Result<ProfileOutcome> {
     let (placement, _timing_thread) = case::place(case, pin)?;
-    let mut workload = (case.def.setup)(&case.params, &placement)?;
+    let mut workload = case::set_up(case, &placement)?;
     let how = case::sampling(case, None, (case.def.ops_per_iter)(&case.params));
     let profiled = harness.profile(workload.as_mut(), how, length, &sampling());
     let torn_down = workload.teardown();

@@ -35,6 +35,7 @@
 //! events for latency workloads; then closes them.
 
 pub mod clock;
+pub mod copies;
 pub mod counters;
 pub mod energy;
 #[doc(hidden)]

@@ -30,6 +30,7 @@ pub mod openmetrics;
 pub mod plot;
 pub mod regressions;
 pub mod results;
+pub mod scaling;
 pub mod schbench;
 pub mod sections;
 pub mod table;

@@ -6,7 +6,7 @@
 //! which each renderer shows in its own way.
 
 use super::layout::Body;
-use super::{anchors, counters, loads, results, schbench};
+use super::{anchors, counters, loads, results, scaling, schbench};
 use crate::document::Document;
 
 /// One section of a run's report.
@@ -32,6 +32,7 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     (RESULTS, "Results", results::results),
     ("invocations", "Invocations", results::invocations),
     ("guests", "Guests", results::guests),
+    ("will-it-scale", "will-it-scale: scaling over tasks", scaling::section),
     ("lmbench-processor", "lmbench: Processor, Processes", anchors::lmbench_processor),
     ("distributions", "Latency distributions", results::distributions),
     ("lock-prefix", "LOCK prefix", anchors::lock_prefix),
@@ -47,15 +48,43 @@ pub const SECTIONS: &[(&str, &str, Build)] = &[
     ("loads", "Background loads", loads::section),
 ];
 
+/// The anchors' own layouts: one figure of one case alone per cell, so they
+/// never see the series of a task sweep (`--tasks`: per-task figures of N
+/// copies at once, which will-it-scale's section shows).
+const ANCHOR_LAYOUTS: &[&str] = &[
+    "lmbench-processor",
+    "lock-prefix",
+    "hackbench",
+    "perf-futex",
+    "lmbench-ctx",
+    "lmbench-latencies",
+    "lmbench-bandwidth",
+    "lmbench-file-vm",
+    "lmbench-memory",
+];
+
 /// The sections `doc` has, in order.
 pub fn of(doc: &Document) -> Vec<Section> {
+    let swept = |s: &crate::document::Series| s.params.contains_key("tasks");
+    let alone: std::borrow::Cow<Document> = if doc.series.iter().any(swept) {
+        let mut d = doc.clone();
+        d.series.retain(|s| !swept(s));
+        std::borrow::Cow::Owned(d)
+    } else {
+        std::borrow::Cow::Borrowed(doc)
+    };
     SECTIONS
         .iter()
         .filter_map(|&(name, title, build)| {
+            let from = if ANCHOR_LAYOUTS.contains(&name) {
+                alone.as_ref()
+            } else {
+                doc
+            };
             Some(Section {
                 name,
                 title,
-                body: build(doc)?,
+                body: build(from)?,
             })
         })
         .collect()
@@ -113,6 +142,32 @@ mod tests {
             assert!(text.contains("under QEMU (TCG)"), "{text}");
             assert!(text.contains("emulated"), "{text}");
         }
+    }
+
+    #[test]
+    fn the_anchors_layouts_leave_out_swept_series() {
+        let mut doc = crate::report::fixture();
+        let names =
+            |doc: &Document| -> Vec<&'static str> { of(doc).iter().map(|s| s.name).collect() };
+        let before = names(&doc);
+        for s in &mut doc.series {
+            s.params.insert("tasks".into(), 2.into());
+        }
+        let after = names(&doc);
+        assert!(
+            before.contains(&"lmbench-ctx") && !after.contains(&"lmbench-ctx"),
+            "{after:?}"
+        );
+        assert!(
+            after.iter().all(|n| !ANCHOR_LAYOUTS.contains(n)),
+            "{after:?}"
+        );
+        assert!(after.contains(&"results"));
+        assert!(
+            ANCHOR_LAYOUTS
+                .iter()
+                .all(|a| SECTIONS.iter().any(|(n, _, _)| n == a))
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod noise;
 pub mod paired;
 pub mod power;
 pub mod replicates;
+pub mod scaling;
 pub mod summary;
 pub mod trend;
 pub mod unpaired;

@@ -94,11 +94,18 @@ pub(crate) fn helper_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Processes named like osbench's helpers (`osbench-ctx`, `osbench-ipc`, …).
+/// Not test binaries (`target/debug/deps/osbench-<hash>`, named
+/// `osbench-<hash>` too) nor their helpers: another checkout's unit tests
+/// on this machine are not this binary's leftovers.
 pub(crate) fn helper_processes() -> Vec<String> {
     fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|entry| {
+            let exe = fs::read_link(entry.path().join("exe")).ok()?;
+            if exe.to_string_lossy().contains("/deps/") {
+                return None;
+            }
             let comm = fs::read_to_string(entry.path().join("comm")).ok()?;
             // A zombie is not running: killed helpers whose parent (osbench)
             // has exited wait for init to reap them, 1–3 s on this machine.
@@ -138,6 +145,17 @@ pub(crate) fn under_ulimit(shell: &str, limit: &str, args: &str) -> (Option<i32>
 /// Writes a copy of the document at `from` to `to` with every sample and
 /// summary value of every series multiplied by `factor`, the schema set to `schema`.
 pub(crate) fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
+    planted_copy_where(from, to, factor, schema, |_| true);
+}
+
+/// [`planted_copy`] with only the series `chosen` says multiplied.
+pub(crate) fn planted_copy_where(
+    from: &Path,
+    to: &Path,
+    factor: f64,
+    schema: &str,
+    chosen: impl Fn(&serde_json::Value) -> bool,
+) {
     let mut doc: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(from).unwrap()).unwrap();
     doc["schema"] = schema.into();
@@ -145,6 +163,9 @@ pub(crate) fn planted_copy(from: &Path, to: &Path, factor: f64, schema: &str) {
         doc["env"]["kernel"] = "6.99.0-planted".into(); // a confounder compare must show
     }
     for s in doc["series"].as_array_mut().unwrap() {
+        if !chosen(s) {
+            continue;
+        }
         for v in s["samples"].as_array_mut().unwrap() {
             *v = (v.as_f64().unwrap() * factor).into();
         }

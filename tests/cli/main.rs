@@ -25,5 +25,6 @@ mod run;
 mod sandbox;
 mod schbench;
 mod system_logs;
+mod tasks;
 mod time;
 mod width;

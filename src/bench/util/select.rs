@@ -15,6 +15,7 @@ use std::str::FromStr;
 
 use crate::bench::{BenchDef, ParamKind, Params, REGISTRY, find};
 use crate::error::{Error, Result};
+use crate::measure::copies::{Copies, Mode, Place, parse_ladder};
 
 /// The quick representative suite `osbench run` runs with no selector: one
 /// case of each kind of primitive (lmbench's null call, its 2-process context
@@ -112,15 +113,85 @@ pub fn config_tag(text: &str) -> (&str, Option<&str>) {
 /// The selector of the case of family `bench` printed as `name`.
 fn printed_case(bench: &str, name: &str) -> Option<Selector> {
     let def = find(bench)?;
+    // A swept case's name ends in its copies (`null@2p`).
+    let (name, copies) = match name.rsplit_once('@') {
+        Some((n, suffix)) => (n, Some(Copies::from_suffix(suffix)?)),
+        None => (name, None),
+    };
     let params = named_case(def, name)?;
+    let mut fixed: Vec<(String, String)> = def
+        .params
+        .iter()
+        .map(|p| (p.name.to_string(), params.get(p.name).to_string()))
+        .collect();
+    if let Some(c) = copies {
+        fixed.extend(copies_keys(&c));
+    }
     Some(Selector {
         bench: bench.to_string(),
-        fixed: def
-            .params
-            .iter()
-            .map(|p| (p.name.to_string(), params.get(p.name).to_string()))
-            .collect(),
+        fixed,
     })
+}
+
+/// The selector keys of `copies`, as pairs.
+fn copies_keys(copies: &Copies) -> Vec<(String, String)> {
+    vec![
+        (TASKS_KEYS[0].into(), copies.n.to_string()),
+        (TASKS_KEYS[1].into(), copies.mode.as_str().into()),
+        (TASKS_KEYS[2].into(), copies.place.as_str().into()),
+    ]
+}
+
+/// Selector keys that every family takes: the task count of a sweep
+/// (`tasks=2`, or a range `tasks=1..4`: one case per count), whether the
+/// copies are processes or threads, and how they are placed
+/// (`measure::copies`). No family has parameters of these names.
+pub const TASKS_KEYS: [&str; 3] = ["tasks", "tasks_mode", "tasks_place"];
+
+/// A selector's copies (`None`: unswept) and its family's own parameters.
+type SplitCopies<'a> = (Vec<Option<Copies>>, Vec<&'a (String, String)>);
+
+/// The copies a selector's `fixed` asks for (one per count of its range),
+/// and the family's own parameters left.
+fn split_copies<'a>(sel: &'a Selector, def: &BenchDef) -> Result<SplitCopies<'a>> {
+    let (ours, theirs): (Vec<_>, Vec<_>) = sel
+        .fixed
+        .iter()
+        .partition(|(k, _)| TASKS_KEYS.contains(&k.as_str()));
+    if ours.is_empty() {
+        return Ok((vec![None], theirs));
+    }
+    let get = |key: &str| ours.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let bad = |key: &str, value: &str, allowed: &str| Error::BadValue {
+        bench: def.name.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+        allowed: allowed.to_string(),
+        mean: None,
+    };
+    let ladder = match get("tasks") {
+        Some(t) => {
+            parse_ladder(t).map_err(|_| bad("tasks", t, "a task count or a range such as 1..4"))?
+        }
+        None => vec![1],
+    };
+    let mode: Mode = match get("tasks_mode") {
+        Some(m) => m
+            .parse()
+            .map_err(|_| bad("tasks_mode", m, "processes, threads"))?,
+        None => Mode::Processes,
+    };
+    let place: Place = match get("tasks_place") {
+        Some(p) => p
+            .parse()
+            .map_err(|_| bad("tasks_place", p, "spread, packed"))?,
+        None => Place::Spread,
+    };
+    let copies = ladder
+        .into_iter()
+        .map(|n| Some(Copies { n, mode, place }))
+        .collect();
+    Ok((copies, theirs))
 }
 
 /// Why `rest` names no case of `bench`, and what does.
@@ -308,23 +379,62 @@ pub struct Case {
     /// Samples for this case instead of the policy's (the quick suite's
     /// [`QUICK_SUITE_SAMPLES`]); only whole-run cases use it.
     pub samples: Option<usize>,
+    /// Run as this many copies at once (`--tasks`, [`TASKS_KEYS`]); `None`: alone.
+    pub copies: Option<Copies>,
+}
+
+/// Why a case cannot be swept over tasks: its family says why
+/// ([`BenchDef::not_swept`]), or it is a latency distribution (its events
+/// are timed one by one, not counted); `None` for the others.
+pub fn unsweepable(def: &BenchDef, params: &Params) -> Option<String> {
+    let events = match def.sampling {
+        crate::bench::Sampling::Events(_) => true,
+        crate::bench::Sampling::EventsFor(count) => count(params).is_some(),
+        crate::bench::Sampling::Batched { .. } | crate::bench::Sampling::WholeRuns => false,
+    };
+    if let Some(why) = def.not_swept {
+        return Some(format!(
+            "cannot be swept over tasks: {why}; drop --tasks for it"
+        ));
+    }
+    events.then(|| {
+        "cannot be swept over tasks: --tasks counts iterations of cases timed in batches or \
+         whole runs, and this one records single-event latencies; drop --tasks for it (its own \
+         parameters set its tasks)"
+            .to_string()
+    })
+}
+
+/// Why `copies` of a family cannot run: as threads, when the family keeps
+/// state per process ([`BenchDef::not_as_threads`]).
+pub fn not_as_threads(def: &BenchDef, copies: Copies) -> Option<String> {
+    match copies.mode {
+        Mode::Threads => def
+            .not_as_threads
+            .map(|why| format!("cannot be swept as threads: {why}")),
+        Mode::Processes => None,
+    }
 }
 
 /// Splits `cases` into those this machine's kernel can run and, for the
 /// others, "BENCH CASE: why" (each family's [`BenchDef::unavailable`]): a
 /// case the kernel refuses is skipped with its reason, never measured as zero.
+/// So is a latency case asked for as a task sweep ([`unsweepable`]).
 pub fn split_unavailable(cases: Vec<Case>) -> (Vec<Case>, Vec<String>) {
     let mut skipped = Vec::new();
+    let why = |c: &Case| {
+        match c.copies {
+            Some(copies) => unsweepable(c.def, &c.params).or_else(|| not_as_threads(c.def, copies)),
+            None => None,
+        }
+        .or_else(|| (c.def.unavailable)(&c.params))
+    };
     let runnable = cases
         .into_iter()
-        .filter(|c| match (c.def.unavailable)(&c.params) {
+        .filter(|c| match why(c) {
             None => true,
             Some(why) => {
-                skipped.push(format!(
-                    "{} {}: {why}",
-                    c.def.name,
-                    (c.def.case_name)(&c.params)
-                ));
+                skipped.push(format!("{} {}: {why}", c.def.name, c.name()));
                 false
             }
         })
@@ -339,17 +449,29 @@ impl Case {
             def,
             params,
             samples: None,
+            copies: None,
         }
     }
 
+    /// The family's name of the case, with its copies when swept (`null@2p`).
     pub fn name(&self) -> String {
-        (self.def.case_name)(&self.params)
+        let name = (self.def.case_name)(&self.params);
+        match &self.copies {
+            Some(c) => format!("{name}{}", c.suffix()),
+            None => name,
+        }
     }
 
     /// The selector that names exactly this case (`bench:k=v,…` with every
     /// parameter), as the agent protocol sends it; [`resolve`] reads it back.
     pub fn selector(&self) -> String {
-        let params = self.params.to_string();
+        let mut params = self.params.to_string();
+        if let Some(c) = &self.copies {
+            if !params.is_empty() {
+                params.push(',');
+            }
+            params.push_str(&c.selector_keys());
+        }
         if params.is_empty() {
             self.def.name.to_string()
         } else {
@@ -378,10 +500,9 @@ pub fn resolve(selectors: &[Selector]) -> Result<Vec<Case>> {
     let mut cases: Vec<Case> = Vec::new();
     for (sel, samples) in &selectors {
         for case in expand(sel)? {
-            if !cases
-                .iter()
-                .any(|c| c.def.name == case.def.name && c.params == case.params)
-            {
+            if !cases.iter().any(|c| {
+                c.def.name == case.def.name && c.params == case.params && c.copies == case.copies
+            }) {
                 cases.push(Case {
                     samples: *samples,
                     ..case
@@ -429,7 +550,8 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             .join(", "),
         mean: bench_meant(&sel.bench).map(str::to_string),
     })?;
-    for (key, value) in &sel.fixed {
+    let (copies, fixed) = split_copies(sel, def)?;
+    for (key, value) in fixed.iter().copied() {
         let names = || def.params.iter().map(|p| p.name);
         let spec =
             def.params
@@ -451,8 +573,7 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
             });
         }
     }
-    let given: Vec<(&str, &str)> = sel
-        .fixed
+    let given: Vec<(&str, &str)> = fixed
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
@@ -473,7 +594,42 @@ fn expand(sel: &Selector) -> Result<Vec<Case>> {
     if out.is_empty() {
         out.push(Case::new(def, Params::new(def, &given)));
     }
-    Ok(out)
+    Ok(each_count(out, &copies))
+}
+
+/// Each case once per task count of a sweep (once when `copies` is `[None]`).
+fn each_count(cases: Vec<Case>, copies: &[Option<Copies>]) -> Vec<Case> {
+    cases
+        .into_iter()
+        .flat_map(|case| {
+            copies.iter().map(move |&copies| Case {
+                copies,
+                ..case.clone()
+            })
+        })
+        .collect()
+}
+
+/// Every case of `cases` that is not swept already (by its selector's
+/// `tasks`), once per count of `ladder` and per mode of `modes`, placed
+/// `place`: the cases of `run --tasks` (the plan orders them at random,
+/// as any cases).
+pub fn sweep(cases: Vec<Case>, ladder: &[usize], modes: &[Mode], place: Place) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    for case in cases.iter().filter(|c| c.copies.is_some()) {
+        out.push(case.clone());
+    }
+    for &n in ladder {
+        for &mode in modes {
+            for case in cases.iter().filter(|c| c.copies.is_none()) {
+                out.push(Case {
+                    copies: Some(Copies { n, mode, place }),
+                    ..case.clone()
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The word among a parameter's allowed words nearest to `value` (none
@@ -503,6 +659,91 @@ mod tests {
             assert_eq!(again[0].params, case.params);
             assert!(std::ptr::eq(again[0].def, case.def));
         }
+    }
+
+    #[test]
+    fn a_swept_case_is_named_and_selected_by_its_task_count() {
+        let cases = resolve(&[sel("syscall:case=null,tasks=1..3,tasks_mode=threads")]).unwrap();
+        let names: Vec<String> = cases.iter().map(Case::name).collect();
+        assert_eq!(names, ["null@1t", "null@2t", "null@3t"]);
+        for case in &cases {
+            let again = resolve(&[sel(&case.selector())]).unwrap();
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0].copies, case.copies);
+            // As tables print it, too.
+            let printed = resolve(&[sel(&format!("syscall:{}", case.name()))]).unwrap();
+            assert_eq!(printed[0].copies, case.copies);
+        }
+        let e = resolve(&[sel("syscall:tasks=0")]).unwrap_err().to_string();
+        assert!(e.contains("tasks") && e.contains("range"), "{e}");
+        let e = resolve(&[sel("syscall:tasks=2,tasks_mode=fibres")]).unwrap_err();
+        assert!(e.to_string().contains("processes, threads"), "{e}");
+    }
+
+    #[test]
+    fn a_swept_latency_case_is_skipped_with_why_and_the_others_kept() {
+        let cases = resolve(&[
+            sel("wakeup:wait=futex"),
+            sel("syscall:case=null"),
+            sel("fault:case=anon"),
+        ])
+        .unwrap();
+        let swept = sweep(cases, &[2], &[Mode::Threads], Place::Spread);
+        let (runnable, skipped) = split_unavailable(swept);
+        let names: Vec<String> = runnable
+            .iter()
+            .map(|c| format!("{} {}", c.def.name, c.name()))
+            .collect();
+        assert_eq!(names, ["syscall null@2t", "fault anon/2048p@2t"]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with("wakeup ") && skipped[0].contains("single-event"),
+            "{skipped:?}"
+        );
+        let signals = resolve(&[sel("signal:case=catch")]).unwrap();
+        let both = sweep(
+            signals,
+            &[2],
+            &[Mode::Processes, Mode::Threads],
+            Place::Spread,
+        );
+        let (runnable, skipped) = split_unavailable(both);
+        assert_eq!(runnable.len(), 1);
+        assert_eq!(runnable[0].name(), "catch@2p");
+        assert!(
+            skipped[0].contains("catch@2t") && skipped[0].contains("as processes"),
+            "{skipped:?}"
+        );
+        let futex = find("futex").unwrap();
+        assert!(unsweepable(futex, &Params::new(futex, &[("workload", "wake")])).is_some());
+        assert_eq!(
+            unsweepable(futex, &Params::new(futex, &[("workload", "hash")])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_sweep_runs_each_case_at_each_count_and_mode_up_to_512() {
+        let cases = resolve(&[sel("syscall:case=null"), sel("fault:case=anon")]).unwrap();
+        let ladder = crate::measure::copies::default_ladder(512);
+        let swept = sweep(
+            cases,
+            &ladder,
+            &[Mode::Processes, Mode::Threads],
+            Place::Spread,
+        );
+        assert_eq!(swept.len(), 2 * 2 * ladder.len());
+        let mut names: Vec<String> = swept
+            .iter()
+            .map(|c| format!("{} {}", c.def.name, c.name()))
+            .collect();
+        assert!(
+            names.contains(&"fault anon/2048p@512t".to_string()),
+            "{names:?}"
+        );
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), swept.len(), "every case key is distinct");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! lmbench's context-switch picture: time against working-set size, one
 //! line per process count, with the 95 % interval of each median. Left out:
-//! ctx series without `procs`/`size` parameters.
+//! ctx series without `procs`/`size` parameters, and those of a task sweep.
 
 use plotters::prelude::*;
 
@@ -88,7 +88,8 @@ pub(super) type CtxKey = (i64, String, String, String);
 
 /// A ctx series' process count and working set, if it has both.
 pub(super) fn ctx_point(s: &Series) -> Option<(i64, i64)> {
-    if s.key.bench != "ctx" {
+    // A task sweep's ctx series are per-task figures of N rings at once.
+    if s.key.bench != "ctx" || s.params.contains_key("tasks") {
         return None;
     }
     Some((param_i64(s, "procs")?, param_i64(s, "size")?))

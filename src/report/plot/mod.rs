@@ -17,6 +17,7 @@ mod ctx;
 mod draw;
 mod history;
 mod run_order;
+mod scaling;
 
 pub use cdf::cdf_plot;
 pub use comparison::{Bar, comparison_bars, comparison_plot, record_bars};
@@ -24,6 +25,7 @@ pub use ctx::ctx_plot;
 pub use draw::png;
 pub use history::history_plot;
 pub use run_order::run_order_plot;
+pub use scaling::scaling_plots;
 
 use serde_json::Value;
 
@@ -47,6 +49,7 @@ pub struct Plot {
 pub fn document_plots(doc: &Document) -> Result<Vec<Plot>> {
     let mut plots = Vec::new();
     plots.extend(ctx_plot(doc)?);
+    plots.extend(scaling_plots(doc)?);
     for bench in benches(doc.series.iter().filter(|s| s.histogram.is_some())) {
         plots.extend(cdf_plot(doc, &bench)?);
     }

@@ -1,0 +1,425 @@
+//! [`CopiesWorkload`]: N copies of a case started (processes through the
+//! [`Supervisor`], so they die with osbench; or threads, joined), each
+//! looping on its own set-up of the case and counting in [`Counters`]; its
+//! `run(iters)` waits, without reading a clock, until the copies together
+//! completed `iters × N` iterations. Left out: the limits checked before
+//! starting (`limits`), and which case it is (the set-up closure).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::counters::{Counters, RUNNING, STARTING};
+use super::{Copies, Mode};
+use crate::error::{Error, Result};
+use crate::measure::interrupt;
+use crate::measure::placement::{Pin, Placement, allowed_cpus, pin_thread_for_life};
+use crate::measure::supervise::{Exit, Supervisor};
+use crate::measure::workload::Workload;
+
+/// Sets one copy of the case up, placed as given (task 0 on `cpu_of(0)`).
+pub type SetupFn = Arc<dyn Fn(&Placement) -> Result<Box<dyn Workload>> + Send + Sync>;
+
+/// How long the timing thread sleeps between two readings of the counters.
+const POLL: Duration = Duration::from_micros(50);
+/// Readings without progress after which the copies are taken as stuck (about 10 s).
+const STALL_POLLS: u32 = 200_000;
+/// Readings of the copies' set-up before giving up (about 60 s at 1 ms).
+const SETUP_POLLS: u32 = 60_000;
+/// Busy readings at the end of a window, before sleeping again.
+const SPIN_READS: u32 = 1 << 20;
+/// Stack of a copy thread: room for a family's set-up (a debug build's
+/// frames included), far below the 2 MiB default, so that 512 copies
+/// reserve 128 MiB of address space rather than 1 GiB.
+pub const COPY_STACK_BYTES: usize = 256 << 10;
+
+/// N running copies of one case.
+pub struct CopiesWorkload {
+    copies: Copies,
+    counters: Arc<Counters>,
+    supervisor: Option<Supervisor>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl CopiesWorkload {
+    /// Starts `copies` of the case `setup` sets up (children named
+    /// `osbench-<bench>`) and waits until every one is looping on it; an
+    /// error names the copy that failed and why, with nothing left running.
+    /// With `whole_runs`, each iteration of a copy is the case's `prepare()`
+    /// then `run(1)` (a whole-run family: will-it-scale's page_fault1 maps
+    /// and unmaps inside its loop too).
+    pub fn start(bench: &str, copies: Copies, setup: SetupFn, whole_runs: bool) -> Result<Self> {
+        let counters = Arc::new(Counters::new(copies.n)?);
+        let mut this = Self {
+            copies,
+            counters,
+            supervisor: (copies.mode == Mode::Processes).then(|| Supervisor::new(bench)),
+            threads: Vec::new(),
+        };
+        let allowed = allowed_cpus()?;
+        for i in 0..copies.n {
+            let cpu = copies.cpu_of(i, &allowed);
+            this.start_one(i, cpu, Arc::clone(&setup), whole_runs)?;
+        }
+        this.await_running()?;
+        Ok(this)
+    }
+
+    fn start_one(
+        &mut self,
+        i: usize,
+        cpu: Option<usize>,
+        setup: SetupFn,
+        whole_runs: bool,
+    ) -> Result<()> {
+        let counters = Arc::clone(&self.counters);
+        let placement = match cpu {
+            Some(c) => Placement {
+                pin: Pin::Same,
+                cpus: vec![c],
+            },
+            None => Placement::unpinned(),
+        };
+        match &mut self.supervisor {
+            Some(sup) => {
+                // The supervisor pins the child to `cpu` before the body runs.
+                sup.fork(cpu, &[], move || {
+                    copy_body(i, &counters, &setup, &placement, whole_runs)
+                })?;
+            }
+            None => {
+                let handle = std::thread::Builder::new()
+                    .name(format!("osbench-copy{i}"))
+                    .stack_size(COPY_STACK_BYTES)
+                    .spawn(move || {
+                        if let Some(c) = cpu
+                            && let Err(e) = pin_thread_for_life(c)
+                        {
+                            counters.fail(i, &e.to_string());
+                            return;
+                        }
+                        copy_body(i, &counters, &setup, &placement, whole_runs);
+                    })
+                    .map_err(|e| crate::measure::limits::thread_error(i, e))?;
+                self.threads.push(handle);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every copy runs; the first failure (or a stop) ends it.
+    fn await_running(&mut self) -> Result<()> {
+        for _ in 0..SETUP_POLLS {
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+            if interrupt::requested() {
+                return Err(Error::Interrupted);
+            }
+            if (0..self.copies.n).all(|i| self.counters.state(i) == RUNNING) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let starting = (0..self.copies.n)
+            .filter(|&i| self.counters.state(i) == STARTING)
+            .count();
+        Err(Error::Measure(format!(
+            "{starting} of {} tasks had not set the case up after 60 s; run fewer --tasks",
+            self.copies.n
+        )))
+    }
+
+    /// The first copy that failed, as an error naming it.
+    fn failure(&self) -> Option<Error> {
+        (0..self.copies.n).find_map(|i| {
+            self.counters.failure(i).map(|why| {
+                Error::Measure(format!(
+                    "task {} of {} ({}) failed: {why}",
+                    i + 1,
+                    self.copies.n,
+                    self.copies.mode.as_str()
+                ))
+            })
+        })
+    }
+
+    /// Stops the copies and waits for them; the first failure is the error.
+    fn stop(&mut self) -> Result<()> {
+        self.counters.stop();
+        let stuck = join_within(&mut self.threads, STOP_WITHIN);
+        if stuck > 0 {
+            return Err(Error::Measure(format!(
+                "{stuck} of {} task threads did not stop within {} s of being told to (an \
+                 operation that never returns); they end with osbench",
+                self.copies.n,
+                STOP_WITHIN.as_secs()
+            )));
+        }
+        let exits = match &mut self.supervisor {
+            Some(sup) => sup.wait_all(Duration::from_secs(5))?,
+            None => Vec::new(),
+        };
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        match exits.iter().position(|e| *e != Exit::Code(0)) {
+            Some(i) => Err(Error::Measure(format!(
+                "task {} of {} ended with {:?}",
+                i + 1,
+                self.copies.n,
+                exits[i]
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One copy: sets the case up, marks itself running, loops on the operation
+/// (each a whole run after its `prepare` with `whole_runs`) counting each
+/// iteration until told to stop, tears down. The exit code.
+fn copy_body(
+    i: usize,
+    counters: &Counters,
+    setup: &SetupFn,
+    placement: &Placement,
+    whole_runs: bool,
+) -> i32 {
+    let mut w = match setup(placement) {
+        Ok(w) => w,
+        Err(e) => {
+            counters.fail(i, &e.to_string());
+            return 1;
+        }
+    };
+    counters.set_state(i, RUNNING);
+    while !counters.stopping() {
+        let prepared = if whole_runs { w.prepare() } else { Ok(()) };
+        if let Err(e) = prepared.and_then(|()| w.run(1)) {
+            counters.fail(i, &e.to_string());
+            return 1;
+        }
+        counters.add(i, 1);
+    }
+    match w.teardown() {
+        Ok(()) => 0,
+        Err(e) => {
+            counters.fail(i, &e.to_string());
+            1
+        }
+    }
+}
+
+impl Workload for CopiesWorkload {
+    /// Waits until the copies together completed `iters × N` more iterations:
+    /// sleeps between readings, and reads busily only near the end so that
+    /// the window ends within a few iterations of its count.
+    fn run(&mut self, iters: u64) -> Result<()> {
+        let target = self.counters.total() + iters * self.copies.n as u64;
+        wait_for(&self.counters, target, || self.failure())
+    }
+
+    fn teardown(mut self: Box<Self>) -> Result<()> {
+        self.stop()
+    }
+}
+
+impl Drop for CopiesWorkload {
+    fn drop(&mut self) {
+        self.counters.stop();
+        join_within(&mut self.threads, STOP_WITHIN);
+        // Dropping the supervisor kills and reaps the processes left.
+    }
+}
+
+/// How long stopped copies have to finish their iteration and tear down.
+const STOP_WITHIN: Duration = Duration::from_secs(5);
+
+/// Joins the threads that end within `limit`; the others (a thread cannot
+/// be killed) are let go, to end with the process. How many were let go.
+fn join_within(threads: &mut Vec<JoinHandle<()>>, limit: Duration) -> usize {
+    let polls = limit.as_millis() as u64;
+    for _ in 0..polls {
+        if threads.iter().all(JoinHandle::is_finished) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (done, stuck): (Vec<_>, Vec<_>) = threads.drain(..).partition(JoinHandle::is_finished);
+    for t in done {
+        let _ = t.join();
+    }
+    stuck.len()
+}
+
+/// Waits until `counters` total `target`; `failed` is asked when progress stalls.
+pub(super) fn wait_for(
+    counters: &Counters,
+    target: u64,
+    failed: impl Fn() -> Option<Error>,
+) -> Result<()> {
+    let mut per_poll = 0;
+    let mut idle = 0;
+    loop {
+        let now = counters.total();
+        if now >= target {
+            return Ok(());
+        }
+        if per_poll > 0 && target - now <= 2 * per_poll {
+            for _ in 0..SPIN_READS {
+                if counters.total() >= target {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+            }
+        }
+        std::thread::sleep(POLL);
+        let after = counters.total();
+        per_poll = after - now;
+        idle = if per_poll == 0 { idle + 1 } else { 0 };
+        if interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
+        if idle > 0 && (idle % 1000 == 0 || idle >= STALL_POLLS) {
+            if let Some(e) = failed() {
+                return Err(e);
+            }
+            if idle >= STALL_POLLS {
+                return Err(Error::Measure(
+                    "no task completed an operation in about 10 s: a task is stuck or was \
+                     killed; run fewer --tasks or check the case alone"
+                        .into(),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::copies::Place;
+
+    /// A fake case: each iteration only yields the CPU.
+    struct Nothing;
+    impl Workload for Nothing {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            std::thread::yield_now();
+            Ok(())
+        }
+    }
+
+    fn copies(n: usize, mode: Mode) -> Copies {
+        Copies {
+            n,
+            mode,
+            place: Place::Spread,
+        }
+    }
+
+    #[test]
+    fn fake_copies_as_threads_and_processes_count_their_windows_and_stop() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let setup: SetupFn =
+                Arc::new(|_: &Placement| Ok(Box::new(Nothing) as Box<dyn Workload>));
+            let mut w = Box::new(
+                CopiesWorkload::start("fake", copies(16, mode), setup, mode == Mode::Processes)
+                    .unwrap(),
+            );
+            let before = w.counters.total();
+            w.run(50).unwrap();
+            assert!(w.counters.total() >= before + 16 * 50, "{mode:?}");
+            w.teardown().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_thread_whose_operation_never_returns_is_let_go_and_said() {
+        static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        /// Its first iteration returns; the next blocks until the test releases it.
+        struct Stuck(u32);
+        impl Workload for Stuck {
+            fn run(&mut self, _iters: u64) -> Result<()> {
+                self.0 += 1;
+                while self.0 > 1 && !RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            }
+        }
+        let setup: SetupFn = Arc::new(|_: &Placement| Ok(Box::new(Stuck(0)) as Box<dyn Workload>));
+        let w = Box::new(
+            CopiesWorkload::start("fake", copies(2, Mode::Threads), setup, false).unwrap(),
+        );
+        let e = w.teardown().unwrap_err().to_string();
+        assert!(
+            e.contains("2 of 2 task threads did not stop within 5 s"),
+            "{e}"
+        );
+        RELEASE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_copy_whose_set_up_fails_is_named_and_nothing_is_left_running() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            let setup: SetupFn = Arc::new(|_: &Placement| {
+                // Copy 5 (0-based), the sixth started, knows itself by its thread's name.
+                if std::thread::current().name() == Some("osbench-copy5") {
+                    return Err(Error::Measure("no room for this copy".into()));
+                }
+                Ok(Box::new(Nothing) as Box<dyn Workload>)
+            });
+            match mode {
+                Mode::Threads => {
+                    let e = CopiesWorkload::start("fake", copies(8, mode), setup, false)
+                        .err()
+                        .unwrap();
+                    assert!(
+                        e.to_string()
+                            .contains("task 6 of 8 (threads) failed: no room"),
+                        "{e}"
+                    );
+                }
+                Mode::Processes => {
+                    // A forked copy's thread has no such name: every one fails.
+                    let setup: SetupFn =
+                        Arc::new(|_: &Placement| Err(Error::Measure("no room".into())));
+                    let e = CopiesWorkload::start("fake", copies(4, mode), setup, false)
+                        .err()
+                        .unwrap();
+                    assert!(
+                        e.to_string().contains("of 4 (processes) failed: no room"),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_ends_once_fake_copies_complete_its_count_and_fails_with_them() {
+        let counters = Arc::new(Counters::new(512).unwrap());
+        let c = Arc::clone(&counters);
+        let driver = std::thread::spawn(move || {
+            for round in 0..20 {
+                for i in 0..512 {
+                    c.add(i, 1 + (i as u64 + round) % 3);
+                }
+            }
+        });
+        let target = (0..20u64)
+            .map(|r| (0..512u64).map(|i| 1 + (i + r) % 3).sum::<u64>())
+            .sum();
+        wait_for(&counters, target, || None).unwrap();
+        driver.join().unwrap();
+        assert_eq!(counters.total(), target);
+        counters.fail(7, "no memory");
+        let e = wait_for(&counters, target + 1, || {
+            counters
+                .failure(7)
+                .map(|w| Error::Measure(format!("task 8: {w}")))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("task 8: no memory"), "{e}");
+    }
+}
