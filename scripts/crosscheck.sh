@@ -613,7 +613,7 @@ define() {
         case $t in
         getppid1) sel=syscall:case=null bench=syscall scale=1 ;;
         page_fault1) sel=fault:case=anon,pages=32768 bench=fault scale=1000 ;;
-        futex2) sel=futex:workload=hash,threads=1,futexes=1 bench=futex scale=1 ;;
+        futex2) sel=futex:workload=hash,threads=1,futexes=1,shared=shared bench=futex scale=1 ;;
         poll1) sel=poll:call=poll,on=file,fds=1 bench=poll scale=1 ;;
         # osbench's op is a round trip (µs); will-it-scale counts two loops per round trip.
         context_switch1) sel=ipc:kind=pipe bench=ipc scale=500 ;;

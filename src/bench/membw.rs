@@ -13,10 +13,11 @@
 //! sum (`util::words`: volatile accesses the compiler can neither vectorise
 //! nor merge) — except `fwr`, whose stores gcc makes 16-byte vector stores,
 //! as the fill here compiles to. `bcopy` copies between two page-aligned
-//! buffers (lmbench's default, which it calls "unaligned"). The accesses are
-//! lmbench's but not yet its exact instructions: gcc folds each load into
-//! its add, and `frd` and `fcp` read 0.60 and 0.89 of lmbench on an Intel
-//! Xeon (docs/crosscheck.md).
+//! buffers (lmbench's default, which it calls "unaligned"). On x86-64,
+//! `frd` and `fcp` are gcc's own instructions (inline assembly: one `add
+//! mem, reg` per word; a load and a store per word): as volatile loops they
+//! read 0.60 and 0.89 of lmbench on an Intel Xeon, as gcc's 0.99 and 1.01
+//! (docs/crosscheck.md). The others keep the volatile loops, which agree.
 //!
 //! Left out: lmbench's `conflict` variant (the second buffer offset by
 //! 1,920 bytes) and its `-P` parallelism. The buffers are anonymous

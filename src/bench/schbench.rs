@@ -57,6 +57,7 @@ use std::time::Duration;
 
 use super::util::futex;
 use super::util::ring::{Helpers, Mode};
+use super::util::words::store64;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -819,20 +820,26 @@ fn lock_this_cpu(locks: &[AtomicBool]) -> Option<&AtomicBool> {
     }
 }
 
-/// m3 = m1 × m2, naively, over three n × n matrices laid end to end in `data`.
+/// m3 = m1 × m2, naively, over three n × n matrices laid end to end in
+/// `data`: for each cell, a row of m1 against a column of m2 (a stride of n
+/// words), one multiply-add per step into a running sum that is stored to
+/// the cell on every step, as gcc compiles schbench's loop (in C the cell
+/// may alias the matrices read). Iterators rather than indexes, so no
+/// bounds check sits in the inner loop (indexed, the requests took 1.35 ×
+/// schbench's; without the stores, 0.90 ×).
 fn multiply(data: &mut [u64], n: usize) {
     let (m1m2, m3) = data.split_at_mut(2 * n * n);
     let (m1, m2) = m1m2.split_at(n * n);
-    for i in 0..n {
-        for j in 0..n {
-            let mut acc = 0u64;
-            for k in 0..n {
-                acc = acc.wrapping_add(m1[i * n + k].wrapping_mul(m2[k * n + j]));
+    for (row, out) in m1.chunks_exact(n).zip(m3.chunks_exact_mut(n)) {
+        for (j, cell) in out.iter_mut().enumerate() {
+            let mut sum = 0u64;
+            store64(cell, sum);
+            for (&a, &b) in row.iter().zip(m2[j..].iter().step_by(n)) {
+                sum = sum.wrapping_add(a.wrapping_mul(b));
+                store64(cell, sum);
             }
-            m3[i * n + j] = acc;
         }
     }
-    std::hint::black_box(&m3);
 }
 
 // ---- the workload ------------------------------------------------------------
@@ -1113,6 +1120,18 @@ impl Workload for Schbench {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_matrices_multiply_row_by_column() {
+        // m1 = [1 2; 3 4], m2 = [5 6; 7 8]: m3 = [19 22; 43 50].
+        let mut data = vec![1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0];
+        multiply(&mut data, 2);
+        assert_eq!(data[8..], [19, 22, 43, 50]);
+        let mut three: Vec<u64> = (1..=27).collect();
+        multiply(&mut three, 3);
+        // Row 0 of m1 (1 2 3) against column 0 of m2 (10 13 16).
+        assert_eq!(three[18], 10 + 2 * 13 + 3 * 16);
+    }
 
     #[test]
     fn buckets_are_exact_below_512_then_rounded_to_their_middle() {

@@ -190,10 +190,11 @@ impl Conn for SqliteConn {
 
     fn schema_version(&mut self) -> Result<i64> {
         let fail = store_error(&self.name);
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(fail)?;
+        let user_version = |conn: &Connection| {
+            conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+                .map_err(fail)
+        };
+        let version = user_version(&self.conn)?;
         if version != 0 {
             return Ok(version);
         }
@@ -216,10 +217,7 @@ impl Conn for SqliteConn {
         // Outside a transaction the two reads above are two snapshots: another
         // process may have committed a new store's schema (tables and version
         // together) between them. Its version is then visible too.
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(fail)?;
+        let version = user_version(&self.conn)?;
         if version != 0 {
             return Ok(version);
         }

@@ -3,8 +3,10 @@
 //! sum. Volatile accesses keep the compiler from vectorising, merging or
 //! skipping them, as Debian's gcc 12 `-O2` leaves lmbench's `bread` and
 //! `bw_mem` kernels scalar (their disassembly). The instructions are not
-//! yet gcc's: it folds each load into its add (`add mem, reg`), so sums
-//! here can cost more per word than lmbench's (docs/crosscheck.md).
+//! gcc's: it folds each load into its add (`add mem, reg`), so sums here
+//! can cost more per word than lmbench's; `frd` and `fcp`, where that
+//! showed (0.60 and 0.89 of lmbench), have gcc's exact instructions as
+//! inline assembly on x86-64 (`block_sum_as_gcc`, `block_copy_as_gcc`).
 
 /// Reads one 32-bit word with a scalar load.
 #[inline(always)]
@@ -16,6 +18,13 @@ pub fn load32(w: &u32) -> u32 {
 /// Writes one 32-bit word with a scalar store.
 #[inline(always)]
 pub fn store32(w: &mut u32, v: u32) {
+    // SAFETY: a mutable reference is valid and aligned for a write.
+    unsafe { std::ptr::write_volatile(w, v) }
+}
+
+/// Writes one 64-bit word with a scalar store, never elided.
+#[inline(always)]
+pub fn store64(w: &mut u64, v: u64) {
     // SAFETY: a mutable reference is valid and aligned for a write.
     unsafe { std::ptr::write_volatile(w, v) }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::counters::{Counters, RUNNING, STARTING};
 use super::{Copies, Mode};
@@ -20,14 +20,16 @@ use crate::measure::workload::Workload;
 /// Sets one copy of the case up, placed as given (task 0 on `cpu_of(0)`).
 pub type SetupFn = Arc<dyn Fn(&Placement) -> Result<Box<dyn Workload>> + Send + Sync>;
 
-/// How long the timing thread sleeps between two readings of the counters.
+/// The shortest sleep between two readings of the counters.
 const POLL: Duration = Duration::from_micros(50);
-/// Readings without progress after which the copies are taken as stuck (about 10 s).
-const STALL_POLLS: u32 = 200_000;
+/// The longest (a stop request waits no longer to be seen).
+const MAX_NAP: Duration = Duration::from_millis(50);
+/// Without progress for this long, the copies are asked whether one failed.
+const CHECK_AFTER: Duration = Duration::from_millis(50);
+/// Without progress for this long, the copies are taken as stuck.
+const STALL: Duration = Duration::from_secs(10);
 /// Readings of the copies' set-up before giving up (about 60 s at 1 ms).
 const SETUP_POLLS: u32 = 60_000;
-/// Busy readings at the end of a window, before sleeping again.
-const SPIN_READS: u32 = 1 << 20;
 /// Stack of a copy thread: room for a family's set-up (a debug build's
 /// frames included), far below the 2 MiB default, so that 512 copies
 /// reserve 128 MiB of address space rather than 1 GiB.
@@ -176,8 +178,9 @@ impl CopiesWorkload {
 }
 
 /// One copy: sets the case up, marks itself running, loops on the operation
-/// (each a whole run after its `prepare` with `whole_runs`) counting each
-/// iteration until told to stop, tears down. The exit code.
+/// (each a whole run after its `prepare` with `whole_runs`; else batches of
+/// [`batch_size`]) counting the iterations until told to stop, tears down.
+/// The exit code.
 fn copy_body(
     i: usize,
     counters: &Counters,
@@ -192,14 +195,25 @@ fn copy_body(
             return 1;
         }
     };
-    counters.set_state(i, RUNNING);
-    while !counters.stopping() {
-        let prepared = if whole_runs { w.prepare() } else { Ok(()) };
-        if let Err(e) = prepared.and_then(|()| w.run(1)) {
+    let batch = match whole_runs {
+        true => Ok(1),
+        false => batch_size(w.as_mut()),
+    };
+    let batch = match batch {
+        Ok(b) => b,
+        Err(e) => {
             counters.fail(i, &e.to_string());
             return 1;
         }
-        counters.add(i, 1);
+    };
+    counters.set_state(i, RUNNING);
+    while !counters.stopping() {
+        let prepared = if whole_runs { w.prepare() } else { Ok(()) };
+        if let Err(e) = prepared.and_then(|()| w.run(batch)) {
+            counters.fail(i, &e.to_string());
+            return 1;
+        }
+        counters.add(i, batch);
     }
     match w.teardown() {
         Ok(()) => 0,
@@ -210,10 +224,31 @@ fn copy_body(
     }
 }
 
+/// How long a copy's batch of iterations should take, at least.
+const BATCH_TIME: Duration = Duration::from_micros(2);
+/// The most iterations in one batch.
+const MAX_BATCH: u64 = 1 << 16;
+
+/// The iterations a copy runs between two updates of its counter: as many
+/// as take [`BATCH_TIME`], found by doubling (the runs it takes are not
+/// counted). So the loop around the operation — a call, the stop flag, the
+/// counter — costs about what will-it-scale's `(*iterations)++` does: one
+/// iteration a call read 1.065 of will-it-scale's getppid1 at 1 task.
+fn batch_size(w: &mut dyn Workload) -> Result<u64> {
+    let mut batch = 1;
+    loop {
+        let start = Instant::now();
+        w.run(batch)?;
+        if start.elapsed() >= BATCH_TIME || batch >= MAX_BATCH {
+            return Ok(batch);
+        }
+        batch *= 2;
+    }
+}
+
 impl Workload for CopiesWorkload {
-    /// Waits until the copies together completed `iters × N` more iterations:
-    /// sleeps between readings, and reads busily only near the end so that
-    /// the window ends within a few iterations of its count.
+    /// Waits until the copies together completed `iters × N` more iterations,
+    /// sleeping between readings ([`wait_for`]).
     fn run(&mut self, iters: u64) -> Result<()> {
         let target = self.counters.total() + iters * self.copies.n as u64;
         wait_for(&self.counters, target, || self.failure())
@@ -252,47 +287,59 @@ fn join_within(threads: &mut Vec<JoinHandle<()>>, limit: Duration) -> usize {
     stuck.len()
 }
 
-/// Waits until `counters` total `target`; `failed` is asked when progress stalls.
+/// Waits until `counters` total `target`; `failed` is asked when progress
+/// stalls. It sleeps most of the way: the rate seen so far in this window
+/// says how long the rest should take, and it sleeps nine tenths of that,
+/// then naps of [`POLL`] at the end. So the copies are disturbed by a few
+/// wake-ups per window, not by a reader spinning on their counters, which
+/// would take a CPU from them once every CPU runs a copy (measured on 2
+/// CPUs: 2 copies of getppid read 1.25 of will-it-scale's per-task time
+/// with a spinning reader, 1.09 with this). The window ends at most about
+/// one `POLL` and a wake-up after its count.
 pub(super) fn wait_for(
     counters: &Counters,
     target: u64,
     failed: impl Fn() -> Option<Error>,
 ) -> Result<()> {
-    let mut per_poll = 0;
-    let mut idle = 0;
+    let (start, from) = (Instant::now(), counters.total());
+    let (mut last, mut progressed) = (from, Instant::now());
     loop {
         let now = counters.total();
         if now >= target {
             return Ok(());
         }
-        if per_poll > 0 && target - now <= 2 * per_poll {
-            for _ in 0..SPIN_READS {
-                if counters.total() >= target {
-                    return Ok(());
-                }
-                std::hint::spin_loop();
-            }
+        if now > last {
+            (last, progressed) = (now, Instant::now());
         }
-        std::thread::sleep(POLL);
-        let after = counters.total();
-        per_poll = after - now;
-        idle = if per_poll == 0 { idle + 1 } else { 0 };
+        std::thread::sleep(nap(start.elapsed(), now - from, target - now));
         if interrupt::requested() {
             return Err(Error::Interrupted);
         }
-        if idle > 0 && (idle % 1000 == 0 || idle >= STALL_POLLS) {
-            if let Some(e) = failed() {
-                return Err(e);
-            }
-            if idle >= STALL_POLLS {
-                return Err(Error::Measure(
-                    "no task completed an operation in about 10 s: a task is stuck or was \
-                     killed; run fewer --tasks or check the case alone"
-                        .into(),
-                ));
-            }
+        let stalled = progressed.elapsed();
+        if stalled >= CHECK_AFTER
+            && let Some(e) = failed()
+        {
+            return Err(e);
+        }
+        if stalled >= STALL {
+            return Err(Error::Measure(
+                "no task completed an operation in about 10 s: a task is stuck or was \
+                 killed; run fewer --tasks or check the case alone"
+                    .into(),
+            ));
         }
     }
+}
+
+/// How long to sleep when `done` iterations took `elapsed` and `left` remain:
+/// nine tenths of the time they should take at that rate, at least [`POLL`]
+/// and at most [`MAX_NAP`] (so a stop request or a stall is seen).
+fn nap(elapsed: Duration, done: u64, left: u64) -> Duration {
+    if done == 0 {
+        return POLL;
+    }
+    let rest = elapsed.mul_f64(0.9 * left as f64 / done as f64);
+    rest.clamp(POLL, MAX_NAP)
 }
 
 #[cfg(test)]
@@ -336,11 +383,15 @@ mod tests {
     #[test]
     fn a_thread_whose_operation_never_returns_is_let_go_and_said() {
         static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        /// Its first iteration returns; the next blocks until the test releases it.
+        /// Its first call returns after a millisecond (so the copy's batch
+        /// is one call); the next blocks until the test releases it.
         struct Stuck(u32);
         impl Workload for Stuck {
             fn run(&mut self, _iters: u64) -> Result<()> {
                 self.0 += 1;
+                if self.0 == 1 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 while self.0 > 1 && !RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
