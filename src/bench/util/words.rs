@@ -22,13 +22,6 @@ pub fn store32(w: &mut u32, v: u32) {
     unsafe { std::ptr::write_volatile(w, v) }
 }
 
-/// Writes one 64-bit word with a scalar store, never elided.
-#[inline(always)]
-pub fn store64(w: &mut u64, v: u64) {
-    // SAFETY: a mutable reference is valid and aligned for a write.
-    unsafe { std::ptr::write_volatile(w, v) }
-}
-
 /// lmbench's `bread`: the sum of `words`, one scalar load and add at a
 /// time into one sum, in blocks of 128 words (then 16, then one at a time)
 /// that the compiler unrolls completely, as gcc does lmbench's.
