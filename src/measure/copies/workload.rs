@@ -248,7 +248,7 @@ fn batch_size(w: &mut dyn Workload) -> Result<u64> {
 
 impl Workload for CopiesWorkload {
     /// Waits until the copies together completed `iters × N` more iterations,
-    /// sleeping between readings ([`wait_for`]).
+    /// sleeping between readings (`wait_for`).
     fn run(&mut self, iters: u64) -> Result<()> {
         let target = self.counters.total() + iters * self.copies.n as u64;
         wait_for(&self.counters, target, || self.failure())
