@@ -156,6 +156,9 @@ fn a_kernel_ab_runs_under_lava_run_and_comes_back_paired() {
     assert!(log_text.contains("Job finished correctly"), "{log_text}");
     let log = dir.path().join("log.yaml");
     std::fs::write(&log, &log_text).unwrap();
+    if let Ok(keep) = std::env::var("OSBENCH_KEEP_LAVA_LOG") {
+        std::fs::write(keep, &log_text).unwrap();
+    }
 
     let store = dir.path().join("lab.sqlite");
     let (stdout, _) = common::ok(import(&store, &log));
