@@ -41,6 +41,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use tempfile::NamedTempFile;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
+use crate::env::probe::{kib_field, meminfo_kib};
 use crate::env::process::limit_hint;
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
@@ -190,19 +191,8 @@ pub(crate) fn check_memory(what: &str, address: u64, resident: u64) -> Result<()
     Ok(())
 }
 
-/// A `Key: N kB` field of a /proc file, in KiB.
-fn kib_field(path: &str, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..].split_whitespace().next()?.parse().ok()
-}
-
 fn status_kib(key: &str) -> Option<u64> {
-    kib_field("/proc/self/status", key)
-}
-
-fn meminfo_kib(key: &str) -> Option<u64> {
-    kib_field("/proc/meminfo", key)
+    kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, key)
 }
 
 /// A mapping made with mmap(2), unmapped when dropped.

@@ -112,10 +112,20 @@ pub fn selected(text: &str) -> String {
 
 /// `MemTotal` from /proc/meminfo text, in KiB.
 pub fn mem_total_kib(meminfo: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemTotal:")?;
+    kib_field(meminfo, "MemTotal:")
+}
+
+/// A `Key: N kB` field of /proc text (meminfo, a status file), in KiB.
+pub fn kib_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?;
         rest.split_whitespace().next()?.parse().ok()
     })
+}
+
+/// A field of this system's /proc/meminfo (`MemAvailable:`), in KiB.
+pub fn meminfo_kib(key: &str) -> Option<u64> {
+    kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, key)
 }
 
 /// A CPU list such as `0-3,8,10-11` as the CPUs it names.

@@ -8,6 +8,7 @@
 //! without starting any. Left out: `ulimit -v` (`limits::check_address_space`).
 
 use super::{Copies, Mode};
+use crate::env::probe::meminfo_kib;
 use crate::error::{Error, Result};
 
 /// What one copy takes, probed by setting one up in this process.
@@ -53,11 +54,7 @@ impl Limits {
             .and_then(|f| f.split_once('/'))
             .and_then(|(_, t)| t.parse().ok())
             .unwrap_or(0);
-        let mem_available = file("/proc/meminfo")
-            .lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kb| kb * 1024);
+        let mem_available = meminfo_kib("MemAvailable:").map(|kib| kib << 10);
         Self {
             nproc: soft(libc::RLIMIT_NPROC),
             threads_max: file("/proc/sys/kernel/threads-max").trim().parse().ok(),
