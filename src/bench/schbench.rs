@@ -268,17 +268,7 @@ fn check(p: &Params) -> Result<()> {
 
 /// The machine's memory in bytes (u64::MAX when it cannot be read).
 fn physical_memory() -> u64 {
-    // SAFETY: sysconf only reads system settings.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    match (u64::try_from(pages), u64::try_from(size)) {
-        (Ok(pages), Ok(size)) if pages > 0 && size > 0 => pages.saturating_mul(size),
-        _ => u64::MAX,
-    }
+    crate::env::probe::meminfo_kib("MemTotal:").map_or(u64::MAX, |kib| kib << 10)
 }
 
 fn bad(p: &Params, message: String) -> Error {
@@ -968,7 +958,7 @@ impl Shape {
         let end = started + self.runtime.as_nanos() as u64;
         s.deadline_ns.store(end, Ordering::SeqCst);
         s.go.store(1, Ordering::SeqCst);
-        wake_every(&s.go);
+        let _ = futex::wake_all(&s.go, true);
         let mut interrupted = false;
         while monotonic_ns() < end {
             if interrupt::requested() {
@@ -1016,27 +1006,14 @@ fn configured_cpus() -> usize {
     usize::try_from(n).unwrap_or(1).max(1)
 }
 
-/// Wakes every thread sleeping on `word`.
-fn wake_every(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE of all waiters on a live, aligned u32 of this process.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        );
-    }
-}
-
 impl Run {
     /// Sets the stop and wakes every thread of the run.
     fn stop(&mut self) {
         let s = &self.shared;
         s.go.store(1, Ordering::SeqCst);
-        wake_every(&s.go);
+        let _ = futex::wake_all(&s.go, true);
         s.stop.store(1, Ordering::SeqCst);
-        wake_every(&s.stop);
+        let _ = futex::wake_all(&s.stop, true);
         s.messages.iter().for_each(|m| post(&m.futex));
         s.workers.iter().for_each(|w| post(&w.futex));
     }

@@ -58,13 +58,22 @@ pub fn wait(
 
 /// Wakes at most one task sleeping on `word`.
 pub fn wake(word: &AtomicU32, private: bool) -> io::Result<()> {
-    // SAFETY: waking at most one waiter on a live, aligned u32.
+    wake_up_to(word, private, 1)
+}
+
+/// Wakes every task sleeping on `word`.
+pub fn wake_all(word: &AtomicU32, private: bool) -> io::Result<()> {
+    wake_up_to(word, private, i32::MAX)
+}
+
+fn wake_up_to(word: &AtomicU32, private: bool, n: i32) -> io::Result<()> {
+    // SAFETY: waking at most `n` waiters on a live, aligned u32.
     let r = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             op(libc::FUTEX_WAKE, private),
-            1,
+            n,
         )
     };
     if r < 0 {
