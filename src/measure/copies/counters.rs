@@ -5,9 +5,11 @@
 //! will-it-scale's main.c keeps its per-task counters). Left out: starting
 //! the copies (`workload`).
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+use crate::measure::supervise::map_anonymous;
 
 /// A copy that has not finished its set-up yet.
 pub const STARTING: u32 = 0;
@@ -24,7 +26,8 @@ struct Slot {
     count: AtomicU64,
     state: AtomicU32,
     message_len: AtomicU32,
-    message: [u8; MESSAGE_BYTES],
+    /// Written by its copy only, before it publishes `FAILED`.
+    message: UnsafeCell<[u8; MESSAGE_BYTES]>,
 }
 
 /// The shared counters of `n` copies, unmapped when dropped (each forked
@@ -46,24 +49,8 @@ impl Counters {
     /// Maps the counters of `n` copies, all zero and `STARTING`.
     pub fn new(n: usize) -> Result<Self> {
         let bytes = std::mem::size_of::<Slot>() * (n + 1);
-        // SAFETY: an anonymous shared mapping at an address of the kernel's
-        // choosing; it is zero-filled, which is every slot's initial value.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(Error::io(
-                format!("mapping the shared counters of {n} tasks"),
-                std::io::Error::last_os_error(),
-            ));
-        }
+        let base = map_anonymous(bytes, libc::MAP_SHARED)
+            .map_err(|e| Error::io(format!("mapping the shared counters of {n} tasks"), e))?;
         Ok(Self {
             base: base.cast(),
             bytes,
@@ -124,7 +111,7 @@ impl Counters {
         while !why.is_char_boundary(len) {
             len -= 1;
         }
-        let dst = slot.message.as_ptr().cast_mut();
+        let dst = slot.message.get().cast::<u8>();
         // SAFETY: only copy i writes its message, before publishing FAILED
         // (Release), and `len` ≤ MESSAGE_BYTES fits the array.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len) };
@@ -139,7 +126,10 @@ impl Counters {
         }
         let slot = self.slot(i);
         let len = slot.message_len.load(Ordering::Relaxed) as usize;
-        Some(String::from_utf8_lossy(&slot.message[..len.min(MESSAGE_BYTES)]).into_owned())
+        // SAFETY: the copy wrote its message before publishing FAILED
+        // (Acquire above) and writes it no more.
+        let message = unsafe { &*slot.message.get() };
+        Some(String::from_utf8_lossy(&message[..len.min(MESSAGE_BYTES)]).into_owned())
     }
 
     /// Tells every copy to stop after its current iteration.
