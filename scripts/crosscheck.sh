@@ -81,9 +81,11 @@
 #                        call, each call timed alone): osbench's mean against LEBench's average
 #   lebench-read         file:io=read,pages=1000 vs LEBench's big read (MB/s of 4,096,000 B)
 #   lebench              LEBench's multiplexing rows (10 and 1,000 sockets, kept and fresh sets) and its big read
-#   futex-hash, futex-lock-pi   futex:workload=…,threads=$(nproc) vs `perf bench futex hash|lock-pi
-#                        -t $(nproc)` (ns per op of one thread: 10^9 ÷ perf's "Averaged N operations/sec")
-#   futex-wake, futex-wake-parallel, futex-requeue   the same workloads as latency distributions:
+#   futex-hash, futex-lock-pi   futex:workload=…,threads=$(nproc) --pin spread (perf's placement)
+#                        vs `perf bench futex hash|lock-pi -t $(nproc)` (ns per op of one thread:
+#                        10^9 ÷ perf's "Averaged N operations/sec")
+#   futex-wake, futex-wake-parallel, futex-requeue   the same workloads by perf's method
+#                        (method=perf) as latency distributions:
 #                        osbench's mean event vs perf's summary line ("Wokeup", "Avg per-thread
 #                        latency", "Requeued" … in X ms), in ns
 #   futex                all five futex rows
@@ -629,13 +631,13 @@ define() {
     futex-hash | futex-lock-pi)
         need perf linux-perf
         w=${1#futex-} t=$(nproc)
-        ours=("$bin" run "futex:workload=$w,threads=$t" -q --no-store)
+        ours=("$bin" run "futex:workload=$w,threads=$t" --pin spread -q --no-store)
         bench=futex unit=ns scale=1 anchor_name="perf bench futex $w -t $t"
         anchor() { perf bench futex "$w" -t "$t" | awk '/^Averaged/ { printf "%.4g\n", 1e9 / $2 }'; } ;;
     futex-wake | futex-wake-parallel | futex-requeue)
         need perf linux-perf
         w=${1#futex-} t=$(nproc)
-        ours=("$bin" run "futex:workload=$w,threads=$t" -q --no-store)
+        ours=("$bin" run "futex:workload=$w,threads=$t,method=perf" -q --no-store)
         bench=futex unit=ns scale=1 figure=mean_of anchor_name="perf bench futex $w -t $t"
         # The summary line (not the "[Run N]:" ones): X ms, the field after "in".
         anchor() {

@@ -29,27 +29,44 @@
 //!   thread wakes the last of them and waits until the helper says it
 //!   returned (a FUTEX_WAKE back). Per op: that round trip.
 //!
+//! The wake-ups have two methods (`method`):
+//! - `osbench` (the default): the same waiters every event, seen blocked on
+//!   the futex in /proc/self/task/TID/syscall and woken at once: the cost of
+//!   the calls with the caches and the other CPUs warm.
+//! - `perf`: perf's own, event by event: fresh waiters pinned round robin to
+//!   the CPUs (perf's placement unless `--pin` says otherwise) that exit once
+//!   woken, and 100 ms of idleness between their blocking and the timed
+//!   calls; wake-parallel's wakers are fresh unpinned threads released by a
+//!   barrier. Each event then includes waking idle CPUs and, where a woken
+//!   waiter shares the waker's CPU, its preemption of the waker. perf's
+//!   figures are this method's, measured with its µs clock.
+//!
 //! Differences from perf, on purpose: perf runs each throughput workload for
 //! 10 s and averages the threads' rates; osbench times the timing thread in
 //! 10 ms batches while the others run alongside, so its rate is one
-//! thread's. Before each wake-up event the waiters are seen blocked on the
-//! futex in /proc/self/task/TID/syscall, where perf sleeps 100 ms. Threads
-//! are pinned as `--pin` says (perf pins them round robin to every CPU).
+//! thread's. Threads are pinned as `--pin` says (perf pins them round robin
+//! to every CPU: `--pin spread` is its placement).
 //! The module shares nothing with `util::futex` (the word waits of the other
 //! families) but its name.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::limits::{check_address_space, thread_error};
-use crate::measure::placement::{Placement, pin_thread_for_life};
+use crate::measure::placement::{Pin, Placement, pin_thread_for_life};
 
 /// Events per wake-up case (each one whole wake-up or requeue of the waiters).
 const EVENTS: u64 = 200;
+/// Events per wake-up case by perf's method (perf's default is 10 runs);
+/// each costs its 100 ms of idleness.
+const PERF_EVENTS: u64 = 30;
+/// perf's idleness between blocking its waiters and waking them.
+const PERF_IDLE: Duration = Duration::from_millis(100);
 /// The kernel's most futexes in one futex_waitv (FUTEX_WAITV_MAX).
 const WAITV_MAX: i64 = 128;
 /// The most futex words a hash case allocates (threads × futexes, 4 B each: 256 MiB).
@@ -74,11 +91,12 @@ pub static DEF: BenchDef = BenchDef {
         .to_string()
     },
     anchor,
-    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Before each wake-up event the waiters are seen blocked in /proc (perf sleeps 100 ms). Threads are pinned as --pin says; perf pins round robin.",
+    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Wake-ups by osbench's method reuse waiters seen blocked in /proc and wake them at once; method=perf is perf's (fresh waiters that exit, 100 ms idle first). Threads are pinned as --pin says; perf pins round robin (--pin spread).",
     tasks,
     setup,
     sampling: Sampling::EventsFor(|p| {
-        matches!(p.get("workload"), "wake" | "wake-parallel" | "requeue").then_some(EVENTS)
+        let events = if perf_method(p) { PERF_EVENTS } else { EVENTS };
+        wakes_up(p).then_some(events)
     }),
     check,
     unavailable: |p| {
@@ -153,6 +171,12 @@ const PARAMS: &[ParamSpec] = &[
         default: "sleep",
     },
     ParamSpec {
+        name: "method",
+        help: "wake, wake-parallel, requeue: osbench's (the same waiters, woken once seen blocked) or perf's (fresh waiters pinned round robin that exit when woken, 100 ms idle before each event)",
+        kind: ParamKind::Choice(&["osbench", "perf"]),
+        default: "osbench",
+    },
+    ParamSpec {
         name: "n",
         help: "waitv: futexes waited on at once (the kernel allows at most 128)",
         kind: ParamKind::Int {
@@ -168,6 +192,16 @@ fn wakers(p: &Params) -> usize {
         "threads" => p.count("threads"),
         n => n.parse().unwrap_or(1),
     }
+}
+
+/// Whether the workload is one of the wake-up events.
+fn wakes_up(p: &Params) -> bool {
+    matches!(p.get("workload"), "wake" | "wake-parallel" | "requeue")
+}
+
+/// Whether the wake-ups follow perf's method.
+fn perf_method(p: &Params) -> bool {
+    p.get("method") == "perf"
 }
 
 /// `tag` when the futexes are shared, else nothing.
@@ -204,7 +238,8 @@ fn case_name(p: &Params) -> String {
         "lock-pi" if p.get("hold") == "none" => "/nohold".to_string(),
         _ => own_param(p).map(|(name, _)| name).unwrap_or_default(),
     };
-    format!("{workload}/{}t{own}{shared}", p.count("threads"))
+    let method = if perf_method(p) { "/perf" } else { "" };
+    format!("{workload}/{}t{own}{shared}{method}", p.count("threads"))
 }
 
 fn anchor(p: &Params) -> String {
@@ -250,6 +285,11 @@ fn check(p: &Params) -> Result<()> {
         return Err(Error::Usage(format!(
             "{what}: threads × futexes = {} futex words, more than osbench's limit of {MOST_WORDS} (256 MiB): lower threads or futexes",
             t as i64 * p.int("futexes")
+        )));
+    }
+    if perf_method(p) && !wakes_up(p) {
+        return Err(Error::Usage(format!(
+            "{what}: method=perf is a method of the wake-ups (wake, wake-parallel, requeue); for perf's placement of hash and lock-pi use --pin spread"
         )));
     }
     if p.get("workload") == "wake-parallel" {
@@ -307,9 +347,22 @@ fn spawn(
     task: usize,
     body: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle<()>> {
-    let cpu = placement.cpu_of(task);
+    spawn_on("osbench-futex", placement.cpu_of(task), task - 1, body)
+}
+
+/// The name of perf's method's threads (15 bytes: all of it is the comm).
+const PERF_THREAD: &str = "osbench-futexpf";
+
+/// One thread named `name` on `cpu` (or the scheduler's choice), after
+/// `started` others.
+fn spawn_on(
+    name: &str,
+    cpu: Option<usize>,
+    started: usize,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name("osbench-futex".into())
+        .name(name.into())
         .stack_size(64 << 10)
         .spawn(move || {
             if let Some(cpu) = cpu {
@@ -317,7 +370,7 @@ fn spawn(
             }
             body();
         })
-        .map_err(|e| thread_error(task - 1, e))
+        .map_err(|e| thread_error(started, e))
 }
 
 /// What the timing thread and its helpers share.
@@ -380,6 +433,8 @@ struct Futex {
     kind: Kind,
     flags: i32,
     threads: usize,
+    /// Where perf's method pins its fresh waiters; `None` by osbench's method.
+    perf_placement: Option<Placement>,
     shared: Arc<Shared>,
     helpers: Vec<JoinHandle<()>>,
     events: Vec<u64>,
@@ -420,10 +475,16 @@ fn setup(p: &Params, placement: &Placement) -> Result<Box<dyn Workload>> {
             words: Arc::new((0..p.int("n")).map(|_| AtomicU32::new(0)).collect()),
         },
     };
+    let perf_placement = match (perf_method(p), placement.pin) {
+        (false, _) => None,
+        (true, Pin::None) => Some(Placement::new(Pin::Spread)?),
+        (true, _) => Some(placement.clone()),
+    };
     let mut bench = Futex {
         kind,
         flags,
         threads,
+        perf_placement,
         shared,
         helpers: Vec::new(),
         events: Vec::new(),
@@ -441,6 +502,8 @@ impl Futex {
         let waiters = match &self.kind {
             Kind::Hash { .. } | Kind::LockPi { .. } => 0,
             Kind::Waitv { .. } => 0,
+            // perf's method starts its own each event.
+            _ if self.perf_placement.is_some() => return Ok(()),
             _ => self.threads,
         };
         for i in 1..self.threads.max(1) {
@@ -635,22 +698,7 @@ impl Futex {
         let s = &self.shared;
         s.round.fetch_add(1, Ordering::AcqRel);
         unpark(&s.round);
-        let deadline = monotonic_ns() + 10_000_000_000;
-        for tid in &s.tids {
-            loop {
-                let t = tid.load(Ordering::Acquire);
-                if t != 0 && blocked_on(t, &s.word) {
-                    break;
-                }
-                if monotonic_ns() > deadline || crate::measure::interrupt::requested() {
-                    return Err(Error::Measure(
-                        "futex: a waiter did not block on the futex within 10 s".into(),
-                    ));
-                }
-                std::thread::yield_now();
-            }
-        }
-        Ok(())
+        await_blocked(&s.tids, &s.word)
     }
 
     /// Waits until all `threads` waiters of this round have returned.
@@ -727,6 +775,183 @@ impl Futex {
     }
 }
 
+/// Returns once every thread of `tids` is blocked on `word` (10 s at most).
+fn await_blocked(tids: &[AtomicI32], word: &AtomicU32) -> Result<()> {
+    let deadline = monotonic_ns() + 10_000_000_000;
+    for tid in tids {
+        loop {
+            let t = tid.load(Ordering::Acquire);
+            if t != 0 && blocked_on(t, word) {
+                break;
+            }
+            if monotonic_ns() > deadline || crate::measure::interrupt::requested() {
+                return Err(Error::Measure(
+                    "futex: a waiter did not block on the futex within 10 s".into(),
+                ));
+            }
+            std::thread::yield_now();
+        }
+    }
+    Ok(())
+}
+
+/// What one event by perf's method shares with its fresh threads.
+struct PerfRound {
+    /// The futex the waiters block on, and the requeue target.
+    word: AtomicU32,
+    word2: AtomicU32,
+    tids: Vec<AtomicI32>,
+    /// wake-parallel: each waker's time for its FUTEX_WAKE, and the word
+    /// that releases the wakers at once (perf's barrier): 1 to wake, 2 to
+    /// leave without waking (a waker failed to start).
+    waker_ns: Vec<AtomicU64>,
+    go: AtomicU32,
+}
+
+impl PerfRound {
+    /// Wakes whoever still waits, on either word (after a failure).
+    fn release_all(&self, flags: i32) {
+        for word in [&self.word, &self.word2] {
+            futex(word, libc::FUTEX_WAKE | flags, i32::MAX as u32, 0, None);
+        }
+    }
+}
+
+impl Futex {
+    /// One wake-up event by perf's method: fresh pinned waiters, blocked,
+    /// 100 ms of idleness, the timed calls, then the waiters joined.
+    fn perf_event(&mut self, placement: &Placement) -> Result<()> {
+        let (t, flags) = (self.threads, self.flags);
+        let wakers_n = match self.kind {
+            Kind::WakeParallel { wakers } => wakers,
+            _ => 0,
+        };
+        let round = Arc::new(PerfRound {
+            word: AtomicU32::new(0),
+            word2: AtomicU32::new(0),
+            tids: (0..t).map(|_| AtomicI32::new(0)).collect(),
+            waker_ns: (0..wakers_n).map(|_| AtomicU64::new(0)).collect(),
+            go: AtomicU32::new(0),
+        });
+        let mut waiters = Vec::with_capacity(t);
+        let mut outcome = Ok(());
+        for i in 0..t {
+            let r = Arc::clone(&round);
+            match spawn_on(PERF_THREAD, placement.cpu_of(i), i, move || {
+                perf_waiter(&r, i, flags)
+            }) {
+                Ok(handle) => waiters.push(handle),
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        if outcome.is_ok() {
+            outcome = await_blocked(&round.tids, &round.word).and_then(|()| {
+                std::thread::sleep(PERF_IDLE);
+                self.perf_timed_calls(&round, wakers_n)
+            });
+        }
+        // Nothing may stay blocked: a failed event wakes every waiter too.
+        round.release_all(flags);
+        for handle in waiters {
+            let _ = handle.join();
+        }
+        outcome
+    }
+
+    /// The timed part of an event by perf's method.
+    fn perf_timed_calls(&mut self, round: &Arc<PerfRound>, wakers_n: usize) -> Result<()> {
+        let (t, flags) = (self.threads as i64, self.flags);
+        let failed = || Error::last_os("futex: a timed FUTEX_WAKE or FUTEX_CMP_REQUEUE failed");
+        match self.kind {
+            Kind::Wake { wakes } => {
+                let start = monotonic_ns();
+                let mut woken = 0;
+                while woken < t {
+                    let r = futex(&round.word, libc::FUTEX_WAKE | flags, wakes, 0, None);
+                    if r < 0 {
+                        return Err(failed());
+                    }
+                    woken += r;
+                }
+                self.events.push(monotonic_ns() - start);
+            }
+            Kind::Requeue { requeue } => {
+                let start = monotonic_ns();
+                let mut moved = 0;
+                while moved < t {
+                    let r = futex(
+                        &round.word,
+                        libc::FUTEX_CMP_REQUEUE | flags,
+                        0,
+                        requeue as usize,
+                        Some(&round.word2),
+                    );
+                    if r < 0 {
+                        return Err(failed());
+                    }
+                    moved += r;
+                }
+                self.events.push(monotonic_ns() - start);
+            }
+            Kind::WakeParallel { .. } => {
+                let share = (self.threads / wakers_n) as u32;
+                let mut wakers = Vec::with_capacity(wakers_n);
+                let mut failure = None;
+                for i in 0..wakers_n {
+                    let r = Arc::clone(round);
+                    // perf lets the scheduler place its wakers.
+                    match spawn_on(PERF_THREAD, None, self.threads + i, move || {
+                        perf_waker(&r, i, share, flags)
+                    }) {
+                        Ok(handle) => wakers.push(handle),
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                round
+                    .go
+                    .store(if failure.is_some() { 2 } else { 1 }, Ordering::Release);
+                unpark(&round.go);
+                for w in wakers {
+                    let _ = w.join();
+                }
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                self.events
+                    .extend(round.waker_ns.iter().map(|n| n.load(Ordering::Acquire)));
+            }
+            _ => unreachable!("not a wake-up workload"),
+        }
+        Ok(())
+    }
+}
+
+/// A waiter of perf's method: blocks once on the round's futex (again only
+/// after a signal) and exits when woken, as perf's do.
+fn perf_waiter(round: &PerfRound, i: usize, flags: i32) {
+    // SAFETY: gettid has no preconditions.
+    round.tids[i].store(unsafe { libc::gettid() }, Ordering::Release);
+    while futex(&round.word, libc::FUTEX_WAIT | flags, 0, 0, None) != 0 && errno() == libc::EINTR {}
+}
+
+/// A waker of perf's wake-parallel: released with the others, times its
+/// one FUTEX_WAKE of `share` waiters.
+fn perf_waker(round: &PerfRound, i: usize, share: u32, flags: i32) {
+    park(&round.go, 0);
+    if round.go.load(Ordering::Acquire) != 1 {
+        return;
+    }
+    let start = monotonic_ns();
+    futex(&round.word, libc::FUTEX_WAKE | flags, share, 0, None);
+    round.waker_ns[i].store(monotonic_ns() - start, Ordering::Release);
+}
+
 /// Waits until `word` reaches `target` (woken by whoever raises it).
 fn park_until(word: &AtomicU32, target: u32) {
     loop {
@@ -774,8 +999,12 @@ impl Workload for Futex {
                 }
             }
             _ => {
+                let perf_placement = self.perf_placement.clone();
                 for _ in 0..iters {
-                    self.wake_event()?;
+                    match &perf_placement {
+                        Some(placement) => self.perf_event(placement)?,
+                        None => self.wake_event()?,
+                    }
                 }
             }
         }
@@ -850,6 +1079,53 @@ mod tests {
             assert_eq!(events.len(), expected, "{workload}: {events:?}");
             w.teardown().unwrap();
         }
+    }
+
+    #[test]
+    fn perfs_method_starts_fresh_waiters_each_event_and_leaves_none() {
+        // Only this test uses perf's method: its threads are all of that name.
+        let threads_now = || {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter(|t| {
+                    let comm = t.as_ref().unwrap().path().join("comm");
+                    std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == PERF_THREAD)
+                })
+                .count()
+        };
+        for workload in ["wake", "requeue", "wake-parallel"] {
+            let p = Params::new(
+                &DEF,
+                &[("workload", workload), ("threads", "3"), ("method", "perf")],
+            );
+            check(&p).unwrap();
+            let mut w = setup(&p, &Placement::unpinned()).unwrap();
+            // perf's method keeps no thread between events.
+            assert_eq!(threads_now(), 0, "{workload}");
+            w.run(2).unwrap();
+            let expected = if workload == "wake-parallel" { 6 } else { 2 };
+            let events = w.take_events();
+            assert_eq!(events.len(), expected, "{workload}: {events:?}");
+            // Each event includes at least the waking of its waiters.
+            assert!(events.iter().all(|&ns| ns > 0), "{workload}: {events:?}");
+            assert_eq!(threads_now(), 0, "{workload}");
+            w.teardown().unwrap();
+        }
+        let e = check(&Params::new(
+            &DEF,
+            &[("workload", "hash"), ("method", "perf")],
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("--pin spread"), "{e}");
+        let p = Params::new(
+            &DEF,
+            &[
+                ("workload", "requeue"),
+                ("threads", "2"),
+                ("method", "perf"),
+            ],
+        );
+        assert_eq!(case_name(&p), "requeue/2t/q1/perf");
     }
 
     #[test]
