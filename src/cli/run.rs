@@ -306,7 +306,7 @@ fn run_body(
         let mut observer = Hooked::new(&mut progress, hook.as_deref_mut());
         experiment::run(&plan, interrupt, args.save.environment(), &mut observer)
     };
-    outcome.document.run.skipped = skipped;
+    add_skipped(&mut outcome.document.run.skipped, skipped, args.quiet);
     progress.finish();
     let identity = RunIdentity {
         label: args.save.label.clone(),
@@ -340,6 +340,17 @@ fn run_body(
         None => Ok(gated),
         Some(e) => Err(stopped_early(e, doc, &plan, &saved)),
     }
+}
+
+/// The cases skipped here before the run, then those the run skipped (a
+/// guest's kernel lacks what they need), which are said now.
+fn add_skipped(by_run: &mut Vec<String>, before: Vec<String>, quiet: bool) {
+    if !quiet {
+        for line in by_run.iter() {
+            super::eprint_wrapped(&format!("osbench: skipped {line}"));
+        }
+    }
+    by_run.splice(0..0, before);
 }
 
 /// Drops the cases this machine's kernel cannot run (io_uring disabled, a

@@ -2,8 +2,8 @@
 //! (`guest::protocol`, docs/agent-protocol.md) on a byte stream: `ready`
 //! first (with what the kernel handed it, when it is a guest's init), then
 //! one reply per request — the environment (with this system's logs when
-//! asked, read from the tree the caller names), one case measured with this
-//! system's clocks, a shell command's end (a configuration's set-up or
+//! asked, read from the tree the caller names), which cases this kernel
+//! cannot run, one case measured with this system's clocks, a shell command's end (a configuration's set-up or
 //! tear-down, run here), or `bye`. A request it cannot serve gets an
 //! `error` reply and the agent goes on; nothing but protocol lines is ever
 //! written to the channel (the library never prints; panics go to stderr).
@@ -13,7 +13,7 @@
 use std::io::{BufRead, Write};
 
 use super::{case, profiling};
-use crate::bench::util::select::{Selector, resolve};
+use crate::bench::util::select::{Selector, resolve, split_unavailable};
 use crate::document::Series;
 use crate::env::probe::Sys;
 use crate::error::{Error, Result};
@@ -57,6 +57,10 @@ pub fn serve(
             }
             Ok(Request::Run(request)) => match measure(&request, interrupt) {
                 Ok(series) => Reply::Series(Box::new(series)),
+                Err(e) => Reply::Error(e.to_string()),
+            },
+            Ok(Request::Check { selectors }) => match unavailable(&selectors) {
+                Ok(why) => Reply::Unavailable(why),
                 Err(e) => Reply::Error(e.to_string()),
             },
             Ok(Request::Sh(request)) => match run_sh(&request) {
@@ -104,6 +108,18 @@ fn tail(text: &str, max: usize) -> &str {
         start += 1;
     }
     &text[start..]
+}
+
+/// For each selector, why its case cannot run here, or `None`.
+fn unavailable(selectors: &[String]) -> Result<Vec<Option<String>>> {
+    selectors
+        .iter()
+        .map(|text| {
+            let selector: Selector = text.parse()?;
+            let (_, skipped) = split_unavailable(resolve(&[selector])?);
+            Ok(skipped.into_iter().next())
+        })
+        .collect()
 }
 
 /// Measures the one case `request` names, here.
@@ -309,6 +325,31 @@ mod tests {
         assert_eq!(done[1].output, "broken\n");
         assert!(done[2].status.contains("timeout of 0.3 s"), "{:?}", done[2]);
         assert_eq!(tail("ab€cd", 3), "cd");
+    }
+
+    #[test]
+    fn a_check_says_for_each_case_whether_it_can_run_here() {
+        let check = |selectors: &[&str]| {
+            let request = Request::Check {
+                selectors: selectors.iter().map(|s| s.to_string()).collect(),
+            };
+            talk(&protocol::line(&request)).remove(1)
+        };
+        assert_eq!(
+            check(&["syscall:case=null", "ipc:kind=pipe"]),
+            Reply::Unavailable(vec![None, None])
+        );
+        // A swept latency case cannot run as copies: skipped with the reason.
+        let Reply::Unavailable(why) = check(&["futex:workload=wake,threads=2,tasks=2"]) else {
+            panic!("a check is answered by `unavailable`")
+        };
+        assert!(
+            why[0]
+                .as_ref()
+                .is_some_and(|w| w.starts_with("futex wake/")),
+            "{why:?}"
+        );
+        assert!(matches!(check(&["nosuch"]), Reply::Error(e) if e.contains("nosuch")));
     }
 
     #[test]

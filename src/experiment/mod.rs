@@ -265,6 +265,7 @@ pub fn run_with<C: Clock>(
     let mut run = RunInfo::new(started, plan.seed, *harness.policy())
         .ended_by(rounds.error.as_ref().map(|e| e as &dyn std::fmt::Display));
     run.order = std::mem::take(&mut body.order);
+    run.skipped = body.skipped();
     run.configs = plan.configs.clone();
     run.stopped_by = rounds.stopped_by;
     run.target_mde = rounds.target_mde;
@@ -317,6 +318,9 @@ struct RunRounds<'a, C: Clock> {
     places: Places,
     /// When the rounds began, on the harness's clock.
     started_ns: u64,
+    /// By case index: why some configuration's place cannot run it (it is
+    /// skipped in every configuration, so each is compared on the same cases).
+    unavailable: Vec<Option<String>>,
 }
 
 impl<'a, C: Clock> RunRounds<'a, C> {
@@ -330,6 +334,7 @@ impl<'a, C: Clock> RunRounds<'a, C> {
             config_envs: vec![None; configs.len()],
             places: Places::new(plan, configs),
             started_ns: harness.clock().now_ns(),
+            unavailable: vec![None; plan.cases.len()],
         }
     }
 
@@ -339,9 +344,26 @@ impl<'a, C: Clock> RunRounds<'a, C> {
     fn get_ready(&mut self, env: &mut Environment) -> (Result<()>, Vec<String>) {
         let (plan, configs) = (self.plan, self.configs);
         let places = &mut self.places;
+        let interrupt = self.harness.interrupt();
         let ready = (places.check(plan, configs))
-            .and_then(|()| places.start(plan, configs, self.harness.interrupt()))
-            .and_then(|warnings| places.prepare_knobs(configs).map(|()| warnings));
+            .and_then(|()| places.start(plan, configs, interrupt))
+            .and_then(|warnings| places.prepare_knobs(configs).map(|()| warnings))
+            .and_then(|warnings| {
+                let unavailable = places.unavailable(plan, configs, interrupt)?;
+                if unavailable.iter().all(Option::is_some) {
+                    let skipped: Vec<&str> =
+                        unavailable.iter().flatten().map(String::as_str).collect();
+                    return Err(Error::Usage(format!(
+                        "nothing left to run: every case asked for was skipped ({})",
+                        skipped.join("; ")
+                    )));
+                }
+                Ok((warnings, unavailable))
+            })
+            .map(|(warnings, unavailable)| {
+                self.unavailable = unavailable;
+                warnings
+            });
         for (ci, known) in self.config_envs.iter_mut().enumerate() {
             *known = self.places.reported_env(ci).cloned();
         }
@@ -496,6 +518,16 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         left / cases_left as u32
     }
 
+    /// What was skipped, "BENCH CASE: why", for the document.
+    fn skipped(&self) -> Vec<String> {
+        self.unavailable.iter().flatten().cloned().collect()
+    }
+
+    /// The cases measured (none of their places lacks what they need).
+    fn runnable_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.plan.cases.len()).filter(|&slot| self.unavailable[slot].is_none())
+    }
+
     /// The environment keys the configurations' set-ups changed.
     fn config_env_diff(&self) -> Vec<(String, Vec<String>)> {
         let envs: Option<Vec<&Environment>> = self.config_envs.iter().map(Option::as_ref).collect();
@@ -557,7 +589,9 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
                     let interrupt = body.harness.interrupt();
                     body.config_envs[ci] = Some(body.places.of(ci).environment(interrupt)?);
                 }
-                let mut case_order: Vec<usize> = (0..body.plan.cases.len()).collect();
+                let mut case_order: Vec<usize> = (0..body.plan.cases.len())
+                    .filter(|&idx| body.unavailable[idx].is_none())
+                    .collect();
                 rng.shuffle(&mut case_order);
                 for idx in case_order {
                     body.run_case(round, ci, idx, observer)?;
@@ -578,7 +612,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
                 .map(|(_, s)| &s.rounds)
         };
         let mut widest: f64 = 0.0;
-        for slot in 0..self.plan.cases.len() {
+        for slot in self.runnable_slots() {
             let base = rounds_of(0, slot)?;
             for c in 1..self.configs.len() {
                 let cand = rounds_of(c, slot)?;
@@ -605,7 +639,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
                 .map(|(_, s)| &s.rounds)
         };
         let mut largest: f64 = 0.0;
-        for slot in 0..self.plan.cases.len() {
+        for slot in self.runnable_slots() {
             let base = rounds_of(0, slot)?;
             for c in 1..self.configs.len() {
                 let cand = rounds_of(c, slot)?;

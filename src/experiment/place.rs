@@ -25,7 +25,7 @@ use super::case::{self, CaseEnd};
 use super::config::{self, Config};
 use super::knob::{KnobFs, Knobs, LocalFs};
 use super::{Plan, profiling, series_meters, with_overrides};
-use crate::bench::util::select::Case;
+use crate::bench::util::select::{Case, split_unavailable};
 use crate::document::{GuestInfo, GuestSpec, KnobRecord, LoadSpec, Policy, ProfileOutcome, Series};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -321,6 +321,44 @@ impl Places {
             Some(gi) => Place::Guest(&mut self.guests[gi]),
             None => Place::Here,
         }
+    }
+
+    /// For each case of `plan`, why some configuration's place cannot run it
+    /// (its kernel lacks what the case needs): "BENCH CASE: why", with the
+    /// configuration named when it runs elsewhere (a guest, a remote host);
+    /// `None` for a case every place can run.
+    pub(super) fn unavailable(
+        &mut self,
+        plan: &Plan,
+        configs: &[Config],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<Option<String>>> {
+        let mut why: Vec<Option<String>> = vec![None; plan.cases.len()];
+        for (ci, config) in configs.iter().enumerate() {
+            let cases: Vec<Case> = (plan.cases.iter())
+                .map(|c| with_overrides(c, config))
+                .collect();
+            let here = self.of[ci].is_none() && self.remote.is_none();
+            let found = match self.of(ci) {
+                Place::Here => cases
+                    .into_iter()
+                    .map(|c| split_unavailable(vec![c]).1.into_iter().next())
+                    .collect(),
+                Place::Guest(guest) => {
+                    guest.unavailable(cases.iter().map(Case::selector).collect(), interrupt)?
+                }
+            };
+            for (slot, reason) in found.into_iter().enumerate() {
+                if let (None, Some(reason)) = (&why[slot], reason) {
+                    why[slot] = Some(if here {
+                        reason
+                    } else {
+                        format!("{reason} (where {} runs)", self.who(config))
+                    });
+                }
+            }
+        }
+        Ok(why)
     }
 
     /// The environment configuration `ci`'s place reported when it started

@@ -214,6 +214,21 @@ impl Guest {
         }
     }
 
+    /// For each of `selectors` (one case each), why the guest's kernel cannot
+    /// run it ("BENCH CASE: why"), or `None`.
+    pub fn unavailable(
+        &mut self,
+        selectors: Vec<String>,
+        interrupt: &Interrupt,
+    ) -> Result<Vec<Option<String>>> {
+        let asked = selectors.len();
+        self.send(&Request::Check { selectors })?;
+        match self.reply(boot_timeout(), interrupt, "to say which cases it can run")? {
+            Reply::Unavailable(why) if why.len() == asked => Ok(why),
+            other => Err(self.unexpected("unavailable", &other)),
+        }
+    }
+
     /// Measures case `(bench, case)` in the guest; `timeout` bounds the wait
     /// for its series, which must be that case's and pass the document's
     /// checks (a wrong or absurd series fails the configuration, never the

@@ -31,6 +31,9 @@ pub enum Request {
     },
     /// Measure one case there and return its series.
     Run(RunRequest),
+    /// Say which of these cases (selectors naming one case each, as in
+    /// `run`) the system cannot run: the answer is `unavailable`.
+    Check { selectors: Vec<String> },
     /// Run a shell command there (a configuration's set-up or tear-down).
     Sh(ShRequest),
     /// Hold a knob's value found: the agent's warden writes it back if the
@@ -112,6 +115,10 @@ pub enum Reply {
     Env(Box<Environment>),
     Series(Box<Series>),
     Done(ShDone),
+    /// The answer to `check`: for each selector asked, in order, why its
+    /// case cannot run there ("BENCH CASE: why": io_uring disabled, a
+    /// missing system call), or null when it can.
+    Unavailable(Vec<Option<String>>),
     /// The answer to `hold` (whether the agent's warden holds the value; an
     /// agent that is a guest's init does not: the guest ends with it) and
     /// to `forget` (false).

@@ -856,3 +856,71 @@ fn uml_crashing_at_sysemu_0_stops_the_run_naming_it_and_keeps_what_was_measured(
     );
     assert!(!doc.run.complete);
 }
+
+/// A Python program that runs its arguments with io_uring_setup failing
+/// with EPERM (a seccomp filter, as a container's would), x86-64 only.
+const WITHOUT_IO_URING: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def op(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+# Load the system call number; io_uring_setup (425) -> ERRNO | EPERM, else allow.
+program = op(0x20, 0, 0, 0) + op(0x15, 0, 1, 425) + op(0x06, 0, 0, 0x00050001) + op(0x06, 0, 0, 0x7FFF0000)
+buffer = ctypes.create_string_buffer(program)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(4, ctypes.addressof(buffer))
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+    sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[1], sys.argv[1:])
+"#;
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn a_case_a_guests_kernel_cannot_run_is_skipped_in_every_configuration_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("without-io-uring.py");
+    fs::write(&script, WITHOUT_IO_URING).unwrap();
+    let mark = "uring-denied-guest";
+    let toml = format!(
+        r#"
+        select = ["uring:case=nop,batch=1", "spin:work=100"]
+        [[config]]
+        name = "native"
+        [[config]]
+        name = "denied"
+        guest = {{ kind = "command", command = "export OSBENCH_TEST_MARK={mark}; exec python3 {} {{osbench}} agent" }}
+        "#,
+        script.display()
+    );
+    let (out, json) = run_experiment(&toml, dir.path(), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("osbench: skipped uring nop/1: io_uring_setup is denied"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = read_document(&json).unwrap();
+    // Compared on the same cases: the ring is measured in neither.
+    let series: Vec<(&str, &str)> = (doc.series.iter())
+        .map(|s| (s.key.config.as_str(), s.key.bench.as_str()))
+        .collect();
+    assert_eq!(series, [("native", "spin"), ("denied", "spin")]);
+    assert_eq!(doc.run.skipped.len(), 1, "{:?}", doc.run.skipped);
+    let skipped = &doc.run.skipped[0];
+    assert!(
+        skipped.starts_with("uring nop/1: io_uring_setup is denied (EPERM")
+            && skipped.ends_with("(where configuration 'denied' runs)"),
+        "{skipped}"
+    );
+    assert!(
+        !doc.run.order.iter().any(|o| o.contains("uring")),
+        "{:?}",
+        doc.run.order
+    );
+    assert!(
+        common::marked(mark).is_empty(),
+        "left running: {:?}",
+        common::marked(mark)
+    );
+}
