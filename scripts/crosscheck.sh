@@ -534,10 +534,10 @@ define() {
         anchor() { (cd "$tmp" && "$drv" read 1000 1000 | lebench_figure | awk '{ printf "%.5g\n", 4.096 / $1 }'); } ;;
     seccomp:*)
         need perf linux-perf
-        n=${1#seccomp:}
-        ours=("$bin" run "sandbox:null+bpf$n" -q --no-store)
-        bench=sandbox unit=ns scale=1 anchor_name="osbench sandbox --seccomp $n -- perf bench syscall basic"
-        anchor() { "$bin" sandbox --seccomp "$n" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
+        insns=${1#seccomp:}
+        ours=("$bin" run "sandbox:null+bpf$insns" -q --no-store)
+        bench=sandbox unit=ns scale=1 anchor_name="osbench sandbox --seccomp $insns -- perf bench syscall basic"
+        anchor() { "$bin" sandbox --seccomp "$insns" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
     seccomp-notify)
         need perf linux-perf
         ours=("$bin" run sandbox:null+notify -q --no-store)
@@ -615,7 +615,7 @@ define() {
         bench=tlb unit=ns scale=1 anchor_name="tlb_flush2_threads -t 1 -s 3"
         anchor() { wis_ns "$(wis tlb_flush2_threads)" -t 1 -s 3; } ;;
     wis-*:*)
-        t=${1#wis-} t=${t%%:*} n=${1##*:}
+        t=${1#wis-} t=${t%%:*} tasks=${1##*:}
         case $t in
         getppid1) sel=syscall:case=null bench=syscall scale=1 ;;
         page_fault1) sel=fault:case=anon,pages=32768 bench=fault scale=1000 ;;
@@ -625,9 +625,9 @@ define() {
         context_switch1) sel=ipc:kind=pipe bench=ipc scale=500 ;;
         *) echo "no osbench case matches will-it-scale's $t" >&2; exit 2 ;;
         esac
-        ours=("$bin" run "$sel" --tasks "$n" --tasks-mode processes -q --no-store)
-        unit=ns anchor_name="${t}_processes -t $n -s 3"
-        anchor() { wis_task_ns "$n" "$(wis "${t}_processes")" -t "$n" -s 3; } ;;
+        ours=("$bin" run "$sel" --tasks "$tasks" --tasks-mode processes -q --no-store)
+        unit=ns anchor_name="${t}_processes -t $tasks -s 3"
+        anchor() { wis_task_ns "$tasks" "$(wis "${t}_processes")" -t "$tasks" -s 3; } ;;
     futex-hash | futex-lock-pi)
         need perf linux-perf
         w=${1#futex-} t=$(nproc)
@@ -712,15 +712,17 @@ echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
 echo "# $("$bin" --version); hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-n=0
+# The check's number names its files; `define` must not set it (a check
+# once did, and the summary read another check's files).
+check_no=0
 for check in "${checks[@]}"; do
-    n=$((n + 1))
+    check_no=$((check_no + 1))
     figure=median_of tol=5
     define "$check"
     echo
     echo "## $check${anchor_name:+ vs $anchor_name}"
-    : >"$tmp/ours.$n"
-    : >"$tmp/anchor.$n"
+    : >"$tmp/ours.$check_no"
+    : >"$tmp/anchor.$check_no"
     for ((i = 1; i <= rounds; i++)); do
         busy=$(quiet)
         if ((i % 2)); then
@@ -733,12 +735,12 @@ for check in "${checks[@]}"; do
         o=$(awk -v o="$o" -v s="$scale" 'BEGIN { printf "%.6g\n", o * s }')
         echo "round $i (others busy ${busy}%, load $(cut -d' ' -f1 /proc/loadavg)):" \
             "${anchor_name:+anchor $a $unit   }osbench $o $unit"
-        [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$n"
-        echo "$o" >>"$tmp/ours.$n"
+        [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$check_no"
+        echo "$o" >>"$tmp/ours.$check_no"
     done
     after
-    printf '%s\t%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" "$tol" >"$tmp/name.$n"
-    python3 - "$tmp" "$n" <<'PY'
+    printf '%s\t%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" "$tol" >"$tmp/name.$check_no"
+    python3 - "$tmp" "$check_no" <<'PY'
 import os, statistics as st, sys
 tmp, n = sys.argv[1:]
 check, anchor_name, unit, _ = open(f"{tmp}/name.{n}").read().rstrip("\n").split("\t")
@@ -757,7 +759,7 @@ echo "## Summary"
 echo
 echo "| check | machine | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % (schbench: ±10 %) |"
 echo "|---|---|---|---|---|---|---|---|"
-python3 - "$tmp" "$n" <<'PY'
+python3 - "$tmp" "$check_no" <<'PY'
 import math, os, statistics as st, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
 machine = os.environ["machine"]
