@@ -89,6 +89,9 @@
 #                        osbench's mean event vs perf's summary line ("Wokeup", "Avg per-thread
 #                        latency", "Requeued" … in X ms), in ns
 #   futex                all five futex rows
+#   rseq-inc             rseq:case=rseq vs librseq's param_test_benchmark -T i -t 1 (the
+#                        kernel selftest's program upstream): ns per increment, its run of
+#                        10^8 repetitions timed whole less a run of 0 (start-up)
 #   fio-uring:DEPTH      uring:case=read,batch=DEPTH vs `fio --ioengine=io_uring --iodepth=DEPTH`,
 #                        4 KiB random reads of a page-cached 16 MiB file (MB/s, 10^6 B)
 #   fio-psync            uring:case=pread vs `fio --ioengine=psync` on the same kind of file (MB/s)
@@ -133,7 +136,9 @@
 # OS_Eval.c (default /tmp/anchor-lebench/TEST_DIR), which a small driver made
 # here includes unchanged to run one of its tests; SCHBENCH the schbench
 # binary (default /tmp/anchor-schbench/schbench: masoncl/schbench cloned to
-# /tmp/anchor-schbench and built there with `make`, gcc and libc only).
+# /tmp/anchor-schbench and built there with `make`, gcc and libc only);
+# LIBRSEQ a librseq build tree (default /tmp/anchor-librseq: compudj/librseq
+# cloned there, `./bootstrap && ./configure && make`).
 # osbench runs with its defaults (11 samples;
 # for messaging one sample is one whole hackbench run; the perf counting pass
 # comes after the timed samples), and never stores its runs.
@@ -147,7 +152,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,137p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,144p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -281,6 +286,21 @@ wis() {
     local dir=${WIS:-/tmp/anchor-wis}
     [ -x "$dir/$1" ] || { echo "$dir/$1 not found: build antonblanchard/will-it-scale there (make) and set WIS" >&2; exit 2; }
     echo "$dir/$1"
+}
+
+# ns per increment of librseq's param_test_benchmark -T i, one thread: a
+# run of 10^8 repetitions timed whole, less one of none (start-up, exit).
+rseq_inc_ns() {
+    local dir=${LIBRSEQ:-/tmp/anchor-librseq}
+    local b=$dir/tests/.libs/param_test_benchmark
+    [ -x "$b" ] || { echo "$b not found: git clone https://github.com/compudj/librseq $dir && (cd $dir && ./bootstrap && ./configure && make), or set LIBRSEQ" >&2; exit 2; }
+    local t0 t1 t2
+    t0=$(date +%s%N)
+    LD_LIBRARY_PATH=$dir/src/.libs "$b" -T i -t 1 -r 0
+    t1=$(date +%s%N)
+    LD_LIBRARY_PATH=$dir/src/.libs "$b" -T i -t 1 -r 100000000
+    t2=$(date +%s%N)
+    awk -v a="$((t1 - t0))" -v b="$((t2 - t1))" 'BEGIN { printf "%.4g\n", (b - a) / 1e8 }'
 }
 
 # ns per loop of a will-it-scale run of one task: 10^9 ÷ its average loops per second.
@@ -634,6 +654,10 @@ define() {
         ours=("$bin" run "futex:workload=$w,threads=$t" --pin spread -q --no-store)
         bench=futex unit=ns scale=1 anchor_name="perf bench futex $w -t $t"
         anchor() { perf bench futex "$w" -t "$t" | awk '/^Averaged/ { printf "%.4g\n", 1e9 / $2 }'; } ;;
+    rseq-inc)
+        ours=("$bin" run rseq:case=rseq -q --no-store)
+        bench=rseq unit=ns scale=1 anchor_name="param_test_benchmark -T i -t 1 -r 100000000 (librseq)"
+        anchor() { rseq_inc_ns; } ;;
     futex-wake | futex-wake-parallel | futex-requeue)
         need perf linux-perf
         w=${1#futex-} t=$(nproc)
@@ -698,7 +722,7 @@ define() {
         anchor() {
             for ((k = 0; k < anchor_runs; k++)); do "$sb" "${args[@]}" 2>&1 | schbench_figure "$sec" "$row"; done | median_in
         } ;;
-    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} wis-tasks wis-TEST:N ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
+    *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], rseq-inc, seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} wis-tasks wis-TEST:N ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
 }
 
