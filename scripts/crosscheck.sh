@@ -98,8 +98,9 @@
 #   uring                fio-uring:1, fio-uring:32 and fio-psync
 #   seccomp:N            sandbox:null+bpfN vs `osbench sandbox --seccomp N -- perf bench syscall basic`:
 #                        the same allow-all filter of N instructions (2..4096) over the same getppid (ns)
-#   seccomp-notify       sandbox:null+notify vs `perf bench sched seccomp-notify` (perf 6.3 or later) (µs);
-#                        perf's caller is a forked child calling gettid, osbench's a thread calling getppid
+#   seccomp-notify       sandbox:null+notify --pin same vs `perf bench sched seccomp-notify -l 200000`
+#                        (perf 6.3 or later), both on CPU (µs); perf's caller is a forked child
+#                        calling gettid, osbench's a thread calling getppid
 #   uprobe               sandbox null+uprobe − null (a tracefs uprobe event on osbench's getppid function)
 #                        vs `perf bench uprobe all`'s empty "usecs/op to baseline" (an empty BPF program on
 #                        libc's usleep; perf built with BPF skeletons) (µs); root, tracefs mounted
@@ -152,7 +153,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,144p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,145p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -560,15 +561,20 @@ define() {
         anchor() { "$bin" sandbox --seccomp "$insns" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
     seccomp-notify)
         need perf linux-perf
-        ours=("$bin" run sandbox:null+notify -q --no-store)
-        bench=sandbox unit=µs scale=0.001 anchor_name="perf bench sched seccomp-notify"
-        anchor() { perf bench sched seccomp-notify | awk '/usecs\/op/ { print $1 }'; } ;;
+        # Both sides on one CPU: unpinned, each flips between a caller and
+        # supervisor sharing a CPU (2 µs) and a round trip across CPUs (8-60 µs).
+        ours=(taskset -c "$cpu" "$bin" run sandbox:null+notify --pin same -q --no-store)
+        bench=sandbox unit=µs scale=0.001 anchor_name="taskset -c $cpu perf bench sched seccomp-notify -l 200000"
+        anchor() { taskset -c "$cpu" perf bench sched seccomp-notify -l 200000 | awk '/usecs\/op/ { print $1 }'; } ;;
     uprobe)
         need perf linux-perf
         ours=(uprobe_derived)
         bench=sandbox unit=µs scale=1 anchor_name="perf bench uprobe all (empty, to baseline)"
         anchor() {
-            LC_ALL=C perf bench uprobe all | awk '/uprobe\/empty/ { e = 1 } e && /to baseline/ { print $3; exit }'
+            # "N usecs/op M usecs/op to baseline" of the empty probe (not its
+            # "Total time" line); read to the end, or perf dies of SIGPIPE.
+            LC_ALL=C perf bench uprobe all |
+                awk '/uprobe\/empty/ { e = 1 } e && !done && /usecs\/op to baseline/ { print $3; done = 1 }'
         } ;;
     syscall)
         need perf linux-perf

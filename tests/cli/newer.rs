@@ -65,6 +65,69 @@ fn with_syscall_denied(nr: libc::c_long, errno: i32, args: &[&str]) -> std::proc
     cmd.output().unwrap()
 }
 
+/// The tests that use io_uring, one at a time: one of them turns io_uring
+/// off for the whole machine (`kernel.io_uring_disabled`).
+static URING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn uring_lock() -> std::sync::MutexGuard<'static, ()> {
+    URING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const IO_URING_DISABLED: &str = "/proc/sys/kernel/io_uring_disabled";
+
+/// Writes its value back to `kernel.io_uring_disabled` when dropped (a
+/// failed assertion included), so no test leaves io_uring off.
+struct RestoreIoUring(String);
+
+impl Drop for RestoreIoUring {
+    fn drop(&mut self) {
+        fs::write(IO_URING_DISABLED, &self.0).expect("restoring kernel.io_uring_disabled");
+    }
+}
+
+#[test]
+fn uring_disabled_by_sysctl_is_skipped_saying_how_to_enable_it() {
+    let _one = uring_lock();
+    let Ok(before) = fs::read_to_string(IO_URING_DISABLED) else {
+        eprintln!("skipping: this kernel has no {IO_URING_DISABLED} (Linux 6.6 or later)");
+        return;
+    };
+    if !crate::common::pg::is_root() {
+        eprintln!("skipping: writing {IO_URING_DISABLED} needs root");
+        return;
+    }
+    let restore = RestoreIoUring(before.trim().to_string());
+    fs::write(IO_URING_DISABLED, "2").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = osbench(shared_store())
+        .args([
+            "run",
+            "uring:case=nop",
+            "syscall:case=null",
+            "--no-perf",
+            "--json",
+        ])
+        .arg(&json)
+        .args(QUICK)
+        .output()
+        .unwrap();
+    drop(restore);
+    assert_eq!(fs::read_to_string(IO_URING_DISABLED).unwrap(), before);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "skipped uring nop/1: io_uring is disabled (kernel.io_uring_disabled = 2; \
+             `sysctl kernel.io_uring_disabled=0` enables it)"
+        ),
+        "{stderr}"
+    );
+    let doc = read_document(&json).unwrap();
+    assert!(doc.series.iter().all(|s| s.key.bench != "uring"));
+    assert_eq!(doc.run.skipped.len(), 3, "{:?}", doc.run.skipped);
+}
+
 /// `osbench ARGS` with io_uring_setup denied (EPERM) as a seccomp filter does.
 #[cfg(target_arch = "x86_64")]
 fn without_io_uring(args: &[&str]) -> std::process::Output {
@@ -109,6 +172,7 @@ fn cases_whose_system_call_the_kernel_lacks_are_skipped_with_the_reason() {
 #[test]
 #[cfg(target_arch = "x86_64")]
 fn uring_denied_by_seccomp_is_skipped_with_the_reason_never_zero() {
+    let _one = uring_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let args = [
@@ -152,6 +216,7 @@ fn uring_denied_by_seccomp_is_skipped_with_the_reason_never_zero() {
 
 #[test]
 fn uring_runs_every_default_case_and_refuses_a_ring_beyond_the_kernels_limit() {
+    let _one = uring_lock();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let out = quick_run(&["run", "uring:file_mib=1", "--no-perf"], &json);
@@ -295,6 +360,7 @@ fn without_locked_memory(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn uring_buffers_beyond_the_locked_memory_limit_exit_2_naming_it() {
+    let _one = uring_lock();
     let out = without_locked_memory(
         &[
             &[
@@ -321,6 +387,7 @@ fn uring_buffers_beyond_the_locked_memory_limit_exit_2_naming_it() {
 
 #[test]
 fn polled_completion_runs_or_is_refused_with_the_reason_and_leaves_no_file() {
+    let _one = uring_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = osbench(shared_store())
         .env("TMPDIR", dir.path())
