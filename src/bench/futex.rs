@@ -713,37 +713,11 @@ impl Futex {
         self.block_waiters()?;
         let s = Arc::clone(&self.shared);
         let (t, flags) = (self.threads as i64, self.flags);
-        let failed = || Error::last_os("futex: a timed FUTEX_WAKE or FUTEX_CMP_REQUEUE failed");
         match self.kind {
-            Kind::Wake { wakes } => {
-                let start = monotonic_ns();
-                let mut woken = 0;
-                while woken < t {
-                    let r = futex(&s.word, libc::FUTEX_WAKE | flags, wakes, 0, None);
-                    if r < 0 {
-                        return Err(failed());
-                    }
-                    woken += r;
-                }
-                self.events.push(monotonic_ns() - start);
-            }
+            Kind::Wake { wakes } => self.events.push(timed_wake(&s.word, wakes, t, flags)?),
             Kind::Requeue { requeue } => {
-                let start = monotonic_ns();
-                let mut moved = 0;
-                while moved < t {
-                    let r = futex(
-                        &s.word,
-                        libc::FUTEX_CMP_REQUEUE | flags,
-                        0,
-                        requeue as usize,
-                        Some(&s.word2),
-                    );
-                    if r < 0 {
-                        return Err(failed());
-                    }
-                    moved += r;
-                }
-                self.events.push(monotonic_ns() - start);
+                let ns = timed_requeue((&s.word, &s.word2), requeue, t, flags)?;
+                self.events.push(ns);
                 let mut woken = 0;
                 while woken < t {
                     woken +=
@@ -773,6 +747,46 @@ impl Futex {
         park(&s.answered, 0);
         s.answered.store(0, Ordering::Release);
     }
+}
+
+/// The ns taken to wake `waiters` blocked on `word`, `wakes` per FUTEX_WAKE.
+fn timed_wake(word: &AtomicU32, wakes: u32, waiters: i64, flags: i32) -> Result<u64> {
+    let start = monotonic_ns();
+    let mut woken = 0;
+    while woken < waiters {
+        let r = futex(word, libc::FUTEX_WAKE | flags, wakes, 0, None);
+        if r < 0 {
+            return Err(Error::last_os("futex: a timed FUTEX_WAKE failed"));
+        }
+        woken += r;
+    }
+    Ok(monotonic_ns() - start)
+}
+
+/// The ns taken to move `waiters` blocked on `from` to `to`, `requeue` per
+/// FUTEX_CMP_REQUEUE (waking none).
+fn timed_requeue(
+    (from, to): (&AtomicU32, &AtomicU32),
+    requeue: u32,
+    waiters: i64,
+    flags: i32,
+) -> Result<u64> {
+    let start = monotonic_ns();
+    let mut moved = 0;
+    while moved < waiters {
+        let r = futex(
+            from,
+            libc::FUTEX_CMP_REQUEUE | flags,
+            0,
+            requeue as usize,
+            Some(to),
+        );
+        if r < 0 {
+            return Err(Error::last_os("futex: a timed FUTEX_CMP_REQUEUE failed"));
+        }
+        moved += r;
+    }
+    Ok(monotonic_ns() - start)
 }
 
 /// Returns once every thread of `tids` is blocked on `word` (10 s at most).
@@ -864,37 +878,11 @@ impl Futex {
     /// The timed part of an event by perf's method.
     fn perf_timed_calls(&mut self, round: &Arc<PerfRound>, wakers_n: usize) -> Result<()> {
         let (t, flags) = (self.threads as i64, self.flags);
-        let failed = || Error::last_os("futex: a timed FUTEX_WAKE or FUTEX_CMP_REQUEUE failed");
         match self.kind {
-            Kind::Wake { wakes } => {
-                let start = monotonic_ns();
-                let mut woken = 0;
-                while woken < t {
-                    let r = futex(&round.word, libc::FUTEX_WAKE | flags, wakes, 0, None);
-                    if r < 0 {
-                        return Err(failed());
-                    }
-                    woken += r;
-                }
-                self.events.push(monotonic_ns() - start);
-            }
+            Kind::Wake { wakes } => self.events.push(timed_wake(&round.word, wakes, t, flags)?),
             Kind::Requeue { requeue } => {
-                let start = monotonic_ns();
-                let mut moved = 0;
-                while moved < t {
-                    let r = futex(
-                        &round.word,
-                        libc::FUTEX_CMP_REQUEUE | flags,
-                        0,
-                        requeue as usize,
-                        Some(&round.word2),
-                    );
-                    if r < 0 {
-                        return Err(failed());
-                    }
-                    moved += r;
-                }
-                self.events.push(monotonic_ns() - start);
+                let ns = timed_requeue((&round.word, &round.word2), requeue, t, flags)?;
+                self.events.push(ns);
             }
             Kind::WakeParallel { .. } => {
                 let share = (self.threads / wakers_n) as u32;
