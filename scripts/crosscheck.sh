@@ -29,9 +29,11 @@
 #   sig-install          signal:case=install vs `lat_sig install` (µs)
 #   sig-catch            signal catch − send vs `lat_sig catch`, which subtracts kill(pid, 0) (µs)
 #   sig-prot             signal prot − (catch − send) vs `lat_sig prot`, which subtracts its catch (µs)
+#   sig-prot-raw         signal:case=prot vs lat_sig's protection faults before that subtraction:
+#                        a driver that includes lat_sig.c unchanged and runs only its do_prot (µs)
 #   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page)
 #   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file (µs)
-#   vm                   all five lmbench rows above, lat_mmap at 128 and 2048 pages
+#   vm                   the lmbench rows above, lat_mmap at 128 and 2048 pages
 #   fork                 proc:case=fork vs `lat_proc fork` (LOOP_O=0 TIMING_O=0: no calibration) (µs)
 #   page-fault1          fault:case=anon,pages=32768 vs will-it-scale `page_fault1_processes -t 1` (ns per page)
 #   tlb-flush2           tlb:threads=1,readback=yes vs will-it-scale `tlb_flush2_threads -t 1` (ns per call)
@@ -153,7 +155,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,145p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,147p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -182,7 +184,7 @@ table_checks=(
     syscall
     ctx
 )
-vm_checks=(sig-install sig-catch sig-prot pagefault lat_mmap:128 lat_mmap:2048)
+vm_checks=(sig-install sig-catch sig-prot sig-prot-raw pagefault lat_mmap:128 lat_mmap:2048)
 wis_checks=(page-fault1 tlb-flush2)
 wis_tasks_checks=()
 for t in getppid1 page_fault1 futex2 poll1 context_switch1; do
@@ -373,6 +375,34 @@ C
 }
 # LEBench's figure (seconds per call) of one run: its average, or LEBENCH_STAT=kbest.
 lebench_figure() { awk -v want="${LEBENCH_STAT:-average}:" -F, '$1 ~ want { print $2 }'; }
+
+# lmbench's protection-fault loop alone (lat_sig prot before it subtracts
+# its catch): a driver that includes lat_sig.c unchanged (its main
+# renamed), runs benchmp over its do_prot on FILE and prints lmbench's line.
+lat_sig_prot_driver() {
+    local src=${LMBENCH_SRC:-$lmb/../src}
+    [ -f "$src/lat_sig.c" ] || { echo "$src/lat_sig.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 2; }
+    if [ ! -x "$tmp/lsp/drv" ]; then
+        mkdir -p "$tmp/lsp"
+        cat >"$tmp/lsp/drv.c" <<'C'
+#define main lat_sig_main
+#include "lat_sig.c"
+#undef main
+int main(int argc, char **argv)
+{
+	struct _state state;
+	state.fname = argv[1];
+	benchmp(initialize, do_prot, NULL, 0, 1, 0, TRIES, &state);
+	micro("Protection fault", get_n());
+	return 0;
+}
+C
+        gcc -O2 -w -DHAVE_uint64_t=1 -I"$src" -I/usr/include/tirpc -o "$tmp/lsp/drv" "$tmp/lsp/drv.c" \
+            "$src"/lib_timing.c "$src"/lib_mem.c "$src"/lib_stats.c "$src"/lib_debug.c "$src"/getopt.c \
+            "$src"/lib_sched.c -lm -ltirpc >&2
+    fi
+    echo "$tmp/lsp/drv"
+}
 
 # lmbench's lat_mem_rd at one size: a driver that includes lat_mem_rd.c
 # unchanged (its main renamed) and calls its loads(): `drv [-t] BYTES STRIDE`.
@@ -619,6 +649,10 @@ define() {
         ours=(signal_derived prot)
         bench=signal unit=µs scale=1 anchor_name="lat_sig prot lat_sig"
         anchor() { "$(lmbench lat_sig)" prot "$(lmbench lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+    sig-prot-raw)
+        ours=("$bin" run signal:case=prot -q --no-store)
+        bench=signal unit=µs scale=1 anchor_name="lat_sig.c's do_prot alone (a driver)"
+        anchor() { "$(lat_sig_prot_driver)" "$(lmbench lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     pagefault)
         ours=("$bin" run fault:case=file,pages=2048 -q --no-store)
         bench=fault unit=µs scale=1 anchor_name="lat_pagefault FILE (8 MiB)"

@@ -89,6 +89,16 @@ pub fn power_off() -> ! {
     if !is_pid1() {
         std::process::exit(1);
     }
+    // The console (a serial port, slower still under TCG) may still be
+    // sending the last lines: the kernel's own "reboot: Power down", printed
+    // at once, landed inside them (a LAVA end marker split in two).
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        // SAFETY: tcdrain only waits on a descriptor (ENOTTY when not a terminal).
+        unsafe { libc::tcdrain(fd) };
+    }
     // SAFETY: sync and reboot take no pointers; reboot(RB_POWER_OFF) ends
     // the (guest) system, which is what PID 1 of a guest is asked for.
     unsafe {

@@ -266,9 +266,11 @@ fn a_series_without_samples_is_refused_and_the_rest_is_kept() {
 
 #[test]
 fn a_guest_that_dies_mid_run_keeps_what_was_measured() {
-    // The agent gets only the handshake and the first run request, then its
-    // input ends and it exits: the guest is gone at its second case.
-    let body = "{ read a; echo \"$a\"; read b; echo \"$b\"; } | {osbench} agent";
+    // The agent gets only the handshake, the check of the cases and the
+    // first run request, then its input ends and it exits: the guest is gone
+    // at its second case.
+    let body =
+        "{ read a; echo \"$a\"; read b; echo \"$b\"; read c; echo \"$c\"; } | {osbench} agent";
     let (err, json, _dir) = broken("dies", body, "10");
     assert!(
         err.contains("the guest ended") || err.contains("closed its channel"),
