@@ -3,8 +3,9 @@
 //! first (with what the kernel handed it, when it is a guest's init), then
 //! one reply per request — the environment (with this system's logs when
 //! asked, read from the tree the caller names), which cases this kernel
-//! cannot run, one case measured with this system's clocks, a shell command's end (a configuration's set-up or
-//! tear-down, run here), or `bye`. A request it cannot serve gets an
+//! cannot run, one case measured with this system's clocks, a shell
+//! command's end (a configuration's set-up or tear-down, run here), or
+//! `bye`. A request it cannot serve gets an
 //! `error` reply and the agent goes on; nothing but protocol lines is ever
 //! written to the channel (the library never prints; panics go to stderr).
 //! Left out: running several cases per request (the client interleaves

@@ -347,23 +347,17 @@ impl<'a, C: Clock> RunRounds<'a, C> {
         let interrupt = self.harness.interrupt();
         let ready = (places.check(plan, configs))
             .and_then(|()| places.start(plan, configs, interrupt))
-            .and_then(|warnings| places.prepare_knobs(configs).map(|()| warnings))
-            .and_then(|warnings| {
-                let unavailable = places.unavailable(plan, configs, interrupt)?;
-                if unavailable.iter().all(Option::is_some) {
-                    let skipped: Vec<&str> =
-                        unavailable.iter().flatten().map(String::as_str).collect();
-                    return Err(Error::Usage(format!(
-                        "nothing left to run: every case asked for was skipped ({})",
-                        skipped.join("; ")
-                    )));
-                }
-                Ok((warnings, unavailable))
-            })
-            .map(|(warnings, unavailable)| {
-                self.unavailable = unavailable;
-                warnings
-            });
+            .and_then(|warnings| places.prepare_knobs(configs).map(|()| warnings));
+        let ready = ready.and_then(|warnings| {
+            self.unavailable = self.places.unavailable(plan, configs, interrupt)?;
+            if !plan.cases.is_empty() && self.runnable_slots().next().is_none() {
+                return Err(Error::Usage(format!(
+                    "nothing left to run: every case asked for was skipped ({})",
+                    self.skipped().join("; ")
+                )));
+            }
+            Ok(warnings)
+        });
         for (ci, known) in self.config_envs.iter_mut().enumerate() {
             *known = self.places.reported_env(ci).cloned();
         }
@@ -589,9 +583,7 @@ impl<C: Clock> RoundBody for RunRounds<'_, C> {
                     let interrupt = body.harness.interrupt();
                     body.config_envs[ci] = Some(body.places.of(ci).environment(interrupt)?);
                 }
-                let mut case_order: Vec<usize> = (0..body.plan.cases.len())
-                    .filter(|&idx| body.unavailable[idx].is_none())
-                    .collect();
+                let mut case_order: Vec<usize> = body.runnable_slots().collect();
                 rng.shuffle(&mut case_order);
                 for idx in case_order {
                     body.run_case(round, ci, idx, observer)?;
