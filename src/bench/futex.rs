@@ -823,9 +823,11 @@ struct PerfRound {
 }
 
 impl PerfRound {
-    /// Wakes whoever still waits, on either word (after a failure).
+    /// Wakes whoever still waits, on either word (after a failure); the
+    /// words change first, so a waiter not blocked yet will not block.
     fn release_all(&self, flags: i32) {
         for word in [&self.word, &self.word2] {
+            word.store(1, Ordering::Release);
             futex(word, libc::FUTEX_WAKE | flags, i32::MAX as u32, 0, None);
         }
     }
