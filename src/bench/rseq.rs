@@ -327,12 +327,12 @@ fn getcpu() -> usize {
 #[inline(never)]
 fn percpu_increment(area: *mut RseqArea, counters: &[Line]) {
     // SAFETY: `area` is this thread's registered rseq area, in its TLS
-    // block (glibc's, or osbench's thread-local), so %fs plus its offset from
-    // the thread pointer addresses it (its cpu_id_start is a CPU number below
-    // the number of possible CPUs, so the line indexed is inside `counters`); the descriptor lives in its own
-    // section for the program's life; the abort handler is preceded by the
-    // registered signature and jumps back to the start; rax, rcx and rdx are
-    // declared clobbered.
+    // block (glibc's, or osbench's thread-local), so %fs plus its offset
+    // from the thread pointer addresses it; its cpu_id_start is a CPU number
+    // below the number of possible CPUs, so the line indexed is inside
+    // `counters`. The descriptor lives in its own section for the program's
+    // life; the abort handler is preceded by the registered signature and
+    // jumps back to the start; rax, rcx and rdx are declared clobbered.
     unsafe {
         std::arch::asm!(
             ".pushsection __rseq_cs, \"aw\"",
@@ -344,13 +344,13 @@ fn percpu_increment(area: *mut RseqArea, counters: &[Line]) {
             "5:",
             // The area addressed from the thread pointer (%fs), as the
             // selftests address it.
-            "mov ecx, dword ptr fs:[{area}]",
+            "mov ecx, dword ptr fs:[{off}]",
             "mov rdx, rcx",
             "shl rdx, 6",
             "lea rax, [rip + 3b]",
-            "mov qword ptr fs:[{area} + 8], rax",
+            "mov qword ptr fs:[{off} + 8], rax",
             "4:",
-            "cmp ecx, dword ptr fs:[{area} + 4]",
+            "cmp ecx, dword ptr fs:[{off} + 4]",
             "jnz 7f",
             // Base + index, as gcc addresses the selftests' counter: the
             // same add through a plain [rdx] ran 2.2 times as fast on the
@@ -363,7 +363,7 @@ fn percpu_increment(area: *mut RseqArea, counters: &[Line]) {
             "7:",
             "jmp 5b",
             ".popsection",
-            area = in(reg) (area as isize).wrapping_sub(thread_pointer() as isize),
+            off = in(reg) (area as isize).wrapping_sub(thread_pointer() as isize),
             lines = in(reg) counters.as_ptr(),
             out("rax") _,
             out("rcx") _,
