@@ -48,7 +48,7 @@ use super::{BenchDef, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::interrupt;
 use crate::measure::placement::{Placement, ShortSlice, set_slice};
-use crate::measure::supervise::{Exit, Supervisor};
+use crate::measure::supervise::{Exit, Supervisor, ignore_sigpipe_in_child};
 
 pub static DEF: BenchDef = BenchDef {
     name: "messaging",
@@ -412,12 +412,10 @@ fn reap_group(pgid: libc::pid_t) {
 /// when it forks the conductor, so the conductor may allocate and start
 /// threads. Its exit status is 0 when it reported the end.
 fn conduct(shape: Shape, mode: Mode, placement: &Placement, go: OwnedFd, reports: OwnedFd) -> i32 {
-    // Forked children get SIGPIPE's default back; a worker thread writing to
-    // a pair a failed start closed (ulimit -n reached) must get EPIPE, not
-    // kill the conductor before it reports why (CI saw "ended without a
-    // report (Signal(13))").
-    // SAFETY: sets this process's (the conductor's) own SIGPIPE disposition.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // A worker thread writing to a pair a failed start closed (ulimit -n
+    // reached) must get EPIPE, not kill the conductor before it reports why
+    // (CI saw "ended without a report (Signal(13))").
+    ignore_sigpipe_in_child();
     match conduct_run(shape, mode, placement, go.as_raw_fd(), reports.as_raw_fd()) {
         Ok(()) => 0,
         Err(e) => {

@@ -253,8 +253,7 @@ impl Drop for Stream {
 /// The buffer is mmap'd: a forked child must not allocate.
 fn writer(fd: RawFd, chunk: usize, in_child: bool) -> io::Result<()> {
     if in_child {
-        // SAFETY: sets this child process's own SIGPIPE disposition.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        crate::measure::supervise::ignore_sigpipe_in_child();
     }
     let mut buf = WorkingSet::with_bytes(chunk)?;
     let block = &mut buf.as_bytes_mut()[..chunk];

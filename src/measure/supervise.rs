@@ -344,6 +344,14 @@ fn process_name(name: &str) -> [u8; 16] {
     buf
 }
 
+/// For a forked child that must see a write to a closed pipe or socket as
+/// EPIPE (an error it handles) rather than die of SIGPIPE, whose default
+/// the supervisor's forked children get back (`child_prologue`).
+pub fn ignore_sigpipe_in_child() {
+    // SAFETY: sets this process's own SIGPIPE disposition; async-signal-safe.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
 /// What a freshly forked child of `parent` does before its body: only system calls.
 fn child_prologue(parent: libc::pid_t, pgid: libc::pid_t, name: &[u8; 16], cpu: Option<usize>) {
     // SAFETY: each call below is async-signal-safe and takes valid arguments:
