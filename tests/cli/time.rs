@@ -809,7 +809,16 @@ fn a_placeholder_without_its_parameter_is_refused_before_anything_runs() {
 #[test]
 fn a_gate_on_too_few_runs_exits_3_and_bisect_exit_skips() {
     let dir = tempfile::tempdir().unwrap();
-    let ab = ["--runs", "2", "--no-store", "true", "true"];
+    // No equivalence margin: two close runs could otherwise be "equivalent".
+    let ab = [
+        "--runs",
+        "2",
+        "--equivalence",
+        "0",
+        "--no-store",
+        "true",
+        "true",
+    ];
     let out = time(&[&ab[..], &["--gate", "5"]].concat(), dir.path());
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");

@@ -628,7 +628,17 @@ fn a_jobs_undecided_gate_is_noted_on_the_done_job() {
         return;
     }
     let q = Queue::start();
-    let quick = ["--runs", "2", "--warmup", "0", "--gate", "5"];
+    // No equivalence margin: two close runs could otherwise be "equivalent".
+    let quick = [
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--gate",
+        "5",
+        "--equivalence",
+        "0",
+    ];
     let id = q.submit(
         &[
             &["--time", "true", "true", "--hosts", "a", "--"][..],

@@ -41,8 +41,20 @@ fn quick_run(selector: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Two empty configurations compared over two rounds.
-const TWO_CONFIGS: [&str; 6] = ["--config", "a=", "--config", "b=", "--rounds", "2"];
+/// Two empty configurations compared over two rounds, with no equivalence
+/// margin: two rounds can never be significant, and two ratios that happen
+/// to agree closely could otherwise be called equivalent (CI once saw it),
+/// so every case is undecided.
+const TWO_CONFIGS: [&str; 8] = [
+    "--config",
+    "a=",
+    "--config",
+    "b=",
+    "--rounds",
+    "2",
+    "--equivalence",
+    "0",
+];
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
