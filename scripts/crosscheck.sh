@@ -32,9 +32,12 @@
 #   sig-prot-raw         signal:case=prot vs lat_sig's protection faults before that subtraction:
 #                        a driver that includes lat_sig.c unchanged and runs only its do_prot (µs)
 #   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page)
-#   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file (µs)
+#   pagefault:unmap      the same with unmap=timed: the unmapping lmbench's figure holds
+#   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file of
+#                        that size, as osbench maps (lmbench's script maps prefixes of 8 MiB) (µs)
 #   vm                   the lmbench rows above, lat_mmap at 128 and 2048 pages
-#   fork                 proc:case=fork vs `lat_proc fork` (LOOP_O=0 TIMING_O=0: no calibration) (µs)
+#   fork                 proc:case=fork vs `lat_proc fork` (LOOP_O=0 TIMING_O=0: no calibration) on
+#                        the CPU osbench pins to (the last one), its child there too (µs)
 #   page-fault1          fault:case=anon,pages=32768 vs will-it-scale `page_fault1_processes -t 1` (ns per page)
 #   tlb-flush2           tlb:threads=1,readback=yes vs will-it-scale `tlb_flush2_threads -t 1` (ns per call)
 #   wis                  both will-it-scale rows
@@ -69,7 +72,9 @@
 #                        lat_mem_rd at that one size (ns per load): a driver includes
 #                        lat_mem_rd.c unchanged and calls its loads() for the one size, as
 #                        lat_mem_rd [-t] would print that row (its own sweep of every size
-#                        below takes minutes a run)
+#                        below takes minutes a run). lmbench keeps the fastest of its 11
+#                        repetitions: osbench's figure is the fastest of its samples too
+#                        (LAT_MEM_RD_STAT=median compares osbench's median instead)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
 #                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
 #                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0: lmbench's
@@ -155,7 +160,7 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,147p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '18,152p' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -184,7 +189,7 @@ table_checks=(
     syscall
     ctx
 )
-vm_checks=(sig-install sig-catch sig-prot sig-prot-raw pagefault lat_mmap:128 lat_mmap:2048)
+vm_checks=(sig-install sig-catch sig-prot sig-prot-raw pagefault pagefault:unmap lat_mmap:128 lat_mmap:2048)
 wis_checks=(page-fault1 tlb-flush2)
 wis_tasks_checks=()
 for t in getppid1 page_fault1 futex2 poll1 context_switch1; do
@@ -240,6 +245,12 @@ quiet() {
     echo "$busy"
 }
 
+# The fastest sample of BENCH, from the result document `ours_document` prints.
+min_of() { python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(next(s["summary"]["min"] for s in d["series"] if s["bench"] == sys.argv[1]))' "$1"; }
+# Runs an osbench command with its result document (JSON) as the only output.
+ours_document() { "$@" --json "$tmp/doc.json" >/dev/null && cat "$tmp/doc.json"; }
 # The first field 3 of the results line of BENCH (the median).
 median_of() { awk -v b="$1" '$1 == b { print $3; exit }'; }
 # The mean of a latency distribution's row (bench case min p50 p90 p99 p99.9 max mean).
@@ -441,10 +452,23 @@ C
     echo "$tmp/lmr/drv"
 }
 
-# The 8 MiB scratch file lat_pagefault and lat_mmap work on (lmbench's $FILE of $MB).
+# The scratch file lat_pagefault and lat_mmap work on: PAGES pages (default
+# 2048: lmbench's $FILE of $MB, 8 MiB), written as osbench writes its own
+# (writes of up to 1 MiB, then fsync). osbench maps a file of the mapping's
+# size; lmbench's script maps prefixes of its 8 MiB file, which is slower.
+# With `fresh`, the file is written anew, as osbench writes its own at the
+# start of every run (lat_mmap at 1 MiB runs 3x slower on a file written
+# seconds before than on one written minutes before: docs/crosscheck.md).
 scratch() {
-    [ -s "$tmp/scratch" ] || dd if=/dev/urandom of="$tmp/scratch" bs=1M count=8 status=none
-    echo "$tmp/scratch"
+    local pages=${1:-2048} f
+    f="$tmp/scratch-$pages"
+    [ "${2:-}" = fresh ] && rm -f "$f"
+    [ -s "$f" ] || {
+        local bytes=$((pages * 4096))
+        local chunk=$((bytes < 1048576 ? bytes : 1048576))
+        dd if=/dev/urandom of="$f" bs="$chunk" count=$((bytes / chunk)) conv=fsync status=none
+    }
+    echo "$f"
 }
 # The signal medians of one osbench run, as a results line for BENCH `signal`:
 # lmbench's catch (catch − send) or prot (prot − catch + send).
@@ -567,6 +591,9 @@ define() {
         [ "${rest#*:}" = random ] && t=(-t) pattern=random
         drv=$(lat_mem_rd_driver)
         ours=("$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
+        if [ "${LAT_MEM_RD_STAT:-min}" = min ]; then
+            ours=(ours_document "${ours[@]}") figure=min_of
+        fi
         bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
         anchor() { LOOP_O=0 TIMING_O=0 "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
@@ -660,19 +687,22 @@ define() {
         ours=("$bin" run signal:case=prot -q --no-store)
         bench=signal unit=µs scale=1 anchor_name="lat_sig.c's do_prot alone (a driver)"
         anchor() { "$(lat_sig_prot_driver)" "$(lmbench lat_sig)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
-    pagefault)
-        ours=("$bin" run fault:case=file,pages=2048 -q --no-store)
+    pagefault | pagefault:unmap)
+        unmap=untimed
+        [ "$1" = pagefault:unmap ] && unmap=timed
+        ours=("$bin" run "fault:case=file,pages=2048,unmap=$unmap" -q --no-store)
         bench=fault unit=µs scale=1 anchor_name="lat_pagefault FILE (8 MiB)"
-        anchor() { "$(lmbench lat_pagefault)" "$(scratch)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_pagefault)" "$(scratch 2048 fresh)" 2>&1 | awk '{ print $(NF - 1) }'; } ;;
     lat_mmap:*)
         pages=${1#lat_mmap:}
         ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
         bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
-        anchor() { "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch)" 2>&1 | awk '{ print $2 }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch "$pages" fresh)" 2>&1 | awk '{ print $2 }'; } ;;
     fork)
         ours=("$bin" run proc:case=fork -q --no-store)
         bench=proc unit=µs scale=1 anchor_name="lat_proc fork"
-        anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_proc)" fork 2>&1 | last_figure; } ;;
+        # osbench's default placement: the last allowed CPU, for the forked child too.
+        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$(($(nproc) - 1))" "$(lmbench lat_proc)" fork 2>&1 | last_figure; } ;;
     page-fault1)
         ours=("$bin" run fault:case=anon,pages=32768 -q --no-store)
         bench=fault unit=ns scale=1000 anchor_name="page_fault1_processes -t 1 -s 3"
@@ -822,6 +852,9 @@ print(f"osbench: median {st.median(ours):.4g} {unit}, CV across invocations {cv(
 if anchor:
     print(f"anchor:  median {st.median(anchor):.4g} {unit}, CV across invocations {cv(anchor):.1f}%")
     print(f"ratio osbench / anchor, median of the rounds' ratios: {st.median(o / a for o, a in zip(ours, anchor)):.3f}")
+    # A row with modes (a figure per fresh file or process) is compared fastest to fastest too.
+    fastest = max if unit.endswith("/s") else min
+    print(f"ratio of each side's fastest round: {fastest(ours) / fastest(anchor):.3f}")
 PY
 done
 

@@ -171,7 +171,7 @@ pub static DEF: BenchDef = BenchDef {
         )
         .then_some(FIRST_RUN_EVENTS)
     }),
-    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so). fork's child calls _exit where lmbench's calls exit(1), and osbench's parent is a large Rust process: measured on one CPU of the AMD guest (5 rounds, medians of the rounds' ratios), exit(1) costs 1.13x _exit in a small C loop and osbench's parent 1.14x that loop's, so the two cancel (osbench ÷ C exit(1) loop 1.00); lat_proc fork itself reads 1.23x that C loop (its harness, not the operation), so proc:case=fork ÷ lat_proc fork is 0.78 (docs/crosscheck.md).",
+    differs: "exec and spawn run a 165-byte static program, so no dynamic loader is timed (lmbench's hello is dynamically linked: its exec figure includes ld.so). fork's child calls _exit where lmbench's calls exit(1), and osbench's parent is a large Rust process: measured on one CPU of the AMD guest (5 rounds, medians of the rounds' ratios), exit(1) costs 1.13x _exit in a small C loop and osbench's parent 1.14x that loop's, so the two cancel (osbench ÷ C exit(1) loop 1.00); lat_proc fork itself reads 1.23x that C loop (its harness, not the operation), so proc:case=fork ÷ lat_proc fork is 0.78 (docs/crosscheck.md). On the Intel guest (6 Dec, lat_proc on osbench's CPU): 0.732 (73 vs 100 µs); a C loop there took 69 µs with _exit and 80 µs with exit(1), so lat_proc's harness adds 1.25x again; its children make no system call but set_robust_list and exit_group.",
     setup,
     check: |p| {
         let vmas = p.int("vmas") as usize;
