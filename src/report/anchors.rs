@@ -239,13 +239,31 @@ fn median_mb_per_s(series: &[&Series], bench: &str, params: &[(&str, &str)]) -> 
     s.mb_per_s(s.summary.median)
 }
 
-/// `v` in at most `width` characters, as many decimals as fit (two at most).
+/// `v` in a cell of `width` characters as lmbench's `getsummary` writes it
+/// (its `num`): from 10 up one decimal (with `K` or `M` from 10,000 and
+/// 10,000,000), below 0.001 an exponent, else `width − 2` decimals, so a
+/// page fault of 0.02941 µs keeps its digits; cut to `width` as lmbench's
+/// `%N.Ns` cuts.
 fn fit(v: f64, width: usize) -> String {
-    (0..=2)
-        .rev()
-        .map(|d| format!("{v:.d$}"))
-        .find(|t| t.len() <= width)
-        .unwrap_or_else(|| format!("{v:.0}"))
+    const K: f64 = 1000.0;
+    let suffixed = |scaled: f64, unit: char| {
+        let digits = format!("{scaled:.1}");
+        format!("{}{unit}", &digits[..digits.len().min(width - 1)])
+    };
+    let text = if v >= 10.0 * K * K {
+        suffixed(v / (K * K), 'M')
+    } else if v >= 10.0 * K {
+        suffixed(v / K, 'K')
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v < 0.001 {
+        format!("{v:.p$e}", p = width.saturating_sub(6))
+    } else {
+        format!("{v:.p$}", p = width.saturating_sub(2))
+    };
+    // lmbench's narrower cells cut "3495.0" to "3495"; a dot left at the end goes too.
+    let cut: String = text.chars().take(width).collect();
+    cut.strip_suffix('.').map_or(cut.clone(), str::to_string)
 }
 
 /// What an lmbench summary table is: its title, the selectors that measure
@@ -906,7 +924,7 @@ mod tests {
         // Bcopy libc and hand, Mem read and write at their largest sizes.
         assert_eq!(
             &cells[3..],
-            ["3495", "1000", "10000", "5000.0", "20000", "8000"],
+            ["3495", "1000", "10.0K", "5000.0", "20.0K", "8000"],
             "{bw}"
         );
         assert!(bw.contains("bigger is better"));
@@ -914,8 +932,8 @@ mod tests {
         let fv = text(lmbench_file_vm(&doc));
         // The host's row (the fixture's mmap, signal and fault series add a footnote after it).
         let row = fv.lines().find(|l| l.starts_with("vm ")).unwrap();
-        assert!(row.contains(" 12.50 ") && row.contains("  7.25 "), "{fv}");
-        assert!(row.ends_with(" 1.90"), "100fd selct last: {fv}");
+        assert!(row.contains(" 12.5 ") && row.contains(" 7.2500 "), "{fv}");
+        assert!(row.ends_with(" 1.900"), "100fd selct last: {fv}");
 
         // One of the six cells: a line instead of a table of blanks.
         let lat = text(lmbench_latencies(&doc));
@@ -933,7 +951,7 @@ mod tests {
         let lat = text(lmbench_latencies(&doc));
         let row = lat.lines().find(|l| l.starts_with("vm ")).unwrap();
         assert!(
-            row.ends_with("41.00") && lat.contains("RPC/TCP are left out"),
+            row.ends_with("41.0") && lat.contains("RPC/TCP are left out"),
             "{lat}"
         );
         let processor = text(lmbench_processor(&doc));
@@ -960,7 +978,7 @@ mod tests {
         let row = table.lines().nth(5).unwrap();
         // Prot Fault = 3.0 − (2.0 − 0.5); 100fd selct blank.
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert!(cells.ends_with(&["40.00", "1.50", "0.25"]), "{row}");
+        assert!(cells.ends_with(&["40.0", "1.500", "0.25000"]), "{row}");
         assert!(
             table.contains("Prot Fault: signal prot − (catch − send)"),
             "{table}"
@@ -980,7 +998,7 @@ mod tests {
         let table = text(lmbench_file_vm(&doc));
         let row = table.lines().nth(5).unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert!(cells.ends_with(&["40.00", "1.50", "0.50"]), "{row}");
+        assert!(cells.ends_with(&["40.0", "1.500", "0.50000"]), "{row}");
         doc.series
             .retain(|s| !["mmap", "fault", "fs"].contains(&s.key.bench.as_str()));
         doc.series
@@ -1059,7 +1077,7 @@ mod tests {
         );
         let table = text(lmbench_memory(&doc));
         let cells: Vec<&str> = table.lines().nth(5).unwrap().split_whitespace().collect();
-        assert_eq!(&cells[3..], ["1.25", "4.50", "11.00", "95.00"], "{table}");
+        assert_eq!(&cells[3..], ["1.2500", "4.5000", "11.0", "95.0"], "{table}");
         assert!(table.contains("Mhz and Guesses are left out"), "{table}");
     }
 
