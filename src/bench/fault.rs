@@ -111,8 +111,14 @@ pub static DEF: BenchDef = BenchDef {
     op: |p| {
         match p.get("case") {
             "anon" => "the first write to one page of a private anonymous mapping (zero-fill fault)",
-            "file" if p.get("unmap") == "timed" => "the first read of one page of a MAP_SHARED page-cached file, pages in random order after msync(MS_INVALIDATE), and its share of unmapping the touched mapping",
-            "file" => "the first read of one page of a MAP_SHARED page-cached file, pages in random order after msync(MS_INVALIDATE)",
+            "file" => {
+                let unmap = if p.get("unmap") == "timed" {
+                    ", and its share of unmapping the touched mapping"
+                } else {
+                    ""
+                };
+                return format!("the first read of one page of a MAP_SHARED page-cached file, pages in random order after msync(MS_INVALIDATE){unmap}");
+            }
             "private" => "the first read of the first page of a fresh MAP_PRIVATE file mapping",
             _ => "a write to one page shared copy-on-write with a forked child (fault and page copy, in the parent)",
         }
@@ -310,6 +316,8 @@ enum Kind {
         file: NamedTempFile,
         order: Vec<usize>,
         rng: SplitMix64,
+        /// unmap=timed: each run ends by unmapping what it touched.
+        unmap_timed: bool,
     },
     Private {
         file: NamedTempFile,
@@ -323,8 +331,6 @@ struct Fault {
     kind: Kind,
     /// MADV_NOHUGEPAGE on anonymous mappings (thp=off).
     no_huge_pages: bool,
-    /// unmap=timed: the run ends by unmapping what it touched.
-    unmap_timed: bool,
     bytes: usize,
     page: usize,
     region: Option<Region>,
@@ -346,6 +352,7 @@ fn make(p: &Params) -> Result<Fault> {
             file: cached_file("fault", bytes)?,
             order: (0..pages).collect(),
             rng: SplitMix64::new(u64::from(std::process::id())),
+            unmap_timed: p.get("unmap") == "timed",
         },
         "private" => Kind::Private {
             file: cached_file("fault", bytes)?,
@@ -357,7 +364,6 @@ fn make(p: &Params) -> Result<Fault> {
     Ok(Fault {
         kind,
         no_huge_pages: p.get("thp") == "off",
-        unmap_timed: p.get("unmap") == "timed",
         bytes,
         page,
         region: None,
@@ -390,7 +396,9 @@ impl Fault {
         };
         let region = match &mut self.kind {
             Kind::Anon => fresh.expect("made above"),
-            Kind::File { file, order, rng } => {
+            Kind::File {
+                file, order, rng, ..
+            } => {
                 let r = map_file(file.as_file(), self.bytes, libc::MAP_SHARED)
                     .map_err(|e| map_error(what, e))?;
                 // SAFETY: the range is exactly this live mapping.
@@ -441,7 +449,10 @@ impl Workload for Fault {
             // SAFETY: the mapping is at least one page, readable.
             Kind::Private { .. } => self.sum += u64::from(unsafe { region.ptr.read_volatile() }),
         }
-        if self.unmap_timed {
+        if let Kind::File {
+            unmap_timed: true, ..
+        } = self.kind
+        {
             self.region = None;
         }
         Ok(())

@@ -262,8 +262,11 @@ fn fit(v: f64, width: usize) -> String {
         format!("{v:.p$}", p = width.saturating_sub(2))
     };
     // lmbench's narrower cells cut "3495.0" to "3495"; a dot left at the end goes too.
-    let cut: String = text.chars().take(width).collect();
-    cut.strip_suffix('.').map_or(cut.clone(), str::to_string)
+    let mut cut: String = text.chars().take(width).collect();
+    if cut.ends_with('.') {
+        cut.pop();
+    }
+    cut
 }
 
 /// What an lmbench summary table is: its title, the selectors that measure
