@@ -72,9 +72,14 @@
 #                        lat_mem_rd at that one size (ns per load): a driver includes
 #                        lat_mem_rd.c unchanged and calls its loads() for the one size, as
 #                        lat_mem_rd [-t] would print that row (its own sweep of every size
-#                        below takes minutes a run). lmbench keeps the fastest of its 11
-#                        repetitions: osbench's figure is the fastest of its samples too
-#                        (LAT_MEM_RD_STAT=median compares osbench's median instead)
+#                        below takes minutes a run), on osbench's CPU (the last one).
+#                        lmbench keeps the fastest of its 11 repetitions of one buffer.
+#                        osbench walks up to 16 buffers, one per sample (64 MiB in all):
+#                        a chain's figure depends on the pages under its buffer, so
+#                        osbench's figure is its median over buffers, and the round
+#                        ratios scatter with lmbench's buffer (compare the medians);
+#                        with one buffer (256 MiB) it is its fastest sample, as
+#                        lmbench's (LAT_MEM_RD_STAT=median or min forces one)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
 #                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
 #                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0: lmbench's
@@ -134,7 +139,16 @@
 #                        warm-up below -r 30). The rows' CVs are the percentiles' own spread
 #   schbench             schbench-wakeup-p50, -wakeup-p99, -request-p50, -request-p99 and -rps,
 #                        no rate; then request-p99 and rps at -R 500
+#   every                every row of docs/crosscheck.md's "By machine kind" table: table,
+#                        vm, fork, mem, io, wis-tasks, futex, uring, sandbox, rseq-inc,
+#                        cyclictest and schbench (hours: meant for a machine kind's first day)
 #
+# CROSSCHECK_RECORD=FILE appends each check's summary to FILE as a
+# tab-separated line (a header first when FILE is new): the date, the
+# machine kind, kernel, osbench's version, the check, the anchor, the unit,
+# the rounds, each side's median and CV, the ratio with its interval, the
+# fastest-to-fastest ratio and the verdict, so a day's rows can be set into
+# the table's column for that kind.
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
 # binaries (default /tmp/anchor-lmbench/bin: intel/lmbench built outside the
@@ -160,7 +174,8 @@ while getopts r: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '18,152p' "$0" >&2; exit 2; }
+# The usage: this header from the synopsis to the first command.
+[ $# -gt 0 ] || { awk 'NR >= 18 && /^set -euo/ { exit } NR >= 18' "$0" >&2; exit 2; }
 lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
@@ -226,6 +241,9 @@ for c in "$@"; do
     sandbox) checks+=("${sandbox_checks[@]}") ;;
     cyclictest) checks+=("${cyclictest_checks[@]}") ;;
     schbench) checks+=("${schbench_checks[@]}") ;;
+    every) checks+=("${table_checks[@]}" "${vm_checks[@]}" fork "${mem_checks[@]}" "${io_checks[@]}"
+        "${wis_tasks_checks[@]}" "${futex_checks[@]}" "${uring_checks[@]}" "${sandbox_checks[@]}"
+        rseq-inc "${cyclictest_checks[@]}" "${schbench_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -591,11 +609,14 @@ define() {
         [ "${rest#*:}" = random ] && t=(-t) pattern=random
         drv=$(lat_mem_rd_driver)
         ours=("$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
-        if [ "${LAT_MEM_RD_STAT:-min}" = min ]; then
+        # memlat's buffers: 16, fewer when they would take more than 64 MiB.
+        buffers=$((65536 / kib < 16 ? 65536 / kib : 16))
+        stat=${LAT_MEM_RD_STAT:-$([ "$buffers" -gt 1 ] && echo median || echo min)}
+        if [ "$stat" = min ]; then
             ours=(ours_document "${ours[@]}") figure=min_of
         fi
-        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
-        anchor() { LOOP_O=0 TIMING_O=0 "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
+        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads(), osbench's $stat)"
+        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$(($(nproc) - 1))" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
@@ -808,9 +829,10 @@ trap 'rm -rf "$tmp"' EXIT
 echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check, $anchor_runs hackbench runs per anchor figure"
 # The machine kind every row is measured on: vendor, model, microcode.
 machine="$(grep -m1 'vendor_id' /proc/cpuinfo | sed 's/.*: //') $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), microcode $(grep -m1 microcode /proc/cpuinfo | sed 's/.*: //')"
-export machine
+osbench_version=$("$bin" --version) started=$(date -u '+%Y-%m-%d %H:%M UTC')
+export machine osbench_version started rounds
 echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
-echo "# $("$bin" --version); hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
+echo "# $osbench_version; hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The check's number names its files; `define` must not set it (a check
@@ -867,6 +889,11 @@ python3 - "$tmp" "$check_no" <<'PY'
 import math, os, statistics as st, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
 machine = os.environ["machine"]
+record = os.environ.get("CROSSCHECK_RECORD")
+if record and not os.path.exists(record):
+    with open(record, "w") as f:
+        f.write("started\tmachine\tkernel\tosbench\tcheck\tanchor\tunit\trounds\tosbench_median\tosbench_cv_pct"
+                "\tanchor_median\tanchor_cv_pct\tratio\tratio_ci_low\tratio_ci_high\tfastest_ratio\tverdict\n")
 cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
 def median_ci(values):
     """Distribution-free 95 % interval of a median: the order statistics
@@ -894,7 +921,16 @@ for i in range(1, n + 1):
             ok = "**no**"
         interval = f"[{ci[0]:.3f} – {ci[1]:.3f}]" if ci else "(too few rounds)"
         print(f"| `{check}` | {machine} | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} {interval} | {ok} |")
+        fastest = (max if unit.endswith("/s") else min)
+        fields = [st.median(anchor), cv(anchor), r, *(ci or ("", "")), fastest(ours) / fastest(anchor)]
     else:
         ok = "yes" if cv(ours) <= 3 else "**no**"
         print(f"| `{check}` | {machine} | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |")
+        fields = ["", "", "", "", "", ""]
+    if record:
+        row = [os.environ["started"], machine, os.uname().release, os.environ["osbench_version"], check,
+               anchor_name, unit, len(ours), st.median(ours), cv(ours), *fields, ok.replace("**", "")]
+        fmt = lambda x: f"{x:.6g}" if isinstance(x, float) else str(x)
+        with open(record, "a") as f:
+            f.write("\t".join(map(fmt, row)) + "\n")
 PY

@@ -130,6 +130,10 @@ pub static DEF: BenchDef = BenchDef {
         "private" => format!("LEBench page fault ({} pages)", p.int("pages")),
         _ => "(none: copy-on-write after fork)".to_string(),
     },
+    two_clusters: Some(
+        "the pages behind each mapping (file faults on the Intel guest read 0.027-0.030 or \
+         0.037-0.039 µs a page, from one mapping to the next)",
+    ),
     differs: "every run maps afresh untimed and times only the touches (lmbench subtracts a separately timed remap, so its file figure also holds the extra cost of unmapping touched pages: unmap=timed holds it too, less the unmapping of an untouched mapping). Measured: file ÷ lat_pagefault 0.609 (AMD, 1 Dec), 0.51 (Intel, 6 Dec); file with unmap=timed: both tools read two modes on Intel (0.027-0.030 and 0.037-0.039 µs a page), from file to file and from one mapping of a file to the next, fastest round to fastest round 1.06-1.10 (6 Dec); anon sets MADV_NOHUGEPAGE; will-it-scale counts loops of 128 MiB per second, not µs per fault.",
     ops_per_iter: ops_per_run,
     setup,

@@ -18,11 +18,25 @@
 //!
 //! One op is one load; the harness times batches of 100 loads per
 //! iteration (lmbench unrolls by 100 too), so its empty-loop overhead is
-//! spread over them. Differences on purpose: lmbench's random walk at a
-//! size below its `len` argument spreads over the pages of `len`, osbench
-//! over the buffer's own; it keeps the minimum of 11 runs, osbench a median
-//! of samples. Left out: lmbench's sweep over every size (select sizes with
-//! `kib=`) and its `-P` parallelism.
+//! spread over them.
+//!
+//! **One buffer per sample.** A chain's latency depends on the physical
+//! pages under its buffer: on the Intel guest (6 Dec), 128 KiB chains read
+//! about 1.7 or 2.0 ns from one buffer to the next (consecutive buffers
+//! alternating), within one process as between processes, and one buffer
+//! moved to other virtual addresses (mremap) kept its figure. lmbench walks
+//! one buffer per process, so its figure is one draw, and the spread shows
+//! only between runs. osbench links `buffers` buffers (16 by default, at
+//! most 64 MiB in all, so 8 MiB and up use fewer) and walks the next one in
+//! each batch the harness times, so the spread shows within one run: its
+//! samples are flagged bimodal with this cause, and the median's interval
+//! spans both. `buffers=1` is lmbench's way.
+//!
+//! Differences on purpose: lmbench's random walk at a size below its `len`
+//! argument spreads over the pages of `len`, osbench over the buffer's own;
+//! it keeps the minimum of 11 runs of one buffer, osbench a median of
+//! samples over buffers. Left out: lmbench's sweep over every size (select
+//! sizes with `kib=`) and its `-P` parallelism.
 
 use super::membw::size_text;
 use super::util::ring::WorkingSet;
@@ -33,6 +47,12 @@ use crate::rng::SplitMix64;
 
 /// Loads per harness iteration (lmbench's `HUNDRED` unrolled loads).
 const LOADS_PER_ITER: u64 = 100;
+
+/// Most memory the buffers of one case take together (64 MiB).
+const BUFFERS_MAX_BYTES: usize = 64 << 20;
+
+/// Buffers walked when the user does not say (`buffers`' default).
+const BUFFERS_DEFAULT: &str = "16";
 
 /// The size of "Main mem" and "Rand mem" in the default cases, as
 /// `membw`'s [`super::membw::TABLE_KIB`].
@@ -67,6 +87,12 @@ pub static DEF: BenchDef = BenchDef {
             kind: ParamKind::Choice(&["stride", "random"]),
             default: "stride",
         },
+        ParamSpec {
+            name: "buffers",
+            help: "buffers walked in turn, one per timed batch, so the median is over their physical pages (at most 64 MiB in all); 1: lmbench's one buffer",
+            kind: ParamKind::Int { min: 1, max: 64 },
+            default: BUFFERS_DEFAULT,
+        },
     ],
     default_cases: DefaultCases::Listed(&[
         &[],
@@ -80,7 +106,16 @@ pub static DEF: BenchDef = BenchDef {
         } else {
             ""
         };
-        format!("{}/{}B{random}", size_text(p.int("kib")), p.int("stride"))
+        let buffers = if p.get("buffers") == BUFFERS_DEFAULT {
+            String::new()
+        } else {
+            format!("/{}buf", p.int("buffers"))
+        };
+        format!(
+            "{}/{}B{random}{buffers}",
+            size_text(p.int("kib")),
+            p.int("stride")
+        )
     },
     op: |p| {
         format!(
@@ -107,7 +142,12 @@ pub static DEF: BenchDef = BenchDef {
             size_text(p.int("kib"))
         )
     },
-    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples where lmbench keeps its minimum. Fastest to fastest on the Intel guest (6 Dec, 5 rounds): 1 KiB 0.993, 128 KiB 1.117, random at 256 MiB 1.147 of lmbench (the last two not explained).",
+    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples over up to 16 buffers, one per sample, where lmbench keeps the minimum of one buffer's runs: a chain's figure depends on the physical pages under its buffer (128 KiB on the Intel guest, 6 Dec: about 1.7 or 2.0 ns, consecutive buffers alternating), so lmbench's figure jumps from process to process and one round's ratio says little. On the Intel guest (6 Dec, one buffer each, alternated): 128 KiB over 12 processes, osbench's fastest sample 2.06 ns (CV 12.8 %) and lmbench's 2.09 (CV 10.0 %), 0.986; random walk at 256 MiB 0.95-1.01 of lmbench on CPU 0 and 1.04-1.06 on CPU 1 (3 rounds each).",
+    two_clusters: Some(
+        "the pages under its buffers (each sample walks the next buffer; on the Intel guest \
+         128 KiB buffers read about 1.7 or 2.0 ns by their physical pages, consecutive ones \
+         alternating; buffers=1 walks one)",
+    ),
     ops_per_iter: |_| LOADS_PER_ITER as f64,
     setup,
     check,
@@ -122,32 +162,57 @@ fn check(p: &Params) -> Result<()> {
             "memlat: stride={stride} must be a power of two no larger than the buffer ({bytes} B)"
         )));
     }
-    super::fault::check_memory(&format!("memlat:{p}"), bytes, bytes)
+    let all = bytes * buffer_count(p) as u64;
+    super::fault::check_memory(&format!("memlat:{p}"), all, all)
 }
 
-struct Chain {
+/// How many buffers a case walks: `buffers`, fewer when they would take
+/// more than [`BUFFERS_MAX_BYTES`] together, and at least one.
+fn buffer_count(p: &Params) -> usize {
+    let bytes = p.int("kib") as usize * 1024;
+    (p.int("buffers") as usize)
+        .min(BUFFERS_MAX_BYTES / bytes)
+        .max(1)
+}
+
+/// One buffer's chain.
+struct Walk {
     /// Owns the memory the chain's pointers point into.
     _buf: WorkingSet,
-    /// Where the walk is: it goes on from there in the next batch.
+    /// Where the walk is: it goes on from there the next time.
     at: *const usize,
+}
+
+struct Chains {
+    walks: Vec<Walk>,
+    /// The walk the next batch takes.
+    next: usize,
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     let bytes = p.int("kib") as usize * 1024;
     let stride = p.int("stride") as usize;
-    let mut buf = WorkingSet::with_bytes(bytes).map_err(|e| {
-        Error::io(
-            format!("memlat: mapping {} KiB (lower kib)", p.int("kib")),
-            e,
-        )
-    })?;
     let order = if p.get("pattern") == "random" {
         random_order(bytes, stride, super::fault::page_size())
     } else {
         (0..bytes / stride).map(|i| i * stride).collect()
     };
-    let at = link(buf.as_bytes_mut(), &order);
-    Ok(Box::new(Chain { _buf: buf, at }))
+    let walks = (0..buffer_count(p))
+        .map(|_| {
+            let mut buf = WorkingSet::with_bytes(bytes).map_err(|e| {
+                Error::io(
+                    format!(
+                        "memlat: mapping {} KiB (lower kib or buffers)",
+                        p.int("kib")
+                    ),
+                    e,
+                )
+            })?;
+            let at = link(buf.as_bytes_mut(), &order);
+            Ok(Walk { _buf: buf, at })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Box::new(Chains { walks, next: 0 }))
 }
 
 /// Writes at each offset of `order` the address of the next (the last the
@@ -200,13 +265,16 @@ fn bit_reversed(n: usize) -> Vec<usize> {
         .collect()
 }
 
-// SAFETY: the chain's pointers point into `_buf`, which the value owns and
-// moves with it.
-unsafe impl Send for Chain {}
+// SAFETY: each chain's pointers point into its own `_buf`, which the value
+// owns and moves with it.
+unsafe impl Send for Walk {}
 
-impl Workload for Chain {
+impl Workload for Chains {
+    /// Walks one buffer's chain; the next call walks the next buffer's.
     fn run(&mut self, iters: u64) -> Result<()> {
-        self.at = chase(self.at, iters);
+        let walk = &mut self.walks[self.next];
+        walk.at = chase(walk.at, iters);
+        self.next = (self.next + 1) % self.walks.len();
         Ok(())
     }
 }
@@ -264,6 +332,38 @@ mod tests {
         assert_eq!(sorted.len(), bytes / stride);
         // Not whole pages: every word, bit-reversed.
         assert_eq!(random_order(64, 16, 4096), [0, 32, 16, 48]);
+    }
+
+    #[test]
+    fn each_batch_walks_the_next_buffer_and_big_buffers_are_fewer() {
+        let p = Params::new(&DEF, &[("kib", "4"), ("buffers", "3")]);
+        let mut chains = Chains {
+            walks: Vec::new(),
+            next: 0,
+        };
+        assert_eq!(buffer_count(&p), 3);
+        setup(&p, &Placement::unpinned()).unwrap().run(5).unwrap();
+        // Built by hand to see where each walk stands.
+        for _ in 0..3 {
+            let mut buf = WorkingSet::with_bytes(4096).unwrap();
+            let order: Vec<usize> = (0..32).map(|i| i * 128).collect();
+            let at = link(buf.as_bytes_mut(), &order);
+            chains.walks.push(Walk { _buf: buf, at });
+        }
+        let starts: Vec<_> = chains.walks.iter().map(|w| w.at).collect();
+        for _ in 0..4 {
+            chains.run(1).unwrap();
+        }
+        // Four batches of 100 loads: the first walk twice, the others once.
+        let moved: Vec<usize> = (chains.walks.iter().zip(&starts))
+            .map(|(w, &s)| (w.at as usize).wrapping_sub(s as usize) / 128 % 32)
+            .collect();
+        assert_eq!(moved, [200 % 32, 100 % 32, 100 % 32]);
+        assert_eq!(chains.next, 1);
+        // 64 MiB in all: 16 of 8 MiB would be 128 MiB, so 8; 256 MiB: one.
+        let big = |kib: &str| buffer_count(&Params::new(&DEF, &[("kib", kib)]));
+        assert_eq!((big("1"), big("8192"), big("262144")), (16, 8, 1));
+        assert_eq!((DEF.case_name)(&p), "4K/128B/3buf");
     }
 
     #[test]

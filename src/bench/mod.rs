@@ -283,6 +283,9 @@ pub struct BenchDef {
     /// latency families (always refused): whole runs whose samples are
     /// statistics of their own, not iterations. `None`: they can.
     pub not_swept: Option<&'static str>,
+    /// What besides the machine can put this family's samples in two
+    /// clusters (e.g. the pages under a buffer), named first when they do.
+    pub two_clusters: Option<&'static str>,
 }
 
 impl BenchDef {
@@ -319,6 +322,7 @@ impl BenchDef {
         unavailable: |_| None,
         not_as_threads: None,
         not_swept: None,
+        two_clusters: None,
     };
 }
 

@@ -336,12 +336,7 @@ fn sampled(
         .collect();
     let mut series = new_series(case, placement, samples)?;
     series.warnings = m.warnings;
-    flag_noise(
-        &mut series,
-        def.unit.symbol(),
-        m.interrupted,
-        all_tasks(case),
-    );
+    flag_noise(&mut series, def, m.interrupted, all_tasks(case));
     if m.failed.is_some() {
         series.noise.push(NoiseFlag::Failed);
     }
@@ -451,8 +446,10 @@ fn new_series(case: &Case, placement: &Placement, samples: Vec<f64>) -> Result<S
 }
 
 /// Flags and explains spread the median hides: high CV, two clusters, an
-/// interrupt. `tasks` and the placement decide what two clusters can come from.
-fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) {
+/// interrupt. The family, `tasks` and the placement decide what two clusters
+/// can come from.
+fn flag_noise(series: &mut Series, def: &BenchDef, interrupted: bool, tasks: usize) {
+    let unit = def.unit.symbol();
     if interrupted {
         series.noise.push(NoiseFlag::Interrupted);
     }
@@ -467,13 +464,20 @@ fn flag_noise(series: &mut Series, unit: &str, interrupted: bool, tasks: usize) 
     }
     if let Some(modes) = bimodal(&series.samples) {
         series.noise.push(NoiseFlag::Bimodal);
+        let machine = format!(
+            "the machine switched modes: {}",
+            two_cluster_causes(tasks, series.pin, one_cpu_allowed())
+        );
+        let causes = match def.two_clusters {
+            Some(own) => format!("{own}; or {machine}"),
+            None => machine,
+        };
         series.warnings.push(format!(
-            "samples in two clusters ({} near {}, {} near {} {unit}); the machine switched modes: {}",
+            "samples in two clusters ({} near {}, {} near {} {unit}); {causes}",
             modes.low_count,
             crate::document::number::fmt_sig(modes.low),
             modes.high_count,
             crate::document::number::fmt_sig(modes.high),
-            two_cluster_causes(tasks, series.pin, one_cpu_allowed())
         ));
     }
 }
@@ -540,5 +544,33 @@ mod tests {
                 "{masked}"
             );
         }
+    }
+
+    #[test]
+    fn a_family_that_names_its_own_cause_of_two_clusters_is_named_first() {
+        let samples = vec![1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7];
+        let bimodal_series = || {
+            let summary = summarize(&samples).unwrap();
+            Series::new(
+                "memlat",
+                "128K/128B".into(),
+                crate::bench::Unit::Ns,
+                samples.clone(),
+                summary,
+            )
+        };
+        let mut series = bimodal_series();
+        flag_noise(&mut series, &bench::memlat::DEF, false, 1);
+        assert!(series.noise.contains(&NoiseFlag::Bimodal));
+        let said = series.warnings.join("\n");
+        assert!(said.contains("; the pages under its buffers"), "{said}");
+        assert!(said.contains("or the machine switched modes"), "{said}");
+        let mut series = bimodal_series();
+        flag_noise(&mut series, &bench::syscall::DEF, false, 1);
+        let said = series.warnings.join("\n");
+        assert!(
+            said.contains("; the machine switched modes") && !said.contains("pages"),
+            "{said}"
+        );
     }
 }
