@@ -51,7 +51,6 @@
 //! `--split` shared working sets, `-L`, calibration, JSON output, the
 //! schedstat delays.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -812,31 +811,64 @@ fn lock_this_cpu(locks: &[AtomicBool]) -> Option<&AtomicBool> {
 
 /// m3 = m1 × m2, naively, over three n × n matrices laid end to end in
 /// `data`: for each cell, a row of m1 against a column of m2 (a stride of n
-/// words), one multiply-add per step, the running sum stored to the cell on
-/// every step as gcc compiles schbench's `m3[i * n + j] += …` (in C the cell
-/// may alias the matrices read, so each step's store stays). The matrices
-/// are cells for that reason: a store to one may change another, so the
-/// compiler keeps every store. Measured on the Intel guest (6 Dec), one
-/// multiplication of 104 × 104 took 0.88 × gcc's (0.80 × with the sum kept
-/// in a register and stored once, which made osbench's requests 10 %
-/// shorter than schbench's; 1.45 × reading the cell back every step). The
-/// m2 column is walked through its rows, so no bounds check sits in the
-/// inner loop.
+/// words), as schbench's `do_some_math`.
 fn multiply(data: &mut [u64], n: usize) {
-    let cells = Cell::from_mut(data).as_slice_of_cells();
-    let (m1m2, m3) = cells.split_at(2 * n * n);
+    let (m1m2, m3) = data.split_at_mut(2 * n * n);
     let (m1, m2) = m1m2.split_at(n * n);
-    for (row, out) in m1.chunks_exact(n).zip(m3.chunks_exact(n)) {
-        for (j, cell) in out.iter().enumerate() {
-            let mut sum = 0u64;
-            cell.set(sum);
-            for (a, m2_row) in row.iter().zip(m2.chunks_exact(n)) {
-                sum = sum.wrapping_add(a.get().wrapping_mul(m2_row[j].get()));
-                cell.set(sum);
-            }
+    for (row, out) in m1.chunks_exact(n).zip(m3.chunks_exact_mut(n)) {
+        for (j, cell) in out.iter_mut().enumerate() {
+            row_times_column(row, &m2[j..], n, cell);
         }
     }
     std::hint::black_box(m3);
+}
+
+/// `cell` = `row` · the column whose words lie `n` apart from the start of
+/// `column`, in gcc's instructions for schbench's inner loop (Debian's gcc
+/// 12 `-O2`, from schbench's disassembly): the cell zeroed, then per step a
+/// load, a multiply from memory, the two pointers advanced, the add, and
+/// the running sum stored to the cell (in C the cell may alias the
+/// matrices, so every step stores). Rust's own loop for the same sum took
+/// 0.80 × gcc's time with the sum kept in a register, and 0.88 × with a
+/// store per step but its own unrolling (104 × 104, Intel guest, 6 Dec),
+/// which made osbench's requests 10–15 % shorter than schbench's.
+#[cfg(target_arch = "x86_64")]
+fn row_times_column(row: &[u64], column: &[u64], n: usize, cell: &mut u64) {
+    assert!(n > 0 && row.len() == n && column.len() > (n - 1) * n);
+    let row_end = row.as_ptr_range().end;
+    // SAFETY: reads row[0..n] and column[k * n] for k < n, all inside the
+    // slices (asserted above); writes only `cell`; no stack used.
+    unsafe {
+        std::arch::asm!(
+            "mov qword ptr [{cell}], 0",
+            "xor {sum:e}, {sum:e}",
+            "2:",
+            "mov {t}, qword ptr [{a}]",
+            "imul {t}, qword ptr [{b}]",
+            "add {a}, 8",
+            "add {b}, {stride}",
+            "add {sum}, {t}",
+            "mov qword ptr [{cell}], {sum}",
+            "cmp {a}, {row_end}",
+            "jne 2b",
+            cell = in(reg) cell as *mut u64,
+            a = inout(reg) row.as_ptr() => _,
+            b = inout(reg) column.as_ptr() => _,
+            stride = in(reg) n * 8,
+            row_end = in(reg) row_end,
+            sum = out(reg) _,
+            t = out(reg) _,
+            options(nostack),
+        );
+    }
+}
+
+/// `cell` = `row` · the column whose words lie `n` apart from the start of
+/// `column` (elsewhere than x86-64: the compiler's own loop).
+#[cfg(not(target_arch = "x86_64"))]
+fn row_times_column(row: &[u64], column: &[u64], n: usize, cell: &mut u64) {
+    *cell = (row.iter().zip(column.iter().step_by(n)))
+        .fold(0u64, |acc, (&a, &b)| acc.wrapping_add(a.wrapping_mul(b)));
 }
 
 // ---- the workload ------------------------------------------------------------

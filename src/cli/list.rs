@@ -90,6 +90,9 @@ fn describe(out: &mut String, def: &BenchDef, width: Option<usize>) {
     if !def.differs.is_empty() {
         let _ = writeln!(out, "  differs from it on purpose: {}", def.differs);
     }
+    if let Some(cause) = def.two_clusters {
+        let _ = writeln!(out, "  samples in two clusters can come from: {cause}");
+    }
     let _ = writeln!(out, "  parameters:");
     for p in def.params {
         let line = format!(

@@ -22,6 +22,15 @@ fn list_shows_every_case_parameter_and_op() {
     };
     assert!(differs("ipc —") && differs("syscall —") && differs("messaging —"));
     assert!(!differs("spin —"), "spin has no anchor to differ from");
+    // A family whose samples cluster by a cause of its own names it.
+    let block = text
+        .split("\n\n")
+        .find(|b| b.starts_with("memlat —"))
+        .unwrap();
+    assert!(
+        block.contains("samples in two clusters can come from: the pages under its buffers"),
+        "{block}"
+    );
 }
 
 #[test]
