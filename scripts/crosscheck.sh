@@ -830,7 +830,7 @@ echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check, $
 # The machine kind every row is measured on: vendor, model, microcode.
 machine="$(grep -m1 'vendor_id' /proc/cpuinfo | sed 's/.*: //') $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), microcode $(grep -m1 microcode /proc/cpuinfo | sed 's/.*: //')"
 osbench_version=$("$bin" --version) started=$(date -u '+%Y-%m-%d %H:%M UTC')
-export machine osbench_version started rounds
+export machine osbench_version started
 echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
 echo "# $osbench_version; hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"

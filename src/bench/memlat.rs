@@ -89,7 +89,7 @@ pub static DEF: BenchDef = BenchDef {
         },
         ParamSpec {
             name: "buffers",
-            help: "buffers walked in turn, one per timed batch, so the median is over their physical pages (at most 64 MiB in all); 1: lmbench's one buffer",
+            help: "buffers walked in turn, one per timed batch, so one run shows how much their physical pages matter (at most 64 MiB in all); 1: lmbench's one buffer",
             kind: ParamKind::Int { min: 1, max: 64 },
             default: BUFFERS_DEFAULT,
         },
@@ -183,6 +183,7 @@ struct Walk {
     at: *const usize,
 }
 
+/// The case's buffers' chains, walked in turn.
 struct Chains {
     walks: Vec<Walk>,
     /// The walk the next batch takes.
