@@ -229,17 +229,32 @@ const BATCH_TIME: Duration = Duration::from_micros(2);
 /// The most iterations in one batch.
 const MAX_BATCH: u64 = 1 << 16;
 
-/// The iterations a copy runs between two updates of its counter: as many
-/// as take [`BATCH_TIME`], found by doubling (the runs it takes are not
-/// counted). So the loop around the operation — a call, the stop flag, the
-/// counter — costs about what will-it-scale's `(*iterations)++` does: one
-/// iteration a call read 1.065 of will-it-scale's getppid1 at 1 task.
+/// How long a copy runs its case untimed before sizing its batches: the
+/// first runs fault pages in and miss every cache.
+const WARM_TIME: Duration = Duration::from_micros(100);
+
+/// The iterations a copy runs between two updates of its counter: after
+/// [`WARM_TIME`] of single iterations, as many as take [`BATCH_TIME`], found
+/// by doubling (the runs it takes are not counted), each size timed three
+/// times and the fastest run kept, so a cold run or a stall cannot settle
+/// the size too small. So the loop around the operation — a call, the stop
+/// flag, the counter — costs about what will-it-scale's `(*iterations)++`
+/// does: one iteration a call read 1.065 of will-it-scale's getppid1 at 1
+/// task, and the size one cold run chose 1.060 (6 Dec, Intel).
 fn batch_size(w: &mut dyn Workload) -> Result<u64> {
+    let warm = Instant::now();
+    while warm.elapsed() < WARM_TIME {
+        w.run(1)?;
+    }
     let mut batch = 1;
     loop {
-        let start = Instant::now();
-        w.run(batch)?;
-        if start.elapsed() >= BATCH_TIME || batch >= MAX_BATCH {
+        let mut fastest = Duration::MAX;
+        for _ in 0..3 {
+            let start = Instant::now();
+            w.run(batch)?;
+            fastest = fastest.min(start.elapsed());
+        }
+        if fastest >= BATCH_TIME || batch >= MAX_BATCH {
             return Ok(batch);
         }
         batch *= 2;
@@ -346,6 +361,30 @@ fn nap(elapsed: Duration, done: u64, left: u64) -> Duration {
 mod tests {
     use super::*;
     use crate::measure::copies::Place;
+
+    /// A fake case whose first `.0` runs are slow (a cold start), the rest free.
+    struct ColdStart(u32);
+    impl Workload for ColdStart {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            if self.0 > 0 {
+                self.0 -= 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn slow_first_runs_do_not_settle_the_batch_at_one() {
+        // Three slow runs: the warm-up takes the first, and the fastest of
+        // three timings of one iteration skips the next two; without either
+        // the size stays 1. A stall of the free runs too (a busy machine)
+        // would also read as slow, so three tries.
+        let sizes: Vec<u64> = (0..3)
+            .map(|_| batch_size(&mut ColdStart(3)).unwrap())
+            .collect();
+        assert!(sizes.iter().any(|&b| b > 1), "{sizes:?}");
+    }
 
     /// A fake case: each iteration only yields the CPU.
     struct Nothing;
