@@ -422,16 +422,17 @@ mod tests {
     #[test]
     fn a_thread_whose_operation_never_returns_is_let_go_and_said() {
         static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        /// Its first call returns after a millisecond (so the copy's batch
-        /// is one call); the next blocks until the test releases it.
+        /// Its first four calls (the warm-up's and three timings of one
+        /// iteration) return after a millisecond, so the copy's batch is
+        /// one call; the next blocks until the test releases it.
         struct Stuck(u32);
         impl Workload for Stuck {
             fn run(&mut self, _iters: u64) -> Result<()> {
                 self.0 += 1;
-                if self.0 == 1 {
+                if self.0 <= 4 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                while self.0 > 1 && !RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
+                while self.0 > 4 && !RELEASE.load(std::sync::atomic::Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 Ok(())
