@@ -267,6 +267,13 @@ quiet() {
 min_of() { python3 -c 'import json, sys
 d = json.load(sys.stdin)
 print(next(s["summary"]["min"] for s in d["series"] if s["bench"] == sys.argv[1]))' "$1"; }
+# memlat's figure beside lat_mem_rd's fastest run of one buffer: with one
+# buffer (the document's buffers_walked) its fastest sample, with several
+# its median over them; LAT_MEM_RD_STAT=min or median forces one.
+memlat_of() { python3 -c 'import json, os, sys
+s = next(s for s in json.load(sys.stdin)["series"] if s["bench"] == sys.argv[1])
+stat = os.environ.get("LAT_MEM_RD_STAT") or ("min" if s["params"]["buffers_walked"] == 1 else "median")
+print(s["summary"][stat])' "$1"; }
 # Runs an osbench command with its result document (JSON) as the only output.
 ours_document() { "$@" --json "$tmp/doc.json" >/dev/null && cat "$tmp/doc.json"; }
 # The first field 3 of the results line of BENCH (the median).
@@ -608,14 +615,9 @@ define() {
         stride=${rest%%:*} t=() pattern=stride
         [ "${rest#*:}" = random ] && t=(-t) pattern=random
         drv=$(lat_mem_rd_driver)
-        ours=("$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
-        # memlat's buffers: 16, fewer when they would take more than 64 MiB.
-        buffers=$((65536 / kib < 16 ? 65536 / kib : 16))
-        stat=${LAT_MEM_RD_STAT:-$([ "$buffers" -gt 1 ] && echo median || echo min)}
-        if [ "$stat" = min ]; then
-            ours=(ours_document "${ours[@]}") figure=min_of
-        fi
-        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads(), osbench's $stat)"
+        ours=(ours_document "$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
+        figure=memlat_of
+        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
         anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$(($(nproc) - 1))" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}

@@ -148,6 +148,7 @@ pub static DEF: BenchDef = BenchDef {
          128 KiB buffers read about 1.7 or 2.0 ns by their physical pages, consecutive ones \
          alternating; buffers=1 walks one)",
     ),
+    recorded: |p| vec![("buffers_walked", buffer_count(p).into())],
     ops_per_iter: |_| LOADS_PER_ITER as f64,
     setup,
     check,
