@@ -286,6 +286,12 @@ pub struct BenchDef {
     /// What besides the machine can put this family's samples in two
     /// clusters (e.g. the pages under a buffer), named first when they do.
     pub two_clusters: Option<&'static str>,
+    /// Whether a case's `run` is a loop in the family's own instructions,
+    /// its anchor's loop, whose cost the anchor counts in its figure (the
+    /// rseq selftest's): the harness then subtracts no empty loop's cost
+    /// per iteration, which would remove a loop that is not there. Batched
+    /// cases only; a sample still has one clock read subtracted.
+    pub own_loop: fn(&Params) -> bool,
 }
 
 impl BenchDef {
@@ -323,6 +329,7 @@ impl BenchDef {
         not_as_threads: None,
         not_swept: None,
         two_clusters: None,
+        own_loop: |_| false,
     };
 }
 

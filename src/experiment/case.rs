@@ -230,13 +230,16 @@ pub(super) fn sampling<'a>(
     stand_in: Option<&'a mut dyn Workload>,
     ops_per_iter: f64,
 ) -> SampleMethod<'a> {
-    let batched = |stand_in| SampleMethod::Batched {
+    let batched = |stand_in, own_loop| SampleMethod::Batched {
         stand_in,
         ops_per_iter,
+        own_loop,
     };
     if case.copies.is_some() {
-        return batched(None);
+        // The copies count their own iterations; the window is timed whole.
+        return batched(None, false);
     }
+    let own_loop = (case.def.own_loop)(&case.params);
     match case.def.sampling {
         bench::Sampling::WholeRuns => SampleMethod::WholeRuns {
             samples: case.samples,
@@ -244,9 +247,9 @@ pub(super) fn sampling<'a>(
         bench::Sampling::Events(count) => SampleMethod::Events(count(&case.params)),
         bench::Sampling::EventsFor(count) => match count(&case.params) {
             Some(events) => SampleMethod::Events(events),
-            None => batched(stand_in),
+            None => batched(stand_in, own_loop),
         },
-        bench::Sampling::Batched { .. } => batched(stand_in),
+        bench::Sampling::Batched { .. } => batched(stand_in, own_loop),
     }
 }
 

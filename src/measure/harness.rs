@@ -290,8 +290,10 @@ impl<C: Clock> Harness<C> {
             SampleMethod::Batched {
                 stand_in: None,
                 ops_per_iter,
+                own_loop,
             } => {
-                let mut all = self.batched(&mut [workload], ops_per_iter)?;
+                let overhead = self.overhead.for_loop(own_loop);
+                let mut all = self.batched(&mut [workload], ops_per_iter, overhead)?;
                 Ok(Measured::Samples {
                     case: all.remove(0),
                     stand_in: None,
@@ -300,9 +302,11 @@ impl<C: Clock> Harness<C> {
             SampleMethod::Batched {
                 stand_in: Some(stand_in),
                 ops_per_iter,
+                own_loop,
             } => {
                 // The case first; a failed case's stand-in may be missing.
-                let mut all = self.batched(&mut [workload, stand_in], ops_per_iter)?;
+                let overhead = self.overhead.for_loop(own_loop);
+                let mut all = self.batched(&mut [workload, stand_in], ops_per_iter, overhead)?;
                 let stand_in = (all.len() > 1).then(|| Box::new(all.remove(1)));
                 Ok(Measured::Samples {
                     case: all.remove(0),
@@ -324,10 +328,12 @@ impl<C: Clock> Harness<C> {
     /// yet, the result is `Err(Interrupted)`. With a precision target, all
     /// take more samples until the case's interval (`ops_per_iter`
     /// operations per iteration, less its stand-in) is narrow enough.
+    /// `overhead` is what each sample has subtracted.
     fn batched(
         &self,
         benches: &mut [&mut dyn Workload],
         ops_per_iter: f64,
+        overhead: Overhead,
     ) -> Result<Vec<Measurement>> {
         let started = self.clock.now_ns();
         let target = self.policy.sample_time_ns as f64;
@@ -361,7 +367,7 @@ impl<C: Clock> Harness<C> {
                 }
                 Err(e) => return Err(e),
             }
-            let values = self.target_values(&samplers, ops_per_iter);
+            let values = self.target_values(&samplers, ops_per_iter, overhead);
             match self.more_wanted(&values, started) {
                 Some(Ok(extra)) => samplers.iter_mut().for_each(|s| s.want_more(extra)),
                 Some(Err(why)) => break (SamplingEnd::Planned, None, Some(why)),
@@ -378,7 +384,7 @@ impl<C: Clock> Harness<C> {
         let iters = samplers[0].iters;
         let mut measured = samplers
             .into_iter()
-            .map(|s| s.finish(end, self.overhead))
+            .map(|s| s.finish(end, overhead))
             .collect::<Result<Vec<_>>>()?;
         measured[0].target_stop = stopped_by;
         measured[0].perf = if let Some(e) = failure {
@@ -390,6 +396,36 @@ impl<C: Clock> Harness<C> {
             self.batch_pass(&mut *benches[0], iters)?
         };
         Ok(measured)
+    }
+
+    /// The case's per-operation times so far (ns), `overhead` and its
+    /// stand-in's median subtracted, as the series will hold them; empty
+    /// without a precision target.
+    fn target_values(
+        &self,
+        samplers: &[Sampler],
+        ops_per_iter: f64,
+        overhead: Overhead,
+    ) -> Vec<f64> {
+        if self.target.is_none() {
+            return Vec::new();
+        }
+        let per_op = |s: &Sampler, ops: f64| -> Vec<f64> {
+            s.accepted
+                .iter()
+                .map(|r| super::per_op_ns(*r, overhead, ops))
+                .collect()
+        };
+        let subtract = match samplers.get(1) {
+            Some(stand_in) if !stand_in.accepted.is_empty() => {
+                crate::stats::summary::median(&per_op(stand_in, 1.0))
+            }
+            _ => 0.0,
+        };
+        per_op(&samplers[0], ops_per_iter)
+            .into_iter()
+            .map(|v| v - subtract)
+            .collect()
     }
 
     /// Times one attempt of each workload whose sampler is not done, in
@@ -416,30 +452,6 @@ impl<C: Clock> Harness<C> {
             }
         }
         Ok(false)
-    }
-
-    /// The case's per-operation times so far (ns), less its stand-in's median,
-    /// as the series will hold them; empty without a precision target.
-    fn target_values(&self, samplers: &[Sampler], ops_per_iter: f64) -> Vec<f64> {
-        if self.target.is_none() {
-            return Vec::new();
-        }
-        let per_op = |s: &Sampler, ops: f64| -> Vec<f64> {
-            s.accepted
-                .iter()
-                .map(|r| super::per_op_ns(*r, self.overhead, ops))
-                .collect()
-        };
-        let subtract = match samplers.get(1) {
-            Some(stand_in) if !stand_in.accepted.is_empty() => {
-                crate::stats::summary::median(&per_op(stand_in, 1.0))
-            }
-            _ => 0.0,
-        };
-        per_op(&samplers[0], ops_per_iter)
-            .into_iter()
-            .map(|v| v - subtract)
-            .collect()
     }
 
     /// With a precision target: `None` without one; `Ok(n)` to take n more
@@ -499,7 +511,7 @@ impl<C: Clock> Harness<C> {
         let mut reports = Vec::new();
         loop {
             if sampler.accepted.len() >= wanted {
-                let values = self.target_values(std::slice::from_ref(&sampler), 1.0);
+                let values = self.target_values(std::slice::from_ref(&sampler), 1.0, self.overhead);
                 match self.more_wanted(&values, started) {
                     Some(Ok(extra)) => wanted += extra,
                     Some(Err(why)) => {
@@ -877,7 +889,7 @@ mod tests {
     fn calibrates_to_the_target_and_subtracts_overheads() {
         let (h, mut b) = setup(100, vec![]);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert_eq!(m.accepted.len(), 11);
@@ -895,12 +907,31 @@ mod tests {
     }
 
     #[test]
+    fn a_case_with_its_own_loop_has_only_the_clock_read_subtracted() {
+        let (h, mut b) = setup(100, vec![]);
+        let how = SampleMethod::Batched {
+            stand_in: None,
+            ops_per_iter: 1.0,
+            own_loop: true,
+        };
+        let Measured::Samples { case: m, .. } = h.sample(&mut b, how).unwrap() else {
+            panic!("batched sampling gives samples");
+        };
+        assert_eq!(m.overhead.loop_ns_per_iter, 0.0);
+        assert_eq!(m.overhead.timer_ns, 20.0);
+        // (1e6 − 20) / 10 000 = 99.998: the loop's 0.5 ns stays in.
+        for v in m.per_op_ns(1.0) {
+            assert!((v - 99.998).abs() < 1e-9, "{v}");
+        }
+    }
+
+    #[test]
     fn long_samples_are_rejected_and_kept() {
         // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
         // (3 ms), sampling starts at call 8: spike two of the sampling batches.
         let (h, mut b) = setup(100, vec![10, 14]);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert_eq!(m.accepted.len(), 11);
@@ -917,7 +948,7 @@ mod tests {
         h.policy.samples = 3;
         (b.stalled, b.stall_ns) = (8..27, 2_000_000);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert_eq!(
@@ -937,7 +968,10 @@ mod tests {
         );
         // Without a stall nothing is raised.
         let (h, mut b) = setup(100, vec![]);
-        let m = h.batched(&mut [&mut b], 1.0).unwrap().remove(0);
+        let m = h
+            .batched(&mut [&mut b], 1.0, h.overhead())
+            .unwrap()
+            .remove(0);
         assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     }
 
@@ -945,7 +979,7 @@ mod tests {
     fn one_iteration_longer_than_the_target_is_accepted() {
         let (h, mut b) = setup(5_000_000, vec![]);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert_eq!(m.accepted.len(), 11);
@@ -959,7 +993,7 @@ mod tests {
     #[test]
     fn warms_up_before_sampling() {
         let (h, mut b) = setup(100, vec![]);
-        h.batched(&mut [&mut b], 1.0)
+        h.batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         // 11 samples of 10 000 plus at least 3 ms of warm-up (30 000 iterations).
@@ -974,7 +1008,7 @@ mod tests {
     fn persistent_noise_gives_up_with_a_warning() {
         let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert!(!m.rejected.is_empty());
@@ -986,7 +1020,8 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         h.interrupt.set();
         assert!(matches!(
-            h.batched(&mut [&mut b], 1.0).map(|mut m| m.remove(0)),
+            h.batched(&mut [&mut b], 1.0, h.overhead())
+                .map(|mut m| m.remove(0)),
             Err(Error::Interrupted)
         ));
     }
@@ -1000,7 +1035,7 @@ mod tests {
             ..setup(300, vec![]).1
         };
         b.clock = a.clock.clone();
-        let ms = h.batched(&mut [&mut a, &mut b], 1.0).unwrap();
+        let ms = h.batched(&mut [&mut a, &mut b], 1.0, h.overhead()).unwrap();
         assert_eq!(ms.len(), 2);
         assert!(ms.iter().all(|m| m.accepted.len() == 11));
         assert_eq!(ms[1].accepted[0].iters, 3_333, "1 ms / 300 ns");
@@ -1015,7 +1050,7 @@ mod tests {
         // Calls 0–7 calibrate and warm up; sampling starts at call 8.
         b.interrupt_at = Some((12, h.interrupt.clone()));
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert!(m.interrupted);
@@ -1040,7 +1075,7 @@ mod tests {
         let (h, b) = setup(100, vec![]);
         let mut failing = FailsAt(b, 12);
         let m = h
-            .batched(&mut [&mut failing], 1.0)
+            .batched(&mut [&mut failing], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert!(!m.interrupted);
@@ -1053,7 +1088,9 @@ mod tests {
         );
         // Before any sample, the error is the result.
         let (h, b) = setup(100, vec![]);
-        let e = h.batched(&mut [&mut FailsAt(b, 3)], 1.0).unwrap_err();
+        let e = h
+            .batched(&mut [&mut FailsAt(b, 3)], 1.0, h.overhead())
+            .unwrap_err();
         assert!(e.to_string().contains("full"), "{e}");
     }
 
@@ -1178,7 +1215,7 @@ mod tests {
     fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
         let (h, mut b, perf) = setup_perf(100);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         let log = perf.log.lock().unwrap().clone();
@@ -1217,7 +1254,7 @@ mod tests {
             ..setup(300, vec![]).1
         };
         b.clock = a.clock.clone();
-        let ms = h.batched(&mut [&mut a, &mut b], 1.0).unwrap();
+        let ms = h.batched(&mut [&mut a, &mut b], 1.0, h.overhead()).unwrap();
         assert!(matches!(ms[0].perf, PerfPass::Counted { .. }));
         assert_eq!(ms[1].perf, PerfPass::NotRun);
         // The pass runs the case only, after both were sampled.
@@ -1236,7 +1273,7 @@ mod tests {
         let (h, mut b, perf) = setup_perf(100);
         b.interrupt_at = Some((12, h.interrupt.clone()));
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert!(m.interrupted);
@@ -1253,7 +1290,7 @@ mod tests {
         );
         assert!(h.meters.perf_hooks_on());
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         // Calibration (5 batches), then warm-up batches although no warm-up time
@@ -1266,7 +1303,7 @@ mod tests {
     fn without_perf_events_there_is_no_pass() {
         let (h, mut b) = setup(100, vec![]);
         assert_eq!(
-            h.batched(&mut [&mut b], 1.0)
+            h.batched(&mut [&mut b], 1.0, h.overhead())
                 .map(|mut m| m.remove(0))
                 .unwrap()
                 .perf,
@@ -1323,7 +1360,7 @@ mod tests {
         let (h, mut b, perf) = setup_perf(100);
         let h = h.counting_later();
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         assert_eq!(m.perf, PerfPass::Later);
@@ -1331,6 +1368,7 @@ mod tests {
         let how = SampleMethod::Batched {
             stand_in: None,
             ops_per_iter: 1.0,
+            own_loop: false,
         };
         let PerfPass::Counted { raw, deltas } = h.count(&mut b, how).unwrap() else {
             panic!("not counted");
@@ -1350,7 +1388,7 @@ mod tests {
         // On the PMU a quarter of the time: 2 500 of 10 000 events seen, scaled back.
         perf.multiplexed.store(4, Ordering::SeqCst);
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         let PerfPass::Counted { deltas, .. } = &m.perf else {
@@ -1371,7 +1409,7 @@ mod tests {
             max_samples: 10_000,
         });
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         let why = m.target_stop.clone().unwrap();
@@ -1395,7 +1433,7 @@ mod tests {
         });
         h.set_case_limit(std::time::Duration::from_millis(40));
         let m = h
-            .batched(&mut [&mut b], 1.0)
+            .batched(&mut [&mut b], 1.0, h.overhead())
             .map(|mut m| m.remove(0))
             .unwrap();
         let why = m.target_stop.unwrap();

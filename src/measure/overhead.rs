@@ -35,6 +35,20 @@ impl Overhead {
             loop_ns_per_iter: per_iter[per_iter.len() / 2],
         }
     }
+
+    /// What a batched sample has subtracted: all of it, or without the
+    /// empty loop when the case's run is a loop of its own
+    /// (`BenchDef::own_loop`).
+    pub fn for_loop(self, own_loop: bool) -> Self {
+        if own_loop {
+            Self {
+                loop_ns_per_iter: 0.0,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
 }
 
 /// The loop every workload's `run` has around its operation, with nothing in it.

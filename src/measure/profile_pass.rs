@@ -300,6 +300,7 @@ mod tests {
         SampleMethod::Batched {
             stand_in: None,
             ops_per_iter: 2.0,
+            own_loop: false,
         }
     }
 

@@ -66,6 +66,9 @@ pub enum SampleMethod<'a> {
         stand_in: Option<&'a mut dyn Workload>,
         /// Operations per iteration (for a precision target's interval).
         ops_per_iter: f64,
+        /// The case's `run` loops in its own instructions, counted as its
+        /// anchor counts them: no empty loop's cost is subtracted per iteration.
+        own_loop: bool,
     },
     /// Every sample is one whole run: `prepare()` untimed, then `run(1)` timed;
     /// `samples` of them instead of the policy's when given.
