@@ -443,7 +443,9 @@ impl<C: Clock> Harness<C> {
             for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
                 if !sampler.done() {
                     match self.time_metered(*bench, sampler.iters) {
-                        Ok((elapsed, used)) => sampler.record(elapsed, used),
+                        Ok((elapsed, used)) => {
+                            sampler.record(elapsed, bench.completed(sampler.iters), used);
+                        }
                         // A workload that noticed the signal while blocked: keep what we have.
                         Err(Error::Interrupted) => return Ok(true),
                         Err(e) => return Err(e),
@@ -904,6 +906,37 @@ mod tests {
         }
         // Per-op conversion for benchmarks with several operations per iteration.
         assert!((m.per_op_ns(2.0)[0] - 49.749).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_sample_is_credited_the_iterations_the_workload_completed() {
+        /// Copies that count a tenth past what was asked before the
+        /// timing thread sees the window complete.
+        struct CountsOn(FakeBench);
+        impl Workload for CountsOn {
+            fn run(&mut self, iters: u64) -> Result<()> {
+                self.0.run(iters)
+            }
+            fn completed(&self, asked: u64) -> u64 {
+                asked + asked / 10
+            }
+        }
+        let (h, b) = setup(100, vec![]);
+        let mut b = CountsOn(b);
+        let m = h
+            .batched(&mut [&mut b], 1.0, h.overhead())
+            .map(|mut m| m.remove(0))
+            .unwrap();
+        assert_eq!(m.accepted.len(), 11);
+        assert!(
+            m.accepted.iter().all(|s| s.iters == 11_000),
+            "{:?}",
+            m.accepted
+        );
+        // (1e6 − 20 − 11 000 × 0.5) / 11 000: the time over what was counted.
+        for v in m.per_op_ns(1.0) {
+            assert!((v - 994_480.0 / 11_000.0).abs() < 1e-9, "{v}");
+        }
     }
 
     #[test]

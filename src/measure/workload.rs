@@ -12,6 +12,16 @@ pub trait Workload {
     /// between its clock reads: no allocation, no printing, no clock reads.
     fn run(&mut self, iters: u64) -> Result<()>;
 
+    /// For [`SampleMethod::Batched`]: the iterations the last `run(asked)`
+    /// had completed when it returned. Called right after the clock read
+    /// that ends the sample. Only copies counted by other tasks differ from
+    /// `asked` (the default): they go on counting while the timing thread
+    /// waits to be woken once `asked` is reached, and the sample is credited
+    /// what they counted, not what was asked.
+    fn completed(&self, asked: u64) -> u64 {
+        asked
+    }
+
     /// For [`SampleMethod::WholeRuns`]: gets the next run ready (e.g. starts and
     /// synchronises its workers); called untimed before each timed `run(1)`.
     fn prepare(&mut self) -> Result<()> {

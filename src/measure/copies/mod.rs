@@ -9,8 +9,10 @@
 //! Follows antonblanchard/will-it-scale (main.c: a counter per task in
 //! shared memory, processes and threads variants, tasks placed over CPUs);
 //! differs in that the window is the harness's calibrated sample (a target
-//! duration, 10 ms by default) instead of a fixed second, and its samples are
-//! ns per operation (smaller is faster) rather than operations per second.
+//! duration, 10 ms by default, and at least 16 iterations of each copy)
+//! instead of a fixed second, credited what the copies had counted when the
+//! timing thread saw it end, and its samples are ns per operation (smaller
+//! is faster) rather than operations per second.
 //! Left out: knowing any benchmark (the copies' set-up is a closure), the
 //! scaling arithmetic (`stats::scaling`) and its rendering (`report`).
 
