@@ -664,10 +664,11 @@ impl<C: Clock> Harness<C> {
         }
     }
 
-    /// The counting pass of a batched case: [`PERF_PASS_BATCHES`] batches of `iters`.
+    /// The counting pass of a batched case: [`PERF_PASS_BATCHES`] batches of
+    /// `iters`, each credited what the workload completed.
     fn batch_pass(&self, case: &mut dyn Workload, iters: u64) -> Result<PerfPass> {
         self.perf_pass(PERF_PASS_BATCHES, |perf| {
-            self.counted(perf, || case.run(iters).map(|()| iters))
+            self.counted(perf, || case.run(iters).map(|()| case.completed(iters)))
         })
     }
 
@@ -856,6 +857,11 @@ mod tests {
         }
     }
 
+    /// `b`'s measurement, batched alone with the harness's overheads.
+    fn sample_one(h: &Harness<FakeClock>, b: &mut dyn Workload) -> Measurement {
+        h.batched(&mut [b], 1.0, h.overhead()).unwrap().remove(0)
+    }
+
     fn setup(cost_ns: u64, spikes: Vec<usize>) -> (Harness<FakeClock>, FakeBench) {
         let clock = FakeClock::default();
         let policy = Policy {
@@ -890,10 +896,7 @@ mod tests {
     #[test]
     fn calibrates_to_the_target_and_subtracts_overheads() {
         let (h, mut b) = setup(100, vec![]);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(m.accepted.len(), 11);
         assert!(m.rejected.is_empty());
         for s in &m.accepted {
@@ -923,10 +926,7 @@ mod tests {
         }
         let (h, b) = setup(100, vec![]);
         let mut b = CountsOn(b);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(m.accepted.len(), 11);
         assert!(
             m.accepted.iter().all(|s| s.iters == 11_000),
@@ -963,10 +963,7 @@ mod tests {
         // Calls 0–4 calibrate (1, 8, 64, 512, 10 000 iterations), 5–7 warm up
         // (3 ms), sampling starts at call 8: spike two of the sampling batches.
         let (h, mut b) = setup(100, vec![10, 14]);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(m.accepted.len(), 11);
         assert_eq!(m.rejected.len(), 2);
         assert_eq!(m.meters.len(), 11, "one meter reading per accepted sample");
@@ -980,10 +977,7 @@ mod tests {
         let (mut h, mut b) = setup(100, vec![]);
         h.policy.samples = 3;
         (b.stalled, b.stall_ns) = (8..27, 2_000_000);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(
             m.rejected.len(),
             20,
@@ -1011,10 +1005,7 @@ mod tests {
     #[test]
     fn one_iteration_longer_than_the_target_is_accepted() {
         let (h, mut b) = setup(5_000_000, vec![]);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(m.accepted.len(), 11);
         assert!(
             m.accepted
@@ -1040,10 +1031,7 @@ mod tests {
     #[test]
     fn persistent_noise_gives_up_with_a_warning() {
         let (h, mut b) = setup(100, (0..10_000).filter(|i| i % 2 == 0).collect());
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert!(!m.rejected.is_empty());
         assert!(!m.warnings.is_empty(), "noise this heavy must be reported");
     }
@@ -1082,10 +1070,7 @@ mod tests {
         let (h, mut b) = setup(100, vec![]);
         // Calls 0–7 calibrate and warm up; sampling starts at call 8.
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert!(m.interrupted);
         assert_eq!(m.accepted.len(), 5);
         assert!(m.warnings[0].contains("interrupted after 5 of 11"));
@@ -1247,10 +1232,7 @@ mod tests {
     #[test]
     fn timed_samples_run_with_no_perf_event_open_and_a_counting_pass_follows() {
         let (h, mut b, perf) = setup_perf(100);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         let log = perf.log.lock().unwrap().clone();
         // Calibration, warm-up and every timed sample: no perf event open.
         let open = log.iter().position(|e| e == "open").unwrap();
@@ -1305,10 +1287,7 @@ mod tests {
     fn an_interrupted_case_says_it_was_not_counted() {
         let (h, mut b, perf) = setup_perf(100);
         b.interrupt_at = Some((12, h.interrupt.clone()));
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert!(m.interrupted);
         assert!(matches!(&m.perf, PerfPass::Skipped(why) if why.contains("interrupted")));
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
@@ -1322,10 +1301,7 @@ mod tests {
             crate::measure::meters::PERF_HOOKS_LINGER - std::time::Duration::from_millis(20),
         );
         assert!(h.meters.perf_hooks_on());
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         // Calibration (5 batches), then warm-up batches although no warm-up time
         // was asked for, then 11 samples and the 3 batches of the pass.
         assert!(b.calls > 5 + 11 + PERF_PASS_BATCHES, "{}", b.calls);
@@ -1392,10 +1368,7 @@ mod tests {
     fn a_run_counting_later_times_quietly_and_counts_once_when_asked() {
         let (h, mut b, perf) = setup_perf(100);
         let h = h.counting_later();
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         assert_eq!(m.perf, PerfPass::Later);
         assert!(!perf.log.lock().unwrap().iter().any(|e| e == "open"));
         let how = SampleMethod::Batched {
@@ -1420,10 +1393,7 @@ mod tests {
         let (h, mut b, perf) = setup_perf(100);
         // On the PMU a quarter of the time: 2 500 of 10 000 events seen, scaled back.
         perf.multiplexed.store(4, Ordering::SeqCst);
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         let PerfPass::Counted { deltas, .. } = &m.perf else {
             panic!("no counting pass: {:?}", m.perf);
         };
@@ -1441,10 +1411,7 @@ mod tests {
             ci: 0.01,
             max_samples: 10_000,
         });
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         let why = m.target_stop.clone().unwrap();
         assert!(why.starts_with("reached ±"), "{why}");
         assert!(m.accepted.len() > 11, "{}", m.accepted.len());
@@ -1465,10 +1432,7 @@ mod tests {
             max_samples: 10_000,
         });
         h.set_case_limit(std::time::Duration::from_millis(40));
-        let m = h
-            .batched(&mut [&mut b], 1.0, h.overhead())
-            .map(|mut m| m.remove(0))
-            .unwrap();
+        let m = sample_one(&h, &mut b);
         let why = m.target_stop.unwrap();
         assert!(
             why.starts_with("stopped on the time limit (0.0 s)"),
