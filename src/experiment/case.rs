@@ -550,6 +550,32 @@ mod tests {
     }
 
     #[test]
+    fn only_a_case_with_its_own_loop_is_sampled_without_the_empty_loop() {
+        let own_loop = |case: &str, copies: Option<crate::measure::copies::Copies>| {
+            let def = &bench::rseq::DEF;
+            let case = Case {
+                def,
+                params: Params::new(def, &[("case", case)]),
+                samples: None,
+                copies,
+            };
+            match sampling(&case, None, 1.0) {
+                SampleMethod::Batched { own_loop, .. } => own_loop,
+                _ => panic!("rseq is batched"),
+            }
+        };
+        assert!(own_loop("rseq", None));
+        assert!(!own_loop("lock", None));
+        // Copies count their own iterations; their windows are timed whole.
+        let two = crate::measure::copies::Copies {
+            n: 2,
+            mode: crate::measure::copies::Mode::Processes,
+            place: crate::measure::copies::Place::Spread,
+        };
+        assert!(!own_loop("rseq", Some(two)));
+    }
+
+    #[test]
     fn a_family_that_names_its_own_cause_of_two_clusters_is_named_first() {
         let samples = vec![1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7, 2.0, 1.7];
         let bimodal_series = || {

@@ -398,6 +398,34 @@ impl<C: Clock> Harness<C> {
         Ok(measured)
     }
 
+    /// Times one attempt of each workload whose sampler is not done, in
+    /// turn, until all are; true when an interrupt stopped it (the samples
+    /// taken are kept).
+    fn sample_alternately(
+        &self,
+        benches: &mut [&mut dyn Workload],
+        samplers: &mut [Sampler],
+    ) -> Result<bool> {
+        while samplers.iter().any(|s| !s.done()) {
+            if self.interrupt.is_set() {
+                return Ok(true);
+            }
+            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
+                if !sampler.done() {
+                    match self.time_metered(*bench, sampler.iters) {
+                        Ok((elapsed, used)) => {
+                            sampler.record(elapsed, bench.completed(sampler.iters), used);
+                        }
+                        // A workload that noticed the signal while blocked: keep what we have.
+                        Err(Error::Interrupted) => return Ok(true),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// The case's per-operation times so far (ns), `overhead` and its
     /// stand-in's median subtracted, as the series will hold them; empty
     /// without a precision target.
@@ -426,34 +454,6 @@ impl<C: Clock> Harness<C> {
             .into_iter()
             .map(|v| v - subtract)
             .collect()
-    }
-
-    /// Times one attempt of each workload whose sampler is not done, in
-    /// turn, until all are; true when an interrupt stopped it (the samples
-    /// taken are kept).
-    fn sample_alternately(
-        &self,
-        benches: &mut [&mut dyn Workload],
-        samplers: &mut [Sampler],
-    ) -> Result<bool> {
-        while samplers.iter().any(|s| !s.done()) {
-            if self.interrupt.is_set() {
-                return Ok(true);
-            }
-            for (bench, sampler) in benches.iter_mut().zip(samplers.iter_mut()) {
-                if !sampler.done() {
-                    match self.time_metered(*bench, sampler.iters) {
-                        Ok((elapsed, used)) => {
-                            sampler.record(elapsed, bench.completed(sampler.iters), used);
-                        }
-                        // A workload that noticed the signal while blocked: keep what we have.
-                        Err(Error::Interrupted) => return Ok(true),
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-        }
-        Ok(false)
     }
 
     /// With a precision target: `None` without one; `Ok(n)` to take n more

@@ -144,10 +144,11 @@ impl Sampler {
             || self.accepted.len() + self.rejected.len() >= self.max_attempts()
     }
 
-    /// Files one timed batch, `completed` iterations of the `iters` asked
-    /// (more for copies that went on counting), as accepted or rejected and re-sizes the batch:
-    /// at once after a short one, after two long ones in a row (one long
-    /// sample is usually an interruption, not a wrong count).
+    /// Files one timed batch of `completed` iterations (the `iters` asked,
+    /// or more for copies that went on counting) as accepted or rejected,
+    /// and re-sizes the batch: at once after a short one, after two long
+    /// ones in a row (one long sample is usually an interruption, not a
+    /// wrong count).
     pub(super) fn record(&mut self, elapsed: u64, completed: u64, used: MeterDelta) {
         let target = self.target;
         let sample = RawSample {

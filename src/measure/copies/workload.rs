@@ -302,8 +302,9 @@ impl Drop for CopiesWorkload {
 /// The fewest iterations of each copy one window waits for. A window
 /// counts whole iterations, and the copies' iterations end out of step, so
 /// a window of one iteration each (a whole run of `fault` lasts 50 ms)
-/// read 31–87 ms from sample to sample at 2 copies; with 16 the counting's
-/// own error is within about 1/32 of a window.
+/// read 31–87 ms from sample to sample at 2 copies; with 16, the part of an
+/// iteration each other copy has done when a window starts or ends is at
+/// most a sixteenth of its count.
 const MIN_PER_COPY: u64 = 16;
 
 /// How long stopped copies have to finish their iteration and tear down.
