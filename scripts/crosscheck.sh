@@ -263,10 +263,6 @@ quiet() {
     echo "$busy"
 }
 
-# The fastest sample of BENCH, from the result document `ours_document` prints.
-min_of() { python3 -c 'import json, sys
-d = json.load(sys.stdin)
-print(next(s["summary"]["min"] for s in d["series"] if s["bench"] == sys.argv[1]))' "$1"; }
 # memlat's figure beside lat_mem_rd's fastest run of one buffer: with one
 # buffer (the document's buffers_walked) its fastest sample, with several
 # its median over them; LAT_MEM_RD_STAT=min or median forces one.

@@ -288,25 +288,16 @@ impl<C: Clock> Harness<C> {
     pub fn sample(&self, workload: &mut dyn Workload, how: SampleMethod) -> Result<Measured> {
         match how {
             SampleMethod::Batched {
-                stand_in: None,
+                stand_in,
                 ops_per_iter,
                 own_loop,
             } => {
                 let overhead = self.overhead.for_loop(own_loop);
-                let mut all = self.batched(&mut [workload], ops_per_iter, overhead)?;
-                Ok(Measured::Samples {
-                    case: all.remove(0),
-                    stand_in: None,
-                })
-            }
-            SampleMethod::Batched {
-                stand_in: Some(stand_in),
-                ops_per_iter,
-                own_loop,
-            } => {
                 // The case first; a failed case's stand-in may be missing.
-                let overhead = self.overhead.for_loop(own_loop);
-                let mut all = self.batched(&mut [workload, stand_in], ops_per_iter, overhead)?;
+                let mut all = match stand_in {
+                    None => self.batched(&mut [workload], ops_per_iter, overhead)?,
+                    Some(s) => self.batched(&mut [workload, s], ops_per_iter, overhead)?,
+                };
                 let stand_in = (all.len() > 1).then(|| Box::new(all.remove(1)));
                 Ok(Measured::Samples {
                     case: all.remove(0),
@@ -557,10 +548,7 @@ impl<C: Clock> Harness<C> {
             self.overhead
         } else {
             // The runs read their own clocks: nothing of ours to subtract.
-            Overhead {
-                timer_ns: 0.0,
-                loop_ns_per_iter: 0.0,
-            }
+            Overhead::ZERO
         };
         let mut measured = sampler.finish(end, overhead)?;
         measured.target_stop = stopped_by;
