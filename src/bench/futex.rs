@@ -36,10 +36,16 @@
 //! - `perf`: perf's own, event by event: fresh waiters pinned round robin to
 //!   the CPUs (perf's placement unless `--pin` says otherwise) that exit once
 //!   woken, and 100 ms of idleness between their blocking and the timed
-//!   calls; wake-parallel's wakers are fresh unpinned threads released by a
-//!   barrier. Each event then includes waking idle CPUs and, where a woken
-//!   waiter shares the waker's CPU, its preemption of the waker. perf's
-//!   figures are this method's, measured with its µs clock.
+//!   calls. As perf's, the waiters first wait to be released together (its
+//!   condition variable) and block on the futex just after that wake-up: the
+//!   scheduler then lets a waiter woken on the waker's CPU preempt it, as it
+//!   does perf's (a freshly started thread that blocks at once is not let).
+//!   wake-parallel's wakers are fresh unpinned threads meeting the timing
+//!   thread at a barrier whose last arrival releases the others and makes
+//!   its call at once (perf's pthread barrier). Each event then includes
+//!   waking idle CPUs and, where a woken waiter shares the waker's CPU, its
+//!   preemption of the waker. perf's figures are this method's, measured
+//!   with its µs clock.
 //!
 //! Differences from perf, on purpose: perf runs each throughput workload for
 //! 10 s and averages the threads' rates; osbench times the timing thread in
@@ -820,12 +826,54 @@ struct PerfRound {
     /// leave without waking (a waker failed to start).
     waker_ns: Vec<AtomicU64>,
     go: AtomicU32,
+    /// wake-parallel: how many of the wakers and the timing thread reached
+    /// the barrier that `go` opens.
+    arrived: AtomicU32,
+    /// The waiters' release: they wait on it first and block on `word` once
+    /// it turns 1.
+    start: AtomicU32,
 }
 
 impl PerfRound {
+    fn new(waiters: usize, wakers: usize) -> PerfRound {
+        PerfRound {
+            word: AtomicU32::new(0),
+            word2: AtomicU32::new(0),
+            tids: (0..waiters).map(|_| AtomicI32::new(0)).collect(),
+            waker_ns: (0..wakers).map(|_| AtomicU64::new(0)).collect(),
+            go: AtomicU32::new(0),
+            arrived: AtomicU32::new(0),
+            start: AtomicU32::new(0),
+        }
+    }
+
+    /// perf's pthread barrier of the wakers and the timing thread: the last
+    /// of `parties` to arrive releases the others and goes on at once (so
+    /// one waker usually makes its timed call while the others wake).
+    fn barrier(&self, parties: u32) {
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == parties {
+            self.go.store(1, Ordering::Release);
+            unpark(&self.go);
+        } else {
+            park(&self.go, 0);
+        }
+    }
+
+    /// Releases the waiters once all wait to be (perf's condition variable:
+    /// each blocks on the futex just after a wake-up, as perf's do) and
+    /// returns once all are blocked on `word`.
+    fn block_waiters(&self) -> Result<()> {
+        await_blocked(&self.tids, &self.start)?;
+        self.start.store(1, Ordering::Release);
+        unpark(&self.start);
+        await_blocked(&self.tids, &self.word)
+    }
+
     /// Wakes whoever still waits, on either word (after a failure); the
     /// words change first, so a waiter not blocked yet will not block.
     fn release_all(&self, flags: i32) {
+        self.start.store(1, Ordering::Release);
+        unpark(&self.start);
         for word in [&self.word, &self.word2] {
             word.store(1, Ordering::Release);
             futex(word, libc::FUTEX_WAKE | flags, i32::MAX as u32, 0, None);
@@ -842,13 +890,7 @@ impl Futex {
             Kind::WakeParallel { wakers } => wakers,
             _ => 0,
         };
-        let round = Arc::new(PerfRound {
-            word: AtomicU32::new(0),
-            word2: AtomicU32::new(0),
-            tids: (0..t).map(|_| AtomicI32::new(0)).collect(),
-            waker_ns: (0..wakers_n).map(|_| AtomicU64::new(0)).collect(),
-            go: AtomicU32::new(0),
-        });
+        let round = Arc::new(PerfRound::new(t, wakers_n));
         let mut waiters = Vec::with_capacity(t);
         let mut outcome = Ok(());
         for i in 0..t {
@@ -864,7 +906,7 @@ impl Futex {
             }
         }
         if outcome.is_ok() {
-            outcome = await_blocked(&round.tids, &round.word).and_then(|()| {
+            outcome = round.block_waiters().and_then(|()| {
                 std::thread::sleep(PERF_IDLE);
                 self.perf_timed_calls(&round, wakers_n)
             });
@@ -903,10 +945,13 @@ impl Futex {
                         }
                     }
                 }
-                round
-                    .go
-                    .store(if failure.is_some() { 2 } else { 1 }, Ordering::Release);
-                unpark(&round.go);
+                match failure {
+                    None => round.barrier(wakers_n as u32 + 1),
+                    Some(_) => {
+                        round.go.store(2, Ordering::Release);
+                        unpark(&round.go);
+                    }
+                }
                 for w in wakers {
                     let _ = w.join();
                 }
@@ -927,13 +972,14 @@ impl Futex {
 fn perf_waiter(round: &PerfRound, i: usize, flags: i32) {
     // SAFETY: gettid has no preconditions.
     round.tids[i].store(unsafe { libc::gettid() }, Ordering::Release);
+    park(&round.start, 0);
     while futex(&round.word, libc::FUTEX_WAIT | flags, 0, 0, None) != 0 && errno() == libc::EINTR {}
 }
 
 /// A waker of perf's wake-parallel: released with the others, times its
 /// one FUTEX_WAKE of `share` waiters.
 fn perf_waker(round: &PerfRound, i: usize, share: u32, flags: i32) {
-    park(&round.go, 0);
+    round.barrier(round.waker_ns.len() as u32 + 1);
     if round.go.load(Ordering::Acquire) != 1 {
         return;
     }
@@ -1069,6 +1115,48 @@ mod tests {
             assert_eq!(events.len(), expected, "{workload}: {events:?}");
             w.teardown().unwrap();
         }
+    }
+
+    #[test]
+    fn perfs_barrier_holds_all_until_the_last_arrives_who_goes_on_at_once() {
+        let round = Arc::new(PerfRound::new(0, 2));
+        let passed = Arc::new(AtomicU32::new(0));
+        let early: Vec<_> = (0..2)
+            .map(|_| {
+                let (r, p) = (Arc::clone(&round), Arc::clone(&passed));
+                std::thread::spawn(move || {
+                    r.barrier(3);
+                    p.fetch_add(1, Ordering::AcqRel);
+                })
+            })
+            .collect();
+        while round.arrived.load(Ordering::Acquire) < 2 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            passed.load(Ordering::Acquire),
+            0,
+            "released before the last arrival"
+        );
+        // The last arrival does not wait: in a thread, so a wrong barrier fails, not hangs.
+        let last = {
+            let r = Arc::clone(&round);
+            std::thread::spawn(move || r.barrier(3))
+        };
+        let since = std::time::Instant::now();
+        while !last.is_finished() {
+            assert!(
+                since.elapsed() < Duration::from_secs(5),
+                "the last arrival waited"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for t in early {
+            t.join().unwrap();
+        }
+        assert_eq!(passed.load(Ordering::Acquire), 2);
+        assert_eq!(round.go.load(Ordering::Acquire), 1);
     }
 
     #[test]
