@@ -97,7 +97,7 @@ pub static DEF: BenchDef = BenchDef {
         .to_string()
     },
     anchor,
-    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Wake-ups by osbench's method reuse waiters seen blocked in /proc and wake them at once; method=perf is perf's (fresh waiters that exit, 100 ms idle first). Threads are pinned as --pin says; perf pins round robin (--pin spread).",
+    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Wake-ups by osbench's method reuse waiters seen blocked in /proc and wake them at once; method=perf is perf's (fresh waiters released together, then blocked, that exit once woken; wake-parallel's wakers at perf's barrier; 100 ms idle first): its events are cold and spread 10-75 % between invocations on both sides. Threads are pinned as --pin says; perf pins round robin (--pin spread).",
     tasks,
     setup,
     sampling: Sampling::EventsFor(|p| {
