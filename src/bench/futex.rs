@@ -42,7 +42,10 @@
 //!   does perf's (a freshly started thread that blocks at once is not let).
 //!   wake-parallel's wakers are fresh unpinned threads meeting the timing
 //!   thread at a barrier whose last arrival releases the others and makes
-//!   its call at once (perf's pthread barrier). Each event then includes
+//!   its call at once (perf's pthread barrier). All these threads are plain
+//!   POSIX threads with glibc's default stack, as perf's: a Rust thread
+//!   unmaps its signal stack as it exits, and the waiters exit while the
+//!   wakers are timed (`util::plain_thread`). Each event then includes
 //!   waking idle CPUs and, where a woken waiter shares the waker's CPU, its
 //!   preemption of the waker. perf's figures are this method's, measured
 //!   with its µs clock.
@@ -60,6 +63,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::util::plain_thread::PlainThread;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -97,7 +101,7 @@ pub static DEF: BenchDef = BenchDef {
         .to_string()
     },
     anchor,
-    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Wake-ups by osbench's method reuse waiters seen blocked in /proc and wake them at once; method=perf is perf's (fresh waiters released together, then blocked, that exit once woken; wake-parallel's wakers at perf's barrier; 100 ms idle first): its events are cold and spread 10-75 % between invocations on both sides. Threads are pinned as --pin says; perf pins round robin (--pin spread).",
+    differs: "perf runs hash and lock-pi for 10 s and averages every thread's rate; osbench times one thread of them in 10 ms batches while the others run, so its rate is one thread's. Wake-ups by osbench's method reuse waiters seen blocked in /proc and wake them at once; method=perf is perf's (fresh waiters released together, then blocked, that exit once woken; wake-parallel's wakers at perf's barrier; 100 ms idle first): its events are cold and spread 10-95 % between invocations on both sides. perf's waiters end in pthread_exit(), whose forced unwind took 28 µs against 14 µs for osbench's returning (Intel, traced); perf's wake event holds one such exit, of the woken waiter that preempts the waker on its CPU. Threads are pinned as --pin says; perf pins round robin (--pin spread).",
     tasks,
     setup,
     sampling: Sampling::EventsFor(|p| {
@@ -353,22 +357,9 @@ fn spawn(
     task: usize,
     body: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle<()>> {
-    spawn_on("osbench-futex", placement.cpu_of(task), task - 1, body)
-}
-
-/// The name of perf's method's threads (15 bytes: all of it is the comm).
-const PERF_THREAD: &str = "osbench-futexpf";
-
-/// One thread named `name` on `cpu` (or the scheduler's choice), after
-/// `started` others.
-fn spawn_on(
-    name: &str,
-    cpu: Option<usize>,
-    started: usize,
-    body: impl FnOnce() + Send + 'static,
-) -> Result<JoinHandle<()>> {
+    let cpu = placement.cpu_of(task);
     std::thread::Builder::new()
-        .name(name.into())
+        .name("osbench-futex".into())
         .stack_size(64 << 10)
         .spawn(move || {
             if let Some(cpu) = cpu {
@@ -376,7 +367,36 @@ fn spawn_on(
             }
             body();
         })
-        .map_err(|e| thread_error(started, e))
+        .map_err(|e| thread_error(task - 1, e))
+}
+
+/// The name of perf's method's threads (15 bytes: all of it is the comm).
+const PERF_THREAD: &str = "osbench-futexpf";
+/// Their stack: glibc's default (RLIMIT_STACK's 8 MiB), as perf's.
+const PERF_STACK: usize = 8 << 20;
+
+/// One of perf's method's threads: a plain POSIX thread, as perf's are (a
+/// Rust thread's exit unmaps its signal stack while the event is timed:
+/// `util::plain_thread`), on `cpu` when placed, after `started` others.
+fn spawn_perf(
+    cpu: Option<usize>,
+    started: usize,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<PlainThread> {
+    let thread = PlainThread::spawn(
+        PERF_STACK,
+        Box::new(move || {
+            if let Some(cpu) = cpu {
+                let _ = pin_thread_for_life(cpu);
+            }
+            body();
+            Ok(())
+        }),
+    )
+    .map_err(|e| thread_error(started, e))?;
+    let name = std::ffi::CString::new(PERF_THREAD).expect("no NUL in the name");
+    let _ = thread.set_name(&name);
+    Ok(thread)
 }
 
 /// What the timing thread and its helpers share.
@@ -895,9 +915,7 @@ impl Futex {
         let mut outcome = Ok(());
         for i in 0..t {
             let r = Arc::clone(&round);
-            match spawn_on(PERF_THREAD, placement.cpu_of(i), i, move || {
-                perf_waiter(&r, i, flags)
-            }) {
+            match spawn_perf(placement.cpu_of(i), i, move || perf_waiter(&r, i, flags)) {
                 Ok(handle) => waiters.push(handle),
                 Err(e) => {
                     outcome = Err(e);
@@ -935,7 +953,7 @@ impl Futex {
                 for i in 0..wakers_n {
                     let r = Arc::clone(round);
                     // perf lets the scheduler place its wakers.
-                    match spawn_on(PERF_THREAD, None, self.threads + i, move || {
+                    match spawn_perf(None, self.threads + i, move || {
                         perf_waker(&r, i, share, flags)
                     }) {
                         Ok(handle) => wakers.push(handle),

@@ -2,7 +2,8 @@
 //! their resolution into cases (`select`), raw-descriptor I/O (`fdio`),
 //! futex waits and wakes (`futex`), what confines a thread (`confine`:
 //! seccomp, Landlock) or observes it (`observe`: audit rules, probes) for
-//! `sandbox`, the helper tasks and working sets of the message-passing
+//! `sandbox`, POSIX threads made as C benchmarks make them (`plain_thread`),
+//! the helper tasks and working sets of the message-passing
 //! families (`ring`), and loads, stores and sums that compile as lmbench's
 //! C loops do (`words`).
 
@@ -10,6 +11,7 @@ pub mod confine;
 pub mod fdio;
 pub mod futex;
 pub mod observe;
+pub mod plain_thread;
 pub mod ring;
 pub mod select;
 pub mod words;

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::futex;
+use super::plain_thread::PlainThread;
 use crate::error::{Error, Result};
 use crate::measure::interrupt;
 use crate::measure::limits::thread_error;
@@ -127,7 +128,7 @@ pub enum Helpers {
     /// Threads made the way hackbench -T makes them (see [`Helpers::plain_threads`]).
     PlainThreads {
         stack_bytes: usize,
-        threads: Vec<libc::pthread_t>,
+        threads: Vec<PlainThread>,
     },
 }
 
@@ -324,7 +325,7 @@ impl Helpers {
                     body()
                 };
                 threads.push(
-                    plain_thread(*stack_bytes, Box::new(body))
+                    PlainThread::spawn(*stack_bytes, Box::new(body))
                         .map_err(|e| thread_error(started, e))?,
                 );
                 Ok(())
@@ -395,72 +396,12 @@ impl Helpers {
             Helpers::PlainThreads { threads, .. } => {
                 let mut result = Ok(());
                 for t in threads.drain(..) {
-                    result = result.and(join_plain(t));
+                    result = result.and(t.join());
                 }
                 result
             }
         }
     }
-}
-
-/// What a plain thread runs: its body, boxed so it crosses pthread_create's `void *`.
-type PlainBody = Box<dyn FnOnce() -> io::Result<()> + Send>;
-
-/// Starts `body` on a new POSIX thread with a `stack_bytes` stack (at least
-/// PTHREAD_STACK_MIN) and default everything else.
-fn plain_thread(stack_bytes: usize, body: PlainBody) -> io::Result<libc::pthread_t> {
-    /// Runs the body; returns null on success, else a leaked `Box<io::Error>`
-    /// that [`join_plain`] takes back (a panic becomes an error too).
-    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
-        // SAFETY: `arg` is the `Box<PlainBody>` leaked by `plain_thread` for this thread alone.
-        let body = unsafe { Box::from_raw(arg.cast::<PlainBody>()) };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
-            .unwrap_or_else(|_| Err(io::Error::other("a helper thread panicked")));
-        match outcome {
-            Ok(()) => std::ptr::null_mut(),
-            Err(e) => Box::into_raw(Box::new(e)).cast(),
-        }
-    }
-    let arg = Box::into_raw(Box::new(body));
-    let mut thread: libc::pthread_t = 0;
-    // SAFETY: the attribute object is initialised before use and destroyed
-    // after; `start` takes ownership of `arg` only if the thread was created,
-    // otherwise it is taken back here.
-    let err = unsafe {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        libc::pthread_attr_init(&mut attr);
-        libc::pthread_attr_setstacksize(&mut attr, stack_bytes.max(libc::PTHREAD_STACK_MIN));
-        let err = libc::pthread_create(&mut thread, &attr, start, arg.cast());
-        libc::pthread_attr_destroy(&mut attr);
-        if err != 0 {
-            drop(Box::from_raw(arg));
-        }
-        err
-    };
-    if err == 0 {
-        Ok(thread)
-    } else {
-        Err(io::Error::from_raw_os_error(err))
-    }
-}
-
-/// Joins a thread from [`plain_thread`] and returns how its body ended.
-fn join_plain(thread: libc::pthread_t) -> Result<()> {
-    let mut ret: *mut libc::c_void = std::ptr::null_mut();
-    // SAFETY: `thread` was created joinable by `plain_thread` and is joined once.
-    let err = unsafe { libc::pthread_join(thread, &mut ret) };
-    if err != 0 {
-        return Err(Error::io(
-            "joining a helper thread",
-            io::Error::from_raw_os_error(err),
-        ));
-    }
-    if ret.is_null() {
-        return Ok(());
-    }
-    // SAFETY: a non-null result is the `Box<io::Error>` leaked by `start`.
-    let e = unsafe { Box::from_raw(ret.cast::<io::Error>()) };
-    Err(Error::io("a helper thread failed", *e))
 }
 
 fn check_exits(exits: Vec<Exit>) -> Result<()> {

@@ -1,0 +1,159 @@
+//! POSIX threads made the way C benchmarks make them: pthread_create with a
+//! stack size and default everything else. Rust's std threads also map a
+//! signal stack each and unmap it as they exit (a munmap, so a TLB
+//! shoot-down, in the exiting thread's last microseconds), which is work
+//! inside a timed hackbench -T run (`ring`) and inside perf bench futex's
+//! events (`futex`), whose threads exit while others are timed.
+//!
+//! Leaves out: names (the caller sets one if it wants), stop handling (the
+//! threads die with their process) and placement (the body pins itself).
+
+use std::io;
+
+use crate::error::{Error, Result};
+
+/// What a plain thread runs: its body, boxed so it crosses pthread_create's `void *`.
+pub type PlainBody = Box<dyn FnOnce() -> io::Result<()> + Send>;
+
+/// A joinable POSIX thread; dropping it joins it, so none is left behind.
+pub struct PlainThread {
+    thread: libc::pthread_t,
+    joined: bool,
+}
+
+impl PlainThread {
+    /// Starts `body` on a new POSIX thread with a `stack_bytes` stack (at
+    /// least PTHREAD_STACK_MIN).
+    pub fn spawn(stack_bytes: usize, body: PlainBody) -> io::Result<PlainThread> {
+        /// Runs the body; returns null on success, else a leaked `Box<io::Error>`
+        /// that [`PlainThread::join`] takes back (a panic becomes an error too).
+        extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+            // SAFETY: `arg` is the `Box<PlainBody>` leaked by `spawn` for this thread alone.
+            let body = unsafe { Box::from_raw(arg.cast::<PlainBody>()) };
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+                .unwrap_or_else(|_| Err(io::Error::other("a helper thread panicked")));
+            match outcome {
+                Ok(()) => std::ptr::null_mut(),
+                Err(e) => Box::into_raw(Box::new(e)).cast(),
+            }
+        }
+        let arg = Box::into_raw(Box::new(body));
+        let mut thread: libc::pthread_t = 0;
+        // SAFETY: the attribute object is initialised before use and destroyed
+        // after; `start` takes ownership of `arg` only if the thread was created,
+        // otherwise it is taken back here.
+        let err = unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            libc::pthread_attr_init(&mut attr);
+            libc::pthread_attr_setstacksize(&mut attr, stack_bytes.max(libc::PTHREAD_STACK_MIN));
+            let err = libc::pthread_create(&mut thread, &attr, start, arg.cast());
+            libc::pthread_attr_destroy(&mut attr);
+            if err != 0 {
+                drop(Box::from_raw(arg));
+            }
+            err
+        };
+        if err == 0 {
+            Ok(PlainThread {
+                thread,
+                joined: false,
+            })
+        } else {
+            Err(io::Error::from_raw_os_error(err))
+        }
+    }
+
+    /// Names the thread (its comm: 15 bytes at most, longer names are refused).
+    pub fn set_name(&self, name: &std::ffi::CStr) -> io::Result<()> {
+        // SAFETY: `thread` is a live thread of this process (not joined yet);
+        // `name` is NUL-terminated.
+        match unsafe { libc::pthread_setname_np(self.thread, name.as_ptr()) } {
+            0 => Ok(()),
+            err => Err(io::Error::from_raw_os_error(err)),
+        }
+    }
+
+    /// Waits for the thread and returns how its body ended.
+    pub fn join(mut self) -> Result<()> {
+        self.joined = true;
+        let mut ret: *mut libc::c_void = std::ptr::null_mut();
+        // SAFETY: `thread` was created joinable by `spawn` and is joined once
+        // (`joined` keeps `drop` from joining it again).
+        let err = unsafe { libc::pthread_join(self.thread, &mut ret) };
+        if err != 0 {
+            return Err(Error::io(
+                "joining a helper thread",
+                io::Error::from_raw_os_error(err),
+            ));
+        }
+        if ret.is_null() {
+            return Ok(());
+        }
+        // SAFETY: a non-null result is the `Box<io::Error>` leaked by `start`.
+        let e = unsafe { Box::from_raw(ret.cast::<io::Error>()) };
+        Err(Error::io("a helper thread failed", *e))
+    }
+}
+
+impl Drop for PlainThread {
+    fn drop(&mut self) {
+        if !self.joined {
+            let thread = PlainThread {
+                thread: self.thread,
+                joined: false,
+            };
+            self.joined = true;
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_thread_runs_its_body_and_reports_how_it_ended() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = PlainThread::spawn(
+            64 << 10,
+            Box::new(move || {
+                tx.send(7).unwrap();
+                Ok(())
+            }),
+        )
+        .unwrap();
+        t.join().unwrap();
+        assert_eq!(rx.recv().unwrap(), 7);
+        let failing =
+            PlainThread::spawn(1 << 20, Box::new(|| Err(io::Error::other("no")))).unwrap();
+        assert!(failing.join().unwrap_err().to_string().contains("no"));
+        // A panic's message needs more than PTHREAD_STACK_MIN (no signal stack catches an overflow).
+        let panicking = PlainThread::spawn(1 << 20, Box::new(|| panic!("inside"))).unwrap();
+        assert!(
+            panicking
+                .join()
+                .unwrap_err()
+                .to_string()
+                .contains("panicked")
+        );
+    }
+
+    #[test]
+    fn dropping_a_plain_thread_waits_for_it() {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = std::sync::Arc::clone(&done);
+        drop(
+            PlainThread::spawn(
+                1 << 20,
+                Box::new(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    d.store(true, std::sync::atomic::Ordering::Release);
+                    Ok(())
+                }),
+            )
+            .unwrap(),
+        );
+        assert!(done.load(std::sync::atomic::Ordering::Acquire));
+    }
+}
