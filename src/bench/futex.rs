@@ -371,7 +371,7 @@ fn spawn(
 }
 
 /// The name of perf's method's threads (15 bytes: all of it is the comm).
-const PERF_THREAD: &str = "osbench-futexpf";
+const PERF_THREAD: &std::ffi::CStr = c"osbench-futexpf";
 /// Their stack: glibc's default (RLIMIT_STACK's 8 MiB), as perf's.
 const PERF_STACK: usize = 8 << 20;
 
@@ -394,8 +394,7 @@ fn spawn_perf(
         }),
     )
     .map_err(|e| thread_error(started, e))?;
-    let name = std::ffi::CString::new(PERF_THREAD).expect("no NUL in the name");
-    let _ = thread.set_name(&name);
+    let _ = thread.set_name(PERF_THREAD);
     Ok(thread)
 }
 
@@ -1185,7 +1184,8 @@ mod tests {
                 .unwrap()
                 .filter(|t| {
                     let comm = t.as_ref().unwrap().path().join("comm");
-                    std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == PERF_THREAD)
+                    std::fs::read_to_string(comm)
+                        .is_ok_and(|c| c.trim().as_bytes() == PERF_THREAD.to_bytes())
                 })
                 .count()
         };

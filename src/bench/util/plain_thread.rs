@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// What a plain thread runs: its body, boxed so it crosses pthread_create's `void *`.
 pub type PlainBody = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
-/// A joinable POSIX thread; dropping it joins it, so none is left behind.
+/// A joinable POSIX thread (dropped unjoined, it is detached).
 pub struct PlainThread {
     thread: libc::pthread_t,
     joined: bool,
@@ -65,8 +65,8 @@ impl PlainThread {
 
     /// Names the thread (its comm: 15 bytes at most, longer names are refused).
     pub fn set_name(&self, name: &std::ffi::CStr) -> io::Result<()> {
-        // SAFETY: `thread` is a live thread of this process (not joined yet);
-        // `name` is NUL-terminated.
+        // SAFETY: `thread` is not joined yet, so its handle is valid (glibc
+        // answers an error if the thread already ended); `name` is NUL-terminated.
         match unsafe { libc::pthread_setname_np(self.thread, name.as_ptr()) } {
             0 => Ok(()),
             err => Err(io::Error::from_raw_os_error(err)),
@@ -77,8 +77,8 @@ impl PlainThread {
     pub fn join(mut self) -> Result<()> {
         self.joined = true;
         let mut ret: *mut libc::c_void = std::ptr::null_mut();
-        // SAFETY: `thread` was created joinable by `spawn` and is joined once
-        // (`joined` keeps `drop` from joining it again).
+        // SAFETY: `thread` was created joinable by `spawn` and is joined or
+        // detached once (`joined` keeps `drop` from detaching it).
         let err = unsafe { libc::pthread_join(self.thread, &mut ret) };
         if err != 0 {
             return Err(Error::io(
@@ -95,15 +95,15 @@ impl PlainThread {
     }
 }
 
+/// Dropping an unjoined thread detaches it: it runs on until its body returns
+/// or its process ends (helpers that die with their process are dropped so;
+/// joining them here would wait for ever).
 impl Drop for PlainThread {
     fn drop(&mut self) {
         if !self.joined {
-            let thread = PlainThread {
-                thread: self.thread,
-                joined: false,
-            };
-            self.joined = true;
-            let _ = thread.join();
+            // SAFETY: `thread` is neither joined nor detached yet; after this
+            // the handle is not used again.
+            unsafe { libc::pthread_detach(self.thread) };
         }
     }
 }
@@ -140,20 +140,28 @@ mod tests {
     }
 
     #[test]
-    fn dropping_a_plain_thread_waits_for_it() {
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let d = std::sync::Arc::clone(&done);
-        drop(
-            PlainThread::spawn(
-                1 << 20,
-                Box::new(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    d.store(true, std::sync::atomic::Ordering::Release);
-                    Ok(())
-                }),
-            )
-            .unwrap(),
-        );
-        assert!(done.load(std::sync::atomic::Ordering::Acquire));
+    fn dropping_a_plain_thread_lets_it_run_on() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let thread = PlainThread::spawn(
+            1 << 20,
+            Box::new(move || {
+                go_rx.recv().map_err(io::Error::other)?;
+                tx.send(1).map_err(io::Error::other)
+            }),
+        )
+        .unwrap();
+        // Dropped while it waits, elsewhere, so a drop that waited fails the test.
+        let dropper = std::thread::spawn(move || drop(thread));
+        let since = std::time::Instant::now();
+        while !dropper.is_finished() {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(5),
+                "the drop waited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        go_tx.send(()).unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(1));
     }
 }
