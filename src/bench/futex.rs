@@ -357,17 +357,22 @@ fn spawn(
     task: usize,
     body: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle<()>> {
-    let cpu = placement.cpu_of(task);
     std::thread::Builder::new()
         .name("osbench-futex".into())
         .stack_size(64 << 10)
-        .spawn(move || {
-            if let Some(cpu) = cpu {
-                let _ = pin_thread_for_life(cpu);
-            }
-            body();
-        })
+        .spawn(pinned(placement.cpu_of(task), body))
         .map_err(|e| thread_error(task - 1, e))
+}
+
+/// `body`, run once the thread is pinned to `cpu` when placed (a refused
+/// pinning leaves it where the scheduler put it).
+fn pinned(cpu: Option<usize>, body: impl FnOnce()) -> impl FnOnce() {
+    move || {
+        if let Some(cpu) = cpu {
+            let _ = pin_thread_for_life(cpu);
+        }
+        body();
+    }
 }
 
 /// The name of perf's method's threads (15 bytes: all of it is the comm).
@@ -385,12 +390,12 @@ fn spawn_perf(
 ) -> Result<PlainThread> {
     let thread = PlainThread::spawn(
         PERF_STACK,
-        Box::new(move || {
-            if let Some(cpu) = cpu {
-                let _ = pin_thread_for_life(cpu);
+        Box::new({
+            let body = pinned(cpu, body);
+            move || {
+                body();
+                Ok(())
             }
-            body();
-            Ok(())
         }),
     )
     .map_err(|e| thread_error(started, e))?;
@@ -840,10 +845,10 @@ struct PerfRound {
     word: AtomicU32,
     word2: AtomicU32,
     tids: Vec<AtomicI32>,
-    /// wake-parallel: each waker's time for its FUTEX_WAKE, and the word
-    /// that releases the wakers at once (perf's barrier): 1 to wake, 2 to
-    /// leave without waking (a waker failed to start).
+    /// wake-parallel: each waker's time for its FUTEX_WAKE.
     waker_ns: Vec<AtomicU64>,
+    /// wake-parallel: the word that opens the barrier (perf's): 1 to wake,
+    /// 2 to leave without waking (a waker failed to start).
     go: AtomicU32,
     /// wake-parallel: how many of the wakers and the timing thread reached
     /// the barrier that `go` opens.

@@ -16,10 +16,7 @@ use crate::error::{Error, Result};
 pub type PlainBody = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
 /// A joinable POSIX thread (dropped unjoined, it is detached).
-pub struct PlainThread {
-    thread: libc::pthread_t,
-    joined: bool,
-}
+pub struct PlainThread(libc::pthread_t);
 
 impl PlainThread {
     /// Starts `body` on a new POSIX thread with a `stack_bytes` stack (at
@@ -54,10 +51,7 @@ impl PlainThread {
             err
         };
         if err == 0 {
-            Ok(PlainThread {
-                thread,
-                joined: false,
-            })
+            Ok(PlainThread(thread))
         } else {
             Err(io::Error::from_raw_os_error(err))
         }
@@ -65,21 +59,22 @@ impl PlainThread {
 
     /// Names the thread (its comm: 15 bytes at most, longer names are refused).
     pub fn set_name(&self, name: &std::ffi::CStr) -> io::Result<()> {
-        // SAFETY: `thread` is not joined yet, so its handle is valid (glibc
+        // SAFETY: the thread is not joined yet, so its handle is valid (glibc
         // answers an error if the thread already ended); `name` is NUL-terminated.
-        match unsafe { libc::pthread_setname_np(self.thread, name.as_ptr()) } {
+        match unsafe { libc::pthread_setname_np(self.0, name.as_ptr()) } {
             0 => Ok(()),
             err => Err(io::Error::from_raw_os_error(err)),
         }
     }
 
     /// Waits for the thread and returns how its body ended.
-    pub fn join(mut self) -> Result<()> {
-        self.joined = true;
+    pub fn join(self) -> Result<()> {
+        let thread = self.0;
+        // Joined here, so never detached by `drop`.
+        std::mem::forget(self);
         let mut ret: *mut libc::c_void = std::ptr::null_mut();
-        // SAFETY: `thread` was created joinable by `spawn` and is joined or
-        // detached once (`joined` keeps `drop` from detaching it).
-        let err = unsafe { libc::pthread_join(self.thread, &mut ret) };
+        // SAFETY: `thread` was created joinable by `spawn` and is joined once.
+        let err = unsafe { libc::pthread_join(thread, &mut ret) };
         if err != 0 {
             return Err(Error::io(
                 "joining a helper thread",
@@ -100,11 +95,9 @@ impl PlainThread {
 /// joining them here would wait for ever).
 impl Drop for PlainThread {
     fn drop(&mut self) {
-        if !self.joined {
-            // SAFETY: `thread` is neither joined nor detached yet; after this
-            // the handle is not used again.
-            unsafe { libc::pthread_detach(self.thread) };
-        }
+        // SAFETY: a dropped thread was not joined (`join` forgets it) nor
+        // detached; the handle is not used again.
+        unsafe { libc::pthread_detach(self.0) };
     }
 }
 
