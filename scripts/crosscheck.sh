@@ -15,7 +15,7 @@
 # Needs a release build (cargo build --release), rt-tests (hackbench) and
 # linux-perf (perf bench): apt-get install -y rt-tests linux-perf.
 #
-#   scripts/crosscheck.sh [-r ROUNDS] CHECK...
+#   scripts/crosscheck.sh [-r ROUNDS] [-c] CHECK...
 #
 # CHECK is one of
 #   syscall              syscall:case=null vs `perf bench syscall basic` (ns per getppid)
@@ -140,15 +140,23 @@
 #   schbench             schbench-wakeup-p50, -wakeup-p99, -request-p50, -request-p99 and -rps,
 #                        no rate; then request-p99 and rps at -R 500
 #   every                every row of docs/crosscheck.md's "By machine kind" table: table,
-#                        vm, fork, mem, io, wis-tasks, futex, uring, sandbox, rseq-inc,
-#                        cyclictest and schbench (hours: meant for a machine kind's first day)
+#                        hackbench -g 5 -p -T, vm, lat_mmap:256, fork, mem, io (its stream rows
+#                        placed alike, :same), wis-tasks, futex, uring, sandbox, rseq-inc,
+#                        cyclictest and schbench (hours: meant for a machine kind's first day;
+#                        with CROSSCHECK_RECORD and -c it goes on across sessions)
 #
 # CROSSCHECK_RECORD=FILE appends each check's summary to FILE as a
-# tab-separated line (a header first when FILE is new): the date, the
-# machine kind, kernel, osbench's version, the check, the anchor, the unit,
-# the rounds, each side's median and CV, the ratio with its interval, the
-# fastest-to-fastest ratio and the verdict, so a day's rows can be set into
-# the table's column for that kind.
+# tab-separated line as soon as the check ends (a header first when FILE is
+# new): the date, the machine kind, kernel, osbench's version, the check, the
+# anchor, the unit, the rounds, each side's median and CV, the ratio with its
+# interval, the fastest-to-fastest ratio, the verdict and the check's seconds.
+# docs/crosscheck-records.tsv keeps the rows recorded so far, and
+# scripts/crosscheck-kinds.py sets them out with a column per machine kind.
+# -c goes on with an interrupted run: it skips every check FILE already holds
+# a measurement of on this machine kind (vendor and model; any build), so
+# `every` (hours) can span sessions; without -c every check runs again.
+# scripts/build-anchors.sh DIR builds lmbench, will-it-scale, schbench and
+# librseq from their checkouts in DIR and prints the variables below for them.
 # CPU (default 0) is where `pipe` and `ctx` run; OSBENCH is the binary
 # (default target/release/osbench); LMBENCH the directory of lmbench's
 # binaries (default /tmp/anchor-lmbench/bin: intel/lmbench built outside the
@@ -167,9 +175,11 @@
 set -euo pipefail
 rounds=7
 anchor_runs=${ANCHOR_RUNS:-11}
-while getopts r: opt; do
+continue_run=
+while getopts r:c opt; do
     case $opt in
     r) rounds=$OPTARG ;;
+    c) continue_run=yes ;;
     *) exit 2 ;;
     esac
 done
@@ -180,7 +190,17 @@ lmb=${LMBENCH:-/tmp/anchor-lmbench/bin}
 cpu=${CPU:-0}
 bin=${OSBENCH:-target/release/osbench}
 [ -x "$bin" ] || { echo "$bin not found: cargo build --release" >&2; exit 2; }
-need() { command -v "$1" >/dev/null || { echo "$1 not found: apt-get install -y $2" >&2; exit 2; }; }
+record=${CROSSCHECK_RECORD:-}
+[ -z "$continue_run" ] || [ -n "$record" ] || { echo "-c goes on from CROSSCHECK_RECORD: set it to the file of the run to continue" >&2; exit 2; }
+# An anchor (or a tool it needs) that is missing exits with 3, which the
+# run records as the check being unavailable and goes on; 2 is a usage error.
+need() { command -v "$1" >/dev/null || { echo "$1 not found: apt-get install -y $2" >&2; exit 3; }; }
+# `perf bench COLLECTION BENCH` exists in the perf on PATH, or exit 3 naming the version wanted.
+need_perf_bench() {
+    need perf linux-perf
+    perf bench "$1" 2>&1 | grep -qE "^ +$2:" ||
+        { echo "perf bench $1 $2 not found in $(perf version): put perf $3 or later first on PATH" >&2; exit 3; }
+}
 
 # The spread of hackbench option combinations: groups, fds, loops, datasize,
 # both transports, both modes.
@@ -212,6 +232,9 @@ for t in getppid1 page_fault1 futex2 poll1 context_switch1; do
 done
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
+# The I/O rows as the machine-kind table holds them: the stream rows placed alike.
+io_placed_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
+    bw-pipe:same bw-unix:same bw-tcp:same bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
 mem_checks=(bw-mem:rd:256m bw-mem:wr:256m bw-mem:rdwr:256m bw-mem:frd:256m bw-mem:fwr:256m
     bw-mem:bzero:256m bw-mem:cp:128m bw-mem:fcp:128m bw-mem:bcopy:128m
     lat-mem-rd:1:128 lat-mem-rd:128:128 lat-mem-rd:262144:128 lat-mem-rd:262144:16:random)
@@ -241,9 +264,9 @@ for c in "$@"; do
     sandbox) checks+=("${sandbox_checks[@]}") ;;
     cyclictest) checks+=("${cyclictest_checks[@]}") ;;
     schbench) checks+=("${schbench_checks[@]}") ;;
-    every) checks+=("${table_checks[@]}" "${vm_checks[@]}" fork "${mem_checks[@]}" "${io_checks[@]}"
-        "${wis_tasks_checks[@]}" "${futex_checks[@]}" "${uring_checks[@]}" "${sandbox_checks[@]}"
-        rseq-inc "${cyclictest_checks[@]}" "${schbench_checks[@]}") ;;
+    every) checks+=("${table_checks[@]}" messaging:groups=5,transport=pipe,mode=threads "${vm_checks[@]}"
+        lat_mmap:256 fork "${mem_checks[@]}" "${io_placed_checks[@]}" "${wis_tasks_checks[@]}" "${futex_checks[@]}"
+        "${uring_checks[@]}" "${sandbox_checks[@]}" rseq-inc "${cyclictest_checks[@]}" "${schbench_checks[@]}") ;;
     *) checks+=("$c") ;;
     esac
 done
@@ -312,14 +335,14 @@ cyclictest_p99() {
 
 # An lmbench binary, or exit naming where it was looked for.
 lmbench() {
-    [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 2; }
+    [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 3; }
     echo "$lmb/$1"
 }
 
 # A will-it-scale binary, or exit naming where it was looked for.
 wis() {
     local dir=${WIS:-/tmp/anchor-wis}
-    [ -x "$dir/$1" ] || { echo "$dir/$1 not found: build antonblanchard/will-it-scale there (make) and set WIS" >&2; exit 2; }
+    [ -x "$dir/$1" ] || { echo "$dir/$1 not found: build antonblanchard/will-it-scale there (make) and set WIS" >&2; exit 3; }
     echo "$dir/$1"
 }
 
@@ -328,7 +351,7 @@ wis() {
 rseq_inc_ns() {
     local dir=${LIBRSEQ:-/tmp/anchor-librseq}
     local b=$dir/tests/.libs/param_test_benchmark
-    [ -x "$b" ] || { echo "$b not found: git clone https://github.com/compudj/librseq $dir && (cd $dir && ./bootstrap && ./configure && make), or set LIBRSEQ" >&2; exit 2; }
+    [ -x "$b" ] || { echo "$b not found: git clone https://github.com/compudj/librseq $dir && (cd $dir && ./bootstrap && ./configure && make), or set LIBRSEQ" >&2; exit 3; }
     local t0 t1 t2
     t0=$(date +%s%N)
     LD_LIBRARY_PATH=$dir/src/.libs "$b" -T i -t 1 -r 0
@@ -344,7 +367,7 @@ wis_ns() { "$@" | awk -F: '/^average/ { printf "%.4g\n", 1e9 / $2 }'; }
 # The schbench binary, or exit naming where it was looked for.
 schbench_bin() {
     local b=${SCHBENCH:-/tmp/anchor-schbench/schbench}
-    [ -x "$b" ] || { echo "$b not found: git clone https://github.com/masoncl/schbench /tmp/anchor-schbench && make -C /tmp/anchor-schbench, or set SCHBENCH" >&2; exit 2; }
+    [ -x "$b" ] || { echo "$b not found: git clone https://github.com/masoncl/schbench /tmp/anchor-schbench && make -C /tmp/anchor-schbench, or set SCHBENCH" >&2; exit 3; }
     echo "$b"
 }
 # One figure of schbench's output (stderr): ROW (50.0th, 99.0th) of its
@@ -377,7 +400,7 @@ last_figure() { awk 'NF > 1 { v = $(NF - 1) } END { print v }'; }
 # main renamed) and calls one_line_test on one test: `drv TEST N RUNS`.
 lebench_driver() {
     local src=${LEBENCH:-/tmp/anchor-lebench/TEST_DIR}
-    [ -f "$src/OS_Eval.c" ] || { echo "$src/OS_Eval.c not found: fetch LinuxPerfStudy/LEBench and set LEBENCH" >&2; exit 2; }
+    [ -f "$src/OS_Eval.c" ] || { echo "$src/OS_Eval.c not found: fetch LinuxPerfStudy/LEBench and set LEBENCH" >&2; exit 3; }
     if [ ! -x "$tmp/lebench/drv" ]; then
         mkdir -p "$tmp/lebench"
         cat >"$tmp/lebench/drv.c" <<'C'
@@ -421,7 +444,7 @@ file_as_osbench_writes() {
 # renamed), runs benchmp over its do_prot on FILE and prints lmbench's line.
 lat_sig_prot_driver() {
     local src=${LMBENCH_SRC:-$lmb/../src}
-    [ -f "$src/lat_sig.c" ] || { echo "$src/lat_sig.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 2; }
+    [ -f "$src/lat_sig.c" ] || { echo "$src/lat_sig.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 3; }
     if [ ! -x "$tmp/lsp/drv" ]; then
         mkdir -p "$tmp/lsp"
         cat >"$tmp/lsp/drv.c" <<'C'
@@ -448,7 +471,7 @@ C
 # unchanged (its main renamed) and calls its loads(): `drv [-t] BYTES STRIDE`.
 lat_mem_rd_driver() {
     local src=${LMBENCH_SRC:-$lmb/../src}
-    [ -f "$src/lat_mem_rd.c" ] || { echo "$src/lat_mem_rd.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 2; }
+    [ -f "$src/lat_mem_rd.c" ] || { echo "$src/lat_mem_rd.c not found: set LMBENCH_SRC to intel/lmbench's src" >&2; exit 3; }
     if [ ! -x "$tmp/lmr/drv" ]; then
         mkdir -p "$tmp/lmr"
         cat >"$tmp/lmr/drv.c" <<'C'
@@ -556,7 +579,7 @@ define() {
     bw-pipe:spread | bw-unix:spread)
         kind=${1#bw-} kind=${kind%:*}
         bw=${LMBENCH_SCHED_BIN:-/tmp/anchor-lmbench/bin-sched}/bw_$kind
-        [ -x "$bw" ] || { echo "$bw not found: build lmbench's bw_$kind with -D_GNU_SOURCE -DHAVE_SCHED_SETAFFINITY=1 and set LMBENCH_SCHED_BIN" >&2; exit 2; }
+        [ -x "$bw" ] || { echo "$bw not found: build lmbench's bw_$kind with -D_GNU_SOURCE -DHAVE_SCHED_SETAFFINITY=1 and set LMBENCH_SCHED_BIN" >&2; exit 3; }
         ours=("$bin" run "stream:kind=$kind" --pin spread -q --no-store)
         bench=stream unit=MB/s scale=1 anchor_name="LMBENCH_SCHED=UNIQUE bw_$kind"
         anchor() { LMBENCH_SCHED=UNIQUE "$bw" 2>&1 | last_figure; } ;;
@@ -643,14 +666,14 @@ define() {
         bench=sandbox unit=ns scale=1 anchor_name="osbench sandbox --seccomp $insns -- perf bench syscall basic"
         anchor() { "$bin" sandbox --seccomp "$insns" -- perf bench syscall basic | awk '/usecs\/op/ { printf "%.2f\n", $1 * 1000 }'; } ;;
     seccomp-notify)
-        need perf linux-perf
+        need_perf_bench sched seccomp-notify 6.3
         # Both sides on one CPU: unpinned, each flips between a caller and
         # supervisor sharing a CPU (2 µs) and a round trip across CPUs (8-60 µs).
         ours=(taskset -c "$cpu" "$bin" run sandbox:null+notify --pin same -q --no-store)
         bench=sandbox unit=µs scale=0.001 anchor_name="taskset -c $cpu perf bench sched seccomp-notify -l 200000"
         anchor() { taskset -c "$cpu" perf bench sched seccomp-notify -l 200000 | awk '/usecs\/op/ { print $1 }'; } ;;
     uprobe)
-        need perf linux-perf
+        need_perf_bench uprobe empty 6.7
         ours=(uprobe_derived)
         bench=sandbox unit=µs scale=1 anchor_name="perf bench uprobe all (empty, to baseline)"
         anchor() {
@@ -718,6 +741,13 @@ define() {
         bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
         anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch "$pages" fresh)" 2>&1 | awk '{ print $2 }'; } ;;
     fork)
+        # lmbench links lat_proc with libm alone. One linked with libtirpc
+        # (its RPC library on today's glibc) maps krb5's libraries too, and
+        # its forks took 182 µs against 100 (7 Dec, Intel): not lmbench's figure.
+        if ldd "$(lmbench lat_proc)" | grep -q libtirpc; then
+            echo "$(lmbench lat_proc) links libtirpc: rebuild it as lmbench does, its library an archive, -Wl,--as-needed (docs/crosscheck.md)" >&2
+            exit 3
+        fi
         ours=("$bin" run proc:case=fork -q --no-store)
         bench=proc unit=µs scale=1 anchor_name="lat_proc fork"
         # osbench's default placement: the last allowed CPU, for the forked child too.
@@ -835,65 +865,24 @@ echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
 echo "# $osbench_version; hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-# The check's number names its files; `define` must not set it (a check
-# once did, and the summary read another check's files).
-check_no=0
-for check in "${checks[@]}"; do
-    check_no=$((check_no + 1))
-    figure=median_of tol=5
-    define "$check"
-    echo
-    echo "## $check${anchor_name:+ vs $anchor_name}"
-    : >"$tmp/ours.$check_no"
-    : >"$tmp/anchor.$check_no"
-    for ((i = 1; i <= rounds; i++)); do
-        busy=$(quiet)
-        if ((i % 2)); then
-            a=$(anchor)
-            o=$("${ours[@]}" | "$figure" "$bench")
-        else
-            o=$("${ours[@]}" | "$figure" "$bench")
-            a=$(anchor)
-        fi
-        o=$(awk -v o="$o" -v s="$scale" 'BEGIN { printf "%.6g\n", o * s }')
-        echo "round $i (others busy ${busy}%, load $(cut -d' ' -f1 /proc/loadavg)):" \
-            "${anchor_name:+anchor $a $unit   }osbench $o $unit"
-        [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$check_no"
-        echo "$o" >>"$tmp/ours.$check_no"
-    done
-    after
-    printf '%s\t%s\t%s\t%s\n' "$check" "$anchor_name" "$unit" "$tol" >"$tmp/name.$check_no"
-    python3 - "$tmp" "$check_no" <<'PY'
-import os, statistics as st, sys
-tmp, n = sys.argv[1:]
-check, anchor_name, unit, _ = open(f"{tmp}/name.{n}").read().rstrip("\n").split("\t")
-read = lambda side: [float(x) for x in open(f"{tmp}/{side}.{n}")]
-ours, anchor = read("ours"), read("anchor")
-cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
-print(f"osbench: median {st.median(ours):.4g} {unit}, CV across invocations {cv(ours):.1f}%")
-if anchor:
-    print(f"anchor:  median {st.median(anchor):.4g} {unit}, CV across invocations {cv(anchor):.1f}%")
-    print(f"ratio osbench / anchor, median of the rounds' ratios: {st.median(o / a for o, a in zip(ours, anchor)):.3f}")
-    # A row with modes (a figure per fresh file or process) is compared fastest to fastest too.
-    fastest = max if unit.endswith("/s") else min
-    print(f"ratio of each side's fastest round: {fastest(ours) / fastest(anchor):.3f}")
-PY
-done
-
-echo
-echo "## Summary"
-echo
-echo "| check | machine | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % (schbench: ±10 %) |"
-echo "|---|---|---|---|---|---|---|---|"
-python3 - "$tmp" "$check_no" <<'PY'
+# Whether CHECK has a measured row in the record already on this machine
+# kind (the machine field without its microcode), by any build.
+recorded() {
+    [ -s "$record" ] && awk -F'\t' -v m="${machine%%, microcode*}" -v c="$1" \
+        'substr($2, 1, length(m)) == m && $5 == c && $17 !~ /^unavailable/ { found = 1 } END { exit !found }' "$record"
+}
+# The summary of check number $check_no (CHECK ANCHOR_NAME UNIT; the
+# environment's seconds and unavailable, a reason when the check could not
+# run): printed now, its Markdown row kept for the end, and its record line
+# appended at once, so an interrupted run keeps every check it finished
+# (-c then goes on from the next).
+summarise() {
+    python3 - "$tmp" "$check_no" "$1" "$2" "$3" "$tol" <<'PY'
 import math, os, statistics as st, sys
-tmp, n = sys.argv[1], int(sys.argv[2])
-machine = os.environ["machine"]
-record = os.environ.get("CROSSCHECK_RECORD")
-if record and not os.path.exists(record):
-    with open(record, "w") as f:
-        f.write("started\tmachine\tkernel\tosbench\tcheck\tanchor\tunit\trounds\tosbench_median\tosbench_cv_pct"
-                "\tanchor_median\tanchor_cv_pct\tratio\tratio_ci_low\tratio_ci_high\tfastest_ratio\tverdict\n")
+tmp, n, check, anchor_name, unit, tol = sys.argv[1:]
+tol = float(tol) / 100
+read = lambda side: [float(x) for x in open(f"{tmp}/{side}.{n}")] if os.path.exists(f"{tmp}/{side}.{n}") else []
+ours, anchor = read("ours"), read("anchor")
 cv = lambda v: st.stdev(v) / st.mean(v) * 100 if len(v) > 1 else float("nan")
 def median_ci(values):
     """Distribution-free 95 % interval of a median: the order statistics
@@ -903,34 +892,135 @@ def median_ci(values):
     below = lambda k: sum(math.comb(m, i) for i in range(k)) / 2**m
     k = max((k for k in range(1, m // 2 + 1) if 1 - 2 * below(k) >= 0.95), default=None)
     return (v[k - 1], v[m - k]) if k else None
-for i in range(1, n + 1):
-    check, anchor_name, unit, tol = open(f"{tmp}/name.{i}").read().rstrip("\n").split("\t")
-    tol = float(tol) / 100
-    ours = [float(x) for x in open(f"{tmp}/ours.{i}")]
-    anchor = [float(x) for x in open(f"{tmp}/anchor.{i}")]
+machine = os.environ["machine"]
+unavailable = os.environ["unavailable"]
+if unavailable:
+    print(unavailable)
+    named = f"`{anchor_name}`" if anchor_name else "—"
+    row = f"| `{check}` | {machine} | {named} | {unit or '—'} | — | — | — | {unavailable} |"
+    fields, ok, ours = [""] * 6, unavailable, []
+else:
     o = f"{st.median(ours):.4g} ({cv(ours):.1f} %)"
-    if anchor:
-        ratios = [a / b for a, b in zip(ours, anchor)]
-        r, ci = st.median(ratios), median_ci(ratios)
-        a = f"{st.median(anchor):.4g} ({cv(anchor):.1f} %)"
-        if ci and 1 - tol <= ci[0] and ci[1] <= 1 + tol:
-            ok = "yes"
-        elif abs(r - 1) <= tol:
-            ok = "ratio yes, interval wider"
-        else:
-            ok = "**no**"
-        interval = f"[{ci[0]:.3f} – {ci[1]:.3f}]" if ci else "(too few rounds)"
-        print(f"| `{check}` | {machine} | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} {interval} | {ok} |")
-        fastest = (max if unit.endswith("/s") else min)
-        fields = [st.median(anchor), cv(anchor), r, *(ci or ("", "")), fastest(ours) / fastest(anchor)]
+    print(f"osbench: median {st.median(ours):.4g} {unit}, CV across invocations {cv(ours):.1f}%")
+if anchor and not unavailable:
+    ratios = [a / b for a, b in zip(ours, anchor)]
+    r, ci = st.median(ratios), median_ci(ratios)
+    # A row with modes (a figure per fresh file or process) is compared fastest to fastest too.
+    fastest = (max if unit.endswith("/s") else min)
+    print(f"anchor:  median {st.median(anchor):.4g} {unit}, CV across invocations {cv(anchor):.1f}%")
+    print(f"ratio osbench / anchor, median of the rounds' ratios: {r:.3f}")
+    print(f"ratio of each side's fastest round: {fastest(ours) / fastest(anchor):.3f}")
+    a = f"{st.median(anchor):.4g} ({cv(anchor):.1f} %)"
+    if ci and 1 - tol <= ci[0] and ci[1] <= 1 + tol:
+        ok = "yes"
+    elif abs(r - 1) <= tol:
+        ok = "ratio yes, interval wider"
     else:
-        ok = "yes" if cv(ours) <= 3 else "**no**"
-        print(f"| `{check}` | {machine} | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |")
-        fields = ["", "", "", "", "", ""]
-    if record:
-        row = [os.environ["started"], machine, os.uname().release, os.environ["osbench_version"], check,
-               anchor_name, unit, len(ours), st.median(ours), cv(ours), *fields, ok.replace("**", "")]
-        fmt = lambda x: f"{x:.6g}" if isinstance(x, float) else str(x)
-        with open(record, "a") as f:
-            f.write("\t".join(map(fmt, row)) + "\n")
+        ok = "**no**"
+    interval = f"[{ci[0]:.3f} – {ci[1]:.3f}]" if ci else "(too few rounds)"
+    row = f"| `{check}` | {machine} | `{anchor_name}` | {unit} | {o} | {a} | {r:.3f} {interval} | {ok} |"
+    fields = [st.median(anchor), cv(anchor), r, *(ci or ("", "")), fastest(ours) / fastest(anchor)]
+elif not unavailable:
+    ok = "yes" if cv(ours) <= 3 else "**no**"
+    row = f"| `{check}` | {machine} | — | {unit} | {o} | — | — | CV ≤ 3 %: {ok} |"
+    fields = [""] * 6
+open(f"{tmp}/row.{n}", "w").write(row + "\n")
+record = os.environ.get("CROSSCHECK_RECORD")
+if record:
+    header = ("started\tmachine\tkernel\tosbench\tcheck\tanchor\tunit\trounds\tosbench_median\tosbench_cv_pct"
+              "\tanchor_median\tanchor_cv_pct\tratio\tratio_ci_low\tratio_ci_high\tfastest_ratio\tverdict\tseconds\n")
+    measured = [st.median(ours), cv(ours)] if ours else ["", ""]
+    line = [os.environ["started"], machine, os.uname().release, os.environ["osbench_version"], check,
+            anchor_name, unit, len(ours), *measured, *fields, ok.replace("**", ""), os.environ["seconds"]]
+    fmt = lambda x: f"{x:.6g}" if isinstance(x, float) else str(x)
+    with open(record, "a") as f:
+        if f.tell() == 0:
+            f.write(header)
+        f.write("\t".join(map(fmt, line)) + "\n")
 PY
+}
+# Every check is defined once before any runs (in a subshell: an anchor's
+# server started is stopped again), so a misspelt check stops the run at
+# once and a missing anchor is known before hours of others.
+declare -A missing_anchor=()
+# (A subshell tested by `if` would ignore set -e: hence set +e around it.)
+for check in "${checks[@]}"; do
+    set +e
+    (
+        set -e
+        define "$check"
+        after
+    ) >/dev/null 2>"$tmp/probe"
+    status=$?
+    set -e
+    case $status in
+    0) ;;
+    3) missing_anchor[$check]=$(grep -m1 'not found' "$tmp/probe" || tail -1 "$tmp/probe") ;;
+    *) cat "$tmp/probe" >&2 && exit 2 ;;
+    esac
+done
+# The check's number names its files; `define` must not set it (a check
+# once did, and the summary read another check's files).
+check_no=0
+for check in "${checks[@]}"; do
+    check_no=$((check_no + 1))
+    figure=median_of tol=5 anchor_name= unit=
+    echo
+    if [ -n "${missing_anchor[$check]:-}" ]; then
+        echo "## $check"
+        unavailable="unavailable: ${missing_anchor[$check]}"
+        echo "$unavailable"
+        seconds=0 unavailable=$unavailable summarise "$check" "" ""
+        continue
+    fi
+    if [ -n "$continue_run" ] && recorded "$check"; then
+        echo "## $check: recorded already in $record for this machine kind, skipped (-c)"
+        continue
+    fi
+    define "$check"
+    echo "## $check${anchor_name:+ vs $anchor_name}"
+    check_started=$SECONDS
+    : >"$tmp/ours.$check_no"
+    : >"$tmp/anchor.$check_no"
+    # The rounds run in a subshell: a missing anchor or a failing command
+    # ends this check (its stderr kept as the reason), not the run.
+    set +e
+    (
+        set -e
+        for ((i = 1; i <= rounds; i++)); do
+            busy=$(quiet)
+            if ((i % 2)); then
+                a=$(anchor)
+                o=$("${ours[@]}" | "$figure" "$bench")
+            else
+                o=$("${ours[@]}" | "$figure" "$bench")
+                a=$(anchor)
+            fi
+            o=$(awk -v o="$o" -v s="$scale" 'BEGIN { printf "%.6g\n", o * s }')
+            echo "round $i (others busy ${busy}%, load $(cut -d' ' -f1 /proc/loadavg)):" \
+                "${anchor_name:+anchor $a $unit   }osbench $o $unit"
+            [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$check_no"
+            echo "$o" >>"$tmp/ours.$check_no"
+        done
+    ) 2>"$tmp/err.$check_no"
+    status=$?
+    set -e
+    unavailable=
+    if [ "$status" -ne 0 ]; then
+        # The reason: a line naming what is missing, else the last one.
+        reason=$(grep -m1 'not found' "$tmp/err.$check_no" || grep -v '^\s*$' "$tmp/err.$check_no" | tail -1 || true)
+        unavailable="unavailable: $reason"
+    fi
+    cat "$tmp/err.$check_no" >&2
+    after
+    seconds=$((SECONDS - check_started)) unavailable=$unavailable summarise "$check" "$anchor_name" "$unit"
+done
+
+echo
+echo "## Summary"
+echo
+echo "| check | machine | anchor | unit | osbench median (CV) | anchor median (CV) | ratio [95 % CI] | within ±5 % (schbench: ±10 %) |"
+echo "|---|---|---|---|---|---|---|---|"
+for ((n = 1; n <= check_no; n++)); do
+    [ ! -f "$tmp/row.$n" ] || cat "$tmp/row.$n"
+done

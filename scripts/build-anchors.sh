@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the anchors scripts/crosscheck.sh compares osbench with, outside the
+# repository, from their upstream sources, and prints the environment that
+# points the script at them. Nothing of theirs is vendored: DIR holds a
+# checkout of each (git clone, or however the machine gets GitHub's sources):
+#
+#   DIR/lmbench         https://github.com/intel/lmbench
+#   DIR/will-it-scale   https://github.com/antonblanchard/will-it-scale
+#   DIR/schbench        https://github.com/masoncl/schbench
+#   DIR/librseq         https://github.com/compudj/librseq
+#
+#   scripts/build-anchors.sh DIR
+#
+# A source tree that is absent is reported and skipped (its checks are then
+# recorded as unavailable). Debian's packages they need (libtirpc-dev,
+# libhwloc-dev, autoconf, automake, libtool) and the packaged anchors
+# (rt-tests, linux-perf, fio) are installed with apt-get when missing.
+#
+# lmbench is built as its own Makefile builds it: its library an archive
+# (lmbench.a), each program linked with -lm, and libtirpc (where today's
+# glibc keeps the RPC calls lib_tcp.c makes) only into the programs that
+# use it (-Wl,--as-needed). Linked into every program, libtirpc brings
+# krb5's libraries along, and lat_proc fork took 182 µs against 100: a
+# process's mappings weigh on fork (7 Dec, Intel). lmbench's own build
+# script leaves libtirpc commented out, and glibc no longer has the RPC
+# headers its sources include (Debian keeps them in libtirpc-dev): hence this.
+set -euo pipefail
+[ $# -eq 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2; }
+dir=$(cd "$1" && pwd)
+sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+wanted=()
+for pkg in libtirpc-dev libhwloc-dev autoconf automake libtool rt-tests linux-perf fio; do
+    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || wanted+=("$pkg")
+done
+[ ${#wanted[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2
+
+# The lmbench programs crosscheck.sh runs, and its sources for the drivers
+# that include lat_sig.c and lat_mem_rd.c.
+lmbench_programs=(lat_sig lat_pagefault lat_mmap lat_proc lat_select lat_connect lat_fs
+    bw_pipe bw_unix bw_tcp bw_file_rd bw_mmap_rd bw_mem lat_mem_rd)
+env=()
+if [ -d "$dir/lmbench/src" ]; then
+    (
+        cd "$dir/lmbench/src"
+        mkdir -p ../bin
+        flags=(-O2 -w -DHAVE_uint64_t=1 -I/usr/include/tirpc)
+        libs=(lib_tcp lib_udp lib_unix lib_timing lib_mem lib_stats lib_debug lib_sched getopt)
+        for l in "${libs[@]}"; do gcc "${flags[@]}" -c -o "$l.o" "$l.c"; done
+        rm -f lmbench.a && ar rcs lmbench.a "${libs[@]/%/.o}"
+        for p in "${lmbench_programs[@]}"; do
+            gcc "${flags[@]}" -o "../bin/$p" "$p.c" lmbench.a -Wl,--no-as-needed -lm -Wl,--as-needed -ltirpc
+        done
+    ) >&2
+    env+=("LMBENCH=$dir/lmbench/bin" "LMBENCH_SRC=$dir/lmbench/src")
+else
+    echo "no $dir/lmbench/src: the lmbench checks will be unavailable" >&2
+fi
+if [ -d "$dir/will-it-scale" ]; then
+    make -C "$dir/will-it-scale" >&2
+    env+=("WIS=$dir/will-it-scale")
+else
+    echo "no $dir/will-it-scale: the will-it-scale checks will be unavailable" >&2
+fi
+if [ -d "$dir/schbench" ]; then
+    make -C "$dir/schbench" >&2
+    env+=("SCHBENCH=$dir/schbench/schbench")
+else
+    echo "no $dir/schbench: the schbench checks will be unavailable" >&2
+fi
+if [ -d "$dir/librseq" ]; then
+    (cd "$dir/librseq" && ./bootstrap && ./configure && make -j"$(nproc)") >&2
+    env+=("LIBRSEQ=$dir/librseq")
+else
+    echo "no $dir/librseq: rseq-inc will be unavailable" >&2
+fi
+echo "export ${env[*]}"
