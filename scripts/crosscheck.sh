@@ -855,7 +855,22 @@ define() {
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# Stopped (SIGINT, SIGTERM) or ended, the run stops the current check's
+# anchor server (lat_connect -s, bw_tcp -s) and removes its files; the
+# checks it finished are in the record already.
+after() { :; }
+trap 'after >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+# The rounds run in a subshell in the background (below), which a stop
+# ends with every process under it, at once: not after the current run.
+rounds_pid=
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+stop_rounds() {
+    [ -n "$rounds_pid" ] || return 0
+    local pids
+    pids=$(descendants "$rounds_pid")
+    kill -TERM "$rounds_pid" $pids 2>/dev/null || true
+}
+trap 'stop_rounds; exit 130' INT TERM
 echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check, $anchor_runs hackbench runs per anchor figure"
 # The machine kind every row is measured on: vendor, model, microcode.
 machine="$(grep -m1 'vendor_id' /proc/cpuinfo | sed 's/.*: //') $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), microcode $(grep -m1 microcode /proc/cpuinfo | sed 's/.*: //')"
@@ -983,7 +998,8 @@ for check in "${checks[@]}"; do
     : >"$tmp/ours.$check_no"
     : >"$tmp/anchor.$check_no"
     # The rounds run in a subshell: a missing anchor or a failing command
-    # ends this check (its stderr kept as the reason), not the run.
+    # ends this check (its stderr kept as the reason), not the run. It runs
+    # in the background so that a stop is seen at once (`wait` returns).
     set +e
     (
         set -e
@@ -1002,8 +1018,11 @@ for check in "${checks[@]}"; do
             [ -z "$a" ] || echo "$a" >>"$tmp/anchor.$check_no"
             echo "$o" >>"$tmp/ours.$check_no"
         done
-    ) 2>"$tmp/err.$check_no"
+    ) 2>"$tmp/err.$check_no" &
+    rounds_pid=$!
+    wait "$rounds_pid"
     status=$?
+    rounds_pid=
     set -e
     unavailable=
     if [ "$status" -ne 0 ]; then
