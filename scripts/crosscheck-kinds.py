@@ -30,9 +30,14 @@ def kind_of(machine):
     return machine.split(", microcode")[0].strip()
 
 
+def ran(row):
+    """Whether a row is a measurement, not a check that could not run."""
+    return not row["verdict"].startswith("unavailable")
+
+
 def rank(row):
     """A measured row outranks a row of a check that could not run; then the newer wins."""
-    return (not row["verdict"].startswith("unavailable"), row["started"])
+    return (ran(row), row["started"])
 
 
 def newest_rows(paths):
@@ -59,7 +64,7 @@ def cell_text(row):
     """One kind's cell: the ratio, its interval, rounds and date, the CV
     alone, or why the check could not run."""
     day = row["started"][:10]
-    if row["verdict"].startswith("unavailable"):
+    if not ran(row):
         return f"{row['verdict']} ({day})"
     if not row["ratio"]:
         return f"CV {float(row['osbench_cv_pct']):.1f} % ({row['rounds']} rounds, {day})"
@@ -77,7 +82,7 @@ def render(table):
     ]
     for check, cells in table.items():
         texts = [cell_text(cells[k]) if k in cells else "—" for k in kinds]
-        measured = {k: row for k, row in cells.items() if not row["verdict"].startswith("unavailable")}
+        measured = {k: row for k, row in cells.items() if ran(row)}
         failing = [k for k in kinds if k in measured and not agrees(measured[k])]
         missing = [k for k in kinds if k not in measured]
         verdict = "**no** on " + ", ".join(failing) if failing else "yes" if measured else ""
