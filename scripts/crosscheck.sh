@@ -233,8 +233,13 @@ done
 io_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
     bw-pipe bw-unix bw-tcp bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
 # The I/O rows as the machine-kind table holds them: the stream rows placed alike.
-io_placed_checks=(select-file select-tcp connect fs-create-0k fs-delete-0k fs-create-10k fs-delete-10k
-    bw-pipe:same bw-unix:same bw-tcp:same bw-file-rd bw-file-rd:open2close bw-mmap-rd bw-mmap-rd:open2close)
+io_placed_checks=()
+for c in "${io_checks[@]}"; do
+    case $c in
+    bw-pipe | bw-unix | bw-tcp) io_placed_checks+=("$c:same") ;;
+    *) io_placed_checks+=("$c") ;;
+    esac
+done
 mem_checks=(bw-mem:rd:256m bw-mem:wr:256m bw-mem:rdwr:256m bw-mem:frd:256m bw-mem:fwr:256m
     bw-mem:bzero:256m bw-mem:cp:128m bw-mem:fcp:128m bw-mem:bcopy:128m
     lat-mem-rd:1:128 lat-mem-rd:128:128 lat-mem-rd:262144:128 lat-mem-rd:262144:16:random)
@@ -882,19 +887,25 @@ echo "# $osbench_version; hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Whether CHECK has a measured row in the record already on this machine
 # kind (the machine field without its microcode), by any build.
+# The fields are found by the record's header.
 recorded() {
-    [ -s "$record" ] && awk -F'\t' -v m="${machine%%, microcode*}" -v c="$1" \
-        'substr($2, 1, length(m)) == m && $5 == c && $17 !~ /^unavailable/ { found = 1 } END { exit !found }' "$record"
+    [ -s "$record" ] && awk -F'\t' -v m="${machine%%, microcode*}" -v c="$1" '
+        NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+        index($at["machine"], m) == 1 && $at["check"] == c && $at["verdict"] !~ /^unavailable/ { found = 1 }
+        END { exit !found }' "$record"
 }
-# The summary of check number $check_no (CHECK ANCHOR_NAME UNIT; the
-# environment's seconds and unavailable, a reason when the check could not
-# run): printed now, its Markdown row kept for the end, and its record line
+# Why a check could not run, from its stderr in FILE: the line naming what
+# is missing, else the last line.
+reason_in() { grep -m1 'not found' "$1" || grep -v '^\s*$' "$1" | tail -1 || true; }
+# The summary of check number $check_no (CHECK ANCHOR_NAME UNIT SECONDS
+# [UNAVAILABLE], the last a reason when the check could not run): printed now, its Markdown row kept for the end, and its record line
 # appended at once, so an interrupted run keeps every check it finished
 # (-c then goes on from the next).
 summarise() {
-    python3 - "$tmp" "$check_no" "$1" "$2" "$3" "$tol" <<'PY'
+    python3 - "$tmp" "$check_no" "$tol" "$@" <<'PY'
 import math, os, statistics as st, sys
-tmp, n, check, anchor_name, unit, tol = sys.argv[1:]
+tmp, n, tol, check, anchor_name, unit, seconds, *why = sys.argv[1:]
+unavailable = why[0] if why else ""
 tol = float(tol) / 100
 read = lambda side: [float(x) for x in open(f"{tmp}/{side}.{n}")] if os.path.exists(f"{tmp}/{side}.{n}") else []
 ours, anchor = read("ours"), read("anchor")
@@ -908,7 +919,6 @@ def median_ci(values):
     k = max((k for k in range(1, m // 2 + 1) if 1 - 2 * below(k) >= 0.95), default=None)
     return (v[k - 1], v[m - k]) if k else None
 machine = os.environ["machine"]
-unavailable = os.environ["unavailable"]
 if unavailable:
     print(unavailable)
     named = f"`{anchor_name}`" if anchor_name else "—"
@@ -946,7 +956,7 @@ if record:
               "\tanchor_median\tanchor_cv_pct\tratio\tratio_ci_low\tratio_ci_high\tfastest_ratio\tverdict\tseconds\n")
     measured = [st.median(ours), cv(ours)] if ours else ["", ""]
     line = [os.environ["started"], machine, os.uname().release, os.environ["osbench_version"], check,
-            anchor_name, unit, len(ours), *measured, *fields, ok.replace("**", ""), os.environ["seconds"]]
+            anchor_name, unit, len(ours), *measured, *fields, ok.replace("**", ""), seconds]
     fmt = lambda x: f"{x:.6g}" if isinstance(x, float) else str(x)
     with open(record, "a") as f:
         if f.tell() == 0:
@@ -970,7 +980,7 @@ for check in "${checks[@]}"; do
     set -e
     case $status in
     0) ;;
-    3) missing_anchor[$check]=$(grep -m1 'not found' "$tmp/probe" || tail -1 "$tmp/probe") ;;
+    3) missing_anchor[$check]=$(reason_in "$tmp/probe") ;;
     *) cat "$tmp/probe" >&2 && exit 2 ;;
     esac
 done
@@ -981,15 +991,13 @@ for check in "${checks[@]}"; do
     check_no=$((check_no + 1))
     figure=median_of tol=5 anchor_name= unit=
     echo
-    if [ -n "${missing_anchor[$check]:-}" ]; then
-        echo "## $check"
-        unavailable="unavailable: ${missing_anchor[$check]}"
-        echo "$unavailable"
-        seconds=0 unavailable=$unavailable summarise "$check" "" ""
-        continue
-    fi
     if [ -n "$continue_run" ] && recorded "$check"; then
         echo "## $check: recorded already in $record for this machine kind, skipped (-c)"
+        continue
+    fi
+    if [ -n "${missing_anchor[$check]:-}" ]; then
+        echo "## $check"
+        summarise "$check" "" "" 0 "unavailable: ${missing_anchor[$check]}"
         continue
     fi
     define "$check"
@@ -1024,15 +1032,13 @@ for check in "${checks[@]}"; do
     status=$?
     rounds_pid=
     set -e
-    unavailable=
-    if [ "$status" -ne 0 ]; then
-        # The reason: a line naming what is missing, else the last one.
-        reason=$(grep -m1 'not found' "$tmp/err.$check_no" || grep -v '^\s*$' "$tmp/err.$check_no" | tail -1 || true)
-        unavailable="unavailable: $reason"
-    fi
     cat "$tmp/err.$check_no" >&2
     after
-    seconds=$((SECONDS - check_started)) unavailable=$unavailable summarise "$check" "$anchor_name" "$unit"
+    if [ "$status" -eq 0 ]; then
+        summarise "$check" "$anchor_name" "$unit" $((SECONDS - check_started))
+    else
+        summarise "$check" "$anchor_name" "$unit" $((SECONDS - check_started)) "unavailable: $(reason_in "$tmp/err.$check_no")"
+    fi
 done
 
 echo
