@@ -14,10 +14,11 @@
 //! nor merge) — except `fwr`, whose stores gcc makes 16-byte vector stores,
 //! as the fill here compiles to. `bcopy` copies between two page-aligned
 //! buffers (lmbench's default, which it calls "unaligned"). On x86-64,
-//! `frd` and `fcp` are gcc's own instructions (inline assembly: one `add
-//! mem, reg` per word; a load and a store per word): as volatile loops they
-//! read 0.60 and 0.89 of lmbench on an Intel Xeon, as gcc's 0.99 and 1.01
-//! (docs/crosscheck.md). The others keep the volatile loops, which agree.
+//! `rd`, `frd` and `fcp` are gcc's own instructions (inline assembly: one
+//! `add mem, reg` per word, a chain a block; a load and a store per word):
+//! as volatile loops they read 0.91, 0.60 and 0.89 of lmbench on an Intel
+//! Xeon, `frd` and `fcp` as gcc's 0.99 and 1.01 (docs/crosscheck.md). The
+//! others keep the volatile loops, which agree.
 //!
 //! Left out: lmbench's `conflict` variant (the second buffer offset by
 //! 1,920 bytes) and its `-P` parallelism. The buffers are anonymous
@@ -204,7 +205,7 @@ impl MemBw {
                 black_box(sum::<4>(src));
             }
             Op::FullRd => {
-                black_box(full_sum(src));
+                black_box(sum::<1>(src));
             }
             Op::Wr => store_ones(src),
             Op::RdWr => {
@@ -249,32 +250,30 @@ fn blocks_mut(words: &mut [u32]) -> impl Iterator<Item = &mut [u32; BLOCK_WORDS]
         .map(|b| b.try_into().expect("a whole block"))
 }
 
-/// The sum of every `STEP`-th word of each whole 512-byte block.
+/// The sum of every `STEP`-th word of each whole 512-byte block (lmbench's
+/// `rd` at 4, `frd` at 1), in gcc's instructions where they are known
+/// (x86-64): a chain of adds a block, each block's sum then added to the
+/// total.
 #[inline]
 fn sum<const STEP: usize>(words: &[u32]) -> u32 {
-    let mut total = 0u32;
-    for block in blocks(words) {
-        let mut i = 0;
-        while i < BLOCK_WORDS {
-            total = total.wrapping_add(load32(&block[i]));
-            i += STEP;
-        }
-    }
-    total
-}
-
-/// lmbench's `frd`: the sum of every word of each whole block, in gcc's
-/// instructions where they are known (x86-64).
-#[inline]
-fn full_sum(words: &[u32]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
         blocks(words).fold(0u32, |total, block| {
-            total.wrapping_add(words::block_sum_as_gcc(block))
+            total.wrapping_add(words::block_sum_as_gcc::<STEP>(block))
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    sum::<1>(words)
+    {
+        let mut total = 0u32;
+        for block in blocks(words) {
+            let mut i = 0;
+            while i < BLOCK_WORDS {
+                total = total.wrapping_add(load32(&block[i]));
+                i += STEP;
+            }
+        }
+        total
+    }
 }
 
 /// lmbench's `fcp`: every word of each whole block of `src` copied into

@@ -2,12 +2,13 @@
 //! word read or written by one scalar access, reads added into one running
 //! sum. Volatile accesses keep the compiler from vectorising, merging or
 //! skipping them, as Debian's gcc 12 `-O2` leaves lmbench's `bread` and
-//! `bw_mem` kernels scalar (their disassembly). The instructions are not
-//! gcc's: it folds each load into its add (`add mem, reg`), so sums here
-//! can cost more per word than lmbench's; `frd` and `fcp`, where that
-//! showed (0.60 and 0.89 of lmbench), and `bread`'s blocks of 128 words
-//! (`bw_mmap_rd` at 0.78), have gcc's exact instructions as inline
-//! assembly on x86-64 (`block_sum_as_gcc`, `block_copy_as_gcc`,
+//! `bw_mem` kernels scalar (their disassembly). The instructions are the
+//! compiler's, not gcc's, and where they differed it showed: `frd` and
+//! `fcp` read 0.60 and 0.89 of lmbench, `bread`'s blocks of 128 words
+//! (`bw_mmap_rd`) 0.78, and `rd` 0.91 (rustc folds each load into its add,
+//! as gcc does, but into one chain over the whole buffer where gcc starts a
+//! chain a block). Those have gcc's exact instructions as inline assembly
+//! on x86-64 (`block_sum_as_gcc`, `block_copy_as_gcc`,
 //! `block_sum64_as_gcc`).
 
 /// Reads one 32-bit word with a scalar load.
@@ -63,25 +64,32 @@ fn block_sum<const N: usize>(block: &[u64; N]) -> u64 {
     sum
 }
 
-/// The sum of one 512-byte block, in gcc's instructions for lmbench's
-/// `frd` (Debian's gcc 12 `-O2`, from bw_mem's disassembly): the first
-/// word loaded, then each of the other 127 added from memory (`add
-/// mem, reg`): one dependent chain, one instruction per word.
+/// The sum of every `STEP`-th word of one 512-byte block, in gcc's
+/// instructions for lmbench's `frd` (`STEP` 1) and `rd` (`STEP` 4)
+/// (Debian's gcc 12 `-O2`, from bw_mem's disassembly): the second word
+/// loaded, then the first and each of the others added from memory (`add
+/// mem, reg`): one dependent chain a block, one instruction per word. The
+/// caller adds each block's sum into its total, so the chains of
+/// successive blocks overlap.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub fn block_sum_as_gcc(block: &[u32; 128]) -> u32 {
+pub fn block_sum_as_gcc<const STEP: usize>(block: &[u32; 128]) -> u32 {
+    const { assert!(STEP > 0 && STEP <= 64 && 128 % STEP == 0) };
     let sum: u32;
     // SAFETY: the block is 128 valid, aligned, initialised words and only
-    // they are read (offsets 0 to 508); no stack, no flags kept.
+    // they are read (offsets 0 to 512 - 4 * STEP); no stack, no flags kept.
     unsafe {
         std::arch::asm!(
-            "mov {sum:e}, dword ptr [{p}]",
-            ".set osbench_word, 4",
-            ".rept 127",
+            "mov {sum:e}, dword ptr [{p} + {stride}]",
+            "add {sum:e}, dword ptr [{p}]",
+            ".set osbench_word, 2 * {stride}",
+            ".rept {rest}",
             "add {sum:e}, dword ptr [{p} + osbench_word]",
-            ".set osbench_word, osbench_word + 4",
+            ".set osbench_word, osbench_word + {stride}",
             ".endr",
             p = in(reg) block.as_ptr(),
+            stride = const 4 * STEP,
+            rest = const 128 / STEP - 2,
             sum = out(reg) sum,
             options(nostack, readonly),
         );
@@ -148,7 +156,9 @@ mod tests {
     fn the_assembly_kernels_sum_and_copy_every_word() {
         let from: [u32; 128] = std::array::from_fn(|i| i as u32 * 3 + 1);
         let expected = from.iter().fold(0u32, |a, &w| a.wrapping_add(w));
-        assert_eq!(block_sum_as_gcc(&from), expected);
+        assert_eq!(block_sum_as_gcc::<1>(&from), expected);
+        let every_fourth = from.iter().step_by(4).fold(0u32, |a, &w| a.wrapping_add(w));
+        assert_eq!(block_sum_as_gcc::<4>(&from), every_fourth);
         let mut to = [0u32; 128];
         block_copy_as_gcc(&from, &mut to);
         assert_eq!(to, from);
