@@ -14,7 +14,10 @@
 # A source tree that is absent is reported and skipped (its checks are then
 # recorded as unavailable). Debian's packages they need (libtirpc-dev,
 # libhwloc-dev, autoconf, automake, libtool) and the packaged anchors
-# (rt-tests, linux-perf, fio) are installed with apt-get when missing.
+# (rt-tests, linux-perf, fio) are installed with apt-get when missing, and
+# bookworm-backports' perf 6.12 (for seccomp-notify and uprobe, which
+# Debian 12's perf 6.1 lacks) is unpacked into DIR/perf and put first on
+# the PATH the printed line exports.
 #
 # lmbench is built as its own Makefile builds it: its library an archive
 # (lmbench.a), each program linked with -lm, and libtirpc (where today's
@@ -33,6 +36,27 @@ for pkg in libtirpc-dev libhwloc-dev autoconf automake libtool rt-tests linux-pe
     dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || wanted+=("$pkg")
 done
 [ ${#wanted[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2
+
+# bookworm-backports' linux-perf unpacked into $perf_root, with apt's
+# lists, cache and sources for it kept under $perf_root/apt.
+newer_perf_unpacked() {
+    local apt_dir=$perf_root/apt deb deps
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
+    echo "deb http://deb.debian.org/debian bookworm-backports main" >"$apt_dir/sources.list"
+    local opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+        -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir" -o "Dir::Cache::Archives=$apt_dir/archives")
+    apt-get "${opts[@]}" update >&2 || return 1
+    (cd "$apt_dir" && apt-get "${opts[@]}" download linux-perf/bookworm-backports) >&2 || return 1
+    deb=$(ls "$apt_dir"/linux-perf_*.deb | tail -1) || return 1
+    dpkg-deb -x "$deb" "$perf_root" || return 1
+    # Its libraries: the Depends names (alternatives' first), those missing.
+    deps=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/ //g' | sort -u)
+    local missing=()
+    for pkg in $deps; do
+        dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
+}
 
 # The lmbench programs crosscheck.sh runs, and its sources for the drivers
 # that include lat_sig.c and lat_mem_rd.c.
@@ -72,5 +96,18 @@ if [ -d "$dir/librseq" ]; then
     env+=("LIBRSEQ=$dir/librseq")
 else
     echo "no $dir/librseq: rseq-inc will be unavailable" >&2
+fi
+# A perf with `perf bench sched seccomp-notify` (perf 6.3) and `perf bench
+# uprobe` (6.7): Debian 12's is 6.1, bookworm-backports' 6.12. Its package
+# is unpacked into DIR/perf, not installed: the backports list lives in
+# DIR/perf/apt, so the machine's own apt sources are left as they were.
+# Only its missing libraries are installed (from the machine's sources).
+# Skipped with a word when the package cannot be had.
+perf_root=$dir/perf
+[ -x "$perf_root/usr/bin/perf" ] || newer_perf_unpacked || true
+if "$perf_root/usr/bin/perf" version >&2 2>/dev/null; then
+    env+=("PATH=$perf_root/usr/bin:\$PATH")
+else
+    echo "no perf 6.3 or later in $perf_root: seccomp-notify and uprobe will be unavailable" >&2
 fi
 echo "export ${env[*]}"

@@ -52,7 +52,9 @@
 #                        no osbench case (docs/crosscheck.md)
 #   wis-tasks            every wis-TEST row at 1 and at 2 tasks
 #   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
-#   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs)
+#   connect              connect:kind=tcp vs `lat_connect localhost` (lat_connect -s running) (µs);
+#                        a lat_connect run that has not ended in 120 s (its listen queue
+#                        overflowing) makes the check unavailable, its overflows counted
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
 #                        fs:phase=…,kib=… vs `lat_fs` in a scratch directory, 10^6 ÷ its files/s (µs);
 #                        a suffix :files=N (fs-delete-0k:files=2000) sets osbench's files per pass
@@ -195,10 +197,12 @@ record=${CROSSCHECK_RECORD:-}
 # An anchor (or a tool it needs) that is missing exits with 3, which the
 # run records as the check being unavailable and goes on; 2 is a usage error.
 need() { command -v "$1" >/dev/null || { echo "$1 not found: apt-get install -y $2" >&2; exit 3; }; }
-# `perf bench COLLECTION BENCH` exists in the perf on PATH, or exit 3 naming the version wanted.
+# `perf bench COLLECTION BENCH` exists in the perf on PATH (its list pads the
+# names to 14 columns: a longer one starts the line), or exit 3 naming the
+# version wanted. grep reads the whole list: perf dies of SIGPIPE otherwise.
 need_perf_bench() {
     need perf linux-perf
-    perf bench "$1" 2>&1 | grep -qE "^ +$2:" ||
+    perf bench "$1" 2>&1 | grep -E "^ *$2:" >/dev/null ||
         { echo "perf bench $1 $2 not found in $(perf version): put perf $3 or later first on PATH" >&2; exit 3; }
 }
 
@@ -885,13 +889,26 @@ after() { :; }
 trap 'after >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 # The rounds run in a subshell in the background (below), which a stop
 # ends with every process under it, at once: not after the current run.
-rounds_pid=
-descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+# Each of those processes carries this mark in its environment, so a stop
+# finds them all, also those whose parent died first and left them to init
+# (Ctrl-C signals every process of the terminal's group at once: the
+# rounds' subshells die, lmbench's programs go on).
+rounds_pid= rounds_mark=CROSSCHECK_ROUNDS_OF=$$.$RANDOM
+marked() { grep -lzxF "$rounds_mark" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true; }
+# lmbench's timing harness takes SIGTERM as a flag to end its current run
+# (lat_fs went on for a minute after one, then started another): what is
+# left after 3 s is killed, and what it started meanwhile.
 stop_rounds() {
     [ -n "$rounds_pid" ] || return 0
-    local pids
-    pids=$(descendants "$rounds_pid")
-    kill -TERM "$rounds_pid" $pids 2>/dev/null || true
+    local pids try
+    pids=$(marked)
+    [ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
+    for ((try = 0; try < 40; try++)); do
+        pids=$(marked)
+        [ -n "$pids" ] || return 0
+        ((try < 30)) || kill -KILL $pids 2>/dev/null || true
+        sleep 0.1
+    done
 }
 trap 'stop_rounds; exit 130' INT TERM
 echo "# crosscheck $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds per check, $anchor_runs hackbench runs per anchor figure"
@@ -1028,6 +1045,7 @@ for check in "${checks[@]}"; do
     # in the background so that a stop is seen at once (`wait` returns).
     set +e
     (
+        export "$rounds_mark"
         set -e
         for ((i = 1; i <= rounds; i++)); do
             busy=$(quiet)

@@ -2,7 +2,8 @@
 //! osbench: the record written as each check ends, a check whose anchor is
 //! missing recorded as unavailable (with the reason) while the run goes
 //! on, `-c` skipping what the record holds for this machine and build, a
-//! misspelt check stopping the run before anything runs, and
+//! misspelt check stopping the run before anything runs, a stop ending an
+//! anchor that ignores SIGTERM and leaving no files, and
 //! scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
@@ -121,5 +122,109 @@ fn the_record_keeps_each_check_and_continues_and_names_what_is_missing() {
         line("sig-install").contains("unavailable: ")
             && line("sig-install").contains("not measured on"),
         "{text}"
+    );
+}
+
+/// The processes whose environment holds `entry` (`NAME=value`).
+fn with_environment(entry: &str) -> Vec<i32> {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    processes
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == entry.as_bytes()))
+        })
+        .collect()
+}
+
+/// A stop (SIGTERM to every process of the run) while an anchor that
+/// ignores SIGTERM runs, as lmbench's harness in effect does (it finishes
+/// its run first): the script ends within seconds, kills the anchor, and
+/// removes its temporary directory.
+#[test]
+fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: crosscheck.sh summarises with python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lmbench = dir.path().join("lmbench");
+    let scratch = dir.path().join("tmp");
+    std::fs::create_dir_all(&lmbench).unwrap();
+    std::fs::create_dir_all(&scratch).unwrap();
+    let started = dir.path().join("started");
+    // The fake anchor writes its pid, then sleeps on with SIGTERM ignored
+    // (an ignored signal stays ignored across exec).
+    let fake = lmbench.join("lat_sig");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ntrap '' TERM\necho $$ > '{}'\nexec sleep 600\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut run = Command::new("bash")
+        .arg(SCRIPT)
+        .args(["-r", "2", "sig-install"])
+        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
+        .env("LMBENCH", &lmbench)
+        .env("QUIET_TRIES", "1")
+        .env("TMPDIR", &scratch)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = |secs: u64, done: &mut dyn FnMut() -> bool| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while !done() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        done()
+    };
+    let pid = || {
+        std::fs::read_to_string(&started)
+            .ok()?
+            .trim()
+            .parse::<i32>()
+            .ok()
+    };
+    let anchor_started = until(60, &mut || pid().is_some());
+    // As Ctrl-C does to a terminal's group: every process of the run at
+    // once (the script, its subshells, the anchor), so the subshells die
+    // before the script can ask them for their children.
+    for process in with_environment(&format!("TMPDIR={}", scratch.display())) {
+        // SAFETY: kill(2) with a pid and a signal number.
+        unsafe { libc::kill(process, libc::SIGTERM) };
+    }
+    let mut status = None;
+    until(20, &mut || {
+        status = run.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        run.kill().ok();
+    }
+    assert!(anchor_started, "the fake anchor never ran");
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "a stop exits 130");
+    let anchor = pid().unwrap();
+    // Gone, or a zombie waiting for its new parent to reap it.
+    let left = std::fs::read_to_string(format!("/proc/{anchor}/stat"))
+        .map(|stat| !stat.contains(") Z "))
+        .unwrap_or(false);
+    if left {
+        // SAFETY: kill(2) of the fake anchor the assertion below reports.
+        unsafe { libc::kill(anchor, libc::SIGKILL) };
+    }
+    assert!(!left, "the anchor that ignored SIGTERM was left running");
+    let files: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(
+        files.is_empty(),
+        "the run's temporary files were left: {files:?}"
     );
 }
