@@ -52,10 +52,19 @@ fn shown(out: &Output) -> String {
     )
 }
 
+/// Whether python3, which the script summarises with, is missing (the
+/// test then says it is skipped).
+fn without_python3() -> bool {
+    let missing = Command::new("python3").arg("--version").output().is_err();
+    if missing {
+        eprintln!("skipped: crosscheck.sh summarises with python3");
+    }
+    missing
+}
+
 #[test]
 fn the_record_keeps_each_check_and_continues_and_names_what_is_missing() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipped: crosscheck.sh summarises with python3");
+    if without_python3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -146,8 +155,7 @@ fn with_environment(entry: &str) -> Vec<i32> {
 /// removes its temporary directory.
 #[test]
 fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipped: crosscheck.sh summarises with python3");
+    if without_python3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
