@@ -102,10 +102,15 @@ pub static DEF: BenchDef = BenchDef {
         } else {
             format!("unlinking one {} KiB file", p.int("kib"))
         };
+        let dir = std::env::temp_dir();
+        let note = match p.get("phase") {
+            "create" => journal_note(&dir),
+            _ => "",
+        };
         format!(
-            "{what}, {} files per pass, in a new directory under {}",
+            "{what}, {} files per pass, in a new directory under {}{note}",
             p.int("files"),
-            describe_dir(&std::env::temp_dir())
+            describe_dir(&dir)
         )
     },
     anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
@@ -120,14 +125,24 @@ pub static DEF: BenchDef = BenchDef {
 /// `dir` with the filesystem it is on: "/tmp (ext4, rw,relatime)".
 pub fn describe_dir(dir: &Path) -> String {
     match mount_of(dir) {
-        Some((fs, options)) => format!("{} ({fs}, {options})", dir.display()),
+        Some(m) => format!("{} ({}, {})", dir.display(), m.fs, m.options),
         None => dir.display().to_string(),
     }
 }
 
-/// The filesystem type and mount options of the mount holding `dir`, from
-/// /proc/self/mountinfo (the longest mount point that is a prefix of it).
-pub fn mount_of(dir: &Path) -> Option<(String, String)> {
+/// The mount holding a directory, from /proc/self/mountinfo.
+pub struct Mount {
+    /// The filesystem type ("ext4").
+    pub fs: String,
+    /// The mount options ("rw,relatime").
+    pub options: String,
+    /// What is mounted ("/dev/vda").
+    pub source: String,
+}
+
+/// The mount holding `dir`, from /proc/self/mountinfo (the longest mount
+/// point that is a prefix of it).
+pub fn mount_of(dir: &Path) -> Option<Mount> {
     let dir = dir.canonicalize().ok()?;
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines()
@@ -136,13 +151,41 @@ pub fn mount_of(dir: &Path) -> Option<(String, String)> {
             let (left, right) = line.split_once(" - ")?;
             let fields: Vec<&str> = left.split(' ').collect();
             let point = PathBuf::from(fields.get(4)?.replace("\\040", " "));
-            let fs = right.split(' ').next()?;
-            let options = fields.get(5)?.to_string();
-            dir.starts_with(&point)
-                .then(|| (point, fs.to_string(), options))
+            let mut right = right.split(' ');
+            let mount = Mount {
+                fs: right.next()?.to_string(),
+                source: right.next()?.to_string(),
+                options: fields.get(5)?.to_string(),
+            };
+            dir.starts_with(&point).then_some((point, mount))
         })
-        .max_by_key(|(point, _, _)| point.as_os_str().len())
-        .map(|(_, fs, options)| (fs, options))
+        .max_by_key(|(point, _)| point.as_os_str().len())
+        .map(|(_, mount)| mount)
+}
+
+/// Said in the op when the directory is on an ext4 without a journal,
+/// which skips every inode deleted in the last 60 s (300 s while its inode
+/// table block is unwritten) and scans past each: creates after many
+/// deletes (the pass before, another tool's run) cost more, up to 300 µs a
+/// file here against 7 µs after 100 s idle (fs/ext4/ialloc.c,
+/// `recently_deleted`; docs/crosscheck.md).
+fn journal_note(dir: &Path) -> &'static str {
+    let device = mount_of(dir)
+        .filter(|m| m.fs == "ext4")
+        .and_then(|m| Some(m.source.rsplit('/').next()?.to_string()));
+    let journal_task =
+        device.and_then(|d| std::fs::read_to_string(format!("/sys/fs/ext4/{d}/journal_task")).ok());
+    match journal_task {
+        Some(task) if without_journal(&task) => {
+            "; ext4 without a journal: inodes deleted in the last 60-300 s are skipped, so creates after deletes cost more"
+        }
+        _ => "",
+    }
+}
+
+/// Whether ext4's sysfs `journal_task` says the filesystem has no journal.
+fn without_journal(journal_task: &str) -> bool {
+    journal_task.trim() == "<none>"
 }
 
 /// The directory must be writable and have room for a pass, before anything runs.
@@ -477,9 +520,17 @@ mod tests {
 
     #[test]
     fn the_mount_of_a_directory_is_found() {
-        let (fs, options) = mount_of(Path::new("/proc/self")).unwrap();
-        assert_eq!(fs, "proc");
-        assert!(!options.is_empty());
+        let m = mount_of(Path::new("/proc/self")).unwrap();
+        assert_eq!(m.fs, "proc");
+        assert_eq!(m.source, "proc");
+        assert!(!m.options.is_empty());
+    }
+
+    #[test]
+    fn an_ext4_without_a_journal_is_told_by_its_journal_task() {
+        assert!(without_journal("<none>\n"));
+        assert!(!without_journal("412\n"));
+        assert!(!without_journal(""));
     }
 
     #[test]
