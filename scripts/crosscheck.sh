@@ -571,7 +571,7 @@ define() {
         anchor() {
             local before out
             before=$(listen_overflows)
-            if ! out=$(timeout 120 "$lc" localhost 2>&1); then
+            if ! out=$(timeout -k 10 120 "$lc" localhost 2>&1); then
                 echo "lat_connect localhost did not finish in 120 s: $(($(listen_overflows) - before))" \
                     "listen-queue overflows (its backlog of 100; docs/crosscheck.md, connect)" >&2
                 return 1

@@ -16,8 +16,8 @@
 //! buffers (lmbench's default, which it calls "unaligned"). On x86-64,
 //! `rd`, `frd` and `fcp` are gcc's own instructions (inline assembly: one
 //! `add mem, reg` per word, a chain a block; a load and a store per word):
-//! as volatile loops they read 0.91, 0.60 and 0.89 of lmbench on an Intel
-//! Xeon, `frd` and `fcp` as gcc's 0.99 and 1.01 (docs/crosscheck.md). The
+//! as the compiler's loops they read 0.91, 0.60 and 0.89 of lmbench on an
+//! Intel Xeon, as gcc's 0.97, 0.99 and 1.01 (docs/crosscheck.md). The
 //! others keep the volatile loops, which agree.
 //!
 //! Left out: lmbench's `conflict` variant (the second buffer offset by
