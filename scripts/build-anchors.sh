@@ -31,16 +31,20 @@ set -euo pipefail
 [ $# -eq 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2; }
 dir=$(cd "$1" && pwd)
 sudo=$([ "$(id -u)" = 0 ] || echo sudo)
-wanted=()
-for pkg in libtirpc-dev libhwloc-dev autoconf automake libtool rt-tests linux-perf fio; do
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || wanted+=("$pkg")
-done
-[ ${#wanted[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${wanted[@]}" >&2
+# Installs with apt-get those of the packages named that are not installed.
+install_missing() {
+    local pkg missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
+}
+install_missing libtirpc-dev libhwloc-dev autoconf automake libtool rt-tests linux-perf fio
 
 # bookworm-backports' linux-perf unpacked into $perf_root, with apt's
 # lists, cache and sources for it kept under $perf_root/apt.
 newer_perf_unpacked() {
-    local apt_dir=$perf_root/apt deb deps
+    local apt_dir=$perf_root/apt deb
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
     echo "deb http://deb.debian.org/debian bookworm-backports main" >"$apt_dir/sources.list"
     local opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
@@ -49,13 +53,8 @@ newer_perf_unpacked() {
     (cd "$apt_dir" && apt-get "${opts[@]}" download linux-perf/bookworm-backports) >&2 || return 1
     deb=$(ls "$apt_dir"/linux-perf_*.deb | tail -1) || return 1
     dpkg-deb -x "$deb" "$perf_root" || return 1
-    # Its libraries: the Depends names (alternatives' first), those missing.
-    deps=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/ //g' | sort -u)
-    local missing=()
-    for pkg in $deps; do
-        dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-    done
-    [ ${#missing[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
+    # Its libraries: the Depends names (alternatives' first).
+    install_missing $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/:any//; s/ //g' | sort -u)
 }
 
 # The lmbench programs crosscheck.sh runs, and its sources for the drivers

@@ -170,11 +170,11 @@ pub fn mount_of(dir: &Path) -> Option<Mount> {
 /// file here against 7 µs after 100 s idle (fs/ext4/ialloc.c,
 /// `recently_deleted`; docs/crosscheck.md).
 fn journal_note(dir: &Path) -> &'static str {
-    let device = mount_of(dir)
-        .filter(|m| m.fs == "ext4")
-        .and_then(|m| Some(m.source.rsplit('/').next()?.to_string()));
-    let journal_task =
-        device.and_then(|d| std::fs::read_to_string(format!("/sys/fs/ext4/{d}/journal_task")).ok());
+    // ext4's sysfs directory is named by the device: /dev/vda's is "vda".
+    let journal_task = mount_of(dir).filter(|m| m.fs == "ext4").and_then(|m| {
+        let device = m.source.rsplit('/').next().unwrap_or_default();
+        std::fs::read_to_string(format!("/sys/fs/ext4/{device}/journal_task")).ok()
+    });
     match journal_task {
         Some(task) if without_journal(&task) => {
             "; ext4 without a journal: inodes deleted in the last 60-300 s are skipped, so creates after deletes cost more"
