@@ -3,8 +3,9 @@
 //! missing recorded as unavailable (with the reason) while the run goes
 //! on, `-c` skipping what the record holds for this machine and build, a
 //! misspelt check stopping the run before anything runs, a stop ending an
-//! anchor that ignores SIGTERM and leaving no files, and
-//! scripts/crosscheck-kinds.py setting the record out by machine kind.
+//! anchor that ignores SIGTERM and leaving no files, `connect` raising a
+//! fake lat_connect server's listen backlog and fixing lmbench's interval,
+//! and scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
 //! cross-checks themselves are measurements for a quiet machine
@@ -234,5 +235,91 @@ fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
     assert!(
         files.is_empty(),
         "the run's temporary files were left: {files:?}"
+    );
+}
+
+/// `connect` with a fake lat_connect whose server is a real listener: the
+/// server starts under the script's LD_PRELOAD, which must raise its listen
+/// backlog of 100 to net.core.somaxconn (read back with `ss`); the client
+/// runs on CPU 0 with lmbench's own interval (ENOUGH=50000), and the server
+/// is told to stop after the rounds.
+#[test]
+fn connect_raises_lat_connects_backlog_and_fixes_its_interval() {
+    if without_python3() {
+        return;
+    }
+    if Command::new("ss").arg("-V").output().is_err() {
+        eprintln!("skipped: the fake server reads its backlog with ss (iproute2)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lmbench = dir.path().join("lmbench");
+    std::fs::create_dir_all(&lmbench).unwrap();
+    let log = dir.path().join("log");
+    let fake = lmbench.join("lat_connect");
+    std::fs::write(
+        &fake,
+        r#"#!/bin/sh
+case $1 in
+-s) exec python3 -c '
+import socket, subprocess
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(100)
+ss = subprocess.run(["ss", "-Hltn", "sport = :%d" % s.getsockname()[1]], capture_output=True, text=True)
+print("server backlog", ss.stdout.split()[2], file=open("'"$FAKE_LOG"'", "a"))
+' ;;
+-S) echo stopped >> "$FAKE_LOG" ;;
+*) echo "client ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)" >> "$FAKE_LOG"
+   echo "TCP/IP connection cost to localhost: 20.0 microseconds" ;;
+esac
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let record = dir.path().join("record.tsv");
+    let out = Command::new("bash")
+        .arg(SCRIPT)
+        .args(["-r", "2", "connect"])
+        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
+        .env("CROSSCHECK_RECORD", &record)
+        .env("LMBENCH", &lmbench)
+        .env("QUIET_TRIES", "1")
+        .env("TIME_WAIT_WAIT", "0")
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    // The script also defines each check once before the rounds (a server
+    // started and stopped), and its exit stops the server again.
+    let lines: Vec<&str> = logged.lines().collect();
+    let servers: Vec<&&str> = lines.iter().filter(|l| l.starts_with("server")).collect();
+    let clients: Vec<&&str> = lines.iter().filter(|l| l.starts_with("client")).collect();
+    let expected = format!("server backlog {}", somaxconn.trim());
+    assert!(
+        !servers.is_empty() && servers.iter().all(|l| **l == expected),
+        "{lines:?}\n{}",
+        shown(&out)
+    );
+    assert_eq!(
+        clients,
+        [&"client ENOUGH=50000 cpus=0"; 2],
+        "{lines:?}\n{}",
+        shown(&out)
+    );
+    assert_eq!(lines.last(), Some(&"stopped"), "{lines:?}");
+    let table = rows(&record);
+    let column = |name: &str| table[0].iter().position(|h| h == name).unwrap();
+    assert_eq!(table.len(), 2, "{table:?}");
+    assert!(
+        table[1][column("anchor")].contains("ENOUGH=50000"),
+        "{table:?}"
+    );
+    assert!(
+        !table[1][column("verdict")].starts_with("unavailable"),
+        "{table:?}"
     );
 }

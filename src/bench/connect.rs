@@ -27,6 +27,12 @@
 //! osbench (lmbench starts `lat_connect -s` separately, on its fixed port); the AF_UNIX
 //! socket lives in a temporary directory osbench removes; lmbench's server
 //! reads one byte to learn when to exit, osbench shuts its listener down.
+//! The server's port is the kernel's choice, where lmbench's is fixed: a
+//! connect() to a fixed port searches past every TIME_WAIT socket of the
+//! last 60 s to it, and once a run's connections outnumber the ephemeral
+//! ports each waits for one older than 1 s (tcp_tw_reuse), which is what
+//! lat_connect's 1 s intervals measure on a host where its calibration
+//! fails (docs/crosscheck.md, connect).
 //! Left out: remote hosts.
 
 use std::ffi::CString;
@@ -71,7 +77,7 @@ pub static DEF: BenchDef = BenchDef {
         "tcp" => "lat_connect localhost (lat_connect -s running)".to_string(),
         _ => "lat_unix_connect".to_string(),
     },
-    differs: "a listen backlog of net.core.somaxconn where lmbench's 100 overflows when its server falls behind, and each dropped SYN costs lmbench's run a 1 s retransmission (its millisecond figures); client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port; the median of 10 ms batches.",
+    differs: "a listen backlog of net.core.somaxconn where lmbench's 100 overflows when its server falls behind, and each dropped SYN costs lmbench's run a 1 s retransmission (its millisecond figures); client and server are spread over two CPUs by default (--pin; lmbench leaves them to the scheduler; on one CPU lmbench's figure is 5-6x and osbench's 2x their spread figures: docs/crosscheck.md); the server is forked by osbench and its listener shut down at the end (lmbench's is started separately and told to exit by a byte); a kernel-chosen loopback port, so no earlier run's TIME_WAIT sockets lie on its port search (lmbench's fixed port meets those of the last 60 s); the median of 10 ms batches, where connect()'s cost grows with the run's own TIME_WAIT sockets (lmbench times 50 ms intervals, or 1 s where its timing calibration fails, as on the development VM: 60,000 connections to one port outrun the 28,232 ephemeral ports, and lmbench then reads the 1 s TIME_WAIT reuse rule, 65 us, where osbench reads 16 us; with --sample-time 50 and lmbench at ENOUGH=50000, both after TIME_WAIT drained: 0.92-1.00).",
     tasks: |_| 2,
     setup,
     check,
