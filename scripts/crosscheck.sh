@@ -51,7 +51,8 @@
 #                        of it, as will-it-scale counts 2 per round trip). futex1 and pipe1 have
 #                        no osbench case (docs/crosscheck.md)
 #   wis-tasks            every wis-TEST row at 1 and at 2 tasks
-#   select-file, select-tcp   poll:call=select,on=file|tcp,fds=100 vs `lat_select -n 100 file|tcp` (µs)
+#   select-file, select-tcp   poll:call=select,on=file|tcp,fds=91|90 vs `lat_select -n 100 file|tcp`,
+#                        which watches 91 or 90 descriptors (µs)
 #   connect              connect:kind=tcp --sample-time 50 vs `ENOUGH=50000 lat_connect localhost`
 #                        (µs), placed as osbench places them (server on CPU 1, client on CPU 0),
 #                        lat_connect's listen backlog of 100 raised to net.core.somaxconn by an
@@ -61,11 +62,11 @@
 #                        them); a lat_connect run that has not ended in 120 s makes the check
 #                        unavailable, its overflows counted (docs/crosscheck.md, connect)
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
-#                        fs:phase=…,kib=… vs `ENOUGH=50000 lat_fs` in a scratch directory under
-#                        TMPDIR, 10^6 ÷ its files/s (µs); the row names TMPDIR's filesystem (on an
-#                        ext4 without a journal the script warns: creates there pay for the deletes
-#                        of the last 60-300 s; TMPDIR=/dev/shm runs them on a tmpfs); a suffix
-#                        :files=N (fs-delete-0k:files=2000) sets osbench's files per pass
+#                        fs:phase=…,kib=… vs `ENOUGH=50000 lat_fs` in one scratch directory under
+#                        FS_DIR (default /dev/shm when it is a tmpfs), 10^6 ÷ its files/s (µs);
+#                        the row names the filesystem (on an ext4 without a journal the script
+#                        warns: creates there pay for the deletes of the last 60-300 s); a suffix
+#                        :files=N (fs-delete-0k:files=20000) sets osbench's files per pass
 #   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
 #   bw-KIND:same, bw-KIND:spread  the same, both tools placed alike: reader and writer on
 #                        CPU 0 (osbench --pin same; lmbench under taskset -c 0), or on CPUs 0
@@ -608,8 +609,14 @@ define() {
     select-file | select-tcp)
         on=${1#select-}
         sel=$(lmbench lat_select)
-        ours=("$bin" run "poll:call=select,on=$on,fds=100" -q --no-store)
-        bench=poll unit=µs scale=0.001 anchor_name="lat_select -n 100 $on"
+        # lat_select -n 100 passes 100 as select's highest descriptor + 1,
+        # and its descriptors start above its own open ones: it watches 90
+        # (tcp) or 91 (file) of them (strace, docs/crosscheck.md), so osbench
+        # watches as many.
+        watched=90
+        [ "$on" = file ] && watched=91
+        ours=("$bin" run "poll:call=select,on=$on,fds=$watched" -q --no-store)
+        bench=poll unit=µs scale=0.001 anchor_name="lat_select -n 100 $on (watches $watched)"
         # lat_select file makes its scratch file in the current directory.
         anchor() { (cd "$tmp" && "$sel" -n 100 "$on" 2>&1 | last_figure); } ;;
     connect)
@@ -647,7 +654,8 @@ define() {
         phase=${spec:3:6} kib=${spec##*-}
         kib=${kib%k}
         lf=$(lmbench lat_fs)
-        ours=("$bin" run "fs:phase=$phase,kib=$kib$extra" -q --no-store)
+        mkdir -p "$fs_dir"
+        ours=(env TMPDIR="$fs_dir" "$bin" run "fs:phase=$phase,kib=$kib$extra" -q --no-store)
         bench=fs unit=µs scale=1
         # lat_fs prints SIZE, files, creates/s, deletes/s; -s 0 means every size.
         # ENOUGH=50000, lmbench's own interval: where its timing calibration
@@ -655,18 +663,18 @@ define() {
         # 400,000 files, a dcache of another size than 50 ms's 20,000.
         column=3
         [ "$phase" = delete ] && column=4
-        fs_of_tmp=$(stat -f -c %T "$tmp")
-        if [ "$fs_of_tmp" = ext2/ext3 ] && ext4_without_journal "$tmp"; then
-            echo "warning: $tmp is on an ext4 without a journal, which skips inodes deleted in the last 60-300 s:" \
-                "each side's creates pay for the other's deletes; set TMPDIR to a tmpfs or a journaled filesystem" >&2
-            fs_of_tmp="ext4 without a journal"
+        fs_type=$(stat -f -c %T "$fs_dir")
+        if [ "$fs_type" = ext2/ext3 ] && ext4_without_journal "$fs_dir"; then
+            echo "warning: $fs_dir is on an ext4 without a journal, which skips inodes deleted in the last 60-300 s:" \
+                "each side's creates pay for the other's deletes; set FS_DIR to a tmpfs or a journaled filesystem" >&2
+            fs_type="ext4 without a journal"
         fi
-        lat_fs() { mkdir -p "$tmp/fs" && ENOUGH=50000 LOOP_O=0 TIMING_O=0 "$lf" -N 1 "$@" "$tmp/fs" 2>&1; }
+        lat_fs() { mkdir -p "$fs_dir/lat_fs" && ENOUGH=50000 LOOP_O=0 TIMING_O=0 "$lf" -N 1 "$@" "$fs_dir/lat_fs" 2>&1; }
         if [ "$kib" = 0 ]; then
-            anchor_name="ENOUGH=50000 lat_fs -N 1 DIR (0k line), DIR on $fs_of_tmp"
+            anchor_name="ENOUGH=50000 lat_fs -N 1 DIR (0k line), DIR on $fs_type"
             anchor() { lat_fs | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
         else
-            anchor_name="ENOUGH=50000 lat_fs -N 1 -s ${kib}k DIR, DIR on $fs_of_tmp"
+            anchor_name="ENOUGH=50000 lat_fs -N 1 -s ${kib}k DIR, DIR on $fs_type"
             anchor() { lat_fs -s "${kib}k" | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
         fi ;;
     bw-pipe:same | bw-unix:same)
@@ -954,11 +962,20 @@ define() {
 }
 
 tmp=$(mktemp -d)
+# The fs rows' directory, both sides': under FS_DIR, by default /dev/shm when
+# it is a tmpfs (the VFS alone, alike on every machine; the development VM's
+# root is an ext4 without a journal, docs/crosscheck.md), else under $tmp.
+fs_root=${FS_DIR:-}
+if [ -z "$fs_root" ]; then
+    fs_root=$tmp
+    [ "$(stat -f -c %T /dev/shm 2>/dev/null)" != tmpfs ] || fs_root=/dev/shm
+fi
+fs_dir=$fs_root/crosscheck-fs.$$
 # Stopped (SIGINT, SIGTERM) or ended, the run stops the current check's
 # anchor server (lat_connect -s, bw_tcp -s) and removes its files; the
 # checks it finished are in the record already.
 after() { :; }
-trap 'after >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+trap 'after >/dev/null 2>&1 || true; rm -rf "$tmp" "$fs_dir"' EXIT
 # The rounds run in a subshell in the background (below), which a stop
 # ends with every process under it, at once: not after the current run.
 # Each of those processes carries this mark in its environment, so a stop

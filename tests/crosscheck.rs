@@ -323,3 +323,65 @@ esac
         "{table:?}"
     );
 }
+
+/// An fs row with a fake lat_fs: both sides work in one directory on
+/// /dev/shm's tmpfs (when it is one), the row names the filesystem, the
+/// fake sees lmbench's own interval, and the directory is gone afterwards.
+#[test]
+fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
+    if without_python3() {
+        return;
+    }
+    let shm_is_tmpfs = Command::new("stat")
+        .args(["-f", "-c", "%T", "/dev/shm"])
+        .output()
+        .is_ok_and(|o| o.stdout == b"tmpfs\n");
+    if !shm_is_tmpfs {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lmbench = dir.path().join("lmbench");
+    std::fs::create_dir_all(&lmbench).unwrap();
+    let log = dir.path().join("log");
+    let fake = lmbench.join("lat_fs");
+    // lat_fs's line: size, files, creates/s, deletes/s (on stderr).
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nfor last; do :; done\n\
+         echo \"ENOUGH=$ENOUGH dir=$last\" >> \"$FAKE_LOG\"\n\
+         printf '0k\\t20000\\t400000\\t500000\\n' >&2\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let record = dir.path().join("record.tsv");
+    let out = Command::new("bash")
+        .arg(SCRIPT)
+        .args(["-r", "2", "fs-delete-0k"])
+        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
+        .env("CROSSCHECK_RECORD", &record)
+        .env("LMBENCH", &lmbench)
+        .env("QUIET_TRIES", "1")
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<&str> = logged.lines().collect();
+    assert_eq!(runs.len(), 2, "{logged}");
+    let used = runs[0].strip_prefix("ENOUGH=50000 dir=").expect(&logged);
+    assert!(
+        used.starts_with("/dev/shm/crosscheck-fs.") && runs[1] == runs[0],
+        "{logged}"
+    );
+    let table = rows(&record);
+    let column = |name: &str| table[0].iter().position(|h| h == name).unwrap();
+    assert!(
+        table[1][column("anchor")].ends_with("DIR on tmpfs"),
+        "{table:?}"
+    );
+    assert_eq!(table[1][column("anchor_median")], "2", "{table:?}");
+    let run_dir = Path::new(used).parent().unwrap();
+    assert!(!run_dir.exists(), "{} was left", run_dir.display());
+}
