@@ -18,21 +18,36 @@ use std::process::{Command, Output};
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/crosscheck.sh");
 const KINDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/crosscheck-kinds.py");
 
-/// The script with two rounds, a record at `record`, no lmbench and no wait
-/// for a quiet machine.
-fn crosscheck(record: &Path, args: &[&str]) -> Output {
-    let empty = record.with_file_name("no-lmbench");
-    std::fs::create_dir_all(&empty).unwrap();
-    Command::new("bash")
+/// The script with two rounds of `args`, this build's osbench, lmbench's
+/// programs in `lmbench`, a record at `record` and no wait for a quiet
+/// machine.
+fn script(record: &Path, lmbench: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("bash");
+    command
         .arg(SCRIPT)
         .args(["-r", "2"])
         .args(args)
         .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
         .env("CROSSCHECK_RECORD", record)
-        .env("LMBENCH", &empty)
-        .env("QUIET_TRIES", "1")
-        .output()
-        .unwrap()
+        .env("LMBENCH", lmbench)
+        .env("QUIET_TRIES", "1");
+    command
+}
+
+/// The script run with no lmbench.
+fn crosscheck(record: &Path, args: &[&str]) -> Output {
+    let empty = record.with_file_name("no-lmbench");
+    std::fs::create_dir_all(&empty).unwrap();
+    script(record, &empty, args).output().unwrap()
+}
+
+/// A fake lmbench program `name` in `lmbench`: the shell script `text`.
+fn fake_lmbench(lmbench: &Path, name: &str, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(lmbench).unwrap();
+    let path = lmbench.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The record's rows as fields, header first.
@@ -162,28 +177,19 @@ fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let lmbench = dir.path().join("lmbench");
     let scratch = dir.path().join("tmp");
-    std::fs::create_dir_all(&lmbench).unwrap();
     std::fs::create_dir_all(&scratch).unwrap();
     let started = dir.path().join("started");
     // The fake anchor writes its pid, then sleeps on with SIGTERM ignored
     // (an ignored signal stays ignored across exec).
-    let fake = lmbench.join("lat_sig");
-    std::fs::write(
-        &fake,
-        format!(
+    fake_lmbench(
+        &lmbench,
+        "lat_sig",
+        &format!(
             "#!/bin/sh\ntrap '' TERM\necho $$ > '{}'\nexec sleep 600\n",
             started.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut run = Command::new("bash")
-        .arg(SCRIPT)
-        .args(["-r", "2", "sig-install"])
-        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
-        .env("LMBENCH", &lmbench)
-        .env("QUIET_TRIES", "1")
+    );
+    let mut run = script(&dir.path().join("record.tsv"), &lmbench, &["sig-install"])
         .env("TMPDIR", &scratch)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -254,11 +260,10 @@ fn connect_raises_lat_connects_backlog_and_fixes_its_interval() {
     }
     let dir = tempfile::tempdir().unwrap();
     let lmbench = dir.path().join("lmbench");
-    std::fs::create_dir_all(&lmbench).unwrap();
     let log = dir.path().join("log");
-    let fake = lmbench.join("lat_connect");
-    std::fs::write(
-        &fake,
+    fake_lmbench(
+        &lmbench,
+        "lat_connect",
         r#"#!/bin/sh
 case $1 in
 -s) exec python3 -c '
@@ -274,18 +279,9 @@ print("server backlog", ss.stdout.split()[2], file=open("'"$FAKE_LOG"'", "a"))
    echo "TCP/IP connection cost to localhost: 20.0 microseconds" ;;
 esac
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let record = dir.path().join("record.tsv");
-    let out = Command::new("bash")
-        .arg(SCRIPT)
-        .args(["-r", "2", "connect"])
-        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
-        .env("CROSSCHECK_RECORD", &record)
-        .env("LMBENCH", &lmbench)
-        .env("QUIET_TRIES", "1")
+    let out = script(&record, &lmbench, &["connect"])
         .env("TIME_WAIT_WAIT", "0")
         .env("FAKE_LOG", &log)
         .output()
@@ -342,27 +338,17 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let lmbench = dir.path().join("lmbench");
-    std::fs::create_dir_all(&lmbench).unwrap();
     let log = dir.path().join("log");
-    let fake = lmbench.join("lat_fs");
     // lat_fs's line: size, files, creates/s, deletes/s (on stderr).
-    std::fs::write(
-        &fake,
+    fake_lmbench(
+        &lmbench,
+        "lat_fs",
         "#!/bin/sh\nfor last; do :; done\n\
          echo \"ENOUGH=$ENOUGH dir=$last\" >> \"$FAKE_LOG\"\n\
          printf '0k\\t20000\\t400000\\t500000\\n' >&2\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let record = dir.path().join("record.tsv");
-    let out = Command::new("bash")
-        .arg(SCRIPT)
-        .args(["-r", "2", "fs-delete-0k"])
-        .env("OSBENCH", env!("CARGO_BIN_EXE_osbench"))
-        .env("CROSSCHECK_RECORD", &record)
-        .env("LMBENCH", &lmbench)
-        .env("QUIET_TRIES", "1")
+    let out = script(&record, &lmbench, &["fs-delete-0k"])
         .env("FAKE_LOG", &log)
         .output()
         .unwrap();
