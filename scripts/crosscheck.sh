@@ -436,15 +436,6 @@ time_wait_drained() {
     "$@"
 }
 
-# Whether the ext4 under DIR has no journal (/sys/fs/ext4/DEV/journal_task
-# reads "<none>"; fs.rs's op says what that does to creates).
-ext4_without_journal() {
-    local dev
-    dev=$(df --output=source "$1" | tail -1)
-    dev=$(basename "$(readlink -f "$dev")")
-    [ "$(cat "/sys/fs/ext4/$dev/journal_task" 2>/dev/null)" = "<none>" ]
-}
-
 # A library for LD_PRELOAD whose listen() asks for net.core.somaxconn's
 # backlog whatever its caller asked (lat_connect's server asks for 100).
 deep_listen() {
@@ -664,7 +655,8 @@ define() {
         column=3
         [ "$phase" = delete ] && column=4
         fs_type=$(stat -f -c %T "$fs_dir")
-        if [ "$fs_type" = ext2/ext3 ] && ext4_without_journal "$fs_dir"; then
+        # osbench's create op says when its directory is on an ext4 without a journal (fs.rs).
+        if TMPDIR=$fs_dir "$bin" list fs 2>/dev/null | grep -q "ext4 without a journal"; then
             echo "warning: $fs_dir is on an ext4 without a journal, which skips inodes deleted in the last 60-300 s:" \
                 "each side's creates pay for the other's deletes; set FS_DIR to a tmpfs or a journaled filesystem" >&2
             fs_type="ext4 without a journal"

@@ -41,6 +41,34 @@ fn crosscheck(record: &Path, args: &[&str]) -> Output {
     script(record, &empty, args).output().unwrap()
 }
 
+/// A run of the script against one fake lmbench program: its output, what
+/// the fake wrote to $FAKE_LOG, and the record's rows.
+struct FakeRun {
+    out: Output,
+    log: String,
+    table: Vec<Vec<String>>,
+}
+
+/// Runs `check` (two rounds) with lmbench's `name` the shell script `text`,
+/// and `env` added to the script's environment.
+fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -> FakeRun {
+    let dir = tempfile::tempdir().unwrap();
+    let lmbench = dir.path().join("lmbench");
+    let log = dir.path().join("log");
+    fake_lmbench(&lmbench, name, text);
+    let record = dir.path().join("record.tsv");
+    let out = script(&record, &lmbench, &[check])
+        .envs(env.iter().copied())
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    FakeRun {
+        log: std::fs::read_to_string(&log).unwrap_or_default(),
+        table: rows(&record),
+        out,
+    }
+}
+
 /// A fake lmbench program `name` in `lmbench`: the shell script `text`.
 fn fake_lmbench(lmbench: &Path, name: &str, text: &str) {
     use std::os::unix::fs::PermissionsExt;
@@ -57,6 +85,16 @@ fn rows(record: &Path) -> Vec<Vec<String>> {
         .lines()
         .map(|l| l.split('\t').map(str::to_string).collect())
         .collect()
+}
+
+/// Field `name` of row `row` (1 the first after the header) of a record
+/// read by `rows`.
+fn field<'a>(table: &'a [Vec<String>], row: usize, name: &str) -> &'a str {
+    let at = table[0]
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}: {table:?}"));
+    &table[row][at]
 }
 
 fn shown(out: &Output) -> String {
@@ -98,18 +136,18 @@ fn the_record_keeps_each_check_and_continues_and_names_what_is_missing() {
     assert!(first.status.success(), "{}", shown(&first));
     let table = rows(&record);
     assert_eq!(table.len(), 3, "a header and two rows: {table:?}");
-    let column = |name: &str| table[0].iter().position(|h| h == name).unwrap();
-    let (check, verdict, rounds) = (column("check"), column("verdict"), column("rounds"));
-    assert_eq!(table[1][check], "sig-install");
+    assert_eq!(field(&table, 1, "check"), "sig-install");
+    let verdict = field(&table, 1, "verdict");
     assert!(
-        table[1][verdict].starts_with("unavailable: ") && table[1][verdict].contains("lat_sig"),
+        verdict.starts_with("unavailable: ") && verdict.contains("lat_sig"),
         "the missing anchor is named: {:?}",
         table[1]
     );
-    assert_eq!(table[2][check], "ctx");
-    assert_eq!(table[2][rounds], "2");
+    assert_eq!(field(&table, 2, "check"), "ctx");
+    assert_eq!(field(&table, 2, "rounds"), "2");
+    let verdict = field(&table, 2, "verdict");
     assert!(
-        table[2][verdict].starts_with("yes") || table[2][verdict].starts_with("no"),
+        verdict.starts_with("yes") || verdict.starts_with("no"),
         "ctx has no anchor: its verdict is its CV's: {:?}",
         table[2]
     );
@@ -122,7 +160,9 @@ fn the_record_keeps_each_check_and_continues_and_names_what_is_missing() {
         shown(&again)
     );
     let table = rows(&record);
-    let checks: Vec<&str> = table[1..].iter().map(|r| r[check].as_str()).collect();
+    let checks: Vec<&str> = (1..table.len())
+        .map(|row| field(&table, row, "check"))
+        .collect();
     assert_eq!(
         checks,
         ["sig-install", "ctx", "sig-install"],
@@ -258,11 +298,7 @@ fn connect_raises_lat_connects_backlog_and_fixes_its_interval() {
         eprintln!("skipped: the fake server reads its backlog with ss (iproute2)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let lmbench = dir.path().join("lmbench");
-    let log = dir.path().join("log");
-    fake_lmbench(
-        &lmbench,
+    let FakeRun { out, log, table } = run_against_fake(
         "lat_connect",
         r#"#!/bin/sh
 case $1 in
@@ -279,19 +315,14 @@ print("server backlog", ss.stdout.split()[2], file=open("'"$FAKE_LOG"'", "a"))
    echo "TCP/IP connection cost to localhost: 20.0 microseconds" ;;
 esac
 "#,
+        "connect",
+        &[("TIME_WAIT_WAIT", "0")],
     );
-    let record = dir.path().join("record.tsv");
-    let out = script(&record, &lmbench, &["connect"])
-        .env("TIME_WAIT_WAIT", "0")
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
     assert!(out.status.success(), "{}", shown(&out));
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
-    let logged = std::fs::read_to_string(&log).unwrap();
     // The script also defines each check once before the rounds (a server
     // started and stopped), and its exit stops the server again.
-    let lines: Vec<&str> = logged.lines().collect();
+    let lines: Vec<&str> = log.lines().collect();
     let servers: Vec<&&str> = lines.iter().filter(|l| l.starts_with("server")).collect();
     let clients: Vec<&&str> = lines.iter().filter(|l| l.starts_with("client")).collect();
     let expected = format!("server backlog {}", somaxconn.trim());
@@ -307,15 +338,13 @@ esac
         shown(&out)
     );
     assert_eq!(lines.last(), Some(&"stopped"), "{lines:?}");
-    let table = rows(&record);
-    let column = |name: &str| table[0].iter().position(|h| h == name).unwrap();
     assert_eq!(table.len(), 2, "{table:?}");
     assert!(
-        table[1][column("anchor")].contains("ENOUGH=50000"),
+        field(&table, 1, "anchor").contains("ENOUGH=50000"),
         "{table:?}"
     );
     assert!(
-        !table[1][column("verdict")].starts_with("unavailable"),
+        !field(&table, 1, "verdict").starts_with("unavailable"),
         "{table:?}"
     );
 }
@@ -336,38 +365,28 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
         eprintln!("skipped: /dev/shm is not a tmpfs here");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let lmbench = dir.path().join("lmbench");
-    let log = dir.path().join("log");
     // lat_fs's line: size, files, creates/s, deletes/s (on stderr).
-    fake_lmbench(
-        &lmbench,
+    let FakeRun { out, log, table } = run_against_fake(
         "lat_fs",
         "#!/bin/sh\nfor last; do :; done\n\
          echo \"ENOUGH=$ENOUGH dir=$last\" >> \"$FAKE_LOG\"\n\
          printf '0k\\t20000\\t400000\\t500000\\n' >&2\n",
+        "fs-delete-0k",
+        &[],
     );
-    let record = dir.path().join("record.tsv");
-    let out = script(&record, &lmbench, &["fs-delete-0k"])
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
     assert!(out.status.success(), "{}", shown(&out));
-    let logged = std::fs::read_to_string(&log).unwrap();
-    let runs: Vec<&str> = logged.lines().collect();
-    assert_eq!(runs.len(), 2, "{logged}");
-    let used = runs[0].strip_prefix("ENOUGH=50000 dir=").expect(&logged);
+    let runs: Vec<&str> = log.lines().collect();
+    assert_eq!(runs.len(), 2, "{log}");
+    let used = runs[0].strip_prefix("ENOUGH=50000 dir=").expect(&log);
     assert!(
         used.starts_with("/dev/shm/crosscheck-fs.") && runs[1] == runs[0],
-        "{logged}"
+        "{log}"
     );
-    let table = rows(&record);
-    let column = |name: &str| table[0].iter().position(|h| h == name).unwrap();
     assert!(
-        table[1][column("anchor")].ends_with("DIR on tmpfs"),
+        field(&table, 1, "anchor").ends_with("DIR on tmpfs"),
         "{table:?}"
     );
-    assert_eq!(table[1][column("anchor_median")], "2", "{table:?}");
+    assert_eq!(field(&table, 1, "anchor_median"), "2", "{table:?}");
     let run_dir = Path::new(used).parent().unwrap();
     assert!(!run_dir.exists(), "{} was left", run_dir.display());
 }

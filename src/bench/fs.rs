@@ -103,14 +103,15 @@ pub static DEF: BenchDef = BenchDef {
             format!("unlinking one {} KiB file", p.int("kib"))
         };
         let dir = std::env::temp_dir();
+        let mount = mount_of(&dir);
         let note = match p.get("phase") {
-            "create" => journal_note(&dir),
+            "create" => journal_note(mount.as_ref()),
             _ => "",
         };
         format!(
             "{what}, {} files per pass, in a new directory under {}{note}",
             p.int("files"),
-            describe_dir(&dir)
+            describe_mounted(&dir, mount.as_ref())
         )
     },
     anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
@@ -124,7 +125,12 @@ pub static DEF: BenchDef = BenchDef {
 
 /// `dir` with the filesystem it is on: "/tmp (ext4, rw,relatime)".
 pub fn describe_dir(dir: &Path) -> String {
-    match mount_of(dir) {
+    describe_mounted(dir, mount_of(dir).as_ref())
+}
+
+/// `dir` with `mount`, the mount holding it, when it was found.
+fn describe_mounted(dir: &Path, mount: Option<&Mount>) -> String {
+    match mount {
         Some(m) => format!("{} ({}, {})", dir.display(), m.fs, m.options),
         None => dir.display().to_string(),
     }
@@ -163,15 +169,15 @@ pub fn mount_of(dir: &Path) -> Option<Mount> {
         .map(|(_, mount)| mount)
 }
 
-/// Said in the op when the directory is on an ext4 without a journal,
+/// Said in the op when `mount` is an ext4 without a journal,
 /// which skips every inode deleted in the last 60 s (300 s while its inode
 /// table block is unwritten) and scans past each: creates after many
 /// deletes (the pass before, another tool's run) cost more, up to 300 µs a
 /// file here against 7 µs after 100 s idle (fs/ext4/ialloc.c,
 /// `recently_deleted`; docs/crosscheck.md).
-fn journal_note(dir: &Path) -> &'static str {
+fn journal_note(mount: Option<&Mount>) -> &'static str {
     // ext4's sysfs directory is named by the device: /dev/vda's is "vda".
-    let journal_task = mount_of(dir).filter(|m| m.fs == "ext4").and_then(|m| {
+    let journal_task = mount.filter(|m| m.fs == "ext4").and_then(|m| {
         let device = m.source.rsplit('/').next().unwrap_or_default();
         std::fs::read_to_string(format!("/sys/fs/ext4/{device}/journal_task")).ok()
     });
