@@ -71,7 +71,7 @@ pub fn ok(out: std::process::Output) -> (String, String) {
 
 /// Processes whose environment carries `OSBENCH_TEST_MARK=mark` (what a
 /// test's guest command or sshd sets), to look for leftovers.
-pub fn marked(mark: &str) -> Vec<String> {
+fn marked(mark: &str) -> Vec<String> {
     let needle = format!("OSBENCH_TEST_MARK={mark}");
     fs::read_dir("/proc")
         .unwrap()
@@ -84,6 +84,21 @@ pub fn marked(mark: &str) -> Vec<String> {
                 .then(|| entry.file_name().to_string_lossy().into_owned())
         })
         .collect()
+}
+
+/// The processes marked `mark` still running after a bounded wait: an
+/// sshd's per-connection children and a guest's helpers exit on their own
+/// moments after the parent is killed, so a check made at once races them.
+/// Waits up to 10 s for none to be left; what is left then is a leftover.
+pub fn left_running(mark: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = marked(mark);
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Whether a test that needs sshd and root can run; says why not when it

@@ -216,9 +216,9 @@ fn a_fleet_runs_on_every_reachable_host_and_names_the_one_it_could_not_reach() {
     eprintln!("{report}");
     drop(sshd);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -279,9 +279,9 @@ fn a_host_whose_files_cannot_be_written_loses_no_other_host() {
     );
     drop(sshd);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "{:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -444,9 +444,9 @@ fn each_host_applies_and_restores_its_own_toggles_and_a_failing_set_up_names_its
     );
     drop(sshd);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -502,7 +502,7 @@ fn a_hosts_knobs_are_set_and_restored_on_the_host() {
         "always [madvise] never\n"
     );
     drop(sshd);
-    assert!(common::marked(mark).is_empty(), "left running");
+    assert!(common::left_running(mark).is_empty(), "left running");
 }
 
 #[test]

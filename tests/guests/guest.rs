@@ -108,9 +108,9 @@ fn a_command_guest_runs_its_cases_in_interleaved_rounds() {
     assert!(!common::kept_kernel_log(&doc.env).contains("of the guest"));
     assert_eq!(doc.comparisons.len(), 1);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -173,9 +173,9 @@ fn broken(
     assert!(errors[0].contains("configuration 'g'"), "{err}");
     assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
     (err, json, dir)
 }
@@ -437,9 +437,9 @@ fn a_pid_namespace_is_a_guest_too() {
     let doc = read_document(&json).unwrap();
     assert_eq!(doc.series.len(), 2);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -481,9 +481,9 @@ fn an_ssh_host_is_a_guest() {
     assert_eq!(doc.run.guests[0].config, "g");
     drop(sshd);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -563,9 +563,9 @@ fn configurations_share_a_guest_and_set_it_up_inside_interleaved_with_the_host()
     assert_eq!(configs, ["native", "a", "b"]);
     assert!(doc.run.schedule.iter().all(|round| round.len() == 3));
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -592,9 +592,9 @@ fn a_failing_set_up_in_a_guest_names_its_configuration_quotes_it_and_is_torn_dow
     let text = fs::read_to_string(&log).unwrap();
     assert!(text.ends_with("b on\nb off\n"), "{text}");
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 
     // A set-up that hangs is killed at the guest timeout, and named.
@@ -616,9 +616,9 @@ fn a_failing_set_up_in_a_guest_names_its_configuration_quotes_it_and_is_torn_dow
     );
     assert!(err.contains("stuck"), "{err}");
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -654,9 +654,9 @@ fn ctrl_c_in_a_shared_guest_tears_its_configuration_down_inside() {
     let blocks = text.lines().count().div_ceil(2);
     assert_paired(&log, blocks);
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }
 
@@ -921,8 +921,8 @@ fn a_case_a_guests_kernel_cannot_run_is_skipped_in_every_configuration_with_the_
         doc.run.order
     );
     assert!(
-        common::marked(mark).is_empty(),
+        common::left_running(mark).is_empty(),
         "left running: {:?}",
-        common::marked(mark)
+        common::left_running(mark)
     );
 }

@@ -106,7 +106,7 @@ fn stderr(out: &Output) -> String {
 }
 
 fn assert_nothing_left(mark: &str) {
-    let left = common::marked(mark);
+    let left = common::left_running(mark);
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
