@@ -19,7 +19,9 @@
 //! most 100 (its `-n`) and lets its timing loop choose how many; osbench
 //! puts `files` (default 100, one lmbench directory) in one directory. As
 //! in lmbench, files are named 0, 1, …, made from the last name to the
-//! first and unlinked in the order they were made. `fsync=yes` exists (lmbench
+//! first and unlinked in the order they were made. osbench runs the case on
+//! one CPU, lat_fs unpinned: a delete's RCU frees then fall on the timed CPU
+//! (`--pin none` is lmbench's placement). `fsync=yes` exists (lmbench
 //! never syncs). Left out: lmbench's parallel (-P) mode.
 
 use std::ffi::CString;
@@ -115,7 +117,7 @@ pub static DEF: BenchDef = BenchDef {
         )
     },
     anchor: |p| format!("lat_fs -s {}k", p.int("kib")),
-    differs: "µs per file (lmbench prints files/s); one new directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop to its interval: at its 50 ms, 20,000 files of 0 KiB, 8,000 creates and 13,000 deletes of 10 KiB on the development VM's tmpfs; at the 1 s it falls back to where its timing calibration fails, 400,000. Per file the cost grows with the pass (tmpfs, Intel: delete 1.2 us a file at 100, 2.6 at 20,000; create 2.1 and 2.4): with files= at lmbench's counts the four rows read 0.97-1.08 of lat_fs, 0.47-0.80 at the default (docs/crosscheck.md); fsync=yes exists.",
+    differs: "µs per file (lmbench prints files/s); one new directory of `files` files per sample, lmbench nests directories of 100 and sizes its own loop to its interval: at its 50 ms, 20,000 files of 0 KiB, 8,000 creates and 13,000 deletes of 10 KiB on the development VM's tmpfs; at the 1 s it falls back to where its timing calibration fails, 400,000. Per file the cost grows with the pass (tmpfs, Intel: delete 1.2 us a file at 100, 2.6 at 20,000; create 2.1 and 2.4): with files= at lmbench's counts the four rows read 0.97-1.08 of lat_fs, 0.47-0.80 at the default (docs/crosscheck.md). osbench runs on one CPU (its one-task default), lat_fs where the scheduler puts it; pinned, the RCU frees of the unlinked inodes run on the timed CPU (Intel, a C loop of 20,000 unlinks on tmpfs: 2.24-2.51 us pinned, 2.02-2.17 unpinned), so --pin none is lmbench's placement; fsync=yes exists.",
     ops_per_iter: |p| p.int("files") as f64,
     sampling: Sampling::WholeRuns,
     setup,
