@@ -62,11 +62,11 @@
 #                        them); a lat_connect run that has not ended in 120 s makes the check
 #                        unavailable, its overflows counted (docs/crosscheck.md, connect)
 #   fs-create-0k, fs-delete-0k, fs-create-10k, fs-delete-10k
-#                        fs:phase=…,kib=… vs `ENOUGH=50000 lat_fs` on osbench's CPU (the last) in
-#                        one scratch directory under FS_DIR (default /dev/shm when it is a tmpfs),
-#                        10^6 ÷ its files/s (µs);
-#                        the row names the filesystem (on an ext4 without a journal the script
-#                        warns: creates there pay for the deletes of the last 60-300 s); a suffix
+#                        fs:phase=…,kib=… vs `ENOUGH=50000 lat_fs` (its 11 repetitions) on
+#                        osbench's CPU (the last) in one scratch directory under FS_DIR
+#                        (default /dev/shm when it is a tmpfs), 10^6 ÷ its files/s (µs); the
+#                        row names the filesystem (on an ext4 without a journal the script warns:
+#                        creates there pay for the deletes of the last 60-300 s); a suffix
 #                        :files=N (fs-delete-0k:files=20000) sets osbench's files per pass
 #   bw-pipe, bw-unix, bw-tcp  stream:kind=… vs bw_pipe, bw_unix, `bw_tcp localhost` (MB/s, 10^6 B)
 #   bw-KIND:same, bw-KIND:spread  the same, both tools placed alike: reader and writer on
@@ -666,12 +666,14 @@ define() {
         # kernel's RCU frees of the unlinked inodes run partly elsewhere and a
         # delete reads some 10 % faster (docs/crosscheck.md, fs).
         fs_cpu=$(($(nproc) - 1))
-        lat_fs() { mkdir -p "$fs_dir/lat_fs" && ENOUGH=50000 LOOP_O=0 TIMING_O=0 taskset -c "$fs_cpu" "$lf" -N 1 "$@" "$fs_dir/lat_fs" 2>&1; }
+        # lmbench's 11 repetitions (-N 1 times a pass after a smaller one, whose
+        # deferred frees left less for it: 10 KiB creates 0.9 x of -N 11's).
+        lat_fs() { mkdir -p "$fs_dir/lat_fs" && ENOUGH=50000 LOOP_O=0 TIMING_O=0 taskset -c "$fs_cpu" "$lf" "$@" "$fs_dir/lat_fs" 2>&1; }
         if [ "$kib" = 0 ]; then
-            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs -N 1 DIR (0k line), DIR on $fs_type"
+            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs DIR (0k line), DIR on $fs_type"
             anchor() { lat_fs | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
         else
-            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs -N 1 -s ${kib}k DIR, DIR on $fs_type"
+            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs -s ${kib}k DIR, DIR on $fs_type"
             anchor() { lat_fs -s "${kib}k" | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
         fi ;;
     bw-pipe:same | bw-unix:same)

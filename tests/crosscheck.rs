@@ -351,8 +351,8 @@ esac
 
 /// An fs row with a fake lat_fs: both sides work in one directory on
 /// /dev/shm's tmpfs (when it is one), the row names the filesystem, the
-/// fake sees lmbench's own interval on osbench's CPU, and the directory is
-/// gone afterwards.
+/// fake sees lmbench's own interval and repetitions on osbench's CPU, and
+/// the directory is gone afterwards.
 #[test]
 fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     if without_python3() {
@@ -370,7 +370,7 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     let FakeRun { out, log, table } = run_against_fake(
         "lat_fs",
         "#!/bin/sh\nfor last; do :; done\n\
-         echo \"ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status) dir=$last\" >> \"$FAKE_LOG\"\n\
+         echo \"ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status) args=$# dir=$last\" >> \"$FAKE_LOG\"\n\
          printf '0k\\t20000\\t400000\\t500000\\n' >&2\n",
         "fs-delete-0k",
         &[],
@@ -380,7 +380,8 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     assert_eq!(runs.len(), 2, "{log}");
     // On osbench's CPU, the last: osbench pins a one-task case there.
     let last_cpu = std::thread::available_parallelism().unwrap().get() - 1;
-    let prefix = format!("ENOUGH=50000 cpus={last_cpu} dir=");
+    // With lmbench's own repetitions: the directory is its one argument.
+    let prefix = format!("ENOUGH=50000 cpus={last_cpu} args=1 dir=");
     let used = runs[0].strip_prefix(&prefix).expect(&log);
     assert!(
         used.starts_with("/dev/shm/crosscheck-fs.") && runs[1] == runs[0],
