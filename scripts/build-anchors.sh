@@ -57,9 +57,10 @@ newer_perf_unpacked() {
     install_missing $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/:any//; s/ //g' | sort -u)
 }
 
-# The lmbench programs crosscheck.sh runs, and its sources for the drivers
+# The lmbench programs crosscheck.sh runs (enough: the interval its
+# calibration chooses, said in the log), and its sources for the drivers
 # that include lat_sig.c and lat_mem_rd.c.
-lmbench_programs=(lat_sig lat_pagefault lat_mmap lat_proc lat_select lat_connect lat_fs
+lmbench_programs=(enough lat_sig lat_pagefault lat_mmap lat_proc lat_select lat_connect lat_fs
     bw_pipe bw_unix bw_tcp bw_file_rd bw_mmap_rd bw_mem lat_mem_rd)
 env=()
 if [ -d "$dir/lmbench/src" ]; then

@@ -1008,6 +1008,26 @@ echo "# $machine, $(nproc) CPUs, kernel $(uname -r)"
 echo "# $osbench_version; hackbench: rt-tests $(dpkg-query -W -f '${Version}' rt-tests 2>/dev/null || echo '?');" \
     "$(perf version 2>/dev/null || echo 'perf: absent')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The interval lmbench's own calibration chooses here (its `enough`, which
+# build-anchors.sh builds), said once when a check runs an lmbench program:
+# the anchors not given ENOUGH time intervals of it, and where no interval
+# times to 0.25 % it is lmbench's fallback of 1 s (1000000), as on the
+# development VM's Intel days (docs/crosscheck.md, "lmbench's interval").
+lmbench_interval() {
+    local c
+    for c in "${checks[@]}"; do
+        case $c in
+        sig-* | pagefault* | lat_mmap:* | fork | select-* | connect | fs-* | bw-* | lat-mem-rd:*)
+            if [ -x "$lmb/enough" ]; then
+                echo "# lmbench's calibrated interval (enough): $("$lmb/enough" 2>/dev/null || echo '?') µs"
+            else
+                echo "# lmbench's calibrated interval: unknown ($lmb/enough not built)"
+            fi
+            return ;;
+        esac
+    done
+}
+lmbench_interval
 # Whether CHECK has a measured row in the record already on this machine
 # kind (the machine field without its microcode), by any build.
 # The fields are found by the record's header.

@@ -49,13 +49,16 @@ struct FakeRun {
     table: Vec<Vec<String>>,
 }
 
-/// Runs `check` (two rounds) with lmbench's `name` the shell script `text`,
+/// Runs `check` (two rounds) with lmbench's `name` the shell script `text`
+/// (and an `enough` that prints lmbench's 1 s fallback),
 /// and `env` added to the script's environment.
 fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -> FakeRun {
     let dir = tempfile::tempdir().unwrap();
     let lmbench = dir.path().join("lmbench");
     let log = dir.path().join("log");
     fake_lmbench(&lmbench, name, text);
+    // lmbench's calibration as it ends on the development VM: its 1 s fallback.
+    fake_lmbench(&lmbench, "enough", "#!/bin/sh\necho 1000000\n");
     let record = dir.path().join("record.tsv");
     let out = script(&record, &lmbench, &[check])
         .envs(env.iter().copied())
@@ -392,6 +395,12 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
         "{table:?}"
     );
     assert_eq!(field(&table, 1, "anchor_median"), "2", "{table:?}");
+    // The log says which interval lmbench's own calibration chose.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("# lmbench's calibrated interval (enough): 1000000 µs"),
+        "{said}"
+    );
     let run_dir = Path::new(used).parent().unwrap();
     assert!(!run_dir.exists(), "{} was left", run_dir.display());
 }
