@@ -140,15 +140,16 @@
 #                        cyclictest from holding /dev/cpu_dma_latency at 0, as osbench's timer does
 #                        unless dma_latency=0; both threads SCHED_OTHER with the default timer slack
 #   cyclictest           cyclictest-load and cyclictest-load-p99
-#   schbench-STAT[:RPS]  schbench:stat=STAT,workers=$(nproc),runtime=2 vs the median of ANCHOR_RUNS
+#   schbench-STAT[:RPS]  schbench:stat=request-p99,workers=$(nproc),runtime=2 vs the median of ANCHOR_RUNS
 #                        runs of `schbench -m 1 -t $(nproc) -r 2 -n 5 -F 256 -s 100 [-R RPS]`, STAT one
-#                        of wakeup-p50, wakeup-p99, request-p50, request-p99 (µs: schbench's figure
-#                        of that row in its last block) or rps (requests/s: osbench's 10^6 ÷ its µs
-#                        per request, schbench's "average rps"); agreement at ±10 % (the issue's
-#                        tolerance for percentiles). Both sides read whole µs into the same
-#                        histogram; osbench's figure is the median of 11 runs of 2 s (its default
-#                        warm-up run first), the anchor's the median of as many 2 s runs (no
-#                        warm-up below -r 30). The rows' CVs are the percentiles' own spread
+#                        of wakeup-p50, wakeup-p99, request-p50, request-p99 (µs: that row of each
+#                        side's schbench-format block) or rps (requests/s: each side's "average
+#                        rps"); agreement at ±10 % (the issue's tolerance for percentiles). Both
+#                        sides read whole µs into the same histogram; osbench's figure is the
+#                        median of 11 runs of 2 s (its default warm-up run first), the anchor's the
+#                        median of as many 2 s runs (no warm-up below -r 30). The rows of one RPS
+#                        share each round's runs (both print every statistic): the first row of a
+#                        round runs them. The rows' CVs are the percentiles' own spread
 #   schbench             schbench-wakeup-p50, -wakeup-p99, -request-p50, -request-p99 and -rps,
 #                        no rate; then request-p99 and rps at -R 500
 #   every                every row of docs/crosscheck.md's "By machine kind" table: table,
@@ -405,8 +406,22 @@ schbench_figure() {
         sec == "rps" && /^average rps:/ { v = $3 }
         END { print v }'
 }
-# requests/s from osbench's schbench rps line (µs per request).
-schbench_rps_of() { awk '$1 == "schbench" { printf "%.6g\n", 1e6 / $3; exit }'; }
+# The output of round $i's run SIDE (ours, or anchor.K for the anchor's
+# K-th) at RATE: the first schbench row of a round at a rate runs it, the
+# others read what it printed. The rows of one rate are thus one
+# alternation's runs, as schbench's own output is one run's; each row's
+# seconds in the record count only the runs it started.
+schbench_round() {
+    local f="$tmp/schbench-$1.$2.$i"
+    if [ ! -s "$f" ]; then
+        if [ "$1" = ours ]; then "${ours_run[@]}" >"$f.part"; else "$sb" "${args[@]}" >"$f.part" 2>&1; fi
+        mv "$f.part" "$f"
+    fi
+    cat "$f"
+}
+# The row's figure of an osbench schbench run, from its schbench-format
+# block (medians of its runs; for rps the requests/s of its median run).
+schbench_round_figure() { schbench_figure "$sec" "$row"; }
 # The median of the numbers on stdin.
 median_in() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Per-task ns per loop of a will-it-scale run of N tasks: 10^9 × N ÷ its
@@ -943,18 +958,22 @@ define() {
         stat=${spec%%:*} t=$(nproc) sb=$(schbench_bin)
         args=(-m 1 -t "$t" -r 2 -n 5 -F 256 -s 100)
         [ "$rate" = 0 ] || args+=(-R "$rate")
-        ours=("$bin" run "schbench:stat=$stat,workers=$t,runtime=2,rps=$rate" -q --no-store)
+        # One osbench run and anchor_runs schbench runs a round serve every
+        # statistic at a rate: both print them all (schbench_round).
+        ours_run=("$bin" run "schbench:stat=request-p99,workers=$t,runtime=2,rps=$rate" -q --no-store)
+        ours=(schbench_round ours "$rate")
         bench=schbench scale=1 tol=10 anchor_name="schbench ${args[*]}"
         case $stat in
         wakeup-p50 | wakeup-p99 | request-p50 | request-p99)
             unit=µs sec=Wakeup
             [ "${stat%%-*}" = request ] && sec=Request
             row=${stat#*-p}.0th ;;
-        rps) unit=requests/s sec=rps row= figure=schbench_rps_of ;;
+        rps) unit=requests/s sec=rps row= ;;
         *) echo "unknown schbench statistic '$stat': wakeup-p50, wakeup-p99, request-p50, request-p99, rps" >&2; exit 2 ;;
         esac
+        figure=schbench_round_figure
         anchor() {
-            for ((k = 0; k < anchor_runs; k++)); do "$sb" "${args[@]}" 2>&1 | schbench_figure "$sec" "$row"; done | median_in
+            for ((k = 0; k < anchor_runs; k++)); do schbench_round "anchor.$k" "$rate" | schbench_figure "$sec" "$row"; done | median_in
         } ;;
     *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], rseq-inc, seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} wis-tasks wis-TEST:N ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac

@@ -5,7 +5,8 @@
 //! misspelt check stopping the run before anything runs, a stop ending an
 //! anchor that ignores SIGTERM and leaving no files, `connect` raising a
 //! fake lat_connect server's listen backlog and fixing lmbench's interval,
-//! and scripts/crosscheck-kinds.py setting the record out by machine kind.
+//! the fs rows' directory and placement, schbench's rows of one rate sharing
+//! each round's runs (fakes of both sides), and scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
 //! cross-checks themselves are measurements for a quiet machine
@@ -403,4 +404,66 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     );
     let run_dir = Path::new(used).parent().unwrap();
     assert!(!run_dir.exists(), "{} was left", run_dir.display());
+}
+
+/// schbench's rows at one rate share each round's runs: a fake osbench and
+/// a fake schbench, each printing a schbench-format block and logging its
+/// calls, are run once a round for two rows (ANCHOR_RUNS=3: three schbench
+/// runs a round), and each row reads its own line of the same output.
+#[test]
+fn schbench_rows_of_one_rate_share_each_rounds_runs() {
+    if without_python3() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let block = "Wakeup Latencies percentiles (usec)\\n\\t  50.0th: 3\\n\\t  99.0th: WAKE99\\n\
+                 Request Latencies percentiles (usec)\\n\\t  50.0th: 2500\\n\\t  99.0th: 2900\\n\
+                 average rps: 750\\n";
+    // osbench prints its block on stdout, schbench on stderr.
+    let fake = |name: &str, p99: &str, to: &str| {
+        let path = dir.path().join(name);
+        let text = format!(
+            "#!/bin/sh\ncase $1 in --version) echo 'osbench 0.0.0'; exit ;; esac\n\
+             echo \"{name} $*\" >> \"$FAKE_LOG\"\nprintf '{}' {to}\n",
+            block.replace("WAKE99", p99)
+        );
+        std::fs::write(&path, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let osbench = fake("osbench", "40", "");
+    let schbench = fake("schbench", "50", ">&2");
+    let record = dir.path().join("record.tsv");
+    let out = script(
+        &record,
+        dir.path(),
+        &["schbench-wakeup-p99", "schbench-rps"],
+    )
+    .env("OSBENCH", &osbench)
+    .env("SCHBENCH", &schbench)
+    .env("ANCHOR_RUNS", "3")
+    .env("FAKE_LOG", &log)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let count = |who: &str| calls.lines().filter(|l| l.starts_with(who)).count();
+    // Two rounds: two osbench runs and six schbench runs for both rows.
+    assert_eq!(
+        (count("osbench run"), count("schbench ")),
+        (2, 6),
+        "{calls}"
+    );
+    assert!(
+        calls.contains("schbench:stat=request-p99,workers="),
+        "{calls}"
+    );
+    let table = rows(&record);
+    assert_eq!(field(&table, 1, "check"), "schbench-wakeup-p99");
+    assert_eq!(field(&table, 1, "osbench_median"), "40", "{table:?}");
+    assert_eq!(field(&table, 1, "anchor_median"), "50", "{table:?}");
+    assert_eq!(field(&table, 2, "osbench_median"), "750", "{table:?}");
+    assert_eq!(field(&table, 2, "anchor_median"), "750", "{table:?}");
 }
