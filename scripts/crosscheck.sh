@@ -420,7 +420,7 @@ schbench_round() {
     cat "$f"
 }
 # The row's figure of an osbench schbench run, from its schbench-format
-# block (medians of its runs; for rps the requests/s of its median run).
+# block (medians of its runs, its requests/s included).
 schbench_round_figure() { schbench_figure "$sec" "$row"; }
 # The median of the numbers on stdin.
 median_in() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

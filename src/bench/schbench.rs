@@ -570,7 +570,11 @@ fn post(word: &AtomicU32) {
     }
 }
 
-/// Sleeps until `word` is posted (then sets it blocked again), or `stop` is set.
+/// Sleeps until `word` is posted (then sets it blocked again), or `stop` is
+/// set. Untimed, as schbench's fwait: a timed FUTEX_WAIT arms an hrtimer
+/// and cancels it on waking, inside the wake-up latency measured (on the
+/// development VM a timer's programming exits to the host). The stop posts
+/// every worker and message thread after setting `stop`, so none sleeps on.
 fn wait(word: &AtomicU32, stop: &AtomicU32) {
     while word
         .compare_exchange(RUNNING, BLOCKED, Ordering::SeqCst, Ordering::SeqCst)
@@ -579,7 +583,7 @@ fn wait(word: &AtomicU32, stop: &AtomicU32) {
         if stop.load(Ordering::SeqCst) != 0 {
             return;
         }
-        let _ = futex::wait(word, BLOCKED, true, Some(Duration::from_millis(100)));
+        let _ = futex::wait(word, BLOCKED, true, None);
     }
 }
 
