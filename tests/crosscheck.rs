@@ -57,9 +57,9 @@ fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -
     let dir = tempfile::tempdir().unwrap();
     let lmbench = dir.path().join("lmbench");
     let log = dir.path().join("log");
-    fake_lmbench(&lmbench, name, text);
+    fake_program(&lmbench, name, text);
     // lmbench's calibration as it ends on the development VM: its 1 s fallback.
-    fake_lmbench(&lmbench, "enough", "#!/bin/sh\necho 1000000\n");
+    fake_program(&lmbench, "enough", "#!/bin/sh\necho 1000000\n");
     let record = dir.path().join("record.tsv");
     let out = script(&record, &lmbench, &[check])
         .envs(env.iter().copied())
@@ -73,13 +73,15 @@ fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -
     }
 }
 
-/// A fake lmbench program `name` in `lmbench`: the shell script `text`.
-fn fake_lmbench(lmbench: &Path, name: &str, text: &str) {
+/// A fake program `name` in `dir` (an lmbench's, osbench, schbench): the
+/// shell script `text`; its path.
+fn fake_program(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(lmbench).unwrap();
-    let path = lmbench.join(name);
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
 }
 
 /// The record's rows as fields, header first.
@@ -225,7 +227,7 @@ fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
     let started = dir.path().join("started");
     // The fake anchor writes its pid, then sleeps on with SIGTERM ignored
     // (an ignored signal stays ignored across exec).
-    fake_lmbench(
+    fake_program(
         &lmbench,
         "lat_sig",
         &format!(
@@ -422,16 +424,12 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
                  average rps: 750\\n";
     // osbench prints its block on stdout, schbench on stderr.
     let fake = |name: &str, p99: &str, to: &str| {
-        let path = dir.path().join(name);
         let text = format!(
             "#!/bin/sh\ncase $1 in --version) echo 'osbench 0.0.0'; exit ;; esac\n\
              echo \"{name} $*\" >> \"$FAKE_LOG\"\nprintf '{}' {to}\n",
             block.replace("WAKE99", p99)
         );
-        std::fs::write(&path, text).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
+        fake_program(dir.path(), name, &text)
     };
     let osbench = fake("osbench", "40", "");
     let schbench = fake("schbench", "50", ">&2");
