@@ -573,8 +573,8 @@ fn post(word: &AtomicU32) {
 /// Sleeps until `word` is posted (then sets it blocked again), or `stop` is
 /// set. Untimed, as schbench's fwait: a timed FUTEX_WAIT arms an hrtimer
 /// and cancels it on waking, inside the wake-up latency measured (in a VM
-/// programming a timer can exit to the host). The stop posts
-/// every worker and message thread after setting `stop`, so none sleeps on.
+/// programming a timer can exit to the host). The stop posts every worker
+/// and message thread after setting `stop`, so none sleeps on.
 fn wait(word: &AtomicU32, stop: &AtomicU32) {
     while word
         .compare_exchange(RUNNING, BLOCKED, Ordering::SeqCst, Ordering::SeqCst)
