@@ -6,7 +6,8 @@
 //! anchor that ignores SIGTERM and leaving no files, `connect` raising a
 //! fake lat_connect server's listen backlog and fixing lmbench's interval,
 //! the fs rows' directory and placement, schbench's rows of one rate sharing
-//! each round's runs (fakes of both sides), and scripts/crosscheck-kinds.py setting the record out by machine kind.
+//! each round's runs (fakes of both sides), and scripts/crosscheck-kinds.py
+//! setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
 //! cross-checks themselves are measurements for a quiet machine
