@@ -363,6 +363,17 @@ lmbench() {
     [ -x "$lmb/$1" ] || { echo "$lmb/$1 not found: build intel/lmbench's src and set LMBENCH" >&2; exit 3; }
     echo "$lmb/$1"
 }
+# COMMAND… (an lmbench program) at lmbench's compiled interval, 50 ms
+# (REAL_SHORT), and without its loop and timer calibration: where its timing
+# test fails, as on the development VM's Intel days (`enough` prints
+# 1000000), lmbench times 1 s intervals, and two rows change with the
+# interval's length: lat_connect's 60,000 connections to one port outrun the
+# ephemeral ports (it then reads the TIME_WAIT reuse rule, 65 µs), and
+# lat_fs's 400,000 files a pass are another dcache than 50 ms's 20,000.
+at_lmbench_interval() { ENOUGH=50000 LOOP_O=0 TIMING_O=0 "$@"; }
+# The CPU osbench runs a one-task case on (the last): anchors compared with
+# such a case run there.
+osbench_cpu=$(($(nproc) - 1))
 
 # A will-it-scale binary, or exit naming where it was looked for.
 wis() {
@@ -419,8 +430,8 @@ schbench_round() {
     fi
     cat "$f"
 }
-# The row's figure of an osbench schbench run, from its schbench-format
-# block (medians of its runs, its requests/s included).
+# The row's figure of a side's schbench-format output (osbench's block holds
+# the medians of its runs, its requests/s included).
 schbench_round_figure() { schbench_figure "$sec" "$row"; }
 # The median of the numbers on stdin.
 median_in() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -637,17 +648,13 @@ define() {
         ours=(time_wait_drained "$bin" run connect:kind=tcp --sample-time 50 -q --no-store)
         bench=connect unit=µs scale=1
         anchor_name="ENOUGH=50000 taskset -c 0 lat_connect localhost (server on CPU 1, backlog somaxconn)"
-        # ENOUGH=50000 is lmbench's own interval (REAL_SHORT): without it
-        # lat_connect calibrates for 10-40 s and, where its timing test fails
-        # (lmbench's `enough` prints 1000000 on this VM), times 1 s intervals,
-        # some 60,000 connections to one port, more than the 28,232 ephemeral
-        # ports: it then reads the TIME_WAIT reuse rule (65 µs), not connect.
-        # Bounded all the same: an overflow costs a 1 s retransmission.
+        # At lmbench's own interval (at_lmbench_interval), and bounded all
+        # the same: an overflow costs a 1 s retransmission.
         anchor() {
             local before out
             time_wait_drained true
             before=$(listen_overflows)
-            if ! out=$(ENOUGH=50000 LOOP_O=0 TIMING_O=0 timeout -k 10 120 taskset -c 0 "$lc" localhost 2>&1); then
+            if ! out=$(at_lmbench_interval timeout -k 10 120 taskset -c 0 "$lc" localhost 2>&1); then
                 echo "lat_connect localhost did not finish in 120 s: $(($(listen_overflows) - before))" \
                     "listen-queue overflows (docs/crosscheck.md, connect)" >&2
                 return 1
@@ -665,9 +672,6 @@ define() {
         ours=(env TMPDIR="$fs_dir" "$bin" run "fs:phase=$phase,kib=$kib$extra" -q --no-store)
         bench=fs unit=µs scale=1
         # lat_fs prints SIZE, files, creates/s, deletes/s; -s 0 means every size.
-        # ENOUGH=50000, lmbench's own interval: where its timing calibration
-        # fails (as on the development VM) it times 1 s intervals of some
-        # 400,000 files, a dcache of another size than 50 ms's 20,000.
         column=3
         [ "$phase" = delete ] && column=4
         fs_type=$(stat -f -c %T "$fs_dir")
@@ -677,18 +681,17 @@ define() {
                 "each side's creates pay for the other's deletes; set FS_DIR to a tmpfs or a journaled filesystem" >&2
             fs_type="ext4 without a journal"
         fi
-        # On osbench's CPU (the last; osbench pins one task): unpinned, the
-        # kernel's RCU frees of the unlinked inodes run partly elsewhere and a
-        # delete reads some 10 % faster (docs/crosscheck.md, fs).
-        fs_cpu=$(($(nproc) - 1))
-        # lmbench's 11 repetitions (-N 1 times a pass after a smaller one, whose
-        # deferred frees left less for it: 10 KiB creates 0.9 x of -N 11's).
-        lat_fs() { mkdir -p "$fs_dir/lat_fs" && ENOUGH=50000 LOOP_O=0 TIMING_O=0 taskset -c "$fs_cpu" "$lf" "$@" "$fs_dir/lat_fs" 2>&1; }
+        # On osbench's CPU: unpinned, the kernel's RCU frees of the unlinked
+        # inodes run partly elsewhere and a delete reads some 10 % faster
+        # (docs/crosscheck.md, fs). At lmbench's 11 repetitions (-N 1 times a
+        # pass after a smaller one, whose deferred frees left less for it:
+        # 10 KiB creates 0.9 x of -N 11's).
+        lat_fs() { mkdir -p "$fs_dir/lat_fs" && at_lmbench_interval taskset -c "$osbench_cpu" "$lf" "$@" "$fs_dir/lat_fs" 2>&1; }
         if [ "$kib" = 0 ]; then
-            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs DIR (0k line), DIR on $fs_type"
+            anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_fs DIR (0k line), DIR on $fs_type"
             anchor() { lat_fs | awk -v c=$column '$1 == "0k" { printf "%.4g\n", 1e6 / $c }'; }
         else
-            anchor_name="ENOUGH=50000 taskset -c $fs_cpu lat_fs -s ${kib}k DIR, DIR on $fs_type"
+            anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_fs -s ${kib}k DIR, DIR on $fs_type"
             anchor() { lat_fs -s "${kib}k" | awk -v c=$column 'NF >= 4 { printf "%.4g\n", 1e6 / $c }'; }
         fi ;;
     bw-pipe:same | bw-unix:same)
@@ -758,7 +761,7 @@ define() {
         ours=(ours_document "$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
         figure=memlat_of
         bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
-        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$(($(nproc) - 1))" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$osbench_cpu" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
@@ -872,7 +875,7 @@ define() {
         ours=("$bin" run proc:case=fork -q --no-store)
         bench=proc unit=µs scale=1 anchor_name="lat_proc fork"
         # osbench's default placement: the last allowed CPU, for the forked child too.
-        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$(($(nproc) - 1))" "$(lmbench lat_proc)" fork 2>&1 | last_figure; } ;;
+        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$osbench_cpu" "$(lmbench lat_proc)" fork 2>&1 | last_figure; } ;;
     page-fault1)
         ours=("$bin" run fault:case=anon,pages=32768 -q --no-store)
         bench=fault unit=ns scale=1000 anchor_name="page_fault1_processes -t 1 -s 3"
@@ -973,7 +976,7 @@ define() {
         esac
         figure=schbench_round_figure
         anchor() {
-            for ((k = 0; k < anchor_runs; k++)); do schbench_round "anchor.$k" "$rate" | schbench_figure "$sec" "$row"; done | median_in
+            for ((k = 0; k < anchor_runs; k++)); do schbench_round "anchor.$k" "$rate" | schbench_round_figure; done | median_in
         } ;;
     *) echo "unknown check '$1': syscall, pipe, ctx, messaging:PARAMS, table, spread, vm, io, mem, wis, lebench, futex, uring, schbench, schbench-STAT[:RPS], bw-mem:OP:SIZE, lat-mem-rd:KIB:STRIDE[:random], rseq-inc, seccomp:N, seccomp-notify, uprobe, sandbox, cyclictest-load[:G], cyclictest-load-p99[:G], cyclictest or one of ${vm_checks[*]} fork ${wis_checks[*]} wis-tasks wis-TEST:N ${io_checks[*]} ${lebench_checks[*]} ${futex_checks[*]} ${uring_checks[*]}" >&2; exit 2 ;;
     esac
