@@ -15,9 +15,9 @@
 # recorded as unavailable). Debian's packages they need (libtirpc-dev,
 # libhwloc-dev, autoconf, automake, libtool) and the packaged anchors
 # (rt-tests, linux-perf, fio) are installed with apt-get when missing, and
-# bookworm-backports' perf 6.12 (for seccomp-notify and uprobe, which
-# Debian 12's perf 6.1 lacks) is unpacked into DIR/perf and put first on
-# the PATH the printed line exports.
+# a perf 6.12 (for seccomp-notify and uprobe, which Debian 12's perf 6.1
+# lacks) is built with BPF skeletons from Debian's linux-source-6.12 into
+# DIR/perf and put first on the PATH the printed line exports.
 #
 # lmbench is built as its own Makefile builds it: its library an archive
 # (lmbench.a), each program linked with -lm, and libtirpc (where today's
@@ -40,6 +40,25 @@ install_missing() {
     [ ${#missing[@]} -eq 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2
 }
 install_missing libtirpc-dev libhwloc-dev autoconf automake libtool rt-tests linux-perf fio
+
+# perf built from Debian's linux-source-6.12 with BPF skeletons, installed
+# in $perf_root/usr: Debian's perf packages are built without them, and
+# their `perf bench uprobe empty` then attaches no program and times the
+# baseline again. Only the trees perf's build reads are unpacked.
+perf_built_with_skeletons() {
+    install_missing linux-source-6.12 flex bison libelf-dev clang libdw-dev libtraceevent-dev \
+        libzstd-dev libcap-dev || return 1
+    local src=$perf_root/src/linux-source-6.12
+    [ -d "$src/tools/perf" ] || {
+        mkdir -p "$perf_root/src"
+        tar -xf /usr/src/linux-source-6.12.tar.xz -C "$perf_root/src" \
+            --exclude=linux-source-6.12/{drivers,Documentation,sound,fs,net}
+    } || return 1
+    mkdir -p "$perf_root/build"
+    make -C "$src/tools/perf" -j"$(nproc)" BUILD_BPF_SKEL=1 NO_LIBPYTHON=1 NO_LIBPERL=1 NO_JEVENTS=1 \
+        O="$perf_root/build" prefix="$perf_root/usr" install-bin >&2
+}
+with_skeletons() { "$perf_root/usr/bin/perf" version --build-options 2>/dev/null | grep -qE 'bpf_skeletons: +\[ on'; }
 
 # bookworm-backports' linux-perf unpacked into $perf_root, with apt's
 # lists, cache and sources for it kept under $perf_root/apt.
@@ -98,15 +117,18 @@ else
     echo "no $dir/librseq: rseq-inc will be unavailable" >&2
 fi
 # A perf with `perf bench sched seccomp-notify` (perf 6.3) and `perf bench
-# uprobe` (6.7): Debian 12's is 6.1, bookworm-backports' 6.12. Its package
-# is unpacked into DIR/perf, not installed: the backports list lives in
-# DIR/perf/apt, so the machine's own apt sources are left as they were.
-# Only its missing libraries are installed (from the machine's sources).
-# Skipped with a word when the package cannot be had.
+# uprobe` (6.7) with BPF skeletons: Debian 12's is 6.1, built without them.
+# Built from source into DIR/perf; when that fails, bookworm-backports'
+# package is unpacked there instead (not installed: the backports list
+# lives in DIR/perf/apt, so the machine's own apt sources are left as they
+# were; only its missing libraries are installed), which has
+# seccomp-notify but leaves uprobe unavailable. Skipped with a word when
+# neither can be had.
 perf_root=$dir/perf
-[ -x "$perf_root/usr/bin/perf" ] || newer_perf_unpacked || true
+with_skeletons || perf_built_with_skeletons || [ -x "$perf_root/usr/bin/perf" ] || newer_perf_unpacked || true
 if "$perf_root/usr/bin/perf" version >&2 2>/dev/null; then
     env+=("PATH=$perf_root/usr/bin:\$PATH")
+    with_skeletons || echo "$perf_root's perf has no BPF skeletons: uprobe will be unavailable" >&2
 else
     echo "no perf 6.3 or later in $perf_root: seccomp-notify and uprobe will be unavailable" >&2
 fi

@@ -6,7 +6,8 @@
 //! anchor that ignores SIGTERM and leaving no files, `connect` raising a
 //! fake lat_connect server's listen backlog and fixing lmbench's interval,
 //! the fs rows' directory and placement, schbench's rows of one rate sharing
-//! each round's runs (fakes of both sides), and scripts/crosscheck-kinds.py
+//! each round's runs (fakes of both sides), the uprobe rows wanting a perf
+//! built with BPF skeletons (a fake perf), and scripts/crosscheck-kinds.py
 //! setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
@@ -465,4 +466,84 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
     assert_eq!(field(&table, 1, "anchor_median"), "50", "{table:?}");
     assert_eq!(field(&table, 2, "osbench_median"), "750", "{table:?}");
     assert_eq!(field(&table, 2, "anchor_median"), "750", "{table:?}");
+}
+
+/// A fake perf whose `version --build-options` says `skeletons` (on or
+/// OFF) and whose uprobe collection has `empty`: `bench uprobe empty`
+/// reads 20 µs a call over `baseline`, and the task-clock `stat` counts over
+/// them 17 µs a call more, past set-ups of 10 and 15 ms. Every call logged.
+fn fake_perf(dir: &Path, skeletons: &str) {
+    let text = format!(
+        "#!/bin/sh\necho \"perf $*\" >> \"$FAKE_LOG\"\ncase \"$*\" in\n\
+         'version --build-options') echo 'perf version 6.12.fake'\n\
+         echo '         bpf_skeletons: [ {skeletons} ]  # HAVE_BPF_SKEL' ;;\n\
+         version) echo 'perf version 6.12.fake' ;;\n\
+         'bench uprobe') echo '      baseline: Baseline libc usleep(1000) call'\n\
+         echo '         empty: Attach empty BPF prog to uprobe on usleep, system wide' ;;\n\
+         'bench uprobe baseline -l '*) echo ' 1090.000 usecs/op' ;;\n\
+         'bench uprobe empty -l '*) echo ' 1110.000 usecs/op' ;;\n\
+         'stat -x, -e task-clock perf bench uprobe '*)\n\
+         awk -v b=\"$8\" -v l=\"${{10}}\" 'BEGIN {{ if (b == \"empty\") ms = 15 + 0.024 * l; else ms = 10 + 0.007 * l\n\
+         printf \"%.2f,msec,task-clock,1,100.00,,\\n\", ms }}' >&2 ;;\nesac\n"
+    );
+    fake_program(dir, "perf", &text);
+}
+
+#[test]
+fn uprobe_rows_need_a_perf_whose_empty_probe_attaches_a_program() {
+    if without_python3() {
+        return;
+    }
+    for skeletons in ["OFF", "on"] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        fake_perf(dir.path(), skeletons);
+        // osbench's two cases, 17 µs apart.
+        let osbench = fake_program(
+            &dir.path().join("bin"),
+            "osbench",
+            "#!/bin/sh\ncase $1 in --version) echo 'osbench 0.0.0'; exit ;; esac\n\
+             echo \"osbench $*\" >> \"$FAKE_LOG\"\n\
+             echo 'sandbox null 100'\necho 'sandbox null+uprobe 17100'\n",
+        );
+        let record = dir.path().join("record.tsv");
+        let path = format!(
+            "{}:{}",
+            dir.path().display(),
+            std::env::var("PATH").unwrap()
+        );
+        let out = script(&record, dir.path(), &["uprobe", "uprobe-cpu"])
+            .env("OSBENCH", &osbench)
+            .env("PATH", path)
+            .env("FAKE_LOG", &log)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", shown(&out));
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let table = rows(&record);
+        for row in [1, 2] {
+            let verdict = field(&table, row, "verdict");
+            if skeletons == "OFF" {
+                assert!(
+                    verdict.starts_with("unavailable") && verdict.contains("BPF skeletons"),
+                    "{table:?}"
+                );
+            } else {
+                assert!(
+                    !verdict.starts_with("unavailable"),
+                    "{table:?}\n{}",
+                    shown(&out)
+                );
+                assert_eq!(field(&table, row, "osbench_median"), "17", "{table:?}");
+            }
+        }
+        if skeletons == "OFF" {
+            assert!(!calls.contains("perf bench uprobe empty"), "{calls}");
+            assert!(!calls.contains("osbench run"), "{calls}");
+        } else {
+            // perf's own figure, and its CPU time past the set-ups.
+            assert_eq!(field(&table, 1, "anchor_median"), "20", "{table:?}");
+            assert_eq!(field(&table, 2, "anchor_median"), "17", "{table:?}");
+        }
+    }
 }
