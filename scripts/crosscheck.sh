@@ -134,8 +134,8 @@
 #                        task-clock of `empty` − `baseline`, per call between -l 1000 and -l 5000 (their
 #                        set-up cancels), without the sleeps' wake-ups (µs)
 #   sandbox              seccomp:100, seccomp:1000, seccomp-notify, uprobe and uprobe-cpu
-#   cyclictest-load[:G], cyclictest-load-p99[:G]   latency under load (issue 42): timer (1000 µs,
-#                        2000 wake-ups) --load hackbench:G vs `cyclictest -t1 -i 1000 -l 2000 -q
+#   cyclictest-load[:G], cyclictest-load-p99[:G]   latency under load (issue 42): timer:count=10000
+#                        (1000 µs) --load hackbench:G vs `cyclictest -t1 -i 1000 -l 10000 -q
 #                        --laptop` with `hackbench -g G` (rt-tests; G default 2) running beside it,
 #                        started 1 s before and killed after; the mean wake-up latency (cyclictest's
 #                        Avg), or the p99 (cyclictest's -h histogram, 1-µs buckets; osbench's HDR) (µs).
@@ -978,16 +978,19 @@ define() {
         need cyclictest rt-tests
         g=2
         [[ $1 == *:* ]] && g=${1##*:}
-        ours=("$bin" run timer -q --no-store --load "hackbench:$g")
+        # 10,000 wake-ups a run: at 2,000 each side's p99 spread 13-16 % over
+        # ten rounds, at 10,000 7 % (Intel, 7 Dec; docs/crosscheck.md).
+        wakeups=10000
+        ours=("$bin" run "timer:count=$wakeups" -q --no-store --load "hackbench:$g")
         bench=timer unit=µs scale=1
         if [[ $1 == cyclictest-load-p99* ]]; then
             figure=p99_of
-            anchor_name="cyclictest -t1 -i 1000 -l 2000 -q --laptop -h 10000 beside hackbench -g $g (p99)"
-            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l 2000 -q --laptop -h 10000 | cyclictest_p99; }
+            anchor_name="cyclictest -t1 -i 1000 -l $wakeups -q --laptop -h 10000 beside hackbench -g $g (p99)"
+            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l $wakeups -q --laptop -h 10000 | cyclictest_p99; }
         else
             figure=mean_of
-            anchor_name="cyclictest -t1 -i 1000 -l 2000 -q --laptop beside hackbench -g $g (Avg)"
-            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l 2000 -q --laptop | cyclictest_avg; }
+            anchor_name="cyclictest -t1 -i 1000 -l $wakeups -q --laptop beside hackbench -g $g (Avg)"
+            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l $wakeups -q --laptop | cyclictest_avg; }
         fi ;;
     schbench-*)
         spec=${1#schbench-} rate=0
