@@ -88,10 +88,11 @@
 #                        lmbench keeps the fastest of its 11 repetitions of one buffer.
 #                        osbench walks up to 16 buffers, one per sample (64 MiB in all):
 #                        a chain's figure depends on the pages under its buffer, so
-#                        osbench's figure is its median over buffers, and the round
-#                        ratios scatter with lmbench's buffer (compare the medians);
-#                        with one buffer (256 MiB) it is its fastest sample, as
-#                        lmbench's (LAT_MEM_RD_STAT=median or min forces one)
+#                        osbench's figure is its median over buffers, and the anchor's
+#                        the median of LAT_MEM_RD_RUNS (default 5) processes, each a
+#                        buffer, at lmbench's 50 ms interval; with one buffer (64 MiB
+#                        and up) osbench's is its fastest sample, as lmbench's, and
+#                        lmbench runs once (LAT_MEM_RD_STAT=median or min forces one)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
 #                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
 #                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0: lmbench's
@@ -194,6 +195,7 @@
 set -euo pipefail
 rounds=7
 anchor_runs=${ANCHOR_RUNS:-11}
+lat_mem_rd_runs=${LAT_MEM_RD_RUNS:-5}
 continue_run=
 while getopts r:c opt; do
     case $opt in
@@ -780,8 +782,23 @@ define() {
         drv=$(lat_mem_rd_driver)
         ours=(ours_document "$bin" run "memlat:kib=$kib,stride=$stride,pattern=$pattern" -q --no-store)
         figure=memlat_of
-        bench=memlat unit=ns scale=1 anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
-        anchor() { LOOP_O=0 TIMING_O=0 taskset -c "$osbench_cpu" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 | awk '{ v = $2 } END { print v }'; } ;;
+        # One process is one draw of the pages under its buffer (at 128 KiB
+        # on Intel 1.6-2.2 ns from process to process): where osbench walks
+        # several buffers (below 64 MiB), the median of lat_mem_rd_runs
+        # processes, else one (a random walk of 256 MiB takes 30 s a
+        # process); each at lmbench's compiled 50 ms interval (at the 1 s it
+        # falls back to here, a process takes 18 s at 128 KiB).
+        processes=$lat_mem_rd_runs
+        [ "$kib" -lt 65536 ] || processes=1
+        bench=memlat unit=ns scale=1
+        anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
+        [ "$processes" = 1 ] || anchor_name+=", the median of $processes processes"
+        anchor() {
+            for ((k = 0; k < processes; k++)); do
+                at_lmbench_interval taskset -c "$osbench_cpu" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 |
+                    awk '{ v = $2 } END { print v }'
+            done | median_in
+        } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
@@ -816,30 +833,29 @@ define() {
         ours=(taskset -c "$cpu" "$bin" run sandbox:null+notify --pin same -q --no-store)
         bench=sandbox unit=µs scale=0.001 anchor_name="taskset -c $cpu perf bench sched seccomp-notify -l 200000"
         anchor() { taskset -c "$cpu" perf bench sched seccomp-notify -l 200000 | awk '/usecs\/op/ { print $1 }'; } ;;
-    uprobe)
-        need_perf_bench uprobe empty 6.7
-        need_perf_bpf_skeletons
-        ours=(uprobe_derived)
-        bench=sandbox unit=µs scale=1 anchor_name="perf bench uprobe empty − baseline, -l 10000 (usecs/op)"
-        # Baseline first, as perf's `all` runs them.
-        anchor() {
-            local baseline
-            baseline=$(perf_uprobe_usecs baseline 10000)
-            awk -v e="$(perf_uprobe_usecs empty 10000)" -v b="$baseline" 'BEGIN { printf "%.6g\n", e - b }'
-        } ;;
-    uprobe-cpu)
+    uprobe | uprobe-cpu)
         need_perf_bench uprobe empty 6.7
         need_perf_bpf_skeletons
         ours=(uprobe_derived)
         bench=sandbox unit=µs scale=1
-        anchor_name="perf stat task-clock of perf bench uprobe empty − baseline, per call from -l 1000 to 5000"
-        anchor() {
-            local b1 b5 e1 e5
-            b1=$(perf_uprobe_task_ms baseline 1000) b5=$(perf_uprobe_task_ms baseline 5000)
-            e1=$(perf_uprobe_task_ms empty 1000) e5=$(perf_uprobe_task_ms empty 5000)
-            awk -v b1="$b1" -v b5="$b5" -v e1="$e1" -v e5="$e5" \
-                'BEGIN { printf "%.6g\n", ((e5 - e1) - (b5 - b1)) * 1000 / 4000 }'
-        } ;;
+        if [ "$1" = uprobe ]; then
+            anchor_name="perf bench uprobe empty − baseline, -l 10000 (usecs/op)"
+            # Baseline first, as perf's `all` runs them.
+            anchor() {
+                local baseline
+                baseline=$(perf_uprobe_usecs baseline 10000)
+                awk -v e="$(perf_uprobe_usecs empty 10000)" -v b="$baseline" 'BEGIN { printf "%.6g\n", e - b }'
+            }
+        else
+            anchor_name="perf stat task-clock of perf bench uprobe empty − baseline, per call from -l 1000 to 5000"
+            anchor() {
+                local b1 b5 e1 e5
+                b1=$(perf_uprobe_task_ms baseline 1000) b5=$(perf_uprobe_task_ms baseline 5000)
+                e1=$(perf_uprobe_task_ms empty 1000) e5=$(perf_uprobe_task_ms empty 5000)
+                awk -v b1="$b1" -v b5="$b5" -v e1="$e1" -v e5="$e5" \
+                    'BEGIN { printf "%.6g\n", ((e5 - e1) - (b5 - b1)) * 1000 / 4000 }'
+            }
+        fi ;;
     syscall)
         need perf linux-perf
         ours=("$bin" run syscall:case=null -q --no-store)
@@ -979,7 +995,7 @@ define() {
         g=2
         [[ $1 == *:* ]] && g=${1##*:}
         # 10,000 wake-ups a run: at 2,000 each side's p99 spread 13-16 % over
-        # ten rounds, at 10,000 7 % (Intel, 7 Dec; docs/crosscheck.md).
+        # ten rounds, at 10,000 7-10.5 % (Intel, 7 Dec; docs/crosscheck.md).
         wakeups=10000
         ours=("$bin" run "timer:count=$wakeups" -q --no-store --load "hackbench:$g")
         bench=timer unit=µs scale=1
