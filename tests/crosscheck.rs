@@ -7,7 +7,9 @@
 //! fake lat_connect server's listen backlog and fixing lmbench's interval,
 //! the fs rows' directory and placement, schbench's rows of one rate sharing
 //! each round's runs (fakes of both sides), the uprobe rows wanting a perf
-//! built with BPF skeletons (a fake perf), and scripts/crosscheck-kinds.py
+//! built with BPF skeletons (a fake perf), lat-mem-rd's anchor the median
+//! of several lat_mem_rd processes (a fake lmbench source), and
+//! scripts/crosscheck-kinds.py
 //! setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
@@ -546,4 +548,79 @@ fn uprobe_rows_need_a_perf_whose_empty_probe_attaches_a_program() {
             assert_eq!(field(&table, 2, "anchor_median"), "17", "{table:?}");
         }
     }
+}
+
+/// A fake lmbench source tree for the lat-mem-rd driver: its lat_mem_rd.c
+/// prints 1, 4, 3, 5, 2 ns (then again) from one process to the next,
+/// counting them in $FAKE_LOG's file; the libraries it links are empty.
+fn fake_lat_mem_rd_source(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let source = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define TRIES 11
+void (*fpInit)(void);
+void thrash_initialize(void) {}
+void loads(size_t len, size_t range, size_t stride, int parallel, int warmup, int repetitions)
+{
+	static const double ns[] = { 1, 4, 3, 5, 2 };
+	FILE *f = fopen(getenv("FAKE_LOG"), "a+");
+	long n = 0;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		n++;
+	fprintf(f, "lat_mem_rd %zu %zu\n", len, stride);
+	fclose(f);
+	printf("%.5f %.3f\n", len / 1048576.0, ns[n % 5]);
+}
+int main(int argc, char **argv) { return 0; }
+"#;
+    std::fs::write(dir.join("lat_mem_rd.c"), source).unwrap();
+    for lib in [
+        "lib_timing",
+        "lib_mem",
+        "lib_stats",
+        "lib_debug",
+        "getopt",
+        "lib_sched",
+    ] {
+        std::fs::write(dir.join(format!("{lib}.c")), "").unwrap();
+    }
+}
+
+#[test]
+fn lat_mem_rd_anchor_is_the_median_of_several_processes() {
+    if without_python3() {
+        return;
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        eprintln!("skipped: the lat-mem-rd driver is built with gcc");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let src = dir.path().join("src");
+    fake_lat_mem_rd_source(&src);
+    let record = dir.path().join("record.tsv");
+    let out = script(&record, dir.path(), &["lat-mem-rd:128:128"])
+        .env("LMBENCH_SRC", &src)
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    // Two rounds of five processes, each at 128 KiB, stride 128.
+    assert_eq!(calls.lines().count(), 10, "{calls}");
+    assert!(
+        calls.lines().all(|l| l == "lat_mem_rd 131072 128"),
+        "{calls}"
+    );
+    // Each round's median of 1, 4, 3, 5, 2 is 3.
+    let table = rows(&record);
+    assert_eq!(
+        field(&table, 1, "anchor_median"),
+        "3",
+        "{table:?}\n{}",
+        shown(&out)
+    );
 }
