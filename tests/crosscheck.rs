@@ -9,8 +9,7 @@
 //! each round's runs (fakes of both sides), the uprobe rows wanting a perf
 //! built with BPF skeletons (a fake perf), lat-mem-rd's anchor the median
 //! of several lat_mem_rd processes (a fake lmbench source), and
-//! scripts/crosscheck-kinds.py
-//! setting the record out by machine kind.
+//! scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
 //! cross-checks themselves are measurements for a quiet machine
