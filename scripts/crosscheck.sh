@@ -95,7 +95,8 @@
 #                        lmbench runs once (LAT_MEM_RD_STAT=median or min forces one)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
 #                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
-#                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0: lmbench's
+#                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0 (lat_mem_rd
+#                        also at lmbench's 50 ms interval, several processes a round): lmbench's
 #                        start-up calibration of its clock and loop overheads takes 40 s a run
 #                        here and is noise beside passes of 0.1 ms to 30 ms
 #   io                   every one of these I/O checks
@@ -784,7 +785,9 @@ define() {
         figure=memlat_of
         # One process is one draw of the pages under its buffer (at 128 KiB
         # on Intel 1.6-2.2 ns from process to process): where osbench walks
-        # several buffers (below 64 MiB), the median of lat_mem_rd_runs
+        # several buffers (below 64 MiB, memlat's BUFFERS_MAX_BYTES: its
+        # document's buffers_walked, which memlat_of reads, comes only after
+        # the first round's anchor), the median of lat_mem_rd_runs
         # processes, else one (a random walk of 256 MiB takes 30 s a
         # process); each at lmbench's compiled 50 ms interval (at the 1 s it
         # falls back to here, a process takes 18 s at 128 KiB).
@@ -848,12 +851,13 @@ define() {
             }
         else
             anchor_name="perf stat task-clock of perf bench uprobe empty − baseline, per call from -l 1000 to 5000"
+            # Per call between two loop counts: each program's set-up cancels.
             anchor() {
-                local b1 b5 e1 e5
-                b1=$(perf_uprobe_task_ms baseline 1000) b5=$(perf_uprobe_task_ms baseline 5000)
-                e1=$(perf_uprobe_task_ms empty 1000) e5=$(perf_uprobe_task_ms empty 5000)
-                awk -v b1="$b1" -v b5="$b5" -v e1="$e1" -v e5="$e5" \
-                    'BEGIN { printf "%.6g\n", ((e5 - e1) - (b5 - b1)) * 1000 / 4000 }'
+                local few=1000 many=5000 b1 b2 e1 e2
+                b1=$(perf_uprobe_task_ms baseline $few) b2=$(perf_uprobe_task_ms baseline $many)
+                e1=$(perf_uprobe_task_ms empty $few) e2=$(perf_uprobe_task_ms empty $many)
+                awk -v b="$((many - few))" -v b1="$b1" -v b2="$b2" -v e1="$e1" -v e2="$e2" \
+                    'BEGIN { printf "%.6g\n", ((e2 - e1) - (b2 - b1)) * 1000 / b }'
             }
         fi ;;
     syscall)

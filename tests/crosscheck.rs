@@ -596,26 +596,20 @@ fn lat_mem_rd_anchor_is_the_median_of_several_processes() {
         eprintln!("skipped: the lat-mem-rd driver is built with gcc");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("log");
-    let src = dir.path().join("src");
-    fake_lat_mem_rd_source(&src);
-    let record = dir.path().join("record.tsv");
-    let out = script(&record, dir.path(), &["lat-mem-rd:128:128"])
-        .env("LMBENCH_SRC", &src)
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    let calls = std::fs::read_to_string(&log).unwrap();
-    // Two rounds of five processes, each at 128 KiB, stride 128.
-    assert_eq!(calls.lines().count(), 10, "{calls}");
-    assert!(
-        calls.lines().all(|l| l == "lat_mem_rd 131072 128"),
-        "{calls}"
+    let src = tempfile::tempdir().unwrap();
+    fake_lat_mem_rd_source(src.path());
+    // lmbench's own lat_mem_rd is not run: the driver is built from the source.
+    let FakeRun { out, log, table } = run_against_fake(
+        "lat_mem_rd",
+        "#!/bin/sh\nexit 1\n",
+        "lat-mem-rd:128:128",
+        &[("LMBENCH_SRC", src.path().to_str().unwrap())],
     );
+    assert!(out.status.success(), "{}", shown(&out));
+    // Two rounds of five processes, each at 128 KiB, stride 128.
+    assert_eq!(log.lines().count(), 10, "{log}");
+    assert!(log.lines().all(|l| l == "lat_mem_rd 131072 128"), "{log}");
     // Each round's median of 1, 4, 3, 5, 2 is 3.
-    let table = rows(&record);
     assert_eq!(
         field(&table, 1, "anchor_median"),
         "3",
