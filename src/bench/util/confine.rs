@@ -9,7 +9,7 @@
 //! [`answer_notifications`]).
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -81,25 +81,12 @@ pub fn notify_on(nr: libc::c_long) -> Result<OwnedFd> {
 }
 
 /// The supervisor's loop: answers every notification on `listener` with
-/// [`NOTIFY_ANSWER`] (the call is not made, as in perf bench), until
-/// `stop` is set or the filter is gone (its thread ended).
-pub fn answer_notifications(listener: &OwnedFd, stop: &std::sync::atomic::AtomicBool) {
-    let fd = listener.as_raw_fd();
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll on one pollfd we own, 100 ms at most.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
-        if ready > 0 && pfd.revents & libc::POLLIN == 0 {
-            return; // POLLHUP: no task is left under the filter
-        }
-        if ready > 0 && !answer_one(fd) {
-            return;
-        }
-    }
+/// [`NOTIFY_ANSWER`] (the call is not made, as in perf bench), waiting in
+/// the blocking receive between calls as perf's supervisor does, until the
+/// listener fails. It makes only system calls, so a forked child may run
+/// it; it ends when that child is killed.
+pub fn answer_notifications(listener: RawFd) {
+    while answer_one(listener) {}
 }
 
 /// Receives one notification and answers it; false once the listener fails.
