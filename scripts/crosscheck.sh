@@ -89,10 +89,12 @@
 #                        osbench walks up to 16 buffers, one per sample (64 MiB in all):
 #                        a chain's figure depends on the pages under its buffer, so
 #                        osbench's figure is its median over buffers, and the anchor's
-#                        the median of LAT_MEM_RD_RUNS (default 5) processes, each a
-#                        buffer, at lmbench's 50 ms interval; with one buffer (64 MiB
-#                        and up) osbench's is its fastest sample, as lmbench's, and
-#                        lmbench runs once (LAT_MEM_RD_STAT=median or min forces one)
+#                        the median of LAT_MEM_RD_RUNS (default 15) processes, each a
+#                        buffer, at lmbench's 50 ms interval (one process's figure
+#                        spreads about 10 %, so five left each round's median 5-6 %
+#                        wide); with one buffer (64 MiB and up) osbench's is its
+#                        fastest sample, as lmbench's, and lmbench runs once
+#                        (LAT_MEM_RD_STAT=median or min forces one)
 #   mem                  every memory row: lmbench's table sizes (bw_mem at 256m, copies at
 #                        128m; lat_mem_rd's L1, L2, main and random rows) and the mmap rows.
 #                        The memory and mmap anchors run with LOOP_O=0 TIMING_O=0 (lat_mem_rd
@@ -196,7 +198,7 @@
 set -euo pipefail
 rounds=7
 anchor_runs=${ANCHOR_RUNS:-11}
-lat_mem_rd_runs=${LAT_MEM_RD_RUNS:-5}
+lat_mem_rd_runs=${LAT_MEM_RD_RUNS:-15}
 continue_run=
 while getopts r:c opt; do
     case $opt in
