@@ -32,7 +32,7 @@
 //! samples are flagged bimodal with this cause, and the median's interval
 //! spans both. As consecutive buffers alternate, 11 samples hold six of
 //! one kind, and the median lands on it: a bias against lmbench's median
-//! over processes (about 6 % at 128 KiB on the Intel guest, 7 Dec) that
+//! over processes (about 7 % at 128 KiB on the Intel guest, 7 Dec) that
 //! walking every buffer in each sample would remove, at the cost of a
 //! cold first lap wherever the buffers together outgrow the cache their
 //! size is meant for (not done). `buffers=1` is lmbench's way.
@@ -147,7 +147,7 @@ pub static DEF: BenchDef = BenchDef {
             size_text(p.int("kib"))
         )
     },
-    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples over up to 16 buffers, one per sample, where lmbench keeps the minimum of one buffer's runs. A chain's figure depends on the physical pages under its buffer, so lmbench's figure jumps from process to process (128 KiB on the Intel guest: 1.8-2.7 ns). One buffer is measured alike: over 30 processes each, alternated (7 Dec), osbench's buffers=1 read a median of 2.114 ns, lat_mem_rd 2.149, a C loop 2.035, and within one buffer the minimum and the median of either tool differ by about 1 %. But within one process consecutive buffers alternate between two kinds of pages, so osbench's 11 samples hold 6 of one kind and its median lands on that kind: against the median of 15 lat_mem_rd processes a round, 128 KiB read 1.138 [1.034-1.193] (10 rounds), while osbench's mean over its buffers against lmbench's mean over the processes read about 1.04 (docs/crosscheck.md, twelfth session). Also measured: 1 KiB 1.007, main memory 0.987; the random walk at 256 MiB 1.024-1.061 on earlier days and 0.934 on 7 Dec, each side's rounds spreading 4-8 %.",
+    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples over up to 16 buffers, one per sample, where lmbench keeps the minimum of one buffer's runs. A chain's figure depends on the physical pages under its buffer, so lmbench's figure jumps from process to process (128 KiB on the Intel guest: 1.8-2.7 ns). One buffer is measured alike: over 30 processes each, alternated (7 Dec), osbench's buffers=1 read a median of 2.114 ns, lat_mem_rd 2.149, a C loop 2.035, and within one buffer the minimum and the median of either tool differ by about 1 %. But within one process consecutive buffers alternate between two kinds of pages, so osbench's 11 samples hold 6 of one kind and its median lands on that kind: against the median of 15 lat_mem_rd processes a round, 128 KiB read 1.138 [1.034-1.193] (10 rounds), while osbench's mean over its buffers against lmbench's mean over the processes read 1.022 (docs/crosscheck.md, twelfth session). Also measured: 1 KiB 1.007, main memory 0.987; the random walk at 256 MiB 1.024-1.061 on earlier days and 0.934 on 7 Dec, each side's rounds spreading 4-8 %.",
     two_clusters: Some(
         "the pages under its buffers (each sample walks the next buffer; on the Intel guest \
          128 KiB buffers read about 1.7 or 2.0 ns by their physical pages, consecutive ones \
