@@ -30,12 +30,12 @@
 //! most 64 MiB in all, so 8 MiB and up use fewer) and walks the next one in
 //! each batch the harness times, so the spread shows within one run: its
 //! samples are flagged bimodal with this cause, and the median's interval
-//! spans both. As consecutive buffers alternate, 11 samples hold six of
-//! one kind, and the median lands on it: a bias against lmbench's median
-//! over processes (about 7 % at 128 KiB on the Intel guest, 7 Dec) that
-//! walking every buffer in each sample would remove, at the cost of a
-//! cold first lap wherever the buffers together outgrow the cache their
-//! size is meant for (not done). `buffers=1` is lmbench's way.
+//! spans both. The harness takes the samples in whole turns of the
+//! buffers (16 samples for 16 buffers), so each buffer weighs the same in
+//! the median: consecutive buffers alternate between two kinds of pages,
+//! and with 11 samples six were of one kind and the median landed on it
+//! (7 % above lmbench's median over processes at 128 KiB on the Intel
+//! guest, 7 Dec). `buffers=1` is lmbench's way.
 //!
 //! Differences on purpose: lmbench's random walk at a size below its `len`
 //! argument spreads over the pages of `len`, osbench over the buffer's own;
@@ -147,11 +147,11 @@ pub static DEF: BenchDef = BenchDef {
             size_text(p.int("kib"))
         )
     },
-    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples over up to 16 buffers, one per sample, where lmbench keeps the minimum of one buffer's runs. A chain's figure depends on the physical pages under its buffer, so lmbench's figure jumps from process to process (128 KiB on the Intel guest: 1.8-2.7 ns). One buffer is measured alike: over 30 processes each, alternated (7 Dec), osbench's buffers=1 read a median of 2.114 ns, lat_mem_rd 2.149, a C loop 2.035, and within one buffer the minimum and the median of either tool differ by about 1 %. But within one process consecutive buffers alternate between two kinds of pages, so osbench's 11 samples hold 6 of one kind and its median lands on that kind: against the median of 15 lat_mem_rd processes a round, 128 KiB read 1.138 [1.034-1.193] (10 rounds), while osbench's mean over its buffers against lmbench's mean over the processes read 1.022 (docs/crosscheck.md, twelfth session). Also measured: 1 KiB 1.007, main memory 0.987; the random walk at 256 MiB 1.024-1.061 on earlier days and 0.934 on 7 Dec, each side's rounds spreading 4-8 %.",
+    differs: "one size per case where lat_mem_rd sweeps every size up to its argument; a random walk over the buffer's own pages (lmbench: over its largest size's); a median of samples over up to 16 buffers, one per sample, where lmbench keeps the minimum of one buffer's runs. A chain's figure depends on the physical pages under its buffer, so lmbench's figure jumps from process to process (128 KiB on the Intel guest: 1.8-2.7 ns). One buffer is measured alike: over 30 processes each, alternated (7 Dec), osbench's buffers=1 read a median of 2.114 ns, lat_mem_rd 2.149, a C loop 2.035, and within one buffer the minimum and the median of either tool differ by about 1 %. Within one process consecutive buffers alternate between two kinds of pages: with 11 samples osbench's median landed on the kind that held six, 1.138 [1.034-1.193] of the median of 15 lat_mem_rd processes (10 rounds; mean against mean 1.022); sampled in whole turns of its 16 buffers, 1.036 [0.979-1.115] (docs/crosscheck.md, twelfth session). Also measured: 1 KiB 1.007, main memory 0.987; the random walk at 256 MiB 1.024-1.061 on earlier days and 0.934 on 7 Dec, each side's rounds spreading 4-8 %.",
     two_clusters: Some(
-        "the pages under its buffers (each sample walks the next buffer; on the Intel guest \
-         128 KiB buffers read about 1.7 or 2.0 ns by their physical pages, consecutive ones \
-         alternating; buffers=1 walks one)",
+        "the pages under its buffers (each sample walks the next buffer, every buffer as \
+         often; on the Intel guest 128 KiB buffers read 1.8-2.7 ns by their physical pages, \
+         consecutive ones alternating between two kinds; buffers=1 walks one)",
     ),
     recorded: |p| vec![("buffers_walked", buffer_count(p).into())],
     ops_per_iter: |_| LOADS_PER_ITER as f64,
@@ -283,6 +283,13 @@ impl Workload for Chains {
         walk.at = chase(walk.at, iters);
         self.next = (self.next + 1) % self.walks.len();
         Ok(())
+    }
+
+    /// Every buffer is sampled as often as the others: with 16 buffers of
+    /// two kinds in turn, 11 samples held six of one kind and the median
+    /// landed on it.
+    fn batches_in_turn(&self) -> usize {
+        self.walks.len()
     }
 }
 

@@ -337,7 +337,12 @@ impl<C: Clock> Harness<C> {
                 iters = rescale(iters, elapsed, target);
                 Ok(())
             })?;
-            samplers.push(Sampler::new(iters, self.policy.samples, target));
+            samplers.push(Sampler::new(
+                iters,
+                self.policy.samples,
+                target,
+                bench.batches_in_turn(),
+            ));
         }
         let (end, failure, stopped_by) = loop {
             match self.sample_alternately(benches, &mut samplers) {
@@ -497,7 +502,7 @@ impl<C: Clock> Harness<C> {
             bench.prepare()?;
             bench.run(1)
         })?;
-        let mut sampler = Sampler::new(1, samples, self.policy.sample_time_ns as f64);
+        let mut sampler = Sampler::new(1, samples, self.policy.sample_time_ns as f64, 1);
         let (mut end, mut failure) = (SamplingEnd::Planned, None);
         let mut wanted = samples;
         let mut stopped_by = None;
@@ -812,9 +817,15 @@ mod tests {
         /// The calls in this range take `stall_ns` longer (a preemption).
         stalled: std::ops::Range<usize>,
         stall_ns: u64,
+        /// What `batches_in_turn` says.
+        turn: usize,
     }
 
     impl Workload for FakeBench {
+        fn batches_in_turn(&self) -> usize {
+            self.turn
+        }
+
         fn run(&mut self, iters: u64) -> Result<()> {
             let extra = (self.calls as u64 * 7) % (self.jitter + 1);
             let mut t = iters * (self.cost_ns + extra);
@@ -874,11 +885,23 @@ mod tests {
             jitter: 0,
             stalled: 0..0,
             stall_ns: 0,
+            turn: 1,
         };
         (
             Harness::with_clock(clock, policy, overhead, Interrupt::none()),
             bench,
         )
+    }
+
+    #[test]
+    fn a_workload_taking_batches_in_turn_is_sampled_in_whole_turns() {
+        let (h, mut b) = setup(100, vec![]);
+        b.turn = 4;
+        // 11 samples asked, rounded up to three turns of four.
+        assert_eq!(sample_one(&h, &mut b).accepted.len(), 12);
+        let (h, mut b) = setup(100, vec![]);
+        b.turn = 16;
+        assert_eq!(sample_one(&h, &mut b).accepted.len(), 16);
     }
 
     #[test]

@@ -86,12 +86,18 @@ pub(super) struct Sampler {
     /// against the budget since).
     spent_before: usize,
     wanted: usize,
+    /// Samples come in whole turns of this many (1: any number).
+    turn: usize,
     /// What raising the target said (it goes first in the warnings).
     raised: Vec<String>,
 }
 
 impl Sampler {
-    pub(super) fn new(iters: u64, wanted: usize, target: f64) -> Self {
+    /// A sampler wanting `wanted` samples, rounded up to whole turns of
+    /// `turn` (a workload's [`super::workload::Workload::batches_in_turn`]).
+    pub(super) fn new(iters: u64, wanted: usize, target: f64, turn: usize) -> Self {
+        let turn = turn.max(1);
+        let wanted = wanted.next_multiple_of(turn);
         Self {
             iters,
             target,
@@ -101,6 +107,7 @@ impl Sampler {
             long_in_a_row: 0,
             spent_before: 0,
             wanted,
+            turn,
             raised: Vec::new(),
         }
     }
@@ -128,9 +135,10 @@ impl Sampler {
         self.spent_before = self.rejected.len();
     }
 
-    /// Asks for `extra` more accepted samples (a precision target not yet reached).
+    /// Asks for `extra` more accepted samples (a precision target not yet
+    /// reached), rounded up to whole turns.
     pub(super) fn want_more(&mut self, extra: usize) {
-        self.wanted += extra;
+        self.wanted += extra.next_multiple_of(self.turn);
     }
 
     /// Attempts allowed: three per sample wanted and ten more, since the

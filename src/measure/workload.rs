@@ -22,6 +22,14 @@ pub trait Workload {
         asked
     }
 
+    /// For [`SampleMethod::Batched`]: how many states the workload's
+    /// batches take in turn (memlat's buffers, one a batch), so the harness
+    /// asks for samples in whole turns and each state weighs the same in
+    /// the median. 1 (the default): every batch is alike.
+    fn batches_in_turn(&self) -> usize {
+        1
+    }
+
     /// For [`SampleMethod::WholeRuns`]: gets the next run ready (e.g. starts and
     /// synchronises its workers); called untimed before each timed `run(1)`.
     fn prepare(&mut self) -> Result<()> {
