@@ -118,9 +118,19 @@ fn shown(out: &Output) -> String {
 /// Whether python3, which the script summarises with, is missing (the
 /// test then says it is skipped).
 fn without_python3() -> bool {
-    let missing = Command::new("python3").arg("--version").output().is_err();
+    without(
+        "python3",
+        "--version",
+        "crosscheck.sh summarises with python3",
+    )
+}
+
+/// True (and says so, with `why`) when `tool ARG` cannot be run: the test
+/// that needs it skips.
+fn without(tool: &str, arg: &str, why: &str) -> bool {
+    let missing = Command::new(tool).arg(arg).output().is_err();
     if missing {
-        eprintln!("skipped: crosscheck.sh summarises with python3");
+        eprintln!("skipped: {why}");
     }
     missing
 }
@@ -300,11 +310,13 @@ fn a_stop_ends_an_anchor_that_ignores_sigterm_and_leaves_nothing() {
 /// is told to stop after the rounds.
 #[test]
 fn connect_raises_lat_connects_backlog_and_fixes_its_interval() {
-    if without_python3() {
-        return;
-    }
-    if Command::new("ss").arg("-V").output().is_err() {
-        eprintln!("skipped: the fake server reads its backlog with ss (iproute2)");
+    if without_python3()
+        || without(
+            "ss",
+            "-V",
+            "the fake server reads its backlog with ss (iproute2)",
+        )
+    {
         return;
     }
     let FakeRun { out, log, table } = run_against_fake(
@@ -589,11 +601,13 @@ int main(int argc, char **argv) { return 0; }
 
 #[test]
 fn lat_mem_rd_anchor_is_the_median_of_several_processes() {
-    if without_python3() {
-        return;
-    }
-    if Command::new("gcc").arg("--version").output().is_err() {
-        eprintln!("skipped: the lat-mem-rd driver is built with gcc");
+    if without_python3()
+        || without(
+            "gcc",
+            "--version",
+            "the lat-mem-rd driver is built with gcc",
+        )
+    {
         return;
     }
     let src = tempfile::tempdir().unwrap();

@@ -296,8 +296,9 @@ struct Worker {
     to: Option<mpsc::SyncSender<u64>>,
     back: mpsc::Receiver<bool>,
     thread: Option<JoinHandle<()>>,
-    /// The notified case's supervisor: a forked process, killed when the
-    /// worker has ended.
+    /// The notified case's supervisor: a forked process, killed and reaped
+    /// as this field drops, after `drop` has joined the worker, so nothing
+    /// waits on its answers.
     supervisor: Option<Supervisor>,
 }
 
@@ -442,8 +443,6 @@ impl Drop for Worker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        // Killed (and reaped) once nothing waits on its answers.
-        self.supervisor.take();
     }
 }
 
