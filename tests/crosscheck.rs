@@ -8,7 +8,8 @@
 //! the fs rows' directory and placement, schbench's rows of one rate sharing
 //! each round's runs (fakes of both sides), the uprobe rows wanting a perf
 //! built with BPF skeletons (a fake perf), lat-mem-rd's anchor the median
-//! of several lat_mem_rd processes (a fake lmbench source), and
+//! of several lat_mem_rd processes (a fake lmbench source), pagefault's
+//! the mean of several lat_pagefault processes (a fake lat_pagefault), and
 //! scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
@@ -559,6 +560,42 @@ fn uprobe_rows_need_a_perf_whose_empty_probe_attaches_a_program() {
             assert_eq!(field(&table, 2, "anchor_median"), "17", "{table:?}");
         }
     }
+}
+
+/// `pagefault`'s anchor: LAT_PAGEFAULT_RUNS (8) lat_pagefault processes a
+/// round at lmbench's own interval on osbench's CPU (the last), their mean:
+/// each process reads its pages in one random order, and orders cost one
+/// of two amounts. The fake prints 1, 2, 3, 6 µs in turn: a mean of 3, a
+/// median of 2.5.
+#[test]
+fn pagefault_anchor_is_the_mean_of_several_processes() {
+    if without_python3() {
+        return;
+    }
+    let FakeRun { out, log, table } = run_against_fake(
+        "lat_pagefault",
+        r#"#!/bin/sh
+n=$(cat "$FAKE_LOG" 2>/dev/null | wc -l)
+echo "lat_pagefault ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status) size=$(stat -c %s "$1")" >> "$FAKE_LOG"
+set -- 1 2 3 6
+shift $((n % 4))
+echo "Pagefaults on file: $1 microseconds" >&2
+"#,
+        "pagefault",
+        &[],
+    );
+    assert!(out.status.success(), "{}", shown(&out));
+    let last_cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    let expected = format!("lat_pagefault ENOUGH=50000 cpus={last_cpu} size=8388608");
+    // Two rounds of eight processes.
+    assert_eq!(log.lines().count(), 16, "{log}");
+    assert!(log.lines().all(|l| l == expected), "{log}");
+    assert_eq!(
+        field(&table, 1, "anchor_median"),
+        "3",
+        "{table:?}\n{}",
+        shown(&out)
+    );
 }
 
 /// A fake lmbench source tree for the lat-mem-rd driver: its lat_mem_rd.c

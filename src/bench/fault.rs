@@ -1,9 +1,10 @@
 //! `fault`: the cost of a page fault, one op = the first touch of one page
 //! (lmbench `lat_pagefault`, LEBench `page_fault_test`, will-it-scale
-//! `page_fault1/2`). Every sample is one whole run: the mapping is made
-//! (and the previous one unmapped) untimed in `prepare`, then `run(1)`
-//! touches its pages; the result is the run's time ÷ the ops in it. So the
-//! mapping and unmapping are outside the timed region, not subtracted.
+//! `page_fault1/2`). Every sample is whole runs (one, but `orders` of
+//! them for `file`): each run's mapping is made (and the previous one
+//! unmapped) untimed in `prepare`, then `run(1)` touches its pages; the
+//! result is the runs' time ÷ the ops in them. So the mapping and
+//! unmapping are outside the timed region, not subtracted.
 //!
 //! - `anon`: a private anonymous mapping of `pages` pages (MADV_NOHUGEPAGE, so
 //!   every page is its own 4 KiB fault), one byte written per page in order:
@@ -23,7 +24,14 @@
 //!   With `unmap=timed` each run ends by unmapping the touched mapping
 //!   inside the timed region, which is lmbench's figure (less the unmapping
 //!   of an untouched mapping, which lmbench subtracts: microseconds per
-//!   2,048 pages); lmbench's `Page Fault` column reads that case;
+//!   2,048 pages); lmbench's `Page Fault` column reads that case.
+//!   Orders differ in cost: on Linux 6.18 a large folio at the end of the
+//!   file, reached after its neighbour in the same page table, is mapped 16
+//!   pages a fault instead of whole, so an 8 MiB file of 1 MiB folios takes
+//!   8 or 23 faults, one order in two each way (0.029 against 0.033 µs a
+//!   page on the Intel guest). lmbench draws one order a process, so its
+//!   figure takes one of the two; a sample here averages `orders` runs
+//!   (16), so the median sits between them rather than on either;
 //! - `private`: LEBench's: a fresh MAP_PRIVATE read-only mapping of the file
 //!   of `pages` pages (1 / 10 / 1,000 / 10,000 in the paper), one op = the
 //!   first read of its first page (one fault, fault-around included);
@@ -54,6 +62,8 @@ use crate::rng::SplitMix64;
 
 /// The largest mapping a case may ask for, in pages (4 GiB of 4 KiB pages).
 pub(crate) const MAX_PAGES: i64 = 1 << 20;
+/// The file case's runs per sample by default (`orders`).
+const ORDERS: &str = "16";
 
 /// The `pages` parameter (shared with `mmap`).
 pub(crate) const PAGES: ParamSpec = ParamSpec {
@@ -90,6 +100,12 @@ pub static DEF: BenchDef = BenchDef {
             kind: ParamKind::Choice(&["untimed", "timed"]),
             default: "untimed",
         },
+        ParamSpec {
+            name: "orders",
+            help: "file: runs one sample averages, each a fresh mapping read in its own random order (an order's cost depends on which folio it reaches first; 1: lmbench's one order a process, in two clusters)",
+            kind: ParamKind::Int { min: 1, max: 1024 },
+            default: ORDERS,
+        },
     ],
     default_cases: DefaultCases::Listed(&[
         &[("case", "anon")],
@@ -106,7 +122,12 @@ pub static DEF: BenchDef = BenchDef {
         } else {
             ""
         };
-        format!("{}/{}p{thp}{unmap}", p.get("case"), p.int("pages"))
+        let orders = if p.get("orders") == ORDERS {
+            String::new()
+        } else {
+            format!("/o{}", p.get("orders"))
+        };
+        format!("{}/{}p{thp}{unmap}{orders}", p.get("case"), p.int("pages"))
     },
     op: |p| {
         match p.get("case") {
@@ -131,10 +152,12 @@ pub static DEF: BenchDef = BenchDef {
         _ => "(none: copy-on-write after fork)".to_string(),
     },
     two_clusters: Some(
-        "the pages behind each mapping (file faults on the Intel guest read 0.027-0.030 or \
-         0.037-0.039 µs a page, from one mapping to the next)",
+        "the order a file run reads its pages in, with orders=1 (on Linux 6.18 a file's last \
+         large folio, reached after its neighbour, is mapped 16 pages a fault: 8 or 23 faults \
+         for 8 MiB, 0.029 or 0.033 µs a page on the Intel guest); or a file partly evicted and \
+         read back in 4 KiB folios (DAMON's pageout, where it runs)",
     ),
-    differs: "every run maps afresh untimed and times only the touches (lmbench subtracts a separately timed remap, so its file figure also holds the extra cost of unmapping touched pages: unmap=timed holds it too, less the unmapping of an untouched mapping). Measured: file ÷ lat_pagefault 0.609 (AMD, 1 Dec), 0.51 (Intel, 6 Dec); file with unmap=timed: both tools read two modes on Intel (0.027-0.030 and 0.037-0.039 µs a page), from file to file and from one mapping of a file to the next, fastest round to fastest round 1.06-1.10 (6 Dec); anon sets MADV_NOHUGEPAGE; will-it-scale counts loops of 128 MiB per second, not µs per fault.",
+    differs: "every run maps afresh untimed and times only the touches (lmbench subtracts a separately timed remap, so its file figure also holds the extra cost of unmapping touched pages: unmap=timed holds it too, less the unmapping of an untouched mapping). Measured: file ÷ lat_pagefault 0.609 (AMD, 1 Dec), 0.51 (Intel, 6 Dec); file with unmap=timed: lmbench draws one random order a process, and an order costs one of two amounts (8 or 23 faults for 8 MiB on Linux 6.18, by which folio at the end of the file it reaches first), so a sample here averages 16 orders and the anchor is the mean of 8 processes: 0.842-0.887 of lmbench on Intel (7 Dec, 3 runs of 10 rounds), rounds 0.80-1.00 as the host's phases move lmbench's figure more than osbench's; anon sets MADV_NOHUGEPAGE; will-it-scale counts loops of 128 MiB per second, not µs per fault.",
     ops_per_iter: ops_per_run,
     setup,
     sampling: Sampling::WholeRuns,
@@ -163,10 +186,17 @@ fn ops_per_run(p: &Params) -> f64 {
 }
 
 fn check(p: &Params) -> Result<()> {
-    if p.get("unmap") == "timed" && p.get("case") != "file" {
-        return Err(Error::Measure(format!(
-            "fault:{p}: unmap=timed is lmbench's file case only; drop it or use case=file"
-        )));
+    if p.get("case") != "file" {
+        if p.get("unmap") == "timed" {
+            return Err(Error::Measure(format!(
+                "fault:{p}: unmap=timed is lmbench's file case only; drop it or use case=file"
+            )));
+        }
+        if p.get("orders") != ORDERS {
+            return Err(Error::Measure(format!(
+                "fault:{p}: orders is the file case's (its pages' random orders); drop it or use case=file"
+            )));
+        }
     }
     let bytes = p.int("pages") as u64 * page_size() as u64;
     // cow: the parent's copies and the child's originals.
@@ -318,8 +348,11 @@ enum Kind {
     Anon,
     File {
         file: NamedTempFile,
+        /// Each page's byte offset, in the order of the next run's reads.
         order: Vec<usize>,
         rng: SplitMix64,
+        /// Runs a sample averages, each in its own order.
+        orders: u64,
         /// unmap=timed: each run ends by unmapping what it touched.
         unmap_timed: bool,
     },
@@ -354,8 +387,9 @@ fn make(p: &Params) -> Result<Fault> {
         "anon" => Kind::Anon,
         "file" => Kind::File {
             file: cached_file("fault", bytes)?,
-            order: (0..pages).collect(),
+            order: (0..pages).map(|i| i * page).collect(),
             rng: SplitMix64::new(u64::from(std::process::id())),
+            orders: p.int("orders") as u64,
             unmap_timed: p.get("unmap") == "timed",
         },
         "private" => Kind::Private {
@@ -443,13 +477,22 @@ impl Workload for Fault {
         self.remap()
     }
 
+    fn runs_per_sample(&self) -> u64 {
+        match self.kind {
+            Kind::File { orders, .. } => orders,
+            _ => 1,
+        }
+    }
+
     fn run(&mut self, _iters: u64) -> Result<()> {
         let Some(region) = &self.region else {
             return Err(Error::Measure("fault: run before prepare".into()));
         };
         match &self.kind {
             Kind::Anon | Kind::Cow { .. } => write_every(region, self.page, 2),
-            Kind::File { order, .. } => self.sum += read_pages(region, order, self.page),
+            Kind::File { order, .. } => {
+                self.sum = self.sum.wrapping_add(read_pages(region, order) as u64)
+            }
             // SAFETY: the mapping is at least one page, readable.
             Kind::Private { .. } => self.sum += u64::from(unsafe { region.ptr.read_volatile() }),
         }
@@ -471,13 +514,53 @@ impl Workload for Fault {
     }
 }
 
-/// Reads one byte of each page of `region`, in `order`.
+/// Reads the byte at each of `offsets` into `region`, in order, as
+/// lmbench's loop does (`sum += *(where + pages[i])`: byte offsets, signed
+/// bytes added to an int), in gcc's instructions for it on x86-64
+/// (Debian's gcc 12 `-O2`, from lat_pagefault's disassembly: one offset
+/// loaded, one byte, one add, not unrolled). The loop's instructions decide
+/// how far the CPU runs ahead of each fault: the same reads read 11-15 %
+/// apart between loops of other shapes on the Intel guest (docs/crosscheck.md).
+#[cfg(target_arch = "x86_64")]
 #[inline(never)]
-fn read_pages(region: &Region, order: &[usize], page: usize) -> u64 {
-    let mut sum = 0u64;
-    for &i in order {
-        // SAFETY: `i < pages`, so the byte is inside the live, readable mapping.
-        sum += u64::from(unsafe { region.ptr.add(i * page).read_volatile() });
+fn read_pages(region: &Region, offsets: &[usize]) -> i32 {
+    if offsets.is_empty() {
+        return 0;
+    }
+    let sum: i32;
+    // SAFETY: `offsets` is a live slice (its end one past its last element),
+    // every offset a page's start inside the live, readable mapping at
+    // `region.ptr`; only they and the offsets are read; no stack used.
+    unsafe {
+        std::arch::asm!(
+            "xor {sum:e}, {sum:e}",
+            "2:",
+            "mov {byte}, qword ptr [{next}]",
+            "add {next}, 8",
+            "movsx {byte:e}, byte ptr [{base} + {byte}]",
+            "add {sum:e}, {byte:e}",
+            "cmp {end}, {next}",
+            "jne 2b",
+            next = inout(reg) offsets.as_ptr() => _,
+            end = in(reg) offsets.as_ptr().add(offsets.len()),
+            base = in(reg) region.ptr,
+            byte = out(reg) _,
+            sum = out(reg) sum,
+            options(nostack, readonly),
+        );
+    }
+    sum
+}
+
+/// Elsewhere, the same loop as the compiler makes it.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(never)]
+fn read_pages(region: &Region, offsets: &[usize]) -> i32 {
+    let mut sum = 0i32;
+    for &offset in offsets {
+        // SAFETY: every offset is a page's start inside the live, readable mapping.
+        let byte = unsafe { region.ptr.add(offset).read_volatile() } as i8;
+        sum = sum.wrapping_add(i32::from(byte));
     }
     sum
 }
@@ -564,6 +647,37 @@ mod tests {
             err.contains("unmap=timed is lmbench's file case only"),
             "{err}"
         );
+    }
+
+    /// The file case's sample averages `orders` runs, each prepared with
+    /// an order of its own; the other cases take one run a sample and
+    /// refuse `orders`.
+    #[test]
+    fn a_file_sample_averages_its_orders_each_drawn_anew() {
+        let p = Params::new(&DEF, &[("case", "file"), ("pages", "256")]);
+        assert_eq!((DEF.case_name)(&p), "file/256p");
+        let mut f = make(&p).unwrap();
+        assert_eq!(f.runs_per_sample(), 16);
+        let order = |f: &Fault| match &f.kind {
+            Kind::File { order, .. } => order.clone(),
+            _ => unreachable!(),
+        };
+        f.prepare().unwrap();
+        let first = order(&f);
+        f.run(1).unwrap();
+        f.prepare().unwrap();
+        assert_ne!(order(&f), first, "the next run reads in the same order");
+        Box::new(f).teardown().unwrap();
+
+        let one = Params::new(&DEF, &[("case", "file"), ("orders", "1")]);
+        assert_eq!((DEF.case_name)(&one), "file/2048p/o1");
+        assert_eq!(make(&one).unwrap().runs_per_sample(), 1);
+        let anon = Params::new(&DEF, &[("case", "anon"), ("pages", "4")]);
+        assert_eq!(make(&anon).unwrap().runs_per_sample(), 1);
+        let err = check(&Params::new(&DEF, &[("case", "anon"), ("orders", "4")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("orders is the file case's"), "{err}");
     }
 
     #[test]

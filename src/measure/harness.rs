@@ -492,7 +492,40 @@ impl<C: Clock> Harness<C> {
         Some(Ok(extra.min(fit.max(1)).min(target.max_samples - n)))
     }
 
-    /// Samples a workload whose every sample is one whole run:
+    /// One sample of whole runs: `runs` runs, each prepared untimed and
+    /// then timed, their times and meters summed; or one run's own report
+    /// (a workload that times its own runs takes one run a sample).
+    fn prepared_runs(
+        &self,
+        bench: &mut dyn Workload,
+        runs: u64,
+    ) -> Result<(RawSample, MeterDelta, Option<RunReport>)> {
+        let mut sample = RawSample {
+            iters: runs,
+            elapsed_ns: 0,
+        };
+        let mut used = MeterDelta::default();
+        for _ in 0..runs {
+            self.interrupt.check()?;
+            self.unless_stopped(bench.prepare())?;
+            let (elapsed, run_used) = self.time_metered(bench, 1)?;
+            if let Some(report) = bench.run_report() {
+                if runs > 1 {
+                    return Err(Error::Measure(format!(
+                        "a workload that reports its own runs takes one run a sample, not {runs}"
+                    )));
+                }
+                sample.elapsed_ns = report.value_ns;
+                return Ok((sample, run_used, Some(report)));
+            }
+            sample.elapsed_ns += elapsed;
+            used.accumulate(run_used);
+        }
+        Ok((sample, used, None))
+    }
+
+    /// Samples a workload whose every sample is whole runs
+    /// ([`Workload::runs_per_sample`], one unless the workload says):
     /// `prepare()` untimed, then `run(1)` timed. Warm-up: untimed runs until
     /// the warm-up time has passed (so one run when a run is longer). No
     /// calibration and no acceptance window: a run lasts what it lasts.
@@ -502,7 +535,8 @@ impl<C: Clock> Harness<C> {
             bench.prepare()?;
             bench.run(1)
         })?;
-        let mut sampler = Sampler::new(1, samples, self.policy.sample_time_ns as f64, 1);
+        let runs = bench.runs_per_sample().max(1);
+        let mut sampler = Sampler::new(runs, samples, self.policy.sample_time_ns as f64, 1);
         let (mut end, mut failure) = (SamplingEnd::Planned, None);
         let mut wanted = samples;
         let mut stopped_by = None;
@@ -519,20 +553,10 @@ impl<C: Clock> Harness<C> {
                     None => break,
                 }
             }
-            let outcome = self
-                .interrupt
-                .check()
-                .and_then(|()| self.unless_stopped(bench.prepare()))
-                .and_then(|()| self.time_metered(bench, 1));
-            match outcome {
-                Ok((elapsed, used)) => {
-                    let report = bench.run_report();
-                    let elapsed = report.as_ref().map_or(elapsed, |r| r.value_ns);
+            match self.prepared_runs(bench, runs) {
+                Ok((sample, used, report)) => {
                     reports.extend(report);
-                    sampler.accepted.push(RawSample {
-                        iters: 1,
-                        elapsed_ns: elapsed,
-                    });
+                    sampler.accepted.push(sample);
                     sampler.meters.push(used);
                 }
                 Err(Error::Interrupted) => {
@@ -550,7 +574,11 @@ impl<C: Clock> Harness<C> {
         }
         sampler.want_more(wanted - samples);
         let overhead = if reports.is_empty() {
-            self.overhead
+            // Each run was timed by its own pair of clock reads.
+            Overhead {
+                timer_ns: self.overhead.timer_ns * runs as f64,
+                ..self.overhead
+            }
         } else {
             // The runs read their own clocks: nothing of ours to subtract.
             Overhead::ZERO
@@ -1226,6 +1254,76 @@ mod tests {
             panic!("whole runs give samples")
         };
         assert_eq!((case.accepted.len(), b.runs), (6, 7));
+    }
+
+    /// Whole runs that cost 3 and 7 ms in turn (two kinds of run, as fault's
+    /// random orders), `per_sample` of them a sample; optionally reporting
+    /// their own values.
+    struct TwoKindsOfRun {
+        clock: FakeClock,
+        prepared: u32,
+        runs: u32,
+        per_sample: u64,
+        reports: bool,
+    }
+
+    impl Workload for TwoKindsOfRun {
+        fn prepare(&mut self) -> Result<()> {
+            self.prepared += 1;
+            self.clock.0.set(self.clock.0.get() + 1_000_000_000); // untimed: must not count
+            Ok(())
+        }
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            assert_eq!(self.prepared, self.runs + 1, "every run is prepared first");
+            let cost = if self.runs.is_multiple_of(2) {
+                3_000_000
+            } else {
+                7_000_000
+            };
+            self.runs += 1;
+            self.clock.0.set(self.clock.0.get() + cost);
+            Ok(())
+        }
+        fn runs_per_sample(&self) -> u64 {
+            self.per_sample
+        }
+        fn run_report(&mut self) -> Option<RunReport> {
+            self.reports.then(RunReport::default)
+        }
+    }
+
+    #[test]
+    fn a_sample_of_several_whole_runs_prepares_each_and_averages_them() {
+        let (h, _) = setup(100, vec![]);
+        let mut b = TwoKindsOfRun {
+            clock: h.clock.clone(),
+            prepared: 0,
+            runs: 0,
+            per_sample: 2,
+            reports: false,
+        };
+        let m = h.whole_runs(&mut b, 5).unwrap();
+        // Each sample holds one run of each kind, whichever came first.
+        assert!(
+            m.accepted.iter().all(|s| *s
+                == RawSample {
+                    iters: 2,
+                    elapsed_ns: 10_000_000
+                }),
+            "{:?}",
+            m.accepted
+        );
+        // One warm-up run, then five samples of two.
+        assert_eq!((b.runs, b.prepared), (11, 11));
+        // Each run was timed by its own clock reads.
+        assert_eq!(m.overhead.timer_ns, 2.0 * h.overhead.timer_ns);
+        let per_run = (10e6 - m.overhead.timer_ns) / 2.0 - m.overhead.loop_ns_per_iter;
+        assert!(m.per_op_ns(1.0).iter().all(|&v| (v - per_run).abs() < 1e-6));
+
+        // A workload that times its own runs takes one run a sample.
+        b.reports = true;
+        let err = h.whole_runs(&mut b, 5).unwrap_err();
+        assert!(err.to_string().contains("one run a sample"), "{err}");
     }
 
     /// A harness whose only meter is a fake perf event, and a bench that drives it.

@@ -56,6 +56,28 @@ pub struct MeterDelta {
     pub perf_running: Vec<(&'static str, f64)>,
 }
 
+impl MeterDelta {
+    /// Adds what `other` used (a later stretch of the same sample): counters
+    /// by name, joules by zone.
+    pub fn accumulate(&mut self, other: MeterDelta) {
+        for (name, value) in other.counters {
+            match self.counters.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => *sum += value,
+                None => self.counters.push((name, value)),
+            }
+        }
+        self.energy_j = match (self.energy_j.take(), other.energy_j) {
+            (Some(mut sum), Some(more)) if sum.len() == more.len() => {
+                sum.iter_mut().zip(more).for_each(|(s, m)| *s += m);
+                Some(sum)
+            }
+            (None, more) => more,
+            // Zones that differ between stretches: no total to give.
+            _ => None,
+        };
+    }
+}
+
 /// The perf counting pass of a case: a few batches of the timed size, run
 /// after its timed samples with the perf events enabled.
 #[derive(Debug, Clone, PartialEq)]

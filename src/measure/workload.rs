@@ -36,6 +36,15 @@ pub trait Workload {
         Ok(())
     }
 
+    /// For [`SampleMethod::WholeRuns`]: how many runs, each prepared
+    /// untimed, one sample averages (fault's file case: each run draws a
+    /// new random order, and orders differ in what they cost). 1 (the
+    /// default): a sample is one run. A workload that reports its own runs
+    /// ([`Workload::run_report`]) takes one run a sample.
+    fn runs_per_sample(&self) -> u64 {
+        1
+    }
+
     /// For [`SampleMethod::Events`]: the latencies (ns) recorded since the last
     /// call. Such workloads timestamp each event themselves with
     /// [`super::clock::monotonic_ns`], since an event is shorter than a batch.
