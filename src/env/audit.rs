@@ -12,7 +12,11 @@
 //! haltpoll) wakes an idle vCPU through the host, which on the development VM
 //! costs about 30 µs instead of about 5 µs and flips between the two.
 //! A guest whose CPU is emulated (QEMU's TCG) is a finding too: its clocks
-//! and costs are the emulator's.
+//! and costs are the emulator's. So is a running DAMON monitor that pages
+//! memory out: it evicts page cache it finds cold, even a file written
+//! seconds before, and the file is read back in 4 KiB folios, which fault
+//! and read at other costs (seen on the development VM: an 8 MiB file's
+//! 1 MiB folios evicted one by one within a minute).
 
 use super::{Activity, Environment};
 
@@ -48,6 +52,22 @@ pub fn before_run(env: &Environment, unpinned_multi_task: bool) -> Vec<String> {
                 f.governor, f.driver
             ));
         }
+    }
+    for d in env.damon.iter().filter(|d| d.pages_out()) {
+        out.push(format!(
+            "DAMON's {} is on with a pageout scheme ({}): it evicts page cache it finds cold, \
+             and an evicted file is read back in 4 KiB folios, so file-backed cases (fault, \
+             mmap, file) may change cost mid-run{}",
+            d.name,
+            d.operations.join(", "),
+            match d.name.strip_prefix("kdamond ") {
+                Some(n) => format!(
+                    "; for such cases echo off > /sys/kernel/mm/damon/admin/kdamonds/{n}/state, \
+                     and on again after"
+                ),
+                None => String::new(),
+            }
+        ));
     }
     if unpinned_multi_task && let Some(why) = bimodal_wakeups(env) {
         out.push(format!(
@@ -151,6 +171,28 @@ mod tests {
         let env = quiet_env();
         assert!(before_run(&env, true).is_empty());
         assert!(after_run(&env).is_empty());
+    }
+
+    #[test]
+    fn a_damon_monitor_paging_out_is_a_finding_and_one_stopped_is_not() {
+        let mut env = quiet_env();
+        let monitor = |state: &str, action: &str| crate::env::Damon {
+            name: "kdamond 0".into(),
+            state: state.into(),
+            operations: vec!["paddr".into()],
+            actions: vec![action.into()],
+        };
+        env.damon = vec![monitor("off", "pageout"), monitor("on", "stat")];
+        assert!(before_run(&env, false).is_empty());
+        env.damon.push(monitor("on", "pageout"));
+        let found = before_run(&env, false);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("DAMON's kdamond 0 is on with a pageout scheme (paddr)")
+                && found[0].contains("kdamonds/0/state"),
+            "{}",
+            found[0]
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::ffi::CStr;
 use super::activity::{self, Load};
 use super::probe::{self, Sys, cpuinfo_field, cpuinfo_has_flag};
 use super::types::{
-    Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,
+    Build, CpuFreq, CpuIdle, Damon, Environment, IdleState, Perf, SignalFrame, Topology,
+    Virtualization,
 };
 
 /// Reads the environment of this machine now, including a [`activity::WINDOW`] look at its load.
@@ -88,6 +89,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
         clocksource,
         vulnerabilities,
         thp,
+        damon: damon(sys),
         signal_frame: None,
         virtualization: Some(virtualization(sys, &cpuinfo, &mut absent)),
         // Not an absence elsewhere: only UML kernels have it.
@@ -174,6 +176,57 @@ pub(super) fn thp(sys: &Sys, absent: &mut BTreeMap<String, String>) -> BTreeMap<
         }
     }
     thp
+}
+
+/// Where DAMON's kdamonds are set up through sysfs.
+const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
+
+/// DAMON's monitors: every kdamond under [`KDAMONDS`] with the operations
+/// its contexts watch and its schemes' actions, then the damon_reclaim and
+/// damon_lru_sort modules where loaded. None where DAMON is not built in
+/// (nothing absent: most kernels have none).
+pub(super) fn damon(sys: &Sys) -> Vec<Damon> {
+    let numbered = |path: &str| -> Vec<String> {
+        let names = sys.list(path).unwrap_or_default();
+        names
+            .into_iter()
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .collect()
+    };
+    let mut found = Vec::new();
+    for kdamond in numbered(KDAMONDS) {
+        let dir = format!("{KDAMONDS}/{kdamond}");
+        let (mut operations, mut actions) = (Vec::new(), Vec::new());
+        for context in numbered(&format!("{dir}/contexts")) {
+            let context = format!("{dir}/contexts/{context}");
+            operations.extend(sys.read(&format!("{context}/operations")));
+            for scheme in numbered(&format!("{context}/schemes")) {
+                actions.extend(sys.read(&format!("{context}/schemes/{scheme}/action")));
+            }
+        }
+        found.push(Damon {
+            name: format!("kdamond {kdamond}"),
+            state: sys
+                .read(&format!("{dir}/state"))
+                .unwrap_or_else(|why| format!("unknown ({why})")),
+            operations,
+            actions,
+        });
+    }
+    for (module, actions) in [
+        ("damon_reclaim", &["pageout"][..]),
+        ("damon_lru_sort", &["lru_prio", "lru_deprio"][..]),
+    ] {
+        if let Ok(enabled) = sys.read(&format!("/sys/module/{module}/parameters/enabled")) {
+            found.push(Damon {
+                name: module.to_string(),
+                state: if enabled == "Y" { "on" } else { "off" }.to_string(),
+                operations: vec!["paddr".to_string()],
+                actions: actions.iter().map(|a| a.to_string()).collect(),
+            });
+        }
+    }
+    found
 }
 
 /// NUMA nodes, cpufreq and cpuidle of the `online` CPUs, the perf settings

@@ -36,7 +36,8 @@ pub use diff::{
     new_kernel_problems, word_changes,
 };
 pub use types::{
-    Build, CpuFreq, CpuIdle, Environment, IdleState, Perf, SignalFrame, Topology, Virtualization,
+    Build, CpuFreq, CpuIdle, Damon, Environment, IdleState, Perf, SignalFrame, Topology,
+    Virtualization,
 };
 
 #[cfg(test)]
@@ -111,6 +112,17 @@ mod tests {
             "always [madvise] never\n",
         );
         put("/.dockerenv", "");
+        let damon = "/sys/kernel/mm/damon/admin/kdamonds";
+        put(&format!("{damon}/nr_kdamonds"), "1\n");
+        put(&format!("{damon}/0/state"), "on\n");
+        put(&format!("{damon}/0/contexts/nr_contexts"), "1\n");
+        put(&format!("{damon}/0/contexts/0/operations"), "paddr\n");
+        put(
+            &format!("{damon}/0/contexts/0/schemes/0/action"),
+            "pageout\n",
+        );
+        put(&format!("{damon}/0/contexts/0/schemes/1/action"), "stat\n");
+        put("/sys/module/damon_reclaim/parameters/enabled", "N\n");
         dir
     }
 
@@ -140,6 +152,17 @@ mod tests {
         assert_eq!(env.clocksource.as_deref(), Some("tsc"));
         assert_eq!(env.vulnerabilities.len(), 2);
         assert_eq!(env.thp["enabled"], "madvise");
+        let damon: Vec<(&str, &str, bool)> = env
+            .damon
+            .iter()
+            .map(|d| (d.name.as_str(), d.state.as_str(), d.pages_out()))
+            .collect();
+        assert_eq!(
+            damon,
+            [("kdamond 0", "on", true), ("damon_reclaim", "off", false)]
+        );
+        assert_eq!(env.damon[0].operations, ["paddr"]);
+        assert_eq!(env.damon[0].actions, ["pageout", "stat"]);
         let v = env.virtualization.as_ref().unwrap();
         assert!(v.hypervisor_flag);
         assert_eq!(v.container, ["/.dockerenv exists"]);
@@ -168,7 +191,7 @@ mod tests {
         ] {
             assert!(env.absent.contains_key(key), "{key}: {:?}", env.absent);
         }
-        assert!(env.cmdline.is_none() && env.cpuidle.is_none());
+        assert!(env.cmdline.is_none() && env.cpuidle.is_none() && env.damon.is_empty());
         assert!(env.cpu_model.starts_with("unknown ("));
     }
 

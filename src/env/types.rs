@@ -51,6 +51,10 @@ pub struct Environment {
     /// Transparent huge pages: `enabled` and `defrag` (the selected choice).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub thp: BTreeMap<String, String>,
+    /// DAMON's monitors and what their schemes do (a `pageout` evicts the
+    /// page cache it finds cold: a file is then read back in small folios).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damon: Vec<Damon>,
     /// What a signal frame holds: the kernel's minimum signal stack and the XSAVE area.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_frame: Option<SignalFrame>,
@@ -184,6 +188,27 @@ pub struct Perf {
     pub paranoid: Option<i64>,
     /// PMUs the kernel exposes (no `cpu`: no hardware counters).
     pub pmus: Vec<String>,
+}
+
+/// A DAMON monitor: a kdamond under /sys/kernel/mm/damon/admin, or the
+/// damon_reclaim or damon_lru_sort module.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Damon {
+    /// `kdamond 0`, `damon_reclaim`, `damon_lru_sort`.
+    pub name: String,
+    /// `on` or `off` (a module's `enabled`), or why it is unknown.
+    pub state: String,
+    /// What it watches: `paddr` (physical memory), `vaddr` or `fvaddr` (processes').
+    pub operations: Vec<String>,
+    /// Its schemes' actions: `pageout`, `lru_prio`, `hugepage`, `stat`, …
+    pub actions: Vec<String>,
+}
+
+impl Damon {
+    /// Running, with a scheme that pages memory out (evicting page cache).
+    pub fn pages_out(&self) -> bool {
+        self.state == "on" && self.actions.iter().any(|a| a == "pageout")
+    }
 }
 
 /// How this osbench binary was built.
