@@ -60,7 +60,6 @@ pub fn capture_from(sys: &Sys) -> Environment {
         "vulnerabilities",
         sys.read_dir_files("/sys/devices/system/cpu/vulnerabilities"),
     );
-    let thp = thp(sys, &mut absent);
     let cpu = cpu_identity(&cpuinfo);
     let online = sys
         .read("/sys/devices/system/cpu/online")
@@ -88,7 +87,7 @@ pub fn capture_from(sys: &Sys) -> Environment {
         cpuidle: None,
         clocksource,
         vulnerabilities,
-        thp,
+        thp: thp(sys, &mut absent),
         damon: damon(sys),
         signal_frame: None,
         virtualization: Some(virtualization(sys, &cpuinfo, &mut absent)),
