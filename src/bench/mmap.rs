@@ -83,7 +83,7 @@ pub static DEF: BenchDef = BenchDef {
             _ => "(none: mprotect)".to_string(),
         }
     },
-    differs: "the file is the mapping's size, where lmbench's script maps prefixes of one $MB (8 MiB) file: lat_mmap 512k took 55-59 µs on an 8 MiB file and 18-19 µs on a 512 KiB one here (osbench 17-20 µs); mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here. lat_mmap at 1 MiB has two modes per freshly written file on the Intel guest (Linux 6.18, 6 Dec): 10 and 35 µs, in lmbench as in osbench (mode to mode 0.99), with ASLR off too; the cause was not found, so a file written for the run may read either.",
+    differs: "the file is the mapping's size, where lmbench's script maps prefixes of one $MB (8 MiB) file: lat_mmap 512k took 55-59 µs on an 8 MiB file and 18-19 µs on a 512 KiB one here (osbench 17-20 µs); mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here. lat_mmap at 1 MiB has two modes on the Intel guest (Linux 6.18): 10 and 35 µs, in lmbench as in osbench (mode to mode 0.99), decided by where the process's mapping lands: across a 2 MiB boundary 38-39 µs a run, inside one 11 µs (a replica of lmbench's loop over 8 processes, 7 Dec); ASLR places it anew in each process (with it off, lat_mmap 1m read 42-44 µs in every process), so one process reads one mode.",
     ops_per_iter,
     setup,
     sampling: Sampling::WholeRuns,
