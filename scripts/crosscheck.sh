@@ -32,12 +32,17 @@
 #   sig-prot-raw         signal:case=prot vs lat_sig's protection faults before that subtraction:
 #                        a driver that includes lat_sig.c unchanged and runs only its do_prot (µs)
 #   pagefault            fault:case=file (8 MiB) vs `lat_pagefault` on an 8 MiB file (µs per page),
-#                        the mean of LAT_PAGEFAULT_RUNS (default 8) processes at lmbench's 50 ms
+#                        the mean of LMBENCH_DRAWS (default 8) processes at lmbench's 50 ms
 #                        interval on osbench's CPU: each reads its pages in one random order,
 #                        and an order costs one of two amounts (osbench's sample averages 16)
 #   pagefault:unmap      the same with unmap=timed: the unmapping lmbench's figure holds
 #   lat_mmap:PAGES       mmap:case=lat_mmap,pages=PAGES vs `lat_mmap PAGES*4k` on a file of
-#                        that size, as osbench maps (lmbench's script maps prefixes of 8 MiB) (µs)
+#                        that size, as osbench maps (lmbench's script maps prefixes of 8 MiB) (µs),
+#                        the mean of LAT_MMAP_DRAWS (default 24) processes at lmbench's 50 ms
+#                        interval on osbench's CPU: under 2 MiB a process's mapping lands
+#                        across a 2 MiB boundary or not, costs 3.5x apart, so 8 (as for
+#                        pagefault) left each round's mean 17 % wide (osbench draws a place
+#                        an operation)
 #   vm                   the lmbench rows above, lat_mmap at 128 and 2048 pages
 #   fork                 proc:case=fork vs `lat_proc fork` (LOOP_O=0 TIMING_O=0: no calibration) on
 #                        the CPU osbench pins to (the last one), its child there too (µs)
@@ -202,7 +207,8 @@ set -euo pipefail
 rounds=7
 anchor_runs=${ANCHOR_RUNS:-11}
 lat_mem_rd_runs=${LAT_MEM_RD_RUNS:-15}
-lat_pagefault_runs=${LAT_PAGEFAULT_RUNS:-8}
+lmbench_draws=${LMBENCH_DRAWS:-8}
+lat_mmap_draws=${LAT_MMAP_DRAWS:-24}
 continue_run=
 while getopts r:c opt; do
     case $opt in
@@ -612,8 +618,9 @@ C
 # (writes of up to 1 MiB, then fsync). osbench maps a file of the mapping's
 # size; lmbench's script maps prefixes of its 8 MiB file, which is slower.
 # With `fresh`, the file is written anew, as osbench writes its own at the
-# start of every run (lat_mmap at 1 MiB runs 3x slower on a file written
-# seconds before than on one written minutes before: docs/crosscheck.md).
+# start of every run (DAMON's pageout, where it runs, evicts a file's
+# pages within a minute and they are read back in smaller folios:
+# docs/crosscheck.md, thirteenth session).
 scratch() {
     local pages=${1:-2048} f
     f="$tmp/scratch-$pages"
@@ -919,22 +926,31 @@ define() {
         [ "$1" = pagefault:unmap ] && unmap=timed
         ours=("$bin" run "fault:case=file,pages=2048,unmap=$unmap" -q --no-store)
         bench=fault unit=µs scale=1
-        anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_pagefault FILE (8 MiB, written anew a round), the mean of $lat_pagefault_runs processes"
+        anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_pagefault FILE (8 MiB, written anew a round), the mean of $lmbench_draws processes"
         # Each process reads its pages in one random order, and on Linux
         # 6.18 an order costs one of two amounts (docs/crosscheck.md): the
         # mean of several processes, as osbench's sample averages its orders.
         anchor() {
             local file i
             file=$(scratch 2048 fresh)
-            for ((i = 0; i < lat_pagefault_runs; i++)); do
+            for ((i = 0; i < lmbench_draws; i++)); do
                 at_lmbench_interval taskset -c "$osbench_cpu" "$(lmbench lat_pagefault)" "$file" 2>&1 | awk '{ print $(NF - 1) }'
             done | mean_in
         } ;;
     lat_mmap:*)
         pages=${1#lat_mmap:}
         ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
-        bench=mmap unit=µs scale=1 anchor_name="lat_mmap $((pages * 4))k FILE"
-        anchor() { LOOP_O=0 TIMING_O=0 "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch "$pages" fresh)" 2>&1 | awk '{ print $2 }'; } ;;
+        bench=mmap unit=µs scale=1
+        anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_mmap $((pages * 4))k FILE (written anew a round), the mean of $lat_mmap_draws processes"
+        # Under 2 MiB each process's mapping lands across a 2 MiB boundary
+        # or inside one block, one of two costs (docs/crosscheck.md).
+        anchor() {
+            local file i
+            file=$(scratch "$pages" fresh)
+            for ((i = 0; i < lat_mmap_draws; i++)); do
+                at_lmbench_interval taskset -c "$osbench_cpu" "$(lmbench lat_mmap)" "$((pages * 4))k" "$file" 2>&1 | awk '{ print $2 }'
+            done | mean_in
+        } ;;
     fork)
         # lmbench links lat_proc with libm alone. One linked with libtirpc
         # (its RPC library on today's glibc) maps krb5's libraries too, and

@@ -9,7 +9,7 @@
 //! each round's runs (fakes of both sides), the uprobe rows wanting a perf
 //! built with BPF skeletons (a fake perf), lat-mem-rd's anchor the median
 //! of several lat_mem_rd processes (a fake lmbench source), pagefault's
-//! the mean of several lat_pagefault processes (a fake lat_pagefault), and
+//! and lat_mmap's the mean of several processes (fake lmbench programs), and
 //! scripts/crosscheck-kinds.py setting the record out by machine kind.
 //! The checks are `ctx` (osbench alone: its CV) and `sig-install` with
 //! lmbench pointed at an empty directory. Nothing is compared: the
@@ -562,33 +562,43 @@ fn uprobe_rows_need_a_perf_whose_empty_probe_attaches_a_program() {
     }
 }
 
-/// `pagefault`'s anchor: LAT_PAGEFAULT_RUNS (8) lat_pagefault processes a
-/// round at lmbench's own interval on osbench's CPU (the last), their mean:
-/// each process reads its pages in one random order, and orders cost one
-/// of two amounts. The fake prints 1, 2, 3, 6 µs in turn: a mean of 3, a
-/// median of 2.5.
-#[test]
-fn pagefault_anchor_is_the_mean_of_several_processes() {
+/// An anchor that draws one order or place a process (lat_pagefault,
+/// lat_mmap under 2 MiB): `draws` processes a round (LMBENCH_DRAWS, 8;
+/// LAT_MMAP_DRAWS, 24) at lmbench's own interval on osbench's CPU (the
+/// last), their mean. The fake `program` prints 1, 2, 3, 6 µs in turn, in
+/// `line` (its `$v` the figure): a mean of 3, a median of 2.5; each of
+/// its calls logs the file's size.
+fn anchor_is_the_mean_of_several_draws(
+    program: &str,
+    check: &str,
+    line: &str,
+    bytes: u64,
+    draws: usize,
+) {
     if without_python3() {
         return;
     }
+    let file_arg = if program == "lat_mmap" { "$2" } else { "$1" };
     let FakeRun { out, log, table } = run_against_fake(
-        "lat_pagefault",
-        r#"#!/bin/sh
+        program,
+        &format!(
+            r#"#!/bin/sh
 n=$(cat "$FAKE_LOG" 2>/dev/null | wc -l)
-echo "lat_pagefault ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status) size=$(stat -c %s "$1")" >> "$FAKE_LOG"
+echo "ENOUGH=$ENOUGH cpus=$(awk '/^Cpus_allowed_list/ {{ print $2 }}' /proc/self/status) size=$(stat -c %s "{file_arg}")" >> "$FAKE_LOG"
 set -- 1 2 3 6
 shift $((n % 4))
-echo "Pagefaults on file: $1 microseconds" >&2
-"#,
-        "pagefault",
+v=$1
+echo "{line}" >&2
+"#
+        ),
+        check,
         &[],
     );
     assert!(out.status.success(), "{}", shown(&out));
     let last_cpu = std::thread::available_parallelism().unwrap().get() - 1;
-    let expected = format!("lat_pagefault ENOUGH=50000 cpus={last_cpu} size=8388608");
-    // Two rounds of eight processes.
-    assert_eq!(log.lines().count(), 16, "{log}");
+    let expected = format!("ENOUGH=50000 cpus={last_cpu} size={bytes}");
+    // Two rounds of `draws` processes.
+    assert_eq!(log.lines().count(), 2 * draws, "{log}");
     assert!(log.lines().all(|l| l == expected), "{log}");
     assert_eq!(
         field(&table, 1, "anchor_median"),
@@ -596,6 +606,22 @@ echo "Pagefaults on file: $1 microseconds" >&2
         "{table:?}\n{}",
         shown(&out)
     );
+}
+
+#[test]
+fn pagefault_anchor_is_the_mean_of_several_processes() {
+    anchor_is_the_mean_of_several_draws(
+        "lat_pagefault",
+        "pagefault",
+        "Pagefaults on file: $v microseconds",
+        8 << 20,
+        8,
+    );
+}
+
+#[test]
+fn lat_mmap_anchor_is_the_mean_of_several_processes() {
+    anchor_is_the_mean_of_several_draws("lat_mmap", "lat_mmap:256", "1.048576 $v", 1 << 20, 24);
 }
 
 /// A fake lmbench source tree for the lat-mem-rd driver: its lat_mem_rd.c

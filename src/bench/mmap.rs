@@ -22,6 +22,14 @@
 //! done untimed in `prepare`; LEBench times one call between two clock
 //! reads, osbench subtracts its measured clock overhead once per run.
 //! `lat_mmap` runs 50 of lmbench's operations, `mprotect` 1,000 calls.
+//! Where a `lat_mmap` mapping lands matters: on Linux 6.18 a 1 MiB mapping
+//! across a 2 MiB boundary took 38-39 µs an operation, one inside a 2 MiB
+//! block 11 µs (Intel guest). lmbench's process gets one place from ASLR
+//! and keeps it, so each of its processes reads one of the two; with
+//! `place=random` (the default) each of a run's operations maps at a page
+//! drawn at random within a free 2 MiB block, as a new process would land,
+//! so a run averages the places; `place=kernel` leaves it to the kernel
+//! (as it is for mappings of 2 MiB or more, which the kernel aligns to 2 MiB).
 //! Left out: will-it-scale's parallel mmap1/2 copies, lmbench's `-r`
 //! (random) variant, huge pages.
 
@@ -35,6 +43,7 @@ use super::fault::{
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;
+use crate::rng::SplitMix64;
 
 pub static DEF: BenchDef = BenchDef {
     name: "mmap",
@@ -48,6 +57,12 @@ pub static DEF: BenchDef = BenchDef {
             default: "lat_mmap",
         },
         PAGES,
+        ParamSpec {
+            name: "place",
+            help: "lat_mmap: random maps each operation at a random page of a free 2 MiB block (a run averages where a process may land); kernel leaves it to the kernel, as lmbench's one process does",
+            kind: ParamKind::Choice(&["random", "kernel"]),
+            default: "random",
+        },
     ],
     default_cases: DefaultCases::Listed(&[
         &[("case", "mmap"), ("pages", "1")],
@@ -58,7 +73,14 @@ pub static DEF: BenchDef = BenchDef {
         &[("case", "lat_mmap")],
         &[("case", "mprotect")],
     ]),
-    case_name: |p| format!("{}/{}p", p.get("case"), p.int("pages")),
+    case_name: |p| {
+        let place = if p.get("place") == "kernel" {
+            "/kernel"
+        } else {
+            ""
+        };
+        format!("{}/{}p{place}", p.get("case"), p.int("pages"))
+    },
     op: |p| match p.get("case") {
         "mmap" => format!(
             "one mmap() of {} file pages, MAP_PRIVATE read-only",
@@ -83,7 +105,7 @@ pub static DEF: BenchDef = BenchDef {
             _ => "(none: mprotect)".to_string(),
         }
     },
-    differs: "the file is the mapping's size, where lmbench's script maps prefixes of one $MB (8 MiB) file: lat_mmap 512k took 55-59 µs on an 8 MiB file and 18-19 µs on a 512 KiB one here (osbench 17-20 µs); mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here. lat_mmap at 1 MiB has two modes on the Intel guest (Linux 6.18): 10 and 35 µs, in lmbench as in osbench (mode to mode 0.99), decided by where the process's mapping lands: across a 2 MiB boundary 38-39 µs a run, inside one 11 µs (a replica of lmbench's loop over 8 processes, 7 Dec); ASLR places it anew in each process (with it off, lat_mmap 1m read 42-44 µs in every process), so one process reads one mode.",
+    differs: "the file is the mapping's size, where lmbench's script maps prefixes of one $MB (8 MiB) file: lat_mmap 512k took 55-59 µs on an 8 MiB file and 18-19 µs on a 512 KiB one here (osbench 17-20 µs); mmap and munmap time runs of up to 100 calls (LEBench one call per pair of clock reads); lat_mmap below 80 pages (320 KiB) is refused by lmbench and run here. lat_mmap at 1 MiB has two modes on the Intel guest (Linux 6.18): 10 and 35 µs, in lmbench as in osbench (mode to mode 0.99), decided by where the process's mapping lands: across a 2 MiB boundary 38-39 µs a run, inside one 11 µs (a replica of lmbench's loop over 8 processes, 7 Dec); ASLR places it anew in each process (with it off, lat_mmap 1m read 42-44 µs in every process), so one process reads one mode; place=random draws a place an operation.",
     ops_per_iter,
     setup,
     sampling: Sampling::WholeRuns,
@@ -113,6 +135,11 @@ fn ops_per_iter(p: &Params) -> f64 {
 }
 
 fn check(p: &Params) -> Result<()> {
+    if p.get("place") == "kernel" && p.get("case") != "lat_mmap" {
+        return Err(Error::Measure(format!(
+            "mmap:{p}: place is lat_mmap's; drop it or use case=lat_mmap"
+        )));
+    }
     let bytes = (p.int("pages") as usize * page_size()) as u64;
     let (mappings, resident) = match p.get("case") {
         "mmap" => (batch(p), bytes),
@@ -159,6 +186,9 @@ struct Mmap {
     made: [*mut u8; MAX_BATCH],
     count: usize,
     populated: Option<Region>,
+    /// lat_mmap with place=random: where the next run's operations map,
+    /// and the draws.
+    places: Option<(Vec<usize>, SplitMix64)>,
 }
 
 fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
@@ -191,6 +221,15 @@ fn make(p: &Params) -> Result<Mmap> {
         made: [std::ptr::null_mut(); MAX_BATCH],
         count: 0,
         populated,
+        // The kernel itself aligns a file mapping of 2 MiB or more to 2 MiB.
+        places: (p.get("case") == "lat_mmap" && p.get("place") == "random" && bytes < BLOCK).then(
+            || {
+                (
+                    Vec::with_capacity(LAT_MMAP_RUN as usize),
+                    SplitMix64::new(u64::from(std::process::id())),
+                )
+            },
+        ),
     })
 }
 
@@ -208,13 +247,41 @@ impl Mmap {
         }
         self.count = 0;
     }
+
+    /// Draws the next run's places: a free range of three 2 MiB blocks
+    /// found by the kernel (mapped without access and unmapped again), and
+    /// in its first whole block a page at random for each operation (the
+    /// mapping, under 2 MiB, ends inside the range).
+    fn draw_places(&mut self) -> Result<()> {
+        let Some((places, rng)) = &mut self.places else {
+            return Ok(());
+        };
+        let window = Region::map(
+            3 * BLOCK,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+        )
+        .map_err(|e| map_error("finding a free range for lat_mmap's places", e))?;
+        let block = (window.ptr as usize).next_multiple_of(BLOCK);
+        drop(window);
+        places.clear();
+        let pages = BLOCK / self.page;
+        places.extend((0..LAT_MMAP_RUN).map(|_| block + rng.below(pages) * self.page));
+        Ok(())
+    }
 }
 
-/// mmap() without an address hint, the result checked.
+/// The block a lat_mmap place is drawn in: a PMD's span on x86-64.
+const BLOCK: usize = 2 << 20;
+
+/// mmap() at `place` if that range is free (else where the kernel
+/// chooses), or with no hint at all, the result checked.
 #[inline(always)]
-fn map(bytes: usize, prot: i32, flags: i32, fd: i32) -> Result<*mut u8> {
-    // SAFETY: no address hint, so no existing mapping is replaced.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), bytes, prot, flags, fd, 0) };
+fn map_at(place: Option<usize>, bytes: usize, prot: i32, flags: i32, fd: i32) -> Result<*mut u8> {
+    let hint = place.map_or(std::ptr::null_mut(), |a| a as *mut libc::c_void);
+    // SAFETY: a hint without MAP_FIXED never replaces an existing mapping.
+    let p = unsafe { libc::mmap(hint, bytes, prot, flags, fd, 0) };
     if p == libc::MAP_FAILED {
         return Err(map_error("a timed mmap()", std::io::Error::last_os_error()));
     }
@@ -224,10 +291,11 @@ fn map(bytes: usize, prot: i32, flags: i32, fd: i32) -> Result<*mut u8> {
 impl Workload for Mmap {
     fn prepare(&mut self) -> Result<()> {
         self.unmap_made();
+        self.draw_places()?;
         if let Call::Munmap = self.call {
             for i in 0..self.batch {
                 let rw = libc::PROT_READ | libc::PROT_WRITE;
-                self.made[i] = map(self.bytes, rw, libc::MAP_PRIVATE, self.fd())?;
+                self.made[i] = map_at(None, self.bytes, rw, libc::MAP_PRIVATE, self.fd())?;
                 self.count = i + 1;
                 let r = Region {
                     ptr: self.made[i],
@@ -246,7 +314,8 @@ impl Workload for Mmap {
         match self.call {
             Call::Mmap => {
                 for i in 0..self.batch {
-                    self.made[i] = map(self.bytes, libc::PROT_READ, libc::MAP_PRIVATE, fd)?;
+                    self.made[i] =
+                        map_at(None, self.bytes, libc::PROT_READ, libc::MAP_PRIVATE, fd)?;
                     self.count = i + 1;
                 }
             }
@@ -261,9 +330,10 @@ impl Workload for Mmap {
             }
             Call::LatMmap => {
                 let rw = libc::PROT_READ | libc::PROT_WRITE;
-                for _ in 0..LAT_MMAP_RUN {
+                for i in 0..LAT_MMAP_RUN as usize {
+                    let place = self.places.as_ref().map(|(p, _)| p[i]);
                     let r = Region {
-                        ptr: map(self.bytes, rw, libc::MAP_SHARED, fd)?,
+                        ptr: map_at(place, self.bytes, rw, libc::MAP_SHARED, fd)?,
                         len: self.bytes,
                     };
                     write_first_tenth(&r, self.bytes as u8);
@@ -345,6 +415,43 @@ mod tests {
                 Box::new(m).teardown().unwrap();
             }
         }
+    }
+
+    /// lat_mmap under 2 MiB draws each operation's page anew within one
+    /// free 2 MiB block; 2 MiB and more, and place=kernel, leave it to the
+    /// kernel; place is lat_mmap's alone.
+    #[test]
+    fn lat_mmap_places_are_drawn_anew_within_a_free_block() {
+        let p = Params::new(&DEF, &[("case", "lat_mmap"), ("pages", "256")]);
+        assert_eq!((DEF.case_name)(&p), "lat_mmap/256p");
+        let mut m = make(&p).unwrap();
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            m.prepare().unwrap();
+            let (places, _) = m.places.as_ref().unwrap();
+            assert_eq!(places.len(), LAT_MMAP_RUN as usize);
+            let block = places[0] / BLOCK * BLOCK;
+            assert!(
+                places
+                    .iter()
+                    .all(|&a| a % m.page == 0 && a / BLOCK * BLOCK == block)
+            );
+            let crossing = places.iter().filter(|&&a| a % BLOCK + m.bytes > BLOCK);
+            assert!((1..50).contains(&crossing.count()), "{places:x?}");
+            runs.push(places.clone());
+            m.run(1).unwrap();
+        }
+        assert_ne!(runs[0], runs[1]);
+        Box::new(m).teardown().unwrap();
+        for (pages, place) in [("512", "random"), ("256", "kernel")] {
+            let p = Params::new(
+                &DEF,
+                &[("case", "lat_mmap"), ("pages", pages), ("place", place)],
+            );
+            assert!(make(&p).unwrap().places.is_none(), "{pages} {place}");
+        }
+        let e = check(&Params::new(&DEF, &[("case", "mmap"), ("place", "kernel")]));
+        assert!(e.unwrap_err().to_string().contains("place is lat_mmap's"));
     }
 
     #[test]
