@@ -402,6 +402,19 @@ at_lmbench_interval() { ENOUGH=50000 LOOP_O=0 TIMING_O=0 "$@"; }
 # The CPU osbench runs a one-task case on (the last): anchors compared with
 # such a case run there.
 osbench_cpu=$(($(nproc) - 1))
+# N processes of COMMAND…, each at lmbench's interval on osbench's CPU,
+# one figure a line: field FIELD of each one's last line (0 or less counts
+# from the end: -1 is the next to last). For an anchor whose process draws
+# one state (its buffer's pages, its order, its place), summed up by
+# mean_in or median_in (`each_process N FIELD COMMAND…`).
+each_process() {
+    local n=$1 field=$2 i
+    shift 2
+    for ((i = 0; i < n; i++)); do
+        at_lmbench_interval taskset -c "$osbench_cpu" "$@" 2>&1 |
+            awk -v f="$field" '{ v = (f > 0) ? $f : $(NF + f) } END { print v }'
+    done
+}
 
 # A will-it-scale binary, or exit naming where it was looked for.
 wis() {
@@ -810,12 +823,7 @@ define() {
         bench=memlat unit=ns scale=1
         anchor_name="lat_mem_rd ${t[*]}${t:+ }at $kib KiB, stride $stride (its loads())"
         [ "$processes" = 1 ] || anchor_name+=", the median of $processes processes"
-        anchor() {
-            for ((k = 0; k < processes; k++)); do
-                at_lmbench_interval taskset -c "$osbench_cpu" "$drv" "${t[@]}" $((kib * 1024)) "$stride" 2>&1 |
-                    awk '{ v = $2 } END { print v }'
-            done | median_in
-        } ;;
+        anchor() { each_process "$processes" 2 "$drv" "${t[@]}" $((kib * 1024)) "$stride" | median_in; } ;;
     lebench-select:* | lebench-poll:* | lebench-epoll:* | lebench-fresh-*)
         call=${1#lebench-} fds=${1##*:}
         call=${call%:*}
@@ -930,13 +938,7 @@ define() {
         # Each process reads its pages in one random order, and on Linux
         # 6.18 an order costs one of two amounts (docs/crosscheck.md): the
         # mean of several processes, as osbench's sample averages its orders.
-        anchor() {
-            local file i
-            file=$(scratch 2048 fresh)
-            for ((i = 0; i < lmbench_draws; i++)); do
-                at_lmbench_interval taskset -c "$osbench_cpu" "$(lmbench lat_pagefault)" "$file" 2>&1 | awk '{ print $(NF - 1) }'
-            done | mean_in
-        } ;;
+        anchor() { each_process "$lmbench_draws" -1 "$(lmbench lat_pagefault)" "$(scratch 2048 fresh)" | mean_in; } ;;
     lat_mmap:*)
         pages=${1#lat_mmap:}
         ours=("$bin" run "mmap:case=lat_mmap,pages=$pages" -q --no-store)
@@ -944,13 +946,7 @@ define() {
         anchor_name="ENOUGH=50000 taskset -c $osbench_cpu lat_mmap $((pages * 4))k FILE (written anew a round), the mean of $lat_mmap_draws processes"
         # Under 2 MiB each process's mapping lands across a 2 MiB boundary
         # or inside one block, one of two costs (docs/crosscheck.md).
-        anchor() {
-            local file i
-            file=$(scratch "$pages" fresh)
-            for ((i = 0; i < lat_mmap_draws; i++)); do
-                at_lmbench_interval taskset -c "$osbench_cpu" "$(lmbench lat_mmap)" "$((pages * 4))k" "$file" 2>&1 | awk '{ print $2 }'
-            done | mean_in
-        } ;;
+        anchor() { each_process "$lat_mmap_draws" 2 "$(lmbench lat_mmap)" "$((pages * 4))k" "$(scratch "$pages" fresh)" | mean_in; } ;;
     fork)
         # lmbench links lat_proc with libm alone. One linked with libtirpc
         # (its RPC library on today's glibc) maps krb5's libraries too, and

@@ -351,8 +351,8 @@ enum Kind {
         /// Each page's byte offset, in the order of the next run's reads.
         order: Vec<usize>,
         rng: SplitMix64,
-        /// Runs a sample averages, each in its own order.
-        orders: u64,
+        /// Runs a sample averages, each in its own order (`orders`).
+        orders_per_sample: u64,
         /// unmap=timed: each run ends by unmapping what it touched.
         unmap_timed: bool,
     },
@@ -389,7 +389,7 @@ fn make(p: &Params) -> Result<Fault> {
             file: cached_file("fault", bytes)?,
             order: (0..pages).map(|i| i * page).collect(),
             rng: SplitMix64::new(u64::from(std::process::id())),
-            orders: p.int("orders") as u64,
+            orders_per_sample: p.int("orders") as u64,
             unmap_timed: p.get("unmap") == "timed",
         },
         "private" => Kind::Private {
@@ -479,7 +479,9 @@ impl Workload for Fault {
 
     fn runs_per_sample(&self) -> u64 {
         match self.kind {
-            Kind::File { orders, .. } => orders,
+            Kind::File {
+                orders_per_sample, ..
+            } => orders_per_sample,
             _ => 1,
         }
     }

@@ -1161,11 +1161,30 @@ mod tests {
         assert!(!m.accepted.is_empty() && m.accepted.len() < 11);
     }
 
-    /// Counts prepare() calls and costs 5 ms per run.
+    /// Whole runs costing `costs_ns` in turn (5 ms each by [`FakeRuns::new`];
+    /// 3 and 7 ms are two kinds of run, as fault's random orders), counting
+    /// prepare() calls, `per_sample` of them a sample, optionally reporting
+    /// their own values.
     struct FakeRuns {
         clock: FakeClock,
         prepared: u32,
         runs: u32,
+        costs_ns: &'static [u64],
+        per_sample: u64,
+        reports: bool,
+    }
+
+    impl FakeRuns {
+        fn new(clock: &FakeClock) -> Self {
+            Self {
+                clock: clock.clone(),
+                prepared: 0,
+                runs: 0,
+                costs_ns: &[5_000_000],
+                per_sample: 1,
+                reports: false,
+            }
+        }
     }
 
     impl Workload for FakeRuns {
@@ -1177,9 +1196,16 @@ mod tests {
         fn run(&mut self, iters: u64) -> Result<()> {
             assert_eq!(iters, 1);
             assert_eq!(self.prepared, self.runs + 1, "every run is prepared first");
+            let cost = self.costs_ns[self.runs as usize % self.costs_ns.len()];
             self.runs += 1;
-            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            self.clock.0.set(self.clock.0.get() + cost);
             Ok(())
+        }
+        fn runs_per_sample(&self) -> u64 {
+            self.per_sample
+        }
+        fn run_report(&mut self) -> Option<RunReport> {
+            self.reports.then(RunReport::default)
         }
     }
 
@@ -1229,12 +1255,7 @@ mod tests {
     #[test]
     fn whole_runs_are_prepared_untimed_and_timed_one_by_one() {
         let (h, _) = setup(100, vec![]);
-        let clock = h.clock.clone();
-        let mut b = FakeRuns {
-            clock,
-            prepared: 0,
-            runs: 0,
-        };
+        let mut b = FakeRuns::new(&h.clock);
         let m = h.whole_runs(&mut b, 11).unwrap();
         assert_eq!(m.accepted.len(), 11);
         assert!(m.accepted.iter().all(|s| *s
@@ -1256,51 +1277,13 @@ mod tests {
         assert_eq!((case.accepted.len(), b.runs), (6, 7));
     }
 
-    /// Whole runs that cost 3 and 7 ms in turn (two kinds of run, as fault's
-    /// random orders), `per_sample` of them a sample; optionally reporting
-    /// their own values.
-    struct TwoKindsOfRun {
-        clock: FakeClock,
-        prepared: u32,
-        runs: u32,
-        per_sample: u64,
-        reports: bool,
-    }
-
-    impl Workload for TwoKindsOfRun {
-        fn prepare(&mut self) -> Result<()> {
-            self.prepared += 1;
-            self.clock.0.set(self.clock.0.get() + 1_000_000_000); // untimed: must not count
-            Ok(())
-        }
-        fn run(&mut self, _iters: u64) -> Result<()> {
-            assert_eq!(self.prepared, self.runs + 1, "every run is prepared first");
-            let cost = if self.runs.is_multiple_of(2) {
-                3_000_000
-            } else {
-                7_000_000
-            };
-            self.runs += 1;
-            self.clock.0.set(self.clock.0.get() + cost);
-            Ok(())
-        }
-        fn runs_per_sample(&self) -> u64 {
-            self.per_sample
-        }
-        fn run_report(&mut self) -> Option<RunReport> {
-            self.reports.then(RunReport::default)
-        }
-    }
-
     #[test]
     fn a_sample_of_several_whole_runs_prepares_each_and_averages_them() {
         let (h, _) = setup(100, vec![]);
-        let mut b = TwoKindsOfRun {
-            clock: h.clock.clone(),
-            prepared: 0,
-            runs: 0,
+        let mut b = FakeRuns {
+            costs_ns: &[3_000_000, 7_000_000],
             per_sample: 2,
-            reports: false,
+            ..FakeRuns::new(&h.clock)
         };
         let m = h.whole_runs(&mut b, 5).unwrap();
         // Each sample holds one run of each kind, whichever came first.
@@ -1550,12 +1533,7 @@ mod tests {
         // Calibration and warm-up (about 4 ms) and samples of about 1 ms, looked at in steps.
         assert!((30..60).contains(&m.accepted.len()), "{}", m.accepted.len());
         // The same for whole runs: 5 ms each, so about 8 in the limit.
-        let clock = h.clock.clone();
-        let mut runs = FakeRuns {
-            clock,
-            prepared: 0,
-            runs: 0,
-        };
+        let mut runs = FakeRuns::new(&h.clock);
         h.set_case_limit(std::time::Duration::from_secs(3));
         let m = h.whole_runs(&mut runs, h.policy.samples).unwrap();
         // Every run takes exactly 5 ms: the interval has no width at the first look.
