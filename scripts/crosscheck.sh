@@ -147,10 +147,11 @@
 #                        set-up cancels), without the sleeps' wake-ups (µs)
 #   sandbox              seccomp:100, seccomp:1000, seccomp-notify, uprobe and uprobe-cpu
 #   cyclictest-load[:G], cyclictest-load-p99[:G]   latency under load (issue 42): timer:count=10000
-#                        (1000 µs) --load hackbench:G vs `cyclictest -t1 -i 1000 -l 10000 -q
-#                        --laptop` with `hackbench -g G` (rt-tests; G default 2) running beside it,
-#                        started 1 s before and killed after; the mean wake-up latency (cyclictest's
-#                        Avg), or the p99 (cyclictest's -h histogram, 1-µs buckets; osbench's HDR) (µs).
+#                        (1000 µs) --load hackbench:G vs `cyclictest -t1 -a CPU -i 1000 -l 10000 -q
+#                        --laptop -h 10000` on osbench's CPU with `hackbench -g G` (rt-tests; G
+#                        default 2) running beside it, started 1 s before and killed after; the mean
+#                        wake-up latency (cyclictest's Avg), or the p99 (cyclictest's histogram, 1-µs
+#                        buckets; osbench's HDR) (µs). The two rows at one G share each round's runs.
 #                        Method differences: osbench's load is its own endless hackbench-shaped
 #                        messaging (20 senders and receivers a group, 100-byte messages, no loops),
 #                        started before the case's set-up, stopped after its tear-down; --laptop keeps
@@ -355,9 +356,8 @@ mean_of() { awk -v b="$1" '$1 == b { print $9; exit }'; }
 # The p99 of that row.
 p99_of() { awk -v b="$1" '$1 == b { print $6; exit }'; }
 
-# cyclictest ARGS… with `hackbench -g G` running beside it (in a session of
-# its own, started 1 s before, killed with its whole group after); prints
-# cyclictest's output.
+# cyclictest ARGS… with `hackbench -g G` running beside it (started 1 s
+# before, killed with its tasks after); prints cyclictest's output.
 # hackbench runs in this script's session, as osbench's loads run in
 # osbench's: with sched_autogroup_enabled=1 a session is a scheduling group,
 # and hackbench started by setsid (its own group) left cyclictest half the
@@ -458,19 +458,26 @@ schbench_figure() {
         sec == "rps" && /^average rps:/ { v = $3 }
         END { print v }'
 }
-# The output of round $i's run SIDE (ours, or anchor.K for the anchor's
-# K-th) at RATE: the first schbench row of a round at a rate runs it, the
-# others read what it printed. The rows of one rate are thus one
-# alternation's runs, as schbench's own output is one run's; each row's
-# seconds in the record count only the runs it started.
-schbench_round() {
-    local f="$tmp/schbench-$1.$2.$i"
+# The output (stdout) of COMMAND… in round $i under KEY: the first row of
+# a round that asks for KEY runs it, the others read what it printed. Rows
+# whose figures come from one run (schbench's statistics at one rate,
+# cyclictest's mean and p99 at one load) thus share each alternation's
+# runs, as the tool's own output is one run's; each row's seconds in the
+# record count only the runs it started.
+shared_round() {
+    local f="$tmp/round-$1.$i"
+    shift
     if [ ! -s "$f" ]; then
-        if [ "$1" = ours ]; then "${ours_run[@]}" >"$f.part"; else "$sb" "${args[@]}" >"$f.part" 2>&1; fi
+        "$@" >"$f.part"
         mv "$f.part" "$f"
     fi
     cat "$f"
 }
+# Round $i's schbench run SIDE (ours, or anchor.K for the anchor's K-th) at RATE.
+schbench_round() {
+    if [ "$1" = ours ]; then shared_round "schbench-ours.$2" "${ours_run[@]}"; else shared_round "schbench-$1.$2" schbench_both; fi
+}
+schbench_both() { "$sb" "${args[@]}" 2>&1; }
 # The row's figure of a side's schbench-format output (osbench's block holds
 # the medians of its runs, its requests/s included).
 schbench_round_figure() { schbench_figure "$sec" "$row"; }
@@ -1030,16 +1037,20 @@ define() {
         # 10,000 wake-ups a run: at 2,000 each side's p99 spread 13-16 % over
         # ten rounds, at 10,000 7-10.5 % (Intel, 7 Dec; docs/crosscheck.md).
         wakeups=10000
-        ours=("$bin" run "timer:count=$wakeups" -q --no-store --load "hackbench:$g")
+        # One run a side a round serves both rows at G (shared_round): the
+        # mean and the p99 of the same wake-ups, as each tool prints them.
+        # cyclictest on osbench's CPU, placed alike: osbench pins its timing
+        # thread (its default for one task).
+        ours=(shared_round "timer-ours.$g" "$bin" run "timer:count=$wakeups" -q --no-store --load "hackbench:$g")
+        cyclictest_args=(-t1 -a "$osbench_cpu" -i 1000 -l "$wakeups" -q --laptop -h 10000)
         bench=timer unit=µs scale=1
+        anchor_name="cyclictest ${cyclictest_args[*]} beside hackbench -g $g"
         if [[ $1 == cyclictest-load-p99* ]]; then
-            figure=p99_of
-            anchor_name="cyclictest -t1 -i 1000 -l $wakeups -q --laptop -h 10000 beside hackbench -g $g (p99)"
-            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l $wakeups -q --laptop -h 10000 | cyclictest_p99; }
+            figure=p99_of anchor_name+=" (p99 of its histogram)"
+            anchor() { shared_round "cyclictest.$g" cyclictest_under_hackbench "$g" "${cyclictest_args[@]}" | cyclictest_p99; }
         else
-            figure=mean_of
-            anchor_name="cyclictest -t1 -i 1000 -l $wakeups -q --laptop beside hackbench -g $g (Avg)"
-            anchor() { cyclictest_under_hackbench "$g" -t1 -i 1000 -l $wakeups -q --laptop | cyclictest_avg; }
+            figure=mean_of anchor_name+=" (Avg)"
+            anchor() { shared_round "cyclictest.$g" cyclictest_under_hackbench "$g" "${cyclictest_args[@]}" | cyclictest_avg; }
         fi ;;
     schbench-*)
         spec=${1#schbench-} rate=0

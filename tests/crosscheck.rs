@@ -5,8 +5,9 @@
 //! misspelt check stopping the run before anything runs, a stop ending an
 //! anchor that ignores SIGTERM and leaving no files, `connect` raising a
 //! fake lat_connect server's listen backlog and fixing lmbench's interval,
-//! the fs rows' directory and placement, schbench's rows of one rate sharing
-//! each round's runs (fakes of both sides), the uprobe rows wanting a perf
+//! the fs rows' directory and placement, schbench's rows of one rate and
+//! cyclictest's of one load sharing each round's runs (fakes of both sides;
+//! cyclictest on osbench's CPU), the uprobe rows wanting a perf
 //! built with BPF skeletons (a fake perf), lat-mem-rd's anchor the median
 //! of several lat_mem_rd processes (a fake lmbench source), pagefault's
 //! and lat_mmap's the mean of several processes (fake lmbench programs), and
@@ -424,6 +425,30 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     assert!(!run_dir.exists(), "{} was left", run_dir.display());
 }
 
+/// Runs the script (two rounds of `checks`) with fakes in `dir` logging
+/// their calls to `dir`/log, and `env` added: the calls logged and the
+/// record's rows.
+fn run_with_fakes(
+    dir: &Path,
+    checks: &[&str],
+    env: &[(&str, String)],
+) -> (String, Vec<Vec<String>>) {
+    let log = dir.join("log");
+    let record = dir.join("record.tsv");
+    let out = script(&record, dir, checks)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    (std::fs::read_to_string(&log).unwrap(), rows(&record))
+}
+
+/// How many of the logged `calls` start with `who`.
+fn count_calls(calls: &str, who: &str) -> usize {
+    calls.lines().filter(|l| l.starts_with(who)).count()
+}
+
 /// schbench's rows at one rate share each round's runs: a fake osbench and
 /// a fake schbench, each printing a schbench-format block and logging its
 /// calls, are run once a round for two rows (ANCHOR_RUNS=3: three schbench
@@ -434,7 +459,6 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("log");
     let block = "Wakeup Latencies percentiles (usec)\\n\\t  50.0th: 3\\n\\t  99.0th: WAKE99\\n\
                  Request Latencies percentiles (usec)\\n\\t  50.0th: 2500\\n\\t  99.0th: 2900\\n\
                  average rps: 750\\n";
@@ -449,24 +473,21 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
     };
     let osbench = fake("osbench", "40", "");
     let schbench = fake("schbench", "50", ">&2");
-    let record = dir.path().join("record.tsv");
-    let out = script(
-        &record,
+    let (calls, table) = run_with_fakes(
         dir.path(),
         &["schbench-wakeup-p99", "schbench-rps"],
-    )
-    .env("OSBENCH", &osbench)
-    .env("SCHBENCH", &schbench)
-    .env("ANCHOR_RUNS", "3")
-    .env("FAKE_LOG", &log)
-    .output()
-    .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    let calls = std::fs::read_to_string(&log).unwrap();
-    let count = |who: &str| calls.lines().filter(|l| l.starts_with(who)).count();
+        &[
+            ("OSBENCH", osbench.display().to_string()),
+            ("SCHBENCH", schbench.display().to_string()),
+            ("ANCHOR_RUNS", "3".into()),
+        ],
+    );
     // Two rounds: two osbench runs and six schbench runs for both rows.
     assert_eq!(
-        (count("osbench run"), count("schbench ")),
+        (
+            count_calls(&calls, "osbench run"),
+            count_calls(&calls, "schbench ")
+        ),
         (2, 6),
         "{calls}"
     );
@@ -474,12 +495,79 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
         calls.contains("schbench:stat=request-p99,workers="),
         "{calls}"
     );
-    let table = rows(&record);
     assert_eq!(field(&table, 1, "check"), "schbench-wakeup-p99");
     assert_eq!(field(&table, 1, "osbench_median"), "40", "{table:?}");
     assert_eq!(field(&table, 1, "anchor_median"), "50", "{table:?}");
     assert_eq!(field(&table, 2, "osbench_median"), "750", "{table:?}");
     assert_eq!(field(&table, 2, "anchor_median"), "750", "{table:?}");
+}
+
+/// cyclictest's two rows at one load share each round's runs, and
+/// cyclictest runs where osbench's timer does: fakes of osbench (a results
+/// row: p99 4000 µs, mean 480), cyclictest (its -h histogram: p99 2 µs,
+/// Avg 500; it logs its arguments and CPUs) and hackbench (which must be
+/// running while cyclictest runs, and be gone after).
+#[test]
+fn cyclictest_rows_share_each_rounds_runs_placed_alike() {
+    if without_python3() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let osbench = fake_program(
+        dir.path(),
+        "osbench",
+        "#!/bin/sh\ncase $1 in --version) echo 'osbench 0.0.0'; exit ;; esac\n\
+         echo \"osbench $*\" >> \"$FAKE_LOG\"\n\
+         echo 'timer 1000us 22.0 182.3 1811.5 4000 17907.7 59834.4 480 us n/a 10000'\n",
+    );
+    fake_program(dir.path(), "hackbench", "#!/bin/sh\nexec sleep 600\n");
+    fake_program(
+        dir.path(),
+        "cyclictest",
+        "#!/bin/sh\n\
+         echo \"cyclictest $* hackbench=$(pgrep -c -f 'sleep 600')\" >> \"$FAKE_LOG\"\n\
+         echo 'WARN: not setting cpu_dma_latency to save battery power' >&2\n\
+         printf '000001 000090\\n000002 000009\\n000003 000001\\n# Avg Latencies: 00500\\n# Histogram Overflows: 00000\\n'\n",
+    );
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (calls, table) = run_with_fakes(
+        dir.path(),
+        &["cyclictest-load", "cyclictest-load-p99"],
+        &[("OSBENCH", osbench.display().to_string()), ("PATH", path)],
+    );
+    // Two rounds: one run a side a round serves both rows.
+    assert_eq!(
+        (
+            count_calls(&calls, "osbench run"),
+            count_calls(&calls, "cyclictest ")
+        ),
+        (2, 2),
+        "{calls}"
+    );
+    let last_cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    for call in calls.lines().filter(|l| l.starts_with("cyclictest ")) {
+        assert!(call.contains(&format!(" -a {last_cpu} ")), "{calls}");
+        assert!(call.ends_with("hackbench=1"), "{calls}");
+    }
+    assert!(calls.contains("--load hackbench:2"), "{calls}");
+    assert_eq!(field(&table, 1, "check"), "cyclictest-load");
+    assert_eq!(field(&table, 1, "osbench_median"), "480", "{table:?}");
+    assert_eq!(field(&table, 1, "anchor_median"), "500", "{table:?}");
+    assert_eq!(field(&table, 2, "osbench_median"), "4000", "{table:?}");
+    assert_eq!(field(&table, 2, "anchor_median"), "2", "{table:?}");
+    let left = Command::new("pgrep")
+        .args(["-c", "-f", "sleep 600"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "0",
+        "a fake hackbench was left"
+    );
 }
 
 /// A fake perf whose `version --build-options` says `skeletons` (on or
