@@ -113,7 +113,7 @@ pub static DEF: BenchDef = BenchDef {
         }
         a
     },
-    differs: "one thread, latencies in an HDR histogram (cyclictest: 1-µs buckets), /dev/cpu_dma_latency held only with dma_latency=0 (cyclictest holds it by default), and the timer slack recorded (timer_slack_ns) and settable (slack_ns). The thread runs where --pin puts it (one task: the last CPU); cyclictest's runs unpinned unless -a. Measured on the Intel guest (7 Dec): idle, a mean of 112 µs against cyclictest's 111; beside the same rt-tests hackbench -g 2, both on one CPU, 1.069 of cyclictest's mean and 1.065 of its p99 (9 rotations, rounds 0.86-1.22), osbench's own load (--load hackbench:2) reading 0.97 of rt-tests' for the same timer; the cross-check's row 1.035 (20 rounds). What keeps osbench's thread waiting a few % longer under load was not found.",
+    differs: "one thread, latencies in an HDR histogram (cyclictest: 1-µs buckets), /dev/cpu_dma_latency held only with dma_latency=0 (cyclictest holds it by default), and the timer slack recorded (timer_slack_ns) and settable (slack_ns). The thread runs where --pin puts it (one task: the last CPU); cyclictest's runs unpinned unless -a. Measured on the Intel guest (7 Dec): idle, a mean of 112 µs against cyclictest's 111; beside the same rt-tests hackbench -g 2, both on one CPU, 1.061 of cyclictest's mean and 1.050 of its p99 (10 rotations, rounds 0.80-1.29), osbench's own load (--load hackbench:2) reading 0.97 of rt-tests' for the same timer; the cross-check's row 1.035 (20 rounds). What keeps osbench's thread waiting a few % longer under load was not found.",
     setup,
     recorded,
     sampling: Sampling::Events(|p| p.int("count") as u64),
