@@ -1046,12 +1046,11 @@ define() {
         bench=timer unit=µs scale=1
         anchor_name="cyclictest ${cyclictest_args[*]} beside hackbench -g $g"
         if [[ $1 == cyclictest-load-p99* ]]; then
-            figure=p99_of anchor_name+=" (p99 of its histogram)"
-            anchor() { shared_round "cyclictest.$g" cyclictest_under_hackbench "$g" "${cyclictest_args[@]}" | cyclictest_p99; }
+            figure=p99_of anchor_figure=cyclictest_p99 anchor_name+=" (p99 of its histogram)"
         else
-            figure=mean_of anchor_name+=" (Avg)"
-            anchor() { shared_round "cyclictest.$g" cyclictest_under_hackbench "$g" "${cyclictest_args[@]}" | cyclictest_avg; }
-        fi ;;
+            figure=mean_of anchor_figure=cyclictest_avg anchor_name+=" (Avg)"
+        fi
+        anchor() { shared_round "cyclictest.$g" cyclictest_under_hackbench "$g" "${cyclictest_args[@]}" | "$anchor_figure"; } ;;
     schbench-*)
         spec=${1#schbench-} rate=0
         [ "${spec%%:*}" = "$spec" ] || rate=${spec#*:}

@@ -55,18 +55,13 @@ struct FakeRun {
     table: Vec<Vec<String>>,
 }
 
-/// Runs `check` (two rounds) with lmbench's `name` the shell script `text`
-/// (and an `enough` that prints lmbench's 1 s fallback),
-/// and `env` added to the script's environment.
-fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -> FakeRun {
-    let dir = tempfile::tempdir().unwrap();
-    let lmbench = dir.path().join("lmbench");
-    let log = dir.path().join("log");
-    fake_program(&lmbench, name, text);
-    // lmbench's calibration as it ends on the development VM: its 1 s fallback.
-    fake_program(&lmbench, "enough", "#!/bin/sh\necho 1000000\n");
-    let record = dir.path().join("record.tsv");
-    let out = script(&record, &lmbench, &[check])
+/// Runs the script (two rounds of `checks`) with lmbench's programs in
+/// `lmbench`, fakes logging their calls to `dir`/log and `env` added: its
+/// output, what was logged and the record's rows.
+fn run_script(dir: &Path, lmbench: &Path, checks: &[&str], env: &[(&str, &str)]) -> FakeRun {
+    let log = dir.join("log");
+    let record = dir.join("record.tsv");
+    let out = script(&record, lmbench, checks)
         .envs(env.iter().copied())
         .env("FAKE_LOG", &log)
         .output()
@@ -76,6 +71,18 @@ fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -
         table: rows(&record),
         out,
     }
+}
+
+/// Runs `check` (two rounds) with lmbench's `name` the shell script `text`
+/// (and an `enough` that prints lmbench's 1 s fallback),
+/// and `env` added to the script's environment.
+fn run_against_fake(name: &str, text: &str, check: &str, env: &[(&str, &str)]) -> FakeRun {
+    let dir = tempfile::tempdir().unwrap();
+    let lmbench = dir.path().join("lmbench");
+    fake_program(&lmbench, name, text);
+    // lmbench's calibration as it ends on the development VM: its 1 s fallback.
+    fake_program(&lmbench, "enough", "#!/bin/sh\necho 1000000\n");
+    run_script(dir.path(), &lmbench, &[check], env)
 }
 
 /// A fake program `name` in `dir` (an lmbench's, osbench, schbench): the
@@ -425,23 +432,12 @@ fn fs_rows_run_in_one_tmpfs_directory_and_leave_nothing() {
     assert!(!run_dir.exists(), "{} was left", run_dir.display());
 }
 
-/// Runs the script (two rounds of `checks`) with fakes in `dir` logging
-/// their calls to `dir`/log, and `env` added: the calls logged and the
-/// record's rows.
-fn run_with_fakes(
-    dir: &Path,
-    checks: &[&str],
-    env: &[(&str, String)],
-) -> (String, Vec<Vec<String>>) {
-    let log = dir.join("log");
-    let record = dir.join("record.tsv");
-    let out = script(&record, dir, checks)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
+/// [`run_script`] with every fake in `dir`, which must succeed: the calls
+/// logged and the record's rows.
+fn run_with_fakes(dir: &Path, checks: &[&str], env: &[(&str, &str)]) -> (String, Vec<Vec<String>>) {
+    let FakeRun { out, log, table } = run_script(dir, dir, checks, env);
     assert!(out.status.success(), "{}", shown(&out));
-    (std::fs::read_to_string(&log).unwrap(), rows(&record))
+    (log, table)
 }
 
 /// How many of the logged `calls` start with `who`.
@@ -477,9 +473,9 @@ fn schbench_rows_of_one_rate_share_each_rounds_runs() {
         dir.path(),
         &["schbench-wakeup-p99", "schbench-rps"],
         &[
-            ("OSBENCH", osbench.display().to_string()),
-            ("SCHBENCH", schbench.display().to_string()),
-            ("ANCHOR_RUNS", "3".into()),
+            ("OSBENCH", osbench.to_str().unwrap()),
+            ("SCHBENCH", schbench.to_str().unwrap()),
+            ("ANCHOR_RUNS", "3"),
         ],
     );
     // Two rounds: two osbench runs and six schbench runs for both rows.
@@ -543,7 +539,7 @@ fn cyclictest_rows_share_each_rounds_runs_placed_alike() {
     let (calls, table) = run_with_fakes(
         dir.path(),
         &["cyclictest-load", "cyclictest-load-p99"],
-        &[("OSBENCH", osbench.display().to_string()), ("PATH", path)],
+        &[("OSBENCH", osbench.to_str().unwrap()), ("PATH", &path)],
     );
     // Two rounds: one run a side a round serves both rows.
     assert_eq!(

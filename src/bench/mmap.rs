@@ -330,8 +330,9 @@ impl Workload for Mmap {
             }
             Call::LatMmap => {
                 let rw = libc::PROT_READ | libc::PROT_WRITE;
+                let places = self.places.as_ref().map(|(p, _)| p.as_slice());
                 for i in 0..LAT_MMAP_RUN as usize {
-                    let place = self.places.as_ref().map(|(p, _)| p[i]);
+                    let place = places.map(|p| p[i]);
                     let r = Region {
                         ptr: map_at(place, self.bytes, rw, libc::MAP_SHARED, fd)?,
                         len: self.bytes,
