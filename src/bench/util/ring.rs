@@ -27,6 +27,9 @@ use crate::measure::supervise::{Exit, Supervisor};
 pub struct WorkingSet {
     ptr: *mut u64,
     words: usize,
+    /// Bytes mapped, never touched, before and after the buffer (a page for
+    /// [`WorkingSet::placed_as_valloc`], else none).
+    margin: usize,
 }
 
 // SAFETY: the mapping is owned exclusively by this value; moving it to another
@@ -41,19 +44,41 @@ impl WorkingSet {
 
     /// At least `len` bytes (rounded up to whole words), zeroed and faulted in.
     pub fn with_bytes(len: usize) -> io::Result<Self> {
+        Self::with_margin(len, 0)
+    }
+
+    /// As [`WorkingSet::with_bytes`], placed as glibc's `valloc` places a
+    /// large buffer (lmbench's `bw_mem`): a page into a mapping a page longer
+    /// on each side. The kernel aligns an anonymous mapping whose length is
+    /// a multiple of 2 MiB to 2 MiB, and on an AMD EPYC libc's copy between
+    /// two such buffers ran 15-18 % faster than between lmbench's
+    /// (docs/crosscheck.md, fifteenth session); this mapping's length is
+    /// not such a multiple where the buffer's is.
+    pub fn placed_as_valloc(len: usize) -> io::Result<Self> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        Self::with_margin(len, page)
+    }
+
+    /// `len` bytes (whole words) with `margin` bytes mapped on each side.
+    fn with_margin(len: usize, margin: usize) -> io::Result<Self> {
         let bytes = len.div_ceil(8) * 8;
         if bytes == 0 {
             return Ok(Self {
                 ptr: std::ptr::null_mut(),
                 words: 0,
+                margin: 0,
             });
         }
-        let p = map_anonymous(bytes, libc::MAP_PRIVATE)?;
-        // SAFETY: the mapping is `bytes` long and writable; zeroing faults every page in.
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        let mapping = map_anonymous(bytes + 2 * margin, libc::MAP_PRIVATE)?;
+        // SAFETY: `margin` bytes into a mapping `bytes + 2 * margin` long.
+        let p = unsafe { mapping.cast::<u8>().add(margin) };
+        // SAFETY: `bytes` writable bytes from `p`; zeroing faults their pages in.
+        unsafe { std::ptr::write_bytes(p, 0, bytes) };
         Ok(Self {
             ptr: p.cast(),
             words: bytes / 8,
+            margin,
         })
     }
 
@@ -109,8 +134,13 @@ impl WorkingSet {
 impl Drop for WorkingSet {
     fn drop(&mut self) {
         if self.words > 0 {
-            // SAFETY: unmapping exactly the mapping created in `new`.
-            unsafe { libc::munmap(self.ptr.cast(), self.words * 8) };
+            // SAFETY: unmapping exactly the mapping created in `with_margin`.
+            unsafe {
+                libc::munmap(
+                    self.ptr.cast::<u8>().sub(self.margin).cast(),
+                    self.words * 8 + 2 * self.margin,
+                )
+            };
         }
     }
 }
@@ -486,5 +516,42 @@ mod tests {
         assert_eq!(ws.words, 16 * 1024 / 8);
         assert_eq!(ws.sum(), 0);
         assert_eq!(WorkingSet::new(0).unwrap().sum(), 0);
+    }
+
+    /// The address ranges of this process's mappings (`/proc/self/maps`).
+    fn mappings() -> Vec<(usize, usize)> {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                let (from, to) = line.split_whitespace().next()?.split_once('-')?;
+                Some((
+                    usize::from_str_radix(from, 16).ok()?,
+                    usize::from_str_radix(to, 16).ok()?,
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn placed_as_valloc_is_a_page_into_a_mapping_a_page_longer_each_side() {
+        let two_mib = 2 << 20;
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let mut ws = WorkingSet::placed_as_valloc(two_mib).unwrap();
+        let buffer = ws.ptr as usize;
+        assert_eq!(buffer % page, 0, "the buffer starts on a page");
+        assert_eq!(ws.margin, page);
+        assert_eq!(ws.sum(), 0);
+        ws.as_bytes_mut().fill(1);
+        assert_eq!(ws.as_bytes_mut().len(), two_mib);
+        // Anonymous mappings can merge with a neighbour: the one holding the
+        // buffer reaches at least a page before it and a page after it.
+        let (from, to) = mappings()
+            .into_iter()
+            .find(|&(from, to)| from <= buffer && buffer < to)
+            .expect("a mapping holds the buffer");
+        assert!(from <= buffer - page && buffer + two_mib + page <= to);
+        assert_eq!(WorkingSet::with_bytes(two_mib).unwrap().margin, 0);
     }
 }
