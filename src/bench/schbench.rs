@@ -173,7 +173,11 @@ pub static DEF: BenchDef = BenchDef {
               rounds give percentile intervals; workers default to CPUs ÷ message threads as \
               schbench's; auto_p99 targets a request p99 where schbench -A targets a CPU busy %; \
               RPS = completed requests ÷ the run's measured length (schbench prints the median of \
-              per-second counts); no pipe mode, --split, -L or warm-up/zeroing intervals",
+              per-second counts); no pipe mode, --split, -L or warm-up/zeroing intervals; \
+              schbench never writes the two matrices it reads (they are the kernel's zero page), \
+              osbench's are written pages from its second sample on: on an AMD EPYC a request \
+              there took 4.95 ms in schbench and 3.32 in osbench, 5.7-6.0 in either with the \
+              zero page, 3.4-5.5 in either with written pages (docs/crosscheck.md, fifteenth session)",
     tasks: |p| 1 + p.int("message_threads") as usize * (1 + workers(p)),
     setup,
     sampling: Sampling::WholeRuns,

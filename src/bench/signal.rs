@@ -62,7 +62,7 @@ pub static DEF: BenchDef = BenchDef {
         "send" => "(lmbench lat_sig's kill(pid, 0), subtracted from catch)".to_string(),
         case => format!("lat_sig {case}"),
     },
-    differs: "catch and prot keep what lmbench subtracts: lmbench's catch = catch − send, its prot = prot − catch + send (the lmbench table shows those); tgkill to the timing thread, not kill(getpid()).",
+    differs: "catch and prot keep what lmbench subtracts: lmbench's catch = catch − send, its prot = prot − catch + send (the lmbench table shows those); tgkill to the timing thread, not kill(getpid()): in one C process on an AMD EPYC, tgkill's catch − send read 1.011 of kill's (kill(pid, 0) costs 18 ns more than tgkill's), a quarter of catch's 1.043 there (docs/crosscheck.md, fifteenth session).",
     setup,
     ..BenchDef::DEFAULTS
 };
