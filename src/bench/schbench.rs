@@ -176,8 +176,9 @@ pub static DEF: BenchDef = BenchDef {
               per-second counts); no pipe mode, --split, -L or warm-up/zeroing intervals; \
               schbench never writes the two matrices it reads (they are the kernel's zero page), \
               osbench's are written pages from its second sample on: on an AMD EPYC a request \
-              there took 4.95 ms in schbench and 3.32 in osbench, 5.7-6.0 in either with the \
-              zero page, 3.4-5.5 in either with written pages (docs/crosscheck.md, fifteenth session)",
+              there took 4.95 ms in schbench and 3.32 in osbench; 5.0-6.3 ms in either with the \
+              zero page, and with written pages either has runs at 3.4-3.7 ms and runs at 5.4-6.0 \
+              (docs/crosscheck.md, fifteenth session)",
     tasks: |p| 1 + p.int("message_threads") as usize * (1 + workers(p)),
     setup,
     sampling: Sampling::WholeRuns,
