@@ -52,6 +52,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use tempfile::NamedTempFile;
 
+use super::util::page_size;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::env::probe::{kib_field, meminfo_kib};
 use crate::env::process::limit_hint;
@@ -206,12 +207,6 @@ fn check(p: &Params) -> Result<()> {
         bytes
     };
     check_memory(&format!("fault:{p}"), bytes, resident)
-}
-
-/// The system's page size in bytes.
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
 /// Stops a case before measuring when it needs more address space than

@@ -36,6 +36,7 @@ use std::os::unix::ffi::OsStrExt;
 use tempfile::NamedTempFile;
 
 use super::fs::room_for;
+use super::util::page_size;
 use super::util::ring::WorkingSet;
 use super::util::words::bread;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
@@ -113,7 +114,7 @@ pub static DEF: BenchDef = BenchDef {
         let chunk = match p.int("chunk") {
             _ if p.get("io") == "mmap" => String::new(),
             0 => String::new(),
-            c => format!("/{}K", c * page() as i64 / 1024),
+            c => format!("/{}K", c * page_size() as i64 / 1024),
         };
         let sum = if p.get("sum") == "yes" && p.get("io") != "mmap" {
             "/sum"
@@ -138,7 +139,7 @@ pub static DEF: BenchDef = BenchDef {
         match (p.get("io"), p.int("chunk"), p.get("sum")) {
             ("mmap", _, _) if reopen == "io_only" => format!("bw_mmap_rd {size} mmap_only"),
             ("mmap", _, _) => format!("bw_mmap_rd {size} open2close"),
-            ("read", c, "yes") if c * page() as i64 == 64 * 1024 => {
+            ("read", c, "yes") if c * page_size() as i64 == 64 * 1024 => {
                 format!("bw_file_rd {size} {reopen}")
             }
             (io, _, _) => format!("LEBench {io} ({} pages)", p.int("pages")),
@@ -170,7 +171,7 @@ fn describe_op(p: &Params) -> String {
     }
     let calls = match p.int("chunk") {
         0 => "in one call".to_string(),
-        c => format!("in {} B calls", c * page() as i64),
+        c => format!("in {} B calls", c * page_size() as i64),
     };
     let sum = if p.get("sum") == "yes" && p.get("io") == "read" {
         ", each word read summed"
@@ -201,14 +202,8 @@ fn check(p: &Params) -> Result<()> {
     room_for("file", bytes(p) as u64, 1)
 }
 
-fn page() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 { n as usize } else { 4096 }
-}
-
 fn bytes(p: &Params) -> usize {
-    p.int("pages") as usize * page()
+    p.int("pages") as usize * page_size()
 }
 
 /// "4K", "40K", "1M", "39M": the file size as lmbench writes sizes.
@@ -246,9 +241,9 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
         _ => Io::Mmap,
     };
     let chunk = match p.int("chunk") as usize {
-        _ if io == Io::Mmap => page(),
+        _ if io == Io::Mmap => page_size(),
         0 => len,
-        c => (c * page()).min(len),
+        c => (c * page_size()).min(len),
     };
     let mut file =
         NamedTempFile::new().map_err(|e| Error::io("creating a temporary file in $TMPDIR", e))?;
@@ -465,9 +460,9 @@ mod tests {
         let mut f = FileIo {
             path: CString::new(file.path().as_os_str().as_bytes()).unwrap(),
             file,
-            buf: WorkingSet::with_bytes(3 * page()).unwrap(),
+            buf: WorkingSet::with_bytes(3 * page_size()).unwrap(),
             len,
-            chunk: 3 * page(),
+            chunk: 3 * page_size(),
             io: Io::Write,
             sum: false,
             reopen: false,
@@ -480,18 +475,18 @@ mod tests {
     #[test]
     fn a_mapping_reads_the_files_words() {
         let mut file = NamedTempFile::new().unwrap();
-        let mut page_of_words = vec![0u8; page()];
+        let mut page_of_words = vec![0u8; page_size()];
         page_of_words[..8].copy_from_slice(&5u64.to_ne_bytes());
-        page_of_words[page() - 8..].copy_from_slice(&6u64.to_ne_bytes());
+        page_of_words[page_size() - 8..].copy_from_slice(&6u64.to_ne_bytes());
         file.write_all(&page_of_words).unwrap();
-        let map = Mapping::of(file.as_file().as_raw_fd(), page()).unwrap();
+        let map = Mapping::of(file.as_file().as_raw_fd(), page_size()).unwrap();
         assert_eq!(bread(map.words()), 11);
     }
 
     #[test]
     fn names_follow_lmbench_sizes() {
         let name = |kv: &[(&str, &str)]| (DEF.case_name)(&Params::new(&DEF, kv));
-        if page() == 4096 {
+        if page_size() == 4096 {
             assert_eq!(name(&[("pages", "10")]), "read/40K");
             let lmbench = [("pages", "256"), ("chunk", "16"), ("sum", "yes")];
             assert_eq!(name(&lmbench), "read/1M/64K/sum");

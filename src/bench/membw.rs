@@ -23,10 +23,9 @@
 //! Left out: lmbench's `conflict` variant (the second buffer offset by
 //! 1,920 bytes) and its `-P` parallelism. The buffers are anonymous
 //! mappings, zeroed and faulted in before timing (lmbench: valloc + bzero),
-//! each a page into a mapping a page longer on each side, as glibc's valloc
-//! places them: the kernel aligns a mapping of a whole number of 2 MiB to
-//! 2 MiB, and on an AMD EPYC `bcopy` between two such buffers read 1.23 of
-//! lmbench's (fifteenth session, docs/crosscheck.md).
+//! placed where glibc's valloc places lmbench's
+//! ([`WorkingSet::placed_as_valloc`]: 2 MiB-aligned buffers made `bcopy`
+//! read 1.23 of lmbench's on an AMD EPYC).
 
 use std::hint::black_box;
 

@@ -200,7 +200,7 @@ fn setup(p: &Params, _: &Placement) -> Result<Box<dyn Workload>> {
     let bytes = p.int("kib") as usize * 1024;
     let stride = p.int("stride") as usize;
     let order = if p.get("pattern") == "random" {
-        random_order(bytes, stride, super::fault::page_size())
+        random_order(bytes, stride, super::util::page_size())
     } else {
         (0..bytes / stride).map(|i| i * stride).collect()
     };

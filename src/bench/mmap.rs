@@ -38,8 +38,9 @@ use std::os::fd::AsRawFd;
 use tempfile::NamedTempFile;
 
 use super::fault::{
-    PAGES, Region, cached_file, check_memory, lebench_size, map_error, page_size, write_every,
+    PAGES, Region, cached_file, check_memory, lebench_size, map_error, write_every,
 };
+use super::util::page_size;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;

@@ -62,7 +62,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tempfile::TempPath;
 
-use super::fault::{Region, map_error, page_size};
+use super::fault::{Region, map_error};
+use super::util::page_size;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Sampling, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;

@@ -28,7 +28,8 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use super::fault::{Region, page_size};
+use super::fault::Region;
+use super::util::page_size;
 use super::{BenchDef, DefaultCases, ParamKind, ParamSpec, Params, Unit, Workload};
 use crate::error::{Error, Result};
 use crate::measure::placement::Placement;

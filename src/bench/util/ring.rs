@@ -55,9 +55,7 @@ impl WorkingSet {
     /// (docs/crosscheck.md, fifteenth session); this mapping's length is
     /// not such a multiple where the buffer's is.
     pub fn placed_as_valloc(len: usize) -> io::Result<Self> {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        Self::with_margin(len, page)
+        Self::with_margin(len, super::page_size())
     }
 
     /// `len` bytes (whole words) with `margin` bytes mapped on each side.
@@ -536,8 +534,7 @@ mod tests {
     #[test]
     fn placed_as_valloc_is_a_page_into_a_mapping_a_page_longer_each_side() {
         let two_mib = 2 << 20;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = crate::bench::util::page_size();
         let mut ws = WorkingSet::placed_as_valloc(two_mib).unwrap();
         let buffer = ws.ptr as usize;
         assert_eq!(buffer % page, 0, "the buffer starts on a page");
